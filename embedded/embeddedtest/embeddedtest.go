@@ -1,0 +1,50 @@
+// Package embeddedtest starts real embedded NATS servers for tests, with
+// cleanup registered, so that every test of the mesh runs against JetStream
+// itself rather than a fake of it.
+package embeddedtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/meshctl/mesh/embedded"
+	"github.com/nats-io/nats.go"
+)
+
+// Server starts a single JetStream server in a temporary directory, listening
+// on a free loopback port, and stops it when the test ends.
+func Server(t testing.TB) *embedded.Server {
+	t.Helper()
+	s, err := embedded.Start(context.Background(), embedded.Options{Dir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Conn connects to s over loopback TCP and closes the connection when the test ends.
+func Conn(t testing.TB, s *embedded.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Cluster starts n servers in one cluster and stops them when the test ends.
+func Cluster(t testing.TB, n int) []*embedded.Server {
+	t.Helper()
+	servers, err := embedded.StartCluster(context.Background(), t.TempDir(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	})
+	return servers
+}

@@ -1,0 +1,153 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Options configure one embedded server.
+type Options struct {
+	// Dir holds JetStream's data. Required: a mesh's log must survive a restart.
+	Dir string
+	// Host and Port are where clients connect. Host defaults to 127.0.0.1, so a
+	// single-box mesh is not reachable from the network unless asked. Port -1
+	// picks a free port; 0 means the NATS default, 4222.
+	Host string
+	Port int
+	// ServerName must be unique and stable within a cluster.
+	ServerName string
+	// Cluster, when set, makes this server a member of a NATS cluster.
+	Cluster *Cluster
+	// SyncAlways fsyncs every write. Off by default: see ARCHITECTURE.md on durability.
+	SyncAlways bool
+	// ReadyTimeout bounds the wait for the server to be ready (default 10s).
+	ReadyTimeout time.Duration
+}
+
+// Cluster places a server in a NATS cluster.
+type Cluster struct {
+	Name   string
+	Host   string
+	Port   int // -1 picks a free port
+	Routes []*url.URL
+}
+
+// Server is a running embedded nats-server.
+type Server struct {
+	ns *server.Server
+}
+
+// Start runs a server and returns once it accepts connections and its
+// JetStream is healthy (in a cluster: once this server's JetStream answers).
+func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Dir == "" {
+		return nil, errors.New("embedded: cannot start a server without a data directory")
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.ServerName == "" {
+		o.ServerName = "mesh"
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 10 * time.Second
+	}
+	opts := &server.Options{
+		ServerName: o.ServerName,
+		Host:       o.Host,
+		Port:       o.Port,
+		JetStream:  true,
+		StoreDir:   o.Dir,
+		SyncAlways: o.SyncAlways,
+		// NoSigs: the mesh process owns signal handling, and Ctrl-C must stop
+		// the controller before the bus, not the bus underneath it.
+		NoSigs: true,
+		NoLog:  true,
+	}
+	if o.Cluster != nil {
+		opts.Cluster = server.ClusterOpts{Name: o.Cluster.Name, Host: o.Cluster.Host, Port: o.Cluster.Port}
+		opts.Routes = o.Cluster.Routes
+	}
+	if o.Port != -1 && o.Port != 0 {
+		if err := portFree(o.Host, o.Port); err != nil {
+			return nil, err
+		}
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: cannot configure the bus: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(o.ReadyTimeout) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("embedded: the bus on %s did not become ready within %s", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), o.ReadyTimeout)
+	}
+	s := &Server{ns: ns}
+	if o.Cluster == nil {
+		// ReadyForConnections is not "JetStream ready": wait for healthz, or the
+		// first stream request may hang until the client's timeout.
+		if err := s.WaitHealthy(ctx, o.ReadyTimeout); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// portFree turns "address already in use", which nats-server would only log,
+// into an error a person can act on.
+func portFree(host string, port int) error {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("embedded: cannot listen on %s: %v; stop what holds it or choose another --listen", addr, err)
+	}
+	return l.Close()
+}
+
+// WaitHealthy polls the server's own health check until it says ok.
+func (s *Server) WaitHealthy(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st := s.ns.Healthz(&server.HealthzOptions{})
+		if st.Status == "ok" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("embedded: JetStream on %s is not healthy after %s: %s", s.ns.Name(), timeout, st.Error)
+		case <-tick.C:
+		}
+	}
+}
+
+// ClientURL is the nats:// address clients dial.
+func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// Name is the server's name.
+func (s *Server) Name() string { return s.ns.Name() }
+
+// NATS exposes the underlying server for tests and diagnostics.
+func (s *Server) NATS() *server.Server { return s.ns }
+
+// Connect opens a client connection that does not touch the network.
+func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	return nats.Connect("", append([]nats.Option{nats.InProcessServer(s.ns)}, opts...)...)
+}
+
+// Close shuts the server down and waits until it has released its data directory.
+func (s *Server) Close() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}

@@ -1,0 +1,118 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Event is one fact the mesh recorded. Its type name is past tense and is also
+// the last token of its subject.
+type Event interface {
+	EventType() string
+}
+
+// Envelope is what is stored in a stream message: the event's identity and
+// provenance around its data. The stream sequence is not in it: JetStream
+// assigns that, and a reader takes it from the message metadata.
+type Envelope struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	Version    int             `json:"version"`
+	Aggregate  AggregateID     `json:"aggregate"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	CommandID  string          `json:"command_id"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// Recorded is an event read back from the stream: its envelope, its decoded
+// data, and where it sits in the stream.
+type Recorded struct {
+	Seq      uint64
+	Subject  string
+	Envelope Envelope
+	Event    Event
+}
+
+// EventID is the id of the i-th event of a command. It is derived, not random,
+// so that a retried command encodes byte-identical messages.
+func EventID(commandID string, i int) string { return fmt.Sprintf("%s/%d", commandID, i) }
+
+// Encode wraps ev for aggregate agg at the current version of its type.
+func Encode(agg AggregateID, commandID string, i int, at time.Time, ev Event) ([]byte, error) {
+	typ := ev.EventType()
+	ent, ok := table[typ]
+	if !ok {
+		return nil, fmt.Errorf("events: cannot encode %s: the type is not in the decoder table", typ)
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("events: cannot encode %s: %w", typ, err)
+	}
+	return json.Marshal(Envelope{
+		ID: EventID(commandID, i), Type: typ, Version: ent.current,
+		Aggregate: agg, OccurredAt: at.UTC(), CommandID: commandID, Data: data,
+	})
+}
+
+// DecodeEnvelope reads only the envelope, for tools (mesh events) that show
+// events without needing to understand them.
+func DecodeEnvelope(raw []byte) (Envelope, error) {
+	var env Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return env, &DecodeError{Reason: "the message is not an event envelope: " + err.Error()}
+	}
+	if env.Type == "" || env.Version < 1 {
+		return env, &DecodeError{Type: env.Type, Version: env.Version, Reason: "the envelope has no type or version"}
+	}
+	return env, nil
+}
+
+// Decode turns stored bytes into an envelope and the current Go type of its
+// event, upcasting older versions. An unknown type or version is an error
+// naming both: a fold that skipped it would silently diverge from the log.
+func Decode(raw []byte) (Envelope, Event, error) {
+	env, err := DecodeEnvelope(raw)
+	if err != nil {
+		return env, nil, err
+	}
+	ent, ok := table[env.Type]
+	if !ok {
+		return env, nil, &DecodeError{Type: env.Type, Version: env.Version, Reason: "unknown event type"}
+	}
+	if env.Version > ent.current {
+		return env, nil, &DecodeError{Type: env.Type, Version: env.Version,
+			Reason: fmt.Sprintf("unknown version (this binary knows up to %d)", ent.current)}
+	}
+	data := env.Data
+	for v := env.Version; v < ent.current; v++ {
+		up, ok := ent.upcasters[v]
+		if !ok {
+			return env, nil, &DecodeError{Type: env.Type, Version: env.Version,
+				Reason: fmt.Sprintf("no upcaster from version %d", v)}
+		}
+		if data, err = up(data); err != nil {
+			return env, nil, &DecodeError{Type: env.Type, Version: env.Version, Reason: err.Error()}
+		}
+	}
+	ev, err := ent.decode(data)
+	if err != nil {
+		return env, nil, &DecodeError{Type: env.Type, Version: env.Version, Reason: "malformed data: " + err.Error()}
+	}
+	return env, ev, nil
+}
+
+// DecodeError says which event could not be read and why. Callers add the
+// stream sequence; the remedy for an unknown type is nearly always a newer binary.
+type DecodeError struct {
+	Type    string
+	Version int
+	Reason  string
+}
+
+func (e *DecodeError) Error() string {
+	if e.Type == "" {
+		return "events: cannot decode event: " + e.Reason
+	}
+	return fmt.Sprintf("events: cannot decode event type %q version %d: %s; run a mesh binary that knows it", e.Type, e.Version, e.Reason)
+}

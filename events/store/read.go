@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Msg is one stream message as replay sees it: raw, so that a reader decides
+// what an undecodable message means for it (a fold stops; mesh events shows it).
+type Msg struct {
+	Seq     uint64
+	Subject string
+	Data    []byte
+	Header  nats.Header
+	Time    time.Time
+	// Pending is how many messages follow this one in the stream right now:
+	// 0 means the reader has caught up.
+	Pending uint64
+}
+
+// ReadOptions say where a replay starts and whether it ends.
+type ReadOptions struct {
+	From   uint64 // first sequence to deliver; 0 or 1 is the start of the stream
+	Follow bool   // keep delivering new messages until ctx ends
+}
+
+// readBatch is how many messages the ordered consumer asks for at a time:
+// with 5000 replay runs at ~680k msgs/s on 2 cores, with the default 500 ~400k.
+const readBatch = 5000
+
+// Read delivers messages in stream order to fn, from o.From on. Without
+// Follow it returns once it has delivered the last message the stream held
+// when it started (at once when there is none). It stops at the first error
+// fn returns, and returns it; with Follow it returns ctx's error when ctx ends.
+func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) error {
+	if !o.Follow {
+		st, err := s.State(ctx)
+		if err != nil {
+			return err
+		}
+		if st.LastSeq == 0 || st.LastSeq < o.From {
+			return nil
+		}
+	}
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if o.From > 1 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: o.From}
+	}
+	cons, err := s.js.OrderedConsumer(ctx, s.name, cfg)
+	if err != nil {
+		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)
+	}
+	var (
+		once    sync.Once
+		done    = make(chan struct{})
+		stopped atomic.Bool
+		result  error
+	)
+	finish := func(err error) {
+		once.Do(func() { result = err; close(done) })
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if stopped.Load() {
+			return
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			stopped.Store(true)
+			finish(fmt.Errorf("store: message on %s has no metadata: %w", m.Subject(), err))
+			return
+		}
+		msg := Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
+			Time: md.Timestamp, Pending: md.NumPending}
+		if err := fn(msg); err != nil {
+			stopped.Store(true)
+			finish(err)
+			return
+		}
+		if !o.Follow && md.NumPending == 0 {
+			stopped.Store(true)
+			finish(nil)
+		}
+	}, jetstream.PullMaxMessages(readBatch))
+	if err != nil {
+		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+		return result
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,274 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Sentinel errors of the store.
+var (
+	// ErrConflict: the aggregate moved since it was loaded. Load it again and decide again.
+	ErrConflict = errors.New("store: the aggregate changed since it was read")
+	// ErrNoEvents: Append was called with nothing to append.
+	ErrNoEvents = errors.New("store: nothing to append")
+)
+
+// maxBatch is JetStream's limit of messages in one atomic batch.
+const maxBatch = 1000
+
+// Store appends and reads the mesh's events on one stream.
+type Store struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	name   string
+	// Now stamps events; tests replace it.
+	Now func() time.Time
+}
+
+// Open asserts the stream (create or update, idempotent) and returns a store
+// on it together with what the assertion found and did.
+func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion, error) {
+	c = c.withDefaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, Assertion{}, fmt.Errorf("store: cannot use JetStream: %w", err)
+	}
+	st, a, err := assertStream(ctx, js, c)
+	if err != nil {
+		return nil, a, err
+	}
+	return &Store{nc: nc, js: js, stream: st, name: c.Name, Now: time.Now}, a, nil
+}
+
+// Attach uses an existing stream without asserting it: for clients (mesh
+// events) that must not change the bus's configuration.
+func Attach(ctx context.Context, nc *nats.Conn, name string) (*Store, error) {
+	if name == "" {
+		name = events.Stream
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot use JetStream: %w", err)
+	}
+	st, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("store: the bus has no stream %s yet; start the controller (mesh up or mesh serve) once to create it", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot look up stream %s: %w", name, err)
+	}
+	return &Store{nc: nc, js: js, stream: st, name: name, Now: time.Now}, nil
+}
+
+// Name is the stream's name.
+func (s *Store) Name() string { return s.name }
+
+// JetStream is the context the store uses, for readers that share it.
+func (s *Store) JetStream() jetstream.JetStream { return s.js }
+
+// State reads the stream's current position and identity.
+func (s *Store) State(ctx context.Context) (State, error) {
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return State{}, fmt.Errorf("store: cannot read the state of stream %s: %w", s.name, err)
+	}
+	return stateOf(info), nil
+}
+
+// Append stores the events of one decision on agg, only if agg's last event
+// is still at sequence expected (0: agg has no events yet). commandID makes it
+// idempotent: a retry of an append that already landed answers the original
+// sequence and stores nothing. Several events go in one atomic batch, so a
+// decision lands whole or not at all. It answers the sequence of the last event.
+func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uint64, commandID string, evs ...events.Event) (uint64, error) {
+	if len(evs) == 0 {
+		return 0, ErrNoEvents
+	}
+	if len(evs) > maxBatch {
+		return 0, fmt.Errorf("store: cannot append %d events in one decision: JetStream's atomic batch holds at most %d", len(evs), maxBatch)
+	}
+	if err := agg.Validate(); err != nil {
+		return 0, err
+	}
+	if commandID == "" {
+		return 0, errors.New("store: an append needs a command id, so a retry cannot store it twice")
+	}
+	now := s.Now()
+	msgs := make([]*nats.Msg, len(evs))
+	for i, ev := range evs {
+		data, err := events.Encode(agg, commandID, i, now, ev)
+		if err != nil {
+			return 0, err
+		}
+		m := nats.NewMsg(agg.Subject(ev.EventType()))
+		m.Data = data
+		m.Header.Set(jetstream.MsgIDHeader, events.EventID(commandID, i))
+		msgs[i] = m
+	}
+	// The expectation rides on the first message: later messages of a batch
+	// are checked against the batch's own staged state.
+	msgs[0].Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expected, 10))
+	msgs[0].Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, agg.Filter())
+	lastID := msgs[len(msgs)-1].Header.Get(jetstream.MsgIDHeader)
+	for attempt := 0; ; attempt++ {
+		seq, err := s.publish(ctx, msgs)
+		if err == nil {
+			return seq, nil
+		}
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) {
+			return 0, fmt.Errorf("store: cannot append to %s: %w", agg, err)
+		}
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant,
+			codeAtomicDuplicate:
+			// Either someone else moved the aggregate, or this is a retry of
+			// our own write that already landed (R1 checks the expectation
+			// before the Msg-Id). The aggregate's last message tells which.
+			if seq, ok := s.landed(ctx, agg, lastID); ok {
+				return seq, nil
+			}
+			return 0, ErrConflict
+		case codeDuplicateInProcess:
+			// The original of this retry is still being replicated: once it
+			// settles, the same publish answers a duplicate ack.
+			if attempt >= 50 {
+				return 0, fmt.Errorf("store: cannot append to %s: an earlier attempt of command %s stayed in flight", agg, commandID)
+			}
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		default:
+			return 0, fmt.Errorf("store: cannot append to %s: %w", agg, err)
+		}
+	}
+}
+
+// JetStream error codes nats.go has no constant for.
+const (
+	codeDuplicateInProcess = 10158 // duplicate message id is in process
+	codeAtomicDuplicate    = 10201 // atomic publish batch contains a duplicate message id
+)
+
+// publish sends one message as a checked publish, several as an atomic batch.
+// A duplicate ack (a retry inside the duplicates window) is success with the
+// original sequence.
+func (s *Store) publish(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
+	if len(msgs) == 1 {
+		ack, err := s.js.PublishMsg(ctx, msgs[0])
+		if err != nil {
+			return 0, err
+		}
+		return ack.Sequence, nil
+	}
+	id, err := batchID()
+	if err != nil {
+		return 0, err
+	}
+	for i, m := range msgs {
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if i < len(msgs)-1 {
+			// Only the commit needs an answer; the server stages the rest in
+			// order, and one connection keeps that order.
+			if err := s.nc.PublishMsg(m); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+	}
+	ack, err := s.js.PublishMsg(ctx, msgs[len(msgs)-1])
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+func batchID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("store: cannot make a batch id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// landed reports whether the aggregate's last message is the one with msgID,
+// and its sequence.
+func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string) (uint64, bool) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, agg.Filter())
+	if err != nil {
+		return 0, false
+	}
+	return m.Sequence, m.Header.Get(jetstream.MsgIDHeader) == msgID
+}
+
+// Version is the stream sequence of agg's last event, 0 when it has none.
+func (s *Store) Version(ctx context.Context, agg events.AggregateID) (uint64, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, agg.Filter())
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: cannot read the last event of %s: %w", agg, err)
+	}
+	return m.Sequence, nil
+}
+
+// Load reads every event of agg in order. The version is the sequence of the
+// last one, the value to pass to Append as expected.
+func (s *Store) Load(ctx context.Context, agg events.AggregateID) ([]events.Recorded, uint64, error) {
+	last, err := s.Version(ctx, agg)
+	if err != nil || last == 0 {
+		return nil, 0, err
+	}
+	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{agg.Filter()},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: cannot read %s: %w", agg, err)
+	}
+	var out []events.Recorded
+	for {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: cannot read %s: %w", agg, err)
+		}
+		rec, err := decodeMsg(m)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, rec)
+		// Stop at the version read first, or later if more arrived meanwhile:
+		// the version answered is the last event actually returned.
+		md, _ := m.Metadata()
+		if rec.Seq >= last && md.NumPending == 0 {
+			return out, rec.Seq, nil
+		}
+	}
+}
+
+func decodeMsg(m jetstream.Msg) (events.Recorded, error) {
+	md, err := m.Metadata()
+	if err != nil {
+		return events.Recorded{}, fmt.Errorf("store: message on %s has no metadata: %w", m.Subject(), err)
+	}
+	env, ev, err := events.Decode(m.Data())
+	if err != nil {
+		return events.Recorded{}, fmt.Errorf("store: event %d on %s: %w", md.Sequence.Stream, m.Subject(), err)
+	}
+	return events.Recorded{Seq: md.Sequence.Stream, Subject: m.Subject(), Envelope: env, Event: ev}, nil
+}

@@ -1,0 +1,210 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func open(t *testing.T, nc *nats.Conn) *store.Store {
+	t.Helper()
+	s, _, err := store.Open(context.Background(), nc, store.StreamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func enrolled(name string) events.NodeEnrolled {
+	return events.NodeEnrolled{Name: name, Capabilities: []string{"linux"}}
+}
+
+func TestAppendLoadAndConflict(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, embeddedtest.Conn(t, embeddedtest.Server(t)))
+	agg := events.NodeAggregate("web-1")
+
+	seq, err := s.Append(ctx, agg, 0, "cmd-1", enrolled("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, version, err := s.Load(ctx, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != seq || len(recs) != 1 || recs[0].Envelope.CommandID != "cmd-1" {
+		t.Fatalf("load: version %d (want %d), %d events: %+v", version, seq, len(recs), recs)
+	}
+	if got := recs[0].Event.(events.NodeEnrolled).Name; got != "web-1" {
+		t.Fatalf("decoded name %q", got)
+	}
+	// A second writer that still believes the node has no events loses.
+	if _, err := s.Append(ctx, agg, 0, "cmd-2", enrolled("web-1")); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale expectation: err = %v, want ErrConflict", err)
+	}
+	// Another aggregate is untouched by web-1's version.
+	if _, err := s.Append(ctx, events.NodeAggregate("web-2"), 0, "cmd-3", enrolled("web-2")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetryWithSameCommandIDStoresOnce(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, embeddedtest.Conn(t, embeddedtest.Server(t)))
+	agg := events.NodeAggregate("web-1")
+	first, err := s.Append(ctx, agg, 0, "cmd-1", enrolled("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The retry carries a now-stale expectation: R1 answers 10071 before it
+	// looks at the Msg-Id, and the store must still recognise its own write.
+	again, err := s.Append(ctx, agg, 0, "cmd-1", enrolled("web-1"))
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if again != first {
+		t.Fatalf("retry answered sequence %d, want the original %d", again, first)
+	}
+	st, _ := s.State(ctx)
+	if st.Msgs != 1 {
+		t.Fatalf("stream holds %d messages after a retry, want 1", st.Msgs)
+	}
+}
+
+func TestBatchIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, embeddedtest.Conn(t, embeddedtest.Server(t)))
+	agg := events.NodeAggregate("web-1")
+	last, err := s.Append(ctx, agg, 0, "cmd-1", enrolled("web-1"), events.NodeRetired{Name: "web-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, version, err := s.Load(ctx, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || version != last || recs[1].Seq != recs[0].Seq+1 {
+		t.Fatalf("batch: %d events, version %d, last %d", len(recs), version, last)
+	}
+	// A batch whose expectation is stale stores none of its events.
+	if _, err := s.Append(ctx, agg, recs[0].Seq, "cmd-2", enrolled("web-1"), events.NodeRetired{Name: "web-1"}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale batch: err = %v, want ErrConflict", err)
+	}
+	st, _ := s.State(ctx)
+	if st.Msgs != 2 {
+		t.Fatalf("stream holds %d messages after a refused batch, want 2", st.Msgs)
+	}
+	// A retried batch answers the original last sequence.
+	again, err := s.Append(ctx, agg, 0, "cmd-1", enrolled("web-1"), events.NodeRetired{Name: "web-1"})
+	if err != nil || again != last {
+		t.Fatalf("retried batch: seq %d err %v, want %d", again, err, last)
+	}
+}
+
+func TestConcurrentWritersOneWinner(t *testing.T) {
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	// Two stores on two connections: two controllers sharing one stream.
+	stores := []*store.Store{open(t, embeddedtest.Conn(t, srv)), open(t, embeddedtest.Conn(t, srv))}
+	agg := events.NodeAggregate("db-1")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, conflicts := 0, 0
+	for i := range 32 {
+		wg.Go(func() {
+			_, err := stores[i%2].Append(ctx, agg, 0, fmt.Sprintf("cmd-%d", i), enrolled("db-1"))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, store.ErrConflict):
+				conflicts++
+			default:
+				t.Errorf("writer %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 || conflicts != 31 {
+		t.Fatalf("%d winners and %d conflicts, want 1 and 31", wins, conflicts)
+	}
+}
+
+func TestStreamAssertionIsIdempotentAndRepairs(t *testing.T) {
+	ctx := context.Background()
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	_, a, err := store.Open(ctx, nc, store.StreamConfig{})
+	if err != nil || a.Action != "created" {
+		t.Fatalf("first open: %v %v", a, err)
+	}
+	_, a, err = store.Open(ctx, nc, store.StreamConfig{})
+	if err != nil || a.Action != "unchanged" {
+		t.Fatalf("second open: %v %v", a, err)
+	}
+	js, _ := jetstream.New(nc)
+	st, _ := js.Stream(ctx, events.Stream)
+	cfg := st.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, a, err = store.Open(ctx, nc, store.StreamConfig{})
+	if err != nil || a.Action != "updated" || !strings.Contains(fmt.Sprint(a.Changes), "allow_direct") {
+		t.Fatalf("open after drift: %v %v", a, err)
+	}
+}
+
+func TestUnknownEventTypeIsAnError(t *testing.T) {
+	ctx := context.Background()
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	s := open(t, nc)
+	agg := events.NodeAggregate("web-1")
+	if _, err := s.Append(ctx, agg, 0, "cmd-1", enrolled("web-1")); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	if _, err := js.Publish(ctx, agg.Subject("NodeTeleported"),
+		[]byte(`{"id":"x","type":"NodeTeleported","version":7,"aggregate":{"kind":"node","id":"web-1"},"data":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.Load(ctx, agg)
+	if err == nil || !strings.Contains(err.Error(), `"NodeTeleported"`) || !strings.Contains(err.Error(), "version 7") {
+		t.Fatalf("load over an unknown event: %v", err)
+	}
+}
+
+func TestReadDeliversInOrderAndStops(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, embeddedtest.Conn(t, embeddedtest.Server(t)))
+	for i := range 10 {
+		name := fmt.Sprintf("n%d", i)
+		if _, err := s.Append(ctx, events.NodeAggregate(name), 0, "c-"+name, enrolled(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []uint64
+	err := s.Read(ctx, store.ReadOptions{From: 4}, func(m store.Msg) error {
+		got = append(got, m.Seq)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[4 5 6 7 8 9 10]" {
+		t.Fatalf("read from 4: %v", got)
+	}
+	// Reading past the end is "nothing", not a wait.
+	if err := s.Read(ctx, store.ReadOptions{From: 11}, func(store.Msg) error { t.Fatal("delivered past the end"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
