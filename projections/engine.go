@@ -1,0 +1,387 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// Sentinels for read models that do not belong to the stream they are opened on.
+var (
+	ErrForeignStream = errors.New("projections: the read models were folded from another stream")
+	ErrRewound       = errors.New("projections: the read models are ahead of the stream")
+	ErrSchema        = errors.New("projections: the read models have another schema")
+)
+
+// Options configure an Engine.
+type Options struct {
+	Dir   string // holds CURRENT and one directory per generation of read models
+	FS    vfs.FS // nil: the OS file system
+	Store *store.Store
+	Log   *slog.Logger
+	// BatchSize is how many events one commit holds while catching up.
+	BatchSize int
+	// Reset discards every generation before opening, so the read models are
+	// folded again from the stream: the remedy for read models that do not
+	// belong to it. The stream is untouched.
+	Reset bool
+}
+
+// Opening says what the read models held when opened.
+type Opening struct {
+	Generation string
+	Fresh      bool
+	Checkpoint uint64
+	Stream     store.State
+	Nodes      int
+}
+
+// Engine folds the stream into Pebble and serves reads of the result.
+type Engine struct {
+	o  Options
+	fs vfs.FS
+
+	mu  sync.RWMutex // held for writing only to swap db in a rebuild
+	db  *pebble.DB
+	gen string
+
+	checkpoint atomic.Uint64
+	failure    atomic.Pointer[FoldError]
+
+	notifyMu sync.Mutex
+	notify   chan struct{} // closed and replaced on every commit
+
+	runMu     sync.Mutex // orders start/stop of the follower and rebuilds
+	runCancel context.CancelFunc
+	runDone   chan struct{}
+}
+
+type identity struct {
+	Stream  string    `json:"stream"`
+	Created time.Time `json:"created"`
+}
+
+// Open opens (or creates) the current generation of read models and checks
+// that they belong to the store's stream. It does not start folding: Start does.
+func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 2000
+	}
+	e := &Engine{o: o, fs: o.FS, notify: make(chan struct{})}
+	if o.Reset {
+		if err := o.FS.RemoveAll(o.Dir); err != nil {
+			return nil, Opening{}, fmt.Errorf("projections: cannot discard %s: %w", o.Dir, err)
+		}
+	}
+	if err := e.createDir(); err != nil {
+		return nil, Opening{}, err
+	}
+	gen, err := e.readCurrent()
+	if err != nil {
+		return nil, Opening{}, err
+	}
+	fresh := gen == ""
+	if fresh {
+		gen = generationName(1)
+	}
+	st, err := o.Store.State(ctx)
+	if err != nil {
+		return nil, Opening{}, err
+	}
+	db, err := e.openGeneration(gen, st)
+	if err != nil {
+		return nil, Opening{}, err
+	}
+	if fresh {
+		if err := e.writeCurrent(gen); err != nil {
+			db.Close()
+			return nil, Opening{}, err
+		}
+	}
+	e.db, e.gen = db, gen
+	e.checkpoint.Store(readCheckpoint(db))
+	nodes, err := e.Nodes()
+	if err != nil {
+		db.Close()
+		return nil, Opening{}, err
+	}
+	return e, Opening{Generation: gen, Fresh: fresh, Checkpoint: e.checkpoint.Load(), Stream: st, Nodes: len(nodes)}, nil
+}
+
+// openGeneration opens one generation's Pebble and checks, or on a new one
+// records, the stream identity and schema.
+func (e *Engine) openGeneration(gen string, st store.State) (*pebble.DB, error) {
+	path := e.fs.PathJoin(e.o.Dir, gen)
+	db, err := pebble.Open(path, &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}})
+	if err != nil {
+		return nil, fmt.Errorf("projections: cannot open the read models in %s: %w", path, err)
+	}
+	if err := checkBelongs(db, path, st); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func checkBelongs(db *pebble.DB, path string, st store.State) error {
+	var id identity
+	found, err := getJSON(db, keyIdentity, &id)
+	if err != nil {
+		return fmt.Errorf("projections: cannot read the identity of %s: %w", path, err)
+	}
+	if !found {
+		b := db.NewBatch()
+		defer b.Close()
+		if err := putJSON(b, keyIdentity, identity{Stream: st.Stream, Created: st.Created}); err != nil {
+			return err
+		}
+		if err := b.Set(keySchema, u64(schemaVersion), nil); err != nil {
+			return err
+		}
+		return b.Commit(pebble.Sync)
+	}
+	var schema uint64
+	if v, closer, err := db.Get(keySchema); err == nil {
+		schema = getU64(v)
+		closer.Close()
+	}
+	remedy := "start the controller with --rebuild to fold them again from the stream"
+	switch {
+	case schema != schemaVersion:
+		return fmt.Errorf("%w: %s has schema %d, this binary writes %d; %s", ErrSchema, path, schema, schemaVersion, remedy)
+	case id.Stream != st.Stream || !id.Created.Equal(st.Created):
+		return fmt.Errorf("%w: %s was folded from stream %s created %s, but the bus has stream %s created %s; %s",
+			ErrForeignStream, path, id.Stream, id.Created.Format(time.RFC3339Nano), st.Stream, st.Created.Format(time.RFC3339Nano), remedy)
+	}
+	if cp := readCheckpoint(db); cp > st.LastSeq {
+		return fmt.Errorf("%w: %s has folded up to event %d, but stream %s ends at %d (was it restored from an older backup?); %s",
+			ErrRewound, path, cp, st.Stream, st.LastSeq, remedy)
+	}
+	return nil
+}
+
+func readCheckpoint(r pebble.Reader) uint64 {
+	v, closer, err := r.Get(keyCheckpoint)
+	if err != nil {
+		return 0
+	}
+	defer closer.Close()
+	return getU64(v)
+}
+
+// Start begins folding from the checkpoint: catch up, then follow live.
+func (e *Engine) Start() {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	e.startLocked()
+}
+
+func (e *Engine) startLocked() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	e.runCancel, e.runDone = cancel, done
+	e.mu.RLock()
+	f := newFolder(e.db, e.o.BatchSize, e.committed)
+	e.mu.RUnlock()
+	go func() {
+		defer close(done)
+		e.follow(ctx, f)
+	}()
+}
+
+func (e *Engine) stopLocked() {
+	if e.runCancel == nil {
+		return
+	}
+	e.runCancel()
+	<-e.runDone
+	e.runCancel, e.runDone = nil, nil
+}
+
+// follow reads from the checkpoint on until ctx ends or a fold fails. A read
+// error (the bus went away) is retried; a fold error is not: it is the same
+// event every time, and it waits for a person with a newer binary.
+func (e *Engine) follow(ctx context.Context, f *folder) {
+	defer f.discard()
+	for {
+		err := e.o.Store.Read(ctx, store.ReadOptions{From: e.checkpoint.Load() + 1, Follow: true}, f.add)
+		if ctx.Err() != nil {
+			return
+		}
+		var fe *FoldError
+		if errors.As(err, &fe) {
+			e.failure.Store(fe)
+			e.o.Log.Error("projections stopped", "err", fe)
+			e.broadcast()
+			return
+		}
+		e.o.Log.Warn("projections: reading the stream failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (e *Engine) committed(last uint64) {
+	e.checkpoint.Store(last)
+	e.broadcast()
+}
+
+func (e *Engine) broadcast() {
+	e.notifyMu.Lock()
+	close(e.notify)
+	e.notify = make(chan struct{})
+	e.notifyMu.Unlock()
+}
+
+// Checkpoint is the sequence of the last event folded and committed.
+func (e *Engine) Checkpoint() uint64 { return e.checkpoint.Load() }
+
+// Failure is the event folding stopped at, if it stopped.
+func (e *Engine) Failure() error {
+	if f := e.failure.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// WaitFor returns once the event at seq is folded, so a command that just
+// appended reads its own write. It fails if folding stopped or ctx ends first.
+func (e *Engine) WaitFor(ctx context.Context, seq uint64) error {
+	for {
+		e.notifyMu.Lock()
+		ch := e.notify
+		e.notifyMu.Unlock()
+		if e.checkpoint.Load() >= seq {
+			return nil
+		}
+		if f := e.failure.Load(); f != nil {
+			return f
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("projections: event %d is not folded yet (checkpoint %d): %w", seq, e.checkpoint.Load(), ctx.Err())
+		}
+	}
+}
+
+// Close stops folding and closes the read models. Uncommitted events are
+// dropped; the next Open folds them again from the stream.
+func (e *Engine) Close() error {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	e.stopLocked()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.db == nil {
+		return nil
+	}
+	err := e.db.Close()
+	e.db = nil
+	return err
+}
+
+// Status is where folding stands against the stream.
+type Status struct {
+	Generation string `json:"generation"`
+	Checkpoint uint64 `json:"checkpoint"`
+	StreamLast uint64 `json:"stream_last"`
+	Lag        uint64 `json:"lag"`
+	Failure    string `json:"failure,omitempty"`
+}
+
+// Status reads the stream's position and compares it with the checkpoint.
+func (e *Engine) Status(ctx context.Context) (Status, error) {
+	st, err := e.o.Store.State(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	e.mu.RLock()
+	s := Status{Generation: e.gen, Checkpoint: e.checkpoint.Load(), StreamLast: st.LastSeq}
+	e.mu.RUnlock()
+	if s.StreamLast > s.Checkpoint {
+		s.Lag = s.StreamLast - s.Checkpoint
+	}
+	if f := e.Failure(); f != nil {
+		s.Failure = f.Error()
+	}
+	return s, nil
+}
+
+// view runs fn against the current read models; a rebuild's swap waits for it.
+func (e *Engine) view(fn func(pebble.Reader) error) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.db == nil {
+		return errors.New("projections: the read models are closed")
+	}
+	return fn(e.db)
+}
+
+func decodeRows[T any](r pebble.Reader, prefix byte) ([]T, error) {
+	lo, hi := prefixBounds(prefix)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []T
+	for it.First(); it.Valid(); it.Next() {
+		var v T
+		if err := json.Unmarshal(it.Value(), &v); err != nil {
+			return nil, fmt.Errorf("projections: row %q is corrupt: %w", it.Key(), err)
+		}
+		out = append(out, v)
+	}
+	return out, it.Error()
+}
+
+// createDir makes Dir and syncs its parent, so that after a crash CURRENT and
+// the generations are found where they were written, not lost with an
+// unsynced directory entry.
+func (e *Engine) createDir() error {
+	if err := e.fs.MkdirAll(e.o.Dir, 0o755); err != nil {
+		return fmt.Errorf("projections: cannot create %s: %w", e.o.Dir, err)
+	}
+	parent, err := e.fs.OpenDir(e.fs.PathDir(e.o.Dir))
+	if err != nil {
+		return fmt.Errorf("projections: cannot open the parent of %s: %w", e.o.Dir, err)
+	}
+	defer parent.Close()
+	return parent.Sync()
+}
+
+// pebbleLogger sends Pebble's own messages to the mesh's log at debug level:
+// a start that prints "Found 0 WALs" reads as trouble to an operator.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+	panic(fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,233 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+)
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	s, _, err := store.Open(context.Background(), embeddedtest.Conn(t, embeddedtest.Server(t)), store.StreamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func openEngine(t *testing.T, s *store.Store, fs vfs.FS, batch int) *Engine {
+	t.Helper()
+	e, _, err := Open(context.Background(), Options{Dir: "proj", FS: fs, Store: s, BatchSize: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.Start()
+	return e
+}
+
+// enrollMany appends n enrolments and retires every third node; it answers the last sequence.
+func enrollMany(t *testing.T, s *store.Store, from, n int) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	var last uint64
+	for i := from; i < from+n; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		agg := events.NodeAggregate(name)
+		seq, err := s.Append(ctx, agg, 0, "enroll-"+name, events.NodeEnrolled{Name: name, Capabilities: []string{"linux"}, Labels: map[string]string{"i": fmt.Sprint(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if seq, err = s.Append(ctx, agg, seq, "retire-"+name, events.NodeRetired{Name: name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last = seq
+	}
+	return last
+}
+
+func waitFor(t *testing.T, e *Engine, seq uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.WaitFor(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func snapshot(t *testing.T, e *Engine) Snapshot {
+	t.Helper()
+	s, err := e.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestFoldsLiveAndReadsOwnWrites(t *testing.T) {
+	s := newStore(t)
+	e := openEngine(t, s, vfs.NewMem(), 100)
+	last := enrollMany(t, s, 0, 4)
+	waitFor(t, e, last)
+	nodes, err := e.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 4 || !nodes[0].Retired || nodes[1].Retired || nodes[1].Capabilities[0] != "linux" {
+		t.Fatalf("nodes: %+v", nodes)
+	}
+	n, found, _ := e.Node("node-3")
+	if !found || !n.Retired || n.Version != last {
+		t.Fatalf("node-3: %+v found=%v, want retired at version %d", n, found, last)
+	}
+}
+
+func TestUnknownEventStopsTheFoldAndIsReported(t *testing.T) {
+	s := newStore(t)
+	e := openEngine(t, s, vfs.NewMem(), 100)
+	good := enrollMany(t, s, 1, 2)
+	ack, err := s.JetStream().Publish(context.Background(), "mesh.ev.node.node-1.NodeTeleported",
+		[]byte(`{"id":"x","type":"NodeTeleported","version":3,"aggregate":{"kind":"node","id":"node-1"},"data":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := enrollMany(t, s, 10, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = e.WaitFor(ctx, after)
+	var fe *FoldError
+	if !errors.As(err, &fe) || fe.Seq != ack.Sequence || !strings.Contains(err.Error(), `"NodeTeleported" version 3`) {
+		t.Fatalf("wait past an unknown event: %v", err)
+	}
+	if e.Checkpoint() != good {
+		t.Fatalf("checkpoint %d: the events before the unknown one (to %d) must be folded, none after", e.Checkpoint(), good)
+	}
+	if _, found, _ := e.Node("node-10"); found {
+		t.Fatal("an event after the unknown one was folded: the fold skipped it")
+	}
+	st, _ := e.Status(ctx)
+	if st.Failure == "" || st.Lag != after-good {
+		t.Fatalf("status does not report the stop: %+v", st)
+	}
+}
+
+// A crash between batches (commits not synced, the batch in progress lost)
+// reopens to read models equal to a fold from scratch.
+func TestCrashBetweenBatchesEqualsRebuild(t *testing.T) {
+	for _, unsynced := range []int{0, 50, 100} {
+		t.Run(fmt.Sprintf("unsynced-%d%%", unsynced), func(t *testing.T) {
+			s := newStore(t)
+			fs := vfs.NewCrashableMem()
+			e := openEngine(t, s, fs, 7)
+			durable := enrollMany(t, s, 0, 20)
+			waitFor(t, e, durable)
+			// A memtable flush makes what was folded so far durable; what
+			// follows lives only in unsynced commits when the crash comes.
+			if err := e.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, e, enrollMany(t, s, 20, 20))
+			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(1, uint64(unsynced)))})
+			last := enrollMany(t, s, 40, 20)
+
+			reopened, o, err := Open(context.Background(), Options{Dir: "proj", FS: crashed, Store: s, BatchSize: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { reopened.Close() })
+			if o.Checkpoint < durable {
+				t.Fatalf("after the crash the checkpoint is %d, below the durable %d", o.Checkpoint, durable)
+			}
+			t.Logf("crash kept the fold up to %d; durable %d, last %d", o.Checkpoint, durable, last)
+			reopened.Start()
+			waitFor(t, reopened, last)
+			scratch := openEngine(t, s, vfs.NewMem(), 1000)
+			waitFor(t, scratch, last)
+			if diff := cmp.Diff(snapshot(t, scratch), snapshot(t, reopened)); diff != "" {
+				t.Fatalf("reopened after a crash differs from a fold from scratch (-scratch +reopened):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRebuildEqualsLiveAndKeepsFollowing(t *testing.T) {
+	s := newStore(t)
+	fs := vfs.NewMem()
+	e := openEngine(t, s, fs, 5)
+	last := enrollMany(t, s, 0, 40)
+	waitFor(t, e, last)
+	before := snapshot(t, e)
+	var reports int
+	r, err := e.Rebuild(context.Background(), func(Progress) { reports++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.From == r.To || reports == 0 {
+		t.Fatalf("rebuild %+v reported progress %d times", r, reports)
+	}
+	if diff := cmp.Diff(before, snapshot(t, e)); diff != "" {
+		t.Fatalf("rebuild differs from live (-live +rebuilt):\n%s", diff)
+	}
+	if _, err := fs.Stat(fs.PathJoin("proj", r.From)); err == nil {
+		t.Fatalf("the replaced generation %s was left behind", r.From)
+	}
+	more := enrollMany(t, s, 40, 3)
+	waitFor(t, e, more)
+	if _, found, _ := e.Node("node-42"); !found {
+		t.Fatal("after a rebuild the live fold stopped following")
+	}
+}
+
+func TestReadModelsOfAnotherStreamAreRefused(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	first := newStore(t)
+	e := openEngine(t, first, fs, 10)
+	waitFor(t, e, enrollMany(t, first, 0, 3))
+	e.Close()
+
+	// Another bus with a stream of the same name: a reset or restored bus.
+	other := newStore(t)
+	_, _, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: other})
+	if !errors.Is(err, ErrForeignStream) || !strings.Contains(err.Error(), "--rebuild") {
+		t.Fatalf("open on another stream: %v", err)
+	}
+	// Reset folds them again from the stream it is now on.
+	e2, o, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: other, Reset: true})
+	if err != nil || !o.Fresh || o.Nodes != 0 {
+		t.Fatalf("reset: %+v %v", o, err)
+	}
+	e2.Close()
+}
+
+func TestReadModelsAheadOfTheStreamAreRefused(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	s := newStore(t)
+	e := openEngine(t, s, fs, 10)
+	last := enrollMany(t, s, 0, 2)
+	waitFor(t, e, last)
+	// As after a restore from an older backup: the checkpoint is past the end.
+	if err := e.db.Set(keyCheckpoint, u64(last+10), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	_, _, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: s})
+	if !errors.Is(err, ErrRewound) {
+		t.Fatalf("open ahead of the stream: %v", err)
+	}
+}
+

@@ -1,0 +1,95 @@
+package projections
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// FoldError stops a fold at the event it could not apply. The fold never
+// skips: read models that silently passed over an event would disagree with
+// the log, and nobody could tell.
+type FoldError struct {
+	Seq     uint64
+	Subject string
+	Err     error
+}
+
+func (e *FoldError) Error() string {
+	return fmt.Sprintf("projections: folding stopped at event %d (%s): %v", e.Seq, e.Subject, e.Err)
+}
+
+func (e *FoldError) Unwrap() error { return e.Err }
+
+// folder accumulates events into one indexed Pebble batch (indexed, so a fold
+// can read rows written earlier in the same batch) and commits the batch with
+// the checkpoint in it.
+type folder struct {
+	db       *pebble.DB
+	b        *pebble.Batch
+	size     int // events per commit while catching up
+	n        int // events in b
+	last     uint64
+	onCommit func(last uint64)
+}
+
+func newFolder(db *pebble.DB, size int, onCommit func(uint64)) *folder {
+	return &folder{db: db, b: db.NewIndexedBatch(), size: size, onCommit: onCommit}
+}
+
+// add folds one stream message. It commits when the batch is full, or when
+// the reader has caught up (Pending 0), so a live event is readable at once.
+func (f *folder) add(m store.Msg) error {
+	env, ev, err := events.Decode(m.Data)
+	if err != nil {
+		return f.stop(m, err)
+	}
+	rec := events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev}
+	if err := foldNode(f.b, rec); err != nil {
+		return f.stop(m, err)
+	}
+	f.n++
+	f.last = m.Seq
+	if f.n >= f.size || m.Pending == 0 {
+		return f.commit()
+	}
+	return nil
+}
+
+// stop commits the events before the bad one (they are good) and reports it.
+func (f *folder) stop(m store.Msg, err error) error {
+	if cerr := f.commit(); cerr != nil {
+		return cerr
+	}
+	return &FoldError{Seq: m.Seq, Subject: m.Subject, Err: err}
+}
+
+// commit writes the batch and the checkpoint together. NoSync: a crash may
+// lose the newest commits, but never splits rows from their checkpoint (one
+// WAL record), and replay from the surviving checkpoint restores them.
+func (f *folder) commit() error {
+	if f.n == 0 {
+		return nil
+	}
+	if err := f.b.Set(keyCheckpoint, u64(f.last), nil); err != nil {
+		return err
+	}
+	if err := f.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("projections: cannot commit read models at event %d: %w", f.last, err)
+	}
+	f.b.Close()
+	f.b = f.db.NewIndexedBatch()
+	f.n = 0
+	if f.onCommit != nil {
+		f.onCommit(f.last)
+	}
+	return nil
+}
+
+// discard drops an uncommitted batch: what a crash between batches does.
+func (f *folder) discard() {
+	f.b.Close()
+	f.n = 0
+}

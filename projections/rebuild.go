@@ -1,0 +1,167 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// The read models live in generations: Dir/gen-000001, gen-000002, ... and
+// Dir/CURRENT names the one in use. A rebuild folds into the next generation
+// while the current one keeps serving, then replaces CURRENT with one rename,
+// so a crash at any point leaves either the old or the new generation named,
+// never a half-folded one.
+const currentFile = "CURRENT"
+
+func generationName(n int) string { return fmt.Sprintf("gen-%06d", n) }
+
+func generationNumber(gen string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(gen, "gen-"))
+	return n
+}
+
+func (e *Engine) readCurrent() (string, error) {
+	f, err := e.fs.Open(e.fs.PathJoin(e.o.Dir, currentFile))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("projections: cannot read %s: %w", currentFile, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return "", fmt.Errorf("projections: cannot read %s: %w", currentFile, err)
+	}
+	gen := strings.TrimSpace(string(b))
+	if generationNumber(gen) < 1 {
+		return "", fmt.Errorf("projections: %s names %q, not a generation; remove %s to fold the read models again", currentFile, gen, e.o.Dir)
+	}
+	return gen, nil
+}
+
+// writeCurrent points CURRENT at gen: written aside, synced, renamed over.
+func (e *Engine) writeCurrent(gen string) error {
+	tmp := e.fs.PathJoin(e.o.Dir, currentFile+".tmp")
+	f, err := e.fs.Create(tmp, "")
+	if err != nil {
+		return fmt.Errorf("projections: cannot write %s: %w", currentFile, err)
+	}
+	if _, err := f.Write([]byte(gen + "\n")); err != nil {
+		f.Close()
+		return fmt.Errorf("projections: cannot write %s: %w", currentFile, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("projections: cannot sync %s: %w", currentFile, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := e.fs.Rename(tmp, e.fs.PathJoin(e.o.Dir, currentFile)); err != nil {
+		return fmt.Errorf("projections: cannot replace %s: %w", currentFile, err)
+	}
+	dir, err := e.fs.OpenDir(e.o.Dir)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}
+
+// Progress is reported after each commit of a rebuild.
+type Progress struct {
+	Folded, Total uint64
+	Elapsed       time.Duration
+}
+
+// Rebuilt says what a rebuild did.
+type Rebuilt struct {
+	From, To   string // generations
+	Events     uint64
+	Checkpoint uint64
+	Elapsed    time.Duration
+}
+
+// Rebuild folds the whole stream into a fresh generation while the current
+// one keeps serving, then swaps it in. A fold error abandons the new
+// generation and leaves the current one serving.
+func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt, error) {
+	start := time.Now()
+	st, err := e.o.Store.State(ctx)
+	if err != nil {
+		return Rebuilt{}, err
+	}
+	e.mu.RLock()
+	from := e.gen
+	e.mu.RUnlock()
+	next := generationName(generationNumber(from) + 1)
+	path := e.fs.PathJoin(e.o.Dir, next)
+	// A directory left by an abandoned rebuild is not to be trusted.
+	if err := e.fs.RemoveAll(path); err != nil {
+		return Rebuilt{}, fmt.Errorf("projections: cannot clear %s: %w", path, err)
+	}
+	db, err := e.openGeneration(next, st)
+	if err != nil {
+		return Rebuilt{}, err
+	}
+	abandon := func(err error) (Rebuilt, error) {
+		db.Close()
+		e.fs.RemoveAll(path)
+		return Rebuilt{}, err
+	}
+	f := newFolder(db, e.o.BatchSize, func(last uint64) {
+		if progress != nil {
+			progress(Progress{Folded: last, Total: st.LastSeq, Elapsed: time.Since(start)})
+		}
+	})
+	if err := e.o.Store.Read(ctx, store.ReadOptions{From: 1}, f.add); err != nil {
+		f.discard()
+		return abandon(err)
+	}
+
+	// Swap: stop the live fold, bring the new generation level with the
+	// stream, and replace the old one under the write lock.
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	running := e.runCancel != nil
+	e.stopLocked()
+	restart := func() {
+		if running {
+			e.startLocked()
+		}
+	}
+	if err := e.o.Store.Read(ctx, store.ReadOptions{From: f.last + 1}, f.add); err != nil {
+		f.discard()
+		restart()
+		return abandon(err)
+	}
+	f.discard()
+	if err := e.writeCurrent(next); err != nil {
+		restart()
+		return abandon(err)
+	}
+	e.mu.Lock()
+	old := e.db
+	e.db, e.gen = db, next
+	e.checkpoint.Store(readCheckpoint(db))
+	e.failure.Store(nil)
+	e.mu.Unlock()
+	old.Close()
+	if err := e.fs.RemoveAll(e.fs.PathJoin(e.o.Dir, from)); err != nil {
+		e.o.Log.Warn("projections: cannot remove the replaced generation", "dir", from, "err", err)
+	}
+	restart()
+	e.broadcast()
+	return Rebuilt{From: from, To: next, Events: st.Msgs, Checkpoint: e.checkpoint.Load(), Elapsed: time.Since(start)}, nil
+}
+
+var _ pebble.Reader = (*pebble.Snapshot)(nil)
