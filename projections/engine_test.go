@@ -230,4 +230,3 @@ func TestReadModelsAheadOfTheStreamAreRefused(t *testing.T) {
 		t.Fatalf("open ahead of the stream: %v", err)
 	}
 }
-

@@ -48,7 +48,6 @@ func foldNode(b *pebble.Batch, rec events.Recorded) error {
 	return nil
 }
 
-
 func putJSON(b *pebble.Batch, key []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
