@@ -1,0 +1,138 @@
+package aggregates
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+)
+
+// Node is one machine's consistency boundary: its name's uniqueness, its
+// enrolment and retirement (and, later, its assignments and declarations).
+type Node struct {
+	Name         string
+	Enrolled     bool
+	EnrolledAt   time.Time
+	Retired      bool
+	Capabilities []string
+	Labels       map[string]string
+	// Version is the stream sequence of the last event applied: the
+	// expectation of the next append.
+	Version uint64
+}
+
+// NewNode is the empty aggregate for name, before any of its events.
+func NewNode(name string) *Node { return &Node{Name: name} }
+
+// Commands on a node.
+type (
+	EnrollNode struct {
+		Name         string
+		Capabilities []string
+		Labels       map[string]string
+	}
+	RetireNode struct {
+		Name string
+	}
+)
+
+// Apply folds one of the node's own events into its state.
+func (n *Node) Apply(rec events.Recorded) {
+	switch ev := rec.Event.(type) {
+	case events.NodeEnrolled:
+		n.Enrolled, n.EnrolledAt = true, rec.Envelope.OccurredAt
+		n.Capabilities, n.Labels = ev.Capabilities, ev.Labels
+	case events.NodeRetired:
+		n.Retired = true
+	}
+	n.Version = rec.Seq
+}
+
+// Decide answers the events cmd causes, none when it is already satisfied,
+// or a refusal.
+func (n *Node) Decide(cmd any, now time.Time) ([]events.Event, error) {
+	switch c := cmd.(type) {
+	case EnrollNode:
+		return n.enroll(c)
+	case RetireNode:
+		return n.retire(c, now)
+	}
+	return nil, fmt.Errorf("aggregates: a node cannot decide %T", cmd)
+}
+
+func (n *Node) enroll(c EnrollNode) ([]events.Event, error) {
+	if err := events.ValidateName("node", c.Name); err != nil {
+		return nil, &Error{Op: "enroll", ID: c.Name, Err: ErrInvalid, Detail: strings.TrimPrefix(err.Error(), "node name ")}
+	}
+	if n.Enrolled {
+		// Retired names stay taken: history must never hold two machines under one name.
+		state := "enrolled"
+		if n.Retired {
+			state = "retired"
+		}
+		return nil, refuse("enroll", c.Name, ErrNameTaken, "the name is taken (a node of that name was %s on %s); choose another name",
+			state, n.EnrolledAt.UTC().Format(time.RFC3339))
+	}
+	caps, err := capabilities(c.Name, c.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := labels(c.Name, c.Labels)
+	if err != nil {
+		return nil, err
+	}
+	return []events.Event{events.NodeEnrolled{Name: c.Name, Capabilities: caps, Labels: labels}}, nil
+}
+
+func (n *Node) retire(c RetireNode, now time.Time) ([]events.Event, error) {
+	if !n.Enrolled {
+		return nil, refuse("retire", c.Name, ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
+	}
+	if n.Retired {
+		return nil, nil
+	}
+	return []events.Event{events.NodeRetired{Name: c.Name, RetiredAt: now.UTC()}}, nil
+}
+
+// capabilities are sorted and unique, so two enrolments that say the same
+// thing record the same bytes.
+func capabilities(node string, in []string) ([]string, error) {
+	out := []string{}
+	for _, c := range in {
+		if err := events.ValidateName("capability", c); err != nil {
+			return nil, &Error{Op: "enroll", ID: node, Err: ErrInvalid, Detail: err.Error()}
+		}
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func labels(node string, in map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	for k, v := range in {
+		if err := validLabelKey(k); err != nil {
+			return nil, &Error{Op: "enroll", ID: node, Err: ErrInvalid, Detail: err.Error()}
+		}
+		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(v) > 256 {
+			return nil, refuse("enroll", node, ErrInvalid, "label %s has a value with control characters or over 256 bytes", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func validLabelKey(k string) error {
+	ok := k != "" && len(k) <= 63
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./", r)) {
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("label key %q is not allowed: use 1 to 63 letters, digits, '-', '_', '.' or '/'", k)
+	}
+	return nil
+}

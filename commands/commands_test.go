@@ -1,0 +1,132 @@
+package commands_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/nats-io/nats.go"
+)
+
+func controller(t *testing.T, srv *embedded.Server) *commands.Client {
+	t.Helper()
+	nc := embeddedtest.Conn(t, srv)
+	c, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &commands.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
+}
+
+func enroll(c *commands.Client, name string, caps ...string) (commands.Changed, error) {
+	var out commands.Changed
+	err := c.Call(context.Background(), commands.SubjectNodeEnroll,
+		commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: name, Capabilities: caps}, &out)
+	return out, err
+}
+
+func code(err error) string {
+	var re *commands.RemoteError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return ""
+}
+
+// Concurrent enrolls of one name through two controllers on one stream: one
+// winner, and every other caller is told the name is taken.
+func TestConcurrentEnrollsOneWinnerAcrossControllers(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	clients := []*commands.Client{controller(t, srv), controller(t, srv)}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var wins int
+	var taken int
+	for i := range 16 {
+		wg.Go(func() {
+			_, err := enroll(clients[i%2], "web-1", "linux")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case code(err) == commands.CodeConflict && strings.Contains(err.Error(), "taken"):
+				taken++
+			default:
+				t.Errorf("enroll %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 || taken != 15 {
+		t.Fatalf("%d winners, %d told taken; want 1 and 15", wins, taken)
+	}
+}
+
+func TestEnrollListShowRetire(t *testing.T) {
+	c := controller(t, embeddedtest.Server(t))
+	ctx := context.Background()
+	got, err := enroll(c, "web-1", "linux")
+	if err != nil || !got.Changed || got.Node.Name != "web-1" || got.Seq == 0 {
+		t.Fatalf("enroll: %+v %v", got, err)
+	}
+	// Read your own write: the list right after the enroll holds it.
+	var list commands.NodeList
+	if err := c.Call(ctx, commands.SubjectNodeList, commands.Empty{}, &list); err != nil || len(list.Nodes) != 1 {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	var retired commands.Changed
+	req := commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "web-1"}
+	if err := c.Call(ctx, commands.SubjectNodeRetire, req, &retired); err != nil || !retired.Changed || !retired.Node.Retired {
+		t.Fatalf("retire: %+v %v", retired, err)
+	}
+	req.CommandID = commands.NewCommandID()
+	if err := c.Call(ctx, commands.SubjectNodeRetire, req, &retired); err != nil || retired.Changed {
+		t.Fatalf("retire again must be nothing to do: %+v %v", retired, err)
+	}
+	if _, err := enroll(c, "web-1"); code(err) != commands.CodeConflict {
+		t.Fatalf("re-enrolling a retired name: %v", err)
+	}
+	var show commands.NodeView
+	if err := c.Call(ctx, commands.SubjectNodeShow, commands.NameRequest{Name: "web-2"}, &show); code(err) != commands.CodeNotFound {
+		t.Fatalf("show unknown: %v", err)
+	}
+	if _, err := enroll(c, "Web.1"); code(err) != commands.CodeBadRequest || !strings.Contains(err.Error(), "lowercase") {
+		t.Fatalf("invalid name: %v", err)
+	}
+}
+
+func TestNoControllerIsSaidQuickly(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	c := &commands.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
+	_, err := enroll(c, "web-1")
+	if !errors.Is(err, commands.ErrNoController) || !strings.Contains(err.Error(), srv.ClientURL()) || !strings.Contains(err.Error(), "mesh up") {
+		t.Fatalf("no controller: %v", err)
+	}
+}
+
+// The controller is a micro service: discovery finds it by name.
+func TestControllerIsDiscoverable(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	controller(t, srv)
+	nc := embeddedtest.Conn(t, srv)
+	msg, err := nc.Request("$SRV.PING."+commands.ServiceName, nil, 2*time.Second)
+	if err != nil || !strings.Contains(string(msg.Data), commands.ServiceName) {
+		t.Fatalf("ping: %v %s", err, msgData(msg))
+	}
+}
+
+func msgData(m *nats.Msg) string {
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s", m.Data)
+}

@@ -1,0 +1,82 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// ControllerConfig configures the controller process.
+type ControllerConfig struct {
+	Home   string // local state: the read models live in Home/projections
+	Stream store.StreamConfig
+	Log    *slog.Logger
+	// Reset folds the read models again from the stream before serving.
+	Reset bool
+}
+
+// Controller is the stream, the read models and the service, running.
+type Controller struct {
+	Store    *store.Store
+	Proj     *projections.Engine
+	Handlers *Handlers
+	svc      micro.Service
+	log      *slog.Logger
+}
+
+// StartController asserts the stream, opens and catches up the read models,
+// and starts answering verbs. It says what it found and did at each step, and
+// returns only when it is ready to answer.
+func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*Controller, error) {
+	log := c.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	st, a, err := store.Open(ctx, nc, c.Stream)
+	if err != nil {
+		return nil, err
+	}
+	log.Info(a.String())
+	dir := filepath.Join(c.Home, "projections")
+	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset})
+	if err != nil {
+		return nil, err
+	}
+	if o.Fresh {
+		log.Info(fmt.Sprintf("projections %s: new, folding %d event(s) from the stream", o.Generation, o.Stream.LastSeq))
+	} else {
+		log.Info(fmt.Sprintf("projections %s: found %d node(s), folded up to event %d of %d", o.Generation, o.Nodes, o.Checkpoint, o.Stream.LastSeq))
+	}
+	start := time.Now()
+	proj.Start()
+	if o.Stream.LastSeq > o.Checkpoint {
+		if err := proj.WaitFor(ctx, o.Stream.LastSeq); err != nil {
+			proj.Close()
+			return nil, err
+		}
+		log.Info(fmt.Sprintf("projections caught up: folded %d event(s) in %s", o.Stream.LastSeq-o.Checkpoint, time.Since(start).Round(time.Millisecond)))
+	} else {
+		log.Info("projections are current with the stream")
+	}
+	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log}
+	svc, err := Serve(nc, h)
+	if err != nil {
+		proj.Close()
+		return nil, fmt.Errorf("cannot start the %s service: %w", ServiceName, err)
+	}
+	log.Info(fmt.Sprintf("serving %s %s on %s.>", ServiceName, ServiceVersion, APIPrefix))
+	return &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}, nil
+}
+
+// Close stops answering, then stops folding.
+func (c *Controller) Close() error {
+	c.svc.Stop()
+	return c.Proj.Close()
+}

@@ -1,0 +1,138 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// Handlers are the verbs, bound to one store and one set of read models.
+type Handlers struct {
+	Store *store.Store
+	Proj  *projections.Engine
+	Now   func() time.Time
+	Log   *slog.Logger
+}
+
+// maxAttempts bounds decide-append rounds when other writers keep moving an
+// aggregate. Each round re-reads, so a loser sees the winner's event.
+const maxAttempts = 8
+
+// decideNode loads a node aggregate, decides cmd, and appends the result
+// expecting the version it loaded; on a conflict it loads and decides again.
+// It answers the sequence of the last event appended (0 when the command was
+// already satisfied) after the read models have folded it.
+func (h *Handlers) decideNode(ctx context.Context, name, commandID string, cmd any) (uint64, error) {
+	agg := events.NodeAggregate(name)
+	for range maxAttempts {
+		recs, version, err := h.Store.Load(ctx, agg)
+		if err != nil {
+			return 0, err
+		}
+		n := aggregates.NewNode(name)
+		for _, r := range recs {
+			n.Apply(r)
+		}
+		evs, err := n.Decide(cmd, h.Now())
+		if err != nil || len(evs) == 0 {
+			return 0, err
+		}
+		seq, err := h.Store.Append(ctx, agg, version, commandID, evs...)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return seq, h.Proj.WaitFor(ctx, seq)
+	}
+	return 0, fmt.Errorf("cannot change node %s: it changed under %d attempts in a row; try again", name, maxAttempts)
+}
+
+// Enroll adds a node. A name taken by any node, retired or not, is refused.
+func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error) {
+	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.EnrollNode{Name: r.Name, Capabilities: r.Capabilities, Labels: r.Labels})
+	if err != nil {
+		return Changed{}, err
+	}
+	h.Log.Info("node enrolled", "node", r.Name, "seq", seq)
+	return h.changed(r.Name, seq)
+}
+
+// Retire takes a node out of service for good; retiring a retired node is
+// answered as nothing to do.
+func (h *Handlers) Retire(ctx context.Context, r RetireRequest) (Changed, error) {
+	if err := events.ValidateName("node", r.Name); err != nil {
+		return Changed{}, &aggregates.Error{Op: "retire", ID: r.Name, Err: aggregates.ErrInvalid, Detail: err.Error()}
+	}
+	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.RetireNode{Name: r.Name})
+	if err != nil {
+		return Changed{}, err
+	}
+	if seq != 0 {
+		h.Log.Info("node retired", "node", r.Name, "seq", seq)
+	}
+	return h.changed(r.Name, seq)
+}
+
+func (h *Handlers) changed(name string, seq uint64) (Changed, error) {
+	n, found, err := h.Proj.Node(name)
+	if err != nil {
+		return Changed{}, err
+	}
+	if !found {
+		return Changed{}, fmt.Errorf("node %s was written at %d but the read models do not hold it", name, seq)
+	}
+	return Changed{Changed: seq != 0, Seq: seq, Node: viewOf(n)}, nil
+}
+
+// ListNodes answers every node from the read models.
+func (h *Handlers) ListNodes(context.Context, Empty) (NodeList, error) {
+	nodes, err := h.Proj.Nodes()
+	if err != nil {
+		return NodeList{}, err
+	}
+	out := NodeList{Nodes: []NodeView{}}
+	for _, n := range nodes {
+		out.Nodes = append(out.Nodes, viewOf(n))
+	}
+	return out, nil
+}
+
+// ShowNode answers one node, or says it is not enrolled.
+func (h *Handlers) ShowNode(_ context.Context, r NameRequest) (NodeView, error) {
+	if err := events.ValidateName("node", r.Name); err != nil {
+		return NodeView{}, &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrInvalid, Detail: err.Error()}
+	}
+	n, found, err := h.Proj.Node(r.Name)
+	if err != nil {
+		return NodeView{}, err
+	}
+	if !found {
+		return NodeView{}, &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrUnknownNode,
+			Detail: "no node of that name is enrolled; see mesh node list"}
+	}
+	return viewOf(n), nil
+}
+
+// ProjectionsStatus says where the read models stand against the stream.
+func (h *Handlers) ProjectionsStatus(ctx context.Context, _ Empty) (StatusReply, error) {
+	return h.Proj.Status(ctx)
+}
+
+// RebuildProjections folds the stream into fresh read models and swaps them in.
+func (h *Handlers) RebuildProjections(ctx context.Context, _ Empty) (RebuildReply, error) {
+	r, err := h.Proj.Rebuild(ctx, nil)
+	if err != nil {
+		return RebuildReply{}, err
+	}
+	h.Log.Info("projections rebuilt", "from", r.From, "to", r.To, "events", r.Events, "seconds", r.Elapsed.Seconds())
+	return RebuildReply{From: r.From, To: r.To, Events: r.Events, Checkpoint: r.Checkpoint, Seconds: r.Elapsed.Seconds()}, nil
+}

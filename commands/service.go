@@ -1,0 +1,95 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Error codes on the wire (Nats-Service-Error-Code), HTTP-like so that
+// `nats micro` users read them at a glance.
+const (
+	CodeBadRequest = "400"
+	CodeNotFound   = "404"
+	CodeConflict   = "409"
+	CodeInternal   = "500"
+)
+
+// Request timeouts inside the controller: a verb that cannot finish in this
+// time answers an error rather than leaving the client to guess.
+const (
+	verbTimeout    = 30 * time.Second
+	rebuildTimeout = 30 * time.Minute
+)
+
+// Serve registers the mesh-controller micro service with one endpoint per verb.
+// Endpoints share the default queue group, so several controllers on one bus
+// split the requests; optimistic concurrency on the stream keeps them honest.
+func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: ServiceName, Version: ServiceVersion,
+		Description: "the mesh controller: enrolls nodes, composes and signs declarations",
+	})
+	if err != nil {
+		return nil, err
+	}
+	endpoints := []struct {
+		name, subject string
+		handler       micro.Handler
+	}{
+		{"node-enroll", SubjectNodeEnroll, endpoint(h.Enroll, verbTimeout)},
+		{"node-retire", SubjectNodeRetire, endpoint(h.Retire, verbTimeout)},
+		{"node-list", SubjectNodeList, endpoint(h.ListNodes, verbTimeout)},
+		{"node-show", SubjectNodeShow, endpoint(h.ShowNode, verbTimeout)},
+		{"projections-status", SubjectProjectionsStatus, endpoint(h.ProjectionsStatus, verbTimeout)},
+		{"projections-rebuild", SubjectProjectionsRebuild, endpoint(h.RebuildProjections, rebuildTimeout)},
+	}
+	for _, e := range endpoints {
+		if err := svc.AddEndpoint(e.name, e.handler, micro.WithEndpointSubject(e.subject)); err != nil {
+			svc.Stop()
+			return nil, err
+		}
+	}
+	return svc, nil
+}
+
+// endpoint adapts a typed handler. Each request runs on its own goroutine:
+// one verb waiting for its projection must not hold up the next request.
+func endpoint[Req, Resp any](fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
+	return micro.HandlerFunc(func(r micro.Request) {
+		go func() {
+			var req Req
+			if len(r.Data()) > 0 {
+				if err := json.Unmarshal(r.Data(), &req); err != nil {
+					r.Error(CodeBadRequest, "the request is not the JSON this endpoint takes: "+err.Error(), nil)
+					return
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			resp, err := fn(ctx, req)
+			if err != nil {
+				r.Error(codeOf(err), err.Error(), nil)
+				return
+			}
+			r.RespondJSON(resp)
+		}()
+	})
+}
+
+func codeOf(err error) string {
+	switch {
+	case errors.Is(err, aggregates.ErrInvalid):
+		return CodeBadRequest
+	case errors.Is(err, aggregates.ErrUnknownNode):
+		return CodeNotFound
+	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired):
+		return CodeConflict
+	}
+	return CodeInternal
+}
