@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/nats-io/nats.go"
+)
+
+// defaultBus is where a client looks when nothing names the bus: where mesh
+// up listens by default.
+const defaultBus = "nats://127.0.0.1:4222"
+
+// busAddr is a bus URL and what said so, for messages that name both.
+type busAddr struct {
+	URL, From string
+}
+
+func (b busAddr) String() string { return fmt.Sprintf("%s (from %s)", b.URL, b.From) }
+
+// resolveBus decides which bus a command uses. --bus and MESH_NATS_URL that
+// disagree are refused rather than one silently winning: an operator who
+// exported one and typed the other cannot know which mesh they just changed.
+func (g *Globals) resolveBus(required bool) (busAddr, error) {
+	env := os.Getenv("MESH_NATS_URL")
+	switch {
+	case g.Bus != "" && env != "" && normalizeURL(g.Bus) != normalizeURL(env):
+		return busAddr{}, usagef("the bus is configured two ways: --bus says %s and MESH_NATS_URL says %s; give one, or make them agree", g.Bus, env)
+	case g.Bus != "":
+		return busAddr{URL: g.Bus, From: "--bus"}, nil
+	case env != "":
+		return busAddr{URL: env, From: "MESH_NATS_URL"}, nil
+	case required:
+		return busAddr{}, usagef("no bus named: give --bus URL or set MESH_NATS_URL (mesh up runs its own)")
+	}
+	if rec, err := readBusRecord(g.Home); err == nil {
+		return busAddr{URL: rec.URL, From: fmt.Sprintf("%s, where mesh up recorded it", busRecordPath(g.Home))}, nil
+	}
+	return busAddr{URL: defaultBus, From: fmt.Sprintf("the default: no mesh up has recorded a bus in %s", g.Home)}, nil
+}
+
+func normalizeURL(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		s = "nats://" + s
+	}
+	return strings.TrimSuffix(s, "/")
+}
+
+// connect dials the bus, failing fast with a sentence naming where it tried.
+func connect(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.Name(name), nats.Timeout(2 * time.Second)}, opts...)
+	nc, err := nats.Connect(addr.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the bus at %s: %v; start one with `mesh up`, or point --bus or MESH_NATS_URL at a running one", addr, err)
+	}
+	return nc, nil
+}
+
+// client connects to the bus and returns a verb client; close releases it.
+func (g *Globals) client() (*commands.Client, func(), error) {
+	addr, err := g.resolveBus(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := connect(addr, "mesh cli")
+	if err != nil {
+		return nil, nil, err
+	}
+	return &commands.Client{NC: nc, Where: addr.String()}, nc.Close, nil
+}
+
+// call runs one verb against the controller.
+func (g *Globals) call(ctx context.Context, subject string, req, resp any) error {
+	c, closeFn, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	return c.Call(ctx, subject, req, resp)
+}
+
+// busRecord is what mesh up writes in its home so that other commands given
+// the same home find its bus.
+type busRecord struct {
+	URL       string    `json:"url"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+func busRecordPath(home string) string { return filepath.Join(home, "bus.json") }
+
+func readBusRecord(home string) (busRecord, error) {
+	var r busRecord
+	b, err := os.ReadFile(busRecordPath(home))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.URL == "" {
+		return r, fmt.Errorf("%s is not a bus record", busRecordPath(home))
+	}
+	return r, nil
+}
+
+func writeBusRecord(home, u string) error {
+	b, _ := json.Marshal(busRecord{URL: u, PID: os.Getpid(), StartedAt: time.Now().UTC()})
+	tmp := busRecordPath(home) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("cannot record the bus in %s: %w", home, err)
+	}
+	return os.Rename(tmp, busRecordPath(home))
+}
+
+// lockHome takes the home for this process. The kernel drops the lock when
+// the process dies, so a kill -9 never leaves a home locked.
+func lockHome(home, what string) (func(), error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the home %s: %w", home, err)
+	}
+	f, err := os.OpenFile(filepath.Join(home, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the lock of the home %s: %w", home, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			held := "another mesh process"
+			if rec, err := readBusRecord(home); err == nil {
+				held = fmt.Sprintf("mesh (pid %d, bus %s)", rec.PID, rec.URL)
+			}
+			return nil, fmt.Errorf("the home %s is already in use by %s; stop that one first, or give %s another --home", home, held, what)
+		}
+		return nil, fmt.Errorf("cannot lock the home %s: %w", home, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// splitListen turns --listen host:port into its parts.
+func splitListen(s string) (string, int, error) {
+	u, err := url.Parse("nats://" + s)
+	if err != nil || u.Hostname() == "" || u.Port() == "" {
+		return "", 0, usagef("--listen %q is not host:port (for example 127.0.0.1:4222)", s)
+	}
+	var port int
+	if _, err := fmt.Sscan(u.Port(), &port); err != nil || port < 1 || port > 65535 {
+		return "", 0, usagef("--listen %q has no valid port (1 to 65535)", s)
+	}
+	return u.Hostname(), port, nil
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+// CLI is the whole grammar of mesh.
+type CLI struct {
+	Globals
+
+	Up          UpCmd          `cmd:"" help:"Run a single-box mesh: an embedded NATS bus and the controller."`
+	Serve       ServeCmd       `cmd:"" help:"Run the controller alone, on the bus named by --bus or MESH_NATS_URL."`
+	Node        NodeCmd        `cmd:"" help:"Enroll, list, show and retire nodes."`
+	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`
+	Projections ProjectionsCmd `cmd:"" help:"Inspect and rebuild the controller's read models."`
+}
+
+// Globals are the flags every command takes.
+type Globals struct {
+	Home string `env:"MESH_HOME" default:"./.mesh" help:"Local state: the embedded bus's data, the read models, where mesh up records its bus."`
+	// Bus is deliberately not bound to MESH_NATS_URL by kong: the flag and the
+	// variable are compared, and refused when they disagree (see resolveBus).
+	Bus string `help:"The NATS URL of the bus (or set MESH_NATS_URL). Without either, the bus mesh up recorded in --home."`
+}
+
+// Output is where a command writes: results on Out, diagnostics on Err.
+type Output struct {
+	Out, Err io.Writer
+}
+
+// usageError is a request that cannot be carried out as given: exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+type exitCode int
+
+// newParser builds the kong parser; tests call it as main does.
+func newParser(ctx context.Context, cli *CLI, out *Output) (*kong.Kong, error) {
+	return kong.New(cli,
+		kong.Name("mesh"),
+		kong.Description("A control plane for a fleet of machines, event-sourced on NATS JetStream."),
+		kong.Writers(out.Out, out.Err),
+		kong.Exit(func(code int) { panic(exitCode(code)) }),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Bind(out),
+	)
+}
+
+// run parses args and runs the command. Exit codes: 0 done, 1 failed, 2 the
+// request was not understood or was ambiguous.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	out := &Output{Out: stdout, Err: stderr}
+	var cli CLI
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitCode)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+		}
+	}()
+	parser, err := newParser(ctx, &cli, out)
+	if err != nil {
+		fmt.Fprintln(stderr, "mesh:", err)
+		return 2
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "mesh: %v; see mesh --help\n", err)
+		return 2
+	}
+	if err := kctx.Run(&cli.Globals); err != nil {
+		fmt.Fprintln(stderr, "mesh:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// newLogger writes the controller's log as short human lines: the time, the
+// message, and key=value pairs; the level only when it is not INFO.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.TimeKey:
+				return slog.String(slog.TimeKey, a.Value.Time().Format(time.TimeOnly))
+			case slog.LevelKey:
+				if a.Value.String() == slog.LevelInfo.String() {
+					return slog.Attr{}
+				}
+			}
+			return a
+		},
+	}))
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+)
+
+// TestMain lets a test run this binary as a child process (for kill -9):
+// with MESH_TEST_MAIN set, the test binary is mesh.
+func TestMain(m *testing.M) {
+	if os.Getenv("MESH_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type result struct {
+	code     int
+	out, err string
+}
+
+func mesh(t *testing.T, home string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"--home", home}, args...), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// syncBuffer is a log both the up goroutine and the test touch.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// up runs mesh up in this process until the test ends; it returns the log.
+func up(t *testing.T, home string) *syncBuffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	log := &syncBuffer{}
+	done := make(chan int)
+	go func() { done <- run(ctx, []string{"--home", home, "up", "--listen", freeAddr(t)}, io.Discard, log) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(log.String(), "ready") {
+		select {
+		case code := <-done:
+			t.Fatalf("mesh up exited %d:\n%s", code, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mesh up not ready:\n%s", log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("mesh up exited %d on Ctrl-C:\n%s", code, log)
+		}
+	})
+	return log
+}
+
+func TestWalkthrough(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	up(t, home)
+
+	r := mesh(t, home, "node", "enroll", "web-1", "--capability", "linux", "--label", "zone=a")
+	if r.code != 0 || !strings.Contains(r.out, "enrolled web-1 at sequence 1") {
+		t.Fatalf("enroll: %+v", r)
+	}
+	r = mesh(t, home, "node", "list", "--json")
+	var nodes []map[string]any
+	if err := json.Unmarshal([]byte(r.out), &nodes); err != nil || r.code != 0 {
+		t.Fatalf("list --json: %v %+v", err, r)
+	}
+	for _, field := range []string{"name", "capabilities", "labels", "retired", "enrolled_at"} {
+		if _, ok := nodes[0][field]; !ok {
+			t.Errorf("node list --json lacks %q: %s", field, r.out)
+		}
+	}
+	r = mesh(t, home, "events", "--json")
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(strings.Split(r.out, "\n")[0]), &ev); err != nil || ev["seq"] != 1.0 || ev["type"] != "NodeEnrolled" {
+		t.Fatalf("events --json: %v %+v", err, r)
+	}
+	for _, field := range []string{"seq", "subject", "type", "at", "data"} {
+		if _, ok := ev[field]; !ok {
+			t.Errorf("events --json lacks %q: %s", field, r.out)
+		}
+	}
+	r = mesh(t, home, "node", "retire", "web-1")
+	if r.code != 0 || !strings.Contains(r.out, "retired web-1") {
+		t.Fatalf("retire: %+v", r)
+	}
+	r = mesh(t, home, "node", "retire", "web-1")
+	if r.code != 0 || !strings.Contains(r.out, "nothing to do") {
+		t.Fatalf("retire again: %+v", r)
+	}
+	r = mesh(t, home, "projections", "rebuild")
+	if r.code != 0 || !strings.Contains(r.out, "2 event(s) folded") {
+		t.Fatalf("rebuild: %+v", r)
+	}
+	r = mesh(t, home, "projections", "status")
+	if r.code != 0 || !strings.Contains(r.out, "folded up to event 2 of 2 (lag 0)") {
+		t.Fatalf("status: %+v", r)
+	}
+}
+
+// Bad input: one sentence on stderr, a non-zero exit, and nothing recorded.
+func TestBadInputIsOneSentence(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	up(t, home)
+	mesh(t, home, "node", "enroll", "web-1")
+	cases := []struct {
+		args []string
+		code int
+		say  string
+	}{
+		{[]string{"node", "enroll", "Web.1"}, 1, "lowercase letters, digits and '-'"},
+		{[]string{"node", "enroll", strings.Repeat("a", 64)}, 1, "at most 63"},
+		{[]string{"node", "enroll", "web-1"}, 1, "the name is taken"},
+		{[]string{"node", "show", "web-9"}, 1, "no node of that name is enrolled"},
+		{[]string{"node", "retire", "web-9"}, 1, "no node of that name is enrolled"},
+		{[]string{"up", "--listen", freeAddr(t)}, 1, "already in use"},
+		{[]string{"node", "frobnicate"}, 2, "mesh --help"},
+	}
+	for _, c := range cases {
+		r := mesh(t, home, c.args...)
+		if r.code != c.code || !strings.Contains(r.err, c.say) || strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+			t.Errorf("mesh %v: exit %d, stderr %q; want exit %d saying %q in one line", c.args, r.code, r.err, c.code, c.say)
+		}
+	}
+	r := mesh(t, home, "events", "--json")
+	if n := strings.Count(r.out, "\n"); n != 1 {
+		t.Fatalf("after refused commands the log holds %d events, want 1:\n%s", n, r.out)
+	}
+}
+
+func TestNoControllerNoBusAndAmbiguousBus(t *testing.T) {
+	home := t.TempDir()
+	addr := freeAddr(t)
+	t.Setenv("MESH_NATS_URL", "")
+	start := time.Now()
+	r := mesh(t, home, "--bus", "nats://"+addr, "node", "list")
+	if r.code != 1 || !strings.Contains(r.err, addr) || !strings.Contains(r.err, "mesh up") || time.Since(start) > 5*time.Second {
+		t.Fatalf("no bus: %+v after %s", r, time.Since(start))
+	}
+	t.Setenv("MESH_NATS_URL", "nats://127.0.0.1:1")
+	r = mesh(t, home, "--bus", "nats://"+addr, "node", "list")
+	if r.code != 2 || !strings.Contains(r.err, "configured two ways") {
+		t.Fatalf("ambiguous bus: %+v", r)
+	}
+}
+
+func TestBusWithoutController(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	// A bus with no controller on it: what a client meets when mesh serve died.
+	home := t.TempDir()
+	bus := embeddedtest.Server(t).ClientURL()
+	start := time.Now()
+	r := mesh(t, home, "--bus", bus, "node", "list")
+	if r.code != 1 || !strings.Contains(r.err, "no mesh controller is answering") || !strings.Contains(r.err, bus) || time.Since(start) > 5*time.Second {
+		t.Fatalf("bus without controller: %+v after %s", r, time.Since(start))
+	}
+}
+
+// kill -9 of mesh up, then start again: the node is there, and the start says
+// what it found.
+func TestKillNineAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs mesh up as a child process")
+	}
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	listen := freeAddr(t)
+	child := startChild(t, home, listen)
+	if r := mesh(t, home, "node", "enroll", "web-1", "-c", "linux"); r.code != 0 {
+		t.Fatalf("enroll: %+v", r)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+
+	log := up(t, home)
+	if !strings.Contains(log.String(), "stream MESH unchanged: 1 event(s)") {
+		t.Fatalf("the restart does not say what it found:\n%s", log)
+	}
+	r := mesh(t, home, "node", "show", "web-1", "--json")
+	if r.code != 0 || !strings.Contains(r.out, `"name": "web-1"`) {
+		t.Fatalf("after kill -9 and restart: %+v", r)
+	}
+}
+
+func startChild(t *testing.T, home, listen string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "--home", home, "up", "--listen", listen)
+	cmd.Env = append(os.Environ(), "MESH_TEST_MAIN=1")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan bool)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "ready") {
+				ready <- true
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("mesh up exited before it was ready")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("mesh up not ready in 20s")
+	}
+	return cmd
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+)
+
+// NodeCmd is the node command group.
+type NodeCmd struct {
+	Enroll NodeEnrollCmd `cmd:"" help:"Enroll a machine under a name, unique in the mesh for ever."`
+	List   NodeListCmd   `cmd:"" help:"List every node, retired ones included."`
+	Show   NodeShowCmd   `cmd:"" help:"Show one node."`
+	Retire NodeRetireCmd `cmd:"" help:"Retire a node: it can no longer be assigned or pushed to; its name stays taken."`
+}
+
+type NodeEnrollCmd struct {
+	Name       string            `arg:"" help:"Lowercase letters, digits and '-', 1 to 63 characters."`
+	Capability []string          `short:"c" help:"A capability the machine has (repeatable), e.g. linux."`
+	Label      map[string]string `short:"l" help:"A label k=v (repeatable)."`
+}
+
+func (c *NodeEnrollCmd) Help() string {
+	return "Example:\n  mesh node enroll web-1 --capability linux --label zone=eu-1"
+}
+
+func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.Changed
+	req := commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label}
+	if err := g.call(ctx, commands.SubjectNodeEnroll, req, &r); err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "enrolled %s at sequence %d (capabilities: %s; labels: %s)\n",
+		r.Node.Name, r.Seq, orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)))
+	return nil
+}
+
+type NodeListCmd struct {
+	JSON bool `help:"Print a JSON array of nodes."`
+}
+
+func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.NodeList
+	if err := g.call(ctx, commands.SubjectNodeList, commands.Empty{}, &r); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, r.Nodes)
+	}
+	if len(r.Nodes) == 0 {
+		fmt.Fprintln(out.Out, "no nodes enrolled yet; enroll one with mesh node enroll NAME")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tCAPABILITIES\tLABELS\tENROLLED")
+	retired := 0
+	for _, n := range r.Nodes {
+		if n.Retired {
+			retired++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, state(n), orDash(strings.Join(n.Capabilities, ",")),
+			orDash(labelString(n.Labels)), n.EnrolledAt.UTC().Format(time.RFC3339))
+	}
+	tw.Flush()
+	fmt.Fprintf(out.Out, "%d node(s), %d retired\n", len(r.Nodes), retired)
+	return nil
+}
+
+type NodeShowCmd struct {
+	Name string `arg:""`
+	JSON bool   `help:"Print the node as JSON."`
+}
+
+func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var n commands.NodeView
+	if err := g.call(ctx, commands.SubjectNodeShow, commands.NameRequest{Name: c.Name}, &n); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, n)
+	}
+	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "node\t%s\n", n.Name)
+	fmt.Fprintf(tw, "state\t%s\n", state(n))
+	fmt.Fprintf(tw, "capabilities\t%s\n", orNone(strings.Join(n.Capabilities, ", ")))
+	fmt.Fprintf(tw, "labels\t%s\n", orNone(labelString(n.Labels)))
+	fmt.Fprintf(tw, "enrolled\t%s (sequence %d)\n", n.EnrolledAt.UTC().Format(time.RFC3339), n.EnrolledSeq)
+	if n.RetiredAt != nil {
+		fmt.Fprintf(tw, "retired\t%s\n", n.RetiredAt.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(tw, "version\t%d\n", n.Version)
+	return tw.Flush()
+}
+
+type NodeRetireCmd struct {
+	Name string `arg:""`
+}
+
+func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.Changed
+	req := commands.RetireRequest{CommandID: commands.NewCommandID(), Name: c.Name}
+	if err := g.call(ctx, commands.SubjectNodeRetire, req, &r); err != nil {
+		return err
+	}
+	if !r.Changed {
+		fmt.Fprintf(out.Out, "%s is already retired; nothing to do\n", r.Node.Name)
+		return nil
+	}
+	fmt.Fprintf(out.Out, "retired %s at sequence %d; its name stays taken\n", r.Node.Name, r.Seq)
+	return nil
+}
+
+func state(n commands.NodeView) string {
+	if n.Retired {
+		return "retired"
+	}
+	return "enrolled"
+}
+
+func labelString(m map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
