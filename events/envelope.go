@@ -3,6 +3,8 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,7 +38,20 @@ type Recorded struct {
 
 // EventID is the id of the i-th event of a command. It is derived, not random,
 // so that a retried command encodes byte-identical messages.
-func EventID(commandID string, i int) string { return fmt.Sprintf("%s/%d", commandID, i) }
+func EventID(commandID string, i int) string { return commandID + "/" + strconv.Itoa(i) }
+
+// outgoing is Envelope with the data still a Go value, so that encoding is one
+// pass: a json.RawMessage field would be re-scanned and compacted, which on
+// the append path costs as much as encoding the event itself.
+type outgoing struct {
+	ID         string      `json:"id"`
+	Type       string      `json:"type"`
+	Version    int         `json:"version"`
+	Aggregate  AggregateID `json:"aggregate"`
+	OccurredAt time.Time   `json:"occurred_at"`
+	CommandID  string      `json:"command_id"`
+	Data       Event       `json:"data"`
+}
 
 // Encode wraps ev for aggregate agg at the current version of its type.
 func Encode(agg AggregateID, commandID string, i int, at time.Time, ev Event) ([]byte, error) {
@@ -45,14 +60,28 @@ func Encode(agg AggregateID, commandID string, i int, at time.Time, ev Event) ([
 	if !ok {
 		return nil, fmt.Errorf("events: cannot encode %s: the type is not in the decoder table", typ)
 	}
-	data, err := json.Marshal(ev)
+	b, err := json.Marshal(outgoing{
+		ID: EventID(commandID, i), Type: typ, Version: ent.current,
+		Aggregate: agg, OccurredAt: at.UTC(), CommandID: commandID, Data: ev,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("events: cannot encode %s: %w", typ, err)
 	}
-	return json.Marshal(Envelope{
-		ID: EventID(commandID, i), Type: typ, Version: ent.current,
-		Aggregate: agg, OccurredAt: at.UTC(), CommandID: commandID, Data: data,
-	})
+	return b, nil
+}
+
+// ValidateCommandID refuses a command id that could not travel as a
+// Nats-Msg-Id header: 1 to 64 letters, digits, '-', '_', '.' or ':'.
+func ValidateCommandID(id string) error {
+	ok := id != "" && len(id) <= 64
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
+	}
+	if !ok {
+		return fmt.Errorf("events: command id %q is not allowed: use 1 to 64 letters, digits, '-', '_', '.' or ':'", id)
+	}
+	return nil
 }
 
 // DecodeEnvelope reads only the envelope, for tools (mesh events) that show
@@ -98,6 +127,24 @@ func Decode(raw []byte) (Envelope, Event, error) {
 	ev, err := ent.decode(data)
 	if err != nil {
 		return env, nil, &DecodeError{Type: env.Type, Version: env.Version, Reason: "malformed data: " + err.Error()}
+	}
+	return env, ev, nil
+}
+
+// DecodeFromSubject is Decode for a message whose subject ends in its event
+// type, as every mesh subject does: it decodes envelope and data in one pass
+// when the message is of its type's current version, and takes the general
+// path (upcasting, or the error naming type and version) otherwise. The
+// Envelope it answers has no Data: the event is decoded already.
+func DecodeFromSubject(subject string, raw []byte) (Envelope, Event, error) {
+	typ := subject[strings.LastIndexByte(subject, '.')+1:]
+	ent, ok := table[typ]
+	if !ok {
+		return Decode(raw)
+	}
+	env, ev, err := ent.decodeCurrent(raw)
+	if err != nil || env.Type != typ || env.Version != ent.current {
+		return Decode(raw)
 	}
 	return env, ev, nil
 }

@@ -219,7 +219,7 @@ func (e *Engine) stopLocked() {
 func (e *Engine) follow(ctx context.Context, f *folder) {
 	defer f.discard()
 	for {
-		err := e.o.Store.Read(ctx, store.ReadOptions{From: e.checkpoint.Load() + 1, Follow: true}, f.add)
+		err := e.fold(ctx, store.ReadOptions{From: e.checkpoint.Load() + 1, Follow: true}, f)
 		if ctx.Err() != nil {
 			return
 		}

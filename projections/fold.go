@@ -5,7 +5,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 )
 
 // FoldError stops a fold at the event it could not apply. The fold never
@@ -39,31 +38,23 @@ func newFolder(db *pebble.DB, size int, onCommit func(uint64)) *folder {
 	return &folder{db: db, b: db.NewIndexedBatch(), size: size, onCommit: onCommit}
 }
 
-// add folds one stream message. It commits when the batch is full, or when
-// the reader has caught up (Pending 0), so a live event is readable at once.
-func (f *folder) add(m store.Msg) error {
-	env, ev, err := events.Decode(m.Data)
-	if err != nil {
-		return f.stop(m, err)
-	}
-	rec := events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev}
+// apply folds one decoded event into the batch.
+func (f *folder) apply(rec events.Recorded) error {
 	if err := foldNode(f.b, rec); err != nil {
-		return f.stop(m, err)
+		return &FoldError{Seq: rec.Seq, Subject: rec.Subject, Err: err}
 	}
 	f.n++
-	f.last = m.Seq
-	if f.n >= f.size || m.Pending == 0 {
-		return f.commit()
-	}
+	f.last = rec.Seq
 	return nil
 }
 
-// stop commits the events before the bad one (they are good) and reports it.
-func (f *folder) stop(m store.Msg, err error) error {
-	if cerr := f.commit(); cerr != nil {
-		return cerr
+// commitIf commits when the batch is full, or when the reader has caught up
+// (pending 0), so that a live event is readable at once.
+func (f *folder) commitIf(pending uint64) error {
+	if f.n >= f.size || pending == 0 {
+		return f.commit()
 	}
-	return &FoldError{Seq: m.Seq, Subject: m.Subject, Err: err}
+	return nil
 }
 
 // commit writes the batch and the checkpoint together. NoSync: a crash may

@@ -123,7 +123,7 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 			progress(Progress{Folded: last, Total: st.LastSeq, Elapsed: time.Since(start)})
 		}
 	})
-	if err := e.o.Store.Read(ctx, store.ReadOptions{From: 1}, f.add); err != nil {
+	if err := e.fold(ctx, store.ReadOptions{From: 1}, f); err != nil {
 		f.discard()
 		return abandon(err)
 	}
@@ -139,7 +139,7 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 			e.startLocked()
 		}
 	}
-	if err := e.o.Store.Read(ctx, store.ReadOptions{From: f.last + 1}, f.add); err != nil {
+	if err := e.fold(ctx, store.ReadOptions{From: f.last + 1}, f); err != nil {
 		f.discard()
 		restart()
 		return abandon(err)

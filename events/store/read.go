@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,7 +33,8 @@ type ReadOptions struct {
 // with 5000 replay runs at ~680k msgs/s on 2 cores, with the default 500 ~400k.
 const readBatch = 5000
 
-// Read delivers messages in stream order to fn, from o.From on. Without
+// Read delivers messages in stream order to fn, from o.From on, one at a
+// time, and never after it has returned. Without
 // Follow it returns once it has delivered the last message the stream held
 // when it started (at once when there is none). It stops at the first error
 // fn returns, and returns it; with Follow it returns ctx's error when ctx ends.
@@ -57,40 +57,51 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)
 	}
 	var (
-		once    sync.Once
-		done    = make(chan struct{})
-		stopped atomic.Bool
+		once sync.Once
+		done = make(chan struct{})
+		// mu is held while fn runs; stopped, set under it when Read returns,
+		// guarantees fn is never called after Read has returned (the
+		// consumer's own Stop does not wait for a callback in flight).
+		mu      sync.Mutex
+		stopped bool
 		result  error
 	)
 	finish := func(err error) {
 		once.Do(func() { result = err; close(done) })
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if stopped.Load() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
 			return
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			stopped.Store(true)
+			stopped = true
 			finish(fmt.Errorf("store: message on %s has no metadata: %w", m.Subject(), err))
 			return
 		}
 		msg := Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
 			Time: md.Timestamp, Pending: md.NumPending}
 		if err := fn(msg); err != nil {
-			stopped.Store(true)
+			stopped = true
 			finish(err)
 			return
 		}
 		if !o.Follow && md.NumPending == 0 {
-			stopped.Store(true)
+			stopped = true
 			finish(nil)
 		}
 	}, jetstream.PullMaxMessages(readBatch))
 	if err != nil {
 		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)
 	}
-	defer cc.Stop()
+	defer func() {
+		cc.Stop()
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}()
 	select {
 	case <-done:
 		return result

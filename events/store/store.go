@@ -100,8 +100,9 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 	if err := agg.Validate(); err != nil {
 		return 0, err
 	}
-	if commandID == "" {
-		return 0, errors.New("store: an append needs a command id, so a retry cannot store it twice")
+	if err := events.ValidateCommandID(commandID); err != nil {
+		// A command id is what makes a retry store nothing: never append without one.
+		return 0, err
 	}
 	now := s.Now()
 	msgs := make([]*nats.Msg, len(evs))

@@ -1,0 +1,73 @@
+package events
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 2, 14, 0, 0, 123, time.FixedZone("x", 3600))
+	ev := NodeEnrolled{Name: "web-1", Capabilities: []string{"linux"}, Labels: map[string]string{"quote\"": "new\nline"}}
+	b, err := Encode(NodeAggregate("web-1"), "cmd_1.a:b", 2, at, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env Envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	want := Envelope{ID: "cmd_1.a:b/2", Type: "NodeEnrolled", Version: 1, Aggregate: NodeAggregate("web-1"),
+		OccurredAt: at.UTC(), CommandID: "cmd_1.a:b"}
+	data := env.Data
+	env.Data = nil
+	if diff := cmp.Diff(want, env); diff != "" {
+		t.Fatalf("envelope (-want +got):\n%s", diff)
+	}
+	_, got, err := Decode(b)
+	if err != nil || !cmp.Equal(got, Event(ev)) {
+		t.Fatalf("decode: %v %v (data %s)", got, err, data)
+	}
+	if err := ValidateCommandID("bad\r\nid"); err == nil || !strings.Contains(err.Error(), "command id") {
+		t.Fatalf("a command id that breaks a header was accepted: %v", err)
+	}
+}
+
+func TestDecodeRefusesUnknownTypesAndVersions(t *testing.T) {
+	for _, raw := range []string{
+		`{"id":"x","type":"NodeTeleported","version":1,"data":{}}`,
+		`{"id":"x","type":"NodeEnrolled","version":9,"data":{}}`,
+		`not json`,
+		`{"id":"x","version":1}`,
+	} {
+		if _, _, err := Decode([]byte(raw)); err == nil {
+			t.Errorf("%s decoded without error", raw)
+		}
+	}
+	_, _, err := Decode([]byte(`{"id":"x","type":"NodeEnrolled","version":9,"data":{}}`))
+	if !strings.Contains(err.Error(), `"NodeEnrolled" version 9`) {
+		t.Errorf("error does not name type and version: %v", err)
+	}
+}
+
+func TestDecodeFromSubjectAgreesWithDecode(t *testing.T) {
+	ev := NodeRetired{Name: "web-1", RetiredAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	b, _ := Encode(NodeAggregate("web-1"), "c1", 0, time.Now(), ev)
+	env1, ev1, err1 := Decode(b)
+	env2, ev2, err2 := DecodeFromSubject(NodeAggregate("web-1").Subject("NodeRetired"), b)
+	env1.Data = nil
+	if err1 != nil || err2 != nil || !cmp.Equal(env1, env2) || !cmp.Equal(ev1, ev2) {
+		t.Fatalf("decode %v %v %v; from subject %v %v %v", env1, ev1, err1, env2, ev2, err2)
+	}
+	// A subject that lies about the type takes the general path: the envelope decides.
+	_, ev3, err := DecodeFromSubject("mesh.ev.node.web-1.NodeEnrolled", b)
+	if err != nil || !cmp.Equal(ev3, Event(ev)) {
+		t.Fatalf("mismatched subject: %v %v", ev3, err)
+	}
+	if _, _, err := DecodeFromSubject("mesh.ev.node.web-1.NodeEnrolled", []byte(`{"type":"NodeEnrolled","version":5,"data":{}}`)); err == nil {
+		t.Fatal("an unknown version decoded on the fast path")
+	}
+}

@@ -1,0 +1,163 @@
+package projections
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// A fold spends most of its time decoding JSON, and decoding one event does
+// not depend on another: so messages are decoded in chunks by a worker per
+// core, while one goroutine applies the decoded chunks to Pebble strictly in
+// stream order. Order is kept by handing the folder the chunks in the order
+// they were read and letting it wait for each one's decoding to finish.
+
+// chunkSize is how many messages a decoder takes at a time: large enough that
+// the hand-offs cost little per event, small enough that a live event (which
+// flushes a chunk of one) is never held back waiting for company.
+const chunkSize = 256
+
+type chunk struct {
+	msgs []store.Msg
+	recs []events.Recorded
+	err  *FoldError // the first message that would not decode; recs stop before it
+	done chan struct{}
+}
+
+type pipeline struct {
+	f        *folder
+	cur      []store.Msg
+	work     chan *chunk
+	order    chan *chunk
+	wg       sync.WaitGroup
+	result   chan error
+	failed   atomic.Pointer[FoldError]
+	stopRead func()
+}
+
+// fold reads the stream from o.From into f through the decode pipeline and
+// returns when the read has ended and everything it delivered is folded. A
+// fold error wins over the read error it caused.
+func (e *Engine) fold(ctx context.Context, o store.ReadOptions, f *folder) error {
+	// A failed fold must end a following read at once, not at the next
+	// event, which may never come.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := newPipeline(f, runtime.GOMAXPROCS(0), cancel)
+	readErr := e.o.Store.Read(ctx, o, p.add)
+	if err := p.close(); err != nil {
+		return err
+	}
+	// Whatever was applied is committed before this fold returns, so that
+	// the next read, which starts after the committed checkpoint, never
+	// applies an event twice.
+	if err := f.commit(); err != nil {
+		return err
+	}
+	return readErr
+}
+
+func newPipeline(f *folder, workers int, stopRead func()) *pipeline {
+	p := &pipeline{
+		f: f, stopRead: stopRead, cur: make([]store.Msg, 0, chunkSize),
+		work: make(chan *chunk, workers*2), order: make(chan *chunk, workers*4),
+		result: make(chan error, 1),
+	}
+	for range workers {
+		p.wg.Go(p.decode)
+	}
+	go p.apply()
+	return p
+}
+
+// add is the read callback. It stops the read once folding has failed.
+func (p *pipeline) add(m store.Msg) error {
+	if fe := p.failed.Load(); fe != nil {
+		return fe
+	}
+	p.cur = append(p.cur, m)
+	if len(p.cur) >= chunkSize || m.Pending == 0 {
+		p.flush()
+	}
+	return nil
+}
+
+func (p *pipeline) flush() {
+	if len(p.cur) == 0 {
+		return
+	}
+	c := &chunk{msgs: p.cur, done: make(chan struct{})}
+	p.cur = make([]store.Msg, 0, chunkSize)
+	// order first: the folder must learn of a chunk before any later one.
+	p.order <- c
+	p.work <- c
+}
+
+func (p *pipeline) decode() {
+	for c := range p.work {
+		c.recs = make([]events.Recorded, 0, len(c.msgs))
+		for _, m := range c.msgs {
+			env, ev, err := events.DecodeFromSubject(m.Subject, m.Data)
+			if err != nil {
+				c.err = &FoldError{Seq: m.Seq, Subject: m.Subject, Err: err}
+				break
+			}
+			c.recs = append(c.recs, events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev})
+		}
+		close(c.done)
+	}
+}
+
+// apply folds chunks in read order. After a failure it commits what came
+// before the bad event (it is good), and drains the rest unread so that the
+// reader never blocks on a folder that has stopped.
+func (p *pipeline) apply() {
+	var failure error
+	for c := range p.order {
+		if failure != nil {
+			continue
+		}
+		<-c.done
+		failure = p.applyChunk(c)
+		if failure != nil {
+			if cerr := p.f.commit(); cerr != nil {
+				failure = cerr
+			}
+			if fe, ok := failure.(*FoldError); ok {
+				p.failed.Store(fe)
+			} else {
+				p.failed.Store(&FoldError{Seq: p.f.last + 1, Err: failure})
+			}
+			p.stopRead()
+		}
+	}
+	p.result <- failure
+}
+
+func (p *pipeline) applyChunk(c *chunk) error {
+	for _, rec := range c.recs {
+		if err := p.f.apply(rec); err != nil {
+			return err
+		}
+	}
+	if c.err != nil {
+		return c.err
+	}
+	return p.f.commitIf(c.msgs[len(c.msgs)-1].Pending)
+}
+
+// close flushes what is buffered, waits for every chunk to be folded, and
+// answers the fold's failure if there was one.
+func (p *pipeline) close() error {
+	if p.failed.Load() == nil {
+		p.flush()
+	}
+	close(p.order)
+	close(p.work)
+	p.wg.Wait()
+	return <-p.result
+}
