@@ -15,11 +15,11 @@ import (
 // The dependency rules of ARCHITECTURE.md. A package matching the key must
 // not import anything with one of the listed prefixes.
 var forbidden = map[string][]string{
-	"github.com/meshctl/mesh/events":      {"github.com/nats-io/", "github.com/cockroachdb/pebble"},
+	"github.com/meshctl/mesh/events":       {"github.com/nats-io/", "github.com/cockroachdb/pebble"},
 	"github.com/meshctl/mesh/events/store": {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
-	"github.com/meshctl/mesh/aggregates":  {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/events/store"},
-	"github.com/meshctl/mesh/projections": {"github.com/meshctl/mesh/commands", "github.com/meshctl/mesh/aggregates"},
-	"github.com/meshctl/mesh/embedded":    {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/"},
+	"github.com/meshctl/mesh/aggregates":   {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/events/store"},
+	"github.com/meshctl/mesh/projections":  {"github.com/meshctl/mesh/commands", "github.com/meshctl/mesh/aggregates"},
+	"github.com/meshctl/mesh/embedded":     {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/"},
 }
 
 func TestDependencyDirection(t *testing.T) {
