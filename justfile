@@ -1,0 +1,30 @@
+# The mesh's recipes. `just` alone lists them.
+
+# list the recipes
+default:
+    @just --list
+
+# run the single-box mesh: embedded NATS and the controller, state in ./.mesh
+up:
+    go run ./cmd/mesh up
+
+# run every test (what CI runs, with gofmt and vet)
+test:
+    go test ./...
+
+# the CI script exactly as CI runs it
+ci:
+    .ci/run
+
+# benchmarks, each a ratio against raw JetStream in the same run
+bench:
+    go test ./events/store/ -run '^$' -bench AppendVsRawPublish -benchtime 20000x
+    go test ./projections/ -run '^$' -bench FoldVsRawRead -benchtime 3x
+
+# the tests with the race detector
+race:
+    go test -race ./...
+
+# build the mesh binary into ./mesh
+build:
+    go build -o mesh ./cmd/mesh
