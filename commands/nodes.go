@@ -58,6 +58,9 @@ func (h *Handlers) decideNode(ctx context.Context, name, commandID string, cmd a
 
 // Enroll adds a node. A name taken by any node, retired or not, is refused.
 func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error) {
+	if err := validName("enroll", r.Name); err != nil {
+		return Changed{}, err
+	}
 	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.EnrollNode{Name: r.Name, Capabilities: r.Capabilities, Labels: r.Labels})
 	if err != nil {
 		return Changed{}, err
@@ -69,8 +72,8 @@ func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error)
 // Retire takes a node out of service for good; retiring a retired node is
 // answered as nothing to do.
 func (h *Handlers) Retire(ctx context.Context, r RetireRequest) (Changed, error) {
-	if err := events.ValidateName("node", r.Name); err != nil {
-		return Changed{}, &aggregates.Error{Op: "retire", ID: r.Name, Err: aggregates.ErrInvalid, Detail: err.Error()}
+	if err := validName("retire", r.Name); err != nil {
+		return Changed{}, err
 	}
 	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.RetireNode{Name: r.Name})
 	if err != nil {
@@ -108,8 +111,8 @@ func (h *Handlers) ListNodes(context.Context, Empty) (NodeList, error) {
 
 // ShowNode answers one node, or says it is not enrolled.
 func (h *Handlers) ShowNode(_ context.Context, r NameRequest) (NodeView, error) {
-	if err := events.ValidateName("node", r.Name); err != nil {
-		return NodeView{}, &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrInvalid, Detail: err.Error()}
+	if err := validName("show", r.Name); err != nil {
+		return NodeView{}, err
 	}
 	n, found, err := h.Proj.Node(r.Name)
 	if err != nil {
@@ -135,4 +138,13 @@ func (h *Handlers) RebuildProjections(ctx context.Context, _ Empty) (RebuildRepl
 	}
 	h.Log.Info("projections rebuilt", "from", r.From, "to", r.To, "events", r.Events, "seconds", r.Elapsed.Seconds())
 	return RebuildReply{From: r.From, To: r.To, Events: r.Events, Checkpoint: r.Checkpoint, Seconds: r.Elapsed.Seconds()}, nil
+}
+
+// validName refuses a node name before it reaches a subject: a name with a
+// space or a dot would otherwise fail deep in the store as "invalid subject".
+func validName(op, name string) error {
+	if err := events.ValidateName("node", name); err != nil {
+		return &aggregates.Error{Op: op, ID: fmt.Sprintf("%q", name), Err: aggregates.ErrInvalid, Detail: err.Error()}
+	}
+	return nil
 }

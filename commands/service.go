@@ -33,7 +33,7 @@ const (
 func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: ServiceName, Version: ServiceVersion,
-		Description: "the mesh controller: enrolls nodes, composes and signs declarations",
+		Description: "the mesh controller: enrolls and retires nodes, serves the read models",
 	})
 	if err != nil {
 		return nil, err

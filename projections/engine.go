@@ -56,6 +56,7 @@ type Engine struct {
 
 	checkpoint atomic.Uint64
 	failure    atomic.Pointer[FoldError]
+	unsynced   atomic.Bool // commits since the last WAL sync
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on every commit
@@ -198,10 +199,41 @@ func (e *Engine) startLocked() {
 	e.mu.RLock()
 	f := newFolder(e.db, e.o.BatchSize, e.committed)
 	e.mu.RUnlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { e.follow(ctx, f) })
+	wg.Go(func() { e.syncLoop(ctx) })
 	go func() {
-		defer close(done)
-		e.follow(ctx, f)
+		wg.Wait()
+		close(done)
 	}()
+}
+
+// syncInterval bounds how much folding a crash can undo. Commits do not
+// fsync (a command must not wait for a disk), and Pebble keeps a NoSync
+// commit in its WAL buffer until something syncs: without this loop a kill
+// -9 would throw away everything folded since the last memtable flush.
+// Nothing is lost either way (replay restores it); this keeps restarts short.
+const syncInterval = 200 * time.Millisecond
+
+func (e *Engine) syncLoop(ctx context.Context) {
+	tick := time.NewTicker(syncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !e.unsynced.Swap(false) {
+			continue
+		}
+		e.mu.RLock()
+		err := e.db.LogData(nil, pebble.Sync)
+		e.mu.RUnlock()
+		if err != nil {
+			e.o.Log.Warn("projections: cannot sync the read models' log", "err", err)
+		}
+	}
 }
 
 func (e *Engine) stopLocked() {
@@ -240,6 +272,7 @@ func (e *Engine) follow(ctx context.Context, f *folder) {
 }
 
 func (e *Engine) committed(last uint64) {
+	e.unsynced.Store(true)
 	e.checkpoint.Store(last)
 	e.broadcast()
 }

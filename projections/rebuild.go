@@ -145,6 +145,11 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 		return abandon(err)
 	}
 	f.discard()
+	// The new generation is made durable before CURRENT names it.
+	if err := db.LogData(nil, pebble.Sync); err != nil {
+		restart()
+		return abandon(fmt.Errorf("projections: cannot sync %s: %w", path, err))
+	}
 	if err := e.writeCurrent(next); err != nil {
 		restart()
 		return abandon(err)
@@ -163,5 +168,3 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 	e.broadcast()
 	return Rebuilt{From: from, To: next, Events: st.Msgs, Checkpoint: e.checkpoint.Load(), Elapsed: time.Since(start)}, nil
 }
-
-var _ pebble.Reader = (*pebble.Snapshot)(nil)
