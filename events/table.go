@@ -42,23 +42,21 @@ func Known(typ string) (int, bool) {
 	return e.current, ok
 }
 
-// typedEnvelope is an Envelope whose data is already the Go type.
-type typedEnvelope[T Event] struct {
-	ID         string      `json:"id"`
-	Type       string      `json:"type"`
-	Version    int         `json:"version"`
-	Aggregate  AggregateID `json:"aggregate"`
-	OccurredAt time.Time   `json:"occurred_at"`
-	CommandID  string      `json:"command_id"`
-	Data       T           `json:"data"`
+// foldEnvelope is what a fold reads of a message: the envelope without the
+// fields a fold never uses (id, command id; the aggregate is in the subject).
+// encoding/json still scans the skipped fields but does not allocate them,
+// which is about a quarter of the decoding time of a node event.
+type foldEnvelope[T Event] struct {
+	Type       string    `json:"type"`
+	Version    int       `json:"version"`
+	OccurredAt time.Time `json:"occurred_at"`
+	Data       T         `json:"data"`
 }
 
 func decodeCurrent[T Event](raw []byte) (Envelope, Event, error) {
-	var te typedEnvelope[T]
-	if err := json.Unmarshal(raw, &te); err != nil {
+	var fe foldEnvelope[T]
+	if err := json.Unmarshal(raw, &fe); err != nil {
 		return Envelope{}, nil, err
 	}
-	env := Envelope{ID: te.ID, Type: te.Type, Version: te.Version, Aggregate: te.Aggregate,
-		OccurredAt: te.OccurredAt, CommandID: te.CommandID}
-	return env, te.Data, nil
+	return Envelope{Type: fe.Type, Version: fe.Version, OccurredAt: fe.OccurredAt}, fe.Data, nil
 }
