@@ -15,7 +15,7 @@ var now = time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
 func given(name string, evs ...events.Event) *Node {
 	n := NewNode(name)
 	for i, ev := range evs {
-		n.Apply(events.Recorded{Seq: uint64(i + 1), Event: ev, Envelope: events.Envelope{OccurredAt: now.Add(-time.Hour)}})
+		n.Apply(events.Recorded{Seq: uint64(i + 1), Event: ev, Envelope: events.Envelope{Meta: events.Meta{OccurredAt: now.Add(-time.Hour)}}})
 	}
 	return n
 }

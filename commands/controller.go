@@ -57,7 +57,10 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	start := time.Now()
 	proj.Start()
 	if o.Stream.LastSeq > o.Checkpoint {
-		if err := proj.WaitFor(ctx, o.Stream.LastSeq); err != nil {
+		stop := logProgress(log, proj, o.Stream.LastSeq)
+		err := proj.WaitFor(ctx, o.Stream.LastSeq)
+		stop()
+		if err != nil {
 			proj.Close()
 			return nil, err
 		}
@@ -79,4 +82,23 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 func (c *Controller) Close() error {
 	c.svc.Stop()
 	return c.Proj.Close()
+}
+
+// logProgress says every few seconds how far a long catch-up has come, so a
+// start folding millions of events does not look hung.
+func logProgress(log *slog.Logger, proj *projections.Engine, target uint64) func() {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(3 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				log.Info(fmt.Sprintf("projections catching up: folded to event %d of %d", proj.Checkpoint(), target))
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -18,13 +18,19 @@ type Event interface {
 // provenance around its data. The stream sequence is not in it: JetStream
 // assigns that, and a reader takes it from the message metadata.
 type Envelope struct {
-	ID         string          `json:"id"`
-	Type       string          `json:"type"`
-	Version    int             `json:"version"`
-	Aggregate  AggregateID     `json:"aggregate"`
-	OccurredAt time.Time       `json:"occurred_at"`
-	CommandID  string          `json:"command_id"`
-	Data       json.RawMessage `json:"data"`
+	Meta
+	Data json.RawMessage `json:"data"`
+}
+
+// Meta is every field of the envelope but the data. Embedded, its fields sit
+// at the top level of the JSON object beside "data".
+type Meta struct {
+	ID         string      `json:"id"`
+	Type       string      `json:"type"`
+	Version    int         `json:"version"`
+	Aggregate  AggregateID `json:"aggregate"`
+	OccurredAt time.Time   `json:"occurred_at"`
+	CommandID  string      `json:"command_id"`
 }
 
 // Recorded is an event read back from the stream: its envelope, its decoded
@@ -44,13 +50,8 @@ func EventID(commandID string, i int) string { return commandID + "/" + strconv.
 // pass: a json.RawMessage field would be re-scanned and compacted, which on
 // the append path costs as much as encoding the event itself.
 type outgoing struct {
-	ID         string      `json:"id"`
-	Type       string      `json:"type"`
-	Version    int         `json:"version"`
-	Aggregate  AggregateID `json:"aggregate"`
-	OccurredAt time.Time   `json:"occurred_at"`
-	CommandID  string      `json:"command_id"`
-	Data       Event       `json:"data"`
+	Meta
+	Data Event `json:"data"`
 }
 
 // Encode wraps ev for aggregate agg at the current version of its type.
@@ -60,10 +61,10 @@ func Encode(agg AggregateID, commandID string, i int, at time.Time, ev Event) ([
 	if !ok {
 		return nil, fmt.Errorf("events: cannot encode %s: the type is not in the decoder table", typ)
 	}
-	b, err := json.Marshal(outgoing{
+	b, err := json.Marshal(outgoing{Meta: Meta{
 		ID: EventID(commandID, i), Type: typ, Version: ent.current,
-		Aggregate: agg, OccurredAt: at.UTC(), CommandID: commandID, Data: ev,
-	})
+		Aggregate: agg, OccurredAt: at.UTC(), CommandID: commandID,
+	}, Data: ev})
 	if err != nil {
 		return nil, fmt.Errorf("events: cannot encode %s: %w", typ, err)
 	}

@@ -20,8 +20,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &env); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
-	want := Envelope{ID: "cmd_1.a:b/2", Type: "NodeEnrolled", Version: 1, Aggregate: NodeAggregate("web-1"),
-		OccurredAt: at.UTC(), CommandID: "cmd_1.a:b"}
+	want := Envelope{Meta: Meta{ID: "cmd_1.a:b/2", Type: "NodeEnrolled", Version: 1, Aggregate: NodeAggregate("web-1"),
+		OccurredAt: at.UTC(), CommandID: "cmd_1.a:b"}}
 	data := env.Data
 	env.Data = nil
 	if diff := cmp.Diff(want, env); diff != "" {

@@ -58,5 +58,5 @@ func decodeCurrent[T Event](raw []byte) (Envelope, Event, error) {
 	if err := json.Unmarshal(raw, &fe); err != nil {
 		return Envelope{}, nil, err
 	}
-	return Envelope{Type: fe.Type, Version: fe.Version, OccurredAt: fe.OccurredAt}, fe.Data, nil
+	return Envelope{Meta: Meta{Type: fe.Type, Version: fe.Version, OccurredAt: fe.OccurredAt}}, fe.Data, nil
 }

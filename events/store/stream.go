@@ -86,6 +86,9 @@ func assertStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 		}
 		return st, Assertion{Action: "created", State: stateOf(st.CachedInfo())}, nil
 	}
+	if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return nil, Assertion{}, fmt.Errorf("store: the bus has no JetStream, where the mesh keeps its log; run nats-server with JetStream enabled (-js), or use mesh up")
+	}
 	if err != nil {
 		return nil, Assertion{}, fmt.Errorf("store: cannot look up stream %s: %w", c.Name, err)
 	}
