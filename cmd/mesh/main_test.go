@@ -254,3 +254,34 @@ func startChild(t *testing.T, home, listen string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// mesh serve runs the controller alone on a bus it is pointed at.
+func TestServeOnAnExistingBus(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	bus := embeddedtest.Server(t).ClientURL()
+	home := t.TempDir()
+	if r := mesh(t, home, "serve"); r.code != 2 || !strings.Contains(r.err, "MESH_NATS_URL") {
+		t.Fatalf("serve with no bus named: %+v", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	log := &syncBuffer{}
+	done := make(chan int)
+	go func() { done <- run(ctx, []string{"--home", home, "--bus", bus, "serve"}, io.Discard, log) }()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d:\n%s", code, log)
+		}
+	}()
+	for !strings.Contains(log.String(), "ready") {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d:\n%s", code, log)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Setenv("MESH_NATS_URL", bus)
+	if r := mesh(t, t.TempDir(), "node", "enroll", "db-1"); r.code != 0 {
+		t.Fatalf("enroll through mesh serve: %+v\n%s", r, log)
+	}
+}
