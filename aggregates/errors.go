@@ -7,10 +7,11 @@ import (
 
 // Refusals. Each is wrapped in an *Error that names the command and the thing.
 var (
-	ErrNameTaken   = errors.New("the name is taken")
-	ErrUnknownNode = errors.New("no such node")
-	ErrRetired     = errors.New("the node is retired")
-	ErrInvalid     = errors.New("invalid command")
+	ErrNameTaken     = errors.New("the name is taken")
+	ErrUnknownNode   = errors.New("no such node")
+	ErrRetired       = errors.New("the node is retired")
+	ErrUnknownModule = errors.New("no such module")
+	ErrInvalid       = errors.New("invalid command")
 )
 
 // Error is a refusal by an aggregate: Op is the command ("enroll"), ID the

@@ -18,13 +18,22 @@ type Node struct {
 	Retired      bool
 	Capabilities []string
 	Labels       map[string]string
+	// Assignments are the modules the node is to hold, by module name.
+	Assignments map[string]Assignment
 	// Version is the stream sequence of the last event applied: the
 	// expectation of the next append.
 	Version uint64
 }
 
 // NewNode is the empty aggregate for name, before any of its events.
-func NewNode(name string) *Node { return &Node{Name: name} }
+func NewNode(name string) *Node { return &Node{Name: name, Assignments: map[string]Assignment{}} }
+
+// Assignment is one module on a node: the build and the settings the
+// operator gave (defaults are the build's business).
+type Assignment struct {
+	Build    string
+	Settings map[string]string
+}
 
 // Commands on a node.
 type (
@@ -46,6 +55,10 @@ func (n *Node) Apply(rec events.Recorded) {
 		n.Capabilities, n.Labels = ev.Capabilities, ev.Labels
 	case events.NodeRetired:
 		n.Retired = true
+	case events.ModuleAssigned:
+		n.Assignments[ev.Module] = Assignment{Build: ev.Build, Settings: ev.Settings}
+	case events.ModuleUnassigned:
+		delete(n.Assignments, ev.Module)
 	}
 	n.Version = rec.Seq
 }
@@ -58,6 +71,10 @@ func (n *Node) Decide(cmd any, now time.Time) ([]events.Event, error) {
 		return n.enroll(c)
 	case RetireNode:
 		return n.retire(c, now)
+	case AssignModule:
+		return n.assign(c)
+	case UnassignModule:
+		return n.unassign(c)
 	}
 	return nil, fmt.Errorf("aggregates: a node cannot decide %T", cmd)
 }

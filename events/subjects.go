@@ -26,7 +26,8 @@ const (
 
 // Aggregate kinds: the second token of an event subject.
 const (
-	KindNode = "node"
+	KindNode   = "node"
+	KindModule = "module"
 )
 
 // AggregateID names one consistency boundary: a kind and an id, both subject tokens.
@@ -37,6 +38,9 @@ type AggregateID struct {
 
 // NodeAggregate is the aggregate of the node called name.
 func NodeAggregate(name string) AggregateID { return AggregateID{Kind: KindNode, ID: name} }
+
+// ModuleAggregate is the aggregate of the module called name: its builds.
+func ModuleAggregate(name string) AggregateID { return AggregateID{Kind: KindModule, ID: name} }
 
 func (a AggregateID) String() string { return a.Kind + "/" + a.ID }
 

@@ -13,9 +13,19 @@ import (
 // stream is read for ever):
 //
 //	2026-12-02  NodeEnrolled v1, NodeRetired v1.
+//	2026-12-02  ModuleRegistered v1, ModuleAssigned v1, ModuleUnassigned v1.
 var table = map[string]entry{
-	"NodeEnrolled": {current: 1, decode: decodeAs[NodeEnrolled], decodeCurrent: decodeCurrent[NodeEnrolled]},
-	"NodeRetired":  {current: 1, decode: decodeAs[NodeRetired], decodeCurrent: decodeCurrent[NodeRetired]},
+	"NodeEnrolled":     current[NodeEnrolled](1),
+	"NodeRetired":      current[NodeRetired](1),
+	"ModuleRegistered": current[ModuleRegistered](1),
+	"ModuleAssigned":   current[ModuleAssigned](1),
+	"ModuleUnassigned": current[ModuleUnassigned](1),
+}
+
+// current is the entry of a type whose version v is the only one ever
+// written. A type that gains a version gets an entry with upcasters.
+func current[T Event](v int) entry {
+	return entry{current: v, decode: decodeAs[T], decodeCurrent: decodeCurrent[T]}
 }
 
 type entry struct {

@@ -105,6 +105,19 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		return nil, Opening{}, err
 	}
 	db, err := e.openGeneration(gen, st)
+	if errors.Is(err, ErrSchema) {
+		// Read models of another schema are only an older or newer way of
+		// folding the same stream: fold them again, no person needed.
+		o.Log.Info("projections: " + err.Error() + "; folding them again from the stream")
+		if err := o.FS.RemoveAll(o.Dir); err != nil {
+			return nil, Opening{}, fmt.Errorf("projections: cannot discard %s: %w", o.Dir, err)
+		}
+		if err := e.createDir(); err != nil {
+			return nil, Opening{}, err
+		}
+		fresh, gen = true, generationName(1)
+		db, err = e.openGeneration(gen, st)
+	}
 	if err != nil {
 		return nil, Opening{}, err
 	}
@@ -164,7 +177,7 @@ func checkBelongs(db *pebble.DB, path string, st store.State) error {
 	remedy := "start the controller with --rebuild to fold them again from the stream"
 	switch {
 	case schema != schemaVersion:
-		return fmt.Errorf("%w: %s has schema %d, this binary writes %d; %s", ErrSchema, path, schema, schemaVersion, remedy)
+		return fmt.Errorf("%w: %s has schema %d, this binary writes %d", ErrSchema, path, schema, schemaVersion)
 	case id.Stream != st.Stream || !id.Created.Equal(st.Created):
 		return fmt.Errorf("%w: %s was folded from stream %s created %s, but the bus has stream %s created %s; %s",
 			ErrForeignStream, path, id.Stream, id.Created.Format(time.RFC3339Nano), st.Stream, st.Created.Format(time.RFC3339Nano), remedy)
@@ -369,8 +382,8 @@ func (e *Engine) view(fn func(pebble.Reader) error) error {
 	return fn(e.db)
 }
 
-func decodeRows[T any](r pebble.Reader, prefix byte) ([]T, error) {
-	lo, hi := prefixBounds(prefix)
+func decodeRows[T any](r pebble.Reader, prefix ...byte) ([]T, error) {
+	lo, hi := prefixBounds(prefix...)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return nil, err

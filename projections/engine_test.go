@@ -230,3 +230,84 @@ func TestReadModelsAheadOfTheStreamAreRefused(t *testing.T) {
 		t.Fatalf("open ahead of the stream: %v", err)
 	}
 }
+
+// catalogueEvents registers two modules, assigns and unassigns, and
+// re-registers one (a new build): every kind of catalogue event.
+func catalogueEvents(t *testing.T, s *store.Store) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	app := events.ModuleAggregate("app")
+	v, err := s.Append(ctx, app, 0, "reg-app-1", events.ModuleRegistered{Module: "app", Build: "b1", Manifest: []byte(`{"module":"app"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, app, v, "reg-app-2", events.ModuleRegistered{Module: "app", Build: "b2", Manifest: []byte(`{"module":"app","requires":["linux"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for _, n := range []string{"web-1", "web-2"} {
+		agg := events.NodeAggregate(n)
+		v, err := s.Append(ctx, agg, 0, "enroll-"+n, events.NodeEnrolled{Name: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err = s.Append(ctx, agg, v, "assign-"+n, events.ModuleAssigned{Node: n, Module: "app", Build: "b2", Settings: map[string]string{"k": n}}); err != nil {
+			t.Fatal(err)
+		}
+		last = v
+	}
+	last, err = s.Append(ctx, events.NodeAggregate("web-2"), last, "unassign-web-2", events.ModuleUnassigned{Node: "web-2", Module: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+func TestCatalogueFoldsAndRebuildsEqual(t *testing.T) {
+	s := newStore(t)
+	e := openEngine(t, s, vfs.NewMem(), 3)
+	last := catalogueEvents(t, s)
+	waitFor(t, e, last)
+	live := snapshot(t, e)
+	if len(live.Modules) != 1 || live.Modules[0].Latest != "b2" || len(live.Modules[0].Builds) != 2 {
+		t.Fatalf("catalogue: %+v", live.Modules)
+	}
+	if len(live.Assignments) != 1 || live.Assignments[0].Node != "web-1" || live.Assignments[0].Settings["k"] != "web-1" {
+		t.Fatalf("assignments: %+v", live.Assignments)
+	}
+	if got := live.ByModule["app"]; len(got) != 1 || got[0] != "web-1" {
+		t.Fatalf("where app is assigned: %v", got)
+	}
+	if live.Manifests["app/b1"] != `{"module":"app"}` {
+		t.Fatalf("manifest bytes not kept exactly: %q", live.Manifests["app/b1"])
+	}
+	if _, err := e.Rebuild(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(live, snapshot(t, e)); diff != "" {
+		t.Fatalf("rebuild differs from live (-live +rebuilt):\n%s", diff)
+	}
+}
+
+func TestAnotherSchemaIsFoldedAgain(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	s := newStore(t)
+	e := openEngine(t, s, fs, 10)
+	last := enrollMany(t, s, 0, 3)
+	waitFor(t, e, last)
+	if err := e.db.Set(keySchema, u64(schemaVersion-1), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e2, o, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: s})
+	if err != nil || !o.Fresh {
+		t.Fatalf("open over another schema: %+v %v", o, err)
+	}
+	defer e2.Close()
+	e2.Start()
+	waitFor(t, e2, last)
+	if n, _ := e2.Nodes(); len(n) != 3 {
+		t.Fatalf("refolded %d nodes, want 3", len(n))
+	}
+}

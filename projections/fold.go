@@ -22,6 +22,10 @@ func (e *FoldError) Error() string {
 
 func (e *FoldError) Unwrap() error { return e.Err }
 
+// readModels are the folds every event passes through, in this order. A fold
+// ignores the events that do not concern it.
+var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue}
+
 // folder accumulates events into one indexed Pebble batch (indexed, so a fold
 // can read rows written earlier in the same batch) and commits the batch with
 // the checkpoint in it.
@@ -40,8 +44,10 @@ func newFolder(db *pebble.DB, size int, onCommit func(uint64)) *folder {
 
 // apply folds one decoded event into the batch.
 func (f *folder) apply(rec events.Recorded) error {
-	if err := foldNode(f.b, rec); err != nil {
-		return &FoldError{Seq: rec.Seq, Subject: rec.Subject, Err: err}
+	for _, fold := range readModels {
+		if err := fold(f.b, rec); err != nil {
+			return &FoldError{Seq: rec.Seq, Subject: rec.Subject, Err: err}
+		}
 	}
 	f.n++
 	f.last = rec.Seq

@@ -7,9 +7,18 @@ import "encoding/binary"
 // any read model can never see bookkeeping rows. Integers are fixed-width big
 // endian so that byte order is numeric order.
 const (
-	prefixMeta byte = 0x00
-	prefixNode byte = 0x01
+	prefixMeta           byte = 0x00
+	prefixNode           byte = 0x01
+	prefixModule         byte = 0x02 // module name -> ModuleRow
+	prefixBuild          byte = 0x03 // module, build -> canonical manifest bytes
+	prefixAssign         byte = 0x04 // node, module -> AssignmentRow
+	prefixAssignByModule byte = 0x05 // module, node -> nothing: "where is it assigned"
 )
+
+// sep joins two names in a key. Names never hold a 0 byte (see
+// events.ValidateName), so "a"+sep+"bc" and "ab"+sep+"c" cannot collide, and
+// a scan of prefix+name+sep finds exactly that name's rows.
+const sep = 0x00
 
 var (
 	keyCheckpoint = []byte{prefixMeta, 'c'}
@@ -19,9 +28,22 @@ var (
 
 // schemaVersion changes whenever a row's encoding or a fold changes meaning.
 // Read models of another schema are refused; they are rebuilt, never migrated.
-const schemaVersion = 1
+//
+//	1  nodes
+//	2  catalogue and assignments
+const schemaVersion = 2
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
+
+func moduleKey(name string) []byte { return append([]byte{prefixModule}, name...) }
+
+func pairKey(prefix byte, a, b string) []byte {
+	k := append([]byte{prefix}, a...)
+	k = append(k, sep)
+	return append(k, b...)
+}
+
+func pairPrefix(prefix byte, a string) []byte { return append(append([]byte{prefix}, a...), sep) }
 
 // prefixBounds gives the [lower, upper) bounds of every key starting with prefix.
 func prefixBounds(prefix ...byte) (lower, upper []byte) {

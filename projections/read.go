@@ -1,44 +1,114 @@
 package projections
 
-import "github.com/cockroachdb/pebble/v2"
+import (
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// View reads the read models as of one instant (a Pebble snapshot): a
+// composition reads nodes, assignments and manifests that belong together
+// even while the fold commits.
+type View struct {
+	r pebble.Reader
+}
+
+// Read runs fn against a consistent view of every read model.
+func (e *Engine) Read(fn func(*View) error) error {
+	return e.view(func(db pebble.Reader) error {
+		snap := db.(*pebble.DB).NewSnapshot()
+		defer snap.Close()
+		return fn(&View{r: snap})
+	})
+}
+
+// Checkpoint is the last event this view reflects.
+func (v *View) Checkpoint() uint64 { return readCheckpoint(v.r) }
 
 // Nodes lists every node ever enrolled, retired ones included, by name.
-func (e *Engine) Nodes() ([]Node, error) {
-	var out []Node
-	err := e.view(func(r pebble.Reader) (err error) {
-		out, err = decodeRows[Node](r, prefixNode)
-		return err
-	})
+func (v *View) Nodes() ([]Node, error) { return decodeRows[Node](v.r, prefixNode) }
+
+// Node reads one node's row.
+func (v *View) Node(name string) (Node, bool, error) {
+	var n Node
+	found, err := getJSON(v.r, nodeKey(name), &n)
+	return n, found, err
+}
+
+// Modules lists the catalogue by module name.
+func (v *View) Modules() ([]ModuleRow, error) { return decodeRows[ModuleRow](v.r, prefixModule) }
+
+// Module reads one module's catalogue row.
+func (v *View) Module(name string) (ModuleRow, bool, error) {
+	var m ModuleRow
+	found, err := getJSON(v.r, moduleKey(name), &m)
+	return m, found, err
+}
+
+// Manifest reads the canonical bytes a build was registered with.
+func (v *View) Manifest(module, build string) ([]byte, bool, error) {
+	return getRaw(v.r, pairKey(prefixBuild, module, build))
+}
+
+// Assignments lists every assignment, by node then module.
+func (v *View) Assignments() ([]AssignmentRow, error) {
+	return decodeRows[AssignmentRow](v.r, prefixAssign)
+}
+
+// AssignmentsOf lists one node's assignments, by module.
+func (v *View) AssignmentsOf(node string) ([]AssignmentRow, error) {
+	return decodeRows[AssignmentRow](v.r, pairPrefix(prefixAssign, node)...)
+}
+
+// AssignedTo lists the nodes a module is assigned to, by name.
+func (v *View) AssignedTo(module string) ([]string, error) {
+	return keysUnder(v.r, pairPrefix(prefixAssignByModule, module))
+}
+
+// Nodes lists every node (see View.Nodes).
+func (e *Engine) Nodes() (out []Node, err error) {
+	err = e.Read(func(v *View) error { out, err = v.Nodes(); return err })
 	return out, err
 }
 
-// Node reads one node's row.
-func (e *Engine) Node(name string) (Node, bool, error) {
-	var n Node
-	var found bool
-	err := e.view(func(r pebble.Reader) (err error) {
-		found, err = getJSON(r, nodeKey(name), &n)
-		return err
-	})
+// Node reads one node's row (see View.Node).
+func (e *Engine) Node(name string) (n Node, found bool, err error) {
+	err = e.Read(func(v *View) error { n, found, err = v.Node(name); return err })
 	return n, found, err
 }
 
 // Snapshot is every read model at once, for comparing two folds of one stream.
 type Snapshot struct {
-	Checkpoint uint64
-	Nodes      []Node
+	Checkpoint  uint64
+	Nodes       []Node
+	Modules     []ModuleRow
+	Manifests   map[string]string // module/build -> canonical bytes
+	Assignments []AssignmentRow
+	ByModule    map[string][]string
 }
 
-// Snapshot reads every read model under one lock.
-func (e *Engine) Snapshot() (Snapshot, error) {
-	var s Snapshot
-	err := e.view(func(db pebble.Reader) (err error) {
-		// A Pebble snapshot, so rows and checkpoint are of one instant even
-		// while the follower commits.
-		r := db.(*pebble.DB).NewSnapshot()
-		defer r.Close()
-		s.Checkpoint = readCheckpoint(r)
-		s.Nodes, err = decodeRows[Node](r, prefixNode)
+// Snapshot reads every read model from one view.
+func (e *Engine) Snapshot() (s Snapshot, err error) {
+	err = e.Read(func(v *View) error {
+		s.Checkpoint = v.Checkpoint()
+		if s.Nodes, err = v.Nodes(); err != nil {
+			return err
+		}
+		if s.Modules, err = v.Modules(); err != nil {
+			return err
+		}
+		s.Manifests, s.ByModule = map[string]string{}, map[string][]string{}
+		for _, m := range s.Modules {
+			for _, b := range m.Builds {
+				raw, _, err := v.Manifest(m.Name, b.Build)
+				if err != nil {
+					return err
+				}
+				s.Manifests[m.Name+"/"+b.Build] = string(raw)
+			}
+			if s.ByModule[m.Name], err = v.AssignedTo(m.Name); err != nil {
+				return err
+			}
+		}
+		s.Assignments, err = v.Assignments()
 		return err
 	})
 	return s, err

@@ -1,0 +1,150 @@
+package manifest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+// Manifest is one module's declaration of what it needs and holds.
+type Manifest struct {
+	Module    string             `json:"module"`
+	Requires  []string           `json:"requires"`
+	Provides  []string           `json:"provides"`
+	Consumes  []string           `json:"consumes"`
+	Settings  map[string]Setting `json:"settings"`
+	Resources []Resource         `json:"resources"`
+}
+
+// Setting is one setting a module takes on each node it is assigned to.
+type Setting struct {
+	Default  *string `json:"default,omitempty"`
+	Required bool    `json:"required,omitempty"`
+}
+
+// Resource kinds.
+const (
+	KindFile      = "file"
+	KindDirectory = "directory"
+)
+
+// Resource is one thing a module puts on a machine.
+type Resource struct {
+	Kind     string  `json:"kind"`
+	Path     string  `json:"path"`
+	Mode     string  `json:"mode"`
+	Content  *string `json:"content,omitempty"`
+	Template *string `json:"template,omitempty"`
+}
+
+// Parse reads a manifest, refusing unknown fields, and validates it. The
+// result is normalised: lists sorted and unique, resources sorted by path,
+// so that Canonical does not depend on how the file was written.
+func Parse(data []byte) (Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return Manifest{}, fmt.Errorf("manifest: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return Manifest{}, errors.New("manifest: there is more after the manifest's closing brace; a file holds one module")
+	}
+	m.normalise()
+	if err := m.Validate(); err != nil {
+		return Manifest{}, err
+	}
+	return m, nil
+}
+
+func (m *Manifest) normalise() {
+	for _, l := range []*[]string{&m.Requires, &m.Provides, &m.Consumes} {
+		if *l == nil {
+			*l = []string{}
+		}
+		slices.Sort(*l)
+		*l = slices.Compact(*l)
+	}
+	if m.Settings == nil {
+		m.Settings = map[string]Setting{}
+	}
+	if m.Resources == nil {
+		m.Resources = []Resource{}
+	}
+	for i := range m.Resources {
+		if mode, err := parseMode(m.Resources[i].Mode); err == nil {
+			m.Resources[i].Mode = fmt.Sprintf("%04o", mode)
+		}
+	}
+	slices.SortStableFunc(m.Resources, func(a, b Resource) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// Canonical is the manifest's one byte form: its Go field order, map keys
+// sorted, no insignificant white space, no HTML escaping.
+func (m Manifest) Canonical() []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	// A Manifest holds only strings, bools, slices and maps: it always encodes.
+	_ = enc.Encode(m)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// Build is the hex sha256 of the canonical form: the identity of this content.
+func (m Manifest) Build() string {
+	sum := sha256.Sum256(m.Canonical())
+	return hex.EncodeToString(sum[:])
+}
+
+// ShortBuild is how a build is shown to people: its first 12 hex digits.
+func ShortBuild(build string) string {
+	if len(build) > 12 {
+		return build[:12]
+	}
+	return build
+}
+
+// ParseMode reads an octal file mode such as "0640".
+func ParseMode(s string) (uint32, error) { return parseMode(s) }
+
+func parseMode(s string) (uint32, error) {
+	if len(s) < 3 || len(s) > 4 {
+		return 0, fmt.Errorf("mode %q is not an octal mode such as 0644", s)
+	}
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || v > 0o7777 {
+		return 0, fmt.Errorf("mode %q is not an octal mode such as 0644", s)
+	}
+	return uint32(v), nil
+}
+
+// ParseTemplate parses a resource's template the way composition runs it:
+// a missing key is an error, never "<no value>" written into a config file.
+func ParseTemplate(name, text string) (*template.Template, error) {
+	return template.New(name).Option("missingkey=error").Parse(text)
+}
+
+// SettingNames lists the settings a module takes, sorted.
+func (m Manifest) SettingNames() []string {
+	names := make([]string, 0, len(m.Settings))
+	for k := range m.Settings {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// cleanPath reports whether p is absolute and clean: no "..", no ".", no
+// double or trailing slash. A resource path is joined under the agent's root,
+// so anything else could point outside it or name one file two ways.
+func cleanPath(p string) bool {
+	return strings.HasPrefix(p, "/") && p != "/" && path.Clean(p) == p && !strings.Contains(p, "/../")
+}

@@ -1,0 +1,78 @@
+package manifest
+
+import (
+	"strings"
+	"testing"
+)
+
+const postgres = `{
+  "module": "postgres",
+  "requires": ["linux"],
+  "provides": ["postgres"],
+  "consumes": [],
+  "settings": {"port": {"default": "5432"}, "password": {"required": true}},
+  "resources": [
+    {"kind": "file", "path": "/etc/postgres/postgres.conf", "mode": "640",
+     "template": "port = {{.Settings.port}}\npassword = {{.Settings.password}}\n"},
+    {"kind": "directory", "path": "/etc/postgres", "mode": "0755"}
+  ]
+}`
+
+func TestCanonicalIsLayoutIndependent(t *testing.T) {
+	a, err := Parse([]byte(postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same content written another way: keys reordered, lists reordered
+	// and repeated, other white space, the mode without its leading zero.
+	b, err := Parse([]byte(`{"resources":[{"mode":"0755","path":"/etc/postgres","kind":"directory"},
+		{"path":"/etc/postgres/postgres.conf","kind":"file","mode":"0640","template":"port = {{.Settings.port}}\npassword = {{.Settings.password}}\n"}],
+		"settings":{"password":{"required":true},"port":{"default":"5432"}},"provides":["postgres","postgres"],"requires":["linux"],"module":"postgres"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a.Canonical()) != string(b.Canonical()) || a.Build() != b.Build() {
+		t.Fatalf("same content, different canonical forms:\n%s\n%s", a.Canonical(), b.Canonical())
+	}
+	if a.Resources[0].Path != "/etc/postgres" || a.Resources[1].Mode != "0640" {
+		t.Fatalf("not normalised: %+v", a.Resources)
+	}
+	// Canonical bytes parse back to the same build.
+	c, err := Parse(a.Canonical())
+	if err != nil || c.Build() != a.Build() {
+		t.Fatalf("canonical form does not round-trip: %v", err)
+	}
+	changed := strings.Replace(postgres, "5432", "5433", 1)
+	d, _ := Parse([]byte(changed))
+	if d.Build() == a.Build() {
+		t.Fatal("different content, same build")
+	}
+}
+
+func TestRefusalsNameTheField(t *testing.T) {
+	cases := map[string]struct{ doc, say string }{
+		"unknown field":     {`{"module":"m","colour":"red"}`, `unknown field "colour"`},
+		"unknown kind":      {`{"module":"m","resources":[{"kind":"socket","path":"/a","mode":"0644"}]}`, `kind "socket" is unknown`},
+		"bad mode":          {`{"module":"m","resources":[{"kind":"directory","path":"/a","mode":"rwx"}]}`, `mode "rwx"`},
+		"mode too big":      {`{"module":"m","resources":[{"kind":"directory","path":"/a","mode":"17777"}]}`, `mode "17777"`},
+		"relative path":     {`{"module":"m","resources":[{"kind":"directory","path":"etc/a","mode":"0755"}]}`, `path "etc/a"`},
+		"dotdot":            {`{"module":"m","resources":[{"kind":"directory","path":"/etc/../a","mode":"0755"}]}`, `path "/etc/../a"`},
+		"trailing slash":    {`{"module":"m","resources":[{"kind":"directory","path":"/etc/a/","mode":"0755"}]}`, `path "/etc/a/"`},
+		"file without body": {`{"module":"m","resources":[{"kind":"file","path":"/a","mode":"0644"}]}`, `exactly one of content and template`},
+		"directory content": {`{"module":"m","resources":[{"kind":"directory","path":"/a","mode":"0755","content":"x"}]}`, `only a file`},
+		"bad template":      {`{"module":"m","resources":[{"kind":"file","path":"/a","mode":"0644","template":"{{.X"}]}`, `template of /a`},
+		"two paths":         {`{"module":"m","resources":[{"kind":"directory","path":"/a","mode":"0755"},{"kind":"directory","path":"/a","mode":"0700"}]}`, `declared twice`},
+		"bad module name":   {`{"module":"Postgres"}`, `lowercase letters`},
+		"bad requirement":   {`{"module":"m","consumes":["a.b"]}`, `consumes`},
+		"bad setting name":  {`{"module":"m","settings":{"db-port":{}}}`, `"db-port" is not a setting name`},
+		"required+default":  {`{"module":"m","settings":{"p":{"required":true,"default":"1"}}}`, `required and has a default`},
+		"two documents":     {`{"module":"m"}{"module":"n"}`, `one module`},
+		"not json":          {`module: m`, `invalid character`},
+	}
+	for name, c := range cases {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.say) {
+			t.Errorf("%s: err = %v, want it to say %q", name, err, c.say)
+		}
+	}
+}

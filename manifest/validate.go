@@ -1,0 +1,93 @@
+package manifest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/meshctl/mesh/events"
+)
+
+// Validate checks everything registration promises: names that can be
+// subject tokens, settings a template can reach, resources with one clean
+// absolute path each, valid modes, one of content or template for a file,
+// and templates that parse. Each refusal names the field.
+func (m Manifest) Validate() error {
+	if err := token("module", m.Module); err != nil {
+		return err
+	}
+	for field, list := range map[string][]string{"requires": m.Requires, "provides": m.Provides, "consumes": m.Consumes} {
+		for _, v := range list {
+			if err := token(field, v); err != nil {
+				return fmt.Errorf("manifest %s: %w", m.Module, err)
+			}
+		}
+	}
+	for _, name := range m.SettingNames() {
+		if !identifier(name) {
+			return fmt.Errorf("manifest %s: settings: %q is not a setting name: use letters, digits and '_', starting with a letter, so templates can say {{.Settings.%s}}", m.Module, name, name)
+		}
+		if s := m.Settings[name]; s.Required && s.Default != nil {
+			return fmt.Errorf("manifest %s: settings.%s is required and has a default; give one or the other", m.Module, name)
+		}
+	}
+	seen := map[string]bool{}
+	for i, r := range m.Resources {
+		where := fmt.Sprintf("manifest %s: resources[%d]", m.Module, i)
+		if err := r.validate(); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if seen[r.Path] {
+			return fmt.Errorf("%s: path %s is declared twice in this module", where, r.Path)
+		}
+		seen[r.Path] = true
+	}
+	return nil
+}
+
+func (r Resource) validate() error {
+	switch r.Kind {
+	case KindFile, KindDirectory:
+	case "":
+		return fmt.Errorf("kind is missing: use %q or %q", KindFile, KindDirectory)
+	default:
+		return fmt.Errorf("kind %q is unknown: use %q or %q", r.Kind, KindFile, KindDirectory)
+	}
+	if !cleanPath(r.Path) {
+		return fmt.Errorf("path %q is not absolute and clean (begin with /, no '..', no trailing or double slash)", r.Path)
+	}
+	if _, err := parseMode(r.Mode); err != nil {
+		return fmt.Errorf("mode: %w", err)
+	}
+	switch {
+	case r.Kind == KindDirectory && (r.Content != nil || r.Template != nil):
+		return fmt.Errorf("directory %s has content or template; only a file has those", r.Path)
+	case r.Kind == KindFile && (r.Content == nil) == (r.Template == nil):
+		return fmt.Errorf("file %s needs exactly one of content and template", r.Path)
+	case r.Template != nil:
+		if _, err := ParseTemplate(r.Path, *r.Template); err != nil {
+			return fmt.Errorf("template of %s: %v", r.Path, strings.TrimPrefix(err.Error(), "template: "))
+		}
+	}
+	return nil
+}
+
+// token applies the mesh's name rule: these names become subject tokens.
+func token(field, s string) error {
+	if err := events.ValidateName(field, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func identifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c == '_' || c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return true
+}
