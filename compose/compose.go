@@ -1,0 +1,226 @@
+package compose
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Result is the composition of one node: its declaration, canonical bytes and
+// digest when it composes; what was left out and why; and when it cannot be
+// composed, every reason.
+type Result struct {
+	Node        string
+	Declaration *Declaration // nil when the node cannot be composed
+	Bytes       []byte
+	Digest      string
+	LeftOut     []LeftOut
+	Unresolved  []Unresolved
+	Problems    []string // template failures, path conflicts, missing builds
+}
+
+// LeftOut is a module the node cannot host, with the sentence saying why.
+type LeftOut struct {
+	Module string `json:"module"`
+	Reason string `json:"reason"`
+}
+
+// Unresolved is a requirement of a consumer the mesh cannot satisfy.
+type Unresolved struct {
+	Module      string `json:"module"`
+	Requirement string `json:"requirement"`
+	Reason      string `json:"reason"`
+}
+
+// Composable reports whether the node has a declaration.
+func (r Result) Composable() bool { return r.Declaration != nil }
+
+// Reason is every reason the node cannot be composed, in one sentence.
+func (r Result) Reason() string {
+	var parts []string
+	for _, u := range r.Unresolved {
+		parts = append(parts, u.Reason)
+	}
+	parts = append(parts, r.Problems...)
+	return strings.Join(parts, "; ")
+}
+
+// Compose answers what node should be. It never fails as a whole: a node the
+// world does not know composes to nothing with that said as its problem.
+func (w *World) Compose(node string) Result {
+	res := Result{Node: node}
+	n, ok := w.nodes[node]
+	if !ok {
+		res.Problems = append(res.Problems, fmt.Sprintf("%s is not an enrolled, active node", node))
+		return res
+	}
+	d := Declaration{Mesh: w.mesh, Node: node, Modules: []ModuleBuild{}, Resources: []Resource{}, Receives: []Receipt{}}
+	owner := map[string]string{} // path -> module, for conflicts
+	var buf bytes.Buffer
+	for _, p := range w.byNode[node] {
+		if p.err != nil {
+			res.Problems = append(res.Problems, p.err.Error())
+			continue
+		}
+		if len(p.missing) > 0 {
+			res.LeftOut = append(res.LeftOut, LeftOut{Module: p.Module, Reason: needs(p, n)})
+			continue
+		}
+		receives, ok := w.resolve(p, &res)
+		if !ok {
+			continue
+		}
+		for _, r := range receives {
+			d.Receives = append(d.Receives, Receipt{Consumer: p.Module, Requirement: r.requirement, Node: r.Node, Module: r.Module})
+		}
+		d.Modules = append(d.Modules, ModuleBuild{Module: p.Module, Build: p.Build})
+		data, err := w.templateData(p, n, receives)
+		if err != nil {
+			res.Problems = append(res.Problems, err.Error())
+			continue
+		}
+		for _, r := range p.m.Resources {
+			if other, taken := owner[r.Path]; taken {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s is declared by both %s and %s", r.Path, other, p.Module))
+				continue
+			}
+			owner[r.Path] = p.Module
+			out := Resource{Path: r.Path, Kind: r.Kind, Mode: r.Mode, Module: p.Module, Content: r.Content}
+			if r.Template != nil {
+				buf.Reset()
+				if err := p.templates[r.Path].Execute(&buf, data); err != nil {
+					res.Problems = append(res.Problems, fmt.Sprintf("the template of %s in %s failed: %s", r.Path, p.Module, templateError(err)))
+					continue
+				}
+				s := buf.String()
+				out.Content = &s
+			}
+			d.Resources = append(d.Resources, out)
+		}
+	}
+	if len(res.Unresolved) > 0 || len(res.Problems) > 0 {
+		return res
+	}
+	slices.SortFunc(d.Resources, func(a, b Resource) int { return strings.Compare(a.Path, b.Path) })
+	res.Declaration = &d
+	res.Bytes = d.Canonical()
+	res.Digest = Digest(res.Bytes)
+	return res
+}
+
+// provision is what a consumer receives for one requirement.
+type provision struct {
+	requirement string
+	placed
+}
+
+// resolve finds exactly one hostable provider for each requirement of p, or
+// records why not. Several providers are refused, not guessed between.
+func (w *World) resolve(p placed, res *Result) ([]provision, bool) {
+	var out []provision
+	ok := true
+	for _, r := range p.m.Consumes {
+		var cands []placed
+		for _, c := range w.providers[r] {
+			if c.Node != p.Node || c.Module != p.Module {
+				cands = append(cands, c)
+			}
+		}
+		switch len(cands) {
+		case 1:
+			out = append(out, provision{requirement: r, placed: cands[0]})
+			continue
+		case 0:
+			reason := fmt.Sprintf("%s needs %s, which no assigned module provides", p.Module, r)
+			if blocked := w.blocked[r]; len(blocked) > 0 {
+				reason = fmt.Sprintf("%s needs %s, whose only provider%s cannot be hosted: %s", p.Module, r, plural(blocked), needs(blocked[0], w.nodes[blocked[0].Node]))
+			}
+			res.Unresolved = append(res.Unresolved, Unresolved{Module: p.Module, Requirement: r, Reason: reason})
+		default:
+			var names []string
+			for _, c := range cands {
+				names = append(names, c.Module+" on "+c.Node)
+			}
+			res.Unresolved = append(res.Unresolved, Unresolved{Module: p.Module, Requirement: r,
+				Reason: fmt.Sprintf("%s needs %s, which %s all provide; refusing to guess: unassign all but one", p.Module, r, strings.Join(names, " and "))})
+		}
+		ok = false
+	}
+	return out, ok
+}
+
+// templateData is what a template sees: .Node, .Settings, .Receives.<req>.
+type templateData struct {
+	Node     Node
+	Settings map[string]string
+	Receives map[string]receivedData
+}
+
+type receivedData struct {
+	Node     string
+	Module   string
+	Labels   map[string]string
+	Settings map[string]string
+}
+
+func (w *World) templateData(p placed, n Node, receives []provision) (templateData, error) {
+	settings, err := effective(p)
+	if err != nil {
+		return templateData{}, err
+	}
+	data := templateData{Node: n, Settings: settings, Receives: map[string]receivedData{}}
+	for _, r := range receives {
+		ps, err := effective(r.placed)
+		if err != nil {
+			return templateData{}, err
+		}
+		data.Receives[r.requirement] = receivedData{Node: r.Node, Module: r.Module, Labels: w.nodes[r.Node].Labels, Settings: ps}
+	}
+	return data, nil
+}
+
+// effective is the build's defaults overlaid with the assignment's settings.
+func effective(p placed) (map[string]string, error) {
+	out := make(map[string]string, len(p.m.Settings))
+	for k, s := range p.m.Settings {
+		if s.Default != nil {
+			out[k] = *s.Default
+		}
+	}
+	maps.Copy(out, p.Settings)
+	for _, k := range p.m.SettingNames() {
+		if _, set := out[k]; p.m.Settings[k].Required && !set {
+			return nil, fmt.Errorf("setting %s of %s is required and not set on %s: mesh assign %s %s --set %s=VALUE", k, p.Module, p.Node, p.Node, p.Module, k)
+		}
+	}
+	return out, nil
+}
+
+// needs says why a node cannot host a module: "postgres needs linux, web-1 has none".
+func needs(p placed, n Node) string {
+	has := "none"
+	if len(n.Capabilities) > 0 {
+		has = strings.Join(n.Capabilities, ", ")
+	}
+	return fmt.Sprintf("%s needs %s, %s has %s", p.Module, strings.Join(p.missing, " and "), n.Name, has)
+}
+
+func plural(ps []placed) string {
+	if len(ps) > 1 {
+		return "s"
+	}
+	return ""
+}
+
+// templateError keeps what a person needs of text/template's error: "at
+// <.Settings.port>: map has no entry for key "port"", not the prefix
+// repeating the path the sentence already names.
+func templateError(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, " at <"); i >= 0 {
+		return s[i+1:]
+	}
+	return strings.TrimPrefix(s, "template: ")
+}

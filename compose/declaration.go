@@ -1,0 +1,62 @@
+package compose
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Declaration is everything one node should be: the content a node is sent,
+// before the envelope of sequence, chain and time is put around it.
+type Declaration struct {
+	Mesh      string        `json:"mesh"`
+	Node      string        `json:"node"`
+	Modules   []ModuleBuild `json:"modules"`
+	Resources []Resource    `json:"resources"`
+	Receives  []Receipt     `json:"receives"`
+}
+
+// ModuleBuild is one module the declaration holds, and which build.
+type ModuleBuild struct {
+	Module string `json:"module"`
+	Build  string `json:"build"`
+}
+
+// Resource is one rendered resource. Module says which module owns it, so
+// that a node can drop exactly what the mesh gave it when it is taken away.
+type Resource struct {
+	Path    string  `json:"path"`
+	Kind    string  `json:"kind"`
+	Mode    string  `json:"mode"`
+	Content *string `json:"content,omitempty"`
+	Module  string  `json:"module"`
+}
+
+// Receipt is what one consumer receives for one requirement: the module
+// providing it and the node that module is on.
+type Receipt struct {
+	Consumer    string `json:"consumer"`
+	Requirement string `json:"requirement"`
+	Node        string `json:"node"`
+	Module      string `json:"module"`
+}
+
+// Canonical is the declaration's one byte form: fixed field order, lists
+// sorted by composition, no insignificant white space, no HTML escaping (a
+// config file's "<" stays "<"). Every list is non-nil, so an empty
+// declaration is `[]`, not `null`, and has one form too.
+func (d Declaration) Canonical() []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	// Only strings and slices of structs of strings: it always encodes.
+	_ = enc.Encode(d)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// Digest is the hex sha256 of exactly b.
+func Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,137 @@
+package compose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/meshctl/mesh/manifest"
+)
+
+// Input is a snapshot of the read models, as composition needs it.
+type Input struct {
+	Mesh        string
+	Nodes       []Node       // enrolled and not retired
+	Assignments []Assignment // of those nodes
+	Manifests   map[BuildRef]manifest.Manifest
+}
+
+// Node is a machine as templates see it.
+type Node struct {
+	Name         string
+	Capabilities []string
+	Labels       map[string]string
+}
+
+// Assignment is one module on one node, with the settings the operator gave.
+type Assignment struct {
+	Node, Module, Build string
+	Settings            map[string]string
+}
+
+// BuildRef names one build of one module.
+type BuildRef struct{ Module, Build string }
+
+// World is an Input indexed for composing: assignments by node, providers by
+// requirement, templates parsed once per build. Building it is the only
+// work shared between nodes; Compose reads it and never changes it.
+type World struct {
+	mesh      string
+	nodes     map[string]Node
+	byNode    map[string][]placed
+	providers map[string][]placed // requirement -> hostable providers, sorted
+	blocked   map[string][]placed // requirement -> providers left out of their node
+}
+
+// placed is an assignment with its manifest and what it lacks on its node.
+type placed struct {
+	Assignment
+	m         *manifest.Manifest
+	missing   []string // capabilities the node lacks; empty when hostable
+	templates map[string]*template.Template
+	err       error // the build is not in the catalogue or a template will not parse
+}
+
+// NewWorld indexes in. It is deterministic: every list it keeps is sorted.
+func NewWorld(in Input) *World {
+	w := &World{mesh: in.Mesh, nodes: map[string]Node{}, byNode: map[string][]placed{},
+		providers: map[string][]placed{}, blocked: map[string][]placed{}}
+	for _, n := range in.Nodes {
+		w.nodes[n.Name] = n
+	}
+	parsed := map[BuildRef]map[string]*template.Template{}
+	for _, a := range in.Assignments {
+		node, ok := w.nodes[a.Node]
+		if !ok {
+			continue // a retired or unknown node holds nothing
+		}
+		p := placed{Assignment: a}
+		ref := BuildRef{a.Module, a.Build}
+		if m, ok := in.Manifests[ref]; ok {
+			p.m = &m
+			p.missing = missingCapabilities(m.Requires, node.Capabilities)
+			if _, done := parsed[ref]; !done {
+				parsed[ref], p.err = parseTemplates(m)
+			}
+			p.templates = parsed[ref]
+		} else {
+			p.err = fmt.Errorf("build %s of %s is not in the catalogue", manifest.ShortBuild(a.Build), a.Module)
+		}
+		w.byNode[a.Node] = append(w.byNode[a.Node], p)
+		if p.m == nil {
+			continue
+		}
+		for _, r := range p.m.Provides {
+			if len(p.missing) == 0 {
+				w.providers[r] = append(w.providers[r], p)
+			} else {
+				w.blocked[r] = append(w.blocked[r], p)
+			}
+		}
+	}
+	byPlace := func(a, b placed) int {
+		return strings.Compare(a.Node+"\x00"+a.Module, b.Node+"\x00"+b.Module)
+	}
+	for _, m := range []map[string][]placed{w.byNode, w.providers, w.blocked} {
+		for k := range m {
+			slices.SortFunc(m[k], byPlace)
+		}
+	}
+	return w
+}
+
+// Nodes lists the nodes the world can compose, by name.
+func (w *World) Nodes() []string {
+	names := make([]string, 0, len(w.nodes))
+	for n := range w.nodes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func parseTemplates(m manifest.Manifest) (map[string]*template.Template, error) {
+	out := map[string]*template.Template{}
+	for _, r := range m.Resources {
+		if r.Template == nil {
+			continue
+		}
+		t, err := manifest.ParseTemplate(r.Path, *r.Template)
+		if err != nil {
+			return nil, fmt.Errorf("the template of %s in %s does not parse: %v", r.Path, m.Module, err)
+		}
+		out[r.Path] = t
+	}
+	return out, nil
+}
+
+func missingCapabilities(requires, has []string) []string {
+	var missing []string
+	for _, r := range requires {
+		if !slices.Contains(has, r) {
+			missing = append(missing, r)
+		}
+	}
+	return missing
+}
