@@ -3,6 +3,7 @@ package commands
 import (
 	"time"
 
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -17,6 +18,12 @@ const (
 	SubjectNodeRetire         = APIPrefix + ".node.retire"
 	SubjectNodeList           = APIPrefix + ".node.list"
 	SubjectNodeShow           = APIPrefix + ".node.show"
+	SubjectNodeAssign         = APIPrefix + ".node.assign"
+	SubjectNodeUnassign       = APIPrefix + ".node.unassign"
+	SubjectNodePlan           = APIPrefix + ".node.plan"
+	SubjectModuleRegister     = APIPrefix + ".module.register"
+	SubjectModuleList         = APIPrefix + ".module.list"
+	SubjectModuleShow         = APIPrefix + ".module.show"
 	SubjectProjectionsStatus  = APIPrefix + ".projections.status"
 	SubjectProjectionsRebuild = APIPrefix + ".projections.rebuild"
 )
@@ -62,6 +69,16 @@ type NodeView struct {
 	RetiredAt    *time.Time        `json:"retired_at,omitempty"`
 	EnrolledSeq  uint64            `json:"enrolled_seq"`
 	Version      uint64            `json:"version"`
+	Assignments  []AssignmentView  `json:"assignments"`
+}
+
+// AssignmentView is one module on a node: the build it has and, when the
+// catalogue has a newer one, which (mesh assign again takes it).
+type AssignmentView struct {
+	Module   string            `json:"module"`
+	Build    string            `json:"build"`
+	Latest   string            `json:"latest"`
+	Settings map[string]string `json:"settings"`
 }
 
 // NodeList is every node, retired ones included.
@@ -92,9 +109,124 @@ func viewOf(n projections.Node) NodeView {
 	if v.Labels == nil {
 		v.Labels = map[string]string{}
 	}
+	v.Assignments = []AssignmentView{}
 	if !n.RetiredAt.IsZero() {
 		at := n.RetiredAt
 		v.RetiredAt = &at
 	}
 	return v
+}
+
+// RegisterRequest carries a manifest file's bytes; File names it in messages.
+type RegisterRequest struct {
+	CommandID string `json:"command_id"`
+	File      string `json:"file"`
+	Manifest  string `json:"manifest"`
+}
+
+// Registered answers a registration. Changed false: this content is already
+// the latest build, and nothing was appended.
+type Registered struct {
+	Changed  bool   `json:"changed"`
+	Seq      uint64 `json:"seq"`
+	Module   string `json:"module"`
+	Build    string `json:"build"`
+	Previous string `json:"previous,omitempty"`
+}
+
+// ModuleView is a module as `module list --json` and `module show --json` print it.
+type ModuleView struct {
+	Name       string                 `json:"name"`
+	Latest     string                 `json:"latest"`
+	Builds     []BuildView            `json:"builds"`
+	AssignedTo []AssignedView         `json:"assigned_to"`
+	Requires   []string               `json:"requires"`
+	Provides   []string               `json:"provides"`
+	Consumes   []string               `json:"consumes"`
+	Settings   map[string]SettingView `json:"settings"`
+	Resources  []ResourceView         `json:"resources"`
+}
+
+// BuildView is one registered build.
+type BuildView struct {
+	Build        string    `json:"build"`
+	RegisteredAt time.Time `json:"registered_at"`
+	Seq          uint64    `json:"seq"`
+}
+
+// AssignedView is one node a module is assigned to, and with which build.
+type AssignedView struct {
+	Node   string `json:"node"`
+	Build  string `json:"build"`
+	Latest bool   `json:"latest"`
+}
+
+// SettingView is one setting of the latest build.
+type SettingView struct {
+	Default  *string `json:"default,omitempty"`
+	Required bool    `json:"required"`
+}
+
+// ResourceView is one resource of the latest build, without its content.
+type ResourceView struct {
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+}
+
+// ModuleList is the catalogue.
+type ModuleList struct {
+	Modules []ModuleView `json:"modules"`
+}
+
+// AssignRequest gives a node a module's latest build.
+type AssignRequest struct {
+	CommandID string            `json:"command_id"`
+	Node      string            `json:"node"`
+	Module    string            `json:"module"`
+	Settings  map[string]string `json:"settings"`
+}
+
+// UnassignRequest takes a module off a node.
+type UnassignRequest struct {
+	CommandID string `json:"command_id"`
+	Node      string `json:"node"`
+	Module    string `json:"module"`
+}
+
+// Assigned answers assign and unassign. Changed false: nothing to do.
+type Assigned struct {
+	Changed  bool              `json:"changed"`
+	Seq      uint64            `json:"seq"`
+	Node     string            `json:"node"`
+	Module   string            `json:"module"`
+	Build    string            `json:"build,omitempty"`
+	Previous string            `json:"previous,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// Plan is what a node would be sent now, and how that differs from what it
+// was last sent. The stable fields of `mesh plan --json`: node, digest,
+// resources, left_out, unresolved, changes.
+type Plan struct {
+	Node       string                `json:"node"`
+	Composable bool                  `json:"composable"`
+	Reason     string                `json:"reason,omitempty"`
+	Digest     string                `json:"digest"`
+	Modules    []compose.ModuleBuild `json:"modules"`
+	Resources  []compose.Resource    `json:"resources"`
+	Receives   []compose.Receipt     `json:"receives"`
+	LeftOut    []compose.LeftOut     `json:"left_out"`
+	Unresolved []compose.Unresolved  `json:"unresolved"`
+	Problems   []string              `json:"problems"`
+	// Sent is what the node was last sent; nil when it was never sent anything.
+	Sent    *SentView        `json:"sent"`
+	Changes []compose.Change `json:"changes"`
+}
+
+// SentView names the last declaration a node was sent.
+type SentView struct {
+	Sequence uint64    `json:"sequence"`
+	Digest   string    `json:"digest"`
+	At       time.Time `json:"at"`
 }

@@ -20,6 +20,8 @@ type ControllerConfig struct {
 	Log    *slog.Logger
 	// Reset folds the read models again from the stream before serving.
 	Reset bool
+	// Mesh is the mesh's name (default "mesh").
+	Mesh string
 }
 
 // Controller is the stream, the read models and the service, running.
@@ -68,11 +70,21 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	} else {
 		log.Info("projections are current with the stream")
 	}
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log}
+	if c.Mesh == "" {
+		c.Mesh = "mesh"
+	}
+	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh}
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()
 		return nil, fmt.Errorf("cannot start the %s service: %w", ServiceName, err)
+	}
+	// Ready means reachable: until the server has the service's
+	// subscriptions, a client's request would meet "no responders".
+	if err := nc.Flush(); err != nil {
+		svc.Stop()
+		proj.Close()
+		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", ServiceName, err)
 	}
 	log.Info(fmt.Sprintf("serving %s %s on %s.>", ServiceName, ServiceVersion, APIPrefix))
 	return &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}, nil

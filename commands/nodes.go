@@ -19,32 +19,42 @@ type Handlers struct {
 	Proj  *projections.Engine
 	Now   func() time.Time
 	Log   *slog.Logger
+	// Mesh is the mesh's name: every declaration carries it, so one meant
+	// for another mesh is refused.
+	Mesh string
+
+	manifests manifests
 }
 
 // maxAttempts bounds decide-append rounds when other writers keep moving an
 // aggregate. Each round re-reads, so a loser sees the winner's event.
 const maxAttempts = 8
 
-// decideNode loads a node aggregate, decides cmd, and appends the result
+// aggregate is what decide needs of one: folding its own events.
+type aggregate interface {
+	Apply(events.Recorded)
+}
+
+// decide loads an aggregate, asks it to decide, and appends the result
 // expecting the version it loaded; on a conflict it loads and decides again.
 // It answers the sequence of the last event appended (0 when the command was
 // already satisfied) after the read models have folded it.
-func (h *Handlers) decideNode(ctx context.Context, name, commandID string, cmd any) (uint64, error) {
-	agg := events.NodeAggregate(name)
+func decide[A aggregate](ctx context.Context, h *Handlers, id events.AggregateID, commandID string,
+	fresh func() A, decideFn func(A) ([]events.Event, error)) (uint64, error) {
 	for range maxAttempts {
-		recs, version, err := h.Store.Load(ctx, agg)
+		recs, version, err := h.Store.Load(ctx, id)
 		if err != nil {
 			return 0, err
 		}
-		n := aggregates.NewNode(name)
+		a := fresh()
 		for _, r := range recs {
-			n.Apply(r)
+			a.Apply(r)
 		}
-		evs, err := n.Decide(cmd, h.Now())
+		evs, err := decideFn(a)
 		if err != nil || len(evs) == 0 {
 			return 0, err
 		}
-		seq, err := h.Store.Append(ctx, agg, version, commandID, evs...)
+		seq, err := h.Store.Append(ctx, id, version, commandID, evs...)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
@@ -53,7 +63,13 @@ func (h *Handlers) decideNode(ctx context.Context, name, commandID string, cmd a
 		}
 		return seq, h.Proj.WaitFor(ctx, seq)
 	}
-	return 0, fmt.Errorf("cannot change node %s: it changed under %d attempts in a row; try again", name, maxAttempts)
+	return 0, fmt.Errorf("cannot change %s: it changed under %d attempts in a row; try again", id, maxAttempts)
+}
+
+// decideNode runs cmd against the node aggregate called name.
+func (h *Handlers) decideNode(ctx context.Context, name, commandID string, cmd any) (uint64, error) {
+	return decide(ctx, h, events.NodeAggregate(name), commandID, newNode(name),
+		func(n *aggregates.Node) ([]events.Event, error) { return n.Decide(cmd, h.Now()) })
 }
 
 // Enroll adds a node. A name taken by any node, retired or not, is refused.
@@ -86,27 +102,61 @@ func (h *Handlers) Retire(ctx context.Context, r RetireRequest) (Changed, error)
 }
 
 func (h *Handlers) changed(name string, seq uint64) (Changed, error) {
-	n, found, err := h.Proj.Node(name)
+	var out Changed
+	err := h.Proj.Read(func(v *projections.View) error {
+		n, found, err := v.Node(name)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("node %s was written at %d but the read models do not hold it", name, seq)
+		}
+		out = Changed{Changed: seq != 0, Seq: seq}
+		out.Node, err = nodeView(v, n)
+		return err
+	})
+	return out, err
+}
+
+// nodeView is a node's row with its assignments and, for each, the latest build.
+func nodeView(v *projections.View, n projections.Node) (NodeView, error) {
+	nv := viewOf(n)
+	as, err := v.AssignmentsOf(n.Name)
 	if err != nil {
-		return Changed{}, err
+		return nv, err
 	}
-	if !found {
-		return Changed{}, fmt.Errorf("node %s was written at %d but the read models do not hold it", name, seq)
+	for _, a := range as {
+		m, _, err := v.Module(a.Module)
+		if err != nil {
+			return nv, err
+		}
+		settings := a.Settings
+		if settings == nil {
+			settings = map[string]string{}
+		}
+		nv.Assignments = append(nv.Assignments, AssignmentView{Module: a.Module, Build: a.Build, Latest: m.Latest, Settings: settings})
 	}
-	return Changed{Changed: seq != 0, Seq: seq, Node: viewOf(n)}, nil
+	return nv, nil
 }
 
 // ListNodes answers every node from the read models.
 func (h *Handlers) ListNodes(context.Context, Empty) (NodeList, error) {
-	nodes, err := h.Proj.Nodes()
-	if err != nil {
-		return NodeList{}, err
-	}
 	out := NodeList{Nodes: []NodeView{}}
-	for _, n := range nodes {
-		out.Nodes = append(out.Nodes, viewOf(n))
-	}
-	return out, nil
+	err := h.Proj.Read(func(v *projections.View) error {
+		nodes, err := v.Nodes()
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			nv, err := nodeView(v, n)
+			if err != nil {
+				return err
+			}
+			out.Nodes = append(out.Nodes, nv)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // ShowNode answers one node, or says it is not enrolled.
@@ -114,15 +164,20 @@ func (h *Handlers) ShowNode(_ context.Context, r NameRequest) (NodeView, error) 
 	if err := validName("show", r.Name); err != nil {
 		return NodeView{}, err
 	}
-	n, found, err := h.Proj.Node(r.Name)
-	if err != nil {
-		return NodeView{}, err
-	}
-	if !found {
-		return NodeView{}, &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrUnknownNode,
-			Detail: "no node of that name is enrolled; see mesh node list"}
-	}
-	return viewOf(n), nil
+	var out NodeView
+	err := h.Proj.Read(func(v *projections.View) error {
+		n, found, err := v.Node(r.Name)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrUnknownNode,
+				Detail: "no node of that name is enrolled; see mesh node list"}
+		}
+		out, err = nodeView(v, n)
+		return err
+	})
+	return out, err
 }
 
 // ProjectionsStatus says where the read models stand against the stream.

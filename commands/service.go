@@ -33,7 +33,7 @@ const (
 func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: ServiceName, Version: ServiceVersion,
-		Description: "the mesh controller: enrolls and retires nodes, serves the read models",
+		Description: "the mesh controller: nodes, the module catalogue, assignments and plans",
 	})
 	if err != nil {
 		return nil, err
@@ -46,6 +46,12 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"node-retire", SubjectNodeRetire, endpoint(h.Retire, verbTimeout)},
 		{"node-list", SubjectNodeList, endpoint(h.ListNodes, verbTimeout)},
 		{"node-show", SubjectNodeShow, endpoint(h.ShowNode, verbTimeout)},
+		{"node-assign", SubjectNodeAssign, endpoint(h.Assign, verbTimeout)},
+		{"node-unassign", SubjectNodeUnassign, endpoint(h.Unassign, verbTimeout)},
+		{"node-plan", SubjectNodePlan, endpoint(h.Plan, verbTimeout)},
+		{"module-register", SubjectModuleRegister, endpoint(h.RegisterModule, verbTimeout)},
+		{"module-list", SubjectModuleList, endpoint(h.ListModules, verbTimeout)},
+		{"module-show", SubjectModuleShow, endpoint(h.ShowModule, verbTimeout)},
 		{"projections-status", SubjectProjectionsStatus, endpoint(h.ProjectionsStatus, verbTimeout)},
 		{"projections-rebuild", SubjectProjectionsRebuild, endpoint(h.RebuildProjections, rebuildTimeout)},
 	}
@@ -86,7 +92,7 @@ func codeOf(err error) string {
 	switch {
 	case errors.Is(err, aggregates.ErrInvalid):
 		return CodeBadRequest
-	case errors.Is(err, aggregates.ErrUnknownNode):
+	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule):
 		return CodeNotFound
 	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired):
 		return CodeConflict

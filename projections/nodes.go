@@ -44,6 +44,16 @@ func foldNode(b *pebble.Batch, rec events.Recorded) error {
 		}
 		n.Retired, n.RetiredAt, n.Version = true, rec.Envelope.OccurredAt, rec.Seq
 		return putJSON(b, nodeKey(ev.Name), n)
+	case events.ModuleAssigned, events.ModuleUnassigned:
+		// Any event of the node's aggregate moves its version.
+		name := rec.Envelope.Aggregate.ID
+		var n Node
+		found, err := getJSON(b, nodeKey(name), &n)
+		if err != nil || !found {
+			return err
+		}
+		n.Version = rec.Seq
+		return putJSON(b, nodeKey(name), n)
 	}
 	return nil
 }

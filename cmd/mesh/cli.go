@@ -18,6 +18,10 @@ type CLI struct {
 	Up          UpCmd          `cmd:"" help:"Run a single-box mesh: an embedded NATS bus and the controller."`
 	Serve       ServeCmd       `cmd:"" help:"Run the controller alone, on the bus named by --bus or MESH_NATS_URL."`
 	Node        NodeCmd        `cmd:"" help:"Enroll, list, show and retire nodes."`
+	Module      ModuleCmd      `cmd:"" help:"Register, list and show modules."`
+	Assign      AssignCmd      `cmd:"" help:"Give a node a module's latest build (again: upgrade it)."`
+	Unassign    UnassignCmd    `cmd:"" help:"Take a module off a node."`
+	Plan        PlanCmd        `cmd:"" help:"What a node would be sent now, and how it differs from what it was sent."`
 	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`
 	Projections ProjectionsCmd `cmd:"" help:"Inspect and rebuild the controller's read models."`
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/manifest"
 )
 
 // NodeCmd is the node command group.
@@ -96,6 +97,16 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if n.RetiredAt != nil {
 		fmt.Fprintf(tw, "retired\t%s\n", n.RetiredAt.UTC().Format(time.RFC3339))
 	}
+	if len(n.Assignments) == 0 {
+		fmt.Fprintf(tw, "modules\tnone assigned\n")
+	}
+	for _, a := range n.Assignments {
+		note := ""
+		if a.Latest != a.Build {
+			note = fmt.Sprintf(" (the catalogue's latest is %s: mesh assign %s %s upgrades it)", manifest.ShortBuild(a.Latest), n.Name, a.Module)
+		}
+		fmt.Fprintf(tw, "module\t%s build %s%s%s\n", a.Module, manifest.ShortBuild(a.Build), settingsNote(a.Settings), note)
+	}
 	fmt.Fprintf(tw, "version\t%d\n", n.Version)
 	return tw.Flush()
 }
@@ -116,6 +127,13 @@ func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 	}
 	fmt.Fprintf(out.Out, "retired %s at sequence %d; its name stays taken\n", r.Node.Name, r.Seq)
 	return nil
+}
+
+func settingsNote(s map[string]string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return " with " + labelString(s)
 }
 
 func state(n commands.NodeView) string {

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/manifest"
+)
+
+// AssignCmd gives a node a module's latest build.
+type AssignCmd struct {
+	Node   string            `arg:""`
+	Module string            `arg:""`
+	Set    map[string]string `help:"A setting k=v for the module on this node (repeatable)."`
+}
+
+func (c *AssignCmd) Help() string {
+	return "Example:\n  mesh assign db-1 postgres --set password=s3cret --set port=5433"
+}
+
+func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.Assigned
+	req := commands.AssignRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set}
+	if err := g.call(ctx, commands.SubjectNodeAssign, req, &r); err != nil {
+		return err
+	}
+	b := manifest.ShortBuild(r.Build)
+	switch {
+	case !r.Changed:
+		fmt.Fprintf(out.Out, "%s is already assigned to %s as build %s with these settings; nothing to do\n", r.Module, r.Node, b)
+	case r.Previous == "":
+		fmt.Fprintf(out.Out, "assigned %s (build %s) to %s at sequence %d\n", r.Module, b, r.Node, r.Seq)
+	case r.Previous != r.Build:
+		fmt.Fprintf(out.Out, "assigned %s build %s to %s at sequence %d (upgraded from %s)\n", r.Module, b, r.Node, r.Seq, manifest.ShortBuild(r.Previous))
+	default:
+		fmt.Fprintf(out.Out, "assigned %s (build %s) to %s with new settings at sequence %d\n", r.Module, b, r.Node, r.Seq)
+	}
+	return nil
+}
+
+// UnassignCmd takes a module off a node.
+type UnassignCmd struct {
+	Node   string `arg:""`
+	Module string `arg:""`
+}
+
+func (c *UnassignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.Assigned
+	req := commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module}
+	if err := g.call(ctx, commands.SubjectNodeUnassign, req, &r); err != nil {
+		return err
+	}
+	if !r.Changed {
+		fmt.Fprintf(out.Out, "%s does not have %s assigned; nothing to do\n", r.Node, r.Module)
+		return nil
+	}
+	fmt.Fprintf(out.Out, "unassigned %s from %s at sequence %d\n", r.Module, r.Node, r.Seq)
+	return nil
+}

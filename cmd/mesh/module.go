@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/manifest"
+)
+
+// ModuleCmd is the catalogue command group.
+type ModuleCmd struct {
+	Register ModuleRegisterCmd `cmd:"" help:"Register a module manifest (JSON); its build is the digest of its canonical form."`
+	List     ModuleListCmd     `cmd:"" help:"List the catalogue."`
+	Show     ModuleShowCmd     `cmd:"" help:"Show one module: builds, manifest, where it is assigned."`
+}
+
+type ModuleRegisterCmd struct {
+	File string `arg:"" type:"existingfile" help:"The manifest, e.g. examples/postgres.json."`
+}
+
+func (c *ModuleRegisterCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	data, err := os.ReadFile(c.File)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %v", c.File, err)
+	}
+	var r commands.Registered
+	req := commands.RegisterRequest{CommandID: commands.NewCommandID(), File: c.File, Manifest: string(data)}
+	if err := g.call(ctx, commands.SubjectModuleRegister, req, &r); err != nil {
+		return err
+	}
+	b := manifest.ShortBuild(r.Build)
+	switch {
+	case !r.Changed:
+		fmt.Fprintf(out.Out, "%s is already registered as build %s; nothing to do\n", r.Module, b)
+	case r.Previous == "":
+		fmt.Fprintf(out.Out, "registered %s as build %s at sequence %d\n", r.Module, b, r.Seq)
+	default:
+		fmt.Fprintf(out.Out, "registered %s as build %s at sequence %d (was %s; mesh assign takes the new build to a node)\n",
+			r.Module, b, r.Seq, manifest.ShortBuild(r.Previous))
+	}
+	return nil
+}
+
+type ModuleListCmd struct {
+	JSON bool `help:"Print a JSON array of modules."`
+}
+
+func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.ModuleList
+	if err := g.call(ctx, commands.SubjectModuleList, commands.Empty{}, &r); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, r.Modules)
+	}
+	if len(r.Modules) == 0 {
+		fmt.Fprintln(out.Out, "no modules registered yet; register one with mesh module register FILE")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODULE\tBUILD\tBUILDS\tREQUIRES\tPROVIDES\tCONSUMES\tASSIGNED")
+	for _, m := range r.Modules {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", m.Name, manifest.ShortBuild(m.Latest), len(m.Builds),
+			orDash(strings.Join(m.Requires, ",")), orDash(strings.Join(m.Provides, ",")), orDash(strings.Join(m.Consumes, ",")), len(m.AssignedTo))
+	}
+	tw.Flush()
+	fmt.Fprintf(out.Out, "%d module(s)\n", len(r.Modules))
+	return nil
+}
+
+type ModuleShowCmd struct {
+	Name string `arg:""`
+	JSON bool   `help:"Print the module as JSON."`
+}
+
+func (c *ModuleShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var m commands.ModuleView
+	if err := g.call(ctx, commands.SubjectModuleShow, commands.NameRequest{Name: c.Name}, &m); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, m)
+	}
+	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "module\t%s\n", m.Name)
+	fmt.Fprintf(tw, "latest build\t%s\n", m.Latest)
+	fmt.Fprintf(tw, "requires\t%s\n", orNone(strings.Join(m.Requires, ", ")))
+	fmt.Fprintf(tw, "provides\t%s\n", orNone(strings.Join(m.Provides, ", ")))
+	fmt.Fprintf(tw, "consumes\t%s\n", orNone(strings.Join(m.Consumes, ", ")))
+	var settings []string
+	for _, k := range slices.Sorted(maps.Keys(m.Settings)) {
+		s := m.Settings[k]
+		switch {
+		case s.Required:
+			settings = append(settings, k+" (required)")
+		case s.Default != nil:
+			settings = append(settings, fmt.Sprintf("%s (default %q)", k, *s.Default))
+		default:
+			settings = append(settings, k)
+		}
+	}
+	fmt.Fprintf(tw, "settings\t%s\n", orNone(strings.Join(settings, ", ")))
+	for _, r := range m.Resources {
+		fmt.Fprintf(tw, "resource\t%s %s %s\n", r.Kind, r.Path, r.Mode)
+	}
+	for _, b := range m.Builds {
+		fmt.Fprintf(tw, "build\t%s registered %s (sequence %d)\n", manifest.ShortBuild(b.Build), b.RegisteredAt.UTC().Format("2006-01-02T15:04:05Z"), b.Seq)
+	}
+	if len(m.AssignedTo) == 0 {
+		fmt.Fprintf(tw, "assigned to\tno node\n")
+	}
+	for _, a := range m.AssignedTo {
+		note := ""
+		if !a.Latest {
+			note = " (not the latest: mesh assign " + a.Node + " " + m.Name + " upgrades it)"
+		}
+		fmt.Fprintf(tw, "assigned to\t%s, build %s%s\n", a.Node, manifest.ShortBuild(a.Build), note)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,107 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
+)
+
+// RegisterModule enters a manifest's build into the catalogue, or says it is
+// already the latest build and appends nothing.
+func (h *Handlers) RegisterModule(ctx context.Context, r RegisterRequest) (Registered, error) {
+	m, err := manifest.Parse([]byte(r.Manifest))
+	if err != nil {
+		return Registered{}, &aggregates.Error{Op: "register", ID: r.File, Err: aggregates.ErrInvalid, Detail: err.Error()}
+	}
+	var previous string
+	seq, err := decide(ctx, h, events.ModuleAggregate(m.Module), r.CommandID,
+		func() *aggregates.Module { return aggregates.NewModule(m.Module) },
+		func(a *aggregates.Module) ([]events.Event, error) {
+			previous = a.Latest
+			return a.Decide(aggregates.RegisterModule{Manifest: m})
+		})
+	if err != nil {
+		return Registered{}, err
+	}
+	if seq != 0 {
+		h.Log.Info("module registered", "module", m.Module, "build", manifest.ShortBuild(m.Build()), "seq", seq)
+	}
+	return Registered{Changed: seq != 0, Seq: seq, Module: m.Module, Build: m.Build(), Previous: previous}, nil
+}
+
+// ListModules answers the catalogue.
+func (h *Handlers) ListModules(context.Context, Empty) (ModuleList, error) {
+	out := ModuleList{Modules: []ModuleView{}}
+	err := h.Proj.Read(func(v *projections.View) error {
+		rows, err := v.Modules()
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			mv, err := h.moduleView(v, row)
+			if err != nil {
+				return err
+			}
+			out.Modules = append(out.Modules, mv)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ShowModule answers one module: its builds, its latest manifest, where it is assigned.
+func (h *Handlers) ShowModule(_ context.Context, r NameRequest) (ModuleView, error) {
+	var out ModuleView
+	err := h.Proj.Read(func(v *projections.View) error {
+		row, found, err := v.Module(r.Name)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrUnknownModule, Detail: "no module of that name is registered; see mesh module list"}
+		}
+		out, err = h.moduleView(v, row)
+		return err
+	})
+	return out, err
+}
+
+func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (ModuleView, error) {
+	mv := ModuleView{Name: row.Name, Latest: row.Latest, Builds: []BuildView{}, AssignedTo: []AssignedView{},
+		Settings: map[string]SettingView{}, Resources: []ResourceView{}}
+	for _, b := range row.Builds {
+		mv.Builds = append(mv.Builds, BuildView{Build: b.Build, RegisteredAt: b.RegisteredAt, Seq: b.Seq})
+	}
+	nodes, err := v.AssignedTo(row.Name)
+	if err != nil {
+		return mv, err
+	}
+	for _, n := range nodes {
+		as, err := v.AssignmentsOf(n)
+		if err != nil {
+			return mv, err
+		}
+		for _, a := range as {
+			if a.Module == row.Name {
+				mv.AssignedTo = append(mv.AssignedTo, AssignedView{Node: n, Build: a.Build, Latest: a.Build == row.Latest})
+			}
+		}
+	}
+	m, found, err := h.manifests.get(v, compose.BuildRef{Module: row.Name, Build: row.Latest})
+	if err != nil || !found {
+		return mv, fmt.Errorf("the latest build of %s cannot be read: %v", row.Name, err)
+	}
+	mv.Requires, mv.Provides, mv.Consumes = m.Requires, m.Provides, m.Consumes
+	for k, s := range m.Settings {
+		mv.Settings[k] = SettingView{Default: s.Default, Required: s.Required}
+	}
+	for _, r := range m.Resources {
+		mv.Resources = append(mv.Resources, ResourceView{Kind: r.Kind, Path: r.Path, Mode: r.Mode})
+	}
+	return mv, nil
+}

@@ -1,0 +1,96 @@
+package commands
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
+)
+
+// manifests caches parsed manifests by build. A build is the digest of its
+// content, so an entry can never go stale: the cache only saves parsing.
+type manifests struct {
+	mu sync.Mutex
+	m  map[compose.BuildRef]manifest.Manifest
+}
+
+func (c *manifests) get(v *projections.View, ref compose.BuildRef) (manifest.Manifest, bool, error) {
+	c.mu.Lock()
+	m, ok := c.m[ref]
+	c.mu.Unlock()
+	if ok {
+		return m, true, nil
+	}
+	raw, found, err := v.Manifest(ref.Module, ref.Build)
+	if err != nil || !found {
+		return manifest.Manifest{}, false, err
+	}
+	if m, err = manifest.Parse(raw); err != nil {
+		return manifest.Manifest{}, false, fmt.Errorf("the catalogue's build %s of %s does not parse: %w", manifest.ShortBuild(ref.Build), ref.Module, err)
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[compose.BuildRef]manifest.Manifest{}
+	}
+	c.m[ref] = m
+	c.mu.Unlock()
+	return m, true, nil
+}
+
+// input gathers composition's input from one view of the read models:
+// active nodes, their assignments, and the manifests those name.
+func (h *Handlers) input(v *projections.View) (compose.Input, error) {
+	in := compose.Input{Mesh: h.Mesh, Manifests: map[compose.BuildRef]manifest.Manifest{}}
+	nodes, err := v.Nodes()
+	if err != nil {
+		return in, err
+	}
+	active := map[string]bool{}
+	for _, n := range nodes {
+		if n.Retired {
+			continue
+		}
+		active[n.Name] = true
+		in.Nodes = append(in.Nodes, compose.Node{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels})
+	}
+	rows, err := v.Assignments()
+	if err != nil {
+		return in, err
+	}
+	for _, a := range rows {
+		if !active[a.Node] {
+			continue
+		}
+		in.Assignments = append(in.Assignments, compose.Assignment{Node: a.Node, Module: a.Module, Build: a.Build, Settings: a.Settings})
+		ref := compose.BuildRef{Module: a.Module, Build: a.Build}
+		if _, done := in.Manifests[ref]; done {
+			continue
+		}
+		m, found, err := h.manifests.get(v, ref)
+		if err != nil {
+			h.Log.Warn(err.Error())
+			continue // composition names the build as missing, for that node only
+		}
+		if found {
+			in.Manifests[ref] = m
+		}
+	}
+	return in, nil
+}
+
+// world composes from one consistent view of the read models.
+func (h *Handlers) world() (*compose.World, uint64, error) {
+	var in compose.Input
+	var at uint64
+	err := h.Proj.Read(func(v *projections.View) (err error) {
+		at = v.Checkpoint()
+		in, err = h.input(v)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return compose.NewWorld(in), at, nil
+}
