@@ -91,7 +91,10 @@ func NewWorld(in Input) *World {
 		}
 	}
 	byPlace := func(a, b placed) int {
-		return strings.Compare(a.Node+"\x00"+a.Module, b.Node+"\x00"+b.Module)
+		if c := strings.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Module, b.Module)
 	}
 	for _, m := range []map[string][]placed{w.byNode, w.providers, w.blocked} {
 		for k := range m {

@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -53,7 +54,7 @@ func foldCatalogue(b *pebble.Batch, rec events.Recorded) error {
 	case events.ModuleAssigned:
 		row := AssignmentRow{Node: ev.Node, Module: ev.Module, Build: ev.Build, Settings: ev.Settings,
 			AssignedAt: rec.Envelope.OccurredAt, Seq: rec.Seq}
-		if err := putJSON(b, pairKey(prefixAssign, ev.Node, ev.Module), row); err != nil {
+		if err := b.Set(pairKey(prefixAssign, ev.Node, ev.Module), encodeAssignment(row), nil); err != nil {
 			return err
 		}
 		return b.Set(pairKey(prefixAssignByModule, ev.Module, ev.Node), nil, nil)
@@ -91,4 +92,27 @@ func getRaw(r pebble.Reader, key []byte) (json.RawMessage, bool, error) {
 	}
 	defer closer.Close()
 	return append(json.RawMessage(nil), v...), true, nil
+}
+
+// assignmentRows decodes the assignment rows under prefix, in key order.
+func assignmentRows(r pebble.Reader, prefix []byte) ([]AssignmentRow, error) {
+	lo, hi := prefixBounds(prefix...)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []AssignmentRow
+	for it.First(); it.Valid(); it.Next() {
+		node, module, ok := strings.Cut(string(it.Key()[1:]), string(rune(sep)))
+		if !ok {
+			return nil, fmt.Errorf("%w: key %q", errCorruptRow, it.Key())
+		}
+		a, err := decodeAssignment(node, module, it.Value())
+		if err != nil {
+			return nil, fmt.Errorf("%w: key %q", err, it.Key())
+		}
+		out = append(out, a)
+	}
+	return out, it.Error()
 }

@@ -31,7 +31,8 @@ var (
 //
 //	1  nodes
 //	2  catalogue and assignments
-const schemaVersion = 2
+//	3  assignment rows in the binary codec of codec.go
+const schemaVersion = 3
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

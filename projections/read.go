@@ -50,12 +50,12 @@ func (v *View) Manifest(module, build string) ([]byte, bool, error) {
 
 // Assignments lists every assignment, by node then module.
 func (v *View) Assignments() ([]AssignmentRow, error) {
-	return decodeRows[AssignmentRow](v.r, prefixAssign)
+	return assignmentRows(v.r, []byte{prefixAssign})
 }
 
 // AssignmentsOf lists one node's assignments, by module.
 func (v *View) AssignmentsOf(node string) ([]AssignmentRow, error) {
-	return decodeRows[AssignmentRow](v.r, pairPrefix(prefixAssign, node)...)
+	return assignmentRows(v.r, pairPrefix(prefixAssign, node))
 }
 
 // AssignedTo lists the nodes a module is assigned to, by name.
