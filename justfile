@@ -20,6 +20,8 @@ ci:
 bench:
     go test ./events/store/ -run '^$' -bench AppendVsRawPublish -benchtime 20000x
     go test ./projections/ -run '^$' -bench FoldVsRawRead -benchtime 3x
+    go test ./compose/ -run '^$' -bench Compose -benchtime 20000x -cpu 1
+    go test ./commands/ -run '^$' -bench ComposeFromReadModels -benchtime 3x -cpu 1
 
 # the tests with the race detector
 race:
