@@ -20,6 +20,10 @@ type Node struct {
 	Labels       map[string]string
 	// Assignments are the modules the node is to hold, by module name.
 	Assignments map[string]Assignment
+	// LastSequence and LastDigest are of the last declaration sent: the next
+	// is numbered LastSequence+1 and chained to LastDigest.
+	LastSequence uint64
+	LastDigest   string
 	// Version is the stream sequence of the last event applied: the
 	// expectation of the next append.
 	Version uint64
@@ -59,6 +63,8 @@ func (n *Node) Apply(rec events.Recorded) {
 		n.Assignments[ev.Module] = Assignment{Build: ev.Build, Settings: ev.Settings}
 	case events.ModuleUnassigned:
 		delete(n.Assignments, ev.Module)
+	case events.DeclarationSent:
+		n.LastSequence, n.LastDigest = ev.Sequence, ev.Digest
 	}
 	n.Version = rec.Seq
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +19,13 @@ import (
 
 func controller(t *testing.T, srv *embedded.Server) *commands.Client {
 	t.Helper()
+	return controllerIn(t, srv, t.TempDir())
+}
+
+func controllerIn(t *testing.T, srv *embedded.Server, home string) *commands.Client {
+	t.Helper()
 	nc := embeddedtest.Conn(t, srv)
-	c, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: t.TempDir()})
+	c, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +52,15 @@ func code(err error) string {
 // winner, and every other caller is told the name is taken.
 func TestConcurrentEnrollsOneWinnerAcrossControllers(t *testing.T) {
 	srv := embeddedtest.Server(t)
-	clients := []*commands.Client{controller(t, srv), controller(t, srv)}
+	// Controllers sharing a stream share its signing key.
+	first, second := t.TempDir(), t.TempDir()
+	clients := []*commands.Client{controllerIn(t, srv, first)}
+	key, err := os.ReadFile(filepath.Join(first, commands.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(second, commands.KeyFile), key, 0o600)
+	clients = append(clients, controllerIn(t, srv, second))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var wins int

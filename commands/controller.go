@@ -46,6 +46,11 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, err
 	}
 	log.Info(a.String())
+	kp, pub, err := loadKey(ctx, c.Home, st)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("signing as " + pub)
 	dir := filepath.Join(c.Home, "projections")
 	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset})
 	if err != nil {
@@ -73,7 +78,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh}
+	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, PublicKey: pub}
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nkeys"
 )
 
 // Handlers are the verbs, bound to one store and one set of read models.
@@ -22,6 +23,9 @@ type Handlers struct {
 	// Mesh is the mesh's name: every declaration carries it, so one meant
 	// for another mesh is refused.
 	Mesh string
+	// Key signs declarations; PublicKey is what agents pin.
+	Key       nkeys.KeyPair
+	PublicKey string
 
 	manifests manifests
 }

@@ -14,12 +14,20 @@ import (
 //
 //	2026-12-02  NodeEnrolled v1, NodeRetired v1.
 //	2026-12-02  ModuleRegistered v1, ModuleAssigned v1, ModuleUnassigned v1.
+//	2026-12-02  DeclarationSent v1, ControllerKeyRecorded v1; reports DeclarationApplied v1,
+//	            DeclarationFailed v1, DeclarationRefused v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
 	"ModuleRegistered": current[ModuleRegistered](1),
 	"ModuleAssigned":   current[ModuleAssigned](1),
 	"ModuleUnassigned": current[ModuleUnassigned](1),
+
+	"DeclarationSent":       current[DeclarationSent](1),
+	"ControllerKeyRecorded": current[ControllerKeyRecorded](1),
+	"DeclarationApplied":    current[DeclarationApplied](1),
+	"DeclarationFailed":     current[DeclarationFailed](1),
+	"DeclarationRefused":    current[DeclarationRefused](1),
 }
 
 // current is the entry of a type whose version v is the only one ever

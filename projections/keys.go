@@ -32,7 +32,8 @@ var (
 //	1  nodes
 //	2  catalogue and assignments
 //	3  assignment rows in the binary codec of codec.go
-const schemaVersion = 3
+//	4  last declaration sent and last report on the node row
+const schemaVersion = 4
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

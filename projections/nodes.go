@@ -22,6 +22,33 @@ type Node struct {
 	// node aggregate's last event folded.
 	EnrolledSeq uint64 `json:"enrolled_seq"`
 	Version     uint64 `json:"version"`
+	// LastSent is the last declaration sent to the node; LastReport the last
+	// report it sent back. Nil until there is one.
+	LastSent   *Sent   `json:"last_sent,omitempty"`
+	LastReport *Report `json:"last_report,omitempty"`
+}
+
+// Sent is one declaration sent to a node.
+type Sent struct {
+	Sequence      uint64    `json:"sequence"`
+	Digest        string    `json:"digest"`
+	ContentDigest string    `json:"content_digest"`
+	By            string    `json:"by"`
+	Resources     int       `json:"resources"`
+	At            time.Time `json:"at"`
+	StreamSeq     uint64    `json:"stream_seq"`
+}
+
+// Report is one report a node sent back.
+type Report struct {
+	Outcome   string                   `json:"outcome"` // "applied", "failed", "refused"
+	Sequence  uint64                   `json:"sequence"`
+	Digest    string                   `json:"digest"`
+	Reason    string                   `json:"reason,omitempty"`
+	Failed    []events.ResourceFailure `json:"failed,omitempty"`
+	Highest   uint64                   `json:"highest,omitempty"`
+	At        time.Time                `json:"at"`
+	StreamSeq uint64                   `json:"stream_seq"`
 }
 
 // foldNode applies one node event to the nodes read model inside b.
@@ -46,16 +73,39 @@ func foldNode(b *pebble.Batch, rec events.Recorded) error {
 		return putJSON(b, nodeKey(ev.Name), n)
 	case events.ModuleAssigned, events.ModuleUnassigned:
 		// Any event of the node's aggregate moves its version.
-		name := rec.Envelope.Aggregate.ID
-		var n Node
-		found, err := getJSON(b, nodeKey(name), &n)
-		if err != nil || !found {
-			return err
-		}
-		n.Version = rec.Seq
-		return putJSON(b, nodeKey(name), n)
+		return updateNode(b, rec.Envelope.Aggregate.ID, func(n *Node) { n.Version = rec.Seq })
+	case events.DeclarationSent:
+		return updateNode(b, ev.Node, func(n *Node) {
+			n.Version = rec.Seq
+			n.LastSent = &Sent{Sequence: ev.Sequence, Digest: ev.Digest, ContentDigest: ev.ContentDigest, By: ev.By,
+				Resources: ev.Resources, At: rec.Envelope.OccurredAt, StreamSeq: rec.Seq}
+		})
+	case events.DeclarationApplied:
+		return report(b, ev.Node, Report{Outcome: "applied", Sequence: ev.Sequence, Digest: ev.Digest}, rec)
+	case events.DeclarationFailed:
+		return report(b, ev.Node, Report{Outcome: "failed", Sequence: ev.Sequence, Digest: ev.Digest, Failed: ev.Failed}, rec)
+	case events.DeclarationRefused:
+		return report(b, ev.Node, Report{Outcome: "refused", Sequence: ev.Sequence, Digest: ev.Digest, Reason: ev.Reason, Highest: ev.Highest}, rec)
 	}
 	return nil
+}
+
+// report records a node's newest report. A report for a node the read models
+// do not know (written by something that is not its agent) changes nothing:
+// reports are not the node's aggregate and cannot create it.
+func report(b *pebble.Batch, node string, r Report, rec events.Recorded) error {
+	r.At, r.StreamSeq = rec.Envelope.OccurredAt, rec.Seq
+	return updateNode(b, node, func(n *Node) { n.LastReport = &r })
+}
+
+func updateNode(b *pebble.Batch, name string, change func(*Node)) error {
+	var n Node
+	found, err := getJSON(b, nodeKey(name), &n)
+	if err != nil || !found {
+		return err
+	}
+	change(&n)
+	return putJSON(b, nodeKey(name), n)
 }
 
 func putJSON(b *pebble.Batch, key []byte, v any) error {

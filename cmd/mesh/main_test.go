@@ -97,7 +97,8 @@ func TestWalkthrough(t *testing.T) {
 	up(t, home)
 
 	r := mesh(t, home, "node", "enroll", "web-1", "--capability", "linux", "--label", "zone=a")
-	if r.code != 0 || !strings.Contains(r.out, "enrolled web-1 at sequence 1") {
+	// Sequence 1 is the controller recording its signing key.
+	if r.code != 0 || !strings.Contains(r.out, "enrolled web-1 at sequence 2") {
 		t.Fatalf("enroll: %+v", r)
 	}
 	r = mesh(t, home, "node", "list", "--json")
@@ -112,7 +113,7 @@ func TestWalkthrough(t *testing.T) {
 	}
 	r = mesh(t, home, "events", "--json")
 	var ev map[string]any
-	if err := json.Unmarshal([]byte(strings.Split(r.out, "\n")[0]), &ev); err != nil || ev["seq"] != 1.0 || ev["type"] != "NodeEnrolled" {
+	if err := json.Unmarshal([]byte(strings.Split(r.out, "\n")[1]), &ev); err != nil || ev["seq"] != 2.0 || ev["type"] != "NodeEnrolled" {
 		t.Fatalf("events --json: %v %+v", err, r)
 	}
 	for _, field := range []string{"seq", "subject", "type", "at", "data"} {
@@ -129,11 +130,11 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatalf("retire again: %+v", r)
 	}
 	r = mesh(t, home, "projections", "rebuild")
-	if r.code != 0 || !strings.Contains(r.out, "2 event(s) folded") {
+	if r.code != 0 || !strings.Contains(r.out, "3 event(s) folded") {
 		t.Fatalf("rebuild: %+v", r)
 	}
 	r = mesh(t, home, "projections", "status")
-	if r.code != 0 || !strings.Contains(r.out, "folded up to event 2 of 2 (lag 0)") {
+	if r.code != 0 || !strings.Contains(r.out, "folded up to event 3 of 3 (lag 0)") {
 		t.Fatalf("status: %+v", r)
 	}
 }
@@ -166,8 +167,8 @@ func TestBadInputIsOneSentence(t *testing.T) {
 		}
 	}
 	r := mesh(t, home, "events", "--json")
-	if n := strings.Count(r.out, "\n"); n != 1 {
-		t.Fatalf("after refused commands the log holds %d events, want 1:\n%s", n, r.out)
+	if n := strings.Count(r.out, "\n"); n != 2 {
+		t.Fatalf("after refused commands the log holds %d events, want the key record and one enrolment:\n%s", n, r.out)
 	}
 }
 
@@ -216,7 +217,7 @@ func TestKillNineAndRestart(t *testing.T) {
 	child.Wait()
 
 	log := up(t, home)
-	if !strings.Contains(log.String(), "stream MESH unchanged: 1 event(s)") {
+	if !strings.Contains(log.String(), "stream MESH unchanged: 2 event(s)") || !strings.Contains(log.String(), "signing as ") {
 		t.Fatalf("the restart does not say what it found:\n%s", log)
 	}
 	r := mesh(t, home, "node", "show", "web-1", "--json")

@@ -27,6 +27,7 @@ type Msg struct {
 type ReadOptions struct {
 	From   uint64 // first sequence to deliver; 0 or 1 is the start of the stream
 	Follow bool   // keep delivering new messages until ctx ends
+	Filter string // only messages on this subject (wildcards allowed); "" for all
 }
 
 // readBatch is how many messages the ordered consumer asks for at a time:
@@ -40,17 +41,20 @@ const readBatch = 5000
 // fn returns, and returns it; with Follow it returns ctx's error when ctx ends.
 func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) error {
 	if !o.Follow {
-		st, err := s.State(ctx)
+		last, err := s.lastFor(ctx, o.Filter)
 		if err != nil {
 			return err
 		}
-		if st.LastSeq == 0 || st.LastSeq < o.From {
+		if last == 0 || last < o.From {
 			return nil
 		}
 	}
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
 	if o.From > 1 {
 		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: o.From}
+	}
+	if o.Filter != "" {
+		cfg.FilterSubjects = []string{o.Filter}
 	}
 	cons, err := s.js.OrderedConsumer(ctx, s.name, cfg)
 	if err != nil {
@@ -108,4 +112,18 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// lastFor is the sequence of the newest message matching filter (the whole
+// stream for ""), 0 when there is none.
+func (s *Store) lastFor(ctx context.Context, filter string) (uint64, error) {
+	if filter == "" {
+		st, err := s.State(ctx)
+		return st.LastSeq, err
+	}
+	m, found, err := s.Last(ctx, filter)
+	if err != nil || !found {
+		return 0, err
+	}
+	return m.Seq, nil
 }

@@ -107,19 +107,15 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 	now := s.Now()
 	msgs := make([]*nats.Msg, len(evs))
 	for i, ev := range evs {
-		data, err := events.Encode(agg, commandID, i, now, ev)
+		m, err := message(agg, commandID, i, now, ev)
 		if err != nil {
 			return 0, err
 		}
-		m := nats.NewMsg(agg.Subject(ev.EventType()))
-		m.Data = data
-		m.Header.Set(jetstream.MsgIDHeader, events.EventID(commandID, i))
 		msgs[i] = m
 	}
 	// The expectation rides on the first message: later messages of a batch
 	// are checked against the batch's own staged state.
-	msgs[0].Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expected, 10))
-	msgs[0].Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, agg.Filter())
+	expect(msgs[0], agg, expected)
 	lastID := msgs[len(msgs)-1].Header.Get(jetstream.MsgIDHeader)
 	for attempt := 0; ; attempt++ {
 		seq, err := s.publish(ctx, msgs)
@@ -155,6 +151,31 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 			return 0, fmt.Errorf("store: cannot append to %s: %w", agg, err)
 		}
 	}
+}
+
+// message is one event of a decision as it is published.
+func message(agg events.AggregateID, commandID string, i int, at time.Time, ev events.Event) (*nats.Msg, error) {
+	data, err := events.Encode(agg, commandID, i, at, ev)
+	if err != nil {
+		return nil, err
+	}
+	m := nats.NewMsg(agg.Subject(ev.EventType()))
+	m.Data = data
+	m.Header.Set(jetstream.MsgIDHeader, events.EventID(commandID, i))
+	return m, nil
+}
+
+// expect makes m a checked write on agg's one canonical filter.
+func expect(m *nats.Msg, agg events.AggregateID, expected uint64) {
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expected, 10))
+	m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, agg.Filter())
+}
+
+// isConflict reports whether err is JetStream's "wrong last sequence".
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // JetStream error codes nats.go has no constant for.

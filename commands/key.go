@@ -1,0 +1,118 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nkeys"
+)
+
+// KeyFile is the controller's signing key in its home: an nkeys seed, mode 0600.
+const KeyFile = "controller.nk"
+
+// loadKey opens the controller's key, creating it on the first start of a
+// mesh, and holds it to the key the log says the mesh signs with. A
+// controller that cannot sign stops here, at its start, not at its first
+// push (rule 1).
+func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, string, error) {
+	path := filepath.Join(home, KeyFile)
+	recorded, version, err := recordedKey(ctx, st)
+	if err != nil {
+		return nil, "", err
+	}
+	kp, err := readKey(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if recorded != "" {
+			return nil, "", fmt.Errorf("the controller key %s is missing, but this mesh signs with %s and its nodes pinned that key; restore %s from a backup of the home", path, recorded, KeyFile)
+		}
+		kp, err = createKey(path)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return nil, "", fmt.Errorf("the controller key %s is not usable: %w", path, err)
+	}
+	switch {
+	case recorded == pub:
+	case recorded != "":
+		return nil, "", fmt.Errorf("the controller key in %s is %s, but this mesh signs with %s; start the controller with the home that holds that key", path, pub, recorded)
+	default:
+		// Recorded once, expecting no record yet: two first starts racing
+		// cannot both record a key.
+		_, err := st.Append(ctx, events.ControllerAggregate(), version, "key-"+pub[:16], events.ControllerKeyRecorded{PublicKey: pub})
+		if errors.Is(err, store.ErrConflict) {
+			return loadKey(ctx, home, st)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	return kp, pub, nil
+}
+
+func recordedKey(ctx context.Context, st *store.Store) (string, uint64, error) {
+	m, found, err := st.Last(ctx, events.ControllerAggregate().Subject(events.ControllerKeyRecorded{}.EventType()))
+	if err != nil || !found {
+		return "", 0, err
+	}
+	_, ev, err := events.Decode(m.Data)
+	if err != nil {
+		return "", 0, fmt.Errorf("the log's record of the controller key (event %d) cannot be read: %w", m.Seq, err)
+	}
+	return ev.(events.ControllerKeyRecorded).PublicKey, m.Seq, nil
+}
+
+func readKey(path string) (nkeys.KeyPair, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("the controller key %s is readable by others (mode %04o); chmod 600 it", path, info.Mode().Perm())
+	}
+	seed, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the controller key %s: %v", path, err)
+	}
+	kp, err := nkeys.FromSeed(seed)
+	if err != nil {
+		return nil, fmt.Errorf("the controller key %s is not an nkeys seed: %v", path, err)
+	}
+	return kp, nil
+}
+
+func createKey(path string) (nkeys.KeyPair, error) {
+	kp, err := nkeys.CreateAccount()
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the controller key: %w", err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	// O_EXCL: never overwrite a key, even one that appeared since we looked.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the controller key %s: %v", path, err)
+	}
+	if _, err := f.Write(seed); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return kp, f.Close()
+}

@@ -1,0 +1,48 @@
+package commands_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+)
+
+// A controller that cannot sign fails at its start, in one sentence.
+func TestControllerKeyRefusals(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	start := func(home string) error {
+		c, err := commands.StartController(context.Background(), embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: home})
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	home := t.TempDir()
+	if err := start(home); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, commands.KeyFile)
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+		t.Fatalf("key created with mode %o", info.Mode().Perm())
+	}
+	if err := start(home); err != nil {
+		t.Fatalf("restart with its own key: %v", err)
+	}
+	os.Chmod(path, 0o644)
+	if err := start(home); err == nil || !strings.Contains(err.Error(), "readable by others") {
+		t.Fatalf("key readable by others: %v", err)
+	}
+	os.Chmod(path, 0o600)
+	if err := start(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is missing, but this mesh signs with") {
+		t.Fatalf("a home without the key the mesh signs with: %v", err)
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, commands.KeyFile), []byte("SAAGARBAGE"), 0o600)
+	if err := start(other); err == nil || !strings.Contains(err.Error(), "not an nkeys seed") {
+		t.Fatalf("an unreadable key: %v", err)
+	}
+}

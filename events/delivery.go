@@ -1,0 +1,82 @@
+package events
+
+// DeclarationSent: the controller signed a declaration for a node and this
+// event is its delivery: the agent reads it from the stream, so sending and
+// recording are one act. It is an event of the node's aggregate, appended
+// expecting the version the declaration was composed at.
+type DeclarationSent struct {
+	Node          string `json:"node"`
+	Sequence      uint64 `json:"sequence"`
+	Digest        string `json:"digest"`         // sha256 of exactly Declaration's bytes
+	ContentDigest string `json:"content_digest"` // sha256 of the content without sequence, chain, time
+	By            string `json:"by"`             // "push" or "declare"
+	Resources     int    `json:"resources"`
+	// The sealed declaration: the signed bytes, the signature, the signer.
+	Declaration []byte `json:"declaration"`
+	Signature   []byte `json:"signature"`
+	Key         string `json:"key"`
+}
+
+// ControllerKeyRecorded: the controller signs with this public key from now
+// on, so history says which key signed what.
+type ControllerKeyRecorded struct {
+	PublicKey string `json:"public_key"`
+}
+
+// Reports, written by a node's agent under mesh.rp.<node>.<Type>.
+
+// DeclarationApplied: the node holds exactly the declaration with Digest.
+type DeclarationApplied struct {
+	Node     string `json:"node"`
+	Sequence uint64 `json:"sequence"`
+	Digest   string `json:"digest"`
+	Changed  int    `json:"changed"` // resources written or removed; 0 when it already held them
+}
+
+// DeclarationFailed: the node tried and some resources failed.
+type DeclarationFailed struct {
+	Node     string            `json:"node"`
+	Sequence uint64            `json:"sequence"`
+	Digest   string            `json:"digest"`
+	Failed   []ResourceFailure `json:"failed"`
+}
+
+// ResourceFailure is one resource that could not be applied, and why.
+type ResourceFailure struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// DeclarationRefused: the node would not apply it at all, and why. Highest is
+// the highest sequence the node has applied, so that a controller whose log
+// fell behind can number its next declaration above it.
+type DeclarationRefused struct {
+	Node     string `json:"node"`
+	Sequence uint64 `json:"sequence"`
+	Digest   string `json:"digest"`
+	Reason   string `json:"reason"`
+	Highest  uint64 `json:"highest"`
+}
+
+func (DeclarationSent) EventType() string       { return "DeclarationSent" }
+func (ControllerKeyRecorded) EventType() string { return "ControllerKeyRecorded" }
+func (DeclarationApplied) EventType() string    { return "DeclarationApplied" }
+func (DeclarationFailed) EventType() string     { return "DeclarationFailed" }
+func (DeclarationRefused) EventType() string    { return "DeclarationRefused" }
+
+// KindController is the aggregate kind of the controller's identity.
+const KindController = "controller"
+
+// ControllerAggregate holds the keys the controller has signed with.
+func ControllerAggregate() AggregateID { return AggregateID{Kind: KindController, ID: "keys"} }
+
+// ReportSubject is where a node's agent publishes a report of type typ.
+func ReportSubject(node, typ string) string { return ReportPrefix + "." + node + "." + typ }
+
+// ReportFilter matches every report of one node.
+func ReportFilter(node string) string { return ReportPrefix + "." + node + ".>" }
+
+// DeclarationSubject is where a node's declarations are: the agent follows it.
+func DeclarationSubject(node string) string {
+	return NodeAggregate(node).Subject(DeclarationSent{}.EventType())
+}

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// One is one decision of one event on one aggregate, for AppendMany.
+type One struct {
+	Aggregate events.AggregateID
+	Expected  uint64
+	CommandID string
+	Event     events.Event
+}
+
+// Outcome is what became of one append: its sequence, or ErrConflict, or
+// another error.
+type Outcome struct {
+	Seq uint64
+	Err error
+}
+
+// window bounds the checked publishes in flight at once: well under the
+// client's pending limit, large enough to keep the server busy.
+const window = 2000
+
+// AppendMany appends single-event decisions to distinct aggregates with their
+// publishes in flight together: each is checked against its own aggregate's
+// expectation, so they cannot contradict each other, and a push to ten
+// thousand nodes does not wait ten thousand round trips. Two decisions on one
+// aggregate must not be in one call (pipelined expectations on one aggregate
+// are not ordered); AppendMany refuses that.
+func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) {
+	seen := make(map[events.AggregateID]bool, len(items))
+	for _, it := range items {
+		if seen[it.Aggregate] {
+			return nil, fmt.Errorf("store: AppendMany was given two decisions on %s; append them one after the other", it.Aggregate)
+		}
+		seen[it.Aggregate] = true
+		if err := events.ValidateCommandID(it.CommandID); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Outcome, len(items))
+	now := s.Now()
+	for start := 0; start < len(items); start += window {
+		end := min(start+window, len(items))
+		futures := make([]jetstream.PubAckFuture, end-start)
+		for i := start; i < end; i++ {
+			it := items[i]
+			m, err := message(it.Aggregate, it.CommandID, 0, now, it.Event)
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			expect(m, it.Aggregate, it.Expected)
+			if futures[i-start], err = s.js.PublishMsgAsync(m); err != nil {
+				out[i].Err = fmt.Errorf("store: cannot append to %s: %w", it.Aggregate, err)
+			}
+		}
+		for i := start; i < end; i++ {
+			f := futures[i-start]
+			if f == nil {
+				continue
+			}
+			select {
+			case ack := <-f.Ok():
+				out[i].Seq = ack.Sequence
+			case err := <-f.Err():
+				out[i] = s.settle(ctx, items[i], err)
+			case <-ctx.Done():
+				return out, ctx.Err()
+			}
+		}
+	}
+	return out, nil
+}
+
+// settle turns a failed pipelined append into its outcome: our own earlier
+// write (a retry) is success, another writer's is ErrConflict, anything else
+// (in flight, timeouts) is retried once synchronously through Append.
+func (s *Store) settle(ctx context.Context, it One, err error) Outcome {
+	if isConflict(err) {
+		if seq, ok := s.landed(ctx, it.Aggregate, events.EventID(it.CommandID, 0)); ok {
+			return Outcome{Seq: seq}
+		}
+		return Outcome{Err: ErrConflict}
+	}
+	seq, err := s.Append(ctx, it.Aggregate, it.Expected, it.CommandID, it.Event)
+	if err != nil && !errors.Is(err, ErrConflict) {
+		err = fmt.Errorf("store: cannot append to %s: %w", it.Aggregate, err)
+	}
+	return Outcome{Seq: seq, Err: err}
+}
+
+// Report publishes an event another party writes (a node's report) under the
+// reports prefix: no expectation, since no aggregate's version depends on it,
+// and the report id as Msg-Id so a resent report is stored once.
+func (s *Store) Report(ctx context.Context, node, reportID string, ev events.Event) (uint64, error) {
+	if err := events.ValidateCommandID(reportID); err != nil {
+		return 0, err
+	}
+	data, err := events.Encode(events.NodeAggregate(node), reportID, 0, s.Now(), ev)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := s.js.Publish(ctx, events.ReportSubject(node, ev.EventType()), data, jetstream.WithMsgID(events.EventID(reportID, 0)))
+	if err != nil {
+		return 0, fmt.Errorf("store: cannot publish %s's %s: %w", node, ev.EventType(), err)
+	}
+	return ack.Sequence, nil
+}
+
+// Last reads the newest message on subject (a direct get), or found false.
+func (s *Store) Last(ctx context.Context, subject string) (Msg, bool, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Msg{}, false, nil
+	}
+	if err != nil {
+		return Msg{}, false, fmt.Errorf("store: cannot read the last message on %s: %w", subject, err)
+	}
+	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}, true, nil
+}
