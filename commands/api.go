@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -21,6 +22,9 @@ const (
 	SubjectNodeAssign         = APIPrefix + ".node.assign"
 	SubjectNodeUnassign       = APIPrefix + ".node.unassign"
 	SubjectNodePlan           = APIPrefix + ".node.plan"
+	SubjectNodeJoin           = APIPrefix + ".node.join"
+	SubjectPush               = APIPrefix + ".push"
+	SubjectDeclare            = APIPrefix + ".declare"
 	SubjectModuleRegister     = APIPrefix + ".module.register"
 	SubjectModuleList         = APIPrefix + ".module.list"
 	SubjectModuleShow         = APIPrefix + ".module.show"
@@ -57,6 +61,8 @@ type Changed struct {
 	Changed bool     `json:"changed"`
 	Seq     uint64   `json:"seq"`
 	Node    NodeView `json:"node"`
+	// Identity lets the client print the node's join string.
+	Identity Identity `json:"identity"`
 }
 
 // NodeView is a node as `node list --json` and `node show --json` print it.
@@ -70,6 +76,18 @@ type NodeView struct {
 	EnrolledSeq  uint64            `json:"enrolled_seq"`
 	Version      uint64            `json:"version"`
 	Assignments  []AssignmentView  `json:"assignments"`
+	LastSent     *SentView         `json:"last_sent"`
+	LastReport   *ReportView       `json:"last_report"`
+}
+
+// ReportView is the last report a node sent back.
+type ReportView struct {
+	Outcome  string                   `json:"outcome"`
+	Sequence uint64                   `json:"sequence"`
+	Digest   string                   `json:"digest"`
+	Reason   string                   `json:"reason,omitempty"`
+	Failed   []events.ResourceFailure `json:"failed,omitempty"`
+	At       time.Time                `json:"at"`
 }
 
 // AssignmentView is one module on a node: the build it has and, when the
@@ -110,6 +128,12 @@ func viewOf(n projections.Node) NodeView {
 		v.Labels = map[string]string{}
 	}
 	v.Assignments = []AssignmentView{}
+	if s := n.LastSent; s != nil {
+		v.LastSent = &SentView{Sequence: s.Sequence, Digest: s.Digest, ContentDigest: s.ContentDigest, By: s.By, Resources: s.Resources, At: s.At}
+	}
+	if r := n.LastReport; r != nil {
+		v.LastReport = &ReportView{Outcome: r.Outcome, Sequence: r.Sequence, Digest: r.Digest, Reason: r.Reason, Failed: r.Failed, At: r.At}
+	}
 	if !n.RetiredAt.IsZero() {
 		at := n.RetiredAt
 		v.RetiredAt = &at
@@ -226,7 +250,58 @@ type Plan struct {
 
 // SentView names the last declaration a node was sent.
 type SentView struct {
-	Sequence uint64    `json:"sequence"`
-	Digest   string    `json:"digest"`
-	At       time.Time `json:"at"`
+	Sequence      uint64    `json:"sequence"`
+	Digest        string    `json:"digest"`
+	ContentDigest string    `json:"content_digest"`
+	By            string    `json:"by"`
+	Resources     int       `json:"resources"`
+	At            time.Time `json:"at"`
+}
+
+// PushRequest sends declarations: to one node, to every active node, or
+// (Behind) to the nodes that are not doing what they were told.
+type PushRequest struct {
+	CommandID string `json:"command_id"`
+	Node      string `json:"node,omitempty"`
+	Behind    bool   `json:"behind,omitempty"`
+}
+
+// PushReply says what a push did, node by node.
+type PushReply struct {
+	Sent   []PushedNode `json:"sent"`
+	Unsent []UnsentNode `json:"unsent"`
+	// Considered is how many nodes the push looked at.
+	Considered int `json:"considered"`
+}
+
+// PushedNode is one declaration sent.
+type PushedNode struct {
+	Node      string `json:"node"`
+	Sequence  uint64 `json:"sequence"`
+	Digest    string `json:"digest"`
+	Resources int    `json:"resources"`
+	StreamSeq uint64 `json:"stream_seq"`
+	Note      string `json:"note,omitempty"`
+}
+
+// UnsentNode is a node the push could not send to, and why.
+type UnsentNode struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// DeclareRequest sends a hand-written declaration body to a node.
+type DeclareRequest struct {
+	CommandID string `json:"command_id"`
+	Node      string `json:"node"`
+	File      string `json:"file"`
+	Body      string `json:"body"`
+}
+
+// Identity is what an agent needs to join: the mesh's name, the node's, and
+// the key it pins. The client adds where the bus is.
+type Identity struct {
+	Mesh string `json:"mesh"`
+	Node string `json:"node"`
+	Key  string `json:"key"`
 }

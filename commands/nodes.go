@@ -86,7 +86,9 @@ func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error)
 		return Changed{}, err
 	}
 	h.Log.Info("node enrolled", "node", r.Name, "seq", seq)
-	return h.changed(r.Name, seq)
+	c, err := h.changed(r.Name, seq)
+	c.Identity = Identity{Mesh: h.Mesh, Node: r.Name, Key: h.PublicKey}
+	return c, err
 }
 
 // Retire takes a node out of service for good; retiring a retired node is

@@ -2,14 +2,19 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections"
 )
 
 // Plan answers what a node would be sent now, composed from one view of the
 // read models, and how it differs from what it was last sent.
-func (h *Handlers) Plan(_ context.Context, r NameRequest) (Plan, error) {
+func (h *Handlers) Plan(ctx context.Context, r NameRequest) (Plan, error) {
 	if err := validName("plan", r.Name); err != nil {
 		return Plan{}, err
 	}
@@ -28,14 +33,18 @@ func (h *Handlers) Plan(_ context.Context, r NameRequest) (Plan, error) {
 		return Plan{}, err
 	}
 	res := w.Compose(r.Name)
+	last, err := h.lastSent(ctx, n)
+	if err != nil {
+		return Plan{}, err
+	}
 	p := Plan{
 		Node: r.Name, Composable: res.Composable(), Digest: res.Digest,
 		Modules: []compose.ModuleBuild{}, Resources: []compose.Resource{}, Receives: []compose.Receipt{},
 		LeftOut: nonNil(res.LeftOut), Unresolved: nonNil(res.Unresolved), Problems: nonNil(res.Problems),
-		// Nothing is sent yet: delivery is the next capability. Until then
-		// every planned resource is an addition.
-		Sent:    nil,
-		Changes: compose.Diff(nil, res.Declaration),
+		Sent: viewOf(n).LastSent, Changes: []compose.Change{},
+	}
+	if res.Composable() {
+		p.Changes = compose.Diff(last, res.Declaration)
 	}
 	if !res.Composable() {
 		p.Reason = res.Reason()
@@ -51,4 +60,30 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// lastSent reads the content of the last declaration sent to n from the log
+// (one direct get by the sequence its row keeps), nil when none was sent.
+func (h *Handlers) lastSent(ctx context.Context, n projections.Node) (*compose.Declaration, error) {
+	if n.LastSent == nil {
+		return nil, nil
+	}
+	m, err := h.Store.Get(ctx, n.LastSent.StreamSeq)
+	if err != nil {
+		return nil, err
+	}
+	_, ev, err := events.Decode(m.Data)
+	if err != nil {
+		return nil, err
+	}
+	sent, ok := ev.(events.DeclarationSent)
+	if !ok {
+		return nil, fmt.Errorf("event %d is a %s, not the declaration %s's row points at", m.Seq, ev.EventType(), n.Name)
+	}
+	var d declaration.Declaration
+	if err := json.Unmarshal(sent.Declaration, &d); err != nil {
+		return nil, fmt.Errorf("the declaration sent to %s at event %d cannot be read: %w", n.Name, m.Seq, err)
+	}
+	c := d.Content()
+	return &c, nil
 }

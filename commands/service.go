@@ -24,6 +24,7 @@ const (
 // time answers an error rather than leaving the client to guess.
 const (
 	verbTimeout    = 30 * time.Second
+	pushTimeout    = 5 * time.Minute
 	rebuildTimeout = 30 * time.Minute
 )
 
@@ -33,7 +34,7 @@ const (
 func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: ServiceName, Version: ServiceVersion,
-		Description: "the mesh controller: nodes, the module catalogue, assignments and plans",
+		Description: "the mesh controller: nodes, modules, assignments, plans and signed pushes",
 	})
 	if err != nil {
 		return nil, err
@@ -49,6 +50,9 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"node-assign", SubjectNodeAssign, endpoint(h.Assign, verbTimeout)},
 		{"node-unassign", SubjectNodeUnassign, endpoint(h.Unassign, verbTimeout)},
 		{"node-plan", SubjectNodePlan, endpoint(h.Plan, verbTimeout)},
+		{"node-join", SubjectNodeJoin, endpoint(h.Join, verbTimeout)},
+		{"push", SubjectPush, endpoint(h.Push, pushTimeout)},
+		{"declare", SubjectDeclare, endpoint(h.Declare, verbTimeout)},
 		{"module-register", SubjectModuleRegister, endpoint(h.RegisterModule, verbTimeout)},
 		{"module-list", SubjectModuleList, endpoint(h.ListModules, verbTimeout)},
 		{"module-show", SubjectModuleShow, endpoint(h.ShowModule, verbTimeout)},

@@ -72,15 +72,15 @@ func Encode(agg AggregateID, commandID string, i int, at time.Time, ev Event) ([
 }
 
 // ValidateCommandID refuses a command id that could not travel as a
-// Nats-Msg-Id header: 1 to 64 letters, digits, '-', '_', '.' or ':'.
+// Nats-Msg-Id header: 1 to 128 letters, digits, '-', '_', '.' or ':'.
 func ValidateCommandID(id string) error {
-	ok := id != "" && len(id) <= 64
+	ok := id != "" && len(id) <= 128
 	for i := 0; ok && i < len(id); i++ {
 		c := id[i]
 		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
 	}
 	if !ok {
-		return fmt.Errorf("events: command id %q is not allowed: use 1 to 64 letters, digits, '-', '_', '.' or ':'", id)
+		return fmt.Errorf("events: command id %q is not allowed: use 1 to 128 letters, digits, '-', '_', '.' or ':'", id)
 	}
 	return nil
 }

@@ -126,3 +126,13 @@ func (s *Store) Last(ctx context.Context, subject string) (Msg, bool, error) {
 	}
 	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}, true, nil
 }
+
+// Get reads the message at seq (a direct get): for reading one event whose
+// sequence an index holds, without replaying anything.
+func (s *Store) Get(ctx context.Context, seq uint64) (Msg, error) {
+	m, err := s.stream.GetMsg(ctx, seq)
+	if err != nil {
+		return Msg{}, fmt.Errorf("store: cannot read event %d: %w", seq, err)
+	}
+	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}, nil
+}

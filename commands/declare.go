@@ -1,0 +1,122 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/manifest"
+)
+
+// declaredModule owns resources of a hand-written declaration that name no module.
+const declaredModule = "declared"
+
+// body is what a hand-written declaration file holds.
+type body struct {
+	Resources []compose.Resource `json:"resources"`
+	Receives  []compose.Receipt  `json:"receives"`
+}
+
+// Declare sends a hand-written declaration: numbered, chained and signed
+// like any other and recorded as sent by "declare", with its builds unknown,
+// so nothing reads it as what the mesh would compose (rule 13).
+func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, error) {
+	if err := h.activeNode("declare to", r.Node); err != nil {
+		return PushedNode{}, err
+	}
+	content, err := parseBody(h.Mesh, r.Node, r.File, r.Body)
+	if err != nil {
+		return PushedNode{}, err
+	}
+	for round := range pushRounds {
+		if round > 0 {
+			if err := h.catchUp(ctx); err != nil {
+				return PushedNode{}, err
+			}
+		}
+		row, _, err := h.Proj.Node(r.Node)
+		if err != nil {
+			return PushedNode{}, err
+		}
+		ev, err := h.seal(content, row, "declare", h.Now())
+		if err != nil {
+			return PushedNode{}, err
+		}
+		seq, err := h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, round), ev)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return PushedNode{}, err
+		}
+		h.Log.Info("declared", "node", r.Node, "sequence", ev.Sequence, "seq", seq)
+		return PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.Proj.WaitFor(ctx, seq)
+	}
+	return PushedNode{}, fmt.Errorf("cannot declare to %s: it changed under %d attempts in a row; try again", r.Node, pushRounds)
+}
+
+// parseBody reads and checks a hand-written body with the rules a manifest's
+// resources obey: kinds, clean absolute paths, modes, content for files, one
+// declaration of each path.
+func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
+	invalid := func(format string, args ...any) error {
+		return &aggregates.Error{Op: "declare", ID: file, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf(format, args...)}
+	}
+	var b body
+	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return compose.Declaration{}, invalid("%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	d := compose.Declaration{Mesh: mesh, Node: node, Modules: []compose.ModuleBuild{}, Resources: []compose.Resource{}, Receives: []compose.Receipt{}}
+	modules := map[string]bool{}
+	for i, r := range b.Resources {
+		if r.Module == "" {
+			r.Module = declaredModule
+		}
+		res := manifest.Resource{Kind: r.Kind, Path: r.Path, Mode: r.Mode, Content: r.Content}
+		if r.Kind == manifest.KindFile && r.Content == nil {
+			empty := ""
+			res.Content, r.Content = &empty, &empty
+		}
+		m := manifest.Manifest{Module: r.Module, Resources: []manifest.Resource{res}}
+		if err := m.Validate(); err != nil {
+			return d, invalid("resources[%d]: %s", i, strings.TrimPrefix(err.Error(), "manifest "+r.Module+": resources[0]: "))
+		}
+		mode, _ := manifest.ParseMode(r.Mode)
+		r.Mode = fmt.Sprintf("%04o", mode)
+		modules[r.Module] = true
+		d.Resources = append(d.Resources, r)
+	}
+	slices.SortFunc(d.Resources, func(a, b compose.Resource) int { return strings.Compare(a.Path, b.Path) })
+	for i := 1; i < len(d.Resources); i++ {
+		if d.Resources[i].Path == d.Resources[i-1].Path {
+			return d, invalid("%s is declared twice", d.Resources[i].Path)
+		}
+	}
+	for m := range modules {
+		d.Modules = append(d.Modules, compose.ModuleBuild{Module: m, Build: declaration.UnknownBuild})
+	}
+	slices.SortFunc(d.Modules, func(a, b compose.ModuleBuild) int { return strings.Compare(a.Module, b.Module) })
+	if b.Receives != nil {
+		d.Receives = b.Receives
+	}
+	return d, nil
+}
+
+// Join answers what an agent pins to join as node.
+func (h *Handlers) Join(_ context.Context, r NameRequest) (Identity, error) {
+	if err := h.activeNode("join", r.Name); err != nil {
+		return Identity{}, err
+	}
+	return Identity{Mesh: h.Mesh, Node: r.Name, Key: h.PublicKey}, nil
+}

@@ -1,0 +1,208 @@
+package commands
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// pushRounds bounds how often a push composes a node again because its
+// aggregate moved (an assignment, another push) between composing and
+// appending. Each round composes from read models that hold the move.
+const pushRounds = 4
+
+// Push composes, signs and sends a declaration to each target node. Each is
+// numbered at composition (the node's last sequence + 1) and appended
+// expecting the version of the node's aggregate it was composed at, so a
+// declaration composed before an assignment changed can never land after one
+// composed after it. The appended DeclarationSent event is the delivery. A
+// node that cannot be composed is named and skipped; every other is sent.
+func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
+	if r.Node != "" && r.Behind {
+		return PushReply{}, &aggregates.Error{Op: "push", ID: r.Node, Err: aggregates.ErrInvalid,
+			Detail: "name a node or give --behind, not both: a named node is pushed whether it is behind or not"}
+	}
+	if r.Node != "" {
+		if err := h.activeNode("push to", r.Node); err != nil {
+			return PushReply{}, err
+		}
+	}
+	reply := PushReply{Sent: []PushedNode{}, Unsent: []UnsentNode{}}
+	var only map[string]bool // nil: every target the first round finds
+	if r.Node != "" {
+		only = map[string]bool{r.Node: true}
+	}
+	var last uint64
+	for round := range pushRounds {
+		if round > 0 {
+			// Compose again from read models that hold whatever moved.
+			if err := h.catchUp(ctx); err != nil {
+				return reply, err
+			}
+		}
+		batch, unsent, considered, err := h.prepare(only, r, round)
+		if err != nil {
+			return reply, err
+		}
+		if round == 0 {
+			reply.Considered = considered
+		}
+		reply.Unsent = append(reply.Unsent, unsent...)
+		outcomes, err := h.Store.AppendMany(ctx, batch.items)
+		if err != nil {
+			return reply, err
+		}
+		only = map[string]bool{}
+		for i, o := range outcomes {
+			p := batch.pushed[i]
+			switch {
+			case errors.Is(o.Err, store.ErrConflict):
+				only[p.Node] = true
+			case o.Err != nil:
+				reply.Unsent = append(reply.Unsent, UnsentNode{Node: p.Node, Reason: o.Err.Error()})
+			default:
+				p.StreamSeq = o.Seq
+				last = max(last, o.Seq)
+				reply.Sent = append(reply.Sent, p)
+			}
+		}
+		if len(only) == 0 {
+			break
+		}
+	}
+	for n := range only {
+		reply.Unsent = append(reply.Unsent, UnsentNode{Node: n, Reason: fmt.Sprintf("it changed under %d compositions in a row; push it again", pushRounds)})
+	}
+	if len(reply.Sent) > 0 {
+		h.Log.Info("pushed", "sent", len(reply.Sent), "unsent", len(reply.Unsent))
+	}
+	return reply, h.Proj.WaitFor(ctx, last)
+}
+
+type pushBatch struct {
+	items  []store.One
+	pushed []PushedNode
+}
+
+// prepare composes and seals, from one view of the read models, a
+// declaration for every target node: those in only, or when only is nil,
+// every active node (that is behind, with r.Behind).
+func (h *Handlers) prepare(only map[string]bool, r PushRequest, round int) (pushBatch, []UnsentNode, int, error) {
+	var b pushBatch
+	var unsent []UnsentNode
+	var in compose.Input
+	rows := map[string]projections.Node{}
+	err := h.Proj.Read(func(v *projections.View) error {
+		nodes, err := v.Nodes()
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			rows[n.Name] = n
+		}
+		in, err = h.input(v)
+		return err
+	})
+	if err != nil {
+		return b, nil, 0, err
+	}
+	w := compose.NewWorld(in)
+	now := h.Now()
+	considered := 0
+	for _, name := range w.Nodes() {
+		row := rows[name]
+		if only != nil && !only[name] || only == nil && r.Behind && !behindForPush(row) {
+			continue
+		}
+		considered++
+		res := w.Compose(name)
+		if !res.Composable() {
+			unsent = append(unsent, UnsentNode{Node: name, Reason: res.Reason()})
+			continue
+		}
+		ev, err := h.seal(*res.Declaration, row, "push", now)
+		if err != nil {
+			return b, nil, 0, err
+		}
+		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: row.Version,
+			CommandID: perNode(r.CommandID, name, round), Event: ev})
+		p := PushedNode{Node: name, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources}
+		if len(res.LeftOut) > 0 {
+			p.Note = fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason)
+		}
+		b.pushed = append(b.pushed, p)
+	}
+	return b, unsent, considered, nil
+}
+
+// seal numbers, chains and signs content for the node in row.
+func (h *Handlers) seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, error) {
+	var seq uint64 = 1
+	var previous string
+	if row.LastSent != nil {
+		seq, previous = row.LastSent.Sequence+1, row.LastSent.Digest
+	}
+	d := declaration.New(content, seq, previous, at)
+	s, err := declaration.Seal(h.Key, d)
+	if err != nil {
+		return events.DeclarationSent{}, err
+	}
+	return events.DeclarationSent{
+		Node: row.Name, Sequence: seq, Digest: s.Digest(), ContentDigest: d.ContentDigest(), By: by,
+		Resources: len(d.Resources), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key,
+	}, nil
+}
+
+// behindForPush is "behind" as this push knows it: never sent, or its last
+// report for what it was last sent is failed or refused.
+func behindForPush(n projections.Node) bool {
+	if n.LastSent == nil {
+		return true
+	}
+	r := n.LastReport
+	return r != nil && r.Digest == n.LastSent.Digest && r.Outcome != "applied"
+}
+
+// perNode is the command id of one node's append within a push: derived, so
+// a retried push request stores nothing twice; the round, because a
+// recomposed declaration is another decision.
+func perNode(commandID, node string, round int) string {
+	sum := sha256.Sum256([]byte(node))
+	return fmt.Sprintf("%s.%s.%d", commandID, hex.EncodeToString(sum[:6]), round)
+}
+
+// activeNode refuses a node that is unknown or retired.
+func (h *Handlers) activeNode(op, name string) error {
+	if err := validName(op, name); err != nil {
+		return err
+	}
+	n, found, err := h.Proj.Node(name)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return &aggregates.Error{Op: op, ID: name, Err: aggregates.ErrUnknownNode, Detail: "no node of that name is enrolled; see mesh node list"}
+	case n.Retired:
+		return &aggregates.Error{Op: op, ID: name, Err: aggregates.ErrRetired, Detail: "it is retired, and a retired node is sent nothing"}
+	}
+	return nil
+}
+
+// catchUp waits until the read models hold everything the stream holds now.
+func (h *Handlers) catchUp(ctx context.Context) error {
+	st, err := h.Store.State(ctx)
+	if err != nil {
+		return err
+	}
+	return h.Proj.WaitFor(ctx, st.LastSeq)
+}
