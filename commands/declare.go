@@ -30,7 +30,7 @@ type body struct {
 // like any other and recorded as sent by "declare", with its builds unknown,
 // so nothing reads it as what the mesh would compose (rule 13).
 func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, error) {
-	if err := h.activeNode("declare to", r.Node); err != nil {
+	if err := h.ActiveNode("declare to", r.Node); err != nil {
 		return PushedNode{}, err
 	}
 	content, err := parseBody(h.Mesh, r.Node, r.File, r.Body)
@@ -115,7 +115,7 @@ func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
 
 // Join answers what an agent pins to join as node.
 func (h *Handlers) Join(_ context.Context, r NameRequest) (Identity, error) {
-	if err := h.activeNode("join", r.Name); err != nil {
+	if err := h.ActiveNode("join", r.Name); err != nil {
 		return Identity{}, err
 	}
 	return Identity{Mesh: h.Mesh, Node: r.Name, Key: h.PublicKey}, nil

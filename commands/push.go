@@ -33,7 +33,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 			Detail: "name a node or give --behind, not both: a named node is pushed whether it is behind or not"}
 	}
 	if r.Node != "" {
-		if err := h.activeNode("push to", r.Node); err != nil {
+		if err := h.ActiveNode("push to", r.Node); err != nil {
 			return PushReply{}, err
 		}
 	}
@@ -181,8 +181,8 @@ func perNode(commandID, node string, round int) string {
 	return fmt.Sprintf("%s.%s.%d", commandID, hex.EncodeToString(sum[:6]), round)
 }
 
-// activeNode refuses a node that is unknown or retired.
-func (h *Handlers) activeNode(op, name string) error {
+// ActiveNode refuses a node that is unknown or retired.
+func (h *Handlers) ActiveNode(op, name string) error {
 	if err := validName(op, name); err != nil {
 		return err
 	}

@@ -22,6 +22,9 @@ type CLI struct {
 	Assign      AssignCmd      `cmd:"" help:"Give a node a module's latest build (again: upgrade it)."`
 	Unassign    UnassignCmd    `cmd:"" help:"Take a module off a node."`
 	Plan        PlanCmd        `cmd:"" help:"What a node would be sent now, and how it differs from what it was sent."`
+	Push        PushCmd        `cmd:"" help:"Compose, sign and send each node its declaration."`
+	Declare     DeclareCmd     `cmd:"" help:"Send a node a hand-written declaration, numbered, chained and signed like any other."`
+	Agent       AgentCmd       `cmd:"" help:"Run a node's agent: verify, apply under --root, report."`
 	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`
 	Projections ProjectionsCmd `cmd:"" help:"Inspect and rebuild the controller's read models."`
 }

@@ -21,6 +21,7 @@ type NodeCmd struct {
 	List   NodeListCmd   `cmd:"" help:"List every node, retired ones included."`
 	Show   NodeShowCmd   `cmd:"" help:"Show one node."`
 	Retire NodeRetireCmd `cmd:"" help:"Retire a node: it can no longer be assigned or pushed to; its name stays taken."`
+	Join   NodeJoinCmd   `cmd:"" help:"Print a node's join string again (for mesh agent --join)."`
 }
 
 type NodeEnrollCmd struct {
@@ -34,13 +35,19 @@ func (c *NodeEnrollCmd) Help() string {
 }
 
 func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	cl, closeFn, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
 	var r commands.Changed
 	req := commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label}
-	if err := g.call(ctx, commands.SubjectNodeEnroll, req, &r); err != nil {
+	if err := cl.Call(ctx, commands.SubjectNodeEnroll, req, &r); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "enrolled %s at sequence %d (capabilities: %s; labels: %s)\n",
 		r.Node.Name, r.Seq, orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)))
+	fmt.Fprintf(out.Out, "join string (for mesh agent --join on %s):\n%s\n", r.Node.Name, joinString(cl, r.Identity))
 	return nil
 }
 
@@ -106,6 +113,23 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			note = fmt.Sprintf(" (the catalogue's latest is %s: mesh assign %s %s upgrades it)", manifest.ShortBuild(a.Latest), n.Name, a.Module)
 		}
 		fmt.Fprintf(tw, "module\t%s build %s%s%s\n", a.Module, manifest.ShortBuild(a.Build), settingsNote(a.Settings), note)
+	}
+	if s := n.LastSent; s != nil {
+		fmt.Fprintf(tw, "last sent\tsequence %d by %s, %d resource(s), digest %s, %s\n", s.Sequence, s.By, s.Resources, short(s.Digest), s.At.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(tw, "last sent\tnothing yet\n")
+	}
+	if r := n.LastReport; r != nil {
+		detail := ""
+		if r.Reason != "" {
+			detail = ": " + r.Reason
+		}
+		for _, f := range r.Failed {
+			detail += fmt.Sprintf("; %s: %s", f.Path, f.Reason)
+		}
+		fmt.Fprintf(tw, "last report\t%s sequence %d (digest %s), %s%s\n", r.Outcome, r.Sequence, short(r.Digest), r.At.UTC().Format(time.RFC3339), detail)
+	} else {
+		fmt.Fprintf(tw, "last report\tnone yet\n")
 	}
 	fmt.Fprintf(tw, "version\t%d\n", n.Version)
 	return tw.Flush()

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/aggregates"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
@@ -16,6 +21,8 @@ import (
 type UpCmd struct {
 	Listen  string `default:"127.0.0.1:4222" help:"Where the embedded bus listens (host:port). Loopback by default: nothing off this machine can reach it."`
 	Rebuild bool   `help:"Fold the read models again from the stream before serving (the remedy when they belong to another stream)."`
+	Node    string `help:"Also run an agent for this machine as node NAME (enrolled if it is not yet)."`
+	Root    string `help:"With --node: the directory the local agent applies under."`
 }
 
 func (u *UpCmd) Help() string {
@@ -27,6 +34,9 @@ func (u *UpCmd) Help() string {
 func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if g.Bus != "" {
 		return usagef("mesh up runs its own bus on --listen; --bus is for mesh serve and the client commands")
+	}
+	if (u.Node == "") != (u.Root == "") {
+		return usagef("--node and --root go together: mesh up --node NAME --root DIR runs an agent for this machine")
 	}
 	host, port, err := splitListen(u.Listen)
 	if err != nil {
@@ -60,6 +70,13 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer os.Remove(busRecordPath(g.Home))
+	if u.Node != "" {
+		stop, err := localAgent(ctx, srv, ctrl, u.Node, u.Root, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	log.Info(fmt.Sprintf("ready: in another terminal, mesh node enroll NAME (commands find this bus through %s); Ctrl-C stops", busRecordPath(g.Home)))
 	<-ctx.Done()
 	log.Info("stopping: controller, then bus")
@@ -103,4 +120,40 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	<-ctx.Done()
 	log.Info("stopping")
 	return nil
+}
+
+// localAgent enrolls node if needed and runs its agent in this process, on
+// its own in-process connection, until stop is called.
+func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Controller, node, root string, log *slog.Logger) (func(), error) {
+	h := ctrl.Handlers
+	_, err := h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: node})
+	switch {
+	case errors.Is(err, aggregates.ErrNameTaken):
+		if err := h.ActiveNode("run an agent for", node); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	default:
+		log.Info("enrolled " + node + " for the local agent")
+	}
+	nc, err := srv.Connect(nats.Name("mesh agent " + node))
+	if err != nil {
+		return nil, err
+	}
+	j := agent.Join{Mesh: h.Mesh, Bus: srv.ClientURL(), Node: node, Key: h.PublicKey}
+	a, err := agent.Open(ctx, nc, agent.Config{Join: j, Root: root, Log: log})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.Run(actx); err != nil {
+			log.Error("local agent stopped: " + err.Error())
+		}
+	}()
+	return func() { cancel(); <-done; a.Close(); nc.Close() }, nil
 }

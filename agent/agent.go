@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+)
+
+// Config is one agent: which node of which mesh, where its root and state are.
+type Config struct {
+	Join  Join
+	Root  string
+	State string // default: Root + ".state", beside the root, never inside it
+	Log   *slog.Logger
+	// RetryEvery is how often reports that could not be published are tried again.
+	RetryEvery time.Duration
+}
+
+// Agent applies one node's declarations.
+type Agent struct {
+	cfg  Config
+	st   *store.Store
+	root *os.Root
+
+	mu    sync.Mutex // state is changed by the declaration reader and the report retrier
+	state *State
+}
+
+// Open prepares an agent on a connection to the mesh's bus: its root, its
+// state, the stream. It does not read declarations yet: Run does.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
+	if cfg.Root == "" {
+		return nil, errors.New("agent: no --root: give the directory declared paths land under")
+	}
+	if cfg.State == "" {
+		cfg.State = cfg.Root + ".state"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RetryEvery == 0 {
+		cfg.RetryEvery = 2 * time.Second
+	}
+	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+		return nil, fmt.Errorf("agent: cannot create the root %s: %w", cfg.Root, err)
+	}
+	root, err := os.OpenRoot(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("agent: cannot open the root %s: %w", cfg.Root, err)
+	}
+	state, err := loadState(cfg.State, cfg.Join.Node)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	st, err := store.Attach(ctx, nc, "")
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return &Agent{cfg: cfg, st: st, state: state, root: root}, nil
+}
+
+// Close releases the root.
+func (a *Agent) Close() error { return a.root.Close() }
+
+// LastSequence is the highest sequence the agent has applied or tried.
+func (a *Agent) LastSequence() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state.LastSequence
+}
+
+// Run reads the node's latest declaration (so an agent that was offline
+// applies only the newest), then follows new ones until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	subject := events.DeclarationSubject(a.cfg.Join.Node)
+	a.flushPendingLocked(ctx)
+	from := uint64(1)
+	last, found, err := a.st.Last(ctx, subject)
+	if err != nil {
+		return err
+	}
+	if found {
+		a.handle(ctx, last)
+		from = last.Seq + 1
+	}
+	a.cfg.Log.Info(fmt.Sprintf("agent for %s following %s (applied up to sequence %d)", a.cfg.Join.Node, subject, a.LastSequence()))
+	go a.retryLoop(ctx)
+	err = a.st.Read(ctx, store.ReadOptions{From: from, Follow: true, Filter: subject}, func(m store.Msg) error {
+		a.handle(ctx, m)
+		return nil
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// handle verifies one declaration message and applies it, or refuses it.
+// Nothing of a refused declaration is written.
+func (a *Agent) handle(ctx context.Context, m store.Msg) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	node := a.cfg.Join.Node
+	_, ev, err := events.Decode(m.Data)
+	sent, ok := ev.(events.DeclarationSent)
+	if err != nil || !ok {
+		a.refuse(ctx, 0, "", fmt.Sprintf("event %d on %s is not a declaration: %v", m.Seq, m.Subject, err))
+		return
+	}
+	sealed := declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key}
+	digest := sealed.Digest()
+	d, err := declaration.Open(sealed, a.cfg.Join.Key, a.cfg.Join.Mesh, node)
+	if err != nil {
+		a.refuse(ctx, sent.Sequence, digest, err.Error())
+		return
+	}
+	switch {
+	case d.Sequence == a.state.LastSequence && digest == a.state.LastDigest:
+		return // this very declaration was applied before a restart: never twice
+	case d.Sequence <= a.state.LastSequence:
+		a.refuse(ctx, d.Sequence, digest, fmt.Sprintf("sequence %d is at or below %d, the last this node applied: a replay", d.Sequence, a.state.LastSequence))
+		return
+	}
+	ap := applier{root: a.root, state: a.state}
+	changed, failed := ap.apply(d.Resources)
+	a.state.LastSequence, a.state.LastDigest = d.Sequence, digest
+	var report events.Event = events.DeclarationApplied{Node: node, Sequence: d.Sequence, Digest: digest, Changed: changed}
+	if len(failed) > 0 {
+		report = events.DeclarationFailed{Node: node, Sequence: d.Sequence, Digest: digest, Failed: failed}
+		a.cfg.Log.Warn(fmt.Sprintf("sequence %d: %d resource(s) failed, first %s: %s", d.Sequence, len(failed), failed[0].Path, failed[0].Reason))
+	} else {
+		a.cfg.Log.Info(fmt.Sprintf("applied sequence %d: %d resource(s), %d changed", d.Sequence, len(d.Resources), changed))
+	}
+	a.send(ctx, reportID(d.Sequence, digest), report)
+}
+
+func (a *Agent) refuse(ctx context.Context, seq uint64, digest, reason string) {
+	a.cfg.Log.Warn(fmt.Sprintf("refused sequence %d: %s", seq, reason))
+	ev := events.DeclarationRefused{Node: a.cfg.Join.Node, Sequence: seq, Digest: digest, Reason: reason, Highest: a.state.LastSequence}
+	a.send(ctx, reportID(seq, digest+"r"), ev)
+}
+
+func reportID(seq uint64, digest string) string {
+	if len(digest) > 16 {
+		digest = digest[:16]
+	}
+	return fmt.Sprintf("rep.%d.%s", seq, digest)
+}
+
+// send publishes a report, or keeps it in the state for later: a report is
+// never lost because the bus was away when it was made.
+func (a *Agent) send(ctx context.Context, id string, ev events.Event) {
+	if _, err := a.st.Report(ctx, a.cfg.Join.Node, id, ev); err != nil {
+		a.cfg.Log.Warn("report kept to send later: " + err.Error())
+		b, _ := json.Marshal(ev)
+		a.state.Pending = append(a.state.Pending, Pending{ID: id, Type: ev.EventType(), Event: b})
+	}
+	if err := a.state.save(a.cfg.State); err != nil {
+		a.cfg.Log.Error(err.Error())
+	}
+}
+
+// flushPending publishes kept reports, oldest first, and stops at the first
+// that still cannot go.
+func (a *Agent) flushPending(ctx context.Context) {
+	for len(a.state.Pending) > 0 {
+		p := a.state.Pending[0]
+		ev, err := pendingEvent(p)
+		if err != nil {
+			a.cfg.Log.Error("dropping a kept report that cannot be read: " + err.Error())
+		} else if _, err := a.st.Report(ctx, a.cfg.Join.Node, p.ID, ev); err != nil {
+			return
+		}
+		a.state.Pending = a.state.Pending[1:]
+		if err := a.state.save(a.cfg.State); err != nil {
+			a.cfg.Log.Error(err.Error())
+			return
+		}
+	}
+}
+
+func pendingEvent(p Pending) (events.Event, error) {
+	var ev events.Event
+	var err error
+	switch p.Type {
+	case "DeclarationApplied":
+		var e events.DeclarationApplied
+		err, ev = json.Unmarshal(p.Event, &e), e
+	case "DeclarationFailed":
+		var e events.DeclarationFailed
+		err, ev = json.Unmarshal(p.Event, &e), e
+	case "DeclarationRefused":
+		var e events.DeclarationRefused
+		err, ev = json.Unmarshal(p.Event, &e), e
+	default:
+		err = fmt.Errorf("unknown report type %q", p.Type)
+	}
+	return ev, err
+}
+
+func (a *Agent) retryLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.RetryEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a.flushPendingLocked(ctx)
+	}
+}
+
+func (a *Agent) flushPendingLocked(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.flushPending(ctx)
+}

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// State is what the agent keeps between runs, in its state directory: where
+// it stands, what the mesh owns under the root, and reports not yet published.
+type State struct {
+	Node         string `json:"node"`
+	LastSequence uint64 `json:"last_sequence"` // the highest sequence applied (or tried)
+	LastDigest   string `json:"last_digest"`
+	// Declared are the paths of the last declaration applied.
+	Declared []string `json:"declared"`
+	// Owned says, for each path the mesh has declared or created, whether
+	// the mesh created it (true) or found it there and adopted it (false).
+	Owned   map[string]bool `json:"owned"`
+	Pending []Pending       `json:"pending"`
+}
+
+// Pending is a report that could not be published yet.
+type Pending struct {
+	ID    string          `json:"id"`
+	Type  string          `json:"type"`
+	Event json.RawMessage `json:"event"`
+}
+
+const stateFile = "state.json"
+
+func loadState(dir, node string) (*State, error) {
+	s := &State{Node: node, Owned: map[string]bool{}}
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: cannot read its state: %w", err)
+	}
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("agent: its state %s is damaged (%v); move it aside to start afresh (what the mesh created will then be treated as adopted)", filepath.Join(dir, stateFile), err)
+	}
+	if s.Node != node {
+		return nil, fmt.Errorf("agent: the state in %s is node %s's, not %s's; give each node its own --state", dir, s.Node, node)
+	}
+	if s.Owned == nil {
+		s.Owned = map[string]bool{}
+	}
+	return s, nil
+}
+
+// save writes the state aside, syncs it and renames it over the old one, so
+// a crash leaves the old state or the new, never half of one.
+func (s *State) save(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("agent: cannot create its state directory: %w", err)
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("agent: cannot write its state: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+		return fmt.Errorf("agent: cannot replace its state: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// PushCmd sends each node its declaration.
+type PushCmd struct {
+	Node   string        `arg:"" optional:"" help:"One node; without it, every active node."`
+	Behind bool          `help:"Only the nodes not doing what they were told: never sent, or the last report failed or refused."`
+	Wait   time.Duration `help:"With a node: wait this long for it to report applying exactly what it was sent."`
+	JSON   bool          `help:"Print what was sent and not sent as JSON."`
+}
+
+func (c *PushCmd) Help() string {
+	return "Examples:\n  mesh push\n  mesh push web-1 --wait 10s\n  mesh push --behind"
+}
+
+func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	switch {
+	case c.Node != "" && c.Behind:
+		return usagef("name a node or give --behind, not both: a named node is pushed whether it is behind or not")
+	case c.Wait != 0 && c.Node == "":
+		return usagef("--wait needs a node: mesh push NODE --wait %s", c.Wait)
+	}
+	cl, closeFn, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	cl.Timeout = 5 * time.Minute
+	var r commands.PushReply
+	req := commands.PushRequest{CommandID: commands.NewCommandID(), Node: c.Node, Behind: c.Behind}
+	if err := cl.Call(ctx, commands.SubjectPush, req, &r); err != nil {
+		return err
+	}
+	if c.JSON {
+		if err := printJSON(out.Out, r); err != nil {
+			return err
+		}
+	} else {
+		printPush(out, r, c.Behind)
+	}
+	if len(r.Unsent) > 0 {
+		return fmt.Errorf("%d of %d node(s) were not sent; the rest were", len(r.Unsent), r.Considered)
+	}
+	if c.Wait > 0 && len(r.Sent) == 1 {
+		return waitFor(ctx, cl, out, r.Sent[0], c.Wait)
+	}
+	return nil
+}
+
+func printPush(out *Output, r commands.PushReply, behind bool) {
+	for _, s := range r.Sent {
+		note := ""
+		if s.Note != "" {
+			note = " (" + s.Note + ")"
+		}
+		fmt.Fprintf(out.Out, "sent %s %d resource(s), sequence %d%s\n", s.Node, s.Resources, s.Sequence, note)
+	}
+	for _, u := range r.Unsent {
+		fmt.Fprintf(out.Out, "not sent %s: %s\n", u.Node, u.Reason)
+	}
+	switch {
+	case behind && r.Considered == 0:
+		fmt.Fprintln(out.Out, "every machine is doing what it was told; nothing to push")
+	case r.Considered == 0:
+		fmt.Fprintln(out.Out, "no active nodes to push to; enroll one with mesh node enroll NAME")
+	default:
+		fmt.Fprintf(out.Out, "sent %d of %d node(s)\n", len(r.Sent), r.Considered)
+	}
+}
+
+// waitFor follows the node's reports until it reports on exactly what it was sent.
+func waitFor(ctx context.Context, cl *commands.Client, out *Output, s commands.PushedNode, d time.Duration) error {
+	st, err := store.Attach(ctx, cl.NC, "")
+	if err != nil {
+		return err
+	}
+	if err := commands.WaitReport(ctx, st, s.Node, s.Digest, s.StreamSeq, d); err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "%s applied sequence %d (digest %s)\n", s.Node, s.Sequence, short(s.Digest))
+	return nil
+}
+
+// DeclareCmd sends a hand-written declaration.
+type DeclareCmd struct {
+	Node string        `arg:""`
+	File string        `arg:"" type:"existingfile" help:"A JSON body: {\"resources\": [...], \"receives\": [...]}."`
+	Wait time.Duration `help:"Wait this long for the node to report applying it."`
+}
+
+func (c *DeclareCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	body, err := os.ReadFile(c.File)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %v", c.File, err)
+	}
+	cl, closeFn, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	var s commands.PushedNode
+	req := commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: c.Node, File: c.File, Body: string(body)}
+	if err := cl.Call(ctx, commands.SubjectDeclare, req, &s); err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "declared %s %d resource(s), sequence %d (builds unknown: status will not read it as what the mesh composes)\n", s.Node, s.Resources, s.Sequence)
+	if c.Wait > 0 {
+		return waitFor(ctx, cl, out, s, c.Wait)
+	}
+	return nil
+}
