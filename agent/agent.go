@@ -143,20 +143,24 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 	} else {
 		a.cfg.Log.Info(fmt.Sprintf("applied sequence %d: %d resource(s), %d changed", d.Sequence, len(d.Resources), changed))
 	}
-	a.send(ctx, reportID(d.Sequence, digest), report)
+	a.send(ctx, reportID("a", d.Sequence, digest), report)
 }
 
 func (a *Agent) refuse(ctx context.Context, seq uint64, digest, reason string) {
 	a.cfg.Log.Warn(fmt.Sprintf("refused sequence %d: %s", seq, reason))
 	ev := events.DeclarationRefused{Node: a.cfg.Join.Node, Sequence: seq, Digest: digest, Reason: reason, Highest: a.state.LastSequence}
-	a.send(ctx, reportID(seq, digest+"r"), ev)
+	// A refusal's id differs from an apply's of the same declaration: a
+	// replay refused after it was applied must not be taken for a resend.
+	a.send(ctx, reportID("r", seq, digest), ev)
 }
 
-func reportID(seq uint64, digest string) string {
+// reportID makes a resent report (after the bus came back) a duplicate of
+// itself and of nothing else.
+func reportID(kind string, seq uint64, digest string) string {
 	if len(digest) > 16 {
 		digest = digest[:16]
 	}
-	return fmt.Sprintf("rep.%d.%s", seq, digest)
+	return fmt.Sprintf("rep.%s.%d.%s.%d", kind, seq, digest, time.Now().UnixNano())
 }
 
 // send publishes a report, or keeps it in the state for later: a report is

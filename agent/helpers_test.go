@@ -1,0 +1,16 @@
+package agent_test
+
+import (
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+)
+
+type storeMsg = store.Msg
+
+func storeRead(node string) store.ReadOptions {
+	return store.ReadOptions{Filter: events.DeclarationSubject(node)}
+}
+
+func storeReadReports(node string) store.ReadOptions {
+	return store.ReadOptions{Filter: events.ReportFilter(node)}
+}
