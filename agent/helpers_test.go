@@ -14,3 +14,5 @@ func storeRead(node string) store.ReadOptions {
 func storeReadReports(node string) store.ReadOptions {
 	return store.ReadOptions{Filter: events.ReportFilter(node)}
 }
+
+func storeReadAll(filter string) store.ReadOptions { return store.ReadOptions{Filter: filter} }

@@ -1,0 +1,126 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nkeys"
+)
+
+// push --wait: returns on applied, errors at once with the node's reason on
+// failed or refused, and on timeout says the node may still be converging.
+func TestWaitForTheNodesReport(t *testing.T) {
+	m := newMesh(t)
+	m.enroll("web-1")
+	m.enroll("idle")
+	root, _ := m.agent("web-1")
+	s := m.push("web-1").Sent[0]
+	if err := commands.WaitReport(m.ctx, m.h.Store, "web-1", s.Digest, s.StreamSeq, 10*time.Second); err != nil {
+		t.Fatalf("applied: %v", err)
+	}
+
+	outside := t.TempDir()
+	m.must(os.Symlink(outside, filepath.Join(root, "link")))
+	d, err := m.h.Declare(m.ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "web-1", File: "f.json",
+		Body: `{"resources":[{"kind":"file","path":"/link/x","mode":"0644","content":"x"}]}`})
+	m.must(err)
+	start := time.Now()
+	err = commands.WaitReport(m.ctx, m.h.Store, "web-1", d.Digest, d.StreamSeq, 30*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "failed sequence") || !strings.Contains(err.Error(), "/link/x") || time.Since(start) > 10*time.Second {
+		t.Fatalf("failed: %v after %s", err, time.Since(start))
+	}
+
+	forger, _ := nkeys.CreateAccount()
+	ev := sealedEvent(t, forger, declaration.Declaration{Mesh: m.h.Mesh, Node: "web-1", Sequence: 50, ComposedAt: time.Now(),
+		Resources: []compose.Resource{}})
+	st, _ := m.h.Store.State(m.ctx)
+	m.publish("web-1", ev)
+	err = commands.WaitReport(m.ctx, m.h.Store, "web-1", ev.Digest, st.LastSeq+1, 30*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "refused sequence 50") || !strings.Contains(err.Error(), "signature") {
+		t.Fatalf("refused: %v", err)
+	}
+
+	idle := m.push("idle").Sent[0]
+	err = commands.WaitReport(m.ctx, m.h.Store, "idle", idle.Digest, idle.StreamSeq, 300*time.Millisecond)
+	if !errors.Is(err, commands.ErrStillConverging) || !strings.Contains(err.Error(), "may still be converging") {
+		t.Fatalf("timeout: %v", err)
+	}
+}
+
+// The controller stopped in the middle of a push: every declaration an agent
+// applied is in the log, and a push by a controller started again converges.
+func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	home := t.TempDir()
+	start := func() *commands.Controller {
+		c, err := commands.StartController(context.Background(), embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ctrl := start()
+	m := &mesh{t: t, srv: srv, ctrl: ctrl, h: ctrl.Handlers, ctx: context.Background()}
+	var nodes []string
+	for i := range 30 {
+		n := "n" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		nodes = append(nodes, n)
+		m.enroll(n)
+		m.agent(n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctrl.Handlers.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	}()
+	// Stop it as soon as the first declaration is on the stream.
+	for {
+		if _, found, _ := m.h.Store.Last(m.ctx, "mesh.ev.node.*.DeclarationSent"); found {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	ctrl.Close()
+	<-done
+
+	ctrl = start()
+	defer ctrl.Close()
+	m.h, m.ctrl = ctrl.Handlers, ctrl
+	r := m.push("")
+	if len(r.Sent) != len(nodes) {
+		t.Fatalf("the second push sent %d of %d: %+v", len(r.Sent), len(nodes), r.Unsent)
+	}
+	for _, s := range r.Sent {
+		if rep := m.report(s.Node, s.Digest); rep.Outcome != "applied" {
+			t.Fatalf("%s: %+v", s.Node, rep)
+		}
+	}
+	// Every digest any agent reported on is a declaration in the log.
+	sent := map[string]bool{}
+	m.must(m.h.Store.Read(m.ctx, storeReadAll("mesh.ev.node.*.DeclarationSent"), func(msg storeMsg) error {
+		_, ev, err := events.Decode(msg.Data)
+		if err == nil {
+			sent[ev.(events.DeclarationSent).Digest] = true
+		}
+		return err
+	}))
+	m.must(m.h.Store.Read(m.ctx, storeReadAll("mesh.rp.>"), func(msg storeMsg) error {
+		_, ev, err := events.Decode(msg.Data)
+		if a, ok := ev.(events.DeclarationApplied); ok && !sent[a.Digest] {
+			t.Errorf("%s applied %s, which is not in the log", a.Node, a.Digest)
+		}
+		return err
+	}))
+}

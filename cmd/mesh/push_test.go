@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// From enrolment to files on disk: mesh up with a local agent, a second
+// agent from its join string, push, and push --wait.
+func TestPushToAgents(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	dbRoot := filepath.Join(t.TempDir(), "db")
+	ctx, cancel := context.WithCancel(context.Background())
+	log := &syncBuffer{}
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--home", home, "up", "--listen", freeAddr(t), "--node", "db-1", "--root", dbRoot}, io.Discard, log)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("up exited %d:\n%s", code, log)
+		}
+	}()
+	for !strings.Contains(log.String(), "following mesh.ev.node.db-1") {
+		select {
+		case code := <-done:
+			t.Fatalf("up exited %d:\n%s", code, log)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	must := func(args ...string) result {
+		t.Helper()
+		r := mesh(t, home, args...)
+		if r.code != 0 {
+			t.Fatalf("mesh %v: exit %d\n%s%s", args, r.code, r.out, r.err)
+		}
+		return r
+	}
+	r := must("node", "enroll", "app-1", "-c", "linux")
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	join := lines[len(lines)-1]
+	appRoot := filepath.Join(t.TempDir(), "app")
+	actx, acancel := context.WithCancel(context.Background())
+	adone := make(chan int)
+	alog := &syncBuffer{}
+	go func() { adone <- run(actx, []string{"--home", home, "agent", "--join", join, "--root", appRoot}, io.Discard, alog) }()
+	defer func() { acancel(); <-adone }()
+
+	must("node", "show", "db-1") // enrolled by mesh up --node
+	must("module", "register", "../../examples/postgres.json")
+	must("module", "register", "../../examples/app.json")
+	// db-1 was enrolled without capabilities by mesh up: postgres is left out there.
+	must("assign", "db-1", "postgres", "--set", "password=p")
+	r = must("push", "db-1")
+	if !strings.Contains(r.out, "left out") {
+		t.Fatalf("push to a node that cannot host its module: %+v", r)
+	}
+	must("assign", "app-1", "postgres", "--set", "password=p")
+	must("assign", "app-1", "app")
+	r = must("push")
+	if !strings.Contains(r.out, "sent app-1 5 resource(s), sequence 1") || !strings.Contains(r.out, "sent 2 of 2 node(s)") {
+		t.Fatalf("push: %+v", r)
+	}
+	r = must("push", "app-1", "--wait", "10s")
+	if !strings.Contains(r.out, "app-1 applied sequence 2") {
+		t.Fatalf("push --wait: %+v", r)
+	}
+	conf, err := os.ReadFile(filepath.Join(appRoot, "etc/app/app.conf"))
+	if err != nil || !strings.Contains(string(conf), "database = app-1:5432") {
+		t.Fatalf("app.conf: %q %v", conf, err)
+	}
+	if r := mesh(t, home, "push", "app-1", "--behind"); r.code != 2 || !strings.Contains(r.err, "not both") {
+		t.Fatalf("named and --behind: %+v", r)
+	}
+	if r := mesh(t, home, "push", "ghost"); r.code != 1 || !strings.Contains(r.err, "no node of that name") {
+		t.Fatalf("unknown node: %+v", r)
+	}
+	body := filepath.Join(t.TempDir(), "hand.json")
+	os.WriteFile(body, []byte(`{"resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hello\n"}]}`), 0o644)
+	r = must("declare", "app-1", body, "--wait", "10s")
+	if !strings.Contains(r.out, "builds unknown") || !strings.Contains(r.out, "applied sequence 3") {
+		t.Fatalf("declare: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(appRoot, "etc/motd")); string(b) != "hello\n" {
+		t.Fatalf("declared file: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(appRoot, "etc/app/app.conf")); err == nil {
+		t.Fatal("a hand declaration without app.conf left the file the mesh had created")
+	}
+	if r = must("node", "join", "app-1"); !strings.HasPrefix(strings.TrimSpace(r.out), "meshjoin1.") {
+		t.Fatalf("node join: %+v", r)
+	}
+	must("node", "retire", "app-1")
+	if r := mesh(t, home, "push", "app-1"); r.code != 1 || !strings.Contains(r.err, "retired") {
+		t.Fatalf("push to a retired node: %+v", r)
+	}
+}
