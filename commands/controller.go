@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 	"github.com/nats-io/nats.go"
@@ -50,6 +51,10 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if err != nil {
 		return nil, err
 	}
+	signer, err := declaration.NewSigner(kp)
+	if err != nil {
+		return nil, err
+	}
 	log.Info("signing as " + pub)
 	dir := filepath.Join(c.Home, "projections")
 	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset})
@@ -78,7 +83,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, PublicKey: pub}
+	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub}
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -23,8 +24,10 @@ type Handlers struct {
 	// Mesh is the mesh's name: every declaration carries it, so one meant
 	// for another mesh is refused.
 	Mesh string
-	// Key signs declarations; PublicKey is what agents pin.
+	// Key is the controller's key; Signer signs with it; PublicKey is what
+	// agents pin.
 	Key       nkeys.KeyPair
+	Signer    *declaration.Signer
 	PublicKey string
 
 	manifests manifests

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -118,49 +121,78 @@ func (h *Handlers) prepare(only map[string]bool, r PushRequest, round int) (push
 	}
 	w := compose.NewWorld(in)
 	now := h.Now()
-	considered := 0
+	var targets []string
 	for _, name := range w.Nodes() {
-		row := rows[name]
-		if only != nil && !only[name] || only == nil && r.Behind && !behindForPush(row) {
+		if only != nil && !only[name] || only == nil && r.Behind && !behindForPush(rows[name]) {
 			continue
 		}
-		considered++
-		res := w.Compose(name)
-		if !res.Composable() {
-			unsent = append(unsent, UnsentNode{Node: name, Reason: res.Reason()})
-			continue
-		}
-		ev, err := h.seal(*res.Declaration, row, "push", now)
-		if err != nil {
-			return b, nil, 0, err
-		}
-		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: row.Version,
-			CommandID: perNode(r.CommandID, name, round), Event: ev})
-		p := PushedNode{Node: name, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources}
-		if len(res.LeftOut) > 0 {
-			p.Note = fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason)
-		}
-		b.pushed = append(b.pushed, p)
+		targets = append(targets, name)
 	}
-	return b, unsent, considered, nil
+	// Composing and signing are pure and independent per node, and signing
+	// is most of a push's CPU: a worker per core, results kept in order.
+	results := make([]sealedNode, len(targets))
+	parallel(len(targets), func(i int) {
+		results[i] = h.composeAndSeal(w, rows[targets[i]], now)
+	})
+	for i, res := range results {
+		name := targets[i]
+		if res.unsent != "" {
+			unsent = append(unsent, UnsentNode{Node: name, Reason: res.unsent})
+			continue
+		}
+		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: rows[name].Version,
+			CommandID: perNode(r.CommandID, name, round), Event: res.ev})
+		b.pushed = append(b.pushed, PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources, Note: res.note})
+	}
+	return b, unsent, len(targets), nil
+}
+
+type sealedNode struct {
+	ev     events.DeclarationSent
+	unsent string
+	note   string
+}
+
+func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, now time.Time) sealedNode {
+	res := w.Compose(row.Name)
+	if !res.Composable() {
+		return sealedNode{unsent: res.Reason()}
+	}
+	out := sealedNode{ev: h.seal(*res.Declaration, row, "push", now)}
+	if len(res.LeftOut) > 0 {
+		out.note = fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason)
+	}
+	return out
+}
+
+// parallel runs fn(0..n-1) on a worker per core.
+func parallel(n int, fn func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // seal numbers, chains and signs content for the node in row.
-func (h *Handlers) seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, error) {
+func (h *Handlers) seal(content compose.Declaration, row projections.Node, by string, at time.Time) events.DeclarationSent {
 	var seq uint64 = 1
 	var previous string
 	if row.LastSent != nil {
 		seq, previous = row.LastSent.Sequence+1, row.LastSent.Digest
 	}
 	d := declaration.New(content, seq, previous, at)
-	s, err := declaration.Seal(h.Key, d)
-	if err != nil {
-		return events.DeclarationSent{}, err
-	}
+	s := h.Signer.Seal(d)
 	return events.DeclarationSent{
 		Node: row.Name, Sequence: seq, Digest: s.Digest(), ContentDigest: d.ContentDigest(), By: by,
 		Resources: len(d.Resources), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key,
-	}, nil
+	}
 }
 
 // behindForPush is "behind" as this push knows it: never sent, or its last

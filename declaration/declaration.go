@@ -2,6 +2,7 @@ package declaration
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,18 +64,49 @@ type Sealed struct {
 // Digest names this one send: the sha256 of exactly the signed bytes.
 func (s Sealed) Digest() string { return compose.Digest(s.Bytes) }
 
-// Seal signs d's canonical bytes with the controller's key.
-func Seal(kp nkeys.KeyPair, d Declaration) (Sealed, error) {
-	b := d.Canonical()
-	sig, err := kp.Sign(b)
+// Signer signs declarations with the controller's key. It holds the
+// expanded ed25519 private key: nkeys re-derives it from the seed on every
+// Sign and PublicKey call, which was two thirds of a push's signing time.
+// The signatures are the same bytes nkeys would make (nkeys is ed25519).
+type Signer struct {
+	priv ed25519.PrivateKey
+	pub  string
+}
+
+// NewSigner prepares kp for signing many declarations.
+func NewSigner(kp nkeys.KeyPair) (*Signer, error) {
+	seed, err := kp.Seed()
 	if err != nil {
-		return Sealed{}, fmt.Errorf("declaration: cannot sign: %w", err)
+		return nil, fmt.Errorf("declaration: the controller key has no seed: %w", err)
+	}
+	_, raw, err := nkeys.DecodeSeed(seed)
+	if err != nil {
+		return nil, fmt.Errorf("declaration: the controller key's seed is not usable: %w", err)
 	}
 	pub, err := kp.PublicKey()
 	if err != nil {
-		return Sealed{}, fmt.Errorf("declaration: cannot sign: %w", err)
+		return nil, err
 	}
-	return Sealed{Bytes: b, Signature: sig, Key: pub}, nil
+	return &Signer{priv: ed25519.NewKeyFromSeed(raw), pub: pub}, nil
+}
+
+// PublicKey is the key agents pin.
+func (s *Signer) PublicKey() string { return s.pub }
+
+// Seal signs d's canonical bytes.
+func (s *Signer) Seal(d Declaration) Sealed {
+	b := d.Canonical()
+	return Sealed{Bytes: b, Signature: ed25519.Sign(s.priv, b), Key: s.pub}
+}
+
+// Seal signs d's canonical bytes with kp (for one-off signing; a controller
+// signing many uses a Signer).
+func Seal(kp nkeys.KeyPair, d Declaration) (Sealed, error) {
+	s, err := NewSigner(kp)
+	if err != nil {
+		return Sealed{}, err
+	}
+	return s.Seal(d), nil
 }
 
 // Refusals of Open. Each is wrapped with the detail a report carries.

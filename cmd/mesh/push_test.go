@@ -50,7 +50,9 @@ func TestPushToAgents(t *testing.T) {
 	actx, acancel := context.WithCancel(context.Background())
 	adone := make(chan int)
 	alog := &syncBuffer{}
-	go func() { adone <- run(actx, []string{"--home", home, "agent", "--join", join, "--root", appRoot}, io.Discard, alog) }()
+	go func() {
+		adone <- run(actx, []string{"--home", home, "agent", "--join", join, "--root", appRoot}, io.Discard, alog)
+	}()
 	defer func() { acancel(); <-adone }()
 
 	must("node", "show", "db-1") // enrolled by mesh up --node
