@@ -24,6 +24,8 @@ type Config struct {
 	Log   *slog.Logger
 	// RetryEvery is how often reports that could not be published are tried again.
 	RetryEvery time.Duration
+	// ReportTimeout bounds one attempt to publish a report (default 5s).
+	ReportTimeout time.Duration
 }
 
 // Agent applies one node's declarations.
@@ -50,6 +52,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	}
 	if cfg.RetryEvery == 0 {
 		cfg.RetryEvery = 2 * time.Second
+	}
+	if cfg.ReportTimeout == 0 {
+		cfg.ReportTimeout = 5 * time.Second
 	}
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: cannot create the root %s: %w", cfg.Root, err)
@@ -166,7 +171,7 @@ func reportID(kind string, seq uint64, digest string) string {
 // send publishes a report, or keeps it in the state for later: a report is
 // never lost because the bus was away when it was made.
 func (a *Agent) send(ctx context.Context, id string, ev events.Event) {
-	if _, err := a.st.Report(ctx, a.cfg.Join.Node, id, ev); err != nil {
+	if err := a.report(ctx, id, ev); err != nil {
 		a.cfg.Log.Warn("report kept to send later: " + err.Error())
 		b, _ := json.Marshal(ev)
 		a.state.Pending = append(a.state.Pending, Pending{ID: id, Type: ev.EventType(), Event: b})
@@ -184,7 +189,7 @@ func (a *Agent) flushPending(ctx context.Context) {
 		ev, err := pendingEvent(p)
 		if err != nil {
 			a.cfg.Log.Error("dropping a kept report that cannot be read: " + err.Error())
-		} else if _, err := a.st.Report(ctx, a.cfg.Join.Node, p.ID, ev); err != nil {
+		} else if err := a.report(ctx, p.ID, ev); err != nil {
 			return
 		}
 		a.state.Pending = a.state.Pending[1:]
@@ -193,6 +198,13 @@ func (a *Agent) flushPending(ctx context.Context) {
 			return
 		}
 	}
+}
+
+func (a *Agent) report(ctx context.Context, id string, ev events.Event) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.ReportTimeout)
+	defer cancel()
+	_, err := a.st.Report(ctx, a.cfg.Join.Node, id, ev)
+	return err
 }
 
 func pendingEvent(p Pending) (events.Event, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/nats-io/nkeys"
 )
 
 // A controller that cannot sign fails at its start, in one sentence.
@@ -39,6 +40,13 @@ func TestControllerKeyRefusals(t *testing.T) {
 	os.Chmod(path, 0o600)
 	if err := start(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is missing, but this mesh signs with") {
 		t.Fatalf("a home without the key the mesh signs with: %v", err)
+	}
+	stranger := t.TempDir()
+	kp, _ := nkeys.CreateAccount()
+	seed, _ := kp.Seed()
+	os.WriteFile(filepath.Join(stranger, commands.KeyFile), seed, 0o600)
+	if err := start(stranger); err == nil || !strings.Contains(err.Error(), "but this mesh signs with") {
+		t.Fatalf("a home with another key: %v", err)
 	}
 	other := t.TempDir()
 	os.WriteFile(filepath.Join(other, commands.KeyFile), []byte("SAAGARBAGE"), 0o600)

@@ -96,6 +96,9 @@ func TestPushToAgents(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(appRoot, "etc/app/app.conf")); err == nil {
 		t.Fatal("a hand declaration without app.conf left the file the mesh had created")
 	}
+	if r = must("push", "--behind"); !strings.Contains(r.out, "every machine is doing what it was told") {
+		t.Fatalf("push --behind with every node applied: %+v", r)
+	}
 	if r = must("node", "join", "app-1"); !strings.HasPrefix(strings.TrimSpace(r.out), "meshjoin1.") {
 		t.Fatalf("node join: %+v", r)
 	}

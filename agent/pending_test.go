@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nkeys"
+)
+
+// A report that cannot be published is kept in the agent's state, and sent
+// by the next agent on that state once the bus is reachable.
+func TestUnpublishedReportIsKeptAndSentLater(t *testing.T) {
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	live := embeddedtest.Conn(t, srv)
+	st, _, err := store.Open(ctx, live, store.StreamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, _ := nkeys.CreateAccount()
+	pub, _ := kp.PublicKey()
+	dir := t.TempDir()
+	cfg := Config{Join: Join{Mesh: "m", Bus: srv.ClientURL(), Node: "web-1", Key: pub},
+		Root: filepath.Join(dir, "root"), State: filepath.Join(dir, "state"), ReportTimeout: 200 * time.Millisecond, RetryEvery: 50 * time.Millisecond}
+
+	lost := embeddedtest.Conn(t, srv)
+	a, err := Open(ctx, lost, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost.Close() // the bus is gone for this agent
+	a.mu.Lock()
+	a.send(ctx, "rep.a.1.x.1", events.DeclarationApplied{Node: "web-1", Sequence: 1, Digest: "x"})
+	a.mu.Unlock()
+	a.Close()
+	if kept, _ := loadState(cfg.State, "web-1"); len(kept.Pending) != 1 {
+		t.Fatalf("the report was not kept: %+v", kept)
+	}
+
+	b, err := Open(ctx, embeddedtest.Conn(t, srv), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); b.Run(rctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, found, _ := st.Last(ctx, events.ReportSubject("web-1", "DeclarationApplied")); found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the kept report was never sent")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if kept, _ := loadState(cfg.State, "web-1"); len(kept.Pending) != 0 {
+		t.Fatalf("sent, but still kept: %+v", kept.Pending)
+	}
+}
