@@ -20,6 +20,10 @@ var forbidden = map[string][]string{
 	"github.com/meshctl/mesh/aggregates":   {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/events/store"},
 	"github.com/meshctl/mesh/projections":  {"github.com/meshctl/mesh/commands", "github.com/meshctl/mesh/aggregates"},
 	"github.com/meshctl/mesh/embedded":     {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/"},
+	"github.com/meshctl/mesh/manifest":     {"github.com/nats-io/", "github.com/cockroachdb/pebble"},
+	"github.com/meshctl/mesh/compose":      {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
+	"github.com/meshctl/mesh/declaration":  {"github.com/nats-io/nats", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
+	"github.com/meshctl/mesh/agent":        {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
 }
 
 func TestDependencyDirection(t *testing.T) {
