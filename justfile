@@ -22,6 +22,8 @@ bench:
     go test ./projections/ -run '^$' -bench FoldVsRawRead -benchtime 3x
     go test ./compose/ -run '^$' -bench Compose -benchtime 20000x -cpu 1
     go test ./commands/ -run '^$' -bench ComposeFromReadModels -benchtime 3x -cpu 1
+    go test ./commands/ -run '^$' -bench 'BenchmarkPush$' -benchtime 3x
+    go test ./agent/ -run '^$' -bench VerifyAndApplyUnchanged
 
 # the tests with the race detector
 race:
