@@ -25,6 +25,8 @@ const (
 	SubjectNodeJoin           = APIPrefix + ".node.join"
 	SubjectPush               = APIPrefix + ".push"
 	SubjectDeclare            = APIPrefix + ".declare"
+	SubjectStatus             = APIPrefix + ".status"
+	SubjectReport             = APIPrefix + ".report"
 	SubjectModuleRegister     = APIPrefix + ".module.register"
 	SubjectModuleList         = APIPrefix + ".module.list"
 	SubjectModuleShow         = APIPrefix + ".module.show"
@@ -78,6 +80,16 @@ type NodeView struct {
 	Assignments  []AssignmentView  `json:"assignments"`
 	LastSent     *SentView         `json:"last_sent"`
 	LastReport   *ReportView       `json:"last_report"`
+	// Filled by node show: the node's state, what it would be sent now
+	// (content digest) beside what it was sent, what composition left out
+	// or could not resolve, and the standings it is part of.
+	State      string               `json:"state,omitempty"`
+	Since      *time.Time           `json:"since,omitempty"`
+	Detail     string               `json:"detail,omitempty"`
+	WouldSend  string               `json:"would_send,omitempty"`
+	LeftOut    []compose.LeftOut    `json:"left_out,omitempty"`
+	Unresolved []compose.Unresolved `json:"unresolved,omitempty"`
+	Standings  []StandingView       `json:"standings,omitempty"`
 }
 
 // ReportView is the last report a node sent back.
@@ -304,4 +316,54 @@ type Identity struct {
 	Mesh string `json:"mesh"`
 	Node string `json:"node"`
 	Key  string `json:"key"`
+}
+
+// StatusReport is `mesh status --json`: the verdict, a state per active
+// node, and every standing.
+type StatusReport struct {
+	Well       bool           `json:"well"`
+	Nodes      []NodeStatus   `json:"nodes"`
+	Standings  []StandingView `json:"standings"`
+	Checkpoint uint64         `json:"checkpoint"`
+}
+
+// NodeStatus is one node's line in status.
+type NodeStatus struct {
+	Name          string     `json:"name"`
+	State         string     `json:"state"`
+	Sequence      uint64     `json:"sequence"`
+	Digest        string     `json:"digest"`
+	Since         time.Time  `json:"since"`
+	Detail        string     `json:"detail,omitempty"`
+	ContentDigest string     `json:"content_digest,omitempty"`
+	WouldSend     string     `json:"would_send,omitempty"`
+	By            string     `json:"by,omitempty"`
+	FailingSince  *time.Time `json:"failing_since,omitempty"`
+}
+
+// StandingView is a provider failing a consumer.
+type StandingView struct {
+	Provider string    `json:"provider"`
+	Machine  string    `json:"machine"`
+	Consumer string    `json:"consumer"`
+	Word     string    `json:"word"`
+	Since    time.Time `json:"since"`
+	Updated  time.Time `json:"updated"`
+	Seq      uint64    `json:"seq"`
+}
+
+// ReportRequest is a provider's standing: failing (with its word) or recovered.
+type ReportRequest struct {
+	CommandID string `json:"command_id"`
+	Failing   bool   `json:"failing"`
+	Provider  string `json:"provider"`
+	Machine   string `json:"machine"`
+	Consumer  string `json:"consumer"`
+	Word      string `json:"word,omitempty"`
+}
+
+// Reported answers a standing report. Changed false: a recovery with nothing failing.
+type Reported struct {
+	Changed bool   `json:"changed"`
+	Seq     uint64 `json:"seq"`
 }

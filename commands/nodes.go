@@ -31,6 +31,7 @@ type Handlers struct {
 	PublicKey string
 
 	manifests manifests
+	composed  composedCache
 }
 
 // maxAttempts bounds decide-append rounds when other writers keep moving an
@@ -174,6 +175,7 @@ func (h *Handlers) ShowNode(_ context.Context, r NameRequest) (NodeView, error) 
 		return NodeView{}, err
 	}
 	var out NodeView
+	var row projections.Node
 	err := h.Proj.Read(func(v *projections.View) error {
 		n, found, err := v.Node(r.Name)
 		if err != nil {
@@ -183,10 +185,34 @@ func (h *Handlers) ShowNode(_ context.Context, r NameRequest) (NodeView, error) 
 			return &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrUnknownNode,
 				Detail: "no node of that name is enrolled; see mesh node list"}
 		}
-		out, err = nodeView(v, n)
+		if out, err = nodeView(v, n); err != nil {
+			return err
+		}
+		standings, err := v.Standings()
+		hosts := map[string]bool{}
+		for _, a := range out.Assignments {
+			hosts[a.Module] = true
+		}
+		for _, s := range standings {
+			if s.Machine == n.Name || hosts[s.Consumer] {
+				out.Standings = append(out.Standings, StandingView(s))
+			}
+		}
+		row = n
 		return err
 	})
-	return out, err
+	if err != nil || row.Retired {
+		return out, err
+	}
+	composed, err := h.composeAll()
+	if err != nil {
+		return out, err
+	}
+	w := composed[r.Name]
+	state, since, detail := stateOf(row, w)
+	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.contentDigest
+	out.LeftOut, out.Unresolved = w.leftOut, w.unresolved
+	return out, nil
 }
 
 // ProjectionsStatus says where the read models stand against the stream.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,9 +123,30 @@ func (h *Handlers) prepare(only map[string]bool, r PushRequest, round int) (push
 	w := compose.NewWorld(in)
 	now := h.Now()
 	var targets []string
+	notes := map[string]string{}
+	var composed map[string]wouldSend
+	if r.Behind || r.Node != "" && round == 0 {
+		if composed, err = h.composeAll(); err != nil {
+			return b, nil, 0, err
+		}
+	}
 	for _, name := range w.Nodes() {
-		if only != nil && !only[name] || only == nil && r.Behind && !behindForPush(rows[name]) {
+		switch {
+		case only != nil && only[name]:
+		case only != nil && round == 0 && r.Node != "" && consequence(r.Node, name, rows[name], composed):
+			// A named push leaves the mesh consistent: what the named node
+			// provides or receives changed this node's declaration too.
+			notes[name] = "as a consequence of " + r.Node
+		case only != nil:
 			continue
+		case r.Behind:
+			state, _, _ := stateOf(rows[name], composed[name])
+			if state == StateCurrent {
+				continue
+			}
+			if rep := rows[name].LastReport; (state == StateFailed || state == StateRefused) && rep.FailingSince.Before(now.Add(-sameFailureFor)) {
+				notes[name] = fmt.Sprintf("%s the same way since %s; the cause is unlikely to be timing", state, rep.FailingSince.UTC().Format(time.RFC3339))
+			}
 		}
 		targets = append(targets, name)
 	}
@@ -142,7 +164,9 @@ func (h *Handlers) prepare(only map[string]bool, r PushRequest, round int) (push
 		}
 		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: rows[name].Version,
 			CommandID: perNode(r.CommandID, name, round), Event: res.ev})
-		b.pushed = append(b.pushed, PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources, Note: res.note})
+		note := strings.TrimPrefix(strings.Join([]string{notes[name], res.note}, "; "), "; ")
+		b.pushed = append(b.pushed, PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources,
+			Note: strings.TrimSuffix(note, "; ")})
 	}
 	return b, unsent, len(targets), nil
 }
@@ -195,14 +219,26 @@ func (h *Handlers) seal(content compose.Declaration, row projections.Node, by st
 	}
 }
 
-// behindForPush is "behind" as this push knows it: never sent, or its last
-// report for what it was last sent is failed or refused.
-func behindForPush(n projections.Node) bool {
-	if n.LastSent == nil {
-		return true
+// sameFailureFor is rule 10's "for hours": a node failing the same way this
+// long is pushed anyway, with a note that timing is unlikely to be the cause.
+const sameFailureFor = 6 * time.Hour
+
+// consequence reports whether other's declaration changed because of what
+// named provides it or receives from it: other is related to named through
+// a receipt, and would now be sent something other than it was.
+func consequence(named, other string, row projections.Node, composed map[string]wouldSend) bool {
+	if other == named {
+		return false
 	}
-	r := n.LastReport
-	return r != nil && r.Digest == n.LastSent.Digest && r.Outcome != "applied"
+	related := false
+	for _, rc := range composed[named].receives {
+		related = related || rc.Node == other
+	}
+	for _, rc := range composed[other].receives {
+		related = related || rc.Node == named
+	}
+	w := composed[other]
+	return related && w.composable && (row.LastSent == nil || row.LastSent.ContentDigest != w.contentDigest)
 }
 
 // perNode is the command id of one node's append within a push: derived, so

@@ -53,6 +53,8 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"node-join", SubjectNodeJoin, endpoint(h.Join, verbTimeout)},
 		{"push", SubjectPush, endpoint(h.Push, pushTimeout)},
 		{"declare", SubjectDeclare, endpoint(h.Declare, verbTimeout)},
+		{"status", SubjectStatus, endpoint(h.Status, verbTimeout)},
+		{"report", SubjectReport, endpoint(h.Report, verbTimeout)},
 		{"module-register", SubjectModuleRegister, endpoint(h.RegisterModule, verbTimeout)},
 		{"module-list", SubjectModuleList, endpoint(h.ListModules, verbTimeout)},
 		{"module-show", SubjectModuleShow, endpoint(h.ShowModule, verbTimeout)},

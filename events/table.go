@@ -16,6 +16,7 @@ import (
 //	2026-12-02  ModuleRegistered v1, ModuleAssigned v1, ModuleUnassigned v1.
 //	2026-12-02  DeclarationSent v1, ControllerKeyRecorded v1; reports DeclarationApplied v1,
 //	            DeclarationFailed v1, DeclarationRefused v1.
+//	2026-12-02  ProviderFailing v1, ProviderRecovered v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -28,6 +29,9 @@ var table = map[string]entry{
 	"DeclarationApplied":    current[DeclarationApplied](1),
 	"DeclarationFailed":     current[DeclarationFailed](1),
 	"DeclarationRefused":    current[DeclarationRefused](1),
+
+	"ProviderFailing":   current[ProviderFailing](1),
+	"ProviderRecovered": current[ProviderRecovered](1),
 }
 
 // current is the entry of a type whose version v is the only one ever

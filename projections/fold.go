@@ -24,7 +24,19 @@ func (e *FoldError) Unwrap() error { return e.Err }
 
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
-var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue}
+var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue, foldStandings, foldComposition}
+
+// foldComposition moves the composition version on every event that can
+// change what some node would be composed to, and on no other (reports,
+// standings and sends do not), so a cache of would-send digests stays valid
+// across the events that are most of a busy mesh's traffic.
+func foldComposition(b *pebble.Batch, rec events.Recorded) error {
+	switch rec.Event.(type) {
+	case events.NodeEnrolled, events.NodeRetired, events.ModuleRegistered, events.ModuleAssigned, events.ModuleUnassigned:
+		return b.Set(keyComposition, u64(rec.Seq), nil)
+	}
+	return nil
+}
 
 // folder accumulates events into one indexed Pebble batch (indexed, so a fold
 // can read rows written earlier in the same batch) and commits the batch with

@@ -13,6 +13,7 @@ const (
 	prefixBuild          byte = 0x03 // module, build -> canonical manifest bytes
 	prefixAssign         byte = 0x04 // node, module -> AssignmentRow
 	prefixAssignByModule byte = 0x05 // module, node -> nothing: "where is it assigned"
+	prefixStanding       byte = 0x06 // provider, machine, consumer -> Standing
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -24,6 +25,9 @@ var (
 	keyCheckpoint = []byte{prefixMeta, 'c'}
 	keyIdentity   = []byte{prefixMeta, 'i'}
 	keySchema     = []byte{prefixMeta, 's'}
+	// keyComposition is the sequence of the last event that can change what
+	// a node would be composed to: caches of composition are keyed by it.
+	keyComposition = []byte{prefixMeta, 'v'}
 )
 
 // schemaVersion changes whenever a row's encoding or a fold changes meaning.
@@ -33,7 +37,8 @@ var (
 //	2  catalogue and assignments
 //	3  assignment rows in the binary codec of codec.go
 //	4  last declaration sent and last report on the node row
-const schemaVersion = 4
+//	5  standings; failing-since on the node row; the composition version in meta
+const schemaVersion = 5
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -49,6 +49,9 @@ type Report struct {
 	Highest   uint64                   `json:"highest,omitempty"`
 	At        time.Time                `json:"at"`
 	StreamSeq uint64                   `json:"stream_seq"`
+	// FailingSince is when the node began failing (or refusing) the same
+	// way without an applied report between: rule 10's "for hours".
+	FailingSince time.Time `json:"failing_since,omitzero"`
 }
 
 // foldNode applies one node event to the nodes read model inside b.
@@ -95,7 +98,15 @@ func foldNode(b *pebble.Batch, rec events.Recorded) error {
 // reports are not the node's aggregate and cannot create it.
 func report(b *pebble.Batch, node string, r Report, rec events.Recorded) error {
 	r.At, r.StreamSeq = rec.Envelope.OccurredAt, rec.Seq
-	return updateNode(b, node, func(n *Node) { n.LastReport = &r })
+	return updateNode(b, node, func(n *Node) {
+		if r.Outcome != "applied" {
+			r.FailingSince = r.At
+			if p := n.LastReport; p != nil && p.Outcome == r.Outcome && sameFailure(*p, r) && !p.FailingSince.IsZero() {
+				r.FailingSince = p.FailingSince
+			}
+		}
+		n.LastReport = &r
+	})
 }
 
 func updateNode(b *pebble.Batch, name string, change func(*Node)) error {
@@ -126,4 +137,18 @@ func getJSON(r pebble.Reader, key []byte, v any) (bool, error) {
 	}
 	defer closer.Close()
 	return true, json.Unmarshal(data, v)
+}
+
+// sameFailure reports whether two failing reports fail the same way: the
+// same reason, or the same resources failing for the same reasons.
+func sameFailure(a, b Report) bool {
+	if a.Reason != b.Reason || len(a.Failed) != len(b.Failed) {
+		return false
+	}
+	for i := range a.Failed {
+		if a.Failed[i] != b.Failed[i] {
+			return false
+		}
+	}
+	return true
 }

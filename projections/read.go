@@ -23,6 +23,17 @@ func (e *Engine) Read(fn func(*View) error) error {
 // Checkpoint is the last event this view reflects.
 func (v *View) Checkpoint() uint64 { return readCheckpoint(v.r) }
 
+// CompositionVersion is the sequence of the last event folded that can
+// change any node's composition (0: none yet).
+func (v *View) CompositionVersion() uint64 {
+	b, closer, err := v.r.Get(keyComposition)
+	if err != nil {
+		return 0
+	}
+	defer closer.Close()
+	return getU64(b)
+}
+
 // Nodes lists every node ever enrolled, retired ones included, by name.
 func (v *View) Nodes() ([]Node, error) { return decodeRows[Node](v.r, prefixNode) }
 
@@ -83,6 +94,8 @@ type Snapshot struct {
 	Manifests   map[string]string // module/build -> canonical bytes
 	Assignments []AssignmentRow
 	ByModule    map[string][]string
+	Standings   []Standing
+	Composition uint64
 }
 
 // Snapshot reads every read model from one view.
@@ -108,6 +121,10 @@ func (e *Engine) Snapshot() (s Snapshot, err error) {
 				return err
 			}
 		}
+		if s.Standings, err = v.Standings(); err != nil {
+			return err
+		}
+		s.Composition = v.CompositionVersion()
 		s.Assignments, err = v.Assignments()
 		return err
 	})

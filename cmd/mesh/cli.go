@@ -25,6 +25,8 @@ type CLI struct {
 	Push        PushCmd        `cmd:"" help:"Compose, sign and send each node its declaration."`
 	Declare     DeclareCmd     `cmd:"" help:"Send a node a hand-written declaration, numbered, chained and signed like any other."`
 	Agent       AgentCmd       `cmd:"" help:"Run a node's agent: verify, apply under --root, report."`
+	Status      StatusCmd      `cmd:"" help:"Is the mesh well, and if not, where: every node's state and every failing provider."`
+	Report      ReportCmd      `cmd:"" help:"Record a provider failing a consumer, or recovering."`
 	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`
 	Projections ProjectionsCmd `cmd:"" help:"Inspect and rebuild the controller's read models."`
 }
@@ -50,6 +52,20 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 type exitCode int
+
+// exitError is a failure with an exit code of its own (status: 1 not well,
+// 2 not answered). With no err it prints nothing: the output said it.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
 
 // newParser builds the kong parser; tests call it as main does.
 func newParser(ctx context.Context, cli *CLI, out *Output) (*kong.Kong, error) {
@@ -88,10 +104,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		return 2
 	}
 	if err := kctx.Run(&cli.Globals); err != nil {
-		fmt.Fprintln(stderr, "mesh:", err)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(stderr, "mesh:", msg)
+		}
 		var ue usageError
-		if errors.As(err, &ue) {
+		var ee exitError
+		switch {
+		case errors.As(err, &ue):
 			return 2
+		case errors.As(err, &ee):
+			return ee.code
 		}
 		return 1
 	}

@@ -97,7 +97,15 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "node\t%s\n", n.Name)
-	fmt.Fprintf(tw, "state\t%s\n", state(n))
+	if n.State != "" {
+		detail := ""
+		if n.Detail != "" {
+			detail = ": " + n.Detail
+		}
+		fmt.Fprintf(tw, "state\t%s since %s%s\n", n.State, n.Since.UTC().Format(time.RFC3339), detail)
+	} else {
+		fmt.Fprintf(tw, "state\t%s\n", state(n))
+	}
 	fmt.Fprintf(tw, "capabilities\t%s\n", orNone(strings.Join(n.Capabilities, ", ")))
 	fmt.Fprintf(tw, "labels\t%s\n", orNone(labelString(n.Labels)))
 	fmt.Fprintf(tw, "enrolled\t%s (sequence %d)\n", n.EnrolledAt.UTC().Format(time.RFC3339), n.EnrolledSeq)
@@ -130,6 +138,22 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		fmt.Fprintf(tw, "last report\t%s sequence %d (digest %s), %s%s\n", r.Outcome, r.Sequence, short(r.Digest), r.At.UTC().Format(time.RFC3339), detail)
 	} else {
 		fmt.Fprintf(tw, "last report\tnone yet\n")
+	}
+	if n.WouldSend != "" {
+		sent := "nothing"
+		if n.LastSent != nil {
+			sent = short(n.LastSent.ContentDigest)
+		}
+		fmt.Fprintf(tw, "content\twould send %s, was sent %s\n", short(n.WouldSend), sent)
+	}
+	for _, l := range n.LeftOut {
+		fmt.Fprintf(tw, "left out\t%s\n", l.Reason)
+	}
+	for _, u := range n.Unresolved {
+		fmt.Fprintf(tw, "unresolved\t%s\n", u.Reason)
+	}
+	for _, st := range n.Standings {
+		fmt.Fprintf(tw, "standing\t%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format(time.RFC3339), st.Word)
 	}
 	fmt.Fprintf(tw, "version\t%d\n", n.Version)
 	return tw.Flush()

@@ -96,6 +96,11 @@ func TestPushToAgents(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(appRoot, "etc/app/app.conf")); err == nil {
 		t.Fatal("a hand declaration without app.conf left the file the mesh had created")
 	}
+	// A hand declaration is not what the mesh composes: app-1 is behind.
+	if r = must("push", "--behind"); !strings.Contains(r.out, "sent app-1") || strings.Contains(r.out, "db-1") {
+		t.Fatalf("push --behind after a hand declaration: %+v", r)
+	}
+	waitWell(t, home)
 	if r = must("push", "--behind"); !strings.Contains(r.out, "every machine is doing what it was told") {
 		t.Fatalf("push --behind with every node applied: %+v", r)
 	}
@@ -105,5 +110,21 @@ func TestPushToAgents(t *testing.T) {
 	must("node", "retire", "app-1")
 	if r := mesh(t, home, "push", "app-1"); r.code != 1 || !strings.Contains(r.err, "retired") {
 		t.Fatalf("push to a retired node: %+v", r)
+	}
+}
+
+// waitWell polls mesh status until it says well (exit 0).
+func waitWell(t *testing.T, home string) result {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := mesh(t, home, "status")
+		if r.code == 0 {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mesh never became well:\n%s%s", r.out, r.err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

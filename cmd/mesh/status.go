@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+)
+
+// StatusCmd tells whether the mesh is well, and if not, where.
+type StatusCmd struct {
+	JSON bool `help:"Print {well, nodes, standings} as JSON."`
+}
+
+// Run prints a line per node, every standing, and the verdict. Exit 0 when
+// well, 1 when not, 2 when status itself could not be answered.
+func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var s commands.StatusReport
+	if err := g.call(ctx, commands.SubjectStatus, commands.Empty{}, &s); err != nil {
+		return exitError{code: 2, err: err}
+	}
+	if c.JSON {
+		if err := printJSON(out.Out, s); err != nil {
+			return exitError{code: 2, err: err}
+		}
+	} else {
+		printStatus(out.Out, s)
+	}
+	if !s.Well {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+func printStatus(w io.Writer, s commands.StatusReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSEQUENCE\tSTATE\tSINCE\tDETAIL")
+	behind := 0
+	for _, n := range s.Nodes {
+		if n.State != commands.StateCurrent {
+			behind++
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", n.Name, n.Sequence, n.State, n.Since.UTC().Format(time.RFC3339), n.Detail)
+	}
+	tw.Flush()
+	for _, st := range s.Standings {
+		fmt.Fprintf(w, "%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format("2006-01-02 15:04"), st.Word)
+	}
+	switch {
+	case s.Well && len(s.Nodes) == 0:
+		fmt.Fprintln(w, "well: no active nodes, and nothing is failing")
+	case s.Well:
+		fmt.Fprintf(w, "well: all %d node(s) current, nothing failing\n", len(s.Nodes))
+	default:
+		fmt.Fprintf(w, "not well: %d of %d node(s) not current, %d provider(s) failing a consumer\n", behind, len(s.Nodes), len(s.Standings))
+	}
+}
+
+// ReportCmd records a provider's standing toward a consumer.
+type ReportCmd struct {
+	Failing   ReportFailingCmd   `cmd:"" help:"A provider keeps failing a consumer, in its own word."`
+	Recovered ReportRecoveredCmd `cmd:"" help:"The provider serves the consumer again."`
+}
+
+type standingFlags struct {
+	Provider string `required:"" help:"The provider module."`
+	Machine  string `required:"" help:"The node the provider runs on."`
+	Consumer string `required:"" help:"The consumer module it fails."`
+}
+
+type ReportFailingCmd struct {
+	standingFlags
+	Word string `required:"" help:"What fails, in the provider's word: it is shown until it recovers."`
+}
+
+func (c *ReportFailingCmd) Help() string {
+	return `Example:
+  mesh report failing --provider idp --machine auth-1 --consumer app --word "token endpoint 503"
+
+A provider can publish the same event itself, on mesh.rp.<machine>.ProviderFailing (and
+mesh.rp.<machine>.ProviderRecovered), as a mesh event envelope: see ARCHITECTURE.md.`
+}
+
+func (c *ReportFailingCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.Reported
+	req := commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: true, Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer, Word: c.Word}
+	if err := g.call(ctx, commands.SubjectReport, req, &r); err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "recorded: %s on %s failing %s: %s (sequence %d)\n", c.Provider, c.Machine, c.Consumer, c.Word, r.Seq)
+	return nil
+}
+
+type ReportRecoveredCmd struct {
+	standingFlags
+}
+
+func (c *ReportRecoveredCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.Reported
+	req := commands.ReportRequest{CommandID: commands.NewCommandID(), Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer}
+	if err := g.call(ctx, commands.SubjectReport, req, &r); err != nil {
+		return err
+	}
+	if !r.Changed {
+		fmt.Fprintf(out.Out, "%s on %s was not failing %s; nothing to do\n", c.Provider, c.Machine, c.Consumer)
+		return nil
+	}
+	fmt.Fprintf(out.Out, "recorded: %s on %s serves %s again (sequence %d)\n", c.Provider, c.Machine, c.Consumer, r.Seq)
+	return nil
+}

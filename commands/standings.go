@@ -1,0 +1,58 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections"
+)
+
+// Report records a provider's standing toward a consumer. Failing replaces
+// the triple's word; recovered ends it, and with nothing failing is said as
+// such and appends nothing. The event goes under the machine's reports
+// prefix, where a provider on that machine may publish it itself.
+func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error) {
+	if err := h.ActiveNode("report on", r.Machine); err != nil {
+		return Reported{}, err
+	}
+	var failing bool
+	err := h.Proj.Read(func(v *projections.View) error {
+		for _, m := range []string{r.Provider, r.Consumer} {
+			if _, found, err := v.Module(m); err != nil || !found {
+				if err != nil {
+					return err
+				}
+				return &aggregates.Error{Op: "report on", ID: m, Err: aggregates.ErrUnknownModule, Detail: "no module of that name is registered; see mesh module list"}
+			}
+		}
+		standings, err := v.Standings()
+		for _, s := range standings {
+			if s.Provider == r.Provider && s.Machine == r.Machine && s.Consumer == r.Consumer {
+				failing = true
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return Reported{}, err
+	}
+	var ev events.Event = events.ProviderRecovered{Provider: r.Provider, Machine: r.Machine, Consumer: r.Consumer}
+	if r.Failing {
+		word := strings.TrimSpace(r.Word)
+		if word == "" {
+			return Reported{}, &aggregates.Error{Op: "report", ID: "failing", Err: aggregates.ErrInvalid, Detail: "a failing report needs --word saying what fails"}
+		}
+		ev = events.ProviderFailing{Provider: r.Provider, Machine: r.Machine, Consumer: r.Consumer, Word: word}
+	} else if !failing {
+		return Reported{}, nil
+	}
+	seq, err := h.Store.Report(ctx, r.Machine, r.CommandID, ev)
+	if err != nil {
+		return Reported{}, err
+	}
+	h.Log.Info(fmt.Sprintf("standing: %s", ev.EventType()), "provider", r.Provider, "machine", r.Machine, "consumer", r.Consumer)
+	return Reported{Changed: true, Seq: seq}, h.Proj.WaitFor(ctx, seq)
+}

@@ -1,0 +1,174 @@
+package commands
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/projections"
+)
+
+// Node states (rule 10): exactly one per active node.
+const (
+	StateCurrent       = "current"
+	StateWaiting       = "waiting"
+	StateFailed        = "failed"
+	StateRefused       = "refused"
+	StateBehind        = "behind"
+	StateNeverSent     = "never sent"
+	StateCannotCompose = "cannot be composed"
+)
+
+// wouldSend is what composition says of one node now.
+type wouldSend struct {
+	composable    bool
+	contentDigest string
+	reason        string
+	leftOut       []compose.LeftOut
+	unresolved    []compose.Unresolved
+	receives      []compose.Receipt
+}
+
+// composedCache holds every node's would-send content digest for one
+// composition version. Reports, sends and standings do not move that
+// version, so status on a busy mesh reads digests instead of composing.
+type composedCache struct {
+	mu      sync.Mutex
+	version uint64
+	valid   bool
+	nodes   map[string]wouldSend
+}
+
+// composeAll answers what every active node would be sent now, from the
+// cache when the read models' composition version has not moved.
+func (h *Handlers) composeAll() (map[string]wouldSend, error) {
+	var version uint64
+	var in compose.Input
+	c := &h.composed
+	err := h.Proj.Read(func(v *projections.View) (err error) {
+		version = v.CompositionVersion()
+		c.mu.Lock()
+		hit := c.valid && c.version == version
+		c.mu.Unlock()
+		if hit {
+			return nil
+		}
+		in, err = h.input(v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.valid && c.version == version {
+		defer c.mu.Unlock()
+		return c.nodes, nil
+	}
+	c.mu.Unlock()
+	w := compose.NewWorld(in)
+	names := w.Nodes()
+	results := make([]wouldSend, len(names))
+	parallel(len(names), func(i int) {
+		r := w.Compose(names[i])
+		results[i] = wouldSend{composable: r.Composable(), contentDigest: r.Digest, reason: r.Reason(),
+			leftOut: r.LeftOut, unresolved: r.Unresolved}
+		if r.Declaration != nil {
+			results[i].receives = r.Declaration.Receives
+		}
+	})
+	nodes := make(map[string]wouldSend, len(names))
+	for i, n := range names {
+		nodes[n] = results[i]
+	}
+	c.mu.Lock()
+	c.version, c.valid, c.nodes = version, true, nodes
+	c.mu.Unlock()
+	return nodes, nil
+}
+
+// stateOf places a node in exactly one state: what a push cannot fix first,
+// then what a push would fix (never sent, behind), then what the node said
+// about what it was sent.
+func stateOf(n projections.Node, w wouldSend) (state string, since time.Time, detail string) {
+	sent, rep := n.LastSent, n.LastReport
+	switch {
+	case !w.composable:
+		return StateCannotCompose, n.EnrolledAt, w.reason
+	case sent == nil:
+		return StateNeverSent, n.EnrolledAt, ""
+	case sent.ContentDigest != w.contentDigest:
+		detail = "what it would be sent now differs from what it was sent"
+		if sent.By == "declare" {
+			detail = "it holds a hand-written declaration; the mesh would compose another"
+		}
+		return StateBehind, sent.At, detail
+	case rep == nil || rep.Digest != sent.Digest:
+		return StateWaiting, sent.At, ""
+	case rep.Outcome == "failed":
+		return StateFailed, rep.At, failedShort(rep)
+	case rep.Outcome == "refused":
+		return StateRefused, rep.At, rep.Reason
+	}
+	return StateCurrent, rep.At, ""
+}
+
+func failedShort(r *projections.Report) string {
+	if len(r.Failed) == 0 {
+		return ""
+	}
+	s := r.Failed[0].Path + ": " + r.Failed[0].Reason
+	if len(r.Failed) > 1 {
+		s += " (and " + strconv.Itoa(len(r.Failed)-1) + " more)"
+	}
+	return s
+}
+
+// Status answers the whole mesh from the read models: a state per active
+// node, every standing, and the verdict. The mesh is well only when every
+// node is current and nothing is failing.
+func (h *Handlers) Status(context.Context, Empty) (StatusReport, error) {
+	composed, err := h.composeAll()
+	if err != nil {
+		return StatusReport{}, err
+	}
+	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}}
+	err = h.Proj.Read(func(v *projections.View) error {
+		out.Checkpoint = v.Checkpoint()
+		nodes, err := v.Nodes()
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if n.Retired {
+				continue
+			}
+			out.Nodes = append(out.Nodes, nodeStatus(n, composed[n.Name]))
+		}
+		standings, err := v.Standings()
+		for _, s := range standings {
+			out.Standings = append(out.Standings, StandingView(s))
+		}
+		return err
+	})
+	out.Well = len(out.Standings) == 0
+	for _, n := range out.Nodes {
+		if n.State != StateCurrent {
+			out.Well = false
+		}
+	}
+	return out, err
+}
+
+func nodeStatus(n projections.Node, w wouldSend) NodeStatus {
+	state, since, detail := stateOf(n, w)
+	ns := NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.contentDigest}
+	if s := n.LastSent; s != nil {
+		ns.Sequence, ns.Digest, ns.ContentDigest, ns.By = s.Sequence, s.Digest, s.ContentDigest, s.By
+	}
+	if r := n.LastReport; r != nil && r.Outcome != "applied" && !r.FailingSince.IsZero() {
+		ns.FailingSince = &r.FailingSince
+	}
+	return ns
+}
