@@ -155,6 +155,14 @@ func TestPushAppliesWithTheProvidersAddress(t *testing.T) {
 			t.Fatalf("%s: %+v", s.Node, rep)
 		}
 	}
+	// Rule 4: "is it current?" compares the content digest last sent with
+	// the content that would be sent now, which is what plan calls its digest.
+	plan, err := m.h.Plan(m.ctx, commands.NameRequest{Name: "app-1"})
+	m.must(err)
+	row, _, _ := m.h.Proj.Node("app-1")
+	if plan.Digest != row.LastSent.ContentDigest || plan.Digest == row.LastSent.Digest {
+		t.Fatalf("plan digest %s, sent content digest %s, sent digest %s", plan.Digest, row.LastSent.ContentDigest, row.LastSent.Digest)
+	}
 	conf, err := os.ReadFile(filepath.Join(appRoot, "etc/app/app.conf"))
 	if err != nil || !strings.Contains(string(conf), "database = db-1:6543") {
 		t.Fatalf("app.conf: %q %v", conf, err)

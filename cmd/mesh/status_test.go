@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatusAndStandings(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	log := &syncBuffer{}
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--home", home, "up", "--listen", freeAddr(t), "--node", "auth-1", "--root", filepath.Join(t.TempDir(), "r")}, io.Discard, log)
+	}()
+	defer func() { cancel(); <-done }()
+	for !strings.Contains(log.String(), "following mesh.ev.node.auth-1") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mesh(t, home, "module", "register", "../../examples/postgres.json")
+	mesh(t, home, "module", "register", "../../examples/app.json")
+	if r := mesh(t, home, "status"); r.code != 1 || !strings.Contains(r.out, "never sent") || !strings.Contains(r.out, "not well") {
+		t.Fatalf("status before a push: %+v", r)
+	}
+	mesh(t, home, "push")
+	r := waitWell(t, home)
+	if !strings.Contains(r.out, "well: all 1 node(s) current") {
+		t.Fatalf("status after push: %+v", r)
+	}
+	failing := []string{"report", "failing", "--provider", "postgres", "--machine", "auth-1", "--consumer", "app", "--word", "token endpoint 503"}
+	if r := mesh(t, home, failing...); r.code != 0 {
+		t.Fatalf("report failing: %+v", r)
+	}
+	failing[len(failing)-1] = "connection refused"
+	mesh(t, home, failing...)
+	r = mesh(t, home, "status")
+	if r.code != 1 || !strings.Contains(r.out, "postgres on auth-1 failing app since") || !strings.Contains(r.out, ": connection refused") || strings.Contains(r.out, "503") {
+		t.Fatalf("status with a failing provider: %+v", r)
+	}
+	r = mesh(t, home, "status", "--json")
+	var s map[string]any
+	if err := json.Unmarshal([]byte(r.out), &s); err != nil || s["well"] != false {
+		t.Fatalf("status --json: %v %s", err, r.out)
+	}
+	node := s["nodes"].([]any)[0].(map[string]any)
+	for _, k := range []string{"name", "state", "sequence", "digest", "since"} {
+		if _, ok := node[k]; !ok {
+			t.Errorf("status --json node lacks %q", k)
+		}
+	}
+	standing := s["standings"].([]any)[0].(map[string]any)
+	for _, k := range []string{"provider", "machine", "consumer", "word", "since"} {
+		if _, ok := standing[k]; !ok {
+			t.Errorf("status --json standing lacks %q", k)
+		}
+	}
+	recovered := []string{"report", "recovered", "--provider", "postgres", "--machine", "auth-1", "--consumer", "app"}
+	mesh(t, home, recovered...)
+	waitWell(t, home)
+	if r := mesh(t, home, recovered...); r.code != 0 || !strings.Contains(r.out, "was not failing") {
+		t.Fatalf("recovered with nothing failing: %+v", r)
+	}
+	if r := mesh(t, t.TempDir(), "--bus", "nats://"+freeAddr(t), "status"); r.code != 2 {
+		t.Fatalf("status with no bus: %+v", r)
+	}
+}
