@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -389,15 +390,50 @@ func decodeRows[T any](r pebble.Reader, prefix ...byte) ([]T, error) {
 		return nil, err
 	}
 	defer it.Close()
-	var out []T
+	var keys, values [][]byte
 	for it.First(); it.Valid(); it.Next() {
-		var v T
-		if err := json.Unmarshal(it.Value(), &v); err != nil {
-			return nil, fmt.Errorf("projections: row %q is corrupt: %w", it.Key(), err)
-		}
-		out = append(out, v)
+		keys = append(keys, append([]byte(nil), it.Key()...))
+		values = append(values, append([]byte(nil), it.Value()...))
 	}
-	return out, it.Error()
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	out := make([]T, len(values))
+	errs := make([]error, len(values))
+	decode := func(i int) { errs[i] = json.Unmarshal(values[i], &out[i]) }
+	// Decoding JSON is nearly all the cost of reading a large read model
+	// (status reads every node row): spread it over the cores.
+	if len(values) < parallelRows {
+		for i := range values {
+			decode(i)
+		}
+	} else {
+		parallel(len(values), decode)
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("projections: row %q is corrupt: %w", keys[i], err)
+		}
+	}
+	return out, nil
+}
+
+// parallelRows is the size from which a scan decodes on every core.
+const parallelRows = 512
+
+// parallel runs fn(0..n-1) on a worker per core.
+func parallel(n int, fn func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // createDir makes Dir and syncs its parent, so that after a crash CURRENT and

@@ -130,3 +130,18 @@ func (e *Engine) Snapshot() (s Snapshot, err error) {
 	})
 	return s, err
 }
+
+// RawScan runs fn over an iterator of the node rows: for benchmarks that
+// measure a read model against the bare cost of reading its rows.
+func (e *Engine) RawScan(fn func(*pebble.Iterator)) error {
+	return e.Read(func(v *View) error {
+		lo, hi := prefixBounds(prefixNode)
+		it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		fn(it)
+		return it.Error()
+	})
+}
