@@ -24,6 +24,7 @@ bench:
     go test ./commands/ -run '^$' -bench ComposeFromReadModels -benchtime 3x -cpu 1
     go test ./commands/ -run '^$' -bench 'BenchmarkPush$' -benchtime 3x
     go test ./agent/ -run '^$' -bench VerifyAndApplyUnchanged
+    go test ./commands/ -run '^$' -bench 'BenchmarkStatus$' -benchtime 5x
 
 # the tests with the race detector
 race:
