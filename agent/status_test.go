@@ -209,3 +209,21 @@ func TestNamedPushSendsItsConsequences(t *testing.T) {
 		t.Fatal("a node unrelated to db-1 was pushed")
 	}
 }
+
+// A node ahead of the log (it applied sequences the log lost) refuses, says
+// the highest it applied, and the next push is numbered above it and applied.
+func TestLostTailConvergesOnTheNextPush(t *testing.T) {
+	m := newMesh(t)
+	m.enroll("ahead")
+	root := filepath.Join(t.TempDir(), "root")
+	m.must(os.MkdirAll(root+".state", 0o700))
+	m.must(os.WriteFile(filepath.Join(root+".state", "state.json"), []byte(`{"node":"ahead","last_sequence":41}`), 0o600))
+	m.agentAt("ahead", root)
+	m.push("ahead")
+	m.waitState("ahead", commands.StateRefused)
+	r := m.push("ahead")
+	if s := r.Sent[0]; s.Sequence != 42 || !strings.Contains(s.Note, "above 41") {
+		t.Fatalf("the push after a refusal: %+v", s)
+	}
+	m.waitState("ahead", commands.StateCurrent)
+}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -58,6 +59,13 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	log.Info("signing as " + pub)
 	dir := filepath.Join(c.Home, "projections")
 	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset})
+	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
+		// Read models that do not belong to the stream (a restore, a reset
+		// bus, a lost tail) are never served: they are folded again, and
+		// the start says why.
+		log.Warn(err.Error() + "; rebuilding them from the stream before serving")
+		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true})
+	}
 	if err != nil {
 		return nil, err
 	}

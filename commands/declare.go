@@ -47,7 +47,7 @@ func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, e
 		if err != nil {
 			return PushedNode{}, err
 		}
-		ev := h.seal(content, row, "declare", h.Now())
+		ev, _ := h.seal(content, row, "declare", h.Now())
 		seq, err := h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, round), ev)
 		if errors.Is(err, store.ErrConflict) {
 			continue

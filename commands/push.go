@@ -182,9 +182,10 @@ func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, now ti
 	if !res.Composable() {
 		return sealedNode{unsent: res.Reason()}
 	}
-	out := sealedNode{ev: h.seal(*res.Declaration, row, "push", now)}
+	var out sealedNode
+	out.ev, out.note = h.seal(*res.Declaration, row, "push", now)
 	if len(res.LeftOut) > 0 {
-		out.note = fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason)
+		out.note = strings.TrimPrefix(out.note+"; "+fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason), "; ")
 	}
 	return out
 }
@@ -205,18 +206,28 @@ func parallel(n int, fn func(int)) {
 }
 
 // seal numbers, chains and signs content for the node in row.
-func (h *Handlers) seal(content compose.Declaration, row projections.Node, by string, at time.Time) events.DeclarationSent {
+//
+// A node that refused a declaration as a replay said the highest sequence it
+// has applied: when that is above what the log last sent (the log lost its
+// tail: an older backup restored, a power loss), the next declaration is
+// numbered above it, so the mesh converges without weakening the node's
+// replay check. The note says so.
+func (h *Handlers) seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, string) {
 	var seq uint64 = 1
-	var previous string
+	var previous, note string
 	if row.LastSent != nil {
 		seq, previous = row.LastSent.Sequence+1, row.LastSent.Digest
+	}
+	if r := row.LastReport; r != nil && r.Outcome == "refused" && r.Highest >= seq {
+		note = fmt.Sprintf("numbered %d, above %d, the highest sequence %s says it applied", r.Highest+1, r.Highest, row.Name)
+		seq = r.Highest + 1
 	}
 	d := declaration.New(content, seq, previous, at)
 	s := h.Signer.Seal(d)
 	return events.DeclarationSent{
 		Node: row.Name, Sequence: seq, Digest: s.Digest(), ContentDigest: d.ContentDigest(), By: by,
 		Resources: len(d.Resources), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key,
-	}
+	}, note
 }
 
 // sameFailureFor is rule 10's "for hours": a node failing the same way this

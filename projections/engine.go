@@ -175,7 +175,7 @@ func checkBelongs(db *pebble.DB, path string, st store.State) error {
 		schema = getU64(v)
 		closer.Close()
 	}
-	remedy := "start the controller with --rebuild to fold them again from the stream"
+	remedy := "they must be folded again from the stream"
 	switch {
 	case schema != schemaVersion:
 		return fmt.Errorf("%w: %s has schema %d, this binary writes %d", ErrSchema, path, schema, schemaVersion)

@@ -202,7 +202,7 @@ func TestReadModelsOfAnotherStreamAreRefused(t *testing.T) {
 	// Another bus with a stream of the same name: a reset or restored bus.
 	other := newStore(t)
 	_, _, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: other})
-	if !errors.Is(err, ErrForeignStream) || !strings.Contains(err.Error(), "--rebuild") {
+	if !errors.Is(err, ErrForeignStream) || !strings.Contains(err.Error(), "folded again") {
 		t.Fatalf("open on another stream: %v", err)
 	}
 	// Reset folds them again from the stream it is now on.
