@@ -30,18 +30,22 @@ type mesh struct {
 	ctrl *commands.Controller
 	h    *commands.Handlers
 	ctx  context.Context
+	home string
 }
 
 func newMesh(t *testing.T) *mesh {
 	t.Helper()
 	srv := embeddedtest.Server(t)
-	ctrl, err := commands.StartController(context.Background(), embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: t.TempDir()})
+	home := t.TempDir()
+	ctrl, err := commands.StartController(context.Background(), embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctrl.Close() })
-	return &mesh{t: t, srv: srv, ctrl: ctrl, h: ctrl.Handlers, ctx: context.Background()}
+	return &mesh{t: t, srv: srv, ctrl: ctrl, h: ctrl.Handlers, ctx: context.Background(), home: home}
 }
+
+func (m *mesh) homeDir() string { return m.home }
 
 func (m *mesh) must(err error) {
 	m.t.Helper()

@@ -26,6 +26,8 @@ const (
 	SubjectPush               = APIPrefix + ".push"
 	SubjectDeclare            = APIPrefix + ".declare"
 	SubjectStatus             = APIPrefix + ".status"
+	SubjectHistory            = APIPrefix + ".history"
+	SubjectAudit              = APIPrefix + ".audit"
 	SubjectReport             = APIPrefix + ".report"
 	SubjectModuleRegister     = APIPrefix + ".module.register"
 	SubjectModuleList         = APIPrefix + ".module.list"

@@ -55,6 +55,8 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"declare", SubjectDeclare, endpoint(h.Declare, verbTimeout)},
 		{"status", SubjectStatus, endpoint(h.Status, verbTimeout)},
 		{"report", SubjectReport, endpoint(h.Report, verbTimeout)},
+		{"history", SubjectHistory, endpoint(h.History, verbTimeout)},
+		{"audit", SubjectAudit, endpoint(h.AuditNode, verbTimeout)},
 		{"module-register", SubjectModuleRegister, endpoint(h.RegisterModule, verbTimeout)},
 		{"module-list", SubjectModuleList, endpoint(h.ListModules, verbTimeout)},
 		{"module-show", SubjectModuleShow, endpoint(h.ShowModule, verbTimeout)},

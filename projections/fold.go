@@ -24,7 +24,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
-var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue, foldStandings, foldComposition}
+var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue, foldStandings, foldComposition, foldHistory}
 
 // foldComposition moves the composition version on every event that can
 // change what some node would be composed to, and on no other (reports,

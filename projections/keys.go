@@ -14,6 +14,7 @@ const (
 	prefixAssign         byte = 0x04 // node, module -> AssignmentRow
 	prefixAssignByModule byte = 0x05 // module, node -> nothing: "where is it assigned"
 	prefixStanding       byte = 0x06 // provider, machine, consumer -> Standing
+	prefixHistory        byte = 0x07 // node, seq -> kind and time (history.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -38,7 +39,8 @@ var (
 //	3  assignment rows in the binary codec of codec.go
 //	4  last declaration sent and last report on the node row
 //	5  standings; failing-since on the node row; the composition version in meta
-const schemaVersion = 5
+//	6  the history index
+const schemaVersion = 6
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

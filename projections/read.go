@@ -1,6 +1,8 @@
 package projections
 
 import (
+	"time"
+
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -96,6 +98,7 @@ type Snapshot struct {
 	ByModule    map[string][]string
 	Standings   []Standing
 	Composition uint64
+	History     map[string][]HistoryEntry
 }
 
 // Snapshot reads every read model from one view.
@@ -125,6 +128,12 @@ func (e *Engine) Snapshot() (s Snapshot, err error) {
 			return err
 		}
 		s.Composition = v.CompositionVersion()
+		s.History = map[string][]HistoryEntry{}
+		for _, n := range s.Nodes {
+			if s.History[n.Name], err = v.History(n.Name, time.Time{}, time.Time{}); err != nil {
+				return err
+			}
+		}
 		s.Assignments, err = v.Assignments()
 		return err
 	})

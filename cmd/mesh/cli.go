@@ -27,6 +27,8 @@ type CLI struct {
 	Agent       AgentCmd       `cmd:"" help:"Run a node's agent: verify, apply under --root, report."`
 	Status      StatusCmd      `cmd:"" help:"Is the mesh well, and if not, where: every node's state and every failing provider."`
 	Report      ReportCmd      `cmd:"" help:"Record a provider failing a consumer, or recovering."`
+	History     HistoryCmd     `cmd:"" help:"Every declaration a node was told, when, and what it reported back."`
+	Audit       AuditCmd       `cmd:"" help:"Prove a node's record: signatures, digests, the chain, rising sequences."`
 	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`
 	Projections ProjectionsCmd `cmd:"" help:"Inspect and rebuild the controller's read models."`
 }

@@ -1,0 +1,107 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestHistoryAndAudit(t *testing.T) {
+	m := newMesh(t)
+	m.enroll("db-1", "linux")
+	m.enroll("app-1", "linux")
+	m.agent("app-1")
+	m.register("postgres.json")
+	m.register("app.json")
+	m.assign("db-1", "postgres", map[string]string{"password": "x"})
+	m.assign("app-1", "app", nil)
+	for _, port := range []string{"", "6000", "7000"} {
+		if port != "" {
+			m.assign("db-1", "postgres", map[string]string{"password": "x", "port": port})
+		}
+		s := m.push("app-1").Sent[0]
+		m.report("app-1", s.Digest)
+	}
+	h, err := m.h.History(m.ctx, commands.HistoryRequest{Node: "app-1", Diff: true})
+	m.must(err)
+	var decls, applied int
+	var lastChanges []string
+	for _, e := range h.Entries {
+		switch e.Kind {
+		case "declaration":
+			decls++
+			lastChanges = nil
+			for _, c := range e.Changes {
+				lastChanges = append(lastChanges, c.Path+" "+c.Change+" "+strings.Join(c.Lines, "|"))
+			}
+		case "applied":
+			applied++
+		}
+	}
+	if decls != 3 || applied != 3 {
+		t.Fatalf("history: %d declarations, %d applied: %+v", decls, applied, h.Entries)
+	}
+	if len(lastChanges) != 1 || !strings.Contains(lastChanges[0], "/etc/app/app.conf changed") ||
+		!strings.Contains(lastChanges[0], "- database = db-1:6000|+ database = db-1:7000") {
+		t.Fatalf("the last declaration's diff: %v", lastChanges)
+	}
+	a, err := m.h.AuditNode(m.ctx, commands.NameRequest{Name: "app-1"})
+	m.must(err)
+	if !a.OK || a.Declarations != 3 {
+		t.Fatalf("audit: %+v", a)
+	}
+
+	// Copy the stream to another bus with a plain NATS client, editing the
+	// second declaration's payload on the way, and audit the copy.
+	target := embeddedtest.Server(t)
+	tnc := embeddedtest.Conn(t, target)
+	if _, _, err := store.Open(m.ctx, tnc, store.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	tjs, _ := jetstream.New(tnc)
+	var tampered uint64
+	seen := 0
+	m.must(m.h.Store.Read(m.ctx, store.ReadOptions{}, func(msg store.Msg) error {
+		data := msg.Data
+		if strings.HasSuffix(msg.Subject, "app-1.DeclarationSent") {
+			if seen++; seen == 2 {
+				env, ev, err := events.Decode(data)
+				if err != nil {
+					return err
+				}
+				sent := ev.(events.DeclarationSent)
+				sent.Declaration = bytes.Replace(sent.Declaration, []byte("db-1:6000"), []byte("evil:6000"), 1)
+				if data, err = events.Encode(env.Aggregate, env.CommandID, 0, env.OccurredAt, sent); err != nil {
+					return err
+				}
+				tampered = msg.Seq
+			}
+		}
+		out := nats.NewMsg(msg.Subject)
+		out.Data = data
+		_, err := tjs.PublishMsg(m.ctx, out)
+		return err
+	}))
+	home := t.TempDir()
+	key, err := os.ReadFile(filepath.Join(m.homeDir(), commands.KeyFile))
+	m.must(err)
+	m.must(os.WriteFile(filepath.Join(home, commands.KeyFile), key, 0o600))
+	copyCtrl, err := commands.StartController(context.Background(), tnc, commands.ControllerConfig{Home: home})
+	m.must(err)
+	defer copyCtrl.Close()
+	a, err = copyCtrl.Handlers.AuditNode(m.ctx, commands.NameRequest{Name: "app-1"})
+	m.must(err)
+	if a.OK || a.BreakSeq != tampered || !strings.Contains(a.Break, "signature does not verify") {
+		t.Fatalf("audit of the edited copy (edited event %d): %+v", tampered, a)
+	}
+}

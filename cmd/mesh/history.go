@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/manifest"
+)
+
+// HistoryCmd shows what a node was told, when, and what it said back.
+type HistoryCmd struct {
+	Node  string `arg:""`
+	Diff  bool   `help:"Show what changed between consecutive declarations."`
+	Since string `help:"From this time: RFC 3339, or a duration ago such as 2h."`
+	Until string `help:"Up to this time: RFC 3339, or a duration ago."`
+	JSON  bool   `help:"Print the history as JSON."`
+}
+
+func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	req := commands.HistoryRequest{Node: c.Node, Diff: c.Diff}
+	var err error
+	if req.Since, err = parseWhen("--since", c.Since); err != nil {
+		return err
+	}
+	if req.Until, err = parseWhen("--until", c.Until); err != nil {
+		return err
+	}
+	var h commands.History
+	if err := g.call(ctx, commands.SubjectHistory, req, &h); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, h)
+	}
+	if len(h.Entries) == 0 {
+		fmt.Fprintf(out.Out, "%s has been sent nothing and has reported nothing in that time\n", h.Node)
+		return nil
+	}
+	declarations := 0
+	for _, e := range h.Entries {
+		printEntry(out.Out, e, c.Diff)
+		if e.Kind == "declaration" {
+			declarations++
+		}
+	}
+	fmt.Fprintf(out.Out, "%d declaration(s), %d report(s)\n", declarations, len(h.Entries)-declarations)
+	return nil
+}
+
+func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
+	at := e.At.UTC().Format(time.RFC3339)
+	if e.Kind != "declaration" {
+		detail := e.Reason
+		for _, f := range e.Failed {
+			detail += f.Path + ": " + f.Reason + "; "
+		}
+		fmt.Fprintf(w, "  %s  %-8s sequence %d (digest %s) %s\n", at, e.Kind, e.Sequence, short(e.Digest), strings.TrimSuffix(detail, "; "))
+		return
+	}
+	var builds []string
+	for _, b := range e.Builds {
+		builds = append(builds, b.Module+"@"+manifest.ShortBuild(b.Build))
+	}
+	fmt.Fprintf(w, "%s  sent     sequence %d by %s, %d resource(s), digest %s, event %d; builds %s\n",
+		at, e.Sequence, e.By, e.Resources, short(e.Digest), e.Seq, orNone(strings.Join(builds, ", ")))
+	if diff {
+		printChanges(w, true, e.Changes)
+	}
+}
+
+// parseWhen reads a time flag: RFC 3339, or a duration ago.
+func parseWhen(flag, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return time.Now().Add(-d), nil
+	}
+	return time.Time{}, usagef("%s %q is neither an RFC 3339 time (2026-12-02T14:00:00Z) nor a duration ago (2h)", flag, s)
+}
+
+// AuditCmd proves a node's record.
+type AuditCmd struct {
+	Node string `arg:""`
+	JSON bool   `help:"Print the audit as JSON."`
+}
+
+func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var a commands.Audit
+	if err := g.call(ctx, commands.SubjectAudit, commands.NameRequest{Name: c.Node}, &a); err != nil {
+		return err
+	}
+	if c.JSON {
+		if err := printJSON(out.Out, a); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out.Out, "checked %d declaration(s) to %s against %d controller key(s): signatures, digests, the chain, rising sequences\n",
+			a.Declarations, a.Node, len(a.Keys))
+	}
+	if !a.OK {
+		return fmt.Errorf("the record of %s breaks at %s", a.Node, a.Break)
+	}
+	if !c.JSON {
+		fmt.Fprintln(out.Out, "the record holds")
+	}
+	return nil
+}
