@@ -101,7 +101,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		from = last.Seq + 1
 	}
 	a.cfg.Log.Info(fmt.Sprintf("agent for %s following %s (applied up to sequence %d)", a.cfg.Join.Node, subject, a.LastSequence()))
-	go a.retryLoop(ctx)
+	// The retrier stops with Run: nothing touches the state after Run returns.
+	rctx, stopRetry := context.WithCancel(ctx)
+	retried := make(chan struct{})
+	go func() { defer close(retried); a.retryLoop(rctx) }()
+	defer func() { stopRetry(); <-retried }()
 	err = a.st.Read(ctx, store.ReadOptions{From: from, Follow: true, Filter: subject}, func(m store.Msg) error {
 		a.handle(ctx, m)
 		return nil
