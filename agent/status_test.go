@@ -12,7 +12,7 @@ import (
 
 func (m *mesh) status() map[string]commands.NodeStatus {
 	m.t.Helper()
-	s, err := m.h.Status(m.ctx, commands.Empty{})
+	s, err := m.h.Status(m.ctx, commands.StatusRequest{})
 	m.must(err)
 	out := map[string]commands.NodeStatus{}
 	for _, n := range s.Nodes {
@@ -110,7 +110,7 @@ func TestEveryNodeState(t *testing.T) {
 		t.Fatalf("hand: %+v", n)
 	}
 
-	s, err := m.h.Status(m.ctx, commands.Empty{})
+	s, err := m.h.Status(m.ctx, commands.StatusRequest{})
 	m.must(err)
 	if s.Well {
 		t.Fatal("status calls a mesh with failed, refused and behind nodes well")
@@ -149,7 +149,7 @@ func TestStandings(t *testing.T) {
 		return r
 	}
 	well := func() (bool, []commands.StandingView) {
-		s, err := m.h.Status(m.ctx, commands.Empty{})
+		s, err := m.h.Status(m.ctx, commands.StatusRequest{})
 		m.must(err)
 		return s.Well, s.Standings
 	}
@@ -226,4 +226,38 @@ func TestLostTailConvergesOnTheNextPush(t *testing.T) {
 		t.Fatalf("the push after a refusal: %+v", s)
 	}
 	m.waitState("ahead", commands.StateCurrent)
+}
+
+// status --as-of before and after a change answers differently, and
+// correctly; so does node show --as-of.
+func TestStatusAsOf(t *testing.T) {
+	m := newMesh(t)
+	m.enroll("db-1", "linux")
+	m.register("postgres.json")
+	m.assign("db-1", "postgres", map[string]string{"password": "a"})
+	m.agent("db-1")
+	m.push("db-1")
+	m.waitState("db-1", commands.StateCurrent)
+	before := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	m.assign("db-1", "postgres", map[string]string{"password": "b"})
+	if m.status()["db-1"].State != commands.StateBehind {
+		t.Fatal("not behind after the change")
+	}
+	past, err := m.h.Status(m.ctx, commands.StatusRequest{AsOf: before})
+	m.must(err)
+	if past.AsOf == nil || !past.Well || past.Nodes[0].State != commands.StateCurrent {
+		t.Fatalf("status as of before the change: %+v", past)
+	}
+	show, err := m.h.ShowNode(m.ctx, commands.NameRequest{Name: "db-1", AsOf: before})
+	m.must(err)
+	if show.AsOf == nil || show.State != commands.StateCurrent || show.Assignments[0].Settings["password"] != "a" {
+		t.Fatalf("node show as of before the change: %+v", show)
+	}
+	long := time.Now().Add(-time.Hour)
+	ancient, err := m.h.Status(m.ctx, commands.StatusRequest{AsOf: long})
+	m.must(err)
+	if len(ancient.Nodes) != 0 {
+		t.Fatalf("an hour ago there were no nodes: %+v", ancient.Nodes)
+	}
 }

@@ -34,6 +34,7 @@ const (
 	SubjectModuleShow         = APIPrefix + ".module.show"
 	SubjectProjectionsStatus  = APIPrefix + ".projections.status"
 	SubjectProjectionsRebuild = APIPrefix + ".projections.rebuild"
+	SubjectProjectionsVerify  = APIPrefix + ".projections.verify"
 )
 
 // EnrollRequest asks for a node to join the mesh. CommandID makes a retry of
@@ -51,9 +52,16 @@ type RetireRequest struct {
 	Name      string `json:"name"`
 }
 
-// NameRequest names one node.
+// NameRequest names one node (or module). AsOf, where a verb takes it,
+// answers as the mesh was at that moment.
 type NameRequest struct {
-	Name string `json:"name"`
+	Name string    `json:"name"`
+	AsOf time.Time `json:"as_of,omitzero"`
+}
+
+// StatusRequest asks for status now, or as of a moment in the past.
+type StatusRequest struct {
+	AsOf time.Time `json:"as_of,omitzero"`
 }
 
 // Empty is a request with nothing in it.
@@ -92,6 +100,7 @@ type NodeView struct {
 	LeftOut    []compose.LeftOut    `json:"left_out,omitempty"`
 	Unresolved []compose.Unresolved `json:"unresolved,omitempty"`
 	Standings  []StandingView       `json:"standings,omitempty"`
+	AsOf       *time.Time           `json:"as_of,omitempty"`
 }
 
 // ReportView is the last report a node sent back.
@@ -323,6 +332,8 @@ type Identity struct {
 // StatusReport is `mesh status --json`: the verdict, a state per active
 // node, and every standing.
 type StatusReport struct {
+	// AsOf is set when this is the past: the mesh as the log had it then.
+	AsOf       *time.Time     `json:"as_of,omitempty"`
 	Well       bool           `json:"well"`
 	Nodes      []NodeStatus   `json:"nodes"`
 	Standings  []StandingView `json:"standings"`
@@ -368,4 +379,11 @@ type ReportRequest struct {
 type Reported struct {
 	Changed bool   `json:"changed"`
 	Seq     uint64 `json:"seq"`
+}
+
+// Verified answers projections verify: the differences, "" when none.
+type Verified struct {
+	Checkpoint uint64  `json:"checkpoint"`
+	Diff       string  `json:"diff"`
+	Seconds    float64 `json:"seconds"`
 }

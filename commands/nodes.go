@@ -170,7 +170,16 @@ func (h *Handlers) ListNodes(context.Context, Empty) (NodeList, error) {
 }
 
 // ShowNode answers one node, or says it is not enrolled.
-func (h *Handlers) ShowNode(_ context.Context, r NameRequest) (NodeView, error) {
+func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error) {
+	if !r.AsOf.IsZero() {
+		var out NodeView
+		err := h.inThePast(ctx, r.AsOf, func(past *Handlers) (err error) {
+			out, err = past.ShowNode(ctx, NameRequest{Name: r.Name})
+			return err
+		})
+		out.AsOf = &r.AsOf
+		return out, err
+	}
 	if err := validName("show", r.Name); err != nil {
 		return NodeView{}, err
 	}

@@ -62,6 +62,7 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"module-show", SubjectModuleShow, endpoint(h.ShowModule, verbTimeout)},
 		{"projections-status", SubjectProjectionsStatus, endpoint(h.ProjectionsStatus, verbTimeout)},
 		{"projections-rebuild", SubjectProjectionsRebuild, endpoint(h.RebuildProjections, rebuildTimeout)},
+		{"projections-verify", SubjectProjectionsVerify, endpoint(h.VerifyProjections, rebuildTimeout)},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, e.handler, micro.WithEndpointSubject(e.subject)); err != nil {

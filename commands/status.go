@@ -128,7 +128,16 @@ func failedShort(r *projections.Report) string {
 // Status answers the whole mesh from the read models: a state per active
 // node, every standing, and the verdict. The mesh is well only when every
 // node is current and nothing is failing.
-func (h *Handlers) Status(context.Context, Empty) (StatusReport, error) {
+func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, error) {
+	if !r.AsOf.IsZero() {
+		var out StatusReport
+		err := h.inThePast(ctx, r.AsOf, func(past *Handlers) (err error) {
+			out, err = past.Status(ctx, StatusRequest{})
+			return err
+		})
+		out.AsOf = &r.AsOf
+		return out, err
+	}
 	composed, err := h.composeAll()
 	if err != nil {
 		return StatusReport{}, err
@@ -171,4 +180,24 @@ func nodeStatus(n projections.Node, w wouldSend) NodeStatus {
 		ns.FailingSince = &r.FailingSince
 	}
 	return ns
+}
+
+// inThePast runs fn against handlers over read models folded from the stream
+// up to moment at, in a temporary store: the mesh as it was.
+func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handlers) error) error {
+	past, err := h.Proj.FoldCopy(ctx, 0, at)
+	if err != nil {
+		return err
+	}
+	defer past.Close()
+	return fn(&Handlers{Store: h.Store, Proj: past, Now: func() time.Time { return at }, Log: h.Log,
+		Mesh: h.Mesh, Key: h.Key, Signer: h.Signer, PublicKey: h.PublicKey})
+}
+
+// VerifyProjections folds the whole stream afresh and compares it with the
+// live read models.
+func (h *Handlers) VerifyProjections(ctx context.Context, _ Empty) (Verified, error) {
+	start := time.Now()
+	diff, at, err := h.Proj.Verify(ctx)
+	return Verified{Checkpoint: at, Diff: diff, Seconds: time.Since(start).Seconds()}, err
 }

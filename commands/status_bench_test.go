@@ -77,14 +77,14 @@ func BenchmarkStatus(b *testing.B) {
 	if r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID()}); err != nil || len(r.Sent) != nodes {
 		b.Fatalf("push: %v", err)
 	}
-	if _, err := h.Status(ctx, Empty{}); err != nil { // warms the would-send cache, as the push did not
+	if _, err := h.Status(ctx, StatusRequest{}); err != nil { // warms the would-send cache, as the push did not
 		b.Fatal(err)
 	}
 	var statusTime, rawTime time.Duration
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		s, err := h.Status(ctx, Empty{})
+		s, err := h.Status(ctx, StatusRequest{})
 		if err != nil || len(s.Nodes) != nodes {
 			b.Fatalf("status: %v %d", err, len(s.Nodes))
 		}

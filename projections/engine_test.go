@@ -311,3 +311,33 @@ func TestAnotherSchemaIsFoldedAgain(t *testing.T) {
 		t.Fatalf("refolded %d nodes, want 3", len(n))
 	}
 }
+
+func TestVerifyAndFoldCopy(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	e := openEngine(t, s, vfs.NewMem(), 4)
+	mid := enrollMany(t, s, 0, 5)
+	waitFor(t, e, mid)
+	cut := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	last := enrollMany(t, s, 5, 5)
+	waitFor(t, e, last)
+	if diff, at, err := e.Verify(ctx); err != nil || diff != "" || at != last {
+		t.Fatalf("verify: at %d, err %v, diff:\n%s", at, err, diff)
+	}
+	// Break the live read models behind the engine's back: verify says so.
+	if err := e.db.Delete(nodeKey("node-1"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if diff, _, err := e.Verify(ctx); err != nil || !strings.Contains(diff, "node-1") {
+		t.Fatalf("verify after damage: %v\n%s", err, diff)
+	}
+	past, err := e.FoldCopy(ctx, 0, cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer past.Close()
+	if nodes, _ := past.Nodes(); len(nodes) != 5 || past.Checkpoint() != mid {
+		t.Fatalf("as of the cut: %d nodes at %d, want 5 at %d", len(nodes), past.Checkpoint(), mid)
+	}
+}

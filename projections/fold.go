@@ -1,11 +1,16 @@
 package projections
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
 )
+
+// errPast ends a time-travel fold at the first event after its moment.
+var errPast = errors.New("projections: the fold reached the moment asked for")
 
 // FoldError stops a fold at the event it could not apply. The fold never
 // skips: read models that silently passed over an event would disagree with
@@ -42,6 +47,9 @@ func foldComposition(b *pebble.Batch, rec events.Recorded) error {
 // can read rows written earlier in the same batch) and commits the batch with
 // the checkpoint in it.
 type folder struct {
+	// asOf, when set, ends the fold before the first event that occurred
+	// after it: time travel folds the past into a temporary store.
+	asOf     time.Time
 	db       *pebble.DB
 	b        *pebble.Batch
 	size     int // events per commit while catching up
@@ -56,6 +64,9 @@ func newFolder(db *pebble.DB, size int, onCommit func(uint64)) *folder {
 
 // apply folds one decoded event into the batch.
 func (f *folder) apply(rec events.Recorded) error {
+	if !f.asOf.IsZero() && rec.Envelope.OccurredAt.After(f.asOf) {
+		return errPast
+	}
 	for _, fold := range readModels {
 		if err := fold(f.b, rec); err != nil {
 			return &FoldError{Seq: rec.Seq, Subject: rec.Subject, Err: err}

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -123,6 +124,14 @@ func (p *pipeline) apply() {
 		}
 		<-c.done
 		failure = p.applyChunk(c)
+		if errors.Is(failure, errPast) {
+			if cerr := p.f.commit(); cerr != nil {
+				failure = cerr
+			}
+			p.failed.Store(&FoldError{Err: errPast})
+			p.stopRead()
+			continue
+		}
 		if failure != nil {
 			if cerr := p.f.commit(); cerr != nil {
 				failure = cerr

@@ -85,15 +85,24 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 type NodeShowCmd struct {
 	Name string `arg:""`
 	JSON bool   `help:"Print the node as JSON."`
+	AsOf string `help:"Answer as the node was then: RFC 3339, or a duration ago such as 2h."`
 }
 
 func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	req := commands.NameRequest{Name: c.Name}
+	var err error
+	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
+		return err
+	}
 	var n commands.NodeView
-	if err := g.call(ctx, commands.SubjectNodeShow, commands.NameRequest{Name: c.Name}, &n); err != nil {
+	if err := g.call(ctx, commands.SubjectNodeShow, req, &n); err != nil {
 		return err
 	}
 	if c.JSON {
 		return printJSON(out.Out, n)
+	}
+	if n.AsOf != nil {
+		fmt.Fprintf(out.Out, "THE PAST: %s as of %s, not as it is now\n", n.Name, n.AsOf.UTC().Format(time.RFC3339))
 	}
 	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "node\t%s\n", n.Name)

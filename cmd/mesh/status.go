@@ -12,14 +12,20 @@ import (
 
 // StatusCmd tells whether the mesh is well, and if not, where.
 type StatusCmd struct {
-	JSON bool `help:"Print {well, nodes, standings} as JSON."`
+	JSON bool   `help:"Print {well, nodes, standings} as JSON."`
+	AsOf string `help:"Answer as the mesh was then: RFC 3339, or a duration ago such as 2h."`
 }
 
 // Run prints a line per node, every standing, and the verdict. Exit 0 when
 // well, 1 when not, 2 when status itself could not be answered.
 func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var req commands.StatusRequest
+	var err error
+	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
+		return err
+	}
 	var s commands.StatusReport
-	if err := g.call(ctx, commands.SubjectStatus, commands.Empty{}, &s); err != nil {
+	if err := g.call(ctx, commands.SubjectStatus, req, &s); err != nil {
 		return exitError{code: 2, err: err}
 	}
 	if c.JSON {
@@ -36,6 +42,9 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 func printStatus(w io.Writer, s commands.StatusReport) {
+	if s.AsOf != nil {
+		fmt.Fprintf(w, "THE PAST: the mesh as of %s (the log folded up to event %d), not as it is now\n", s.AsOf.UTC().Format(time.RFC3339), s.Checkpoint)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSEQUENCE\tSTATE\tSINCE\tDETAIL")
 	behind := 0

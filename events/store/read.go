@@ -28,6 +28,9 @@ type ReadOptions struct {
 	From   uint64 // first sequence to deliver; 0 or 1 is the start of the stream
 	Follow bool   // keep delivering new messages until ctx ends
 	Filter string // only messages on this subject (wildcards allowed); "" for all
+	// Until, without Follow, ends the read once the message at this
+	// sequence (or the last before it) has been delivered; 0: the end.
+	Until uint64
 }
 
 // readBatch is how many messages the ordered consumer asks for at a time:
@@ -45,9 +48,13 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 		if err != nil {
 			return err
 		}
+		if o.Until > 0 && o.Until < last {
+			last = o.Until
+		}
 		if last == 0 || last < o.From {
 			return nil
 		}
+		o.Until = last
 	}
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
 	if o.From > 1 {
@@ -87,12 +94,21 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 		}
 		msg := Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
 			Time: md.Timestamp, Pending: md.NumPending}
+		if !o.Follow && msg.Seq > o.Until {
+			// Past the end asked for (the next matching message came after it).
+			stopped = true
+			finish(nil)
+			return
+		}
+		if !o.Follow && msg.Seq == o.Until {
+			msg.Pending = 0 // the last this read delivers: a folder commits on it
+		}
 		if err := fn(msg); err != nil {
 			stopped = true
 			finish(err)
 			return
 		}
-		if !o.Follow && md.NumPending == 0 {
+		if !o.Follow && (md.NumPending == 0 || msg.Seq >= o.Until) {
 			stopped = true
 			finish(nil)
 		}

@@ -1,0 +1,54 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// FoldCopy folds the stream from its start into a temporary, in-memory set
+// of read models: up to the event at sequence until (0: the stream's end),
+// and when asOf is set, only the events that occurred up to that moment. The
+// copy does not follow the stream; Close it when done.
+func (e *Engine) FoldCopy(ctx context.Context, until uint64, asOf time.Time) (*Engine, error) {
+	cp, _, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize})
+	if err != nil {
+		return nil, err
+	}
+	f := newFolder(cp.db, cp.o.BatchSize, cp.committed)
+	f.asOf = asOf
+	err = cp.fold(ctx, store.ReadOptions{From: 1, Until: until}, f)
+	f.discard()
+	if err != nil && !errors.Is(err, errPast) {
+		cp.Close()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// Verify folds the whole stream afresh, up to exactly what the live read
+// models hold, and answers how the two differ ("" when they are equal).
+func (e *Engine) Verify(ctx context.Context) (string, uint64, error) {
+	live, err := e.Snapshot()
+	if err != nil {
+		return "", 0, err
+	}
+	cp, err := e.FoldCopy(ctx, live.Checkpoint, time.Time{})
+	if err != nil {
+		return "", 0, err
+	}
+	defer cp.Close()
+	fresh, err := cp.Snapshot()
+	if err != nil {
+		return "", 0, err
+	}
+	if fresh.Checkpoint != live.Checkpoint {
+		return "", 0, fmt.Errorf("projections: the fresh fold ended at event %d, the live read models are at %d", fresh.Checkpoint, live.Checkpoint)
+	}
+	return cmp.Diff(live, fresh), live.Checkpoint, nil
+}
