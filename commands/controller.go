@@ -70,7 +70,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, err
 	}
 	if o.Fresh {
-		log.Info(fmt.Sprintf("projections %s: new, folding %d event(s) from the stream", o.Generation, o.Stream.LastSeq))
+		log.Info(fmt.Sprintf("projections %s: none in this home yet; folding them from the stream's %d event(s)", o.Generation, o.Stream.LastSeq))
 	} else {
 		log.Info(fmt.Sprintf("projections %s: found %d node(s), folded up to event %d of %d", o.Generation, o.Nodes, o.Checkpoint, o.Stream.LastSeq))
 	}

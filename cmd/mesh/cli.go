@@ -29,6 +29,8 @@ type CLI struct {
 	Report      ReportCmd      `cmd:"" help:"Record a provider failing a consumer, or recovering."`
 	History     HistoryCmd     `cmd:"" help:"Every declaration a node was told, when, and what it reported back."`
 	Audit       AuditCmd       `cmd:"" help:"Prove a node's record: signatures, digests, the chain, rising sequences."`
+	Backup      BackupCmd      `cmd:"" help:"Write the stream and the controller's key to a directory, while the mesh runs."`
+	Restore     RestoreCmd     `cmd:"" help:"Bring a backup into a home and bus that hold no mesh yet."`
 	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`
 	Projections ProjectionsCmd `cmd:"" help:"Inspect and rebuild the controller's read models."`
 }

@@ -50,8 +50,12 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if len(r.Unsent) > 0 {
 		return fmt.Errorf("%d of %d node(s) were not sent; the rest were", len(r.Unsent), r.Considered)
 	}
-	if c.Wait > 0 && len(r.Sent) == 1 {
-		return waitFor(ctx, cl, out, r.Sent[0], c.Wait)
+	if c.Wait > 0 {
+		for _, s := range r.Sent {
+			if s.Node == c.Node {
+				return waitFor(ctx, cl, out, s, c.Wait)
+			}
+		}
 	}
 	return nil
 }

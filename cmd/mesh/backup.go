@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+)
+
+const (
+	backupEvents   = "events.jsonl"
+	backupManifest = "manifest.json"
+)
+
+// BackupCmd writes the stream and the controller's key to a directory.
+type BackupCmd struct {
+	Dir string `arg:"" help:"A directory that does not exist yet, or is empty."`
+}
+
+func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	if entries, err := os.ReadDir(c.Dir); err == nil && len(entries) > 0 {
+		return usagef("%s is not empty; back up into a new directory", c.Dir)
+	}
+	key, err := os.ReadFile(filepath.Join(g.Home, commands.KeyFile))
+	if err != nil {
+		return fmt.Errorf("the controller key is not in %s (%v); run mesh backup with the controller's --home, so the backup can carry the mesh on", g.Home, err)
+	}
+	addr, err := g.resolveBus(false)
+	if err != nil {
+		return err
+	}
+	nc, err := connect(addr, "mesh backup")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	st, err := store.Attach(ctx, nc, "")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(c.Dir, backupEvents), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	m, err := st.Export(ctx, f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("the backup in %s is incomplete: %w", c.Dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, commands.KeyFile), key, 0o600); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(filepath.Join(c.Dir, backupManifest), b, 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "backed up %d event(s) of stream %s (sequences %d to %d) to %s, sha256 %s\n", m.Messages, m.Stream, m.FirstSeq, m.LastSeq, c.Dir, m.SHA256[:12])
+	fmt.Fprintf(out.Out, "it holds the controller's secret key (%s, mode 0600): keep it as you keep that key\n", commands.KeyFile)
+	return nil
+}
+
+// RestoreCmd brings a backup into a home and bus that hold no mesh yet.
+type RestoreCmd struct {
+	Dir   string `arg:"" type:"existingdir" help:"A directory mesh backup wrote."`
+	Force bool   `help:"Replace a stream that already holds events. What it holds is lost."`
+}
+
+func (c *RestoreCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var m store.BackupManifest
+	b, err := os.ReadFile(filepath.Join(c.Dir, backupManifest))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		return fmt.Errorf("%s holds no readable %s (%v); is it a directory mesh backup wrote?", c.Dir, backupManifest, err)
+	}
+	events := filepath.Join(c.Dir, backupEvents)
+	if err := verifyFile(m, events); err != nil {
+		return err
+	}
+	key, err := os.ReadFile(filepath.Join(c.Dir, commands.KeyFile))
+	if err != nil {
+		return fmt.Errorf("the backup in %s holds no controller key (%v): nodes would refuse what another key signs", c.Dir, err)
+	}
+	if err := placeKey(g.Home, key); err != nil {
+		return err
+	}
+	nc, stop, err := restoreBus(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	st, _, err := store.Open(ctx, nc, store.StreamConfig{})
+	if err != nil {
+		return err
+	}
+	if state, _ := st.State(ctx); c.Force && state.Msgs > 0 {
+		if st, err = st.Replace(ctx, store.StreamConfig{}); err != nil {
+			return err
+		}
+		fmt.Fprintf(out.Out, "replaced stream %s, which held %d event(s)\n", st.Name(), state.Msgs)
+	}
+	f, err := os.Open(events)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := st.Import(ctx, m, f)
+	if err != nil {
+		return err
+	}
+	// The home's read models, if any, belong to another stream now: remove
+	// them so the next start folds the restored one (it would notice anyway).
+	os.RemoveAll(filepath.Join(g.Home, "projections"))
+	fmt.Fprintf(out.Out, "restored %d event(s) into stream %s (sequences %d to %d) and the controller key into %s\n", n, st.Name(), m.FirstSeq, m.LastSeq, g.Home)
+	fmt.Fprintln(out.Out, "start the mesh with mesh up (or mesh serve): it folds the read models from the restored stream")
+	return nil
+}
+
+func verifyFile(m store.BackupManifest, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("the backup has no %s: %v", backupEvents, err)
+	}
+	defer f.Close()
+	return store.VerifyBackup(m, f)
+}
+
+// placeKey puts the backup's controller key in the home, refusing to replace
+// another key: that would change which key the mesh signs with.
+func placeKey(home string, key []byte) error {
+	path := filepath.Join(home, commands.KeyFile)
+	have, err := os.ReadFile(path)
+	switch {
+	case err == nil && string(have) == string(key):
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s already holds another controller key; restore into a fresh home", home)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, key, 0o600)
+}
+
+// restoreBus is the bus named by --bus or MESH_NATS_URL, or with neither the
+// home's embedded bus, started here for the restore (the home must not be in
+// use by a running mesh up).
+func restoreBus(ctx context.Context, g *Globals) (*nats.Conn, func(), error) {
+	if g.Bus != "" || getenv("MESH_NATS_URL") != "" {
+		addr, err := g.resolveBus(true)
+		if err != nil {
+			return nil, nil, err
+		}
+		nc, err := connect(addr, "mesh restore")
+		if err != nil {
+			return nil, nil, err
+		}
+		return nc, nc.Close, nil
+	}
+	release, err := lockHome(g.Home, "mesh restore")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: filepath.Join(g.Home, "nats"), Port: -1})
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		srv.Close()
+		release()
+		return nil, nil, err
+	}
+	return nc, func() { nc.Close(); srv.Close(); release() }, nil
+}
