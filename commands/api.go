@@ -387,3 +387,16 @@ type Verified struct {
 	Diff       string  `json:"diff"`
 	Seconds    float64 `json:"seconds"`
 }
+
+// FoldRequest asks for a rebuild or a verify. Progress, when set, is a
+// subject the controller publishes FoldProgress to as it folds.
+type FoldRequest struct {
+	Progress string `json:"progress,omitempty"`
+}
+
+// FoldProgress is how far a rebuild or verify has folded.
+type FoldProgress struct {
+	Folded uint64  `json:"folded"`
+	Total  uint64  `json:"total"`
+	Rate   float64 `json:"rate"` // events a second so far
+}

@@ -230,8 +230,8 @@ func (h *Handlers) ProjectionsStatus(ctx context.Context, _ Empty) (StatusReply,
 }
 
 // RebuildProjections folds the stream into fresh read models and swaps them in.
-func (h *Handlers) RebuildProjections(ctx context.Context, _ Empty) (RebuildReply, error) {
-	r, err := h.Proj.Rebuild(ctx, nil)
+func (h *Handlers) RebuildProjections(ctx context.Context, req FoldRequest) (RebuildReply, error) {
+	r, err := h.Proj.Rebuild(ctx, h.progress(req.Progress))
 	if err != nil {
 		return RebuildReply{}, err
 	}

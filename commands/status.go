@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"sync"
 	"time"
@@ -196,8 +197,29 @@ func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handler
 
 // VerifyProjections folds the whole stream afresh and compares it with the
 // live read models.
-func (h *Handlers) VerifyProjections(ctx context.Context, _ Empty) (Verified, error) {
+func (h *Handlers) VerifyProjections(ctx context.Context, r FoldRequest) (Verified, error) {
 	start := time.Now()
-	diff, at, err := h.Proj.Verify(ctx)
+	diff, at, err := h.Proj.Verify(ctx, h.progress(r.Progress))
 	return Verified{Checkpoint: at, Diff: diff, Seconds: time.Since(start).Seconds()}, err
+}
+
+// progress publishes fold progress to subject, at most five times a second
+// and always the last; nil when nobody asked.
+func (h *Handlers) progress(subject string) func(projections.Progress) {
+	if subject == "" {
+		return nil
+	}
+	var last time.Time
+	return func(p projections.Progress) {
+		if p.Folded < p.Total && time.Since(last) < 200*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		rate := 0.0
+		if p.Elapsed > 0 {
+			rate = float64(p.Folded) / p.Elapsed.Seconds()
+		}
+		b, _ := json.Marshal(FoldProgress{Folded: p.Folded, Total: p.Total, Rate: rate})
+		h.Store.NC().Publish(subject, b)
+	}
 }

@@ -16,11 +16,25 @@ import (
 // and when asOf is set, only the events that occurred up to that moment. The
 // copy does not follow the stream; Close it when done.
 func (e *Engine) FoldCopy(ctx context.Context, until uint64, asOf time.Time) (*Engine, error) {
-	cp, _, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize})
+	return e.foldCopy(ctx, until, asOf, nil)
+}
+
+func (e *Engine) foldCopy(ctx context.Context, until uint64, asOf time.Time, progress func(Progress)) (*Engine, error) {
+	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize})
 	if err != nil {
 		return nil, err
 	}
-	f := newFolder(cp.db, cp.o.BatchSize, cp.committed)
+	total := o.Stream.LastSeq
+	if until > 0 {
+		total = until
+	}
+	start := time.Now()
+	f := newFolder(cp.db, cp.o.BatchSize, func(last uint64) {
+		cp.committed(last)
+		if progress != nil {
+			progress(Progress{Folded: last, Total: total, Elapsed: time.Since(start)})
+		}
+	})
 	f.asOf = asOf
 	err = cp.fold(ctx, store.ReadOptions{From: 1, Until: until}, f)
 	f.discard()
@@ -33,12 +47,12 @@ func (e *Engine) FoldCopy(ctx context.Context, until uint64, asOf time.Time) (*E
 
 // Verify folds the whole stream afresh, up to exactly what the live read
 // models hold, and answers how the two differ ("" when they are equal).
-func (e *Engine) Verify(ctx context.Context) (string, uint64, error) {
+func (e *Engine) Verify(ctx context.Context, progress func(Progress)) (string, uint64, error) {
 	live, err := e.Snapshot()
 	if err != nil {
 		return "", 0, err
 	}
-	cp, err := e.FoldCopy(ctx, live.Checkpoint, time.Time{})
+	cp, err := e.foldCopy(ctx, live.Checkpoint, time.Time{}, progress)
 	if err != nil {
 		return "", 0, err
 	}

@@ -322,14 +322,14 @@ func TestVerifyAndFoldCopy(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	last := enrollMany(t, s, 5, 5)
 	waitFor(t, e, last)
-	if diff, at, err := e.Verify(ctx); err != nil || diff != "" || at != last {
+	if diff, at, err := e.Verify(ctx, nil); err != nil || diff != "" || at != last {
 		t.Fatalf("verify: at %d, err %v, diff:\n%s", at, err, diff)
 	}
 	// Break the live read models behind the engine's back: verify says so.
 	if err := e.db.Delete(nodeKey("node-1"), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	if diff, _, err := e.Verify(ctx); err != nil || !strings.Contains(diff, "node-1") {
+	if diff, _, err := e.Verify(ctx, nil); err != nil || !strings.Contains(diff, "node-1") {
 		t.Fatalf("verify after damage: %v\n%s", err, diff)
 	}
 	past, err := e.FoldCopy(ctx, 0, cut)

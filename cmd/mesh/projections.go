@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/meshctl/mesh/commands"
 )
@@ -48,8 +54,14 @@ func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *Globals, out *Output
 	}
 	defer closeFn()
 	cl.Timeout = c.Timeout
+	req, done, err := followProgress(cl, out)
+	if err != nil {
+		return err
+	}
 	var r commands.RebuildReply
-	if err := cl.Call(ctx, commands.SubjectProjectionsRebuild, commands.Empty{}, &r); err != nil {
+	err = cl.Call(ctx, commands.SubjectProjectionsRebuild, req, &r)
+	done()
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "rebuilt the read models: %s replaced by %s, %d event(s) folded in %.2fs, now at event %d\n",
@@ -68,8 +80,14 @@ func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output)
 	}
 	defer closeFn()
 	cl.Timeout = c.Timeout
+	req, done, err := followProgress(cl, out)
+	if err != nil {
+		return err
+	}
 	var v commands.Verified
-	if err := cl.Call(ctx, commands.SubjectProjectionsVerify, commands.Empty{}, &v); err != nil {
+	err = cl.Call(ctx, commands.SubjectProjectionsVerify, req, &v)
+	done()
+	if err != nil {
 		return err
 	}
 	if v.Diff != "" {
@@ -78,4 +96,49 @@ func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output)
 	}
 	fmt.Fprintf(out.Out, "the read models equal a fresh fold of events 1 to %d (%.2fs)\n", v.Checkpoint, v.Seconds)
 	return nil
+}
+
+// followProgress subscribes to a fresh inbox the controller reports fold
+// progress on, and prints it: one line rewritten in place on a terminal,
+// plain lines otherwise (a log or a pipe keeps every one).
+func followProgress(cl *commands.Client, out *Output) (commands.FoldRequest, func(), error) {
+	inbox := cl.NC.NewRespInbox()
+	tty := isTerminal(out.Err)
+	var printed atomic.Bool
+	sub, err := cl.NC.Subscribe(inbox, func(m *nats.Msg) {
+		var p commands.FoldProgress
+		if json.Unmarshal(m.Data, &p) != nil {
+			return
+		}
+		line := fmt.Sprintf("folded %d of %d event(s), %.0f/s", p.Folded, p.Total, p.Rate)
+		if tty {
+			fmt.Fprintf(out.Err, "\r%s\x1b[K", line)
+			printed.Store(true)
+		} else {
+			fmt.Fprintln(out.Err, line)
+		}
+	})
+	if err != nil {
+		return commands.FoldRequest{}, nil, err
+	}
+	// The subscription must reach the server before the controller publishes.
+	if err := cl.NC.Flush(); err != nil {
+		sub.Unsubscribe()
+		return commands.FoldRequest{}, nil, err
+	}
+	return commands.FoldRequest{Progress: inbox}, func() {
+		sub.Unsubscribe()
+		if printed.Load() {
+			fmt.Fprintln(out.Err)
+		}
+	}, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

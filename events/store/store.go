@@ -70,6 +70,9 @@ func Attach(ctx context.Context, nc *nats.Conn, name string) (*Store, error) {
 	return &Store{nc: nc, js: js, stream: st, name: name, Now: time.Now}, nil
 }
 
+// NC is the connection the store uses.
+func (s *Store) NC() *nats.Conn { return s.nc }
+
 // Name is the stream's name.
 func (s *Store) Name() string { return s.name }
 
