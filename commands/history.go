@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -60,26 +62,54 @@ func (h *Handlers) nodeEvents(ctx context.Context, node string, since, until tim
 	if err != nil {
 		return nil, err
 	}
-	out := make([]recorded, 0, len(idx))
-	for _, e := range idx {
-		m, err := h.Store.Get(ctx, e.Seq)
+	// Each read is a round trip; they are independent, so several are in
+	// flight at once (a history of a thousand declarations is a thousand
+	// direct gets), and the results keep the index's order.
+	out := make([]recorded, len(idx))
+	errs := make([]error, len(idx))
+	inFlight(len(idx), 8, func(i int) {
+		out[i], errs[i] = h.readEvent(ctx, idx[i].Seq)
+	})
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		env, ev, err := events.Decode(m.Data)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", e.Seq, err)
-		}
-		r := recorded{seq: e.Seq, at: env.OccurredAt, ev: ev}
-		if sent, ok := ev.(events.DeclarationSent); ok {
-			var d declaration.Declaration
-			if err := json.Unmarshal(sent.Declaration, &d); err == nil {
-				r.decl = &d
-			}
-		}
-		out = append(out, r)
 	}
 	return out, nil
+}
+
+func (h *Handlers) readEvent(ctx context.Context, seq uint64) (recorded, error) {
+	m, err := h.Store.Get(ctx, seq)
+	if err != nil {
+		return recorded{}, err
+	}
+	env, ev, err := events.Decode(m.Data)
+	if err != nil {
+		return recorded{}, fmt.Errorf("event %d: %w", seq, err)
+	}
+	r := recorded{seq: seq, at: env.OccurredAt, ev: ev}
+	if sent, ok := ev.(events.DeclarationSent); ok {
+		var d declaration.Declaration
+		if err := json.Unmarshal(sent.Declaration, &d); err == nil {
+			r.decl = &d
+		}
+	}
+	return r, nil
+}
+
+// inFlight runs fn(0..n-1) on up to k goroutines: for round trips, where
+// waiting, not the CPU, is the cost.
+func inFlight(n, k int, fn func(int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, k) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // History answers every declaration the node was told and every report it

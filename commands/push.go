@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -191,19 +189,7 @@ func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, now ti
 }
 
 // parallel runs fn(0..n-1) on a worker per core.
-func parallel(n int, fn func(int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-}
+func parallel(n int, fn func(int)) { inFlight(n, runtime.GOMAXPROCS(0), fn) }
 
 // seal numbers, chains and signs content for the node in row.
 //
