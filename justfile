@@ -26,6 +26,11 @@ bench:
     go test ./agent/ -run '^$' -bench VerifyAndApplyUnchanged
     go test ./commands/ -run '^$' -bench 'BenchmarkStatus$' -benchtime 5x
 
+# the long benchmarks: a stream of a million events (a few minutes)
+bench-million:
+    go test ./projections/ -run '^$' -bench 'BenchmarkRebuild$' -benchtime 1x -timeout 30m
+    go test ./commands/ -run '^$' -bench 'BenchmarkHistory$' -benchtime 3x -timeout 30m
+
 # the tests with the race detector
 race:
     go test -race ./...
