@@ -104,6 +104,21 @@ func TestPushToAgents(t *testing.T) {
 	if r = must("push", "--behind"); !strings.Contains(r.out, "every machine is doing what it was told") {
 		t.Fatalf("push --behind with every node applied: %+v", r)
 	}
+	if r = must("history", "app-1", "--diff"); !strings.Contains(r.out, "sent     sequence 3 by declare") || !strings.Contains(r.out, "removed /etc/app/app.conf") {
+		t.Fatalf("history --diff: %s", r.out)
+	}
+	if r = must("audit", "app-1"); !strings.Contains(r.out, "the record holds") {
+		t.Fatalf("audit: %s", r.out)
+	}
+	if r = must("projections", "verify"); !strings.Contains(r.out, "equal a fresh fold") {
+		t.Fatalf("verify: %+v", r)
+	}
+	if r = mesh(t, home, "status", "--as-of", "1h"); !strings.Contains(r.out, "THE PAST") || !strings.Contains(r.out, "no active nodes") {
+		t.Fatalf("status --as-of 1h: %+v", r)
+	}
+	if r = mesh(t, home, "status", "--as-of", "yesterday"); r.code != 2 {
+		t.Fatalf("a malformed --as-of: %+v", r)
+	}
 	if r = must("node", "join", "app-1"); !strings.HasPrefix(strings.TrimSpace(r.out), "meshjoin1.") {
 		t.Fatalf("node join: %+v", r)
 	}
