@@ -1,18 +1,12 @@
 package commands
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
-	"github.com/meshctl/mesh/projections"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // BenchmarkComposeFromReadModels composes every node of a mesh of 10,000
@@ -20,19 +14,8 @@ import (
 // composition's input once per round, as a push will. Target: 20,000 nodes a
 // second on one core (run with -cpu 1).
 func BenchmarkComposeFromReadModels(b *testing.B) {
-	ctx := context.Background()
-	nc := embeddedtest.Conn(b, embeddedtest.Server(b))
-	st, _, err := store.Open(ctx, nc, store.StreamConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
-	publish := func(agg events.AggregateID, ev events.Event) {
-		data, _ := events.Encode(agg, "c", 0, time.Now(), ev)
-		if _, err := js.PublishAsync(agg.Subject(ev.EventType()), data); err != nil {
-			b.Fatal(err)
-		}
-	}
+	bm := newBenchMesh(b, false)
+	publish := bm.publish
 	var builds []string
 	for i := range 5 {
 		m, err := manifest.Parse([]byte(fmt.Sprintf(`{"module":"m%d","requires":["linux"],"settings":{"port":{"default":"80%d"}},
@@ -53,18 +36,7 @@ func BenchmarkComposeFromReadModels(b *testing.B) {
 			publish(agg, events.ModuleAssigned{Node: name, Module: fmt.Sprintf("m%d", j), Build: build, Settings: map[string]string{}})
 		}
 	}
-	<-js.PublishAsyncComplete()
-	proj, _, err := projections.Open(ctx, projections.Options{Dir: b.TempDir(), Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer proj.Close()
-	proj.Start()
-	state, _ := st.State(ctx)
-	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
-		b.Fatal(err)
-	}
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh"}
+	h := bm.fold()
 	var load time.Duration
 	b.ResetTimer()
 	for range b.N {

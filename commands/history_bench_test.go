@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"testing"
@@ -11,11 +10,7 @@ import (
 
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
-	"github.com/meshctl/mesh/projections"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
 
@@ -27,20 +22,10 @@ func BenchmarkHistory(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_EVENTS")); err == nil && v > 0 {
 		total = v
 	}
-	nc := embeddedtest.Conn(b, embeddedtest.Server(b))
-	st, _, err := store.Open(ctx, nc, store.StreamConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
+	bm := newBenchMesh(b, false)
+	publish := bm.publish
 	kp, _ := nkeys.CreateAccount()
 	signer, _ := declaration.NewSigner(kp)
-	publish := func(agg events.AggregateID, ev events.Event) {
-		data, _ := events.Encode(agg, "c", 0, time.Now(), ev)
-		if _, err := js.PublishAsync(agg.Subject(ev.EventType()), data); err != nil {
-			b.Fatal(err)
-		}
-	}
 	publish(events.NodeAggregate("app-1"), events.NodeEnrolled{Name: "app-1"})
 	const decls = 1000
 	every := total / decls
@@ -61,18 +46,7 @@ func BenchmarkHistory(b *testing.B) {
 		name := fmt.Sprintf("n%d", i)
 		publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name})
 	}
-	<-js.PublishAsyncComplete()
-	proj, _, err := projections.Open(ctx, projections.Options{Dir: b.TempDir(), Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer proj.Close()
-	proj.Start()
-	state, _ := st.State(ctx)
-	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
-		b.Fatal(err)
-	}
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: kp, Signer: signer, PublicKey: signer.PublicKey()}
+	h := bm.fold()
 	b.ResetTimer()
 	for range b.N {
 		hist, err := h.History(ctx, HistoryRequest{Node: "app-1"})

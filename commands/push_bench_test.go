@@ -3,18 +3,12 @@ package commands
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/meshctl/mesh/declaration"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
-	"github.com/meshctl/mesh/projections"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
 )
 
 // BenchmarkPush pushes to 10,000 nodes (compose, sign, append, wait for the
@@ -22,23 +16,8 @@ import (
 // the same size, in the same run. Target: 10,000 nodes in 1.5 s or less.
 func BenchmarkPush(b *testing.B) {
 	ctx := context.Background()
-	srv := embeddedtest.Server(b)
-	nc, err := srv.Connect() // in-process, as mesh up's controller is
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	st, _, err := store.Open(ctx, nc, store.StreamConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
-	publish := func(agg events.AggregateID, ev events.Event) {
-		data, _ := events.Encode(agg, "c", 0, time.Now(), ev)
-		if _, err := js.PublishAsync(agg.Subject(ev.EventType()), data); err != nil {
-			b.Fatal(err)
-		}
-	}
+	bm := newBenchMesh(b, true)
+	st, js, publish := bm.st, bm.js, bm.publish
 	m, _ := manifest.Parse([]byte(`{"module":"app","settings":{"port":{"default":"8080"}},"resources":[
 	  {"kind":"directory","path":"/etc/app","mode":"0755"},
 	  {"kind":"file","path":"/etc/app/app.conf","mode":"0644","template":"node = {{.Node.Name}}\nport = {{.Settings.port}}\n"}]}`))
@@ -55,19 +34,7 @@ func BenchmarkPush(b *testing.B) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"}, Storage: jetstream.FileStorage}); err != nil {
 		b.Fatal(err)
 	}
-	proj, _, err := projections.Open(ctx, projections.Options{Dir: b.TempDir(), Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer proj.Close()
-	proj.Start()
-	state, _ := st.State(ctx)
-	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
-		b.Fatal(err)
-	}
-	kp, _ := nkeys.CreateAccount()
-	signer, _ := declaration.NewSigner(kp)
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: kp, Signer: signer, PublicKey: signer.PublicKey()}
+	h := bm.fold()
 
 	var push, raw time.Duration
 	var size int

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -12,14 +11,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/meshctl/mesh/declaration"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
 )
 
 // BenchmarkStatus answers status over 10,000 pushed nodes (5 modules each),
@@ -28,23 +22,8 @@ import (
 // (reported as rss-MiB: this process holds the controller and its bus).
 func BenchmarkStatus(b *testing.B) {
 	ctx := context.Background()
-	srv := embeddedtest.Server(b)
-	nc, err := srv.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	st, _, err := store.Open(ctx, nc, store.StreamConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
-	publish := func(agg events.AggregateID, ev events.Event) {
-		data, _ := events.Encode(agg, "c", 0, time.Now(), ev)
-		if _, err := js.PublishAsync(agg.Subject(ev.EventType()), data); err != nil {
-			b.Fatal(err)
-		}
-	}
+	bm := newBenchMesh(b, true)
+	publish := bm.publish
 	var builds []string
 	for i := range 5 {
 		m, _ := manifest.Parse([]byte(fmt.Sprintf(`{"module":"m%d","resources":[{"kind":"file","path":"/etc/m%d.conf","mode":"0644","template":"node = {{.Node.Name}}\n"}]}`, i, i)))
@@ -59,21 +38,8 @@ func BenchmarkStatus(b *testing.B) {
 			publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: fmt.Sprintf("m%d", j), Build: build, Settings: map[string]string{}})
 		}
 	}
-	<-js.PublishAsyncComplete()
-	dir := b.TempDir()
-	proj, _, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer proj.Close()
-	proj.Start()
-	state, _ := st.State(ctx)
-	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
-		b.Fatal(err)
-	}
-	kp, _ := nkeys.CreateAccount()
-	signer, _ := declaration.NewSigner(kp)
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: kp, Signer: signer, PublicKey: signer.PublicKey()}
+	h := bm.fold()
+	proj := bm.proj
 	if r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID()}); err != nil || len(r.Sent) != nodes {
 		b.Fatalf("push: %v", err)
 	}

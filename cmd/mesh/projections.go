@@ -48,20 +48,8 @@ type ProjectionsRebuildCmd struct {
 }
 
 func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	cl, closeFn, err := g.client()
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	cl.Timeout = c.Timeout
-	req, done, err := followProgress(cl, out)
-	if err != nil {
-		return err
-	}
 	var r commands.RebuildReply
-	err = cl.Call(ctx, commands.SubjectProjectionsRebuild, req, &r)
-	done()
-	if err != nil {
+	if err := foldCall(ctx, g, out, commands.SubjectProjectionsRebuild, c.Timeout, &r); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "rebuilt the read models: %s replaced by %s, %d event(s) folded in %.2fs, now at event %d\n",
@@ -69,25 +57,31 @@ func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *Globals, out *Output
 	return nil
 }
 
-type ProjectionsVerifyCmd struct {
-	Timeout time.Duration `default:"30m" help:"How long to wait for the fold."`
-}
-
-func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+// foldCall asks the controller for a long fold (rebuild, verify), showing
+// its progress while it runs.
+func foldCall(ctx context.Context, g *Globals, out *Output, subject string, timeout time.Duration, resp any) error {
 	cl, closeFn, err := g.client()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	cl.Timeout = c.Timeout
+	cl.Timeout = timeout
 	req, done, err := followProgress(cl, out)
 	if err != nil {
 		return err
 	}
-	var v commands.Verified
-	err = cl.Call(ctx, commands.SubjectProjectionsVerify, req, &v)
+	err = cl.Call(ctx, subject, req, resp)
 	done()
-	if err != nil {
+	return err
+}
+
+type ProjectionsVerifyCmd struct {
+	Timeout time.Duration `default:"30m" help:"How long to wait for the fold."`
+}
+
+func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var v commands.Verified
+	if err := foldCall(ctx, g, out, commands.SubjectProjectionsVerify, c.Timeout, &v); err != nil {
 		return err
 	}
 	if v.Diff != "" {

@@ -1,0 +1,78 @@
+package commands
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+)
+
+// benchMesh is a real bus, stream and read models for the benchmarks, filled
+// by publishing events directly (fast) and folded before the clock starts.
+type benchMesh struct {
+	b    *testing.B
+	st   *store.Store
+	js   jetstream.JetStream
+	proj *projections.Engine
+	h    *Handlers
+}
+
+// newBenchMesh connects in-process, as mesh up's controller does, or over TCP.
+func newBenchMesh(b *testing.B, inProcess bool) *benchMesh {
+	b.Helper()
+	srv := embeddedtest.Server(b)
+	var nc *nats.Conn
+	if inProcess {
+		var err error
+		if nc, err = srv.Connect(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+	} else {
+		nc = embeddedtest.Conn(b, srv)
+	}
+	st, _, err := store.Open(context.Background(), nc, store.StreamConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	return &benchMesh{b: b, st: st, js: js}
+}
+
+func (m *benchMesh) publish(agg events.AggregateID, ev events.Event) {
+	data, _ := events.Encode(agg, "c", 0, time.Now(), ev)
+	if _, err := m.js.PublishAsync(agg.Subject(ev.EventType()), data); err != nil {
+		m.b.Fatal(err)
+	}
+}
+
+// fold waits for the publishes, folds them, and makes handlers with a key.
+func (m *benchMesh) fold() *Handlers {
+	ctx := context.Background()
+	<-m.js.PublishAsyncComplete()
+	proj, _, err := projections.Open(ctx, projections.Options{Dir: m.b.TempDir(), Store: m.st})
+	if err != nil {
+		m.b.Fatal(err)
+	}
+	m.b.Cleanup(func() { proj.Close() })
+	proj.Start()
+	state, _ := m.st.State(ctx)
+	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
+		m.b.Fatal(err)
+	}
+	kp, _ := nkeys.CreateAccount()
+	signer, _ := declaration.NewSigner(kp)
+	m.proj = proj
+	m.h = &Handlers{Store: m.st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
+		Key: kp, Signer: signer, PublicKey: signer.PublicKey()}
+	return m.h
+}
