@@ -67,7 +67,7 @@ func (h *Handlers) nodeEvents(ctx context.Context, node string, since, until tim
 	// direct gets), and the results keep the index's order.
 	out := make([]recorded, len(idx))
 	errs := make([]error, len(idx))
-	inFlight(len(idx), 8, func(i int) {
+	inFlight(len(idx), 32, func(i int) {
 		out[i], errs[i] = h.readEvent(ctx, idx[i].Seq)
 	})
 	for _, err := range errs {
