@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +15,10 @@ import (
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func controller(t *testing.T, srv *embedded.Server) *commands.Client {
@@ -144,4 +148,60 @@ func msgData(m *nats.Msg) string {
 		return ""
 	}
 	return fmt.Sprintf("%s", m.Data)
+}
+
+// A push to thousands of nodes says more than one NATS message holds: its
+// per-node results come in chunks, and every node is in them.
+func TestPushToThousandsOfNodesThroughTheService(t *testing.T) {
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	nc := embeddedtest.Conn(t, srv)
+	if _, _, err := store.Open(ctx, nc, store.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	const nodes = 9000 // about 1.3 MiB of results: more than NATS's default max payload
+	for i := range nodes {
+		name := fmt.Sprintf("web-%d", i)
+		data, _ := events.Encode(events.NodeAggregate(name), "c"+name, 0, time.Now(), events.NodeEnrolled{Name: name})
+		if _, err := js.PublishAsync(events.NodeAggregate(name).Subject("NodeEnrolled"), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-js.PublishAsyncComplete()
+	c := controller(t, srv)
+	c.Timeout = time.Minute
+	inbox := c.NC.NewRespInbox()
+	var mu sync.Mutex
+	var chunks []commands.PushChunk
+	sub, _ := c.NC.Subscribe(inbox, func(m *nats.Msg) {
+		var ch commands.PushChunk
+		json.Unmarshal(m.Data, &ch)
+		mu.Lock()
+		chunks = append(chunks, ch)
+		mu.Unlock()
+	})
+	defer sub.Unsubscribe()
+	c.NC.Flush()
+	var r commands.PushReply
+	if err := c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID(), Results: inbox}, &r); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(chunks)
+		mu.Unlock()
+		if n == r.Chunks || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sent := 0
+	for _, ch := range chunks {
+		sent += len(ch.Sent)
+	}
+	if r.Considered != nodes || sent != nodes || r.Chunks < 2 {
+		t.Fatalf("considered %d, %d sent in %d chunk(s) (answer said %d)", r.Considered, sent, len(chunks), r.Chunks)
+	}
 }

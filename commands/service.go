@@ -51,7 +51,7 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"node-unassign", SubjectNodeUnassign, endpoint(h.Unassign, verbTimeout)},
 		{"node-plan", SubjectNodePlan, endpoint(h.Plan, verbTimeout)},
 		{"node-join", SubjectNodeJoin, endpoint(h.Join, verbTimeout)},
-		{"push", SubjectPush, endpoint(h.Push, pushTimeout)},
+		{"push", SubjectPush, endpoint(h.pushInChunks, pushTimeout)},
 		{"declare", SubjectDeclare, endpoint(h.Declare, verbTimeout)},
 		{"status", SubjectStatus, endpoint(h.Status, verbTimeout)},
 		{"report", SubjectReport, endpoint(h.Report, verbTimeout)},
@@ -92,7 +92,12 @@ func endpoint[Req, Resp any](fn func(context.Context, Req) (Resp, error), timeou
 				r.Error(codeOf(err), err.Error(), nil)
 				return
 			}
-			r.RespondJSON(resp)
+			if err := r.RespondJSON(resp); err != nil {
+				// Most often an answer over the bus's max payload: say so,
+				// rather than leave the client waiting for a reply that
+				// will never come.
+				r.Error(CodeInternal, "the controller could not send its answer: "+err.Error(), nil)
+			}
 		}()
 	})
 }
