@@ -71,3 +71,42 @@ func TestDecodeFromSubjectAgreesWithDecode(t *testing.T) {
 		t.Fatal("an unknown version decoded on the fast path")
 	}
 }
+
+// The fold's fast path reads exactly what the general decoder reads, for
+// what Encode writes, and steps aside for anything else.
+func TestFastPathAgreesWithTheGeneralDecoder(t *testing.T) {
+	at := time.Date(2026, 12, 2, 14, 0, 0, 123456789, time.UTC)
+	evs := []Event{
+		NodeEnrolled{Name: "web-1", Capabilities: []string{"linux"}, Labels: map[string]string{"k": "a \"quoted\" }, value"}},
+		NodeRetired{Name: "web-1", RetiredAt: at},
+		ModuleAssigned{Node: "n", Module: "m", Build: "b", Settings: map[string]string{"x": "}"}},
+	}
+	for _, ev := range evs {
+		raw, err := Encode(NodeAggregate("web-1"), "cmd.1", 3, at, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ, version, gotAt, data, ok := splitEnvelope(raw)
+		if !ok || typ != ev.EventType() || version != 1 || !gotAt.Equal(at) {
+			t.Fatalf("%s: split %v %q %d %v", ev.EventType(), ok, typ, version, gotAt)
+		}
+		env, want, _ := Decode(raw)
+		if string(data) != string(env.Data) {
+			t.Fatalf("%s: data %s, want %s", ev.EventType(), data, env.Data)
+		}
+		_, got, err := DecodeFromSubject(NodeAggregate("web-1").Subject(ev.EventType()), raw)
+		if err != nil || !cmp.Equal(got, want) {
+			t.Fatalf("%s: fast %v %v, general %v", ev.EventType(), got, err, want)
+		}
+	}
+	for _, other := range []string{
+		`{"type":"NodeRetired","id":"x","version":1,"aggregate":{"kind":"node","id":"n"},"occurred_at":"2026-12-02T14:00:00Z","command_id":"c","data":{"name":"n"}}`,
+		`{"id":"x\"y","type":"NodeRetired","version":1,"aggregate":{"kind":"node","id":"n"},"occurred_at":"2026-12-02T14:00:00Z","command_id":"c","data":{}}`,
+		`{"id":"x","type":"NodeRetired","version":1,"aggregate":{"kind":"node","id":"n"},"occurred_at":"2026-12-02T14:00:00Z","command_id":"c","data":{"name":"n"},"extra":1}`,
+	} {
+		_, _, _, data, ok := splitEnvelope([]byte(other))
+		if ok && json.Valid(data) {
+			t.Errorf("the fast path claimed %s (data %s)", other, data)
+		}
+	}
+}

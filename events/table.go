@@ -76,6 +76,12 @@ type foldEnvelope[T Event] struct {
 }
 
 func decodeCurrent[T Event](raw []byte) (Envelope, Event, error) {
+	if typ, version, at, data, ok := splitEnvelope(raw); ok {
+		var ev T
+		if err := json.Unmarshal(data, &ev); err == nil {
+			return Envelope{Meta: Meta{Type: typ, Version: version, OccurredAt: at}}, ev, nil
+		}
+	}
 	var fe foldEnvelope[T]
 	if err := json.Unmarshal(raw, &fe); err != nil {
 		return Envelope{}, nil, err
