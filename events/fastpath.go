@@ -35,8 +35,8 @@ func splitEnvelope(raw []byte) (typ string, version int, at time.Time, data []by
 	if r.bad || len(r.b) < 2 || r.b[len(r.b)-1] != '}' {
 		return "", 0, time.Time{}, nil, false
 	}
-	at, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
+	// UnmarshalText is the strict RFC 3339 parse encoding/json uses.
+	if err := at.UnmarshalText([]byte(ts)); err != nil {
 		return "", 0, time.Time{}, nil, false
 	}
 	return typ, version, at, r.b[:len(r.b)-1], true
@@ -55,15 +55,23 @@ func (s *splitter) lit(l string) {
 	s.b = s.b[len(l):]
 }
 
-// str reads up to the closing quote; an escape means it is not ours to read.
+// str reads up to the closing quote. Only printable ASCII without escapes
+// is ours to read: anything else (an escape, a control character JSON
+// forbids, UTF-8 the general decoder would rewrite) goes to the general path.
 func (s *splitter) str() string {
 	if s.bad {
 		return ""
 	}
 	i := bytes.IndexByte(s.b, '"')
-	if i < 0 || bytes.IndexByte(s.b[:i], '\\') >= 0 {
+	if i < 0 {
 		s.bad = true
 		return ""
+	}
+	for _, c := range s.b[:i] {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			s.bad = true
+			return ""
+		}
 	}
 	v := string(s.b[:i])
 	s.b = s.b[i+1:]
