@@ -261,3 +261,29 @@ func TestStatusAsOf(t *testing.T) {
 		t.Fatalf("an hour ago there were no nodes: %+v", ancient.Nodes)
 	}
 }
+
+// A node failing the same way for over six hours is pushed anyway by
+// push --behind, with a note that timing is unlikely to be the cause.
+func TestLongFailingNodeIsPushedWithANote(t *testing.T) {
+	m := newMesh(t)
+	m.enroll("web-1", "linux")
+	m.writeModule(`{"module":"linked","resources":[{"kind":"file","path":"/etc/link/x","mode":"0644","content":"x"}]}`)
+	root, _ := m.agent("web-1")
+	m.must(os.MkdirAll(filepath.Join(root, "etc"), 0o755))
+	m.must(os.Symlink(t.TempDir(), filepath.Join(root, "etc/link")))
+	m.assign("web-1", "linked", nil)
+	m.push("web-1")
+	first := m.waitState("web-1", commands.StateFailed)
+	m.push("web-1") // fails the same way again
+	row, _, _ := m.h.Proj.Node("web-1")
+	second := m.report("web-1", row.LastSent.Digest)
+	if first.FailingSince == nil || !second.FailingSince.Equal(*first.FailingSince) {
+		t.Fatalf("failing the same way must keep its start: first %v, then %v", first.FailingSince, second.FailingSince)
+	}
+	m.h.Now = func() time.Time { return time.Now().Add(7 * time.Hour) }
+	r, err := m.h.Push(m.ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true})
+	m.must(err)
+	if len(r.Sent) != 1 || !strings.Contains(r.Sent[0].Note, "the cause is unlikely to be timing") {
+		t.Fatalf("push --behind seven hours on: %+v", r.Sent)
+	}
+}
