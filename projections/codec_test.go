@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/events"
 )
 
 func TestAssignmentCodecRoundTrips(t *testing.T) {
@@ -26,6 +27,32 @@ func TestAssignmentCodecRoundTrips(t *testing.T) {
 		for i := range b {
 			if _, err := decodeAssignment(a.Node, a.Module, b[:i]); !errors.Is(err, errCorruptRow) {
 				t.Fatalf("truncated to %d bytes: err = %v", i, err)
+			}
+		}
+	}
+}
+
+func TestNodeCodecRoundTrips(t *testing.T) {
+	at := time.Date(2026, 12, 2, 16, 0, 0, 7, time.UTC)
+	for _, n := range []Node{
+		{Name: "a", Capabilities: []string{}, Labels: map[string]string{}},
+		{Name: "web-1", Capabilities: []string{"amd64", "linux"}, Labels: map[string]string{"zone": "eu-1", "": "x"}, Retired: true,
+			EnrolledAt: at, RetiredAt: at.Add(time.Hour), EnrolledSeq: 3, Version: 1 << 33,
+			LastSent: &Sent{Sequence: 7, Digest: "d", ContentDigest: "c", By: "push", Resources: 5, At: at, StreamSeq: 99},
+			LastReport: &Report{Outcome: "failed", Sequence: 7, Digest: "d", Reason: "r", Highest: 6, At: at, StreamSeq: 100, FailingSince: at,
+				Failed: []events.ResourceFailure{{Path: "/a", Reason: "why"}, {Path: "/b", Reason: ""}}}},
+	} {
+		b := encodeNode(n)
+		got, err := decodeNode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(n, got); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
+		for i := range b {
+			if _, err := decodeNode(b[:i]); err == nil {
+				t.Fatalf("truncated to %d of %d bytes and still decoded", i, len(b))
 			}
 		}
 	}

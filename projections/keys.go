@@ -40,7 +40,8 @@ var (
 //	4  last declaration sent and last report on the node row
 //	5  standings; failing-since on the node row; the composition version in meta
 //	6  the history index
-const schemaVersion = 6
+//	7  node rows in the compact codec of nodecodec.go
+const schemaVersion = 7
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -62,10 +62,9 @@ func foldNode(b *pebble.Batch, rec events.Recorded) error {
 			Name: ev.Name, Capabilities: ev.Capabilities, Labels: ev.Labels,
 			EnrolledAt: rec.Envelope.OccurredAt, EnrolledSeq: rec.Seq, Version: rec.Seq,
 		}
-		return putJSON(b, nodeKey(ev.Name), n)
+		return putNode(b, n)
 	case events.NodeRetired:
-		var n Node
-		found, err := getJSON(b, nodeKey(ev.Name), &n)
+		n, found, err := getNode(b, ev.Name)
 		if err != nil {
 			return err
 		}
@@ -73,7 +72,7 @@ func foldNode(b *pebble.Batch, rec events.Recorded) error {
 			return fmt.Errorf("projections: event %d retires node %s, which was never enrolled", rec.Seq, ev.Name)
 		}
 		n.Retired, n.RetiredAt, n.Version = true, rec.Envelope.OccurredAt, rec.Seq
-		return putJSON(b, nodeKey(ev.Name), n)
+		return putNode(b, n)
 	case events.ModuleAssigned, events.ModuleUnassigned:
 		// Any event of the node's aggregate moves its version.
 		return updateNode(b, rec.Envelope.Aggregate.ID, func(n *Node) { n.Version = rec.Seq })
@@ -110,13 +109,12 @@ func report(b *pebble.Batch, node string, r Report, rec events.Recorded) error {
 }
 
 func updateNode(b *pebble.Batch, name string, change func(*Node)) error {
-	var n Node
-	found, err := getJSON(b, nodeKey(name), &n)
+	n, found, err := getNode(b, name)
 	if err != nil || !found {
 		return err
 	}
 	change(&n)
-	return putJSON(b, nodeKey(name), n)
+	return putNode(b, n)
 }
 
 func putJSON(b *pebble.Batch, key []byte, v any) error {

@@ -37,13 +37,11 @@ func (v *View) CompositionVersion() uint64 {
 }
 
 // Nodes lists every node ever enrolled, retired ones included, by name.
-func (v *View) Nodes() ([]Node, error) { return decodeRows[Node](v.r, prefixNode) }
+func (v *View) Nodes() ([]Node, error) { return nodeRows(v.r) }
 
 // Node reads one node's row.
 func (v *View) Node(name string) (Node, bool, error) {
-	var n Node
-	found, err := getJSON(v.r, nodeKey(name), &n)
-	return n, found, err
+	return getNode(v.r, name)
 }
 
 // Modules lists the catalogue by module name.
