@@ -287,16 +287,6 @@ type PushRequest struct {
 	CommandID string `json:"command_id"`
 	Node      string `json:"node,omitempty"`
 	Behind    bool   `json:"behind,omitempty"`
-	// Results, when set, is a subject the controller sends the per-node
-	// results to in chunks (PushChunk) before it answers: a push to many
-	// thousand nodes says more than one NATS message may hold.
-	Results string `json:"results,omitempty"`
-}
-
-// PushChunk is a part of a push's per-node results.
-type PushChunk struct {
-	Sent   []PushedNode `json:"sent,omitempty"`
-	Unsent []UnsentNode `json:"unsent,omitempty"`
 }
 
 // PushReply says what a push did, node by node.
@@ -305,9 +295,6 @@ type PushReply struct {
 	Unsent []UnsentNode `json:"unsent"`
 	// Considered is how many nodes the push looked at.
 	Considered int `json:"considered"`
-	// Chunks is how many PushChunks went to Results before this answer
-	// (then Sent and Unsent are empty here).
-	Chunks int `json:"chunks,omitempty"`
 }
 
 // PushedNode is one declaration sent.

@@ -56,7 +56,20 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 	if err != nil {
 		return err
 	}
-	msg, err := c.NC.RequestWithContext(ctx, subject, data)
+	// The inbox for the pieces of a large answer. It is subscribed before
+	// the request goes out on the same connection, so the server knows it
+	// before the controller can publish to it.
+	pieces := make(chan *nats.Msg, 1024)
+	inbox := c.NC.NewRespInbox()
+	sub, err := c.NC.ChanSubscribe(inbox, pieces)
+	if err != nil {
+		return fmt.Errorf("cannot reach the controller on the bus at %s: %w", c.Where, err)
+	}
+	defer sub.Unsubscribe()
+	out := nats.NewMsg(subject)
+	out.Data = data
+	out.Header.Set(chunksToHeader, inbox)
+	msg, err := c.NC.RequestMsgWithContext(ctx, out)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("%w on the bus at %s; start one with `mesh up` (one box) or `mesh serve`", ErrNoController, c.Where)
@@ -68,7 +81,13 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 	if desc := msg.Header.Get(micro.ErrorHeader); desc != "" {
 		return &RemoteError{Code: msg.Header.Get(micro.ErrorCodeHeader), Description: desc}
 	}
-	if err := json.Unmarshal(msg.Data, resp); err != nil {
+	body := msg.Data
+	if msg.Header.Get(chunkCountHeader) != "" {
+		if body, err = assemble(ctx, msg, pieces); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(body, resp); err != nil {
 		return fmt.Errorf("the controller's answer on %s is not what this mesh binary expects (%v); are both the same version?", subject, err)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -90,35 +89,6 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 		h.Log.Info("pushed", "sent", len(reply.Sent), "unsent", len(reply.Unsent))
 	}
 	return reply, h.Proj.WaitFor(ctx, last)
-}
-
-// pushChunk is how many per-node results one message carries: a few hundred
-// bytes each, well under NATS's default 1 MiB payload.
-const pushChunk = 500
-
-// pushInChunks is Push as the service answers it: with Results set, the
-// per-node results go to that subject in chunks first (same connection, so
-// they arrive before the answer) and the answer says how many.
-func (h *Handlers) pushInChunks(ctx context.Context, r PushRequest) (PushReply, error) {
-	reply, err := h.Push(ctx, r)
-	if err != nil || r.Results == "" {
-		return reply, err
-	}
-	sent, unsent := reply.Sent, reply.Unsent
-	reply.Sent, reply.Unsent = []PushedNode{}, []UnsentNode{}
-	for len(sent) > 0 || len(unsent) > 0 {
-		var c PushChunk
-		n := min(len(sent), pushChunk)
-		c.Sent, sent = sent[:n], sent[n:]
-		m := min(len(unsent), pushChunk-n)
-		c.Unsent, unsent = unsent[:m], unsent[m:]
-		b, _ := json.Marshal(c)
-		if err := h.Store.NC().Publish(r.Results, b); err != nil {
-			return reply, fmt.Errorf("cannot send the push's results: %w", err)
-		}
-		reply.Chunks++
-	}
-	return reply, nil
 }
 
 type pushBatch struct {

@@ -43,26 +43,26 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		name, subject string
 		handler       micro.Handler
 	}{
-		{"node-enroll", SubjectNodeEnroll, endpoint(h.Enroll, verbTimeout)},
-		{"node-retire", SubjectNodeRetire, endpoint(h.Retire, verbTimeout)},
-		{"node-list", SubjectNodeList, endpoint(h.ListNodes, verbTimeout)},
-		{"node-show", SubjectNodeShow, endpoint(h.ShowNode, verbTimeout)},
-		{"node-assign", SubjectNodeAssign, endpoint(h.Assign, verbTimeout)},
-		{"node-unassign", SubjectNodeUnassign, endpoint(h.Unassign, verbTimeout)},
-		{"node-plan", SubjectNodePlan, endpoint(h.Plan, verbTimeout)},
-		{"node-join", SubjectNodeJoin, endpoint(h.Join, verbTimeout)},
-		{"push", SubjectPush, endpoint(h.pushInChunks, pushTimeout)},
-		{"declare", SubjectDeclare, endpoint(h.Declare, verbTimeout)},
-		{"status", SubjectStatus, endpoint(h.Status, verbTimeout)},
-		{"report", SubjectReport, endpoint(h.Report, verbTimeout)},
-		{"history", SubjectHistory, endpoint(h.History, verbTimeout)},
-		{"audit", SubjectAudit, endpoint(h.AuditNode, verbTimeout)},
-		{"module-register", SubjectModuleRegister, endpoint(h.RegisterModule, verbTimeout)},
-		{"module-list", SubjectModuleList, endpoint(h.ListModules, verbTimeout)},
-		{"module-show", SubjectModuleShow, endpoint(h.ShowModule, verbTimeout)},
-		{"projections-status", SubjectProjectionsStatus, endpoint(h.ProjectionsStatus, verbTimeout)},
-		{"projections-rebuild", SubjectProjectionsRebuild, endpoint(h.RebuildProjections, rebuildTimeout)},
-		{"projections-verify", SubjectProjectionsVerify, endpoint(h.VerifyProjections, rebuildTimeout)},
+		{"node-enroll", SubjectNodeEnroll, endpoint(nc, h.Enroll, verbTimeout)},
+		{"node-retire", SubjectNodeRetire, endpoint(nc, h.Retire, verbTimeout)},
+		{"node-list", SubjectNodeList, endpoint(nc, h.ListNodes, verbTimeout)},
+		{"node-show", SubjectNodeShow, endpoint(nc, h.ShowNode, verbTimeout)},
+		{"node-assign", SubjectNodeAssign, endpoint(nc, h.Assign, verbTimeout)},
+		{"node-unassign", SubjectNodeUnassign, endpoint(nc, h.Unassign, verbTimeout)},
+		{"node-plan", SubjectNodePlan, endpoint(nc, h.Plan, verbTimeout)},
+		{"node-join", SubjectNodeJoin, endpoint(nc, h.Join, verbTimeout)},
+		{"push", SubjectPush, endpoint(nc, h.Push, pushTimeout)},
+		{"declare", SubjectDeclare, endpoint(nc, h.Declare, verbTimeout)},
+		{"status", SubjectStatus, endpoint(nc, h.Status, verbTimeout)},
+		{"report", SubjectReport, endpoint(nc, h.Report, verbTimeout)},
+		{"history", SubjectHistory, endpoint(nc, h.History, verbTimeout)},
+		{"audit", SubjectAudit, endpoint(nc, h.AuditNode, verbTimeout)},
+		{"module-register", SubjectModuleRegister, endpoint(nc, h.RegisterModule, verbTimeout)},
+		{"module-list", SubjectModuleList, endpoint(nc, h.ListModules, verbTimeout)},
+		{"module-show", SubjectModuleShow, endpoint(nc, h.ShowModule, verbTimeout)},
+		{"projections-status", SubjectProjectionsStatus, endpoint(nc, h.ProjectionsStatus, verbTimeout)},
+		{"projections-rebuild", SubjectProjectionsRebuild, endpoint(nc, h.RebuildProjections, rebuildTimeout)},
+		{"projections-verify", SubjectProjectionsVerify, endpoint(nc, h.VerifyProjections, rebuildTimeout)},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, e.handler, micro.WithEndpointSubject(e.subject)); err != nil {
@@ -75,7 +75,7 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 
 // endpoint adapts a typed handler. Each request runs on its own goroutine:
 // one verb waiting for its projection must not hold up the next request.
-func endpoint[Req, Resp any](fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
+func endpoint[Req, Resp any](nc *nats.Conn, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
 	return micro.HandlerFunc(func(r micro.Request) {
 		go func() {
 			var req Req
@@ -92,7 +92,11 @@ func endpoint[Req, Resp any](fn func(context.Context, Req) (Resp, error), timeou
 				r.Error(codeOf(err), err.Error(), nil)
 				return
 			}
-			if err := r.RespondJSON(resp); err != nil {
+			b, err := json.Marshal(resp)
+			if err == nil {
+				err = respond(nc, r, b)
+			}
+			if err != nil {
 				// Most often an answer over the bus's max payload: say so,
 				// rather than leave the client waiting for a reply that
 				// will never come.

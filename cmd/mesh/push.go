@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events/store"
@@ -38,8 +35,9 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer closeFn()
 	cl.Timeout = 5 * time.Minute
-	r, err := pushCall(ctx, cl, commands.PushRequest{CommandID: commands.NewCommandID(), Node: c.Node, Behind: c.Behind})
-	if err != nil {
+	var r commands.PushReply
+	req := commands.PushRequest{CommandID: commands.NewCommandID(), Node: c.Node, Behind: c.Behind}
+	if err := cl.Call(ctx, commands.SubjectPush, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -123,54 +121,4 @@ func (c *DeclareCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return waitFor(ctx, cl, out, s, c.Wait)
 	}
 	return nil
-}
-
-// pushCall sends a push and gathers its per-node results, which come in
-// chunks on an inbox of ours before the answer.
-func pushCall(ctx context.Context, cl *commands.Client, req commands.PushRequest) (commands.PushReply, error) {
-	chunks := make(chan commands.PushChunk, 64)
-	req.Results = cl.NC.NewRespInbox()
-	sub, err := cl.NC.Subscribe(req.Results, func(m *nats.Msg) {
-		var c commands.PushChunk
-		if json.Unmarshal(m.Data, &c) == nil {
-			chunks <- c
-		}
-	})
-	if err != nil {
-		return commands.PushReply{}, err
-	}
-	defer sub.Unsubscribe()
-	if err := cl.NC.Flush(); err != nil {
-		return commands.PushReply{}, err
-	}
-	var r commands.PushReply
-	done := make(chan error, 1)
-	go func() { done <- cl.Call(ctx, commands.SubjectPush, req, &r) }()
-	var got []commands.PushChunk
-	for {
-		select {
-		case c := <-chunks:
-			got = append(got, c)
-			continue
-		case err := <-done:
-			if err != nil {
-				return r, err
-			}
-		}
-		break
-	}
-	// The chunks were sent before the answer; the last may still be on its way here.
-	for len(got) < r.Chunks {
-		select {
-		case c := <-chunks:
-			got = append(got, c)
-		case <-time.After(10 * time.Second):
-			return r, fmt.Errorf("the push was done, but only %d of its %d result messages arrived; mesh status shows where every node stands", len(got), r.Chunks)
-		}
-	}
-	for _, c := range got {
-		r.Sent = append(r.Sent, c.Sent...)
-		r.Unsent = append(r.Unsent, c.Unsent...)
-	}
-	return r, nil
 }
