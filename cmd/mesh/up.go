@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/aggregates"
@@ -19,10 +20,28 @@ import (
 
 // UpCmd runs a whole mesh in one process.
 type UpCmd struct {
-	Listen  string `default:"127.0.0.1:4222" help:"Where the embedded bus listens (host:port). Loopback by default: nothing off this machine can reach it."`
-	Rebuild bool   `help:"Fold the read models again from the stream before serving (the remedy when they belong to another stream)."`
-	Node    string `help:"Also run an agent for this machine as node NAME (enrolled if it is not yet)."`
-	Root    string `help:"With --node: the directory the local agent applies under."`
+	Listen  string     `default:"127.0.0.1:4222" help:"Where the embedded bus listens (host:port). Loopback by default: nothing off this machine can reach it."`
+	Rebuild bool       `help:"Fold the read models again from the stream before serving (the remedy when they belong to another stream)."`
+	Node    string     `help:"Also run an agent for this machine as node NAME (enrolled if it is not yet)."`
+	Root    string     `help:"With --node: the directory the local agent applies under."`
+	Memory  memoryFlag `embed:""`
+}
+
+// memoryFlag is the controller's soft memory limit. Go's collector otherwise
+// lets the heap grow to twice what is live before it collects: a push to ten
+// thousand nodes then leaves the process near 270 MiB though far less is in
+// use. The limit is soft: a mesh that needs more live memory gets it, with
+// the collector working harder. GOMEMLIMIT, when set, wins.
+type memoryFlag struct {
+	MemoryLimit int `default:"160" help:"Soft memory limit of this process in MiB (0: none; GOMEMLIMIT overrides)."`
+}
+
+func (m memoryFlag) apply(log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" || m.MemoryLimit <= 0 {
+		return
+	}
+	debug.SetMemoryLimit(int64(m.MemoryLimit) << 20)
+	log.Info(fmt.Sprintf("soft memory limit %d MiB (--memory-limit)", m.MemoryLimit))
 }
 
 func (u *UpCmd) Help() string {
@@ -48,6 +67,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer release()
 	log := newLogger(out.Err)
+	u.Memory.apply(log)
 	dataDir := filepath.Join(g.Home, "nats")
 	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port})
 	if err != nil {
@@ -85,8 +105,9 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 // ServeCmd runs the controller alone against an existing bus.
 type ServeCmd struct {
-	Replicas int  `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
-	Rebuild  bool `help:"Fold the read models again from the stream before serving."`
+	Replicas int        `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
+	Rebuild  bool       `help:"Fold the read models again from the stream before serving."`
+	Memory   memoryFlag `embed:""`
 }
 
 func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -103,6 +124,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer release()
 	log := newLogger(out.Err)
+	s.Memory.apply(log)
 	nc, err := connect(addr, "mesh controller", nats.MaxReconnects(-1))
 	if err != nil {
 		return err
