@@ -67,8 +67,24 @@ func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
 	}
 	fmt.Fprintf(w, "%s  sent     sequence %d by %s, %d resource(s), digest %s, event %d; builds %s\n",
 		at, e.Sequence, e.By, e.Resources, short(e.Digest), e.Seq, orNone(strings.Join(builds, ", ")))
-	if diff {
-		printChanges(w, true, e.Changes)
+	if !diff {
+		return
+	}
+	if len(e.Changes) == 0 {
+		fmt.Fprintln(w, "  no change from the declaration before it")
+		return
+	}
+	for _, c := range e.Changes {
+		what := ""
+		if len(c.What) > 0 {
+			what = " (" + strings.Join(c.What, ", ") + ")"
+		}
+		fmt.Fprintf(w, "  %-7s %s%s\n", c.Change, c.Path, what)
+		for _, l := range c.Lines {
+			if c.Change == "changed" {
+				fmt.Fprintf(w, "          %s\n", l)
+			}
+		}
 	}
 }
 
