@@ -52,30 +52,36 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 				return reply, err
 			}
 		}
-		batch, unsent, considered, err := h.prepare(only, r, round)
+		sel, err := h.selectTargets(only, r, round)
 		if err != nil {
 			return reply, err
 		}
 		if round == 0 {
-			reply.Considered = considered
-		}
-		reply.Unsent = append(reply.Unsent, unsent...)
-		outcomes, err := h.Store.AppendMany(ctx, batch.items)
-		if err != nil {
-			return reply, err
+			reply.Considered = len(sel.targets)
 		}
 		only = map[string]bool{}
-		for i, o := range outcomes {
-			p := batch.pushed[i]
-			switch {
-			case errors.Is(o.Err, store.ErrConflict):
-				only[p.Node] = true
-			case o.Err != nil:
-				reply.Unsent = append(reply.Unsent, UnsentNode{Node: p.Node, Reason: o.Err.Error()})
-			default:
-				p.StreamSeq = o.Seq
-				last = max(last, o.Seq)
-				reply.Sent = append(reply.Sent, p)
+		// A window at a time: composed, sealed, appended, let go. Ten
+		// thousand sealed declarations held at once were most of the
+		// controller's peak memory in a push.
+		for start := 0; start < len(sel.targets); start += pushWindow {
+			batch, unsent := h.sealWindow(sel, sel.targets[start:min(start+pushWindow, len(sel.targets))], r, round)
+			reply.Unsent = append(reply.Unsent, unsent...)
+			outcomes, err := h.Store.AppendMany(ctx, batch.items)
+			if err != nil {
+				return reply, err
+			}
+			for i, o := range outcomes {
+				p := batch.pushed[i]
+				switch {
+				case errors.Is(o.Err, store.ErrConflict):
+					only[p.Node] = true
+				case o.Err != nil:
+					reply.Unsent = append(reply.Unsent, UnsentNode{Node: p.Node, Reason: o.Err.Error()})
+				default:
+					p.StreamSeq = o.Seq
+					last = max(last, o.Seq)
+					reply.Sent = append(reply.Sent, p)
+				}
 			}
 		}
 		if len(only) == 0 {
@@ -96,77 +102,93 @@ type pushBatch struct {
 	pushed []PushedNode
 }
 
-// prepare composes and seals, from one view of the read models, a
-// declaration for every target node: those in only, or when only is nil,
-// every active node (that is behind, with r.Behind).
-func (h *Handlers) prepare(only map[string]bool, r PushRequest, round int) (pushBatch, []UnsentNode, int, error) {
-	var b pushBatch
-	var unsent []UnsentNode
+// pushWindow is how many declarations a push seals and appends at a time.
+const pushWindow = 2000
+
+// targets is what one round of a push sends to: chosen from one view of the
+// read models, with the indexed world their declarations are composed from.
+type targets struct {
+	w       *compose.World
+	rows    map[string]projections.Node
+	targets []string
+	notes   map[string]string
+	now     time.Time
+}
+
+// selectTargets chooses the nodes this round sends to: those in only, or
+// when only is nil, every active node (that is behind, with r.Behind); a
+// named push adds the nodes its consequences changed.
+func (h *Handlers) selectTargets(only map[string]bool, r PushRequest, round int) (targets, error) {
+	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
 	var in compose.Input
-	rows := map[string]projections.Node{}
 	err := h.Proj.Read(func(v *projections.View) error {
 		nodes, err := v.Nodes()
 		if err != nil {
 			return err
 		}
 		for _, n := range nodes {
-			rows[n.Name] = n
+			t.rows[n.Name] = n
 		}
 		in, err = h.input(v)
 		return err
 	})
 	if err != nil {
-		return b, nil, 0, err
+		return t, err
 	}
-	w := compose.NewWorld(in)
-	now := h.Now()
-	var targets []string
-	notes := map[string]string{}
+	t.w = compose.NewWorld(in)
 	var composed map[string]wouldSend
 	if r.Behind || r.Node != "" && round == 0 {
 		if composed, err = h.composeAll(); err != nil {
-			return b, nil, 0, err
+			return t, err
 		}
 	}
-	for _, name := range w.Nodes() {
+	for _, name := range t.w.Nodes() {
+		row := t.rows[name]
 		switch {
 		case only != nil && only[name]:
-		case only != nil && round == 0 && r.Node != "" && consequence(r.Node, name, rows[name], composed):
+		case only != nil && round == 0 && r.Node != "" && consequence(r.Node, name, row, composed):
 			// A named push leaves the mesh consistent: what the named node
 			// provides or receives changed this node's declaration too.
-			notes[name] = "as a consequence of " + r.Node
+			t.notes[name] = "as a consequence of " + r.Node
 		case only != nil:
 			continue
 		case r.Behind:
-			state, _, _ := stateOf(rows[name], composed[name])
+			state, _, _ := stateOf(row, composed[name])
 			if state == StateCurrent {
 				continue
 			}
-			if rep := rows[name].LastReport; (state == StateFailed || state == StateRefused) && rep.FailingSince.Before(now.Add(-sameFailureFor)) {
-				notes[name] = fmt.Sprintf("%s the same way since %s; the cause is unlikely to be timing", state, rep.FailingSince.UTC().Format(time.RFC3339))
+			if rep := row.LastReport; (state == StateFailed || state == StateRefused) && rep.FailingSince.Before(t.now.Add(-sameFailureFor)) {
+				t.notes[name] = fmt.Sprintf("%s the same way since %s; the cause is unlikely to be timing", state, rep.FailingSince.UTC().Format(time.RFC3339))
 			}
 		}
-		targets = append(targets, name)
+		t.targets = append(t.targets, name)
 	}
-	// Composing and signing are pure and independent per node, and signing
-	// is most of a push's CPU: a worker per core, results kept in order.
-	results := make([]sealedNode, len(targets))
-	parallel(len(targets), func(i int) {
-		results[i] = h.composeAndSeal(w, rows[targets[i]], now)
+	return t, nil
+}
+
+// sealWindow composes and seals the declarations of names. Composing and
+// signing are pure and independent per node, and signing is most of a
+// push's CPU: a worker per core, results kept in order.
+func (h *Handlers) sealWindow(t targets, names []string, r PushRequest, round int) (pushBatch, []UnsentNode) {
+	var b pushBatch
+	var unsent []UnsentNode
+	results := make([]sealedNode, len(names))
+	parallel(len(names), func(i int) {
+		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], t.now)
 	})
 	for i, res := range results {
-		name := targets[i]
+		name := names[i]
 		if res.unsent != "" {
 			unsent = append(unsent, UnsentNode{Node: name, Reason: res.unsent})
 			continue
 		}
-		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: rows[name].Version,
+		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: t.rows[name].Version,
 			CommandID: perNode(r.CommandID, name, round), Event: res.ev})
-		note := strings.TrimPrefix(strings.Join([]string{notes[name], res.note}, "; "), "; ")
+		note := strings.TrimPrefix(strings.Join([]string{t.notes[name], res.note}, "; "), "; ")
 		b.pushed = append(b.pushed, PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources,
 			Note: strings.TrimSuffix(note, "; ")})
 	}
-	return b, unsent, len(targets), nil
+	return b, unsent
 }
 
 type sealedNode struct {

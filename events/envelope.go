@@ -138,7 +138,8 @@ func Decode(raw []byte) (Envelope, Event, error) {
 // Type, Version, OccurredAt and (from the subject) Aggregate, but no ID,
 // CommandID or Data: a fold uses none of them, and decoding is the larger part
 // of a fold's cost. Any other message takes Decode's path (upcasting, or the
-// error naming type and version).
+// error naming type and version). A DeclarationSent read this way lacks its
+// sealed bytes and signature, which no fold reads.
 func DecodeFromSubject(subject string, raw []byte) (Envelope, Event, error) {
 	typ := subject[strings.LastIndexByte(subject, '.')+1:]
 	ent, ok := table[typ]
