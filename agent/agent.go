@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -45,7 +46,8 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 		return nil, errors.New("agent: no --root: give the directory declared paths land under")
 	}
 	if cfg.State == "" {
-		cfg.State = cfg.Root + ".state"
+		// Beside the root, never inside it: Clean, or "root/" would give "root/.state".
+		cfg.State = filepath.Clean(cfg.Root) + ".state"
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
