@@ -192,7 +192,7 @@ func (a *Agent) send(ctx context.Context, id string, ev events.Event) {
 func (a *Agent) flushPending(ctx context.Context) {
 	for len(a.state.Pending) > 0 {
 		p := a.state.Pending[0]
-		ev, err := pendingEvent(p)
+		ev, err := events.DecodeData(p.Type, p.Event)
 		if err != nil {
 			a.cfg.Log.Error("dropping a kept report that cannot be read: " + err.Error())
 		} else if err := a.report(ctx, p.ID, ev); err != nil {
@@ -211,25 +211,6 @@ func (a *Agent) report(ctx context.Context, id string, ev events.Event) error {
 	defer cancel()
 	_, err := a.st.Report(ctx, a.cfg.Join.Node, id, ev)
 	return err
-}
-
-func pendingEvent(p Pending) (events.Event, error) {
-	var ev events.Event
-	var err error
-	switch p.Type {
-	case "DeclarationApplied":
-		var e events.DeclarationApplied
-		err, ev = json.Unmarshal(p.Event, &e), e
-	case "DeclarationFailed":
-		var e events.DeclarationFailed
-		err, ev = json.Unmarshal(p.Event, &e), e
-	case "DeclarationRefused":
-		var e events.DeclarationRefused
-		err, ev = json.Unmarshal(p.Event, &e), e
-	default:
-		err = fmt.Errorf("unknown report type %q", p.Type)
-	}
-	return ev, err
 }
 
 func (a *Agent) retryLoop(ctx context.Context) {

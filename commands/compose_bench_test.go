@@ -41,7 +41,7 @@ func BenchmarkComposeFromReadModels(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		w, _, err := h.world()
+		w, err := h.world()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -97,7 +97,7 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 		t.Fatal(err)
 	}
 	hd := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh"}
-	w, _, err := hd.world()
+	w, err := hd.world()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func (h *Handlers) Plan(ctx context.Context, r NameRequest) (Plan, error) {
 	case n.Retired:
 		return Plan{}, &aggregates.Error{Op: "plan", ID: r.Name, Err: aggregates.ErrRetired, Detail: "it is retired, and a retired node is sent nothing"}
 	}
-	w, _, err := h.world()
+	w, err := h.world()
 	if err != nil {
 		return Plan{}, err
 	}

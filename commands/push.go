@@ -121,6 +121,7 @@ type targets struct {
 func (h *Handlers) selectTargets(only map[string]bool, r PushRequest, round int) (targets, error) {
 	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
 	var in compose.Input
+	var version uint64
 	err := h.Proj.Read(func(v *projections.View) error {
 		nodes, err := v.Nodes()
 		if err != nil {
@@ -129,6 +130,7 @@ func (h *Handlers) selectTargets(only map[string]bool, r PushRequest, round int)
 		for _, n := range nodes {
 			t.rows[n.Name] = n
 		}
+		version = v.CompositionVersion()
 		in, err = h.input(v)
 		return err
 	})
@@ -138,9 +140,8 @@ func (h *Handlers) selectTargets(only map[string]bool, r PushRequest, round int)
 	t.w = compose.NewWorld(in)
 	var composed map[string]wouldSend
 	if r.Behind || r.Node != "" && round == 0 {
-		if composed, err = h.composeAll(); err != nil {
-			return t, err
-		}
+		// From the same view as the rows: the states are of one instant.
+		composed = h.composedFor(version, t.w)
 	}
 	for _, name := range t.w.Nodes() {
 		row := t.rows[name]

@@ -45,30 +45,39 @@ type composedCache struct {
 // composeAll answers what every active node would be sent now, from the
 // cache when the read models' composition version has not moved.
 func (h *Handlers) composeAll() (map[string]wouldSend, error) {
-	var version uint64
-	var in compose.Input
-	c := &h.composed
-	err := h.Proj.Read(func(v *projections.View) (err error) {
-		version = v.CompositionVersion()
-		c.mu.Lock()
-		hit := c.valid && c.version == version
-		c.mu.Unlock()
-		if hit {
-			return nil
+	for {
+		var version uint64
+		var in compose.Input
+		hit := false
+		err := h.Proj.Read(func(v *projections.View) (err error) {
+			version = v.CompositionVersion()
+			if _, hit = h.composed.get(version); hit {
+				return nil // no need to read composition's input
+			}
+			in, err = h.input(v)
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		in, err = h.input(v)
-		return err
-	})
-	if err != nil {
-		return nil, err
+		if !hit {
+			return h.composedFor(version, compose.NewWorld(in)), nil
+		}
+		if nodes, ok := h.composed.get(version); ok {
+			return nodes, nil
+		}
+		// Another caller cached a newer version meanwhile: read again.
 	}
-	c.mu.Lock()
-	if c.valid && c.version == version {
-		defer c.mu.Unlock()
-		return c.nodes, nil
+}
+
+// composedFor answers every node's would-send for a world built at a
+// composition version: from the cache if it holds that version, else by
+// composing w (which a caller that already indexed a world passes in, so
+// it is not built twice) and keeping the result.
+func (h *Handlers) composedFor(version uint64, w *compose.World) map[string]wouldSend {
+	if nodes, ok := h.composed.get(version); ok {
+		return nodes
 	}
-	c.mu.Unlock()
-	w := compose.NewWorld(in)
 	names := w.Nodes()
 	results := make([]wouldSend, len(names))
 	parallel(len(names), func(i int) {
@@ -83,10 +92,20 @@ func (h *Handlers) composeAll() (map[string]wouldSend, error) {
 	for i, n := range names {
 		nodes[n] = results[i]
 	}
+	h.composed.put(version, nodes)
+	return nodes
+}
+
+func (c *composedCache) get(version uint64) (map[string]wouldSend, bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes, c.valid && c.version == version
+}
+
+func (c *composedCache) put(version uint64, nodes map[string]wouldSend) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.version, c.valid, c.nodes = version, true, nodes
-	c.mu.Unlock()
-	return nodes, nil
 }
 
 // stateOf places a node in exactly one state: what a push cannot fix first,
@@ -151,10 +170,9 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			return err
 		}
 		for _, n := range nodes {
-			if n.Retired {
-				continue
+			if !n.Retired {
+				out.Nodes = append(out.Nodes, nodeStatus(n, composed[n.Name]))
 			}
-			out.Nodes = append(out.Nodes, nodeStatus(n, composed[n.Name]))
 		}
 		standings, err := v.Standings()
 		for _, s := range standings {

@@ -81,16 +81,14 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 }
 
 // world composes from one consistent view of the read models.
-func (h *Handlers) world() (*compose.World, uint64, error) {
+func (h *Handlers) world() (*compose.World, error) {
 	var in compose.Input
-	var at uint64
 	err := h.Proj.Read(func(v *projections.View) (err error) {
-		at = v.Checkpoint()
 		in, err = h.input(v)
 		return err
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return compose.NewWorld(in), at, nil
+	return compose.NewWorld(in), nil
 }

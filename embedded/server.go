@@ -138,9 +138,6 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 // Name is the server's name.
 func (s *Server) Name() string { return s.ns.Name() }
 
-// NATS exposes the underlying server for tests and diagnostics.
-func (s *Server) NATS() *server.Server { return s.ns }
-
 // Connect opens a client connection that does not touch the network.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	return nats.Connect("", append([]nats.Option{nats.InProcessServer(s.ns)}, opts...)...)

@@ -90,10 +90,19 @@ func decodeAs[T Event](data json.RawMessage) (Event, error) {
 	return ev, nil
 }
 
-// Known reports whether typ is in the decoder table, and its current version.
-func Known(typ string) (int, bool) {
+// DecodeData reads an event's data of the current version of typ, without
+// an envelope: for events kept outside the stream before they reach it (an
+// agent's reports waiting for the bus).
+func DecodeData(typ string, data []byte) (Event, error) {
 	e, ok := table[typ]
-	return e.current, ok
+	if !ok {
+		return nil, &DecodeError{Type: typ, Version: 0, Reason: "unknown event type"}
+	}
+	ev, err := e.decode(data)
+	if err != nil {
+		return nil, &DecodeError{Type: typ, Version: e.current, Reason: "malformed data: " + err.Error()}
+	}
+	return ev, nil
 }
 
 // decodeCurrent reads a message of T's current version by the fold's fast

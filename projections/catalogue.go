@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -84,7 +85,7 @@ func keysUnder(r pebble.Reader, prefix []byte) ([]string, error) {
 
 func getRaw(r pebble.Reader, key []byte) (json.RawMessage, bool, error) {
 	v, closer, err := r.Get(key)
-	if err == pebble.ErrNotFound {
+	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -96,23 +97,11 @@ func getRaw(r pebble.Reader, key []byte) (json.RawMessage, bool, error) {
 
 // assignmentRows decodes the assignment rows under prefix, in key order.
 func assignmentRows(r pebble.Reader, prefix []byte) ([]AssignmentRow, error) {
-	lo, hi := prefixBounds(prefix...)
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var out []AssignmentRow
-	for it.First(); it.Valid(); it.Next() {
-		node, module, ok := strings.Cut(string(it.Key()[1:]), string(rune(sep)))
+	return scanRows(r, prefix, func(k, v []byte) (AssignmentRow, error) {
+		node, module, ok := strings.Cut(string(k[1:]), string(rune(sep)))
 		if !ok {
-			return nil, fmt.Errorf("%w: key %q", errCorruptRow, it.Key())
+			return AssignmentRow{}, errCorruptRow
 		}
-		a, err := decodeAssignment(node, module, it.Value())
-		if err != nil {
-			return nil, fmt.Errorf("%w: key %q", err, it.Key())
-		}
-		out = append(out, a)
-	}
-	return out, it.Error()
+		return decodeAssignment(node, module, v)
+	})
 }

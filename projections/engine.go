@@ -130,7 +130,9 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	}
 	e.db, e.gen = db, gen
 	e.checkpoint.Store(readCheckpoint(db))
-	nodes, err := e.Nodes()
+	// Counted by key, not decoded: a start says how many nodes it found
+	// without reading every row of a large mesh.
+	nodes, err := keysUnder(db, []byte{prefixNode})
 	if err != nil {
 		db.Close()
 		return nil, Opening{}, err
@@ -383,7 +385,20 @@ func (e *Engine) view(fn func(pebble.Reader) error) error {
 	return fn(e.db)
 }
 
+// decodeRows reads the JSON rows under prefix.
 func decodeRows[T any](r pebble.Reader, prefix ...byte) ([]T, error) {
+	return scanRows(r, prefix, func(_, v []byte) (T, error) {
+		var row T
+		err := json.Unmarshal(v, &row)
+		return row, err
+	})
+}
+
+// scanRows reads every row under prefix, in key order, with decode. The
+// one scan every read model's listing goes through: decoding is nearly all
+// the cost of reading a large read model (status reads every node row), so
+// it is spread over the cores; the iteration itself is cheap.
+func scanRows[T any](r pebble.Reader, prefix []byte, decode func(key, value []byte) (T, error)) ([]T, error) {
 	lo, hi := prefixBounds(prefix...)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -400,15 +415,13 @@ func decodeRows[T any](r pebble.Reader, prefix ...byte) ([]T, error) {
 	}
 	out := make([]T, len(values))
 	errs := make([]error, len(values))
-	decode := func(i int) { errs[i] = json.Unmarshal(values[i], &out[i]) }
-	// Decoding JSON is nearly all the cost of reading a large read model
-	// (status reads every node row): spread it over the cores.
+	one := func(i int) { out[i], errs[i] = decode(keys[i], values[i]) }
 	if len(values) < parallelRows {
 		for i := range values {
-			decode(i)
+			one(i)
 		}
 	} else {
-		parallel(len(values), decode)
+		parallel(len(values), one)
 	}
 	for i, err := range errs {
 		if err != nil {

@@ -198,30 +198,7 @@ func getNode(rd pebble.Reader, name string) (Node, bool, error) {
 	return n, true, nil
 }
 
-// nodeRows decodes every node row, on every core when there are many.
+// nodeRows decodes every node row.
 func nodeRows(rd pebble.Reader) ([]Node, error) {
-	lo, hi := prefixBounds(prefixNode)
-	it, err := rd.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var values [][]byte
-	for it.First(); it.Valid(); it.Next() {
-		values = append(values, append([]byte(nil), it.Value()...))
-	}
-	if err := it.Error(); err != nil {
-		return nil, err
-	}
-	out := make([]Node, len(values))
-	errs := make([]error, len(values))
-	decode := func(i int) { out[i], errs[i] = decodeNode(values[i]) }
-	if len(values) < parallelRows {
-		for i := range values {
-			decode(i)
-		}
-	} else {
-		parallel(len(values), decode)
-	}
-	return out, errors.Join(errs...)
+	return scanRows(rd, []byte{prefixNode}, func(_, v []byte) (Node, error) { return decodeNode(v) })
 }

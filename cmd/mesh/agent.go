@@ -22,7 +22,7 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return usagef("%v", err)
 	}
 	addr := busAddr{URL: j.Bus, From: "the join string"}
-	if g.Bus != "" || getenv("MESH_NATS_URL") != "" {
+	if g.busNamed() {
 		given, err := g.resolveBus(true)
 		if err != nil {
 			return err

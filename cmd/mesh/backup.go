@@ -165,7 +165,7 @@ func placeKey(home string, key []byte) error {
 // home's embedded bus, started here for the restore (the home must not be in
 // use by a running mesh up).
 func restoreBus(ctx context.Context, g *Globals) (*nats.Conn, func(), error) {
-	if g.Bus != "" || getenv("MESH_NATS_URL") != "" {
+	if g.busNamed() {
 		addr, err := g.resolveBus(true)
 		if err != nil {
 			return nil, nil, err

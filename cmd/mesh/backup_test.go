@@ -1,50 +1,11 @@
 package main
 
 import (
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-// process is a mesh command running until stopped (mesh up, mesh agent).
-type process struct {
-	cancel func()
-	done   chan int
-	log    *syncBuffer
-}
-
-func start(t *testing.T, until string, args ...string) *process {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &process{cancel: cancel, done: make(chan int, 1), log: &syncBuffer{}}
-	go func() { p.done <- run(ctx, args, io.Discard, p.log) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(p.log.String(), until) {
-		select {
-		case code := <-p.done:
-			t.Fatalf("mesh %v exited %d:\n%s", args, code, p.log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mesh %v never said %q:\n%s", args, until, p.log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Cleanup(p.stop)
-	return p
-}
-
-func (p *process) stop() {
-	if p.cancel != nil {
-		p.cancel()
-		<-p.done
-		p.cancel = nil
-	}
-}
 
 func joinOf(t *testing.T, home, node string) string {
 	t.Helper()

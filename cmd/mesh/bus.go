@@ -31,7 +31,7 @@ func (b busAddr) String() string { return fmt.Sprintf("%s (from %s)", b.URL, b.F
 // disagree are refused rather than one silently winning: an operator who
 // exported one and typed the other cannot know which mesh they just changed.
 func (g *Globals) resolveBus(required bool) (busAddr, error) {
-	env := getenv("MESH_NATS_URL")
+	env := os.Getenv("MESH_NATS_URL")
 	switch {
 	case g.Bus != "" && env != "" && normalizeURL(g.Bus) != normalizeURL(env):
 		return busAddr{}, usagef("the bus is configured two ways: --bus says %s and MESH_NATS_URL says %s; give one, or make them agree", g.Bus, env)
@@ -157,5 +157,6 @@ func splitListen(s string) (string, int, error) {
 	return u.Hostname(), port, nil
 }
 
-// getenv is os.Getenv, named so the bus rules read as one place.
-func getenv(k string) string { return os.Getenv(k) }
+// busNamed reports whether the command was told a bus (--bus or
+// MESH_NATS_URL), rather than left to find the one mesh up recorded.
+func (g *Globals) busNamed() bool { return g.Bus != "" || os.Getenv("MESH_NATS_URL") != "" }

@@ -74,18 +74,7 @@ func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
 		fmt.Fprintln(w, "  no change from the declaration before it")
 		return
 	}
-	for _, c := range e.Changes {
-		what := ""
-		if len(c.What) > 0 {
-			what = " (" + strings.Join(c.What, ", ") + ")"
-		}
-		fmt.Fprintf(w, "  %-7s %s%s\n", c.Change, c.Path, what)
-		for _, l := range c.Lines {
-			if c.Change == "changed" {
-				fmt.Fprintf(w, "          %s\n", l)
-			}
-		}
-	}
+	printChangeList(w, e.Changes)
 }
 
 // parseWhen reads a time flag: RFC 3339, or a duration ago.

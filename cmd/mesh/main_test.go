@@ -63,32 +63,51 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// up runs mesh up in this process until the test ends; it returns the log.
-func up(t *testing.T, home string) *syncBuffer {
+// process is a mesh command running until stopped (mesh up, mesh agent).
+type process struct {
+	t      *testing.T
+	args   []string
+	cancel func()
+	done   chan int
+	log    *syncBuffer
+}
+
+func start(t *testing.T, until string, args ...string) *process {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	log := &syncBuffer{}
-	done := make(chan int)
-	go func() { done <- run(ctx, []string{"--home", home, "up", "--listen", freeAddr(t)}, io.Discard, log) }()
+	p := &process{t: t, args: args, cancel: cancel, done: make(chan int, 1), log: &syncBuffer{}}
+	go func() { p.done <- run(ctx, args, io.Discard, p.log) }()
 	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(log.String(), "ready") {
+	for !strings.Contains(p.log.String(), until) {
 		select {
-		case code := <-done:
-			t.Fatalf("mesh up exited %d:\n%s", code, log)
+		case code := <-p.done:
+			t.Fatalf("mesh %v exited %d:\n%s", args, code, p.log)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("mesh up not ready:\n%s", log)
+			t.Fatalf("mesh %v never said %q:\n%s", args, until, p.log)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("mesh up exited %d on Ctrl-C:\n%s", code, log)
+	t.Cleanup(p.stop)
+	return p
+}
+
+// stop is Ctrl-C: the command must exit 0.
+func (p *process) stop() {
+	if p.cancel != nil {
+		p.cancel()
+		if code := <-p.done; code != 0 {
+			p.t.Errorf("mesh %v exited %d on Ctrl-C:\n%s", p.args, code, p.log)
 		}
-	})
-	return log
+		p.cancel = nil
+	}
+}
+
+// up runs mesh up in this process until the test ends; it returns the log.
+func up(t *testing.T, home string) *syncBuffer {
+	t.Helper()
+	return start(t, "ready", "--home", home, "up", "--listen", freeAddr(t)).log
 }
 
 func TestWalkthrough(t *testing.T) {
@@ -264,23 +283,7 @@ func TestServeOnAnExistingBus(t *testing.T) {
 	if r := mesh(t, home, "serve"); r.code != 2 || !strings.Contains(r.err, "MESH_NATS_URL") {
 		t.Fatalf("serve with no bus named: %+v", r)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	log := &syncBuffer{}
-	done := make(chan int)
-	go func() { done <- run(ctx, []string{"--home", home, "--bus", bus, "serve"}, io.Discard, log) }()
-	defer func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d:\n%s", code, log)
-		}
-	}()
-	for !strings.Contains(log.String(), "ready") {
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d:\n%s", code, log)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	log := start(t, "ready", "--home", home, "--bus", bus, "serve").log
 	t.Setenv("MESH_NATS_URL", bus)
 	if r := mesh(t, t.TempDir(), "node", "enroll", "db-1"); r.code != 0 {
 		t.Fatalf("enroll through mesh serve: %+v\n%s", r, log)

@@ -94,6 +94,12 @@ func printChanges(w io.Writer, sent bool, changes []compose.Change) {
 	default:
 		fmt.Fprintf(w, "changes against what it was last sent: %d\n", len(changes))
 	}
+	printChangeList(w, changes)
+}
+
+// printChangeList prints one line per changed resource, and the line diff
+// of changed content under it.
+func printChangeList(w io.Writer, changes []compose.Change) {
 	for _, c := range changes {
 		what := ""
 		if len(c.What) > 0 {

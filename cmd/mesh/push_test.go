@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,25 +14,7 @@ func TestPushToAgents(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
 	home := t.TempDir()
 	dbRoot := filepath.Join(t.TempDir(), "db")
-	ctx, cancel := context.WithCancel(context.Background())
-	log := &syncBuffer{}
-	done := make(chan int)
-	go func() {
-		done <- run(ctx, []string{"--home", home, "up", "--listen", freeAddr(t), "--node", "db-1", "--root", dbRoot}, io.Discard, log)
-	}()
-	defer func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("up exited %d:\n%s", code, log)
-		}
-	}()
-	for !strings.Contains(log.String(), "following mesh.ev.node.db-1") {
-		select {
-		case code := <-done:
-			t.Fatalf("up exited %d:\n%s", code, log)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	start(t, "following mesh.ev.node.db-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "db-1", "--root", dbRoot)
 	must := func(args ...string) result {
 		t.Helper()
 		r := mesh(t, home, args...)
@@ -47,13 +27,7 @@ func TestPushToAgents(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(r.out), "\n")
 	join := lines[len(lines)-1]
 	appRoot := filepath.Join(t.TempDir(), "app")
-	actx, acancel := context.WithCancel(context.Background())
-	adone := make(chan int)
-	alog := &syncBuffer{}
-	go func() {
-		adone <- run(actx, []string{"--home", home, "agent", "--join", join, "--root", appRoot}, io.Discard, alog)
-	}()
-	defer func() { acancel(); <-adone }()
+	start(t, "following", "--home", home, "agent", "--join", join, "--root", appRoot)
 
 	must("node", "show", "db-1") // enrolled by mesh up --node
 	must("module", "register", "../../examples/postgres.json")

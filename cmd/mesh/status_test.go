@@ -1,28 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestStatusAndStandings(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
 	home := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	log := &syncBuffer{}
-	done := make(chan int)
-	go func() {
-		done <- run(ctx, []string{"--home", home, "up", "--listen", freeAddr(t), "--node", "auth-1", "--root", filepath.Join(t.TempDir(), "r")}, io.Discard, log)
-	}()
-	defer func() { cancel(); <-done }()
-	for !strings.Contains(log.String(), "following mesh.ev.node.auth-1") {
-		time.Sleep(10 * time.Millisecond)
-	}
+	start(t, "following mesh.ev.node.auth-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "auth-1", "--root", filepath.Join(t.TempDir(), "r"))
 	mesh(t, home, "module", "register", "../../examples/postgres.json")
 	mesh(t, home, "module", "register", "../../examples/app.json")
 	if r := mesh(t, home, "status"); r.code != 1 || !strings.Contains(r.out, "never sent") || !strings.Contains(r.out, "not well") {
