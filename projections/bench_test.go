@@ -31,15 +31,7 @@ func BenchmarkFoldVsRawRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	js, _ := jetstream.New(nc)
-	for i := range benchEvents {
-		name := fmt.Sprintf("node-%d", i)
-		data, _ := events.Encode(events.NodeAggregate(name), "c", 0, time.Now(),
-			events.NodeEnrolled{Name: name, Capabilities: []string{"linux"}, Labels: map[string]string{"zone": "a"}})
-		if _, err := js.PublishAsync(events.NodeAggregate(name).Subject("NodeEnrolled"), data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	<-js.PublishAsyncComplete()
+	publishEnrolments(b, js, benchEvents)
 	dir := b.TempDir()
 	var raw, fold time.Duration
 	b.ResetTimer()

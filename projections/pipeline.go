@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -123,15 +122,9 @@ func (p *pipeline) apply() {
 			continue
 		}
 		<-c.done
+		// A failure, or a time-travel fold reaching its moment (errPast):
+		// either way what came before is committed and the read ends.
 		failure = p.applyChunk(c)
-		if errors.Is(failure, errPast) {
-			if cerr := p.f.commit(); cerr != nil {
-				failure = cerr
-			}
-			p.failed.Store(&FoldError{Err: errPast})
-			p.stopRead()
-			continue
-		}
 		if failure != nil {
 			if cerr := p.f.commit(); cerr != nil {
 				failure = cerr
