@@ -44,18 +44,24 @@ func foldView(e entry, fold func([]byte) (Envelope, Event, error)) entry {
 // signature: folds never read them (history and audit read the event whole,
 // by sequence), and base64-decoding kilobytes per send was most of folding
 // a push. The blobs are still scanned by encoding/json, not decoded.
+// The skipped fields keep DeclarationSent's order, so that its layout plan
+// reads a send as Encode writes it.
 type sentForFold struct {
-	Node          string `json:"node"`
-	Sequence      uint64 `json:"sequence"`
-	Digest        string `json:"digest"`
-	ContentDigest string `json:"content_digest"`
-	By            string `json:"by"`
-	Resources     int    `json:"resources"`
-	Key           string `json:"key"`
+	Node          string  `json:"node"`
+	Sequence      uint64  `json:"sequence"`
+	Digest        string  `json:"digest"`
+	ContentDigest string  `json:"content_digest"`
+	By            string  `json:"by"`
+	Resources     int     `json:"resources"`
+	Declaration   Skipped `json:"declaration"`
+	Signature     Skipped `json:"signature"`
+	Key           string  `json:"key"`
 }
 
+var sentForFoldLayout = layoutFor[sentForFold]()
+
 func decodeSentForFold(raw []byte) (Envelope, Event, error) {
-	env, ev, err := decodeCurrent[sentForFold](raw)
+	env, ev, err := decodeCurrent[sentForFold](sentForFoldLayout, raw)
 	if err != nil {
 		return env, nil, err
 	}
@@ -69,7 +75,9 @@ func (sentForFold) EventType() string { return "DeclarationSent" }
 // current is the entry of a type whose version v is the only one ever
 // written. A type that gains a version gets an entry with upcasters.
 func current[T Event](v int) entry {
-	return entry{current: v, decode: decodeAs[T], decodeCurrent: decodeCurrent[T]}
+	l := layoutFor[T]()
+	return entry{current: v, decode: decodeAs[T], layout: l,
+		decodeCurrent: func(raw []byte) (Envelope, Event, error) { return decodeCurrent[T](l, raw) }}
 }
 
 type entry struct {
@@ -78,6 +86,9 @@ type entry struct {
 	// decodeCurrent reads a whole message of the current version in one
 	// pass: the fast path of a fold, which spends most of its time here.
 	decodeCurrent func([]byte) (Envelope, Event, error)
+	// layout reads the current version's data as Encode writes it, nil
+	// for a type it cannot read (see layout.go).
+	layout *layout
 	// upcasters[v] turns version v's data into version v+1's.
 	upcasters map[int]func(json.RawMessage) (json.RawMessage, error)
 }
@@ -106,19 +117,24 @@ func DecodeData(typ string, data []byte) (Event, error) {
 }
 
 // decodeCurrent reads a message of T's current version by the fold's fast
-// path, or fails so that the caller takes the general decoder. It never
+// path (its data by the type's layout plan where it has one, else by
+// encoding/json), or fails so that the caller takes the general decoder. It never
 // decodes on its own terms: a second, laxer decoder (encoding/json matches
 // field names without regard to case, and lets a missing "data" decode as a
 // zero event) would let a fold accept what Decode refuses. FuzzFastPath
 // holds the two to one reading.
-func decodeCurrent[T Event](raw []byte) (Envelope, Event, error) {
-	typ, version, at, data, ok := splitEnvelope(raw)
+func decodeCurrent[T Event](l *layout, raw []byte) (Envelope, Event, error) {
+	var ev T
+	typ, version, at, data, ok := splitEnvelope(raw, ev.EventType())
 	if !ok {
 		return Envelope{}, nil, errNotFast
 	}
-	var ev T
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return Envelope{}, nil, err
+	if l == nil || !l.decode(data, &ev) {
+		// Anything but Encode's exact layout, read afresh by the reference.
+		ev = *new(T)
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return Envelope{}, nil, err
+		}
 	}
 	return Envelope{Meta: Meta{Type: typ, Version: version, OccurredAt: at}}, ev, nil
 }

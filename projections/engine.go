@@ -143,19 +143,25 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 // openGeneration opens one generation's Pebble and checks, or on a new one
 // records, the stream identity and schema.
 func (e *Engine) openGeneration(gen string, st store.State) (*pebble.DB, error) {
+	return e.openGenerationWith(gen, st, &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}})
+}
+
+func (e *Engine) openGenerationWith(gen string, st store.State, opts *pebble.Options) (*pebble.DB, error) {
 	path := e.fs.PathJoin(e.o.Dir, gen)
-	db, err := pebble.Open(path, &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}})
+	db, err := pebble.Open(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("projections: cannot open the read models in %s: %w", path, err)
 	}
-	if err := checkBelongs(db, path, st); err != nil {
+	// Without a WAL (a rebuild) there is nothing to sync: the flush
+	// before the generation is named makes it durable.
+	if err := checkBelongs(db, path, st, &pebble.WriteOptions{Sync: !opts.DisableWAL}); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return db, nil
 }
 
-func checkBelongs(db *pebble.DB, path string, st store.State) error {
+func checkBelongs(db *pebble.DB, path string, st store.State, w *pebble.WriteOptions) error {
 	var id identity
 	found, err := getJSON(db, keyIdentity, &id)
 	if err != nil {
@@ -170,7 +176,7 @@ func checkBelongs(db *pebble.DB, path string, st store.State) error {
 		if err := b.Set(keySchema, u64(schemaVersion), nil); err != nil {
 			return err
 		}
-		return b.Commit(pebble.Sync)
+		return b.Commit(w)
 	}
 	var schema uint64
 	if v, closer, err := db.Get(keySchema); err == nil {

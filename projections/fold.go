@@ -29,18 +29,18 @@ func (e *FoldError) Unwrap() error { return e.Err }
 
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
-var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue, foldStandings, foldComposition, foldHistory}
+var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue, foldStandings, foldHistory}
 
-// foldComposition moves the composition version on every event that can
-// change what some node would be composed to, and on no other (reports,
-// standings and sends do not), so a cache of would-send digests stays valid
-// across the events that are most of a busy mesh's traffic.
-func foldComposition(b *pebble.Batch, rec events.Recorded) error {
-	switch rec.Event.(type) {
+// movesComposition is true of every event that can change what some node
+// would be composed to, and of no other (reports, standings and sends do
+// not), so a cache of would-send digests stays valid across the events that
+// are most of a busy mesh's traffic.
+func movesComposition(ev events.Event) bool {
+	switch ev.(type) {
 	case events.NodeEnrolled, events.NodeRetired, events.ModuleRegistered, events.ModuleAssigned, events.ModuleUnassigned:
-		return b.Set(keyComposition, u64(rec.Seq), nil)
+		return true
 	}
-	return nil
+	return false
 }
 
 // folder accumulates events into one indexed Pebble batch (indexed, so a fold
@@ -49,13 +49,18 @@ func foldComposition(b *pebble.Batch, rec events.Recorded) error {
 type folder struct {
 	// asOf, when set, ends the fold before the first event that occurred
 	// after it: time travel folds the past into a temporary store.
-	asOf     time.Time
-	db       *pebble.DB
-	b        *pebble.Batch
-	size     int // events per commit while catching up
-	n        int // events in b
-	last     uint64
-	onCommit func(last uint64)
+	asOf time.Time
+	db   *pebble.DB
+	b    *pebble.Batch
+	size int // events per commit while catching up
+	n    int // events in b
+	last uint64
+	// composition is the newest event in b that moves the composition
+	// version, 0 for none. It is written once, at commit, beside the
+	// checkpoint: written per event it was half of all the keys a fold of
+	// enrolments put into Pebble, each shadowing the one before.
+	composition uint64
+	onCommit    func(last uint64)
 }
 
 func newFolder(db *pebble.DB, size int, onCommit func(uint64)) *folder {
@@ -71,6 +76,9 @@ func (f *folder) apply(rec events.Recorded) error {
 		if err := fold(f.b, rec); err != nil {
 			return &FoldError{Seq: rec.Seq, Subject: rec.Subject, Err: err}
 		}
+	}
+	if movesComposition(rec.Event) {
+		f.composition = rec.Seq
 	}
 	f.n++
 	f.last = rec.Seq
@@ -96,12 +104,17 @@ func (f *folder) commit() error {
 	if err := f.b.Set(keyCheckpoint, u64(f.last), nil); err != nil {
 		return err
 	}
+	if f.composition > 0 {
+		if err := f.b.Set(keyComposition, u64(f.composition), nil); err != nil {
+			return err
+		}
+	}
 	if err := f.b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("projections: cannot commit read models at event %d: %w", f.last, err)
 	}
 	f.b.Close()
 	f.b = f.db.NewIndexedBatch()
-	f.n = 0
+	f.n, f.composition = 0, 0
 	if f.onCommit != nil {
 		f.onCommit(f.last)
 	}
@@ -111,5 +124,5 @@ func (f *folder) commit() error {
 // discard drops an uncommitted batch: what a crash between batches does.
 func (f *folder) discard() {
 	f.b.Close()
-	f.n = 0
+	f.n, f.composition = 0, 0
 }
