@@ -168,10 +168,9 @@ func (s *splitter) value(kind fieldKind, fv reflect.Value) bool {
 			s.bad = true
 		}
 	case kindTime:
-		var t time.Time
 		// The strict RFC 3339 parse time.Time's UnmarshalJSON uses.
+		t := fv.Addr().Interface().(*time.Time)
 		s.bad = s.bad || t.UnmarshalText([]byte(s.text())) != nil
-		fv.Set(reflect.ValueOf(t))
 	case kindStrings:
 		s.strings(fv)
 	case kindStringMap:
@@ -262,7 +261,9 @@ func (s *splitter) strings(fv reflect.Value) {
 		}
 		out = append(out, s.text())
 	}
-	fv.Set(reflect.ValueOf(out).Convert(fv.Type()))
+	// Through a pointer, not reflect.ValueOf: boxing the slice allocated.
+	// kindOf admits only the unnamed []string, so the assertion holds.
+	*fv.Addr().Interface().(*[]string) = out
 }
 
 // stringMap reads null (a nil map) or an object of strings ({} is empty, not nil).
@@ -287,5 +288,5 @@ func (s *splitter) stringMap(fv reflect.Value) {
 		}
 		out[k] = s.text()
 	}
-	fv.Set(reflect.ValueOf(out).Convert(fv.Type()))
+	*fv.Addr().Interface().(*map[string]string) = out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -19,8 +20,11 @@ import (
 // and unix nanoseconds.
 const nodeCodec = 1
 
-func encodeNode(n Node) []byte {
-	w := rowWriter{b: binary.AppendUvarint(make([]byte, 0, 160), nodeCodec)}
+func encodeNode(n Node) []byte { return appendNode(make([]byte, 0, 160), n) }
+
+// appendNode appends n's row to dst.
+func appendNode(dst []byte, n Node) []byte {
+	w := rowWriter{b: binary.AppendUvarint(dst, nodeCodec)}
 	w.str(n.Name)
 	w.strs(n.Capabilities)
 	keys := make([]string, 0, len(n.Labels))
@@ -180,7 +184,17 @@ func (r *reader) time() time.Time {
 	return time.Unix(0, r.varint()).UTC()
 }
 
-func putNode(b *pebble.Batch, n Node) error { return b.Set(nodeKey(n.Name), encodeNode(n), nil) }
+// putNode encodes the row into a pooled buffer: the batch copies what it is
+// given, and a row allocated per event was most of a fold's own garbage.
+func putNode(b *pebble.Batch, n Node) error {
+	buf := rowBuffers.Get().(*[]byte)
+	*buf = appendNode((*buf)[:0], n)
+	err := b.Set(nodeKey(n.Name), *buf, nil)
+	rowBuffers.Put(buf)
+	return err
+}
+
+var rowBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 func getNode(rd pebble.Reader, name string) (Node, bool, error) {
 	v, closer, err := rd.Get(nodeKey(name))

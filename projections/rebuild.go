@@ -191,7 +191,8 @@ func (e *Engine) rebuildOptions() *pebble.Options {
 	return &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}, DisableWAL: true, MemTableSize: rebuildMemTable}
 }
 
-// rebuildMemTable is the memtable size while rebuilding: 32 MiB, against
-// Pebble's default 4, so a controller under its 160 MiB soft limit can still
-// afford the two it may hold at once.
-const rebuildMemTable = 32 << 20
+// rebuildMemTable is the largest memtable while rebuilding: 64 MiB against
+// Pebble's default 4. Pebble grows memtables from 256 KiB towards it, so a
+// small mesh's rebuild never holds more than its data; a large one's holds
+// at most two, outside the Go heap that --memory-limit governs.
+const rebuildMemTable = 64 << 20
