@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // splitEnvelope reads an envelope laid out exactly as Encode writes it:
@@ -59,17 +60,29 @@ type splitter struct {
 }
 
 func (s *splitter) lit(l string) {
-	if s.bad || !bytes.HasPrefix(s.b, []byte(l)) {
+	if !s.has(l) {
 		s.bad = true
-		return
+	}
+}
+
+// has consumes l when the input starts with it.
+func (s *splitter) has(l string) bool {
+	if s.bad || !bytes.HasPrefix(s.b, []byte(l)) {
+		return false
 	}
 	s.b = s.b[len(l):]
+	return true
 }
 
 // raw reads up to the closing quote. Only printable ASCII without escapes
 // is ours to read: anything else (an escape, a control character JSON
 // forbids, UTF-8 the general decoder would rewrite) goes to the general path.
-func (s *splitter) raw() []byte {
+func (s *splitter) raw() []byte { return s.scan(false) }
+
+// scan reads up to the closing quote a string without escapes or control
+// characters; with utf8ok, valid UTF-8 too (encoding/json rewrites invalid
+// bytes, so those always go to it).
+func (s *splitter) scan(utf8ok bool) []byte {
 	if s.bad {
 		return nil
 	}
@@ -78,30 +91,31 @@ func (s *splitter) raw() []byte {
 		s.bad = true
 		return nil
 	}
+	ascii := true
 	for _, c := range s.b[:i] {
-		if c < 0x20 || c >= 0x7f || c == '\\' {
+		if c < 0x20 || c == '\\' || c == 0x7f {
 			s.bad = true
 			return nil
 		}
+		ascii = ascii && c < 0x80
+	}
+	if !ascii && (!utf8ok || !utf8.Valid(s.b[:i])) {
+		s.bad = true
+		return nil
 	}
 	v := s.b[:i]
 	s.b = s.b[i+1:]
 	return v
 }
 
+// num reads the envelope's version by JSON's integer syntax: a leading
+// zero, which strconv would take, is not JSON, and the general decoder
+// refuses it.
 func (s *splitter) num() int {
-	if s.bad {
-		return 0
-	}
-	i := 0
-	for i < len(s.b) && s.b[i] >= '0' && s.b[i] <= '9' {
-		i++
-	}
-	n, err := strconv.Atoi(string(s.b[:i]))
+	n, err := strconv.Atoi(s.integer(false))
 	if err != nil {
 		s.bad = true
 		return 0
 	}
-	s.b = s.b[i:]
 	return n
 }

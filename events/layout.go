@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // An event's data, read the way encoding/json.Marshal writes it for its Go
@@ -183,42 +182,14 @@ func (s *splitter) value(kind fieldKind, fv reflect.Value) bool {
 	return !s.bad
 }
 
-// has consumes l when the input starts with it.
-func (s *splitter) has(l string) bool {
-	if s.bad || !bytes.HasPrefix(s.b, []byte(l)) {
-		return false
-	}
-	s.b = s.b[len(l):]
-	return true
-}
-
 // text reads a quoted string without escapes: printable ASCII, or UTF-8
-// that is valid (encoding/json would rewrite invalid bytes, so those go to it).
+// that is valid.
 func (s *splitter) text() string {
 	if !s.has(`"`) {
 		s.bad = true
 		return ""
 	}
-	i := bytes.IndexByte(s.b, '"')
-	if i < 0 {
-		s.bad = true
-		return ""
-	}
-	ascii := true
-	for _, c := range s.b[:i] {
-		if c < 0x20 || c == '\\' || c == 0x7f {
-			s.bad = true
-			return ""
-		}
-		ascii = ascii && c < 0x80
-	}
-	if !ascii && !utf8.Valid(s.b[:i]) {
-		s.bad = true
-		return ""
-	}
-	v := string(s.b[:i])
-	s.b = s.b[i+1:]
-	return v
+	return string(s.scan(true))
 }
 
 // integer reads JSON's integer syntax (no fraction, no exponent, no
