@@ -58,11 +58,10 @@ var (
 	skippedType = reflect.TypeFor[Skipped]()
 )
 
-// layoutFor builds T's plan, or nil when T has a field it cannot read. A
+// layoutFor builds t's plan, or nil when t has a field it cannot read. A
 // field encoding/json would treat specially (a Marshaler, an embedded
 // struct, a ",string" option) gets no plan, so the two never disagree on it.
-func layoutFor[T any]() *layout {
-	t := reflect.TypeFor[T]()
+func layoutFor(t reflect.Type) *layout {
 	if t.Kind() != reflect.Struct {
 		return nil
 	}

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 )
 
 // The decoder table: event type to its current version, a decoder for that
@@ -58,7 +59,7 @@ type sentForFold struct {
 	Key           string  `json:"key"`
 }
 
-var sentForFoldLayout = layoutFor[sentForFold]()
+var sentForFoldLayout = layoutFor(reflect.TypeFor[sentForFold]())
 
 func decodeSentForFold(raw []byte) (Envelope, Event, error) {
 	env, ev, err := decodeCurrent[sentForFold](sentForFoldLayout, raw)
@@ -75,8 +76,8 @@ func (sentForFold) EventType() string { return "DeclarationSent" }
 // current is the entry of a type whose version v is the only one ever
 // written. A type that gains a version gets an entry with upcasters.
 func current[T Event](v int) entry {
-	l := layoutFor[T]()
-	return entry{current: v, decode: decodeAs[T], layout: l,
+	l := layoutFor(reflect.TypeFor[T]())
+	return entry{current: v, decode: decodeAs[T],
 		decodeCurrent: func(raw []byte) (Envelope, Event, error) { return decodeCurrent[T](l, raw) }}
 }
 
@@ -86,9 +87,6 @@ type entry struct {
 	// decodeCurrent reads a whole message of the current version in one
 	// pass: the fast path of a fold, which spends most of its time here.
 	decodeCurrent func([]byte) (Envelope, Event, error)
-	// layout reads the current version's data as Encode writes it, nil
-	// for a type it cannot read (see layout.go).
-	layout *layout
 	// upcasters[v] turns version v's data into version v+1's.
 	upcasters map[int]func(json.RawMessage) (json.RawMessage, error)
 }
