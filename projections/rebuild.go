@@ -114,7 +114,9 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 		return Rebuilt{}, err
 	}
 	abandon := func(err error) (Rebuilt, error) {
-		db.Close()
+		if db != nil {
+			db.Close()
+		}
 		e.fs.RemoveAll(path)
 		return Rebuilt{}, err
 	}
@@ -145,22 +147,9 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 		return abandon(err)
 	}
 	f.discard()
-	// The new generation is made durable before CURRENT names it: folded
-	// without a WAL, it is durable only once its memtables are flushed. It
-	// is then opened again as every generation is, with a WAL, to serve.
-	if err := db.Flush(); err != nil {
+	if db, err = e.seal(db, next, st); err != nil {
 		restart()
-		return abandon(fmt.Errorf("projections: cannot flush %s: %w", path, err))
-	}
-	if err := db.Close(); err != nil {
-		restart()
-		e.fs.RemoveAll(path)
-		return Rebuilt{}, fmt.Errorf("projections: cannot close %s: %w", path, err)
-	}
-	if db, err = e.openGeneration(next, st); err != nil {
-		restart()
-		e.fs.RemoveAll(path)
-		return Rebuilt{}, err
+		return abandon(err)
 	}
 	if err := e.writeCurrent(next); err != nil {
 		restart()
@@ -181,9 +170,25 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 	return Rebuilt{From: from, To: next, Events: st.Msgs, Checkpoint: e.checkpoint.Load(), Elapsed: time.Since(start)}, nil
 }
 
+// seal makes a rebuilt generation durable before CURRENT names it: folded
+// without a WAL, it is durable only once its memtables are flushed. It is
+// then opened again as every generation is, with a WAL, to serve. db is
+// closed whatever happens; on an error the answer is nil.
+func (e *Engine) seal(db *pebble.DB, gen string, st store.State) (*pebble.DB, error) {
+	path := e.fs.PathJoin(e.o.Dir, gen)
+	if err := db.Flush(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("projections: cannot flush %s: %w", path, err)
+	}
+	if err := db.Close(); err != nil {
+		return nil, fmt.Errorf("projections: cannot close %s: %w", path, err)
+	}
+	return e.openGeneration(gen, st)
+}
+
 // rebuildOptions open a generation being rebuilt. No WAL: until CURRENT
 // names the generation a crash abandons it whole, so logging its writes
-// protects nothing, and the WAL was a fifth of a rebuild's disk writes.
+// would only write them twice.
 // Larger memtables: fewer, larger flushes overlap less in level 0, which
 // is what a fold's keys (in stream order, not key order) otherwise pay
 // for in compactions.
