@@ -3,12 +3,16 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -32,8 +36,24 @@ func TestHistoryAndAudit(t *testing.T) {
 		s := m.push("app-1").Sent[0]
 		m.report("app-1", s.Digest)
 	}
+	// Twice the same hand-written content, then the composed content again:
+	// the second is no change, which history tells from the index without
+	// reading it back, and the push after it is diffed against it.
+	for range 2 {
+		_, err := m.h.Declare(m.ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "app-1", File: "f.json",
+			Body: `{"resources":[{"kind":"file","path":"/etc/hand","mode":"0644","content":"x"}]}`})
+		m.must(err)
+	}
+	m.push("app-1")
 	h, err := m.h.History(m.ctx, commands.HistoryRequest{Node: "app-1", Diff: true})
 	m.must(err)
+	if diff := cmp.Diff(historyFromLog(t, m, h.Entries), h.Entries); diff != "" {
+		t.Fatalf("history from the index is not what the log says (-log +history):\n%s", diff)
+	}
+	if n := len(h.Entries); len(h.Entries[n-1].Changes) == 0 || len(h.Entries[n-2].Changes) != 0 || len(h.Entries[n-3].Changes) == 0 {
+		t.Fatalf("the two hand declarations and the push after them: %+v", h.Entries[n-3:])
+	}
+	h.Entries = h.Entries[:len(h.Entries)-3]
 	var decls, applied int
 	var lastChanges []string
 	for _, e := range h.Entries {
@@ -57,7 +77,7 @@ func TestHistoryAndAudit(t *testing.T) {
 	}
 	a, err := m.h.AuditNode(m.ctx, commands.NameRequest{Name: "app-1"})
 	m.must(err)
-	if !a.OK || a.Declarations != 3 {
+	if !a.OK || a.Declarations != 6 {
 		t.Fatalf("audit: %+v", a)
 	}
 
@@ -104,4 +124,38 @@ func TestHistoryAndAudit(t *testing.T) {
 	if a.OK || a.BreakSeq != tampered || !strings.Contains(a.Break, "signature does not verify") {
 		t.Fatalf("audit of the edited copy (edited event %d): %+v", tampered, a)
 	}
+}
+
+// historyFromLog is what history shows of entries, read from the log itself:
+// each event by its sequence, every declaration decoded whole, and each
+// diffed against the declaration before it.
+func historyFromLog(t *testing.T, m *mesh, entries []commands.HistoryEntry) []commands.HistoryEntry {
+	t.Helper()
+	var out []commands.HistoryEntry
+	var previous *compose.Declaration
+	for _, e := range entries {
+		msg, err := m.h.Store.Get(m.ctx, e.Seq)
+		m.must(err)
+		env, ev, err := events.Decode(msg.Data)
+		m.must(err)
+		w := commands.HistoryEntry{Seq: e.Seq, At: env.OccurredAt}
+		switch ev := ev.(type) {
+		case events.DeclarationSent:
+			var d declaration.Declaration
+			m.must(json.Unmarshal(ev.Declaration, &d))
+			c := d.Content()
+			w.Kind, w.Sequence, w.Digest, w.By, w.Resources, w.Builds = "declaration", ev.Sequence, ev.Digest, ev.By, ev.Resources, c.Modules
+			w.Changes, previous = compose.Diff(previous, &c), &c
+		case events.DeclarationApplied:
+			w.Kind, w.Sequence, w.Digest, w.Changed = "applied", ev.Sequence, ev.Digest, ev.Changed
+		case events.DeclarationFailed:
+			w.Kind, w.Sequence, w.Digest, w.Failed = "failed", ev.Sequence, ev.Digest, ev.Failed
+		case events.DeclarationRefused:
+			w.Kind, w.Sequence, w.Digest, w.Reason, w.Highest = "refused", ev.Sequence, ev.Digest, ev.Reason, ev.Highest
+		default:
+			t.Fatalf("history shows event %d, a %s", e.Seq, ev.EventType())
+		}
+		out = append(out, w)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -11,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
 )
 
 // Audit is what proving a node's record found.
@@ -48,7 +50,12 @@ func (h *Handlers) AuditNode(ctx context.Context, r NameRequest) (Audit, error) 
 	if err != nil {
 		return Audit{}, err
 	}
-	recs, err := h.nodeEvents(ctx, r.Name, time.Time{}, time.Time{})
+	idx, err := h.index(r.Name, time.Time{}, time.Time{})
+	if err != nil {
+		return Audit{}, err
+	}
+	sends := slices.DeleteFunc(idx, func(e projections.HistoryEntry) bool { return e.Kind != projections.HistoryDeclaration })
+	recs, err := h.readDeclarations(ctx, sends)
 	if err != nil {
 		return Audit{}, err
 	}
@@ -59,10 +66,7 @@ func (h *Handlers) AuditNode(ctx context.Context, r NameRequest) (Audit, error) 
 	var prevDigest string
 	var prevSeq uint64
 	for _, rec := range recs {
-		sent, ok := rec.ev.(events.DeclarationSent)
-		if !ok {
-			continue
-		}
+		sent := rec.sent
 		a.Declarations++
 		if reason := h.check(sent, keys, rec.seq, r.Name, prevDigest, prevSeq); reason != "" {
 			a.OK, a.BreakSeq = false, rec.seq

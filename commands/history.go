@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -31,68 +32,72 @@ type History struct {
 
 // HistoryEntry is one declaration sent or one report received.
 type HistoryEntry struct {
-	Seq       uint64                   `json:"seq"` // stream sequence
-	At        time.Time                `json:"at"`
-	Kind      string                   `json:"kind"` // "declaration", "applied", "failed", "refused"
-	Sequence  uint64                   `json:"sequence"`
-	Digest    string                   `json:"digest"`
-	By        string                   `json:"by,omitempty"`
-	Builds    []compose.ModuleBuild    `json:"builds,omitempty"`
-	Resources int                      `json:"resources,omitempty"`
-	Reason    string                   `json:"reason,omitempty"`
-	Failed    []events.ResourceFailure `json:"failed,omitempty"`
-	Changes   []compose.Change         `json:"changes,omitempty"` // with diff: against the declaration before
+	Seq       uint64                `json:"seq"` // stream sequence
+	At        time.Time             `json:"at"`
+	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused"
+	Sequence  uint64                `json:"sequence"`
+	Digest    string                `json:"digest"`
+	By        string                `json:"by,omitempty"`
+	Builds    []compose.ModuleBuild `json:"builds,omitempty"`
+	Resources int                   `json:"resources,omitempty"`
+	// BuildsUnknown: the declaration's bytes did not say (mesh audit names why).
+	BuildsUnknown bool                     `json:"builds_unknown,omitempty"`
+	Changed       int                      `json:"changed,omitempty"` // applied: resources written or removed
+	Reason        string                   `json:"reason,omitempty"`
+	Highest       uint64                   `json:"highest,omitempty"` // refused: the highest sequence the node had applied
+	Failed        []events.ResourceFailure `json:"failed,omitempty"`
+	Changes       []compose.Change         `json:"changes,omitempty"` // with diff: against the declaration before
 }
 
-// recorded is one indexed event read back by its sequence.
+// recorded is one indexed declaration read back by its sequence.
 type recorded struct {
 	seq  uint64
 	at   time.Time
-	ev   events.Event
-	decl *declaration.Declaration
+	sent events.DeclarationSent
+	decl *declaration.Declaration // nil when its bytes do not decode
 }
 
-// nodeEvents reads node's indexed declarations and reports by sequence.
-func (h *Handlers) nodeEvents(ctx context.Context, node string, since, until time.Time) ([]recorded, error) {
-	var idx []projections.HistoryEntry
-	err := h.Proj.Read(func(v *projections.View) (err error) {
+// index reads node's history rows.
+func (h *Handlers) index(node string, since, until time.Time) (idx []projections.HistoryEntry, err error) {
+	err = h.Proj.Read(func(v *projections.View) error {
 		idx, err = v.History(node, since, until)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	// Each read is a round trip; they are independent, so several are in
-	// flight at once (a history of a thousand declarations is a thousand
-	// direct gets), and the results keep the index's order.
-	out := make([]recorded, len(idx))
-	errs := make([]error, len(idx))
-	inFlight(len(idx), 32, func(i int) {
-		out[i], errs[i] = h.readEvent(ctx, idx[i].Seq)
-	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return idx, err
 }
 
-func (h *Handlers) readEvent(ctx context.Context, seq uint64) (recorded, error) {
-	m, err := h.Store.Get(ctx, seq)
+// readDeclarations reads the declarations of rows back from the log by
+// sequence, each checked against its row: a row the log does not bear out
+// is a read model gone wrong, and answering from it would be a lie.
+func (h *Handlers) readDeclarations(ctx context.Context, rows []projections.HistoryEntry) ([]recorded, error) {
+	// Each read is a round trip; they are independent, so several are in
+	// flight at once, and the results keep the rows' order.
+	out := make([]recorded, len(rows))
+	errs := make([]error, len(rows))
+	inFlight(len(rows), 32, func(i int) {
+		out[i], errs[i] = h.readDeclaration(ctx, rows[i])
+	})
+	return out, errors.Join(errs...)
+}
+
+func (h *Handlers) readDeclaration(ctx context.Context, row projections.HistoryEntry) (recorded, error) {
+	m, err := h.Store.Get(ctx, row.Seq)
 	if err != nil {
 		return recorded{}, err
 	}
 	env, ev, err := events.Decode(m.Data)
 	if err != nil {
-		return recorded{}, fmt.Errorf("event %d: %w", seq, err)
+		return recorded{}, fmt.Errorf("event %d: %w", row.Seq, err)
 	}
-	r := recorded{seq: seq, at: env.OccurredAt, ev: ev}
-	if sent, ok := ev.(events.DeclarationSent); ok {
-		var d declaration.Declaration
-		if err := json.Unmarshal(sent.Declaration, &d); err == nil {
-			r.decl = &d
-		}
+	sent, ok := ev.(events.DeclarationSent)
+	if !ok || sent.Digest != row.Digest {
+		return recorded{}, fmt.Errorf("the history index says event %d is declaration %s, but the log holds a %s there; run mesh projections verify",
+			row.Seq, row.Digest, ev.EventType())
+	}
+	r := recorded{seq: row.Seq, at: env.OccurredAt, sent: sent}
+	var d declaration.Declaration
+	if err := json.Unmarshal(sent.Declaration, &d); err == nil {
+		r.decl = &d
 	}
 	return r, nil
 }
@@ -112,8 +117,15 @@ func inFlight(n, k int, fn func(int)) {
 	wg.Wait()
 }
 
+// historyKinds names the kinds of the history index's rows.
+var historyKinds = map[byte]string{
+	projections.HistoryDeclaration: "declaration", projections.HistoryApplied: "applied",
+	projections.HistoryFailed: "failed", projections.HistoryRefused: "refused",
+}
+
 // History answers every declaration the node was told and every report it
-// sent back, from the history index and reads by sequence.
+// sent back, from the history index; with Diff, it reads the declarations
+// whose content changed back from the log for their contents.
 func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, error) {
 	if err := validName("show the history of", r.Node); err != nil {
 		return History{}, err
@@ -124,33 +136,76 @@ func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, erro
 		}
 		return History{}, err
 	}
-	recs, err := h.nodeEvents(ctx, r.Node, r.Since, r.Until)
+	idx, err := h.index(r.Node, r.Since, r.Until)
 	if err != nil {
 		return History{}, err
 	}
-	out := History{Node: r.Node, Entries: []HistoryEntry{}}
-	var previous *compose.Declaration
-	for _, rec := range recs {
-		e := HistoryEntry{Seq: rec.seq, At: rec.at}
-		switch ev := rec.ev.(type) {
-		case events.DeclarationSent:
-			e.Kind, e.Sequence, e.Digest, e.By, e.Resources = "declaration", ev.Sequence, ev.Digest, ev.By, ev.Resources
-			if rec.decl != nil {
-				e.Builds = rec.decl.Modules
-				c := rec.decl.Content()
-				if r.Diff {
-					e.Changes = compose.Diff(previous, &c)
-				}
-				previous = &c
-			}
-		case events.DeclarationApplied:
-			e.Kind, e.Sequence, e.Digest = "applied", ev.Sequence, ev.Digest
-		case events.DeclarationFailed:
-			e.Kind, e.Sequence, e.Digest, e.Failed = "failed", ev.Sequence, ev.Digest, ev.Failed
-		case events.DeclarationRefused:
-			e.Kind, e.Sequence, e.Digest, e.Reason = "refused", ev.Sequence, ev.Digest, ev.Reason
+	out := History{Node: r.Node, Entries: make([]HistoryEntry, 0, len(idx))}
+	for _, row := range idx {
+		out.Entries = append(out.Entries, HistoryEntry{Seq: row.Seq, At: row.At, Kind: historyKinds[row.Kind],
+			Sequence: row.Sequence, Digest: row.Digest, By: row.By, Builds: row.Builds, BuildsUnknown: row.Kind == projections.HistoryDeclaration && row.Builds == nil,
+			Resources: row.Resources, Changed: row.Changed, Reason: row.Reason, Highest: row.Highest, Failed: row.Failed})
+	}
+	if r.Diff {
+		if err := h.diff(ctx, idx, out.Entries); err != nil {
+			return History{}, err
 		}
-		out.Entries = append(out.Entries, e)
 	}
 	return out, nil
+}
+
+// diff fills each declaration's changes against the one before it. Equal
+// content digests are equal content, so only a declaration whose content
+// differs from the one before, and that one, are read back from the log:
+// a history of a thousand pushes of one content is one read.
+func (h *Handlers) diff(ctx context.Context, idx []projections.HistoryEntry, entries []HistoryEntry) error {
+	need := map[int]bool{}
+	before := -1 // the declaration before, by index into idx
+	for i, row := range idx {
+		if row.Kind != projections.HistoryDeclaration {
+			continue
+		}
+		if before < 0 || row.ContentDigest == "" || idx[before].ContentDigest != row.ContentDigest {
+			need[i] = true
+			if before >= 0 {
+				need[before] = true
+			}
+		}
+		before = i
+	}
+	var rows []projections.HistoryEntry
+	var at []int
+	for i := range idx {
+		if need[i] {
+			rows, at = append(rows, idx[i]), append(at, i)
+		}
+	}
+	recs, err := h.readDeclarations(ctx, rows)
+	if err != nil {
+		return err
+	}
+	content := map[int]*compose.Declaration{}
+	for j, rec := range recs {
+		if rec.decl == nil {
+			return fmt.Errorf("event %d: the declaration's bytes do not decode, so what changed cannot be shown; mesh audit %s names the break", rec.seq, rec.sent.Node)
+		}
+		c := rec.decl.Content()
+		content[at[j]] = &c
+	}
+	before = -1
+	for i, row := range idx {
+		if row.Kind != projections.HistoryDeclaration {
+			continue
+		}
+		entries[i].Changes = []compose.Change{} // what Diff answers for equal content
+		if need[i] {
+			var previous *compose.Declaration
+			if before >= 0 {
+				previous = content[before]
+			}
+			entries[i].Changes = compose.Diff(previous, content[i])
+		}
+		before = i
+	}
+	return nil
 }

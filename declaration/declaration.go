@@ -149,3 +149,126 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// Builds reads the module builds a declaration's bytes name, and reads no
+// further: the history index keeps them for every declaration sent, and the
+// resources after them are most of the bytes (decoding the whole
+// declaration to get them doubled the cost of folding a send). The
+// controller signs only Canonical bytes, where each field appears once; a
+// declaration that repeats "modules" was not signed by it, and audit says so.
+func Builds(b []byte) ([]compose.ModuleBuild, error) {
+	if m, ok := canonicalBuilds(b); ok {
+		return m, nil
+	}
+	return decodedBuilds(b)
+}
+
+// decodedBuilds reads the builds with encoding/json, up to "modules".
+func decodedBuilds(b []byte) ([]compose.ModuleBuild, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("%w: it is not a JSON object", ErrMalformed)
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		if key == "modules" {
+			var m []compose.ModuleBuild
+			if err := dec.Decode(&m); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+			}
+			return nonNil(m), nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+	}
+	return []compose.ModuleBuild{}, nil
+}
+
+// canonicalBuilds reads the builds from bytes that begin exactly as
+// Canonical writes them, strings without escapes, or answers false and
+// Builds decodes them with encoding/json (a tenth of the cost: a JSON
+// decoder's tokens were 15 µs a send).
+func canonicalBuilds(b []byte) ([]compose.ModuleBuild, bool) {
+	h := head{b: b}
+	h.lit(`{"mesh":`)
+	h.str()
+	h.lit(`,"node":`)
+	h.str()
+	h.lit(`,"sequence":`)
+	h.digits()
+	h.lit(`,"composed_at":`)
+	h.str()
+	h.lit(`,"previous":`)
+	h.str()
+	h.lit(`,"modules":[`)
+	out := []compose.ModuleBuild{}
+	for !h.bad && !h.has("]") {
+		if len(out) > 0 {
+			h.lit(",")
+		}
+		h.lit(`{"module":`)
+		m := h.str()
+		h.lit(`,"build":`)
+		out = append(out, compose.ModuleBuild{Module: m, Build: h.str()})
+		h.lit("}")
+	}
+	return out, h.lit(`,"resources":`)
+}
+
+// head reads the literal beginning of canonical bytes; any surprise sets bad.
+type head struct {
+	b   []byte
+	bad bool
+}
+
+// has consumes s if the bytes go on with it.
+func (h *head) has(s string) bool {
+	if h.bad || !bytes.HasPrefix(h.b, []byte(s)) {
+		return false
+	}
+	h.b = h.b[len(s):]
+	return true
+}
+
+// lit consumes s, which must come next.
+func (h *head) lit(s string) bool {
+	ok := h.has(s)
+	h.bad = h.bad || !ok
+	return ok
+}
+
+// str reads a quoted string of printable ASCII: what encoding/json would
+// read the same without unescaping or rewriting anything.
+func (h *head) str() string {
+	if !h.lit(`"`) {
+		return ""
+	}
+	for i, c := range h.b {
+		switch {
+		case c == '"':
+			v := string(h.b[:i])
+			h.b = h.b[i+1:]
+			return v
+		case c < 0x20 || c >= 0x7f || c == '\\':
+			h.bad = true
+			return ""
+		}
+	}
+	h.bad = true
+	return ""
+}
+
+// digits reads JSON's unsigned integer syntax: no leading zero.
+func (h *head) digits() {
+	i := 0
+	for i < len(h.b) && h.b[i] >= '0' && h.b[i] <= '9' {
+		i++
+	}
+	h.bad = h.bad || i == 0 || i > 1 && h.b[0] == '0'
+	h.b = h.b[i:]
+}

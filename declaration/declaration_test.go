@@ -1,9 +1,14 @@
 package declaration
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/meshctl/mesh/compose"
 	"github.com/nats-io/nkeys"
@@ -53,4 +58,93 @@ func TestSealOpen(t *testing.T) {
 	if d.ContentDigest() != d2.ContentDigest() || s.Digest() == s2.Digest() {
 		t.Fatal("content digest must ignore sequence, chain and time; the digest must not")
 	}
+}
+
+// Builds answers what decoding the whole declaration answers, for what the
+// controller signs, and refuses what is not a declaration.
+func TestBuildsReadsTheModulesOfTheSignedBytes(t *testing.T) {
+	content := strings.Repeat("line\n", 50)
+	for _, mods := range [][]compose.ModuleBuild{nil, {{Module: "app", Build: "b1"}, {Module: "db", Build: UnknownBuild}}} {
+		d := New(compose.Declaration{Mesh: "m", Node: "web-1", Modules: mods,
+			Resources: []compose.Resource{{Path: "/a", Kind: "file", Mode: "0644", Content: &content, Module: "app"}}}, 3, "prev", time.Unix(5, 0))
+		b := d.Canonical()
+		got, err := Builds(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := canonicalBuilds(b); !ok {
+			t.Errorf("the canonical reading refused what Canonical wrote: %s", b)
+		}
+		var whole Declaration
+		if err := json.Unmarshal(b, &whole); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(nonNil(whole.Modules), got); diff != "" {
+			t.Fatalf("builds of %s (-whole +head):\n%s", b, diff)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"modules":[{"module":1}]}`, `{"mesh":"m","modules":[{"module":"a"`} {
+		if got, err := Builds([]byte(bad)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Builds(%q) = %v, %v; want ErrMalformed", bad, got, err)
+		}
+	}
+}
+
+// FuzzBuilds: whatever the canonical reading accepts, encoding/json reads
+// the same builds from. (go test -fuzz FuzzBuilds ./declaration/ searches.)
+func FuzzBuilds(f *testing.F) {
+	content := "a"
+	d := New(compose.Declaration{Mesh: "m", Node: "n", Modules: []compose.ModuleBuild{{Module: "a", Build: "b"}, {Module: "c", Build: "d"}},
+		Resources: []compose.Resource{{Path: "/a", Kind: "file", Mode: "0644", Content: &content, Module: "a"}}}, 1, "p", time.Unix(0, 0))
+	f.Add(d.Canonical())
+	f.Add([]byte(`{"mesh":"m","node":"n","sequence":01,"composed_at":"t","previous":"","modules":[],"resources":[]}`))
+	f.Add([]byte(`{"mesh":"m","node":"n","sequence":1,"composed_at":"t","previous":"","modules":[{"module":"\u0041","build":"b"}],"resources":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := canonicalBuilds(b)
+		if !ok {
+			return
+		}
+		slow, err := decodedBuilds(b)
+		if err != nil {
+			return // the bytes after the builds are not JSON; a reader of the whole refuses them
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("%q (-encoding/json +canonical):\n%s", b, diff)
+		}
+	})
+}
+
+// BenchmarkBuilds: reading the builds from the head of a declaration, as the
+// history index does for every send, beside decoding it whole (ratio head/whole).
+func BenchmarkBuilds(b *testing.B) {
+	content := strings.Repeat("some configuration line\n", 40)
+	var res []compose.Resource
+	for i := range 8 {
+		res = append(res, compose.Resource{Path: fmt.Sprintf("/etc/app/%d.conf", i), Kind: "file", Mode: "0644", Content: &content, Module: "app"})
+	}
+	d := New(compose.Declaration{Mesh: "m", Node: "web-1", Resources: res,
+		Modules: []compose.ModuleBuild{{Module: "app", Build: strings.Repeat("a", 64)}, {Module: "db", Build: strings.Repeat("b", 64)}}}, 3, strings.Repeat("c", 71), time.Now())
+	raw := d.Canonical()
+	measure := func(fn func()) float64 {
+		start := time.Now()
+		for range b.N {
+			fn()
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(b.N)
+	}
+	b.ResetTimer()
+	head := measure(func() {
+		if _, err := Builds(raw); err != nil {
+			b.Fatal(err)
+		}
+	})
+	whole := measure(func() {
+		var d Declaration
+		if err := json.Unmarshal(raw, &d); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.ReportMetric(head, "ns/head")
+	b.ReportMetric(whole, "ns/whole")
+	b.ReportMetric(head/whole, "head/whole")
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/base64"
 	"reflect"
 	"strconv"
 	"strings"
@@ -42,12 +43,12 @@ const (
 	kindTime
 	kindStrings   // []string
 	kindStringMap // map[string]string
+	kindBytes     // []byte: base64 text, as encoding/json writes bytes
 	kindSkip      // Skipped: a string or null, scanned and not kept
 )
 
 // Skipped stands in a fold view for a field the fold never reads (the
-// sealed declaration of a DeclarationSent): the bytes are passed over, not
-// decoded. It accepts any JSON value, as an absent field would.
+// signature of a DeclarationSent): the bytes are passed over, not decoded. It accepts any JSON value, as an absent field would.
 type Skipped struct{}
 
 // UnmarshalJSON passes over the value.
@@ -55,6 +56,7 @@ func (*Skipped) UnmarshalJSON([]byte) error { return nil }
 
 var (
 	timeType    = reflect.TypeFor[time.Time]()
+	byteType    = reflect.TypeFor[byte]()
 	skippedType = reflect.TypeFor[Skipped]()
 )
 
@@ -106,6 +108,9 @@ func kindOf(t reflect.Type) (fieldKind, bool) {
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.String && t.Elem().PkgPath() == "" {
 			return kindStrings, true
+		}
+		if t.Elem() == byteType {
+			return kindBytes, true
 		}
 	case reflect.Map:
 		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String &&
@@ -173,6 +178,8 @@ func (s *splitter) value(kind fieldKind, fv reflect.Value) bool {
 		s.strings(fv)
 	case kindStringMap:
 		s.stringMap(fv)
+	case kindBytes:
+		s.bytes(fv)
 	case kindSkip:
 		if !s.has("null") {
 			s.text()
@@ -234,6 +241,26 @@ func (s *splitter) strings(fv reflect.Value) {
 	// Through a pointer, not reflect.ValueOf: boxing the slice allocated.
 	// kindOf admits only the unnamed []string, so the assertion holds.
 	*fv.Addr().Interface().(*[]string) = out
+}
+
+// bytes reads null (a nil slice) or base64 text, decoded as encoding/json
+// decodes a []byte: the standard encoding, and "" is empty, not nil.
+func (s *splitter) bytes(fv reflect.Value) {
+	if s.has("null") {
+		return
+	}
+	if !s.has(`"`) {
+		s.bad = true
+		return
+	}
+	text := s.scan(false)
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
+	n, err := base64.StdEncoding.Decode(out, text)
+	if s.bad || err != nil {
+		s.bad = true
+		return
+	}
+	*fv.Addr().Interface().(*[]byte) = out[:n]
 }
 
 // stringMap reads null (a nil map) or an object of strings ({} is empty, not nil).

@@ -41,11 +41,11 @@ func foldView(e entry, fold func([]byte) (Envelope, Event, error)) entry {
 	return e
 }
 
-// sentForFold is DeclarationSent without the sealed declaration and its
-// signature: folds never read them (history and audit read the event whole,
-// by sequence), and base64-decoding kilobytes per send was most of folding
-// a push. The blobs are still scanned by encoding/json, not decoded.
-// The skipped fields keep DeclarationSent's order, so that its layout plan
+// sentForFold is DeclarationSent without its signature, which no fold
+// reads (audit reads the event whole, by sequence). The declaration is
+// decoded, because the history index keeps the builds it names, but by the
+// layout plan's base64: encoding/json's decoding of it was most of folding a
+// push. The skipped field keeps DeclarationSent's order, so that the plan
 // reads a send as Encode writes it.
 type sentForFold struct {
 	Node          string  `json:"node"`
@@ -54,7 +54,7 @@ type sentForFold struct {
 	ContentDigest string  `json:"content_digest"`
 	By            string  `json:"by"`
 	Resources     int     `json:"resources"`
-	Declaration   Skipped `json:"declaration"`
+	Declaration   []byte  `json:"declaration"`
 	Signature     Skipped `json:"signature"`
 	Key           string  `json:"key"`
 }
@@ -68,7 +68,7 @@ func decodeSentForFold(raw []byte) (Envelope, Event, error) {
 	}
 	f := ev.(sentForFold)
 	return env, DeclarationSent{Node: f.Node, Sequence: f.Sequence, Digest: f.Digest, ContentDigest: f.ContentDigest,
-		By: f.By, Resources: f.Resources, Key: f.Key}, nil
+		By: f.By, Resources: f.Resources, Declaration: f.Declaration, Key: f.Key}, nil
 }
 
 func (sentForFold) EventType() string { return "DeclarationSent" }

@@ -19,7 +19,7 @@ import (
 // in key order, so one assignment has one encoding.
 const assignmentCodec = 1
 
-var errCorruptRow = errors.New("projections: corrupt assignment row")
+var errCorruptRow = errors.New("projections: corrupt assignment or history row")
 
 func encodeAssignment(a AssignmentRow) []byte {
 	b := binary.AppendUvarint(nil, assignmentCodec)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 )
 
@@ -53,6 +54,34 @@ func TestNodeCodecRoundTrips(t *testing.T) {
 		for i := range b {
 			if _, err := decodeNode(b[:i]); err == nil {
 				t.Fatalf("truncated to %d of %d bytes and still decoded", i, len(b))
+			}
+		}
+	}
+}
+
+func TestHistoryCodecRoundTrips(t *testing.T) {
+	at := time.Date(2026, 12, 2, 16, 0, 0, 7, time.UTC)
+	for _, e := range []HistoryEntry{
+		{Seq: 1, Kind: HistoryDeclaration, At: at, Sequence: 1, Digest: "d", ContentDigest: "c", By: "push", Resources: 0, Builds: []compose.ModuleBuild{}},
+		{Seq: 2, Kind: HistoryDeclaration, At: at, Sequence: 2, Digest: "d", ContentDigest: "c", By: "declare", Resources: 3},
+		{Seq: 3, Kind: HistoryDeclaration, At: at, Sequence: 1 << 40, Digest: "d", By: "push", Resources: 2,
+			Builds: []compose.ModuleBuild{{Module: "app", Build: "b1"}, {Module: "db", Build: ""}}},
+		{Seq: 4, Kind: HistoryApplied, At: at, Sequence: 2, Digest: "d", Changed: 5},
+		{Seq: 5, Kind: HistoryFailed, At: at, Sequence: 2, Digest: "d", Failed: []events.ResourceFailure{{Path: "/a", Reason: "why"}, {Path: "/b"}}},
+		{Seq: 6, Kind: HistoryFailed, At: at, Sequence: 2, Digest: "d"},
+		{Seq: 7, Kind: HistoryRefused, At: at, Sequence: 2, Digest: "d", Reason: "replay", Highest: 9},
+	} {
+		b := encodeHistory(e)
+		got, err := decodeHistory(e.Seq, b)
+		if err != nil {
+			t.Fatalf("%+v: %v", e, err)
+		}
+		if diff := cmp.Diff(e, got); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
+		for i := range b {
+			if _, err := decodeHistory(e.Seq, b[:i]); !errors.Is(err, errCorruptRow) {
+				t.Fatalf("%+v truncated to %d of %d bytes: err = %v", e, i, len(b), err)
 			}
 		}
 	}

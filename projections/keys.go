@@ -41,7 +41,8 @@ var (
 //	5  standings; failing-since on the node row; the composition version in meta
 //	6  the history index
 //	7  node rows in the compact codec of nodecodec.go
-const schemaVersion = 7
+//	8  history rows hold what history shows, not only the sequence
+const schemaVersion = 8
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -58,11 +58,7 @@ func appendNode(dst []byte, n Node) []byte {
 		w.uint(r.Sequence)
 		w.str(r.Digest)
 		w.str(r.Reason)
-		w.uint(uint64(len(r.Failed)))
-		for _, f := range r.Failed {
-			w.str(f.Path)
-			w.str(f.Reason)
-		}
+		w.failures(r.Failed)
 		w.uint(r.Highest)
 		w.time(r.At)
 		w.uint(r.StreamSeq)
@@ -99,13 +95,7 @@ func decodeNode(b []byte) (Node, error) {
 		n.LastSent = s
 	}
 	if r.bool() {
-		rep := &Report{Outcome: r.str(), Sequence: r.uvarint(), Digest: r.str(), Reason: r.str()}
-		if k := r.count(); k > 0 {
-			rep.Failed = make([]events.ResourceFailure, k)
-			for i := range rep.Failed {
-				rep.Failed[i] = events.ResourceFailure{Path: r.str(), Reason: r.str()}
-			}
-		}
+		rep := &Report{Outcome: r.str(), Sequence: r.uvarint(), Digest: r.str(), Reason: r.str(), Failed: r.failures()}
 		rep.Highest = r.uvarint()
 		rep.At = r.time()
 		rep.StreamSeq = r.uvarint()
@@ -131,6 +121,29 @@ func (w *rowWriter) bool(v bool) {
 	} else {
 		w.b = append(w.b, 0)
 	}
+}
+
+func (w *rowWriter) int(v int64) { w.b = binary.AppendVarint(w.b, v) }
+
+// failures writes a report's failed resources; none reads back as nil.
+func (w *rowWriter) failures(l []events.ResourceFailure) {
+	w.uint(uint64(len(l)))
+	for _, f := range l {
+		w.str(f.Path)
+		w.str(f.Reason)
+	}
+}
+
+func (r *reader) failures() []events.ResourceFailure {
+	k := r.count()
+	if k == 0 {
+		return nil
+	}
+	out := make([]events.ResourceFailure, k)
+	for i := range out {
+		out[i] = events.ResourceFailure{Path: r.str(), Reason: r.str()}
+	}
+	return out
 }
 
 func (w *rowWriter) strs(l []string) {

@@ -55,6 +55,9 @@ func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
 	at := e.At.UTC().Format(time.RFC3339)
 	if e.Kind != "declaration" {
 		detail := e.Reason
+		if e.Highest > 0 {
+			detail += fmt.Sprintf(" (it had applied up to sequence %d)", e.Highest)
+		}
 		for _, f := range e.Failed {
 			detail += f.Path + ": " + f.Reason + "; "
 		}
@@ -65,8 +68,12 @@ func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
 	for _, b := range e.Builds {
 		builds = append(builds, b.Module+"@"+manifest.ShortBuild(b.Build))
 	}
+	shown := orNone(strings.Join(builds, ", "))
+	if e.BuildsUnknown {
+		shown = "unknown: its signed bytes do not decode (mesh audit names why)"
+	}
 	fmt.Fprintf(w, "%s  sent     sequence %d by %s, %d resource(s), digest %s, event %d; builds %s\n",
-		at, e.Sequence, e.By, e.Resources, short(e.Digest), e.Seq, orNone(strings.Join(builds, ", ")))
+		at, e.Sequence, e.By, e.Resources, short(e.Digest), e.Seq, shown)
 	if !diff {
 		return
 	}
