@@ -109,7 +109,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	if errors.Is(err, ErrSchema) {
 		// Read models of another schema are only an older or newer way of
 		// folding the same stream: fold them again, no person needed.
-		o.Log.Info("projections: " + err.Error() + "; folding them again from the stream")
+		o.Log.Info(err.Error() + "; folding them again from the stream")
 		if err := o.FS.RemoveAll(o.Dir); err != nil {
 			return nil, Opening{}, fmt.Errorf("projections: cannot discard %s: %w", o.Dir, err)
 		}

@@ -55,13 +55,20 @@ func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
 	at := e.At.UTC().Format(time.RFC3339)
 	if e.Kind != "declaration" {
 		detail := e.Reason
+		switch {
+		case e.Kind == "applied" && e.Changed == 0:
+			detail = "it already held all of it"
+		case e.Kind == "applied":
+			detail = fmt.Sprintf("%d resource(s) written or removed", e.Changed)
+		}
 		if e.Highest > 0 {
 			detail += fmt.Sprintf(" (it had applied up to sequence %d)", e.Highest)
 		}
 		for _, f := range e.Failed {
 			detail += f.Path + ": " + f.Reason + "; "
 		}
-		fmt.Fprintf(w, "  %s  %-8s sequence %d (digest %s) %s\n", at, e.Kind, e.Sequence, short(e.Digest), strings.TrimSuffix(detail, "; "))
+		line := fmt.Sprintf("  %s  %-8s sequence %d (digest %s) %s", at, e.Kind, e.Sequence, short(e.Digest), strings.TrimSuffix(detail, "; "))
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
 		return
 	}
 	var builds []string

@@ -78,7 +78,8 @@ func TestPushToAgents(t *testing.T) {
 	if r = must("push", "--behind"); !strings.Contains(r.out, "every machine is doing what it was told") {
 		t.Fatalf("push --behind with every node applied: %+v", r)
 	}
-	if r = must("history", "app-1", "--diff"); !strings.Contains(r.out, "sent     sequence 3 by declare") || !strings.Contains(r.out, "removed /etc/app/app.conf") {
+	if r = must("history", "app-1", "--diff"); !strings.Contains(r.out, "sent     sequence 3 by declare") || !strings.Contains(r.out, "removed /etc/app/app.conf") ||
+		!strings.Contains(r.out, "applied  sequence 3") || !strings.Contains(r.out, "resource(s) written or removed") || !strings.Contains(r.out, "builds app@") {
 		t.Fatalf("history --diff: %s", r.out)
 	}
 	if r = must("audit", "app-1"); !strings.Contains(r.out, "the record holds") {
