@@ -177,6 +177,9 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 			out, err = past.ShowNode(ctx, NameRequest{Name: r.Name})
 			return err
 		})
+		if errors.Is(err, aggregates.ErrUnknownNode) {
+			err = h.notYetEnrolled(r.Name, r.AsOf)
+		}
 		out.AsOf = &r.AsOf
 		return out, err
 	}
@@ -246,4 +249,15 @@ func validName(op, name string) error {
 		return &aggregates.Error{Op: op, ID: fmt.Sprintf("%q", name), Err: aggregates.ErrInvalid, Detail: err.Error()}
 	}
 	return nil
+}
+
+// notYetEnrolled says that name was not a node at the moment asked about,
+// and when it became one if it is one now: "no node of that name is
+// enrolled" would send the reader to node list, which shows it.
+func (h *Handlers) notYetEnrolled(name string, at time.Time) error {
+	detail := "no node of that name was enrolled as of " + at.UTC().Format(time.RFC3339)
+	if n, found, err := h.Proj.Node(name); err == nil && found {
+		detail += "; it was enrolled at " + n.EnrolledAt.UTC().Format(time.RFC3339)
+	}
+	return &aggregates.Error{Op: "show", ID: name, Err: aggregates.ErrUnknownNode, Detail: detail}
 }

@@ -94,6 +94,13 @@ func TestPushToAgents(t *testing.T) {
 	if r = mesh(t, home, "status", "--as-of", "yesterday"); r.code != 2 {
 		t.Fatalf("a malformed --as-of: %+v", r)
 	}
+	if r = mesh(t, home, "node", "show", "app-1", "--as-of", "2020-01-01T00:00:00Z"); r.code != 1 ||
+		!strings.Contains(r.err, "was enrolled as of 2020-01-01T00:00:00Z; it was enrolled at ") {
+		t.Fatalf("node show before the node was enrolled: %+v", r)
+	}
+	if r = mesh(t, home, "history", "app-1", "--since", "1h", "--until", "2h"); r.code == 0 || !strings.Contains(r.err, "swap them") {
+		t.Fatalf("history --since after --until: %+v", r)
+	}
 	if r = must("node", "join", "app-1"); !strings.HasPrefix(strings.TrimSpace(r.out), "meshjoin1.") {
 		t.Fatalf("node join: %+v", r)
 	}
