@@ -70,7 +70,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 		root.Close()
 		return nil, err
 	}
-	st, err := store.Attach(ctx, nc, "")
+	st, err := store.AttachNode(nc, "")
 	if err != nil {
 		root.Close()
 		return nil, err

@@ -8,16 +8,36 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
 
 // Join is what an agent needs to join the mesh as one node: the mesh's name,
-// where the bus is, the node's name, and the controller key it pins.
+// where the bus is, the node's name, the controller key it pins, and, for a
+// closed bus, the seed of the node's own identity there (which makes the
+// join string a secret: whoever holds it hears what the node hears).
 type Join struct {
 	Mesh string `json:"mesh"`
 	Bus  string `json:"bus"`
 	Node string `json:"node"`
 	Key  string `json:"key"`
+	Seed string `json:"seed,omitempty"`
+}
+
+// Options are the connection options of the node's identity: its nkey,
+// its name as the user (the controller checks the key is that node's), and
+// inboxes under its own prefix, the only replies a closed bus lets it read.
+// Without a seed, none: an open bus asks nothing.
+func (j Join) Options() ([]nats.Option, error) {
+	if j.Seed == "" {
+		return nil, nil
+	}
+	kp, err := nkeys.FromSeed([]byte(j.Seed))
+	if err != nil {
+		return nil, errors.New("agent: the join string's node seed is damaged; copy it again from mesh node join " + j.Node)
+	}
+	pub, _ := kp.PublicKey()
+	return []nats.Option{nats.Nkey(pub, kp.Sign), nats.UserInfo(j.Node, ""), nats.CustomInboxPrefix(events.NodeInbox(j.Node))}, nil
 }
 
 const joinPrefix = "meshjoin1."
@@ -44,6 +64,11 @@ func ParseJoin(s string) (Join, error) {
 	}
 	if !nkeys.IsValidPublicKey(j.Key) {
 		return j, errors.New("agent: the join string's controller key is not a public key; copy it again from mesh node join NAME")
+	}
+	if j.Seed != "" {
+		if _, err := j.Options(); err != nil {
+			return j, err
+		}
 	}
 	if j.Mesh == "" || j.Bus == "" {
 		return j, errors.New("agent: the join string names no mesh or no bus; copy it again from mesh node join NAME")

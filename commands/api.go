@@ -327,6 +327,7 @@ type Identity struct {
 	Mesh string `json:"mesh"`
 	Node string `json:"node"`
 	Key  string `json:"key"`
+	Seed string `json:"seed"` // the node's identity on a closed bus: a secret
 }
 
 // StatusReport is `mesh status --json`: the verdict, a state per active

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/projections"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nkeys"
 )
 
 // ControllerConfig configures the controller process.
@@ -24,6 +25,13 @@ type ControllerConfig struct {
 	Reset bool
 	// Mesh is the mesh's name (default "mesh").
 	Mesh string
+	// Callout, on a closed bus, is the issuer key the bus was started with:
+	// the controller answers the bus's auth callout with it (rule 18), and
+	// writes the operator's key into Home for the command line.
+	Callout nkeys.KeyPair
+	// Lifetime of a connection's permissions on a closed bus (default
+	// DefaultLifetime): how soon a retired node loses the bus.
+	Lifetime time.Duration
 }
 
 // Controller is the stream, the read models and the service, running.
@@ -32,6 +40,7 @@ type Controller struct {
 	Proj     *projections.Engine
 	Handlers *Handlers
 	svc      micro.Service
+	auth     *nats.Subscription // nil on an open bus
 	log      *slog.Logger
 }
 
@@ -104,12 +113,26 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		proj.Close()
 		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", ServiceName, err)
 	}
+	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}
+	if c.Callout != nil {
+		if ctrl.auth, err = ServeAuth(nc, h, c.Callout, c.Lifetime); err == nil {
+			err = WriteOperatorKey(c.Home, kp)
+		}
+		if err != nil {
+			ctrl.Close()
+			return nil, err
+		}
+		log.Info(fmt.Sprintf("the bus is closed: nodes connect with their join strings, the command line with %s", filepath.Join(c.Home, OperatorKeyFile)))
+	}
 	log.Info(fmt.Sprintf("serving %s %s on %s.>", ServiceName, ServiceVersion, APIPrefix))
-	return &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}, nil
+	return ctrl, nil
 }
 
 // Close stops answering, then stops folding.
 func (c *Controller) Close() error {
+	if c.auth != nil {
+		_ = c.auth.Unsubscribe()
+	}
 	c.svc.Stop()
 	return c.Proj.Close()
 }

@@ -115,5 +115,19 @@ func (h *Handlers) Join(_ context.Context, r NameRequest) (Identity, error) {
 	if err := h.ActiveNode("join", r.Name); err != nil {
 		return Identity{}, err
 	}
-	return Identity{Mesh: h.Mesh, Node: r.Name, Key: h.PublicKey}, nil
+	return h.identity(r.Name)
+}
+
+// identity is what node's agent needs to join: the key it pins, and the
+// seed of its identity on a closed bus.
+func (h *Handlers) identity(node string) (Identity, error) {
+	kp, err := NodeKey(h.Key, node)
+	if err != nil {
+		return Identity{}, err
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{Mesh: h.Mesh, Node: node, Key: h.PublicKey, Seed: string(seed)}, nil
 }

@@ -91,7 +91,10 @@ func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error)
 	}
 	h.Log.Info("node enrolled", "node", r.Name, "seq", seq)
 	c, err := h.changed(r.Name, seq)
-	c.Identity = Identity{Mesh: h.Mesh, Node: r.Name, Key: h.PublicKey}
+	if err != nil {
+		return c, err
+	}
+	c.Identity, err = h.identity(r.Name)
 	return c, err
 }
 

@@ -30,6 +30,19 @@ type Options struct {
 	SyncAlways bool
 	// ReadyTimeout bounds the wait for the server to be ready (default 10s).
 	ReadyTimeout time.Duration
+	// Auth, when set, closes the bus: only the controller's own user connects
+	// of itself, and every other connection is decided by the controller's
+	// auth callout, which tells each one what it may do (rule 18).
+	Auth *Auth
+}
+
+// Auth is a closed bus's configuration.
+type Auth struct {
+	// Issuer is the account public key the callout's answers are signed with.
+	Issuer string
+	// Controller is the user public nkey that connects without the callout:
+	// the controller itself, which answers the callout.
+	Controller string
 }
 
 // Cluster places a server in a NATS cluster.
@@ -71,6 +84,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// the controller before the bus, not the bus underneath it.
 		NoSigs: true,
 		NoLog:  true,
+	}
+	if a := o.Auth; a != nil {
+		// The controller's user has no permissions set: it may do anything,
+		// which includes answering $SYS.REQ.USER.AUTH in the global account.
+		opts.Nkeys = []*server.NkeyUser{{Nkey: a.Controller}}
+		opts.AuthCallout = &server.AuthCallout{Issuer: a.Issuer, AuthUsers: []string{a.Controller}}
 	}
 	if o.Cluster != nil {
 		opts.Cluster = server.ClusterOpts{Name: o.Cluster.Name, Host: o.Cluster.Host, Port: o.Cluster.Port}

@@ -76,6 +76,10 @@ func ReportSubject(node, typ string) string { return ReportPrefix + "." + node +
 // ReportFilter matches every report of one node.
 func ReportFilter(node string) string { return ReportPrefix + "." + node + ".>" }
 
+// NodeInbox is the inbox prefix of a node's connections: on a closed bus the
+// only replies it may read are those under it (rule 18).
+func NodeInbox(node string) string { return "_INBOX_" + node }
+
 // DeclarationSubject is where a node's declarations are: the agent follows it.
 func DeclarationSubject(node string) string {
 	return NodeAggregate(node).Subject(DeclarationSent{}.EventType())

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/commands"
@@ -32,7 +34,14 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		}
 	}
 	log := newLogger(out.Err)
-	nc, err := connect(addr, "mesh agent "+j.Node, nats.MaxReconnects(-1))
+	identity, err := j.Options()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	nc, err := connect(addr, "mesh agent "+j.Node, append(identity, nats.MaxReconnects(-1), busLog(log))...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return fmt.Errorf("the bus at %s refused %s: it is retired, or this join string is not the one the mesh gives it now; copy it again with mesh node join %s", j.Bus, j.Node, j.Node)
+	}
 	if err != nil {
 		return err
 	}
@@ -67,5 +76,22 @@ func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 // joinString is the identity with the bus this client reached it on.
 func joinString(cl *commands.Client, id commands.Identity) string {
-	return agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key}.String()
+	return agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed}.String()
+}
+
+// busLog says what happens to the agent's connection in its own log: on a
+// closed bus the connection's permissions run out every few minutes and it
+// connects again, which is routine, not an error.
+func busLog(log *slog.Logger) nats.Option {
+	return func(o *nats.Options) error {
+		o.AsyncErrorCB = func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrAuthExpired) {
+				log.Info("the bus ended this connection's lifetime; connecting again, to be decided afresh")
+				return
+			}
+			log.Warn("bus: " + err.Error())
+		}
+		o.ReconnectedCB = func(nc *nats.Conn) { log.Info("connected again to " + nc.ConnectedUrlRedacted()) }
+		return nil
+	}
 }

@@ -37,7 +37,7 @@ func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
-	nc, err := connect(addr, "mesh backup")
+	nc, err := g.dial(addr, "mesh backup")
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func restoreBus(ctx context.Context, g *Globals) (*nats.Conn, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		nc, err := connect(addr, "mesh restore")
+		nc, err := g.dial(addr, "mesh restore")
 		if err != nil {
 			return nil, nil, err
 		}

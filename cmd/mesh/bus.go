@@ -60,10 +60,32 @@ func normalizeURL(s string) string {
 func connect(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.Name(name), nats.Timeout(2 * time.Second)}, opts...)
 	nc, err := nats.Connect(addr.URL, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, fmt.Errorf("cannot connect to the bus at %s: %w", addr, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the bus at %s: %v; start one with `mesh up`, or point --bus or MESH_NATS_URL at a running one", addr, err)
 	}
 	return nc, nil
+}
+
+// dial connects as the operator: with the operator key mesh up keeps in
+// the home, when there is one (a closed bus refuses anyone else).
+func (g *Globals) dial(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
+	operator, err := commands.OperatorOptions(g.Home)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := connect(addr, name, append(operator, opts...)...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		held := "holds no operator key"
+		if len(operator) > 0 {
+			held = "holds an operator key this bus does not know"
+		}
+		return nil, fmt.Errorf("the bus at %s refused this command: it lets in only its nodes and its operator, and the home %s %s (%s); give the --home of the mesh up that runs it",
+			addr, g.Home, held, commands.OperatorKeyFile)
+	}
+	return nc, err
 }
 
 // client connects to the bus and returns a verb client; close releases it.
@@ -72,7 +94,7 @@ func (g *Globals) client() (*commands.Client, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := connect(addr, "mesh cli")
+	nc, err := g.dial(addr, "mesh cli")
 	if err != nil {
 		return nil, nil, err
 	}

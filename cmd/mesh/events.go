@@ -36,7 +36,7 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
-	nc, err := connect(addr, "mesh events")
+	nc, err := g.dial(addr, "mesh events")
 	if err != nil {
 		return err
 	}

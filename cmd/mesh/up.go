@@ -69,19 +69,24 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	log := newLogger(out.Err)
 	u.Memory.apply(log)
 	dataDir := filepath.Join(g.Home, "nats")
-	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port})
+	// A closed bus (rule 18): the controller decides every other connection.
+	keys, err := commands.NewBusKeys()
+	if err != nil {
+		return err
+	}
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port, Auth: keys.Auth()})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	log.Info(fmt.Sprintf("bus listening on %s (JetStream data in %s)", srv.ClientURL(), dataDir))
 	// In-process: the controller's own traffic never touches the network.
-	nc, err := srv.Connect(nats.Name("mesh controller"))
+	nc, err := srv.Connect(nats.Name("mesh controller"), keys.ControllerOption())
 	if err != nil {
 		return fmt.Errorf("cannot connect the controller to the embedded bus: %w", err)
 	}
 	defer nc.Close()
-	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild})
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer})
 	if err != nil {
 		return err
 	}
@@ -125,7 +130,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	defer release()
 	log := newLogger(out.Err)
 	s.Memory.apply(log)
-	nc, err := connect(addr, "mesh controller", nats.MaxReconnects(-1))
+	nc, err := g.dial(addr, "mesh controller", nats.MaxReconnects(-1))
 	if err != nil {
 		return err
 	}
@@ -159,11 +164,19 @@ func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Contro
 	default:
 		log.Info("enrolled " + node + " for the local agent")
 	}
-	nc, err := srv.Connect(nats.Name("mesh agent " + node))
+	id, err := h.Join(ctx, commands.NameRequest{Name: node})
 	if err != nil {
 		return nil, err
 	}
-	j := agent.Join{Mesh: h.Mesh, Bus: srv.ClientURL(), Node: node, Key: h.PublicKey}
+	j := agent.Join{Mesh: id.Mesh, Bus: srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
+	identity, err := j.Options()
+	if err != nil {
+		return nil, err
+	}
+	nc, err := srv.Connect(append(identity, nats.Name("mesh agent "+node))...)
+	if err != nil {
+		return nil, err
+	}
 	a, err := agent.Open(ctx, nc, agent.Config{Join: j, Root: root, Log: log})
 	if err != nil {
 		nc.Close()

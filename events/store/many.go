@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -117,6 +120,9 @@ func (s *Store) Report(ctx context.Context, node, reportID string, ev events.Eve
 
 // Last reads the newest message on subject (a direct get), or found false.
 func (s *Store) Last(ctx context.Context, subject string) (Msg, bool, error) {
+	if s.stream == nil {
+		return s.lastDirect(ctx, subject)
+	}
 	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Msg{}, false, nil
@@ -135,4 +141,30 @@ func (s *Store) Get(ctx context.Context, seq uint64) (Msg, error) {
 		return Msg{}, fmt.Errorf("store: cannot read event %d: %w", seq, err)
 	}
 	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}, nil
+}
+
+// lastDirect is Last by the direct get API itself, for a store without the
+// stream's information (AttachNode): the subject asked for is part of the
+// request's subject, which is what a closed bus grants a node.
+func (s *Store) lastDirect(ctx context.Context, subject string) (Msg, bool, error) {
+	resp, err := s.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+s.name+"."+subject, nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return Msg{}, false, fmt.Errorf("store: the bus has no stream %s yet; start the controller (mesh up or mesh serve) once to create it", s.name)
+	}
+	if err != nil {
+		return Msg{}, false, fmt.Errorf("store: cannot read the last message on %s: %w", subject, err)
+	}
+	switch status := resp.Header.Get("Status"); status {
+	case "":
+	case "404":
+		return Msg{}, false, nil
+	default:
+		return Msg{}, false, fmt.Errorf("store: cannot read the last message on %s: %s %s", subject, status, resp.Header.Get("Description"))
+	}
+	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return Msg{}, false, fmt.Errorf("store: the last message on %s came without its sequence", subject)
+	}
+	at, _ := time.Parse(time.RFC3339Nano, resp.Header.Get(jetstream.TimeStampHeaer))
+	return Msg{Seq: seq, Subject: resp.Header.Get(jetstream.SubjectHeader), Data: resp.Data, Header: resp.Header, Time: at}, true, nil
 }

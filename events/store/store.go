@@ -70,6 +70,21 @@ func Attach(ctx context.Context, nc *nats.Conn, name string) (*Store, error) {
 	return &Store{nc: nc, js: js, stream: st, name: name, Now: time.Now}, nil
 }
 
+// AttachNode uses the stream as a node's identity may on a closed bus: it
+// reads its newest declaration by direct get and follows its declarations
+// with a filtered consumer, and never asks for the stream's information,
+// which would name every subject on it (rule 18).
+func AttachNode(nc *nats.Conn, name string) (*Store, error) {
+	if name == "" {
+		name = events.Stream
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot use JetStream: %w", err)
+	}
+	return &Store{nc: nc, js: js, name: name, Now: time.Now}, nil
+}
+
 // NC is the connection the store uses.
 func (s *Store) NC() *nats.Conn { return s.nc }
 

@@ -1,0 +1,283 @@
+package commands_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+)
+
+// closedMesh is mesh up's bus: closed, its controller answering the callout.
+type closedMesh struct {
+	t    *testing.T
+	srv  *embedded.Server
+	h    *commands.Handlers
+	home string
+}
+
+func newClosedMesh(t *testing.T, lifetime time.Duration) *closedMesh {
+	t.Helper()
+	keys, err := commands.NewBusKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := embedded.Start(context.Background(), embedded.Options{Dir: t.TempDir(), Port: -1, Auth: keys.Auth()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := srv.Connect(keys.ControllerOption())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	home := t.TempDir()
+	ctrl, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: home, Callout: keys.Issuer, Lifetime: lifetime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+	return &closedMesh{t: t, srv: srv, h: ctrl.Handlers, home: home}
+}
+
+// enrollAndDeclare enrols node and sends it one declaration; its join.
+func (m *closedMesh) enrollAndDeclare(node string) agent.Join {
+	m.t.Helper()
+	ctx := context.Background()
+	c, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: node})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if _, err := m.h.Declare(ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: node, File: "f.json",
+		Body: `{"resources":[{"kind":"file","path":"/etc/secret","mode":"0600","content":"` + node + `'s secret"}]}`}); err != nil {
+		m.t.Fatal(err)
+	}
+	return agent.Join{Mesh: c.Identity.Mesh, Bus: m.srv.ClientURL(), Node: node, Key: c.Identity.Key, Seed: c.Identity.Seed}
+}
+
+// violations collects the permission errors the server sends a connection.
+type violations struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.seen = append(v.seen, err.Error())
+}
+
+// waitFor polls until a violation naming what has been seen.
+func (v *violations) waitFor(t *testing.T, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		v.mu.Lock()
+		for _, s := range v.seen {
+			if strings.Contains(s, what) {
+				v.mu.Unlock()
+				return
+			}
+		}
+		v.mu.Unlock()
+	}
+	t.Fatalf("no permissions violation for %s; saw %v", what, v.seen)
+}
+
+func (m *closedMesh) connectAs(j agent.Join, v *violations) (*nats.Conn, error) {
+	opts, err := j.Options()
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		opts = append(opts, nats.ErrorHandler(v.handler))
+	}
+	nc, err := nats.Connect(m.srv.ClientURL(), opts...)
+	if err == nil {
+		m.t.Cleanup(nc.Close)
+	}
+	return nc, err
+}
+
+// Rule 18: a node only hears its own. On mesh up's bus, a node's identity
+// reads its own declarations and publishes its own reports, and every other
+// thing it tries is refused; a connection that is no node is refused.
+func TestANodeOnlyHearsItsOwn(t *testing.T) {
+	m := newClosedMesh(t, 0)
+	ctx := context.Background()
+	app := m.enrollAndDeclare("app-1")
+	db := m.enrollAndDeclare("db-1")
+
+	var v violations
+	nc, err := m.connectAs(app, &v)
+	if err != nil {
+		t.Fatalf("app-1 connecting with its join string: %v", err)
+	}
+	st, _ := store.AttachNode(nc, "")
+
+	// Its own: the newest declaration, following them, reporting.
+	last, found, err := st.Last(ctx, events.DeclarationSubject("app-1"))
+	if err != nil || !found || !strings.Contains(string(last.Data), "app-1") {
+		t.Fatalf("app-1 reading its newest declaration: %v %v", found, err)
+	}
+	stop := errors.New("stop")
+	err = st.Read(ctx, store.ReadOptions{Follow: true, Filter: events.DeclarationSubject("app-1")}, func(store.Msg) error { return stop })
+	if !errors.Is(err, stop) {
+		t.Fatalf("app-1 following its declarations: %v", err)
+	}
+	applied := events.DeclarationApplied{Node: "app-1", Sequence: 1, Digest: "d"}
+	if _, err := st.Report(ctx, "app-1", commands.NewCommandID(), applied); err != nil {
+		t.Fatalf("app-1 reporting: %v", err)
+	}
+
+	// Anything else. A denied publish is dropped, so each asks with a short wait.
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 500*time.Millisecond) }
+	c1, cancel := short()
+	defer cancel()
+	if _, found, err := st.Last(c1, events.DeclarationSubject("db-1")); err == nil || found {
+		t.Fatalf("app-1 read db-1's newest declaration: found %v, err %v", found, err)
+	}
+	v.waitFor(t, "DIRECT.GET.MESH.mesh.ev.node.db-1")
+	c2, cancel := short()
+	defer cancel()
+	if err := st.Read(c2, store.ReadOptions{Follow: true, Filter: events.DeclarationSubject("db-1")}, func(store.Msg) error { return stop }); errors.Is(err, stop) {
+		t.Fatal("app-1 followed db-1's declarations")
+	}
+	c3, cancel := short()
+	defer cancel()
+	forged := events.DeclarationApplied{Node: "db-1", Sequence: 1, Digest: "d"}
+	if _, err := st.Report(c3, "db-1", commands.NewCommandID(), forged); err == nil {
+		t.Fatal("app-1 published a report for db-1")
+	}
+	v.waitFor(t, `Publish to "mesh.rp.db-1`)
+	if _, err := nc.Subscribe("mesh.ev.>", func(*nats.Msg) {}); err == nil {
+		v.waitFor(t, `Subscription to "mesh.ev.>"`)
+	}
+	if _, err := nc.Subscribe("_INBOX.>", func(*nats.Msg) {}); err == nil {
+		v.waitFor(t, `Subscription to "_INBOX.>"`)
+	}
+	cl := commands.Client{NC: nc, Timeout: 500 * time.Millisecond}
+	var s commands.StatusReport
+	if err := cl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err == nil {
+		t.Fatal("app-1 called the controller's status")
+	}
+	js, _ := jetstream.New(nc)
+	c4, cancel := short()
+	defer cancel()
+	if _, err := js.Stream(c4, events.Stream); err == nil {
+		t.Fatal("app-1 read the stream's information, which names every subject")
+	}
+	// db-1's report never landed; app-1's did.
+	reports := 0
+	if err := m.h.Store.Read(ctx, store.ReadOptions{Filter: "mesh.rp.>"}, func(msg store.Msg) error {
+		if strings.Contains(msg.Subject, "db-1") {
+			t.Errorf("a report for db-1 landed: %s", msg.Subject)
+		}
+		reports++
+		return nil
+	}); err != nil || reports != 1 {
+		t.Fatalf("reports on the stream: %d, %v", reports, err)
+	}
+
+	// Who may not connect: nobody, a node with another's key, a retired node.
+	if _, err := nats.Connect(m.srv.ClientURL()); err == nil {
+		t.Fatal("a connection with no identity was let in")
+	}
+	// app-1's public key without its seed: the nonce signed by another key.
+	other, _ := nkeys.CreateUser()
+	appKey, _ := nkeys.FromSeed([]byte(app.Seed))
+	appPub, _ := appKey.PublicKey()
+	if _, err := nats.Connect(m.srv.ClientURL(), nats.Nkey(appPub, other.Sign), nats.UserInfo("app-1", "")); err == nil {
+		t.Fatal("app-1's public key was let in without its seed")
+	}
+	stolen := db
+	stolen.Seed = app.Seed
+	if _, err := m.connectAs(stolen, nil); err == nil {
+		t.Fatal("app-1's key was let in as db-1")
+	}
+	if _, err := m.h.Retire(ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "db-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.connectAs(db, nil); err == nil {
+		t.Fatal("retired db-1 was let in")
+	}
+
+	// The operator's key, from the home, may do anything.
+	opts, err := commands.OperatorOptions(m.home)
+	if err != nil || len(opts) == 0 {
+		t.Fatalf("the operator key in the home: %v", err)
+	}
+	op, err := nats.Connect(m.srv.ClientURL(), opts...)
+	if err != nil {
+		t.Fatalf("the operator connecting: %v", err)
+	}
+	defer op.Close()
+	ocl := commands.Client{NC: op}
+	if err := ocl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 1 {
+		t.Fatalf("the operator's status: %+v %v", s, err)
+	}
+}
+
+// A connection's permissions run out and the controller decides again: a
+// running agent goes on hearing its declarations across that, and a
+// retired node is shut out of the bus.
+func TestAClosedBusDecidesAgain(t *testing.T) {
+	const lifetime = 2 * time.Second
+	m := newClosedMesh(t, lifetime)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j := m.enrollAndDeclare("app-1")
+	opts, err := j.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(m.srv.ClientURL(), append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	a, err := agent.Open(ctx, nc, agent.Config{Join: j, Root: t.TempDir(), RetryEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(ctx) }()
+	for deadline := time.Now().Add(4 * lifetime); nc.Stats().Reconnects == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the bus never closed the connection at the end of its lifetime")
+		}
+	}
+	d, err := m.h.Declare(ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "app-1", File: "f.json",
+		Body: `{"resources":[{"kind":"file","path":"/etc/after","mode":"0644","content":"x"}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := commands.WaitReport(ctx, m.h.Store, "app-1", d.Digest, d.StreamSeq, 10*time.Second); err != nil {
+		t.Fatalf("the agent after its connection was decided again: %v", err)
+	}
+
+	if _, err := m.h.Retire(ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "app-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(4 * lifetime); nc.IsConnected(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("retired app-1 kept its connection")
+		}
+	}
+	if _, err := m.connectAs(j, nil); err == nil {
+		t.Fatal("retired app-1 connected again")
+	}
+	cancel()
+	<-ran
+}
