@@ -38,7 +38,10 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	nc, err := connect(addr, "mesh agent "+j.Node, append(identity, nats.MaxReconnects(-1), busLog(log))...)
+	// IgnoreAuthErrorAbort: while the controller restarts, a closed bus
+	// refuses connections until it answers again; the agent keeps trying
+	// rather than giving up after two refusals.
+	nc, err := connect(addr, "mesh agent "+j.Node, append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), busLog(log))...)
 	if errors.Is(err, nats.ErrAuthorization) {
 		return fmt.Errorf("the bus at %s refused %s: it is retired, or this join string is not the one the mesh gives it now; copy it again with mesh node join %s", j.Bus, j.Node, j.Node)
 	}
