@@ -90,7 +90,8 @@ func (c *ReportFailingCmd) Help() string {
   mesh report failing --provider idp --machine auth-1 --consumer app --word "token endpoint 503"
 
 A provider can publish the same event itself, on mesh.rp.<machine>.ProviderFailing (and
-mesh.rp.<machine>.ProviderRecovered), as a mesh event envelope: see ARCHITECTURE.md.`
+mesh.rp.<machine>.ProviderRecovered), as a mesh event envelope: see ARCHITECTURE.md. On mesh up's
+closed bus it connects as that machine, with the node key in its join string.`
 }
 
 func (c *ReportFailingCmd) Run(ctx context.Context, g *Globals, out *Output) error {
