@@ -39,17 +39,17 @@ const OperatorKeyFile = "operator.nk"
 // controller restored from a backup of its key recognises every node's
 // join string, and so does a second controller sharing the key.
 func NodeKey(controller nkeys.KeyPair, node string) (nkeys.KeyPair, error) {
-	return deriveKey(controller, "node\x00"+node)
+	return deriveKey(controller, "node\x00"+node, nkeys.PrefixByteUser)
 }
 
 // OperatorKey is the operator's identity on a closed bus.
 func OperatorKey(controller nkeys.KeyPair) (nkeys.KeyPair, error) {
-	return deriveKey(controller, "operator")
+	return deriveKey(controller, "operator", nkeys.PrefixByteUser)
 }
 
 // deriveKey is an HMAC of the controller's seed: one key cannot be turned
 // into another or back into the controller's.
-func deriveKey(controller nkeys.KeyPair, label string) (nkeys.KeyPair, error) {
+func deriveKey(controller nkeys.KeyPair, label string, prefix nkeys.PrefixByte) (nkeys.KeyPair, error) {
 	seed, err := controller.Seed()
 	if err != nil {
 		return nil, fmt.Errorf("the controller key has no seed to derive bus identities from: %w", err)
@@ -60,7 +60,7 @@ func deriveKey(controller nkeys.KeyPair, label string) (nkeys.KeyPair, error) {
 	}
 	mac := hmac.New(sha256.New, raw)
 	mac.Write([]byte("mesh bus identity\x00" + label))
-	return nkeys.FromRawSeed(nkeys.PrefixByteUser, mac.Sum(nil))
+	return nkeys.FromRawSeed(prefix, mac.Sum(nil))
 }
 
 // NodePermissions is all a node's identity may do on the bus. A denied
@@ -215,6 +215,34 @@ func NewBusKeys() (BusKeys, error) {
 	}
 	user, err := nkeys.CreateUser()
 	return BusKeys{Issuer: issuer, Controller: user}, err
+}
+
+// ClusterBusKeys are a closed cluster's keys: derived from the controller
+// key, because the cluster's configuration names them and outlives any one
+// start of the controller (mesh bus-config prints that configuration).
+func ClusterBusKeys(controller nkeys.KeyPair) (BusKeys, error) {
+	issuer, err := deriveKey(controller, "callout issuer", nkeys.PrefixByteAccount)
+	if err != nil {
+		return BusKeys{}, err
+	}
+	user, err := deriveKey(controller, "controller user", nkeys.PrefixByteUser)
+	return BusKeys{Issuer: issuer, Controller: user}, err
+}
+
+// ServerConfig is the authorization block of a nats-server configuration
+// that closes a bus with these keys: the controller's user may do anything
+// and answers the callout; every other connection is the controller's to
+// decide.
+func (k BusKeys) ServerConfig() string {
+	a := k.Auth()
+	return fmt.Sprintf(`authorization {
+  users: [ { nkey: %s } ]
+  auth_callout {
+    issuer: %s
+    auth_users: [ %s ]
+  }
+}
+`, a.Controller, a.Issuer, a.Controller)
 }
 
 // Auth is the embedded server's configuration for these keys.

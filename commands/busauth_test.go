@@ -3,6 +3,8 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -280,4 +282,71 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 	}
 	cancel()
 	<-ran
+}
+
+// On a NATS cluster configured as mesh bus-config prints, the controller on
+// one server decides connections to every server.
+func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
+	ctx := context.Background()
+	key, _ := nkeys.CreateAccount()
+	seed, _ := key.Seed()
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, commands.KeyFile), seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := commands.ClusterBusKeys(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := embedded.StartClosedCluster(ctx, t.TempDir(), 3, keys.Auth())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	})
+	nc, err := nats.Connect(servers[0].ClientURL(), keys.ControllerOption())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home, Stream: store.StreamConfig{Replicas: 3}, Callout: keys.Issuer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	m := &closedMesh{t: t, srv: servers[2], h: ctrl.Handlers, home: home}
+	app := m.enrollAndDeclare("app-1")
+	m.enrollAndDeclare("db-1")
+
+	var v violations
+	anc, err := m.connectAs(app, &v)
+	if err != nil {
+		t.Fatalf("app-1 connecting to another server of the cluster: %v", err)
+	}
+	st, _ := store.AttachNode(anc, "")
+	if _, found, err := st.Last(ctx, events.DeclarationSubject("app-1")); err != nil || !found {
+		t.Fatalf("app-1 reading its newest declaration: %v %v", found, err)
+	}
+	c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if _, found, err := st.Last(c, events.DeclarationSubject("db-1")); err == nil || found {
+		t.Fatalf("app-1 read db-1's newest declaration: %v %v", found, err)
+	}
+	v.waitFor(t, "DIRECT.GET.MESH.mesh.ev.node.db-1")
+	if _, err := nats.Connect(servers[1].ClientURL()); err == nil {
+		t.Fatal("a connection with no identity was let in")
+	}
+	opts, _ := commands.OperatorOptions(home)
+	op, err := nats.Connect(servers[1].ClientURL(), opts...)
+	if err != nil {
+		t.Fatalf("the operator connecting: %v", err)
+	}
+	defer op.Close()
+	var s commands.StatusReport
+	if err := (&commands.Client{NC: op}).Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
+		t.Fatalf("the operator's status: %+v %v", s, err)
+	}
 }

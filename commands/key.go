@@ -58,6 +58,22 @@ func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, 
 	return kp, pub, nil
 }
 
+// HomeKey reads the controller key in home, creating it when create is set
+// and there is none: for what must know the key before the controller
+// starts (a closed cluster's configuration names keys derived from it).
+// The controller's start still holds it to the key the log records.
+func HomeKey(home string, create bool) (nkeys.KeyPair, error) {
+	path := filepath.Join(home, KeyFile)
+	kp, err := readKey(path)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		return createKey(path)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("there is no controller key in %s; mesh bus-config creates it (and prints the cluster's configuration), or restore it from a backup", path)
+	}
+	return kp, err
+}
+
 func recordedKey(ctx context.Context, st *store.Store) (string, uint64, error) {
 	m, found, err := st.Last(ctx, events.ControllerAggregate().Subject(events.ControllerKeyRecorded{}.EventType()))
 	if err != nil || !found {

@@ -15,6 +15,12 @@ import (
 // cluster ports are chosen before any server starts and every server is given
 // the same full route list (a server ignores the route to itself).
 func StartCluster(ctx context.Context, dir string, n int) ([]*Server, error) {
+	return StartClosedCluster(ctx, dir, n, nil)
+}
+
+// StartClosedCluster is StartCluster with every server closed by auth (nil:
+// open), as an operator configures a cluster for a closed mesh.
+func StartClosedCluster(ctx context.Context, dir string, n int, auth *Auth) ([]*Server, error) {
 	ports, err := freePorts(n)
 	if err != nil {
 		return nil, err
@@ -30,6 +36,7 @@ func StartCluster(ctx context.Context, dir string, n int) ([]*Server, error) {
 			Dir: filepath.Join(dir, name), Port: -1, ServerName: name,
 			// A listener, not DontListen: routes never start without one.
 			Cluster: &Cluster{Name: "mesh-test", Host: "127.0.0.1", Port: ports[i], Routes: routes},
+			Auth:    auth,
 		})
 		if err != nil {
 			closeAll(servers)

@@ -17,6 +17,7 @@ type CLI struct {
 
 	Up          UpCmd          `cmd:"" help:"Run a single-box mesh: an embedded NATS bus and the controller."`
 	Serve       ServeCmd       `cmd:"" help:"Run the controller alone, on the bus named by --bus or MESH_NATS_URL."`
+	BusConfig   BusConfigCmd   `cmd:"" name:"bus-config" help:"Print the configuration that closes a NATS cluster for this mesh (mesh serve --closed)."`
 	Node        NodeCmd        `cmd:"" help:"Enroll, list, show and retire nodes."`
 	Module      ModuleCmd      `cmd:"" help:"Register, list and show modules."`
 	Assign      AssignCmd      `cmd:"" help:"Give a node a module's latest build (again: upgrade it)."`

@@ -16,6 +16,7 @@ import (
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // UpCmd runs a whole mesh in one process.
@@ -111,6 +112,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // ServeCmd runs the controller alone against an existing bus.
 type ServeCmd struct {
 	Replicas int        `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
+	Closed   bool       `help:"The bus is closed as mesh bus-config prints: connect as the controller's user and decide every other connection (a node only hears its own)."`
 	Rebuild  bool       `help:"Fold the read models again from the stream before serving."`
 	Memory   memoryFlag `embed:""`
 }
@@ -130,14 +132,28 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	defer release()
 	log := newLogger(out.Err)
 	s.Memory.apply(log)
-	nc, err := g.dial(addr, "mesh controller", nats.MaxReconnects(-1))
-	if err != nil {
+	var callout nkeys.KeyPair
+	var nc *nats.Conn
+	if s.Closed {
+		keys, err := clusterKeys(g.Home, false)
+		if err != nil {
+			return err
+		}
+		callout = keys.Issuer
+		nc, err = connect(addr, "mesh controller", keys.ControllerOption(), nats.MaxReconnects(-1))
+		if errors.Is(err, nats.ErrAuthorization) {
+			return fmt.Errorf("the bus at %s refused the controller's user: configure every server with what mesh bus-config prints for this home", addr)
+		}
+		if err != nil {
+			return err
+		}
+	} else if nc, err = g.dial(addr, "mesh controller", nats.MaxReconnects(-1)); err != nil {
 		return err
 	}
 	defer nc.Close()
 	log.Info("connected to the bus at " + addr.String())
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
-		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas},
+		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout,
 	})
 	if err != nil {
 		return err
@@ -191,4 +207,34 @@ func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Contro
 		}
 	}()
 	return func() { cancel(); <-done; a.Close(); nc.Close() }, nil
+}
+
+// BusConfigCmd prints the configuration that closes a NATS cluster for this
+// mesh, creating the controller key when the home has none.
+type BusConfigCmd struct{}
+
+func (c *BusConfigCmd) Help() string {
+	return `Put the block it prints into every server's configuration, then run the controller with
+mesh serve --closed against that cluster. It names keys derived from the controller key in
+--home, so it prints the same block every time for the same key.`
+}
+
+func (c *BusConfigCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	keys, err := clusterKeys(g.Home, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Err, "the authorization block for every server of the cluster, for the controller key in %s:\n", filepath.Join(g.Home, commands.KeyFile))
+	fmt.Fprint(out.Out, keys.ServerConfig())
+	fmt.Fprintln(out.Err, "then: mesh serve --closed --replicas 3, with --bus or MESH_NATS_URL naming the cluster")
+	return nil
+}
+
+// clusterKeys are the closed-cluster keys of the controller key in home.
+func clusterKeys(home string, create bool) (commands.BusKeys, error) {
+	key, err := commands.HomeKey(home, create)
+	if err != nil {
+		return commands.BusKeys{}, err
+	}
+	return commands.ClusterBusKeys(key)
 }
