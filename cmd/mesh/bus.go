@@ -77,13 +77,13 @@ func (g *Globals) dial(addr busAddr, name string, opts ...nats.Option) (*nats.Co
 		return nil, err
 	}
 	nc, err := connect(addr, name, append(operator, opts...)...)
+	if errors.Is(err, nats.ErrAuthorization) && len(operator) == 0 {
+		return nil, fmt.Errorf("the bus at %s refused this command: it lets in only its nodes and its operator, and the home %s holds no operator key (%s); give the --home of the mesh up that runs it",
+			addr, g.Home, commands.OperatorKeyFile)
+	}
 	if errors.Is(err, nats.ErrAuthorization) {
-		held := "holds no operator key"
-		if len(operator) > 0 {
-			held = "holds an operator key this bus does not know"
-		}
-		return nil, fmt.Errorf("the bus at %s refused this command: it lets in only its nodes and its operator, and the home %s %s (%s); give the --home of the mesh up that runs it",
-			addr, g.Home, held, commands.OperatorKeyFile)
+		return nil, fmt.Errorf("the bus at %s refused the operator key in %s: its controller is not answering yet (wait for ready), or that key is another mesh's; give the --home of the mesh up that runs it",
+			addr, g.Home)
 	}
 	return nc, err
 }
