@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/meshctl/mesh/embedded"
@@ -101,6 +102,11 @@ type authCallout struct {
 	operator string // the operator's public key
 	lifetime time.Duration
 	log      *slog.Logger
+	// refused is when each refusal (host and reason) was last logged: an
+	// agent left running for a retired node asks again every 2 seconds,
+	// and its refusal is worth a line a minute, not thirty.
+	mu      sync.Mutex
+	refused map[string]time.Time
 }
 
 // ServeAuth answers the auth callout of a closed bus on nc, signing with
@@ -115,7 +121,7 @@ func ServeAuth(nc *nats.Conn, h *Handlers, issuer nkeys.KeyPair, lifetime time.D
 	if lifetime <= 0 {
 		lifetime = DefaultLifetime
 	}
-	c := &authCallout{h: h, issuer: issuer, operator: opPub, lifetime: lifetime, log: h.Log}
+	c := &authCallout{h: h, issuer: issuer, operator: opPub, lifetime: lifetime, log: h.Log, refused: map[string]time.Time{}}
 	sub, err := nc.Subscribe(AuthSubject, c.answer)
 	if err != nil {
 		return nil, fmt.Errorf("cannot answer the bus's auth callout: %w", err)
@@ -134,7 +140,7 @@ func (c *authCallout) answer(msg *nats.Msg) {
 	who, perms, err := c.decide(req)
 	if err != nil {
 		resp.Error = err.Error()
-		c.log.Info(fmt.Sprintf("refused a connection from %s: %v", req.ClientInformation.Host, err))
+		c.logRefusal(req.ClientInformation.Host, err)
 	} else {
 		uc := jwt.NewUserClaims(req.UserNkey)
 		uc.Name, uc.Audience, uc.Permissions = who, "$G", perms
@@ -149,6 +155,22 @@ func (c *authCallout) answer(msg *nats.Msg) {
 		return
 	}
 	_ = msg.Respond([]byte(token))
+}
+
+func (c *authCallout) logRefusal(host string, err error) {
+	key, now := host+"\x00"+err.Error(), time.Now()
+	c.mu.Lock()
+	last, seen := c.refused[key]
+	if !seen || now.Sub(last) >= time.Minute {
+		if len(c.refused) >= 1024 {
+			clear(c.refused) // bounded: many hosts at once are logged again, not remembered for ever
+		}
+		c.refused[key] = now
+	}
+	c.mu.Unlock()
+	if !seen || now.Sub(last) >= time.Minute {
+		c.log.Info(fmt.Sprintf("refused a connection from %s: %v (said once a minute while it goes on)", host, err))
+	}
 }
 
 var errNoIdentity = errors.New("this bus is closed: connect with a node's join string (mesh node join NAME) or with the operator key in the mesh's home")
