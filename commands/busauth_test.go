@@ -22,13 +22,13 @@ import (
 
 // closedMesh is mesh up's bus: closed, its controller answering the callout.
 type closedMesh struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *embedded.Server
 	h    *commands.Handlers
 	home string
 }
 
-func newClosedMesh(t *testing.T, lifetime time.Duration) *closedMesh {
+func newClosedMesh(t testing.TB, lifetime time.Duration) *closedMesh {
 	t.Helper()
 	keys, err := commands.NewBusKeys()
 	if err != nil {
@@ -349,4 +349,38 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 	if err := (&commands.Client{NC: op}).Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
 		t.Fatalf("the operator's status: %+v %v", s, err)
 	}
+}
+
+// BenchmarkConnectAsNode: a node's connect on a closed bus, which the
+// controller decides (key derivation, the node's row, two signed JWTs),
+// beside a connect to an open embedded bus in the same run.
+func BenchmarkConnectAsNode(b *testing.B) {
+	m := newClosedMesh(b, 0)
+	j := m.enrollAndDeclare("app-1")
+	opts, err := j.Options()
+	if err != nil {
+		b.Fatal(err)
+	}
+	open, err := embedded.Start(context.Background(), embedded.Options{Dir: b.TempDir(), Port: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer open.Close()
+	measure := func(url string, opts ...nats.Option) float64 {
+		start := time.Now()
+		for range b.N {
+			nc, err := nats.Connect(url, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			nc.Close()
+		}
+		return float64(time.Since(start).Microseconds()) / float64(b.N)
+	}
+	b.ResetTimer()
+	closed := measure(m.srv.ClientURL(), opts...)
+	bare := measure(open.ClientURL())
+	b.ReportMetric(closed, "µs/closed-connect")
+	b.ReportMetric(bare, "µs/open-connect")
+	b.ReportMetric(closed/bare, "closed/open")
 }
