@@ -25,6 +25,8 @@ bench:
     go test ./commands/ -run '^$' -bench 'BenchmarkPush$' -benchtime 3x
     go test ./agent/ -run '^$' -bench VerifyAndApplyUnchanged
     go test ./commands/ -run '^$' -bench 'BenchmarkStatus$' -benchtime 5x
+    go test ./commands/ -run '^$' -bench ConnectAsNode -benchtime 200x
+    go test ./declaration/ -run '^$' -bench Builds
 
 # the long benchmarks: a stream of a million events (a few minutes)
 bench-million:
