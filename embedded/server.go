@@ -30,6 +30,10 @@ type Options struct {
 	SyncAlways bool
 	// ReadyTimeout bounds the wait for the server to be ready (default 10s).
 	ReadyTimeout time.Duration
+	// InProcessOnly opens no listener: only Connect reaches the server. For a
+	// bus started for one job in this process (mesh restore), which nothing
+	// else should reach while it runs.
+	InProcessOnly bool
 	// Auth, when set, closes the bus: only the controller's own user connects
 	// of itself, and every other connection is decided by the controller's
 	// auth callout, which tells each one what it may do (rule 18).
@@ -82,8 +86,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		SyncAlways: o.SyncAlways,
 		// NoSigs: the mesh process owns signal handling, and Ctrl-C must stop
 		// the controller before the bus, not the bus underneath it.
-		NoSigs: true,
-		NoLog:  true,
+		NoSigs:     true,
+		NoLog:      true,
+		DontListen: o.InProcessOnly,
 	}
 	if a := o.Auth; a != nil {
 		// The controller's user has no permissions set: it may do anything,
@@ -95,7 +100,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		opts.Cluster = server.ClusterOpts{Name: o.Cluster.Name, Host: o.Cluster.Host, Port: o.Cluster.Port}
 		opts.Routes = o.Cluster.Routes
 	}
-	if o.Port != -1 && o.Port != 0 {
+	if o.Port != -1 && o.Port != 0 && !o.InProcessOnly {
 		if err := portFree(o.Host, o.Port); err != nil {
 			return nil, err
 		}

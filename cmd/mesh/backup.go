@@ -180,7 +180,9 @@ func restoreBus(ctx context.Context, g *Globals) (*nats.Conn, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := embedded.Start(ctx, embedded.Options{Dir: filepath.Join(g.Home, "nats"), Port: -1})
+	// In process only: the bus is open while the restore runs, and nothing
+	// outside this process may write to it meanwhile.
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: filepath.Join(g.Home, "nats"), InProcessOnly: true})
 	if err != nil {
 		release()
 		return nil, nil, err
