@@ -19,7 +19,7 @@ import (
 // benchMesh is a real bus, stream and read models for the benchmarks, filled
 // by publishing events directly (fast) and folded before the clock starts.
 type benchMesh struct {
-	b    *testing.B
+	b    testing.TB
 	st   *store.Store
 	js   jetstream.JetStream
 	proj *projections.Engine
@@ -27,7 +27,7 @@ type benchMesh struct {
 }
 
 // newBenchMesh connects in-process, as mesh up's controller does, or over TCP.
-func newBenchMesh(b *testing.B, inProcess bool) *benchMesh {
+func newBenchMesh(b testing.TB, inProcess bool) *benchMesh {
 	b.Helper()
 	srv := embeddedtest.Server(b)
 	var nc *nats.Conn
