@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -382,5 +383,49 @@ func BenchmarkConnectAsNode(b *testing.B) {
 	bare := measure(open.ClientURL())
 	b.ReportMetric(closed, "µs/closed-connect")
 	b.ReportMetric(bare, "µs/open-connect")
+	b.ReportMetric(closed/bare, "closed/open")
+}
+
+// BenchmarkConnectManyNodes: 64 nodes connecting at once to a closed bus
+// (a restart of the bus), beside the same to an open bus.
+func BenchmarkConnectManyNodes(b *testing.B) {
+	m := newClosedMesh(b, 0)
+	var joins []agent.Join
+	for i := range 64 {
+		j := m.enrollAndDeclare(fmt.Sprintf("n%d", i))
+		joins = append(joins, j)
+	}
+	open, err := embedded.Start(context.Background(), embedded.Options{Dir: b.TempDir(), Port: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer open.Close()
+	round := func(url string, withIdentity bool) float64 {
+		start := time.Now()
+		for range b.N {
+			var wg sync.WaitGroup
+			for _, j := range joins {
+				wg.Go(func() {
+					var opts []nats.Option
+					if withIdentity {
+						opts, _ = j.Options()
+					}
+					nc, err := nats.Connect(url, opts...)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					nc.Close()
+				})
+			}
+			wg.Wait()
+		}
+		return float64(time.Since(start).Milliseconds()) / float64(b.N)
+	}
+	b.ResetTimer()
+	closed := round(m.srv.ClientURL(), true)
+	bare := round(open.ClientURL(), false)
+	b.ReportMetric(closed, "ms/64-closed")
+	b.ReportMetric(bare, "ms/64-open")
 	b.ReportMetric(closed/bare, "closed/open")
 }
