@@ -136,6 +136,9 @@ func (s *Store) Last(ctx context.Context, subject string) (Msg, bool, error) {
 // Get reads the message at seq (a direct get): for reading one event whose
 // sequence an index holds, without replaying anything.
 func (s *Store) Get(ctx context.Context, seq uint64) (Msg, error) {
+	if err := s.needsStream("read an event of"); err != nil {
+		return Msg{}, err
+	}
 	m, err := s.stream.GetMsg(ctx, seq)
 	if err != nil {
 		return Msg{}, fmt.Errorf("store: cannot read event %d: %w", seq, err)

@@ -85,6 +85,16 @@ func AttachNode(nc *nats.Conn, name string) (*Store, error) {
 	return &Store{nc: nc, js: js, name: name, Now: time.Now}, nil
 }
 
+// needsStream refuses what a node's store (AttachNode) cannot do: it holds
+// no handle on the stream, because getting one asks for the stream's
+// information, which a closed bus does not grant a node.
+func (s *Store) needsStream(what string) error {
+	if s.stream == nil {
+		return fmt.Errorf("store: a node's store cannot %s stream %s; that is the controller's", what, s.name)
+	}
+	return nil
+}
+
 // NC is the connection the store uses.
 func (s *Store) NC() *nats.Conn { return s.nc }
 
@@ -96,6 +106,9 @@ func (s *Store) JetStream() jetstream.JetStream { return s.js }
 
 // State reads the stream's current position and identity.
 func (s *Store) State(ctx context.Context) (State, error) {
+	if err := s.needsStream("read the state of"); err != nil {
+		return State{}, err
+	}
 	info, err := s.stream.Info(ctx)
 	if err != nil {
 		return State{}, fmt.Errorf("store: cannot read the state of stream %s: %w", s.name, err)
@@ -248,6 +261,9 @@ func batchID() (string, error) {
 // landed reports whether the aggregate's last message is the one with msgID,
 // and its sequence.
 func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string) (uint64, bool) {
+	if s.needsStream("check an append to") != nil {
+		return 0, false
+	}
 	m, err := s.stream.GetLastMsgForSubject(ctx, agg.Filter())
 	if err != nil {
 		return 0, false
@@ -257,6 +273,9 @@ func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string
 
 // Version is the stream sequence of agg's last event, 0 when it has none.
 func (s *Store) Version(ctx context.Context, agg events.AggregateID) (uint64, error) {
+	if err := s.needsStream("read an aggregate of"); err != nil {
+		return 0, err
+	}
 	m, err := s.stream.GetLastMsgForSubject(ctx, agg.Filter())
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil

@@ -208,3 +208,35 @@ func TestReadDeliversInOrderAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A node's store reads the newest message on its subject by the direct get
+// API alone, says when there is none, and refuses what only the
+// controller's store can do rather than failing on a missing handle.
+func TestNodeStoreReadsItsLastByDirectGet(t *testing.T) {
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	st, _, err := store.Open(ctx, embeddedtest.Conn(t, srv), store.StreamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := store.AttachNode(embeddedtest.Conn(t, srv), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := events.NodeAggregate("web-1").Subject("NodeEnrolled")
+	if _, found, err := node.Last(ctx, subject); found || err != nil {
+		t.Fatalf("before any event: found %v, %v", found, err)
+	}
+	seq, err := st.Append(ctx, events.NodeAggregate("web-1"), 0, "c1", events.NodeEnrolled{Name: "web-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := st.Last(ctx, subject)
+	got, found, err := node.Last(ctx, subject)
+	if err != nil || !found || got.Seq != seq || got.Subject != subject || string(got.Data) != string(want.Data) || !got.Time.Equal(want.Time) {
+		t.Fatalf("node's last: %+v %v %v; the controller's: %+v", got, found, err, want)
+	}
+	if _, err := node.State(ctx); err == nil || !strings.Contains(err.Error(), "controller's") {
+		t.Fatalf("a node's store reading the stream's state: %v", err)
+	}
+}
