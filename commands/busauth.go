@@ -161,14 +161,15 @@ func (c *authCallout) logRefusal(host string, err error) {
 	key, now := host+"\x00"+err.Error(), time.Now()
 	c.mu.Lock()
 	last, seen := c.refused[key]
-	if !seen || now.Sub(last) >= time.Minute {
+	say := !seen || now.Sub(last) >= time.Minute
+	if say {
 		if len(c.refused) >= 1024 {
 			clear(c.refused) // bounded: many hosts at once are logged again, not remembered for ever
 		}
 		c.refused[key] = now
 	}
 	c.mu.Unlock()
-	if !seen || now.Sub(last) >= time.Minute {
+	if say {
 		c.log.Info(fmt.Sprintf("refused a connection from %s: %v (said once a minute while it goes on)", host, err))
 	}
 }

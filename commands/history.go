@@ -164,53 +164,53 @@ func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, erro
 // differs from the one before, and that one, are read back from the log:
 // a history of a thousand pushes of one content is one read.
 func (h *Handlers) diff(ctx context.Context, idx []projections.HistoryEntry, entries []HistoryEntry) error {
-	need := map[int]bool{}
-	before := -1 // the declaration before, by index into idx
+	var sent []int // the declarations, by index into idx
 	for i, row := range idx {
-		if row.Kind != projections.HistoryDeclaration {
-			continue
+		if row.Kind == projections.HistoryDeclaration {
+			sent = append(sent, i)
 		}
-		if before < 0 || row.ContentDigest == "" || idx[before].ContentDigest != row.ContentDigest {
-			need[i] = true
-			if before >= 0 {
-				need[before] = true
-			}
-		}
-		before = i
 	}
+	// changed[k]: the k-th declaration differs from the one before it (the
+	// first differs from nothing). It and the one before are read.
+	changed := make([]bool, len(sent))
+	need := make([]bool, len(sent))
 	var rows []projections.HistoryEntry
-	var at []int
-	for i := range idx {
-		if need[i] {
-			rows, at = append(rows, idx[i]), append(at, i)
+	for k, i := range sent {
+		changed[k] = k == 0 || idx[i].ContentDigest == "" || idx[sent[k-1]].ContentDigest != idx[i].ContentDigest
+		if changed[k] && k > 0 && !need[k-1] {
+			need[k-1], rows = true, append(rows, idx[sent[k-1]])
+		}
+		if changed[k] {
+			need[k], rows = true, append(rows, idx[i])
 		}
 	}
 	recs, err := h.readDeclarations(ctx, rows)
 	if err != nil {
 		return err
 	}
-	content := map[int]*compose.Declaration{}
-	for j, rec := range recs {
+	content := make([]*compose.Declaration, len(sent)) // nil where not read
+	next := 0
+	for k := range sent {
+		if !need[k] {
+			continue
+		}
+		rec := recs[next]
+		next++
 		if rec.decl == nil {
 			return fmt.Errorf("event %d: the declaration's bytes do not decode, so what changed cannot be shown; mesh audit %s names the break", rec.seq, rec.sent.Node)
 		}
 		c := rec.decl.Content()
-		content[at[j]] = &c
+		content[k] = &c
 	}
-	before = -1
-	for i, row := range idx {
-		if row.Kind != projections.HistoryDeclaration {
-			continue
-		}
+	for k, i := range sent {
 		entries[i].Changes = []compose.Change{} // what Diff answers for equal content
-		if need[i] {
+		if changed[k] {
 			var previous *compose.Declaration
-			if before >= 0 {
-				previous = content[before]
+			if k > 0 {
+				previous = content[k-1]
 			}
-			entries[i].Changes = compose.Diff(previous, content[i])
+			entries[i].Changes = compose.Diff(previous, content[k])
 		}
-		before = i
 	}
 	return nil
 }
