@@ -26,12 +26,10 @@ func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, 
 	if err != nil {
 		return nil, "", err
 	}
-	kp, err := readKey(path)
+	// Created only for a mesh that has signed nothing yet.
+	kp, err := HomeKey(home, recorded == "")
 	if errors.Is(err, fs.ErrNotExist) {
-		if recorded != "" {
-			return nil, "", fmt.Errorf("the controller key %s is missing, but this mesh signs with %s and its nodes pinned that key; restore %s from a backup of the home", path, recorded, KeyFile)
-		}
-		kp, err = createKey(path)
+		return nil, "", fmt.Errorf("the controller key %s is missing, but this mesh signs with %s and its nodes pinned that key; restore %s from a backup of the home", path, recorded, KeyFile)
 	}
 	if err != nil {
 		return nil, "", err
@@ -69,7 +67,7 @@ func HomeKey(home string, create bool) (nkeys.KeyPair, error) {
 		return createKey(path)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("there is no controller key in %s; mesh bus-config creates it (and prints the cluster's configuration), or restore it from a backup", path)
+		return nil, fmt.Errorf("there is no controller key in %s; mesh bus-config creates it (and prints the cluster's configuration), or restore it from a backup: %w", path, err)
 	}
 	return kp, err
 }
