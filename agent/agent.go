@@ -27,6 +27,9 @@ type Config struct {
 	RetryEvery time.Duration
 	// ReportTimeout bounds one attempt to publish a report (default 5s).
 	ReportTimeout time.Duration
+	// CheckEvery is how often the agent reads its newest declaration
+	// without being woken (default 10s).
+	CheckEvery time.Duration
 }
 
 // Agent applies one node's declarations.
@@ -37,6 +40,11 @@ type Agent struct {
 
 	mu    sync.Mutex // state is changed by the declaration reader and the report retrier
 	state *State
+
+	// sealing proves each report the node's (rules 19 and 20): signed by
+	// the agent's own report key, which only it holds, and MAC'd with the
+	// key its join string gives it, which the controller checks cheaply.
+	sealing store.Sealing
 }
 
 // Open prepares an agent on a connection to the mesh's bus: its root, its
@@ -58,6 +66,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if cfg.ReportTimeout == 0 {
 		cfg.ReportTimeout = 5 * time.Second
 	}
+	if cfg.CheckEvery == 0 {
+		cfg.CheckEvery = 10 * time.Second
+	}
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: cannot create the root %s: %w", cfg.Root, err)
 	}
@@ -70,12 +81,17 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 		root.Close()
 		return nil, err
 	}
+	sealing, err := loadSealing(cfg.State, cfg.Join)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
 	st, err := store.AttachNode(nc, "")
 	if err != nil {
 		root.Close()
 		return nil, err
 	}
-	return &Agent{cfg: cfg, st: st, state: state, root: root}, nil
+	return &Agent{cfg: cfg, st: st, state: state, root: root, sealing: sealing}, nil
 }
 
 // Close releases the root.
@@ -88,19 +104,48 @@ func (a *Agent) LastSequence() uint64 {
 	return a.state.LastSequence
 }
 
-// Run reads the node's latest declaration (so an agent that was offline
-// applies only the newest), then follows new ones until ctx ends.
+// Run reads the node's newest declaration (so an agent that was offline
+// applies only the newest), then waits for the next: woken by the
+// declaration's own publish, which it hears on its subject, and by a check
+// every CheckEvery in case it missed one (a reconnect). It reads what to
+// apply from the stream by direct get, never from the wake-up, whose
+// message a stream may have refused. No consumer per agent: a node's
+// identity may create none (rule 18), and a fleet of them would be a
+// thousand consumers on one stream (rule 25).
 func (a *Agent) Run(ctx context.Context) error {
 	subject := events.DeclarationSubject(a.cfg.Join.Node)
+	a.recordKey(ctx)
 	a.flushPendingLocked(ctx)
-	from := uint64(1)
-	last, found, err := a.st.Last(ctx, subject)
+	wake := make(chan struct{}, 1)
+	sub, err := a.st.NC().Subscribe(subject, func(*nats.Msg) {
+		select {
+		case wake <- struct{}{}:
+		default: // one wake-up pending is enough: it reads the newest
+		}
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("agent: cannot hear %s: %w", subject, err)
 	}
-	if found {
+	defer sub.Unsubscribe()
+	// The server must have the subscription before the first read: a
+	// declaration landing between the two would otherwise wait for the
+	// next check.
+	if err := a.st.NC().Flush(); err != nil {
+		return fmt.Errorf("agent: cannot hear %s: %w", subject, err)
+	}
+	var seen uint64
+	// check reads the newest declaration and handles it if it is new.
+	check := func() (bool, error) {
+		last, found, err := a.st.Last(ctx, subject)
+		if err != nil || !found || last.Seq == seen {
+			return false, err
+		}
+		seen = last.Seq
 		a.handle(ctx, last)
-		from = last.Seq + 1
+		return true, nil
+	}
+	if _, err := check(); err != nil {
+		return err
 	}
 	a.cfg.Log.Info(fmt.Sprintf("agent for %s following %s (applied up to sequence %d)", a.cfg.Join.Node, subject, a.LastSequence()))
 	// The retrier stops with Run: nothing touches the state after Run returns.
@@ -108,15 +153,44 @@ func (a *Agent) Run(ctx context.Context) error {
 	retried := make(chan struct{})
 	go func() { defer close(retried); a.retryLoop(rctx) }()
 	defer func() { stopRetry(); <-retried }()
-	err = a.st.Read(ctx, store.ReadOptions{From: from, Follow: true, Filter: subject}, func(m store.Msg) error {
-		a.handle(ctx, m)
-		return nil
-	})
-	if errors.Is(err, context.Canceled) {
-		return nil
+	tick := time.NewTicker(a.cfg.CheckEvery)
+	defer tick.Stop()
+	// A wake-up can arrive before the stream has stored what woke it (both
+	// hear the same publish): a read that finds nothing new is tried again
+	// soon, a few times, doubling, before the agent waits for the next.
+	again := time.NewTimer(0)
+	<-again.C
+	var backoff time.Duration
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+			backoff = wakeRetry
+		case <-tick.C:
+		case <-again.C:
+		}
+		found, err := check()
+		if err != nil && ctx.Err() == nil {
+			a.cfg.Log.Warn("cannot read the newest declaration; trying again: " + err.Error())
+		}
+		if found || backoff == 0 || backoff > maxWakeRetry {
+			backoff = 0
+			continue
+		}
+		again.Reset(backoff)
+		backoff *= 2
 	}
-	return err
 }
+
+// After a wake-up, how soon a read that found nothing new is tried again,
+// and the longest wait between such tries (about 1.3 s in all): a publish
+// the stream refused (a push that lost a race) wakes the agent too, and
+// then nothing new ever arrives.
+const (
+	wakeRetry    = 5 * time.Millisecond
+	maxWakeRetry = 640 * time.Millisecond
+)
 
 // handle verifies one declaration message and applies it, or refuses it.
 // Nothing of a refused declaration is written.
@@ -209,7 +283,7 @@ func (a *Agent) flushPending(ctx context.Context) {
 func (a *Agent) report(ctx context.Context, id string, ev events.Event) error {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.ReportTimeout)
 	defer cancel()
-	_, err := a.st.Report(ctx, a.cfg.Join.Node, id, ev)
+	_, err := a.st.Report(ctx, a.cfg.Join.Node, id, ev, a.sealing)
 	return err
 }
 

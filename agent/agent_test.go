@@ -90,7 +90,9 @@ func (m *mesh) agent(node string) (root string, stop func()) {
 
 func (m *mesh) agentAt(node, root string) func() {
 	m.t.Helper()
-	j := agent.Join{Mesh: m.h.Mesh, Bus: m.srv.ClientURL(), Node: node, Key: m.h.PublicKey}
+	id, err := m.h.Join(m.ctx, commands.NameRequest{Name: node})
+	m.must(err)
+	j := agent.Join{Mesh: id.Mesh, Bus: m.srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
 	a, err := agent.Open(m.ctx, embeddedtest.Conn(m.t, m.srv), agent.Config{Join: j, Root: root})
 	m.must(err)
 	ctx, cancel := context.WithCancel(m.ctx)

@@ -24,8 +24,10 @@ func TestUnpublishedReportIsKeptAndSentLater(t *testing.T) {
 	}
 	kp, _ := nkeys.CreateAccount()
 	pub, _ := kp.PublicKey()
+	bus, _ := nkeys.CreateUser()
+	seed, _ := bus.Seed()
 	dir := t.TempDir()
-	cfg := Config{Join: Join{Mesh: "m", Bus: srv.ClientURL(), Node: "web-1", Key: pub},
+	cfg := Config{Join: Join{Mesh: "m", Bus: srv.ClientURL(), Node: "web-1", Key: pub, Seed: string(seed)},
 		Root: filepath.Join(dir, "root"), State: filepath.Join(dir, "state"), ReportTimeout: 200 * time.Millisecond, RetryEvery: 50 * time.Millisecond}
 
 	lost := embeddedtest.Conn(t, srv)
@@ -68,7 +70,8 @@ func TestUnpublishedReportIsKeptAndSentLater(t *testing.T) {
 	cancel()
 	<-done
 	n := 0
-	if err := st.Read(ctx, store.ReadOptions{Filter: events.ReportFilter("web-1")}, func(store.Msg) error { n++; return nil }); err != nil || n != 1 {
-		t.Fatalf("%d reports in the stream (%v), want exactly the kept one", n, err)
+	applied := events.ReportSubject("web-1", events.DeclarationApplied{}.EventType())
+	if err := st.Read(ctx, store.ReadOptions{Filter: applied}, func(store.Msg) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("%d applied reports in the stream (%v), want exactly the kept one", n, err)
 	}
 }

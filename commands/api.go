@@ -35,6 +35,8 @@ const (
 	SubjectProjectionsStatus  = APIPrefix + ".projections.status"
 	SubjectProjectionsRebuild = APIPrefix + ".projections.rebuild"
 	SubjectProjectionsVerify  = APIPrefix + ".projections.verify"
+	SubjectForeignList        = APIPrefix + ".foreign.list"
+	SubjectForeignAck         = APIPrefix + ".foreign.ack"
 )
 
 // EnrollRequest asks for a node to join the mesh. CommandID makes a retry of
@@ -101,6 +103,9 @@ type NodeView struct {
 	Unresolved []compose.Unresolved `json:"unresolved,omitempty"`
 	Standings  []StandingView       `json:"standings,omitempty"`
 	AsOf       *time.Time           `json:"as_of,omitempty"`
+	// Causes: why the read models this answer comes from cannot be
+	// trusted, or what else keeps the mesh from being well (as in status).
+	Causes []string `json:"causes,omitempty"`
 }
 
 // ReportView is the last report a node sent back.
@@ -339,6 +344,9 @@ type StatusReport struct {
 	Nodes      []NodeStatus   `json:"nodes"`
 	Standings  []StandingView `json:"standings"`
 	Checkpoint uint64         `json:"checkpoint"`
+	// Causes are why the mesh is not well beyond its nodes and standings:
+	// the fold stopped or behind, foreign messages not acknowledged.
+	Causes []string `json:"causes"`
 }
 
 // NodeStatus is one node's line in status.

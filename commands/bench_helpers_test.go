@@ -24,6 +24,8 @@ type benchMesh struct {
 	js   jetstream.JetStream
 	proj *projections.Engine
 	h    *Handlers
+	kp   nkeys.KeyPair
+	keys *declaration.Keyring
 }
 
 // newBenchMesh connects in-process, as mesh up's controller does, or over TCP.
@@ -45,12 +47,23 @@ func newBenchMesh(b testing.TB, inProcess bool) *benchMesh {
 		b.Fatal(err)
 	}
 	js, _ := jetstream.New(nc)
-	return &benchMesh{b: b, st: st, js: js}
+	kp, _ := nkeys.CreateAccount()
+	keys, err := declaration.NewKeyring(kp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.MAC = keys.LogMAC()
+	return &benchMesh{b: b, st: st, js: js, kp: kp, keys: keys}
 }
 
+// publish appends ev as the controller would (with its MAC), without
+// waiting for each acknowledgement.
 func (m *benchMesh) publish(agg events.AggregateID, ev events.Event) {
 	data, _ := events.Encode(agg, "c", 0, time.Now(), ev)
-	if _, err := m.js.PublishAsync(agg.Subject(ev.EventType()), data); err != nil {
+	msg := nats.NewMsg(agg.Subject(ev.EventType()))
+	msg.Data = data
+	msg.Header.Set(events.MACHeader, declaration.MAC(m.keys.LogMAC(), msg.Subject, data))
+	if _, err := m.js.PublishMsgAsync(msg); err != nil {
 		m.b.Fatal(err)
 	}
 }
@@ -59,7 +72,7 @@ func (m *benchMesh) publish(agg events.AggregateID, ev events.Event) {
 func (m *benchMesh) fold() *Handlers {
 	ctx := context.Background()
 	<-m.js.PublishAsyncComplete()
-	proj, _, err := projections.Open(ctx, projections.Options{Dir: m.b.TempDir(), Store: m.st})
+	proj, _, err := projections.Open(ctx, projections.Options{Dir: m.b.TempDir(), Store: m.st, Keys: m.keys})
 	if err != nil {
 		m.b.Fatal(err)
 	}
@@ -69,10 +82,10 @@ func (m *benchMesh) fold() *Handlers {
 	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
 		m.b.Fatal(err)
 	}
-	kp, _ := nkeys.CreateAccount()
-	signer, _ := declaration.NewSigner(kp)
+	signer, _ := declaration.NewSigner(m.kp)
+	sealer, _ := declaration.NewMessageSigner(m.kp)
 	m.proj = proj
 	m.h = &Handlers{Store: m.st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
-		Key: kp, Signer: signer, PublicKey: signer.PublicKey()}
+		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys, Sealer: sealer}
 	return m.h
 }

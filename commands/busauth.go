@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events"
 	"github.com/nats-io/jwt/v2"
@@ -40,28 +39,12 @@ const OperatorKeyFile = "operator.nk"
 // controller restored from a backup of its key recognises every node's
 // join string, and so does a second controller sharing the key.
 func NodeKey(controller nkeys.KeyPair, node string) (nkeys.KeyPair, error) {
-	return deriveKey(controller, "node\x00"+node, nkeys.PrefixByteUser)
+	return declaration.DeriveKey(controller, declaration.NodeLabel(node), nkeys.PrefixByteUser)
 }
 
 // OperatorKey is the operator's identity on a closed bus.
 func OperatorKey(controller nkeys.KeyPair) (nkeys.KeyPair, error) {
-	return deriveKey(controller, "operator", nkeys.PrefixByteUser)
-}
-
-// deriveKey is an HMAC of the controller's seed: one key cannot be turned
-// into another or back into the controller's.
-func deriveKey(controller nkeys.KeyPair, label string, prefix nkeys.PrefixByte) (nkeys.KeyPair, error) {
-	seed, err := controller.Seed()
-	if err != nil {
-		return nil, fmt.Errorf("the controller key has no seed to derive bus identities from: %w", err)
-	}
-	_, raw, err := nkeys.DecodeSeed(seed)
-	if err != nil {
-		return nil, err
-	}
-	mac := hmac.New(sha256.New, raw)
-	mac.Write([]byte("mesh bus identity\x00" + label))
-	return nkeys.FromRawSeed(prefix, mac.Sum(nil))
+	return declaration.DeriveKey(controller, "operator", nkeys.PrefixByteUser)
 }
 
 // NodePermissions is all a node's identity may do on the bus. A denied
@@ -69,25 +52,41 @@ func deriveKey(controller nkeys.KeyPair, label string, prefix nkeys.PrefixByte) 
 // so the agent is built to need exactly these (nats-notes.md).
 func NodePermissions(node string) jwt.Permissions {
 	own := events.DeclarationSubject(node)
-	api := "$JS.API."
-	return jwt.Permissions{
-		Pub: jwt.Permission{Allow: jwt.StringList{
-			events.ReportFilter(node), // its reports
-			// Its newest declaration, by subject: a direct get names the
-			// subject in its own, so no other can be asked for.
-			api + "DIRECT.GET." + events.Stream + "." + own,
-			// A consumer filtered to its declarations: the filter is part of
-			// the subject the create is sent on.
-			api + "CONSUMER.CREATE." + events.Stream + ".*." + own,
-			// Pulling from that consumer. Consumer names are random, and
-			// listing them is not allowed, so it cannot name another's.
-			api + "CONSUMER.MSG.NEXT." + events.Stream + ".*",
-			api + "CONSUMER.DELETE." + events.Stream + ".*",
-		}},
-		// Answers come to the node's own inboxes only: _INBOX.> would let
-		// it read every reply on the bus, the operator's included.
-		Sub: jwt.Permission{Allow: jwt.StringList{events.NodeInbox(node) + ".>"}},
+	pub := jwt.StringList{
+		// Its newest declaration, by subject: a direct get names the
+		// subject in its own, so no other can be asked for.
+		"$JS.API.DIRECT.GET." + events.Stream + "." + own,
 	}
+	// Its reports, each type on its own subject (rule 19): nothing else
+	// under its prefix, and nothing under another node's.
+	for _, typ := range events.ReportTypes() {
+		pub = append(pub, events.ReportSubject(node, typ))
+	}
+	return jwt.Permissions{
+		Pub: jwt.Permission{Allow: pub},
+		// The publish of its own declarations, which wakes the agent (the
+		// declaration itself it reads by direct get), and answers on its
+		// own inboxes only: _INBOX.> would let it read every reply on the
+		// bus, the operator's included. No consumer at all: a consumer is
+		// named, and a name can be guessed or listed by another.
+		Sub: jwt.Permission{Allow: jwt.StringList{own, events.NodeInbox(node) + ".>"}},
+	}
+}
+
+// OperatorPermissions is what the operator's identity may do: ask the
+// controller anything, read the stream (information, direct gets, consumers
+// for mesh events and backup), but never write it (rule 19): only the
+// controller appends, and the stream itself is not the operator's to
+// reshape or remove. (A reply subject aimed into the stream is not a
+// permission the bus can refuse; the fold sets such a message aside.)
+func OperatorPermissions() jwt.Permissions {
+	api := "$JS.API.STREAM."
+	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports}
+	for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE"} {
+		deny = append(deny, api+verb+"."+events.Stream)
+	}
+	deny = append(deny, api+"MSG.DELETE."+events.Stream)
+	return jwt.Permissions{Pub: jwt.Permission{Deny: deny}}
 }
 
 // DefaultLifetime is how long a connection's permissions last on a closed
@@ -183,7 +182,7 @@ func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.P
 		return "", jwt.Permissions{}, errNoIdentity
 	}
 	if pub == c.operator {
-		return "operator", jwt.Permissions{}, nil
+		return "operator", OperatorPermissions(), nil
 	}
 	node := req.ConnectOptions.Username
 	if node == "" {
@@ -244,11 +243,11 @@ func NewBusKeys() (BusKeys, error) {
 // key, because the cluster's configuration names them and outlives any one
 // start of the controller (mesh bus-config prints that configuration).
 func ClusterBusKeys(controller nkeys.KeyPair) (BusKeys, error) {
-	issuer, err := deriveKey(controller, "callout issuer", nkeys.PrefixByteAccount)
+	issuer, err := declaration.DeriveKey(controller, "callout issuer", nkeys.PrefixByteAccount)
 	if err != nil {
 		return BusKeys{}, err
 	}
-	user, err := deriveKey(controller, "controller user", nkeys.PrefixByteUser)
+	user, err := declaration.DeriveKey(controller, "controller user", nkeys.PrefixByteUser)
 	return BusKeys{Issuer: issuer, Controller: user}, err
 }
 

@@ -2,7 +2,6 @@ package commands_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -112,10 +112,31 @@ func (m *closedMesh) connectAs(j agent.Join, v *violations) (*nats.Conn, error) 
 	return nc, err
 }
 
-// Rule 18: a node only hears its own. On mesh up's bus, a node's identity
-// reads its own declarations and publishes its own reports, and every other
-// thing it tries is refused; a connection that is no node is refused.
-func TestANodeOnlyHearsItsOwn(t *testing.T) {
+// nodeSealing is what an agent of j signs and MACs its reports with.
+func nodeSealing(t testing.TB, j agent.Join) store.Sealing {
+	t.Helper()
+	bus, err := nkeys.FromSeed([]byte(j.Seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac, err := declaration.ReportMACKey(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, _ := nkeys.CreateUser()
+	signer, err := declaration.NewMessageSigner(kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.Sealing{Signer: signer, MAC: mac}
+}
+
+// Rules 18 and 19 on the bus: the permission matrix of ARCHITECTURE.md,
+// every cell, granted and refused, against a real closed bus. A node reads
+// its own declarations and publishes its own reports, each type on its own
+// subject, and nothing else; the operator asks the controller and reads the
+// stream, and never writes it; a connection that is neither is refused.
+func TestThePermissionMatrix(t *testing.T) {
 	m := newClosedMesh(t, 0)
 	ctx := context.Background()
 	app := m.enrollAndDeclare("app-1")
@@ -127,69 +148,115 @@ func TestANodeOnlyHearsItsOwn(t *testing.T) {
 		t.Fatalf("app-1 connecting with its join string: %v", err)
 	}
 	st, _ := store.AttachNode(nc, "")
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 500*time.Millisecond) }
 
-	// Its own: the newest declaration, following them, reporting.
+	// Granted to a node: its newest declaration, hearing its own, each of
+	// its report types on its own subject.
 	last, found, err := st.Last(ctx, events.DeclarationSubject("app-1"))
 	if err != nil || !found || !strings.Contains(string(last.Data), "app-1") {
 		t.Fatalf("app-1 reading its newest declaration: %v %v", found, err)
 	}
-	stop := errors.New("stop")
-	err = st.Read(ctx, store.ReadOptions{Follow: true, Filter: events.DeclarationSubject("app-1")}, func(store.Msg) error { return stop })
-	if !errors.Is(err, stop) {
-		t.Fatalf("app-1 following its declarations: %v", err)
+	if _, err := nc.SubscribeSync(events.DeclarationSubject("app-1")); err != nil || nc.Flush() != nil {
+		t.Fatalf("app-1 hearing its declarations: %v", err)
 	}
-	applied := events.DeclarationApplied{Node: "app-1", Sequence: 1, Digest: "d"}
-	if _, err := st.Report(ctx, "app-1", commands.NewCommandID(), applied); err != nil {
-		t.Fatalf("app-1 reporting: %v", err)
+	js, _ := jetstream.New(nc)
+	for _, typ := range events.ReportTypes() {
+		if _, err := js.Publish(ctx, events.ReportSubject("app-1", typ), []byte("{}")); err != nil {
+			t.Errorf("app-1 publishing its %s: %v", typ, err)
+		}
 	}
 
-	// Anything else. A denied publish is dropped, so each asks with a short wait.
-	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 500*time.Millisecond) }
+	// Refused to a node: each a publish the server drops with a violation.
+	refusedPub := []string{
+		"mesh.rp.db-1.DeclarationApplied",                                   // another node's report
+		"mesh.rp.app-1.NodeEnrolled",                                        // a type that is no report, under its own prefix
+		"mesh.rp.app-1.x.DeclarationApplied",                                // a deeper subject under its prefix
+		"mesh.ev.node.app-1.ModuleAssigned",                                 // the controller's events
+		"mesh.ev.module.evil.ModuleRegistered",                              //
+		"mesh.api.status",                                                   // the controller's verbs
+		"$JS.API.DIRECT.GET.MESH.mesh.ev.node.db-1.DeclarationSent",         // another's declaration
+		"$JS.API.DIRECT.GET.MESH",                                           // any message by sequence
+		"$JS.API.STREAM.INFO.MESH",                                          // the stream's information names every subject
+		"$JS.API.CONSUMER.CREATE.MESH.c.mesh.ev.node.app-1.DeclarationSent", // any consumer, even of its own
+		"$JS.API.CONSUMER.MSG.NEXT.MESH.c",                                  // pulling from a consumer by name
+		"$JS.API.CONSUMER.DELETE.MESH.c",                                    // deleting one
+		"$JS.API.CONSUMER.LIST.MESH",                                        // listing them
+	}
+	for _, subject := range refusedPub {
+		if err := nc.Publish(subject, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		v.waitFor(t, fmt.Sprintf("Publish to %q", subject))
+	}
+	for _, subject := range []string{"mesh.ev.>", "mesh.ev.node.db-1.DeclarationSent", "mesh.rp.>", "_INBOX.>", "_INBOX_db-1.>"} {
+		if _, err := nc.Subscribe(subject, func(*nats.Msg) {}); err == nil {
+			v.waitFor(t, fmt.Sprintf("Subscription to %q", subject))
+		}
+	}
 	c1, cancel := short()
 	defer cancel()
 	if _, found, err := st.Last(c1, events.DeclarationSubject("db-1")); err == nil || found {
 		t.Fatalf("app-1 read db-1's newest declaration: found %v, err %v", found, err)
 	}
-	v.waitFor(t, "DIRECT.GET.MESH.mesh.ev.node.db-1")
 	c2, cancel := short()
 	defer cancel()
-	if err := st.Read(c2, store.ReadOptions{Follow: true, Filter: events.DeclarationSubject("db-1")}, func(store.Msg) error { return stop }); errors.Is(err, stop) {
-		t.Fatal("app-1 followed db-1's declarations")
+	if err := st.Read(c2, store.ReadOptions{Follow: true, Filter: events.DeclarationSubject("app-1")}, func(store.Msg) error { return nil }); err == nil {
+		t.Fatalf("app-1 created a consumer: %v", err)
 	}
 	c3, cancel := short()
 	defer cancel()
 	forged := events.DeclarationApplied{Node: "db-1", Sequence: 1, Digest: "d"}
-	if _, err := st.Report(c3, "db-1", commands.NewCommandID(), forged); err == nil {
+	if _, err := st.Report(c3, "db-1", commands.NewCommandID(), forged, nodeSealing(t, app)); err == nil {
 		t.Fatal("app-1 published a report for db-1")
-	}
-	v.waitFor(t, `Publish to "mesh.rp.db-1`)
-	if _, err := nc.Subscribe("mesh.ev.>", func(*nats.Msg) {}); err == nil {
-		v.waitFor(t, `Subscription to "mesh.ev.>"`)
-	}
-	if _, err := nc.Subscribe("_INBOX.>", func(*nats.Msg) {}); err == nil {
-		v.waitFor(t, `Subscription to "_INBOX.>"`)
 	}
 	cl := commands.Client{NC: nc, Timeout: 500 * time.Millisecond}
 	var s commands.StatusReport
 	if err := cl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err == nil {
 		t.Fatal("app-1 called the controller's status")
 	}
-	js, _ := jetstream.New(nc)
-	c4, cancel := short()
-	defer cancel()
-	if _, err := js.Stream(c4, events.Stream); err == nil {
-		t.Fatal("app-1 read the stream's information, which names every subject")
-	}
-	// db-1's report never landed; app-1's did.
-	reports := 0
+	// Only app-1's own reports landed.
 	if err := m.h.Store.Read(ctx, store.ReadOptions{Filter: "mesh.rp.>"}, func(msg store.Msg) error {
-		if strings.Contains(msg.Subject, "db-1") {
-			t.Errorf("a report for db-1 landed: %s", msg.Subject)
+		if !strings.HasPrefix(msg.Subject, "mesh.rp.app-1.") || strings.Count(msg.Subject, ".") != 3 {
+			t.Errorf("a report app-1 may not publish landed: %s", msg.Subject)
 		}
-		reports++
 		return nil
-	}); err != nil || reports != 1 {
-		t.Fatalf("reports on the stream: %d, %v", reports, err)
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The operator, from the home: asks the controller, reads the stream.
+	opts, err := commands.OperatorOptions(m.home)
+	if err != nil || len(opts) == 0 {
+		t.Fatalf("the operator key in the home: %v", err)
+	}
+	var ov violations
+	op, err := nats.Connect(m.srv.ClientURL(), append(opts, nats.ErrorHandler(ov.handler))...)
+	if err != nil {
+		t.Fatalf("the operator connecting: %v", err)
+	}
+	defer op.Close()
+	ocl := commands.Client{NC: op}
+	if err := ocl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
+		t.Fatalf("the operator's status: %+v %v", s, err)
+	}
+	ost, err := store.Attach(ctx, op, "")
+	if err != nil {
+		t.Fatalf("the operator reading the stream's information: %v", err)
+	}
+	if _, err := ost.Get(ctx, 1); err != nil {
+		t.Fatalf("the operator reading event 1: %v", err)
+	}
+	n := 0
+	if err := ost.Read(ctx, store.ReadOptions{}, func(store.Msg) error { n++; return nil }); err != nil || n == 0 {
+		t.Fatalf("the operator reading the stream through a consumer: %d, %v", n, err)
+	}
+	// ... and may not write it, nor reshape or remove it.
+	for _, subject := range []string{"mesh.ev.node.db-1.NodeRetired", "mesh.rp.db-1.DeclarationApplied",
+		"$JS.API.STREAM.DELETE.MESH", "$JS.API.STREAM.PURGE.MESH", "$JS.API.STREAM.UPDATE.MESH", "$JS.API.STREAM.MSG.DELETE.MESH"} {
+		if err := op.Publish(subject, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		ov.waitFor(t, fmt.Sprintf("Publish to %q", subject))
 	}
 
 	// Who may not connect: nobody, a node with another's key, a retired node.
@@ -213,21 +280,6 @@ func TestANodeOnlyHearsItsOwn(t *testing.T) {
 	}
 	if _, err := m.connectAs(db, nil); err == nil {
 		t.Fatal("retired db-1 was let in")
-	}
-
-	// The operator's key, from the home, may do anything.
-	opts, err := commands.OperatorOptions(m.home)
-	if err != nil || len(opts) == 0 {
-		t.Fatalf("the operator key in the home: %v", err)
-	}
-	op, err := nats.Connect(m.srv.ClientURL(), opts...)
-	if err != nil {
-		t.Fatalf("the operator connecting: %v", err)
-	}
-	defer op.Close()
-	ocl := commands.Client{NC: op}
-	if err := ocl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 1 {
-		t.Fatalf("the operator's status: %+v %v", s, err)
 	}
 }
 

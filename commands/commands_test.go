@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -158,17 +159,26 @@ func TestLargeAnswersArriveWhole(t *testing.T) {
 	if _, _, err := store.Open(ctx, nc, store.StreamConfig{}); err != nil {
 		t.Fatal(err)
 	}
+	// The controller's key first: the enrolments are its events, MAC'd.
+	home := t.TempDir()
+	kp, err := commands.HomeKey(home, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := declaration.NewKeyring(kp)
 	js, _ := jetstream.New(nc)
 	const nodes = 9000 // over 1 MiB of push results, and more of status
 	for i := range nodes {
 		name := fmt.Sprintf("web-%d", i)
-		data, _ := events.Encode(events.NodeAggregate(name), "c"+name, 0, time.Now(), events.NodeEnrolled{Name: name})
-		if _, err := js.PublishAsync(events.NodeAggregate(name).Subject("NodeEnrolled"), data); err != nil {
+		m := nats.NewMsg(events.NodeAggregate(name).Subject("NodeEnrolled"))
+		m.Data, _ = events.Encode(events.NodeAggregate(name), "c"+name, 0, time.Now(), events.NodeEnrolled{Name: name})
+		m.Header.Set(events.MACHeader, declaration.MAC(keys.LogMAC(), m.Subject, m.Data))
+		if _, err := js.PublishMsgAsync(m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	<-js.PublishAsyncComplete()
-	c := controller(t, srv)
+	c := controllerIn(t, srv, home)
 	c.Timeout = time.Minute
 	var r commands.PushReply
 	if err := c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r); err != nil {

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nkeys"
 )
 
 // history is the events of several aggregates, each in its own order. Events
@@ -67,7 +69,13 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj, _, err := projections.Open(ctx, projections.Options{Dir: "p", FS: vfs.NewMem(), Store: st})
+	kp, _ := nkeys.CreateAccount()
+	keys, err := declaration.NewKeyring(kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.MAC = keys.LogMAC()
+	proj, _, err := projections.Open(ctx, projections.Options{Dir: "p", FS: vfs.NewMem(), Store: st, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}

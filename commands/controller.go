@@ -66,14 +66,23 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, err
 	}
 	log.Info("signing as " + pub)
+	keys, err := declaration.NewKeyring(kp)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := declaration.NewMessageSigner(kp)
+	if err != nil {
+		return nil, err
+	}
+	st.MAC = keys.LogMAC()
 	dir := filepath.Join(c.Home, "projections")
-	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset})
+	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys})
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
 		// Read models that do not belong to the stream (a restore, a reset
 		// bus, a lost tail) are never served: they are folded again, and
 		// the start says why.
 		log.Warn(err.Error() + "; rebuilding them from the stream before serving")
-		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true})
+		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true, Keys: keys})
 	}
 	if err != nil {
 		return nil, err
@@ -89,18 +98,26 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		stop := logProgress(log, proj, o.Stream.LastSeq)
 		err := proj.WaitFor(ctx, o.Stream.LastSeq)
 		stop()
-		if err != nil {
+		var fe *projections.FoldError
+		switch {
+		case errors.As(err, &fe):
+			// Never a wedged start (rule 19): the controller serves what
+			// it has folded, refuses writes, and status says why.
+			log.Error(fmt.Sprintf("%v; serving the read models as folded up to event %d, and refusing writes", refusal(fe), proj.Checkpoint()))
+		case err != nil:
 			proj.Close()
 			return nil, err
+		default:
+			log.Info(fmt.Sprintf("projections caught up: folded %d event(s) in %s", o.Stream.LastSeq-o.Checkpoint, time.Since(start).Round(time.Millisecond)))
 		}
-		log.Info(fmt.Sprintf("projections caught up: folded %d event(s) in %s", o.Stream.LastSeq-o.Checkpoint, time.Since(start).Round(time.Millisecond)))
 	} else {
 		log.Info("projections are current with the stream")
 	}
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub}
+	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
+		Keys: keys, Sealer: sealer}
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()

@@ -30,6 +30,9 @@ type body struct {
 // like any other and recorded as sent by "declare", with its builds unknown,
 // so nothing reads it as what the mesh would compose (rule 13).
 func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, error) {
+	if err := h.writable(); err != nil {
+		return PushedNode{}, err
+	}
 	if err := h.ActiveNode("declare to", r.Node); err != nil {
 		return PushedNode{}, err
 	}
@@ -56,7 +59,7 @@ func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, e
 			return PushedNode{}, err
 		}
 		h.Log.Info("declared", "node", r.Node, "sequence", ev.Sequence, "seq", seq)
-		return PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.Proj.WaitFor(ctx, seq)
+		return PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.landed(ctx, seq, ev)
 	}
 	return PushedNode{}, fmt.Errorf("cannot declare to %s: it changed under %d attempts in a row; try again", r.Node, pushRounds)
 }

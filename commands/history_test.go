@@ -9,13 +9,11 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
-	"github.com/nats-io/nkeys"
 )
 
 // sendTo publishes app-1's enrolment and one declaration of content into m.
 func sendTo(m *benchMesh, content string) {
-	kp, _ := nkeys.CreateAccount()
-	signer, _ := declaration.NewSigner(kp)
+	signer, _ := declaration.NewSigner(m.kp)
 	m.publish(events.NodeAggregate("app-1"), events.NodeEnrolled{Name: "app-1"})
 	d := declaration.New(compose.Declaration{Mesh: "mesh", Node: "app-1", Modules: []compose.ModuleBuild{},
 		Resources: []compose.Resource{{Path: "/etc/app.conf", Kind: "file", Mode: "0644", Content: &content, Module: "app"}},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nkeys"
@@ -44,8 +45,14 @@ func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, 
 		return nil, "", fmt.Errorf("the controller key in %s is %s, but this mesh signs with %s; start the controller with the home that holds that key", path, pub, recorded)
 	default:
 		// Recorded once, expecting no record yet: two first starts racing
-		// cannot both record a key.
-		_, err := st.Append(ctx, events.ControllerAggregate(), version, "key-"+pub[:16], events.ControllerKeyRecorded{PublicKey: pub})
+		// cannot both record a key. The record carries the MAC of the
+		// key's log key, as every controller event does (rule 19).
+		keys, err := declaration.NewKeyring(kp)
+		if err != nil {
+			return nil, "", err
+		}
+		st.MAC = keys.LogMAC()
+		_, err = st.Append(ctx, events.ControllerAggregate(), version, "key-"+pub[:16], events.ControllerKeyRecorded{PublicKey: pub})
 		if errors.Is(err, store.ErrConflict) {
 			return loadKey(ctx, home, st)
 		}
@@ -72,16 +79,28 @@ func HomeKey(home string, create bool) (nkeys.KeyPair, error) {
 	return kp, err
 }
 
+// recordedKey reads the controller key the log records (the first record
+// that is one) and the version of the controller's aggregate. A message on
+// the record's subject that is not a record (rule 19: a reply aimed into the
+// stream, a stray writer's) is passed over, so it cannot stop a start.
 func recordedKey(ctx context.Context, st *store.Store) (string, uint64, error) {
-	m, found, err := st.Last(ctx, events.ControllerAggregate().Subject(events.ControllerKeyRecorded{}.EventType()))
-	if err != nil || !found {
-		return "", 0, err
-	}
-	_, ev, err := events.Decode(m.Data)
+	var key string
+	var version uint64
+	subject := events.ControllerAggregate().Subject(events.ControllerKeyRecorded{}.EventType())
+	err := st.Read(ctx, store.ReadOptions{Filter: events.ControllerAggregate().Filter()}, func(m store.Msg) error {
+		version = m.Seq
+		if key != "" || m.Subject != subject {
+			return nil
+		}
+		if _, ev, err := events.Read(m.Subject, m.Data); err == nil {
+			key = ev.(events.ControllerKeyRecorded).PublicKey
+		}
+		return nil
+	})
 	if err != nil {
-		return "", 0, fmt.Errorf("the log's record of the controller key (event %d) cannot be read: %w", m.Seq, err)
+		return "", 0, fmt.Errorf("cannot read the log's record of the controller key: %w", err)
 	}
-	return ev.(events.ControllerKeyRecorded).PublicKey, m.Seq, nil
+	return key, version, nil
 }
 
 func readKey(path string) (nkeys.KeyPair, error) {

@@ -29,9 +29,17 @@ type Handlers struct {
 	Key       nkeys.KeyPair
 	Signer    *declaration.Signer
 	PublicKey string
+	// Keys are derived from Key: the MACs the fold checks (rule 19).
+	// Sealer signs the controller's own reports (a standing on the
+	// operator's word).
+	Keys   *declaration.Keyring
+	Sealer *declaration.MessageSigner
 
 	manifests manifests
 	composed  composedCache
+	// past: these handlers answer from a fold of the past (--as-of), which
+	// neither follows the stream nor can be behind it.
+	past bool
 }
 
 // maxAttempts bounds decide-append rounds when other writers keep moving an
@@ -49,6 +57,9 @@ type aggregate interface {
 // already satisfied) after the read models have folded it.
 func decide[A aggregate](ctx context.Context, h *Handlers, id events.AggregateID, commandID string,
 	fresh func() A, decideFn func(A) ([]events.Event, error)) (uint64, error) {
+	if err := h.writable(); err != nil {
+		return 0, err
+	}
 	for range maxAttempts {
 		recs, version, err := h.Store.Load(ctx, id)
 		if err != nil {
@@ -69,7 +80,7 @@ func decide[A aggregate](ctx context.Context, h *Handlers, id events.AggregateID
 		if err != nil {
 			return 0, err
 		}
-		return seq, h.Proj.WaitFor(ctx, seq)
+		return seq, h.landed(ctx, seq, evs...)
 	}
 	return 0, fmt.Errorf("cannot change %s: it changed under %d attempts in a row; try again", id, maxAttempts)
 }
@@ -192,6 +203,10 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	var out NodeView
 	var row projections.Node
 	err := h.Proj.Read(func(v *projections.View) error {
+		causes, err := h.causes(ctx, v)
+		if err != nil {
+			return err
+		}
 		n, found, err := v.Node(r.Name)
 		if err != nil {
 			return err
@@ -214,6 +229,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 			}
 		}
 		row = n
+		out.Causes = causes
 		return err
 	})
 	if err != nil || row.Retired {
@@ -225,6 +241,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	}
 	w := composed[r.Name]
 	state, since, detail := stateOf(row, w)
+	state, detail = partial(state, detail, w)
 	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.contentDigest
 	out.LeftOut, out.Unresolved = w.leftOut, w.unresolved
 	return out, nil

@@ -18,6 +18,11 @@ import (
 	"github.com/meshctl/mesh/projections"
 )
 
+// maxSequence bounds the sequence a node's refusal is believed for: far
+// above any real mesh's (a declaration a second for a hundred million
+// years), far below where uint64 wraps.
+const maxSequence = 1 << 62
+
 // pushRounds bounds how often a push composes a node again because its
 // aggregate moved (an assignment, another push) between composing and
 // appending. Each round composes from read models that hold the move.
@@ -30,6 +35,9 @@ const pushRounds = 4
 // composed after it. The appended DeclarationSent event is the delivery. A
 // node that cannot be composed is named and skipped; every other is sent.
 func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
+	if err := h.writable(); err != nil {
+		return PushReply{}, err
+	}
 	if r.Node != "" && r.Behind {
 		return PushReply{}, &aggregates.Error{Op: "push", ID: r.Node, Err: aggregates.ErrInvalid,
 			Detail: "name a node or give --behind, not both: a named node is pushed whether it is behind or not"}
@@ -94,7 +102,10 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 	if len(reply.Sent) > 0 {
 		h.Log.Info("pushed", "sent", len(reply.Sent), "unsent", len(reply.Unsent))
 	}
-	return reply, h.Proj.WaitFor(ctx, last)
+	if last == 0 {
+		return reply, nil
+	}
+	return reply, h.landed(ctx, last, events.DeclarationSent{})
 }
 
 type pushBatch struct {
@@ -227,7 +238,14 @@ func (h *Handlers) seal(content compose.Declaration, row projections.Node, by st
 	if row.LastSent != nil {
 		seq, previous = row.LastSent.Sequence+1, row.LastSent.Digest
 	}
-	if r := row.LastReport; r != nil && r.Outcome == "refused" && r.Highest >= seq {
+	switch r := row.LastReport; {
+	case r == nil || r.Outcome != "refused" || r.Highest < seq:
+	case r.Highest >= maxSequence:
+		// No mesh sends a node this many declarations: believing it would
+		// number the next near the end of uint64 and wrap to 0, and the
+		// node would refuse every push after.
+		note = fmt.Sprintf("numbered %d: %s says it applied sequence %d, which no mesh has sent; its state may be damaged", seq, row.Name, r.Highest)
+	default:
 		note = fmt.Sprintf("numbered %d, above %d, the highest sequence %s says it applied", r.Highest+1, r.Highest, row.Name)
 		seq = r.Highest + 1
 	}

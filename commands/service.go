@@ -18,6 +18,8 @@ const (
 	CodeNotFound   = "404"
 	CodeConflict   = "409"
 	CodeInternal   = "500"
+	// CodeUnavailable: the controller serves reads only (its fold stopped).
+	CodeUnavailable = "503"
 )
 
 // Request timeouts inside the controller: a verb that cannot finish in this
@@ -56,7 +58,9 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"status", SubjectStatus, endpoint(nc, h.Status, verbTimeout)},
 		{"report", SubjectReport, endpoint(nc, h.Report, verbTimeout)},
 		{"history", SubjectHistory, endpoint(nc, h.History, verbTimeout)},
-		{"audit", SubjectAudit, endpoint(nc, h.AuditNode, verbTimeout)},
+		{"audit", SubjectAudit, endpoint(nc, h.Audit, rebuildTimeout)},
+		{"foreign-list", SubjectForeignList, endpoint(nc, h.ListForeign, verbTimeout)},
+		{"foreign-ack", SubjectForeignAck, endpoint(nc, h.AckForeign, verbTimeout)},
 		{"module-register", SubjectModuleRegister, endpoint(nc, h.RegisterModule, verbTimeout)},
 		{"module-list", SubjectModuleList, endpoint(nc, h.ListModules, verbTimeout)},
 		{"module-show", SubjectModuleShow, endpoint(nc, h.ShowModule, verbTimeout)},
@@ -114,6 +118,8 @@ func codeOf(err error) string {
 		return CodeNotFound
 	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired):
 		return CodeConflict
+	case errors.Is(err, ErrReadOnly):
+		return CodeUnavailable
 	}
 	return CodeInternal
 }

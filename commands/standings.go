@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -49,10 +50,13 @@ func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error
 	} else if !failing {
 		return Reported{}, nil
 	}
-	seq, err := h.Store.Report(ctx, r.Machine, r.CommandID, ev)
+	if err := h.writable(); err != nil {
+		return Reported{}, err
+	}
+	seq, err := h.Store.Report(ctx, r.Machine, r.CommandID, ev, store.Sealing{Signer: h.Sealer, MAC: h.Keys.LogMAC()})
 	if err != nil {
 		return Reported{}, err
 	}
 	h.Log.Info(fmt.Sprintf("standing: %s", ev.EventType()), "provider", r.Provider, "machine", r.Machine, "consumer", r.Consumer)
-	return Reported{Changed: true, Seq: seq}, h.Proj.WaitFor(ctx, seq)
+	return Reported{Changed: true, Seq: seq}, h.landed(ctx, seq, ev)
 }

@@ -175,12 +175,16 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			}
 		}
 		standings, err := v.Standings()
+		if err != nil {
+			return err
+		}
 		for _, s := range standings {
 			out.Standings = append(out.Standings, StandingView(s))
 		}
+		out.Causes, err = h.causes(ctx, v)
 		return err
 	})
-	out.Well = len(out.Standings) == 0
+	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0
 	for _, n := range out.Nodes {
 		if n.State != StateCurrent {
 			out.Well = false
@@ -191,6 +195,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 
 func nodeStatus(n projections.Node, w wouldSend) NodeStatus {
 	state, since, detail := stateOf(n, w)
+	state, detail = partial(state, detail, w)
 	ns := NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.contentDigest}
 	if s := n.LastSent; s != nil {
 		ns.Sequence, ns.Digest, ns.ContentDigest, ns.By = s.Sequence, s.Digest, s.ContentDigest, s.By
@@ -210,7 +215,7 @@ func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handler
 	}
 	defer past.Close()
 	return fn(&Handlers{Store: h.Store, Proj: past, Now: func() time.Time { return at }, Log: h.Log,
-		Mesh: h.Mesh, Key: h.Key, Signer: h.Signer, PublicKey: h.PublicKey})
+		Mesh: h.Mesh, Key: h.Key, Signer: h.Signer, PublicKey: h.PublicKey, Keys: h.Keys, Sealer: h.Sealer, past: true})
 }
 
 // VerifyProjections folds the whole stream afresh and compares it with the

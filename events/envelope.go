@@ -40,6 +40,13 @@ type Recorded struct {
 	Subject  string
 	Envelope Envelope
 	Event    Event
+	// Signer is the key the message names as its signer ("" for none).
+	Signer string
+	// Foreign, when set, says why the message is not its rightful
+	// writer's event (rule 19): it is set aside, never folded.
+	Foreign error
+	// Stored is when the stream stored the message.
+	Stored time.Time
 }
 
 // EventID is the id of the i-th event of a command. It is derived, not random,
@@ -108,10 +115,10 @@ func Decode(raw []byte) (Envelope, Event, error) {
 	}
 	ent, ok := table[env.Type]
 	if !ok {
-		return env, nil, &DecodeError{Type: env.Type, Version: env.Version, Reason: "unknown event type"}
+		return env, nil, &DecodeError{Type: env.Type, Version: env.Version, Reason: "unknown event type", Unknown: true}
 	}
 	if env.Version > ent.current {
-		return env, nil, &DecodeError{Type: env.Type, Version: env.Version,
+		return env, nil, &DecodeError{Type: env.Type, Version: env.Version, Unknown: true,
 			Reason: fmt.Sprintf("unknown version (this binary knows up to %d)", ent.current)}
 	}
 	data := env.Data
@@ -172,6 +179,9 @@ type DecodeError struct {
 	Type    string
 	Version int
 	Reason  string
+	// Unknown: a well-formed envelope of a type or version this binary
+	// does not know, as a newer writer would make.
+	Unknown bool
 }
 
 func (e *DecodeError) Error() string {

@@ -18,6 +18,7 @@ import (
 //	2026-12-02  DeclarationSent v1, ControllerKeyRecorded v1; reports DeclarationApplied v1,
 //	            DeclarationFailed v1, DeclarationRefused v1.
 //	2026-12-02  ProviderFailing v1, ProviderRecovered v1.
+//	2026-12-03  ReportKeyRecorded v1 (a report); ForeignAcknowledged v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -33,6 +34,9 @@ var table = map[string]entry{
 
 	"ProviderFailing":   current[ProviderFailing](1),
 	"ProviderRecovered": current[ProviderRecovered](1),
+
+	"ReportKeyRecorded":   current[ReportKeyRecorded](1),
+	"ForeignAcknowledged": current[ForeignAcknowledged](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.
@@ -41,12 +45,10 @@ func foldView(e entry, fold func([]byte) (Envelope, Event, error)) entry {
 	return e
 }
 
-// sentForFold is DeclarationSent without its signature, which no fold
-// reads (audit reads the event whole, by sequence). The declaration is
-// decoded, because the history index keeps the builds it names, but by the
-// layout plan's base64: encoding/json's decoding of it was most of folding a
-// push. The skipped field keeps DeclarationSent's order, so that the plan
-// reads a send as Encode writes it.
+// sentForFold is DeclarationSent read by its layout plan: the declaration
+// and its signature by the plan's base64 (encoding/json's decoding of them
+// was most of folding a push). The fold checks the signature (rule 19) and
+// the history index keeps the builds the declaration names.
 type sentForFold struct {
 	Node          string  `json:"node"`
 	Sequence      uint64  `json:"sequence"`
@@ -55,7 +57,7 @@ type sentForFold struct {
 	By            string  `json:"by"`
 	Resources     int     `json:"resources"`
 	Declaration   []byte  `json:"declaration"`
-	Signature     Skipped `json:"signature"`
+	Signature     []byte  `json:"signature"`
 	Key           string  `json:"key"`
 }
 
@@ -68,7 +70,7 @@ func decodeSentForFold(raw []byte) (Envelope, Event, error) {
 	}
 	f := ev.(sentForFold)
 	return env, DeclarationSent{Node: f.Node, Sequence: f.Sequence, Digest: f.Digest, ContentDigest: f.ContentDigest,
-		By: f.By, Resources: f.Resources, Declaration: f.Declaration, Key: f.Key}, nil
+		By: f.By, Resources: f.Resources, Declaration: f.Declaration, Signature: f.Signature, Key: f.Key}, nil
 }
 
 func (sentForFold) EventType() string { return "DeclarationSent" }

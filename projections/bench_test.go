@@ -30,6 +30,7 @@ func BenchmarkFoldVsRawRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	keyed(s)
 	js, _ := jetstream.New(nc)
 	publishEnrolments(b, js, benchEvents)
 	dir := b.TempDir()
@@ -39,7 +40,7 @@ func BenchmarkFoldVsRawRead(b *testing.B) {
 		t0 := time.Now()
 		rawRead(b, js)
 		t1 := time.Now()
-		e, _, err := Open(ctx, Options{Dir: filepath.Join(dir, fmt.Sprint(i)), Store: s})
+		e, _, err := Open(ctx, Options{Dir: filepath.Join(dir, fmt.Sprint(i)), Store: s, Keys: testKeys})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -90,9 +91,10 @@ func BenchmarkRebuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	keyed(s)
 	js, _ := jetstream.New(nc)
 	publishEnrolments(b, js, n)
-	e, _, err := Open(ctx, Options{Dir: b.TempDir(), Store: s})
+	e, _, err := Open(ctx, Options{Dir: b.TempDir(), Store: s, Keys: testKeys})
 	if err != nil {
 		b.Fatal(err)
 	}

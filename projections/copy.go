@@ -20,7 +20,7 @@ func (e *Engine) FoldCopy(ctx context.Context, until uint64, asOf time.Time) (*E
 }
 
 func (e *Engine) foldCopy(ctx context.Context, until uint64, asOf time.Time, progress func(Progress)) (*Engine, error) {
-	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize})
+	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys})
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func (e *Engine) foldCopy(ctx context.Context, until uint64, asOf time.Time, pro
 		total = until
 	}
 	start := time.Now()
-	f := newFolder(cp.db, cp.o.BatchSize, func(last uint64) {
+	f := cp.newFolder(cp.db, func(last uint64) {
 		cp.committed(last)
 		if progress != nil {
 			progress(Progress{Folded: last, Total: total, Elapsed: time.Since(start)})

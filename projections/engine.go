@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events/store"
 )
 
@@ -35,6 +36,10 @@ type Options struct {
 	// folded again from the stream: the remedy for read models that do not
 	// belong to it. The stream is untouched.
 	Reset bool
+	// Keys are the keys derived from the controller's, with which the fold
+	// tells a rightful writer's event from a foreign message (rule 19).
+	// Required: without them nothing could be believed.
+	Keys *declaration.Keyring
 }
 
 // Opening says what the read models held when opened.
@@ -83,6 +88,9 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 2000
+	}
+	if o.Keys == nil {
+		return nil, Opening{}, errors.New("projections: no keys to check the stream's messages with; the controller's key is needed to fold")
 	}
 	e := &Engine{o: o, fs: o.FS, notify: make(chan struct{})}
 	if o.Reset {
@@ -219,7 +227,7 @@ func (e *Engine) startLocked() {
 	done := make(chan struct{})
 	e.runCancel, e.runDone = cancel, done
 	e.mu.RLock()
-	f := newFolder(e.db, e.o.BatchSize, e.committed)
+	f := e.newFolder(e.db, e.committed)
 	e.mu.RUnlock()
 	var wg sync.WaitGroup
 	wg.Go(func() { e.follow(ctx, f) })

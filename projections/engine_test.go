@@ -12,9 +12,11 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
 )
 
 func newStore(t *testing.T) *store.Store {
@@ -23,12 +25,12 @@ func newStore(t *testing.T) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return keyed(s)
 }
 
 func openEngine(t *testing.T, s *store.Store, fs vfs.FS, batch int) *Engine {
 	t.Helper()
-	e, _, err := Open(context.Background(), Options{Dir: "proj", FS: fs, Store: s, BatchSize: batch})
+	e, _, err := Open(context.Background(), Options{Dir: "proj", FS: fs, Store: s, BatchSize: batch, Keys: testKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +97,18 @@ func TestFoldsLiveAndReadsOwnWrites(t *testing.T) {
 	}
 }
 
-func TestUnknownEventStopsTheFoldAndIsReported(t *testing.T) {
+// A newer controller's event (rule 19): a well-formed event of a type this
+// binary does not know, with the controller's MAC, on a subject only
+// controllers write. The fold cannot read it and must not pass it.
+func TestNewerControllersEventStopsTheFoldAndIsReported(t *testing.T) {
 	s := newStore(t)
 	e := openEngine(t, s, vfs.NewMem(), 100)
 	good := enrollMany(t, s, 1, 2)
-	ack, err := s.JetStream().Publish(context.Background(), "mesh.ev.node.node-1.NodeTeleported",
-		[]byte(`{"id":"x","type":"NodeTeleported","version":3,"aggregate":{"kind":"node","id":"node-1"},"data":{}}`))
+	data := []byte(`{"id":"x","type":"NodeTeleported","version":3,"aggregate":{"kind":"node","id":"node-1"},"data":{}}`)
+	m := nats.NewMsg("mesh.ev.node.node-1.NodeTeleported")
+	m.Data = data
+	m.Header.Set(events.MACHeader, declaration.MAC(testKeys.LogMAC(), m.Subject, data))
+	ack, err := s.JetStream().PublishMsg(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +117,7 @@ func TestUnknownEventStopsTheFoldAndIsReported(t *testing.T) {
 	defer cancel()
 	err = e.WaitFor(ctx, after)
 	var fe *FoldError
-	if !errors.As(err, &fe) || fe.Seq != ack.Sequence || !strings.Contains(err.Error(), `"NodeTeleported" version 3`) {
+	if !errors.As(err, &fe) || fe.Seq != ack.Sequence || !errors.Is(err, events.ErrNewer) || !strings.Contains(err.Error(), `NodeTeleported (version 3)`) {
 		t.Fatalf("wait past an unknown event: %v", err)
 	}
 	if e.Checkpoint() != good {
@@ -143,7 +151,7 @@ func TestCrashBetweenBatchesEqualsRebuild(t *testing.T) {
 			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(1, uint64(unsynced)))})
 			last := enrollMany(t, s, 40, 20)
 
-			reopened, o, err := Open(context.Background(), Options{Dir: "proj", FS: crashed, Store: s, BatchSize: 7})
+			reopened, o, err := Open(context.Background(), Options{Dir: "proj", FS: crashed, Store: s, BatchSize: 7, Keys: testKeys})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +214,7 @@ func TestCrashAfterRebuildKeepsTheRebuiltGeneration(t *testing.T) {
 	}
 	want := snapshot(t, e)
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
-	reopened, o, err := Open(context.Background(), Options{Dir: "proj", FS: crashed, Store: s})
+	reopened, o, err := Open(context.Background(), Options{Dir: "proj", FS: crashed, Store: s, Keys: testKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,12 +237,12 @@ func TestReadModelsOfAnotherStreamAreRefused(t *testing.T) {
 
 	// Another bus with a stream of the same name: a reset or restored bus.
 	other := newStore(t)
-	_, _, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: other})
+	_, _, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: other, Keys: testKeys})
 	if !errors.Is(err, ErrForeignStream) || !strings.Contains(err.Error(), "folded again") {
 		t.Fatalf("open on another stream: %v", err)
 	}
 	// Reset folds them again from the stream it is now on.
-	e2, o, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: other, Reset: true})
+	e2, o, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: other, Reset: true, Keys: testKeys})
 	if err != nil || !o.Fresh || o.Nodes != 0 {
 		t.Fatalf("reset: %+v %v", o, err)
 	}
@@ -253,7 +261,7 @@ func TestReadModelsAheadOfTheStreamAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	_, _, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: s})
+	_, _, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: s, Keys: testKeys})
 	if !errors.Is(err, ErrRewound) {
 		t.Fatalf("open ahead of the stream: %v", err)
 	}
@@ -328,7 +336,7 @@ func TestAnotherSchemaIsFoldedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	e2, o, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: s})
+	e2, o, err := Open(ctx, Options{Dir: "proj", FS: fs, Store: s, Keys: testKeys})
 	if err != nil || !o.Fresh {
 		t.Fatalf("open over another schema: %+v %v", o, err)
 	}

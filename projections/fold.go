@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 )
 
@@ -29,7 +30,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
-var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue, foldStandings, foldHistory}
+var readModels = []func(*pebble.Batch, events.Recorded) error{foldNode, foldCatalogue, foldStandings, foldHistory, foldReportKeys, foldForeign}
 
 // movesComposition is true of every event that can change what some node
 // would be composed to, and of no other (reports, standings and sends do
@@ -61,16 +62,39 @@ type folder struct {
 	// enrolments put into Pebble, each shadowing the one before.
 	composition uint64
 	onCommit    func(last uint64)
+	keys        *declaration.Keyring
 }
 
-func newFolder(db *pebble.DB, size int, onCommit func(uint64)) *folder {
-	return &folder{db: db, b: db.NewIndexedBatch(), size: size, onCommit: onCommit}
+func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
+	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys}
 }
 
-// apply folds one decoded event into the batch.
+// apply folds one decoded event into the batch, or sets it aside as
+// foreign (rule 19): a foreign message changes no other read model.
 func (f *folder) apply(rec events.Recorded) error {
-	if !f.asOf.IsZero() && rec.Envelope.OccurredAt.After(f.asOf) {
+	// A foreign message's own time is its writer's word: it is placed by
+	// when the stream stored it, so it cannot end time travel early.
+	at := rec.Envelope.OccurredAt
+	if rec.Foreign != nil {
+		at = rec.Stored
+	}
+	if !f.asOf.IsZero() && at.After(f.asOf) {
 		return errPast
+	}
+	if rec.Foreign == nil {
+		foreign, err := f.admit(rec)
+		if err != nil {
+			return &FoldError{Seq: rec.Seq, Subject: rec.Subject, Err: err}
+		}
+		rec.Foreign = foreign
+	}
+	if rec.Foreign != nil {
+		if err := putForeign(f.b, rec); err != nil {
+			return &FoldError{Seq: rec.Seq, Subject: rec.Subject, Err: err}
+		}
+		f.n++
+		f.last = rec.Seq
+		return nil
 	}
 	for _, fold := range readModels {
 		if err := fold(f.b, rec); err != nil {

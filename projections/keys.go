@@ -15,6 +15,9 @@ const (
 	prefixAssignByModule byte = 0x05 // module, node -> nothing: "where is it assigned"
 	prefixStanding       byte = 0x06 // provider, machine, consumer -> Standing
 	prefixHistory        byte = 0x07 // node, seq -> kind and time (history.go)
+	prefixForeign        byte = 0x08 // seq -> ForeignMessage (foreign.go)
+	prefixForeignOpen    byte = 0x09 // seq -> nothing: the foreign messages not acknowledged
+	prefixReportKey      byte = 0x0a // node -> the public key its reports are signed with
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -42,7 +45,8 @@ var (
 //	6  the history index
 //	7  node rows in the compact codec of nodecodec.go
 //	8  history rows hold what history shows, not only the sequence
-const schemaVersion = 8
+//	9  foreign messages set aside; report keys; only the rightful writer's events folded
+const schemaVersion = 9
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -124,15 +125,25 @@ func (p *pipeline) recycle(c *chunk) {
 	}
 }
 
+// decode reads each message and holds it to its writer's right (rule 19):
+// a message that is not its rightful writer's event is marked foreign, to
+// be set aside by the folder. Only a newer controller's event stops the
+// fold: this binary cannot read it, and must not fold past it.
 func (p *pipeline) decode() {
 	for c := range p.work {
 		for _, m := range c.msgs {
-			env, ev, err := events.DecodeFromSubject(m.Subject, m.Data)
-			if err != nil {
+			env, ev, err := events.Read(m.Subject, m.Data)
+			if errors.Is(err, events.ErrNewer) {
 				c.err = &FoldError{Seq: m.Seq, Subject: m.Subject, Err: err}
 				break
 			}
-			c.recs = append(c.recs, events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev})
+			rec := events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev, Stored: m.Time, Foreign: err}
+			if err == nil {
+				rec.Signer, rec.Foreign = provenance(p.f.keys, m, ev)
+			} else {
+				rec.Signer = m.Header.Get(events.SignerHeader)
+			}
+			c.recs = append(c.recs, rec)
 		}
 		close(c.done)
 	}

@@ -97,6 +97,8 @@ type Snapshot struct {
 	Standings   []Standing
 	Composition uint64
 	History     map[string][]HistoryEntry
+	Foreign     []ForeignMessage
+	ReportKeys  map[string]string
 }
 
 // Snapshot reads every read model from one view.
@@ -126,11 +128,17 @@ func (e *Engine) Snapshot() (s Snapshot, err error) {
 			return err
 		}
 		s.Composition = v.CompositionVersion()
-		s.History = map[string][]HistoryEntry{}
+		s.History, s.ReportKeys = map[string][]HistoryEntry{}, map[string]string{}
 		for _, n := range s.Nodes {
 			if s.History[n.Name], err = v.History(n.Name, time.Time{}, time.Time{}); err != nil {
 				return err
 			}
+			if s.ReportKeys[n.Name], err = v.ReportKey(n.Name); err != nil {
+				return err
+			}
+		}
+		if s.Foreign, err = v.Foreign(); err != nil {
+			return err
 		}
 		s.Assignments, err = v.Assignments()
 		return err

@@ -120,7 +120,7 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 		e.fs.RemoveAll(path)
 		return Rebuilt{}, err
 	}
-	f := newFolder(db, e.o.BatchSize, func(last uint64) {
+	f := e.newFolder(db, func(last uint64) {
 		if progress != nil {
 			progress(Progress{Folded: last, Total: st.LastSeq, Elapsed: time.Since(start)})
 		}

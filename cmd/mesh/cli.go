@@ -29,7 +29,8 @@ type CLI struct {
 	Status      StatusCmd      `cmd:"" help:"Is the mesh well, and if not, where: every node's state and every failing provider."`
 	Report      ReportCmd      `cmd:"" help:"Record a provider failing a consumer, or recovering."`
 	History     HistoryCmd     `cmd:"" help:"Every declaration a node was told, when, and what it reported back."`
-	Audit       AuditCmd       `cmd:"" help:"Prove a node's record: signatures, digests, the chain, rising sequences."`
+	Audit       AuditCmd       `cmd:"" help:"Prove a node's record, or the whole mesh's: signatures both ways, the chain, foreign messages."`
+	Foreign     ForeignCmd     `cmd:"" help:"Messages on the stream that are not their rightful writer's: list and acknowledge them."`
 	Backup      BackupCmd      `cmd:"" help:"Write the stream and the controller's key to a directory, while the mesh runs."`
 	Restore     RestoreCmd     `cmd:"" help:"Bring a backup into a home and bus that hold no mesh yet."`
 	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`

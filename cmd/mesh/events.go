@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
 )
 
 // EventsCmd prints the log. It reads the stream itself, not the controller:
@@ -29,6 +31,10 @@ type eventLine struct {
 	Command string          `json:"command_id,omitempty"`
 	Data    json.RawMessage `json:"data"`
 	Error   string          `json:"error,omitempty"`
+	// Foreign says why the message is not its rightful writer's event
+	// (rule 19): the fold set it aside. Acknowledged once the operator has.
+	Foreign      string `json:"foreign,omitempty"`
+	Acknowledged bool   `json:"acknowledged,omitempty"`
 }
 
 func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -45,17 +51,29 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
-	var shown, unreadable int
+	foreign, ferr := foreignBySeq(ctx, g)
+	if ferr != nil {
+		fmt.Fprintf(out.Err, "foreign messages are marked only where they cannot be read as mesh events: %v\n", ferr)
+	}
+	var shown, unreadable, open int
 	err = s.Read(ctx, store.ReadOptions{From: c.From, Follow: c.Follow}, func(m store.Msg) error {
 		line := eventLine{Seq: m.Seq, Subject: m.Subject, At: m.Time.UTC()}
 		env, derr := events.DecodeEnvelope(m.Data)
 		if derr != nil {
-			// Shown, never skipped: the count makes the command fail at the end.
-			unreadable++
 			line.Type, line.Error = "?", derr.Error()
 			line.Data, _ = json.Marshal(string(m.Data))
 		} else {
 			line.Type, line.Version, line.At, line.Command, line.Data = env.Type, env.Version, env.OccurredAt, env.CommandID, env.Data
+		}
+		// Shown, never skipped: an open one makes the command fail at the end.
+		switch f, ok := foreign[m.Seq]; {
+		case ok:
+			line.Foreign, line.Acknowledged = f.Reason, f.Acked != 0
+			if f.Acked == 0 {
+				open++
+			}
+		case derr != nil:
+			unreadable++
 		}
 		shown++
 		if c.JSON {
@@ -63,7 +81,14 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			_, err := fmt.Fprintf(out.Out, "%s\n", b)
 			return err
 		}
-		_, err := fmt.Fprintf(out.Out, "%6d  %s  %-36s  %s  %s\n", line.Seq, line.At.Format(time.RFC3339), line.Subject, line.Type, line.Data)
+		mark := ""
+		if line.Foreign != "" {
+			mark = "  FOREIGN: " + line.Foreign
+			if line.Acknowledged {
+				mark = "  FOREIGN (acknowledged): " + line.Foreign
+			}
+		}
+		_, err := fmt.Fprintf(out.Out, "%6d  %s  %-36s  %s  %s%s\n", line.Seq, line.At.Format(time.RFC3339), line.Subject, line.Type, line.Data, mark)
 		return err
 	})
 	if c.Follow && errors.Is(err, context.Canceled) {
@@ -81,8 +106,25 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			fmt.Fprintln(out.Out, msg)
 		}
 	}
+	if open > 0 {
+		return fmt.Errorf("%d of %d message(s) are foreign and not acknowledged (marked FOREIGN); see mesh foreign list, and mesh foreign ack SEQ once seen", open, shown)
+	}
 	if unreadable > 0 {
 		return fmt.Errorf("%d of %d message(s) are not mesh event envelopes (shown with type ?); something other than mesh writes to stream %s", unreadable, shown, s.Name())
 	}
 	return nil
+}
+
+// foreignBySeq asks the controller which messages are foreign: only it can
+// tell, since it holds the keys their writers must prove themselves with.
+func foreignBySeq(ctx context.Context, g *Globals) (map[uint64]projections.ForeignMessage, error) {
+	var l commands.ForeignList
+	if err := g.call(ctx, commands.SubjectForeignList, commands.Empty{}, &l); err != nil {
+		return nil, err
+	}
+	out := make(map[uint64]projections.ForeignMessage, len(l.Foreign))
+	for _, f := range l.Foreign {
+		out[f.Seq] = f
+	}
+	return out, nil
 }

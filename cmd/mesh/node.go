@@ -104,6 +104,9 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if n.AsOf != nil {
 		fmt.Fprintf(out.Out, "THE PAST: %s as of %s, not as it is now\n", n.Name, n.AsOf.UTC().Format(time.RFC3339))
 	}
+	for _, c := range n.Causes {
+		fmt.Fprintf(out.Out, "NOT WELL: %s\n", c)
+	}
 	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "node\t%s\n", n.Name)
 	if n.State != "" {

@@ -58,7 +58,12 @@ func printStatus(w io.Writer, s commands.StatusReport) {
 	for _, st := range s.Standings {
 		fmt.Fprintf(w, "%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format("2006-01-02 15:04"), st.Word)
 	}
+	for _, c := range s.Causes {
+		fmt.Fprintf(w, "not well: %s\n", c)
+	}
 	switch {
+	case !s.Well && behind == 0 && len(s.Standings) == 0:
+		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but for the above\n", len(s.Nodes))
 	case s.Well && len(s.Nodes) == 0:
 		fmt.Fprintln(w, "well: no active nodes, and nothing is failing")
 	case s.Well:

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,7 +56,7 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 		futures := make([]jetstream.PubAckFuture, end-start)
 		for i := start; i < end; i++ {
 			it := items[i]
-			m, err := message(it.Aggregate, it.CommandID, 0, now, it.Event)
+			m, err := s.message(it.Aggregate, it.CommandID, 0, now, it.Event)
 			if err != nil {
 				out[i].Err = err
 				continue
@@ -103,7 +104,7 @@ func (s *Store) settle(ctx context.Context, it One, err error) Outcome {
 // Report publishes an event another party writes (a node's report) under the
 // reports prefix: no expectation, since no aggregate's version depends on it,
 // and the report id as Msg-Id so a resent report is stored once.
-func (s *Store) Report(ctx context.Context, node, reportID string, ev events.Event) (uint64, error) {
+func (s *Store) Report(ctx context.Context, node, reportID string, ev events.Event, by Sealing) (uint64, error) {
 	if err := events.ValidateCommandID(reportID); err != nil {
 		return 0, err
 	}
@@ -111,11 +112,32 @@ func (s *Store) Report(ctx context.Context, node, reportID string, ev events.Eve
 	if err != nil {
 		return 0, err
 	}
-	ack, err := s.js.Publish(ctx, events.ReportSubject(node, ev.EventType()), data, jetstream.WithMsgID(events.EventID(reportID, 0)))
+	m := nats.NewMsg(events.ReportSubject(node, ev.EventType()))
+	m.Data = data
+	m.Header.Set(jetstream.MsgIDHeader, events.EventID(reportID, 0))
+	m.Header.Set(events.SignerHeader, by.Signer.PublicKey())
+	m.Header.Set(events.SignatureHeader, by.Signer.Sign(data))
+	m.Header.Set(events.MACHeader, declaration.MAC(by.MAC, m.Subject, data))
+	ack, err := s.js.PublishMsg(ctx, m)
 	if err != nil {
 		return 0, fmt.Errorf("store: cannot publish %s's %s: %w", node, ev.EventType(), err)
 	}
 	return ack.Sequence, nil
+}
+
+// Sealing is what proves a report's writer (rules 19 and 20): a signature
+// of its exact bytes, by the node's agent with its report key (or by the
+// controller, for a standing on the operator's word), and a MAC under the
+// node's report MAC key (or the controller's log key).
+type Sealing struct {
+	Signer Signer
+	MAC    []byte
+}
+
+// Signer signs a message's data; declaration.MessageSigner is one.
+type Signer interface {
+	PublicKey() string
+	Sign(data []byte) string
 }
 
 // Last reads the newest message on subject (a direct get), or found false.

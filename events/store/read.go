@@ -28,6 +28,9 @@ type ReadOptions struct {
 	From   uint64 // first sequence to deliver; 0 or 1 is the start of the stream
 	Follow bool   // keep delivering new messages until ctx ends
 	Filter string // only messages on this subject (wildcards allowed); "" for all
+	// Filters, when set, reads the messages on any of these subjects
+	// instead of Filter, in stream order.
+	Filters []string
 	// Until, without Follow, ends the read once the message at this
 	// sequence (or the last before it) has been delivered; 0: the end.
 	Until uint64
@@ -43,10 +46,22 @@ const readBatch = 5000
 // when it started (at once when there is none). It stops at the first error
 // fn returns, and returns it; with Follow it returns ctx's error when ctx ends.
 func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) error {
+	filters := o.Filters
+	if len(filters) == 0 && o.Filter != "" {
+		filters = []string{o.Filter}
+	}
 	if !o.Follow {
-		last, err := s.lastFor(ctx, o.Filter)
-		if err != nil {
-			return err
+		ends := filters
+		if len(ends) == 0 {
+			ends = []string{""} // the whole stream
+		}
+		var last uint64
+		for _, f := range ends {
+			l, err := s.lastFor(ctx, f)
+			if err != nil {
+				return err
+			}
+			last = max(last, l)
 		}
 		if o.Until > 0 && o.Until < last {
 			last = o.Until
@@ -60,9 +75,7 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 	if o.From > 1 {
 		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: o.From}
 	}
-	if o.Filter != "" {
-		cfg.FilterSubjects = []string{o.Filter}
-	}
+	cfg.FilterSubjects = filters
 	cons, err := s.js.OrderedConsumer(ctx, s.name, cfg)
 	if err != nil {
 		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)

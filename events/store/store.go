@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,6 +34,11 @@ type Store struct {
 	name   string
 	// Now stamps events; tests replace it.
 	Now func() time.Time
+	// MAC is the key the controller proves its events with (rule 19):
+	// every Append carries the MAC of its subject and data under it, and
+	// the fold sets aside a message under mesh.ev without a good one. Nil
+	// on a store that appends nothing (a client's, a node's).
+	MAC []byte
 }
 
 // Open asserts the stream (create or update, idempotent) and returns a store
@@ -138,7 +144,7 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 	now := s.Now()
 	msgs := make([]*nats.Msg, len(evs))
 	for i, ev := range evs {
-		m, err := message(agg, commandID, i, now, ev)
+		m, err := s.message(agg, commandID, i, now, ev)
 		if err != nil {
 			return 0, err
 		}
@@ -185,7 +191,7 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 }
 
 // message is one event of a decision as it is published.
-func message(agg events.AggregateID, commandID string, i int, at time.Time, ev events.Event) (*nats.Msg, error) {
+func (s *Store) message(agg events.AggregateID, commandID string, i int, at time.Time, ev events.Event) (*nats.Msg, error) {
 	data, err := events.Encode(agg, commandID, i, at, ev)
 	if err != nil {
 		return nil, err
@@ -193,6 +199,9 @@ func message(agg events.AggregateID, commandID string, i int, at time.Time, ev e
 	m := nats.NewMsg(agg.Subject(ev.EventType()))
 	m.Data = data
 	m.Header.Set(jetstream.MsgIDHeader, events.EventID(commandID, i))
+	if s.MAC != nil {
+		m.Header.Set(events.MACHeader, declaration.MAC(s.MAC, m.Subject, data))
+	}
 	return m, nil
 }
 
@@ -307,15 +316,20 @@ func (s *Store) Load(ctx context.Context, agg events.AggregateID) ([]events.Reco
 			return nil, 0, fmt.Errorf("store: cannot read %s: %w", agg, err)
 		}
 		rec, err := decodeMsg(m)
-		if err != nil {
+		// A foreign message on the aggregate's subjects (rule 19) is none
+		// of its events: it is passed over, but it still moves the version,
+		// because the stream's expectation counts every message.
+		if err != nil && !errors.Is(err, events.ErrForeign) {
 			return nil, 0, err
 		}
-		out = append(out, rec)
+		if err == nil {
+			out = append(out, rec)
+		}
 		// Stop at the version read first, or later if more arrived meanwhile:
-		// the version answered is the last event actually returned.
+		// the version answered is the last message actually read.
 		md, _ := m.Metadata()
-		if rec.Seq >= last && md.NumPending == 0 {
-			return out, rec.Seq, nil
+		if md.Sequence.Stream >= last && md.NumPending == 0 {
+			return out, md.Sequence.Stream, nil
 		}
 	}
 }
@@ -325,7 +339,7 @@ func decodeMsg(m jetstream.Msg) (events.Recorded, error) {
 	if err != nil {
 		return events.Recorded{}, fmt.Errorf("store: message on %s has no metadata: %w", m.Subject(), err)
 	}
-	env, ev, err := events.Decode(m.Data())
+	env, ev, err := events.ReadWhole(m.Subject(), m.Data())
 	if err != nil {
 		return events.Recorded{}, fmt.Errorf("store: event %d on %s: %w", md.Sequence.Stream, m.Subject(), err)
 	}

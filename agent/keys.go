@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nkeys"
+)
+
+// reportKeyFile holds, in the agent's state directory, the key it signs its
+// reports with: made by the agent on its first start and never sent
+// anywhere, so a report that verifies against it is this node's word and
+// nobody else's, the controller's included (rule 20).
+const reportKeyFile = "report.nk"
+
+// loadSealing reads (or makes) the report key and derives the MAC key from
+// the join string's node seed.
+func loadSealing(dir string, j Join) (store.Sealing, error) {
+	bus, err := nkeys.FromSeed([]byte(j.Seed))
+	if err != nil {
+		return store.Sealing{}, errors.New("agent: the join string has no usable node key; copy it again from mesh node join " + j.Node)
+	}
+	mac, err := declaration.ReportMACKey(bus)
+	if err != nil {
+		return store.Sealing{}, err
+	}
+	kp, err := reportKey(filepath.Join(dir, reportKeyFile))
+	if err != nil {
+		return store.Sealing{}, err
+	}
+	signer, err := declaration.NewMessageSigner(kp)
+	if err != nil {
+		return store.Sealing{}, err
+	}
+	return store.Sealing{Signer: signer, MAC: mac}, nil
+}
+
+func reportKey(path string) (nkeys.KeyPair, error) {
+	seed, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return createReportKey(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: cannot read its report key: %w", err)
+	}
+	kp, err := nkeys.FromSeed(seed)
+	if err != nil {
+		return nil, fmt.Errorf("agent: its report key %s is damaged (%v); move it aside and the agent makes and records a new one", path, err)
+	}
+	return kp, nil
+}
+
+func createReportKey(path string) (nkeys.KeyPair, error) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, fmt.Errorf("agent: cannot make a report key: %w", err)
+	}
+	seed, _ := kp.Seed()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("agent: cannot create its state directory: %w", err)
+	}
+	// O_EXCL: a key another start made meanwhile is never overwritten.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return reportKey(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: cannot write its report key: %w", err)
+	}
+	if _, err := f.Write(seed); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return kp, syncDir(filepath.Dir(path))
+}
+
+// recordKey records the report key at every start, before any report: the
+// log may have lost the record (an older backup restored), and recording
+// the same key again changes nothing. Kept to send later, like any report,
+// when the bus is away.
+func (a *Agent) recordKey(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := a.sealing.Signer.PublicKey()
+	ev := events.ReportKeyRecorded{Node: a.cfg.Join.Node, Key: key}
+	for _, p := range a.state.Pending {
+		if p.Type == ev.EventType() {
+			return // already waiting to go, ahead of the reports after it
+		}
+	}
+	a.send(ctx, "key."+key[:20], ev)
+}

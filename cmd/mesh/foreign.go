@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+)
+
+// ForeignCmd lists and acknowledges foreign messages (rule 19).
+type ForeignCmd struct {
+	List ForeignListCmd `cmd:"" help:"Every foreign message: where it arrived, who it names as its writer, and why it was set aside."`
+	Ack  ForeignAckCmd  `cmd:"" help:"Acknowledge foreign messages by stream sequence, once seen (recorded as an event)."`
+}
+
+type ForeignListCmd struct {
+	JSON bool `help:"Print {foreign, open} as JSON."`
+}
+
+func (c *ForeignListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var l commands.ForeignList
+	if err := g.call(ctx, commands.SubjectForeignList, commands.Empty{}, &l); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, l)
+	}
+	if len(l.Foreign) == 0 {
+		fmt.Fprintln(out.Out, "no foreign messages: every message on the stream is its rightful writer's")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tSTORED\tSUBJECT\tWRITER\tACKNOWLEDGED\tWHY")
+	for _, f := range l.Foreign {
+		ack := "no"
+		if f.Acked != 0 {
+			ack = fmt.Sprintf("at event %d", f.Acked)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Stored.UTC().Format(time.RFC3339), f.Subject, orNone(f.Writer), ack, f.Reason)
+	}
+	tw.Flush()
+	fmt.Fprintf(out.Out, "%d foreign message(s), %d not acknowledged\n", len(l.Foreign), l.Open)
+	return nil
+}
+
+type ForeignAckCmd struct {
+	Seqs []string `arg:"" name:"seq" help:"Stream sequences of foreign messages (mesh foreign list)."`
+}
+
+func (c *ForeignAckCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	req := commands.AckRequest{CommandID: commands.NewCommandID()}
+	for _, s := range c.Seqs {
+		seq, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || seq == 0 {
+			return usagef("%q is not a stream sequence: give the SEQ column of mesh foreign list", s)
+		}
+		req.Seqs = append(req.Seqs, seq)
+	}
+	var a commands.Acked
+	if err := g.call(ctx, commands.SubjectForeignAck, req, &a); err != nil {
+		return err
+	}
+	if len(a.Acknowledged) > 0 {
+		fmt.Fprintf(out.Out, "acknowledged %d foreign message(s) %v (recorded at event %d); audit still lists them\n", len(a.Acknowledged), a.Acknowledged, a.Seq)
+	}
+	if len(a.Already) > 0 {
+		fmt.Fprintf(out.Out, "already acknowledged, nothing to do: %v\n", a.Already)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/meshctl/mesh/projections"
+)
+
+// Rule 14 holds only if the read models status answers from can be
+// trusted: status never calls a sick mesh well. Beside every node's state
+// and every standing, these are the causes a mesh is not well that no node
+// row shows.
+
+// StatePartial: the node is current with what could be composed for it, but
+// a module assigned to it was left out (its machine lacks a capability), so
+// what was asked is not what runs.
+const StatePartial = "partial"
+
+// lagTolerance is how far behind the stream the read models may be before
+// status says so: a busy mesh is always a few events behind for a moment.
+const lagTolerance = 3 * time.Second
+
+// causes answers why the mesh is not well beyond its nodes and standings:
+// the fold stopped, or behind the stream, and foreign messages not yet
+// acknowledged. None for the past (status --as-of), which is a fold of its
+// own up to a moment.
+func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, error) {
+	out := []string{}
+	if !h.past {
+		var fe *projections.FoldError
+		if errors.As(h.Proj.Failure(), &fe) {
+			out = append(out, fmt.Sprintf("the read models stopped at event %d and hold nothing after it: %v", fe.Seq, strings.TrimPrefix(refusal(fe).Error(), ErrReadOnly.Error()+": ")))
+		} else if lag, err := h.lag(ctx, v.Checkpoint()); err != nil {
+			out = append(out, "the stream's position cannot be read, so these read models cannot be trusted to be current: "+err.Error())
+		} else if lag != "" {
+			out = append(out, lag)
+		}
+	}
+	n, first, err := v.OpenForeign()
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		out = append(out, fmt.Sprintf("%d foreign message(s) not acknowledged, the first event %d on %s: %s (mesh foreign list; mesh foreign ack SEQ)",
+			n, first.Seq, first.Subject, first.Reason))
+	}
+	return out, nil
+}
+
+// lag says how far the read models are behind the stream, when it is past
+// lagTolerance: in events, and in the age of the oldest event not folded.
+func (h *Handlers) lag(ctx context.Context, checkpoint uint64) (string, error) {
+	st, err := h.Store.State(ctx)
+	if err != nil || st.LastSeq <= checkpoint {
+		return "", err
+	}
+	m, err := h.Store.Get(ctx, checkpoint+1)
+	if err != nil {
+		// Folded meanwhile, or a gap the fold will pass over: not a lag.
+		return "", nil
+	}
+	age := h.Now().Sub(m.Time)
+	if age < lagTolerance {
+		return "", nil
+	}
+	return fmt.Sprintf("the read models are %d event(s) behind the stream; the oldest not folded was stored %s ago", st.LastSeq-checkpoint, age.Round(time.Second)), nil
+}
+
+// partial turns a node that is current with what could be composed into
+// partial when a module assigned to it was left out.
+func partial(state, detail string, w wouldSend) (string, string) {
+	if state != StateCurrent || len(w.leftOut) == 0 {
+		return state, detail
+	}
+	parts := make([]string, len(w.leftOut))
+	for i, l := range w.leftOut {
+		parts[i] = l.Module + " left out: " + l.Reason
+	}
+	return StatePartial, strings.Join(parts, "; ")
+}

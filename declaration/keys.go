@@ -1,0 +1,150 @@
+package declaration
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nkeys"
+)
+
+// The keys a mesh derives from its controller key, so that nothing per node
+// has to be kept secret in the log or backed up: a controller restored with
+// its key knows them all again. Each is an HMAC of a seed under a label, so
+// one cannot be turned into another or back into the seed it came from.
+//
+//	controller seed ─┬─ "node\0NAME"  → the node's bus key (its join string)
+//	                 │                   └─ "report mac" → the node's MAC key
+//	                 ├─ "operator"    → the operator's bus key
+//	                 ├─ "log mac"     → the controller's MAC key
+//	                 └─ "callout issuer", "controller user" → a closed cluster's keys
+//
+// A MAC (the MACHeader of a message) proves to the controller that the
+// holder of a key wrote the message: the controller's for its events, a
+// node's join string for its reports. It is cheap to check (a keyed
+// sha256), so the fold checks every message. It proves nothing to a third
+// party, since the controller can make any of them: that is what the
+// signatures are for (Seal, MessageSigner), which audit checks.
+
+// deriveRaw is the HMAC of a raw seed under label.
+func deriveRaw(seed []byte, label string) []byte {
+	mac := hmac.New(sha256.New, seed)
+	mac.Write([]byte("mesh bus identity\x00" + label))
+	return mac.Sum(nil)
+}
+
+// rawSeed is the ed25519 seed of an nkey.
+func rawSeed(kp nkeys.KeyPair) ([]byte, error) {
+	seed, err := kp.Seed()
+	if err != nil {
+		return nil, fmt.Errorf("the key has no seed to derive from: %w", err)
+	}
+	_, raw, err := nkeys.DecodeSeed(seed)
+	return raw, err
+}
+
+// DeriveKey is the key labelled label derived from kp, as an nkey of prefix.
+func DeriveKey(kp nkeys.KeyPair, label string, prefix nkeys.PrefixByte) (nkeys.KeyPair, error) {
+	raw, err := rawSeed(kp)
+	if err != nil {
+		return nil, err
+	}
+	return nkeys.FromRawSeed(prefix, deriveRaw(raw, label))
+}
+
+// NodeLabel is the label of a node's bus key.
+func NodeLabel(node string) string { return "node\x00" + node }
+
+// ReportMACKey is the MAC key of a node's reports, from the node's bus key
+// (the seed in its join string): the agent computes it from what it holds.
+func ReportMACKey(bus nkeys.KeyPair) ([]byte, error) {
+	raw, err := rawSeed(bus)
+	if err != nil {
+		return nil, err
+	}
+	return deriveRaw(raw, "report mac"), nil
+}
+
+// MAC is the MACHeader value of a message with subject and data under key.
+// The subject is inside it, so a message cannot be moved to another.
+func MAC(key []byte, subject string, data []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(subject))
+	m.Write([]byte{0})
+	m.Write(data)
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// CheckMAC reports whether got is the MAC of subject and data under key.
+func CheckMAC(key []byte, subject string, data []byte, got string) bool {
+	if got == "" || key == nil {
+		return false
+	}
+	return hmac.Equal([]byte(MAC(key, subject, data)), []byte(got))
+}
+
+// Keyring answers the keys derived from one controller key, remembering a
+// node's once derived: the fold asks for them at every report.
+type Keyring struct {
+	seed       []byte
+	controller string
+	logMAC     []byte
+
+	mu    sync.Mutex
+	nodes map[string]nodeKeys
+}
+
+type nodeKeys struct {
+	mac []byte
+	bus string // public
+}
+
+// NewKeyring derives from the controller key kp.
+func NewKeyring(kp nkeys.KeyPair) (*Keyring, error) {
+	raw, err := rawSeed(kp)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	return &Keyring{seed: raw, controller: pub, logMAC: deriveRaw(raw, "log mac"), nodes: map[string]nodeKeys{}}, nil
+}
+
+// Controller is the controller's public key.
+func (k *Keyring) Controller() string { return k.controller }
+
+// LogMAC is the MAC key of the controller's own messages.
+func (k *Keyring) LogMAC() []byte { return k.logMAC }
+
+// NodeMAC is the MAC key of node's reports.
+func (k *Keyring) NodeMAC(node string) []byte { return k.node(node).mac }
+
+// NodeBus is node's public bus key: the key in its join string.
+func (k *Keyring) NodeBus(node string) string { return k.node(node).bus }
+
+// maxRemembered bounds what a keyring remembers: past it, it forgets all
+// and derives again (a few microseconds a node), rather than grow with
+// every name a stray writer makes up.
+const maxRemembered = 1 << 17
+
+func (k *Keyring) node(node string) nodeKeys {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n, ok := k.nodes[node]; ok {
+		return n
+	}
+	bus := deriveRaw(k.seed, NodeLabel(node))
+	n := nodeKeys{mac: deriveRaw(bus, "report mac")}
+	if kp, err := nkeys.FromRawSeed(nkeys.PrefixByteUser, bus); err == nil {
+		n.bus, _ = kp.PublicKey()
+	}
+	if len(k.nodes) >= maxRemembered {
+		clear(k.nodes)
+	}
+	k.nodes[node] = n
+	return n
+}

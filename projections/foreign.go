@@ -1,0 +1,228 @@
+package projections
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/events"
+)
+
+// Foreign messages (rule 19): what arrived on the stream and is not its
+// rightful writer's event. Each is kept here, by stream sequence, with why,
+// and never folded into any other read model: one message from a stray
+// writer can neither change what the mesh believes nor stop the fold.
+// Until the operator acknowledges it (ForeignAcknowledged), status is not
+// well; after, it stays listed, and audit names it for ever.
+
+// ForeignMessage is one foreign message's row.
+type ForeignMessage struct {
+	Seq     uint64    `json:"seq"`
+	Subject string    `json:"subject"`
+	Type    string    `json:"type,omitempty"`   // the type it claims, if it reads as an event
+	Writer  string    `json:"writer,omitempty"` // the signer it names, if any
+	Reason  string    `json:"reason"`
+	Stored  time.Time `json:"stored"`
+	// Nodes are the nodes it touches: its subject's, and any named inside.
+	Nodes []string `json:"nodes,omitempty"`
+	// Acked is the stream sequence of the acknowledgement, 0 while open.
+	Acked uint64 `json:"acked,omitempty"`
+}
+
+func foreignKey(seq uint64) []byte     { return binary.BigEndian.AppendUint64([]byte{prefixForeign}, seq) }
+func openForeignKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte{prefixForeignOpen}, seq) }
+func reportKeyKey(node string) []byte  { return append([]byte{prefixReportKey}, node...) }
+
+// putForeign records rec as foreign, open.
+func putForeign(b *pebble.Batch, rec events.Recorded) error {
+	row := ForeignMessage{Seq: rec.Seq, Subject: rec.Subject, Writer: rec.Signer, Reason: reasonOf(rec.Foreign), Stored: rec.Stored}
+	s, _ := events.ParseSubject(rec.Subject)
+	if n := s.Touches(); n != "" && events.ValidateName("node", n) == nil {
+		row.Nodes = append(row.Nodes, n)
+	}
+	if rec.Event != nil {
+		row.Type = rec.Event.EventType()
+		if r, ok := events.Rights[row.Type]; ok {
+			if n := r.Name(rec.Event); n != "" && n != s.Touches() && events.ValidateName("node", n) == nil && r.Kind != events.KindModule {
+				row.Nodes = append(row.Nodes, n)
+			}
+		}
+		if a, ok := rec.Event.(events.ModuleAssigned); ok && a.Node != s.Touches() {
+			row.Nodes = append(row.Nodes, a.Node)
+		}
+	}
+	if err := putJSON(b, foreignKey(rec.Seq), row); err != nil {
+		return err
+	}
+	return b.Set(openForeignKey(rec.Seq), nil, nil)
+}
+
+func reasonOf(err error) string {
+	var fe *events.ForeignError
+	if errors.As(err, &fe) {
+		return fe.Reason
+	}
+	return err.Error()
+}
+
+// foldForeign marks acknowledged foreign messages. Acknowledging one that
+// is not foreign, or is already acknowledged, changes nothing: the
+// controller refuses such a command, and a replay must fold the same.
+func foldForeign(b *pebble.Batch, rec events.Recorded) error {
+	ack, ok := rec.Event.(events.ForeignAcknowledged)
+	if !ok {
+		return nil
+	}
+	for _, seq := range ack.Seqs {
+		var row ForeignMessage
+		found, err := getJSON(b, foreignKey(seq), &row)
+		if err != nil {
+			return err
+		}
+		if !found || row.Acked != 0 {
+			continue
+		}
+		row.Acked = rec.Seq
+		if err := putJSON(b, foreignKey(seq), row); err != nil {
+			return err
+		}
+		if err := b.Delete(openForeignKey(seq), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// admit holds an event to what the read models know, before any of them
+// changes (rule 19's second half; provenance did the first on a worker).
+// It answers why the event is foreign, or nil. An error reading Pebble is
+// the second result: that stops the fold, since it is no fault of the event.
+func (f *folder) admit(rec events.Recorded) (foreign, err error) {
+	node := func(name string) (Node, bool, error) { return getNode(f.b, name) }
+	switch ev := rec.Event.(type) {
+	case events.NodeEnrolled:
+		n, found, err := node(ev.Name)
+		if err != nil || !found {
+			return nil, err
+		}
+		return events.Foreignf("it enrols %s, enrolled already at event %d", ev.Name, n.EnrolledSeq), nil
+	case events.NodeRetired:
+		return f.needNode(ev.Name, false)
+	case events.ModuleAssigned, events.ModuleUnassigned:
+		// Not checked against the catalogue: an assignment and the
+		// registration of its build are events of two aggregates, and
+		// composition must not depend on the order they were folded in
+		// (TestCompositionDoesNotDependOnEventOrder).
+		return f.needNode(events.Rights[ev.EventType()].Name(ev), true)
+	case events.DeclarationSent:
+		n, found, err := node(ev.Node)
+		switch {
+		case err != nil:
+			return nil, err
+		case !found:
+			return events.Foreignf("it names node %s, which was never enrolled", ev.Node), nil
+		case n.Retired:
+			return events.Foreignf("it sends to %s, retired at %s", ev.Node, n.RetiredAt.Format(time.RFC3339)), nil
+		case n.LastSent != nil && ev.Sequence <= n.LastSent.Sequence:
+			return events.Foreignf("its sequence %d does not rise above %d, the last sent to %s", ev.Sequence, n.LastSent.Sequence, ev.Node), nil
+		}
+	case events.DeclarationApplied, events.DeclarationFailed, events.DeclarationRefused:
+		name := events.Rights[ev.EventType()].Name(ev)
+		if foreign, err := f.needNode(name, false); foreign != nil || err != nil {
+			return foreign, err
+		}
+		key, err := f.reportKey(name)
+		switch {
+		case err != nil:
+			return nil, err
+		case key == "":
+			return events.Foreignf("%s has recorded no report key, so no report of its can be its agent's", name), nil
+		case rec.Signer != key:
+			return events.Foreignf("it is signed by %q, not by %s's report key %s", rec.Signer, name, key), nil
+		}
+	case events.ProviderFailing, events.ProviderRecovered:
+		name := events.Rights[ev.EventType()].Name(ev)
+		if foreign, err := f.needNode(name, false); foreign != nil || err != nil {
+			return foreign, err
+		}
+		key, err := f.reportKey(name)
+		if err != nil {
+			return nil, err
+		}
+		// A standing is the word of a provider on the machine (its agent's
+		// key or the machine's join string) or the operator's, through the
+		// controller.
+		if rec.Signer == "" || rec.Signer != key && rec.Signer != f.keys.NodeBus(name) && rec.Signer != f.keys.Controller() {
+			return events.Foreignf("a standing for %s signed by %q, which is neither %s's nor the controller's", name, rec.Signer, name), nil
+		}
+	case events.ReportKeyRecorded:
+		return f.needNode(ev.Node, false)
+	}
+	return nil, nil
+}
+
+// needNode: the event names a node that was enrolled (and, for active,
+// is not retired).
+func (f *folder) needNode(name string, active bool) (error, error) {
+	n, found, err := getNode(f.b, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return events.Foreignf("it names node %s, which was never enrolled", name), nil
+	case active && n.Retired:
+		return events.Foreignf("it changes %s, retired at %s", name, n.RetiredAt.Format(time.RFC3339)), nil
+	}
+	return nil, nil
+}
+
+// reportKey is the key node's reports are signed with now ("" for none).
+func (f *folder) reportKey(node string) (string, error) {
+	v, closer, err := f.b.Get(reportKeyKey(node))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer closer.Close()
+	return string(v), nil
+}
+
+// foldReportKeys keeps each node's report key in force.
+func foldReportKeys(b *pebble.Batch, rec events.Recorded) error {
+	if rk, ok := rec.Event.(events.ReportKeyRecorded); ok {
+		return b.Set(reportKeyKey(rk.Node), []byte(rk.Key), nil)
+	}
+	return nil
+}
+
+// Foreign lists every foreign message, by stream sequence.
+func (v *View) Foreign() ([]ForeignMessage, error) {
+	return decodeRows[ForeignMessage](v.r, prefixForeign)
+}
+
+// OpenForeign answers how many foreign messages are not acknowledged, and
+// the first of them.
+func (v *View) OpenForeign() (int, *ForeignMessage, error) {
+	seqs, err := keysUnder(v.r, []byte{prefixForeignOpen})
+	if err != nil || len(seqs) == 0 {
+		return 0, nil, err
+	}
+	var first ForeignMessage
+	if _, err := getJSON(v.r, foreignKey(binary.BigEndian.Uint64([]byte(seqs[0]))), &first); err != nil {
+		return 0, nil, fmt.Errorf("projections: cannot read foreign message: %w", err)
+	}
+	return len(seqs), &first, nil
+}
+
+// ReportKey is the key node's reports are signed with now ("" for none).
+func (v *View) ReportKey(node string) (string, error) {
+	raw, found, err := getRaw(v.r, reportKeyKey(node))
+	if err != nil || !found {
+		return "", err
+	}
+	return string(raw), nil
+}

@@ -1,0 +1,86 @@
+package projections
+
+import (
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// Rule 19 in the fold, the part that needs no read model and so runs on
+// the decoding workers, in parallel: is the message its rightful writer's?
+// A controller event must carry the MAC of the controller's log key; a
+// report, the MAC of its node's report key (a standing may also carry the
+// controller's, on the operator's word). The MAC is a keyed sha256, about
+// a microsecond a message: an ed25519 check of every message would cost a
+// rebuild forty times that, and proves nothing more to the controller,
+// which can make any of these keys. What it proves to a third party (the
+// node's own signature, the controller's on a declaration) audit checks.
+
+// provenance answers the signer m names and nil, or why m is foreign.
+func provenance(keys *declaration.Keyring, m store.Msg, ev events.Event) (string, error) {
+	mac := m.Header.Get(events.MACHeader)
+	signer := m.Header.Get(events.SignerHeader)
+	switch events.Rights[ev.EventType()].Writer {
+	case events.ByController:
+		if !declaration.CheckMAC(keys.LogMAC(), m.Subject, m.Data, mac) {
+			return signer, events.Foreignf("it does not carry the MAC of this mesh's controller, so the controller did not write it")
+		}
+		if sent, ok := ev.(events.DeclarationSent); ok {
+			return sent.Key, checkSent(keys, sent)
+		}
+		return keys.Controller(), nil
+	default:
+		subject, _ := events.ParseSubject(m.Subject)
+		node := subject.Node
+		switch {
+		case declaration.CheckMAC(keys.NodeMAC(node), m.Subject, m.Data, mac):
+		case isStanding(ev) && declaration.CheckMAC(keys.LogMAC(), m.Subject, m.Data, mac):
+			if signer != keys.Controller() {
+				return signer, events.Foreignf("a standing with the controller's MAC, signed by %s, not by the controller", signer)
+			}
+			return signer, nil
+		default:
+			return signer, events.Foreignf("it does not carry %s's MAC, so neither its agent nor the controller wrote it", node)
+		}
+		if rk, ok := ev.(events.ReportKeyRecorded); ok {
+			// Possession: the new key signed its own record.
+			if signer != rk.Key {
+				return signer, events.Foreignf("it records report key %s but is signed by %q", rk.Key, signer)
+			}
+			if err := declaration.VerifyMessage(signer, m.Data, m.Header.Get(events.SignatureHeader)); err != nil {
+				return signer, events.Foreignf("it records report key %s, but %v", rk.Key, err)
+			}
+		}
+		return signer, nil
+	}
+}
+
+// checkSent holds a send's event to the signed bytes it carries: they are
+// the digest it names, and for the node and sequence it names, signed by
+// this controller's key. (The MAC already proves the controller wrote the
+// event; this is what keeps a row from disagreeing with the bytes.)
+func checkSent(keys *declaration.Keyring, sent events.DeclarationSent) error {
+	if sent.Key != keys.Controller() {
+		return events.Foreignf("a declaration signed by %s, not by this mesh's controller %s", sent.Key, keys.Controller())
+	}
+	if compose.Digest(sent.Declaration) != sent.Digest {
+		return events.Foreignf("its recorded digest %s is not the digest of the declaration it carries", sent.Digest)
+	}
+	h, err := declaration.ReadHead(sent.Declaration)
+	switch {
+	case err != nil:
+		return events.Foreignf("the declaration it carries cannot be read: %v", err)
+	case h.Node != sent.Node || h.Sequence != sent.Sequence:
+		return events.Foreignf("it says %s sequence %d, the signed bytes %s sequence %d", sent.Node, sent.Sequence, h.Node, h.Sequence)
+	}
+	return nil
+}
+
+func isStanding(ev events.Event) bool {
+	switch ev.(type) {
+	case events.ProviderFailing, events.ProviderRecovered:
+		return true
+	}
+	return false
+}
