@@ -3,9 +3,9 @@ package commands
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"encoding/base64"
 	"slices"
 	"time"
 
@@ -326,4 +326,3 @@ func anyOpen(f []projections.ForeignMessage) bool {
 
 // decodeSig reads a signature header's value.
 func decodeSig(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
-

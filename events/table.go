@@ -50,15 +50,15 @@ func foldView(e entry, fold func([]byte) (Envelope, Event, error)) entry {
 // was most of folding a push). The fold checks the signature (rule 19) and
 // the history index keeps the builds the declaration names.
 type sentForFold struct {
-	Node          string  `json:"node"`
-	Sequence      uint64  `json:"sequence"`
-	Digest        string  `json:"digest"`
-	ContentDigest string  `json:"content_digest"`
-	By            string  `json:"by"`
-	Resources     int     `json:"resources"`
-	Declaration   []byte  `json:"declaration"`
-	Signature     []byte  `json:"signature"`
-	Key           string  `json:"key"`
+	Node          string `json:"node"`
+	Sequence      uint64 `json:"sequence"`
+	Digest        string `json:"digest"`
+	ContentDigest string `json:"content_digest"`
+	By            string `json:"by"`
+	Resources     int    `json:"resources"`
+	Declaration   []byte `json:"declaration"`
+	Signature     []byte `json:"signature"`
+	Key           string `json:"key"`
 }
 
 var sentForFoldLayout = layoutFor(reflect.TypeFor[sentForFold]())

@@ -31,9 +31,11 @@ type ForeignMessage struct {
 	Acked uint64 `json:"acked,omitempty"`
 }
 
-func foreignKey(seq uint64) []byte     { return binary.BigEndian.AppendUint64([]byte{prefixForeign}, seq) }
-func openForeignKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte{prefixForeignOpen}, seq) }
-func reportKeyKey(node string) []byte  { return append([]byte{prefixReportKey}, node...) }
+func foreignKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte{prefixForeign}, seq) }
+func openForeignKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixForeignOpen}, seq)
+}
+func reportKeyKey(node string) []byte { return append([]byte{prefixReportKey}, node...) }
 
 // putForeign records rec as foreign, open.
 func putForeign(b *pebble.Batch, rec events.Recorded) error {
