@@ -104,15 +104,38 @@ func (m *mesh) agentAt(node, root string) func() {
 	return stop
 }
 
-// report waits until node's last report is on digest and answers it.
+// report waits until node has reported on digest and answers its newest
+// report on it, from the history index: a report on something other than
+// what the node was last sent (a forged or replayed declaration) is there,
+// though it does not displace the node's report on its last send.
 func (m *mesh) report(node, digest string) projections.Report {
 	m.t.Helper()
+	return m.reportWhere(node, digest, "")
+}
+
+// reportWhere is report, waiting for a report of that outcome ("" any).
+func (m *mesh) reportWhere(node, digest, outcome string) projections.Report {
+	m.t.Helper()
+	outcomes := map[byte]string{projections.HistoryApplied: "applied", projections.HistoryFailed: "failed", projections.HistoryRefused: "refused"}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		n, _, err := m.h.Proj.Node(node)
-		m.must(err)
-		if n.LastReport != nil && n.LastReport.Digest == digest {
-			return *n.LastReport
+		var found *projections.Report
+		m.must(m.h.Proj.Read(func(v *projections.View) error {
+			entries, err := v.History(node, time.Time{}, time.Time{})
+			for _, e := range entries {
+				if o, ok := outcomes[e.Kind]; ok && e.Digest == digest && (outcome == "" || o == outcome) {
+					found = &projections.Report{Outcome: o, Sequence: e.Sequence, Digest: e.Digest, Reason: e.Reason, Failed: e.Failed, Highest: e.Highest, At: e.At, StreamSeq: e.Seq}
+				}
+			}
+			return err
+		}))
+		if found != nil {
+			// The node row's report, where it is this one, says more
+			// (since when it has been failing).
+			if n, _, _ := m.h.Proj.Node(node); n.LastReport != nil && n.LastReport.StreamSeq == found.StreamSeq {
+				return *n.LastReport
+			}
+			return *found
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -215,9 +238,14 @@ func TestReplayAndOtherNodesDeclarationsAreRefused(t *testing.T) {
 	m.must(err)
 	_, ev, _ := events.Decode(old.Data)
 	m.publish("web-1", ev.(events.DeclarationSent))
-	rep := m.report("web-1", first.Digest)
+	rep := m.reportWhere("web-1", first.Digest, "refused")
 	if rep.Outcome != "refused" || !strings.Contains(rep.Reason, "replay") || rep.Highest != second.Sequence {
 		t.Fatalf("replay: %+v", rep)
+	}
+	// The refusal is in its history; it says nothing of what the node was
+	// last sent, which it still holds: a replay does not change its state.
+	if n, _, _ := m.h.Proj.Node("web-1"); n.LastReport == nil || n.LastReport.Digest != second.Digest || n.LastReport.Outcome != "applied" {
+		t.Fatalf("a replayed declaration changed web-1's report on its last send: %+v", n.LastReport)
 	}
 
 	// web-2's declaration, correctly signed, on web-1's subject.

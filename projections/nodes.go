@@ -92,12 +92,17 @@ func foldNode(b *pebble.Batch, rec events.Recorded) error {
 	return nil
 }
 
-// report records a node's newest report. A report for a node the read models
-// do not know (written by something that is not its agent) changes nothing:
-// reports are not the node's aggregate and cannot create it.
+// report records a node's newest report on what it was last sent. A report
+// on anything else (a forged declaration its agent refused, a replay, a
+// late report on an older send) is kept in the history index and does not
+// displace it: it says nothing of whether the node is what it was told, and
+// a stranger's message on the node's subject must not change its state.
 func report(b *pebble.Batch, node string, r Report, rec events.Recorded) error {
 	r.At, r.StreamSeq = rec.Envelope.OccurredAt, rec.Seq
 	return updateNode(b, node, func(n *Node) {
+		if n.LastSent == nil || r.Digest != n.LastSent.Digest {
+			return
+		}
 		if r.Outcome != "applied" {
 			r.FailingSince = r.At
 			if p := n.LastReport; p != nil && p.Outcome == r.Outcome && sameFailure(*p, r) && !p.FailingSince.IsZero() {
