@@ -1,0 +1,360 @@
+package commands_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// trustMesh is a controller on a closed bus (mesh up's) or an open one (a
+// cluster left open), which a test can restart, with one victim's agent.
+type trustMesh struct {
+	t      *testing.T
+	ctx    context.Context
+	closed bool
+	srv    *embedded.Server
+	keys   commands.BusKeys
+	nc     *nats.Conn
+	home   string
+	ctrl   *commands.Controller
+	h      *commands.Handlers
+}
+
+func newTrustMesh(t *testing.T, closed bool) *trustMesh {
+	t.Helper()
+	m := &trustMesh{t: t, ctx: context.Background(), closed: closed, home: t.TempDir()}
+	o := embedded.Options{Dir: t.TempDir(), Port: -1}
+	var opts []nats.Option
+	if closed {
+		var err error
+		if m.keys, err = commands.NewBusKeys(); err != nil {
+			t.Fatal(err)
+		}
+		o.Auth = m.keys.Auth()
+		opts = append(opts, m.keys.ControllerOption())
+	}
+	srv, err := embedded.Start(m.ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	m.srv = srv
+	if m.nc, err = srv.Connect(opts...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.nc.Close)
+	m.start()
+	return m
+}
+
+// start starts (or restarts) the controller on the same home and bus.
+func (m *trustMesh) start() {
+	m.t.Helper()
+	if m.ctrl != nil {
+		m.ctrl.Close()
+	}
+	c := commands.ControllerConfig{Home: m.home}
+	if m.closed {
+		c.Callout = m.keys.Issuer
+	}
+	ctrl, err := commands.StartController(m.ctx, m.nc, c)
+	if err != nil {
+		m.t.Fatalf("the controller's start: %v", err)
+	}
+	m.t.Cleanup(func() { ctrl.Close() })
+	m.ctrl, m.h = ctrl, ctrl.Handlers
+}
+
+func (m *trustMesh) must(err error) {
+	m.t.Helper()
+	if err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m *trustMesh) join(node string) agent.Join {
+	m.t.Helper()
+	id, err := m.h.Join(m.ctx, commands.NameRequest{Name: node})
+	m.must(err)
+	return agent.Join{Mesh: id.Mesh, Bus: m.srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
+}
+
+// connect connects as node would: with its join string on a closed bus,
+// with nothing on an open one.
+func (m *trustMesh) connect(node string, v *violations) *nats.Conn {
+	m.t.Helper()
+	opts, err := m.join(node).Options()
+	m.must(err)
+	if !m.closed {
+		opts = nil
+	}
+	if v != nil {
+		opts = append(opts, nats.ErrorHandler(v.handler))
+	}
+	nc, err := nats.Connect(m.srv.ClientURL(), opts...)
+	m.must(err)
+	m.t.Cleanup(nc.Close)
+	return nc
+}
+
+// runAgent runs node's agent under root until the test ends.
+func (m *trustMesh) runAgent(node, root string) {
+	m.t.Helper()
+	a, err := agent.Open(m.ctx, m.connect(node, nil), agent.Config{Join: m.join(node), Root: root})
+	m.must(err)
+	ctx, cancel := context.WithCancel(m.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	m.t.Cleanup(func() { cancel(); <-done; a.Close() })
+}
+
+// fence appends an event of the controller's and waits for its fold: every
+// message published before it has been folded too.
+func (m *trustMesh) fence() {
+	m.t.Helper()
+	r, err := m.h.Enroll(m.ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "fence-" + strings.ToLower(commands.NewCommandID()[:8])})
+	m.must(err)
+	m.must(m.h.Proj.WaitFor(m.ctx, r.Seq))
+}
+
+// envelope is ev as a mesh event on agg, as anyone could encode it.
+func envelope(t *testing.T, agg events.AggregateID, ev events.Event) []byte {
+	t.Helper()
+	b, err := events.Encode(agg, "forged-"+commands.NewCommandID(), 0, time.Now(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// forgery is one message an attacker holding app-1's join string sends.
+type forgery struct {
+	what, subject, reply string
+	data                 []byte
+	mac                  bool // with app-1's report MAC, which its join string gives
+	// landsClosed: the closed bus lets app-1 publish it (the fold must
+	// stop it); otherwise the bus refuses it and it never lands.
+	landsClosed bool
+	reason      string // the foreign reason, when it lands
+}
+
+// Every forgery of issue 11, by a real node identity: on a closed bus, where
+// the bus and the fold both stand, and on an open one, where only the fold
+// does. None changes a file, a state, a standing or a retirement; each that
+// lands is a foreign message with its reason; the mesh keeps serving, and
+// restarts, verifies and rebuilds over them.
+func TestForgeriesChangeNothing(t *testing.T) {
+	for _, closed := range []bool{true, false} {
+		name := "open bus"
+		if closed {
+			name = "closed bus"
+		}
+		t.Run(name, func(t *testing.T) { forgeriesChangeNothing(t, closed) })
+	}
+}
+
+func forgeriesChangeNothing(t *testing.T, closed bool) {
+	m := newTrustMesh(t, closed)
+	ctx := m.ctx
+	for _, n := range []string{"app-1", "db-1", "ghost-1"} {
+		_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n, Capabilities: []string{"linux"}})
+		m.must(err)
+	}
+	manifest, err := os.ReadFile("../examples/postgres.json")
+	m.must(err)
+	_, err = m.h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "postgres.json", Manifest: string(manifest)})
+	m.must(err)
+	_, err = m.h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "x"}})
+	m.must(err)
+	root := filepath.Join(t.TempDir(), "db-1")
+	m.runAgent("db-1", root)
+	pushed, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	m.must(err)
+	var dbSent, ghostSent commands.PushedNode
+	for _, p := range pushed.Sent {
+		switch p.Node {
+		case "db-1":
+			dbSent = p
+		case "ghost-1":
+			ghostSent = p
+		}
+	}
+	m.must(commands.WaitReport(ctx, m.h.Store, "db-1", dbSent.Digest, dbSent.StreamSeq, 10*time.Second))
+	m.fence()
+	before, err := m.h.Status(ctx, commands.StatusRequest{})
+	m.must(err)
+
+	// What app-1's join string gives an attacker: its MAC key.
+	bus, _ := nkeys.FromSeed([]byte(m.join("app-1").Seed))
+	mac, _ := declaration.ReportMACKey(bus)
+	stranger, _ := nkeys.CreateUser()
+	strangerSigner, _ := declaration.NewMessageSigner(stranger)
+	evil := `{"module":"evil","requires":[],"provides":[],"consumes":[],"settings":{},"resources":[{"kind":"file","path":"/etc/evil","mode":"0644","content":"owned\n"}]}`
+	evilBuild := compose.Digest([]byte(evil))
+	forger, _ := nkeys.CreateAccount()
+	forged, err := declaration.Seal(forger, declaration.Declaration{Mesh: m.h.Mesh, Node: "db-1", Sequence: 99, ComposedAt: time.Now(),
+		Resources: []compose.Resource{{Path: "/etc/evil", Kind: "file", Mode: "0644", Content: ptr("owned\n"), Module: "evil"}}})
+	m.must(err)
+	node, module := events.NodeAggregate, events.ModuleAggregate
+	fs := []forgery{
+		{what: "registers a module", subject: "mesh.ev.module.evil.ModuleRegistered",
+			data: envelope(t, module("evil"), events.ModuleRegistered{Module: "evil", Build: evilBuild, Manifest: []byte(evil)}), reason: "MAC of this mesh's controller"},
+		{what: "assigns it to another node", subject: "mesh.ev.node.db-1.ModuleAssigned",
+			data: envelope(t, node("db-1"), events.ModuleAssigned{Node: "db-1", Module: "evil", Build: evilBuild}), reason: "MAC of this mesh's controller"},
+		{what: "registers under its own report prefix", subject: "mesh.rp.app-1.ModuleRegistered", mac: true,
+			data: envelope(t, module("evil"), events.ModuleRegistered{Module: "evil", Build: evilBuild, Manifest: []byte(evil)}), reason: "only the controller writes it"},
+		{what: "retires another node", subject: "mesh.ev.node.db-1.NodeRetired",
+			data: envelope(t, node("db-1"), events.NodeRetired{Name: "db-1"}), reason: "MAC of this mesh's controller"},
+		{what: "reports for a node with no agent", subject: "mesh.rp.ghost-1.DeclarationApplied",
+			data: envelope(t, node("ghost-1"), events.DeclarationApplied{Node: "ghost-1", Sequence: ghostSent.Sequence, Digest: ghostSent.Digest}), reason: "ghost-1's MAC"},
+		{what: "reports for it under its own prefix", subject: "mesh.rp.app-1.DeclarationApplied", mac: true, landsClosed: true,
+			data: envelope(t, node("ghost-1"), events.DeclarationApplied{Node: "ghost-1", Sequence: ghostSent.Sequence, Digest: ghostSent.Digest}), reason: `naming "ghost-1"`},
+		{what: "sets another machine's standing", subject: "mesh.rp.app-1.ProviderFailing", mac: true, landsClosed: true,
+			data: envelope(t, node("db-1"), events.ProviderFailing{Provider: "postgres", Machine: "db-1", Consumer: "app", Word: "down"}), reason: `naming "db-1"`},
+		{what: "clears it", subject: "mesh.rp.app-1.ProviderRecovered", mac: true, landsClosed: true,
+			data: envelope(t, node("db-1"), events.ProviderRecovered{Provider: "postgres", Machine: "db-1", Consumer: "app"}), reason: `naming "db-1"`},
+		{what: "sends garbage", subject: "mesh.rp.app-1.DeclarationApplied", mac: true, landsClosed: true,
+			data: []byte("\x00garbage{"), reason: "not a mesh event"},
+		{what: "sends an unknown type", subject: "mesh.rp.app-1.DeclarationApplied", mac: true, landsClosed: true,
+			data: []byte(`{"id":"x","type":"Teleported","version":1,"aggregate":{"kind":"node","id":"app-1"},"data":{}}`), reason: "not a mesh event"},
+		{what: "aims an acknowledgement at the controller key's record", subject: "mesh.rp.app-1.DeclarationFailed", mac: true, landsClosed: true,
+			reply: "mesh.ev.controller.keys.ControllerKeyRecorded", data: []byte("{}"), reason: "not a mesh event"},
+		{what: "refuses claiming sequence 2^64-2, not signed by its agent", subject: "mesh.rp.app-1.DeclarationRefused", mac: true, landsClosed: true,
+			data: envelope(t, node("app-1"), events.DeclarationRefused{Node: "app-1", Sequence: 1, Highest: 1<<64 - 2}), reason: "no report key"},
+		{what: "sends a declaration signed by another key", subject: "mesh.ev.node.db-1.DeclarationSent",
+			data: envelope(t, node("db-1"), events.DeclarationSent{Node: "db-1", Sequence: 99, Digest: forged.Digest(), By: "push",
+				Declaration: forged.Bytes, Signature: forged.Signature, Key: forged.Key}), reason: "MAC of this mesh's controller"},
+	}
+	var v violations
+	nc := m.connect("app-1", &v)
+	wantForeign := 0
+	for _, f := range fs {
+		msg := nats.NewMsg(f.subject)
+		msg.Data, msg.Reply = f.data, f.reply
+		if f.mac {
+			msg.Header.Set(events.MACHeader, declaration.MAC(mac, f.subject, f.data))
+			msg.Header.Set(events.SignerHeader, strangerSigner.PublicKey())
+			msg.Header.Set(events.SignatureHeader, strangerSigner.Sign(f.data))
+		}
+		m.must(nc.PublishMsg(msg))
+		m.must(nc.Flush())
+		if closed && !f.landsClosed {
+			v.waitFor(t, f.subject)
+			continue
+		}
+		wantForeign++
+		if f.reply != "" {
+			wantForeign++ // the acknowledgement the stream stored under the reply
+		}
+	}
+	m.fence()
+
+	// Nothing changed: no file, no state, no standing, no retirement, no module.
+	if _, err := os.Stat(filepath.Join(root, "etc/evil")); !os.IsNotExist(err) {
+		t.Fatalf("a forgery wrote a file on db-1: %v", err)
+	}
+	after, err := m.h.Status(ctx, commands.StatusRequest{})
+	m.must(err)
+	now := map[string]commands.NodeStatus{}
+	for _, n := range after.Nodes {
+		now[n.Name] = n
+	}
+	for _, n := range before.Nodes {
+		if a := now[n.Name]; a.State != n.State || a.Digest != n.Digest {
+			t.Errorf("%s went from %s to %s", n.Name, n.State, a.State)
+		}
+	}
+	if len(after.Standings) != 0 {
+		t.Errorf("a forged standing stands: %+v", after.Standings)
+	}
+	if row, _, _ := m.h.Proj.Node("db-1"); row.Retired {
+		t.Error("db-1 was retired by a forgery")
+	}
+	if mods, err := m.h.ListModules(ctx, commands.Empty{}); err != nil || len(mods.Modules) != 1 {
+		t.Errorf("the catalogue: %+v %v", mods, err)
+	}
+	// Each that landed is foreign, with its reason.
+	list, err := m.h.ListForeign(ctx, commands.Empty{})
+	m.must(err)
+	if len(list.Foreign) != wantForeign || list.Open != wantForeign {
+		t.Fatalf("%d foreign messages (%d open), want %d: %+v", len(list.Foreign), list.Open, wantForeign, list.Foreign)
+	}
+	for _, f := range fs {
+		if closed && !f.landsClosed {
+			continue
+		}
+		if !containsForeign(list.Foreign, f.subject, f.reason) {
+			t.Errorf("%s: no foreign message on %s saying %q: %+v", f.what, f.subject, f.reason, list.Foreign)
+		}
+	}
+	// Status names them and is not well until they are acknowledged.
+	if after.Well || !strings.Contains(strings.Join(after.Causes, "\n"), "foreign message(s) not acknowledged") {
+		t.Fatalf("status over open foreign messages: well %v, causes %v", after.Well, after.Causes)
+	}
+	// A routine push sends nothing of the attacker's.
+	if _, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil {
+		t.Fatal(err)
+	}
+	if row, _, _ := m.h.Proj.Node("db-1"); row.LastSent == nil || row.LastSent.Sequence != dbSent.Sequence {
+		t.Fatalf("db-1 was sent something after the forgeries: %+v", row.LastSent)
+	}
+
+	// The mesh restarts over them, and a fresh fold equals the live one.
+	m.start()
+	v2, err := m.h.VerifyProjections(ctx, commands.FoldRequest{})
+	if err != nil || v2.Diff != "" {
+		t.Fatalf("verify over foreign messages: %v\n%s", err, v2.Diff)
+	}
+	if _, err := m.h.RebuildProjections(ctx, commands.FoldRequest{}); err != nil {
+		t.Fatalf("rebuild over foreign messages: %v", err)
+	}
+	if l, _ := m.h.ListForeign(ctx, commands.Empty{}); len(l.Foreign) != wantForeign {
+		t.Fatalf("after a restart and a rebuild: %d foreign, want %d", len(l.Foreign), wantForeign)
+	}
+
+	// Acknowledged, they stop counting against the mesh, and stay listed.
+	var seqs []uint64
+	for _, f := range list.Foreign {
+		seqs = append(seqs, f.Seq)
+	}
+	if _, err := m.h.AckForeign(ctx, commands.AckRequest{CommandID: commands.NewCommandID(), Seqs: []uint64{1}}); err == nil {
+		t.Fatal("acknowledging event 1, which is no foreign message, was accepted")
+	}
+	ack, err := m.h.AckForeign(ctx, commands.AckRequest{CommandID: commands.NewCommandID(), Seqs: seqs})
+	m.must(err)
+	if len(ack.Acknowledged) != wantForeign {
+		t.Fatalf("acknowledged %+v", ack)
+	}
+	s, err := m.h.Status(ctx, commands.StatusRequest{})
+	m.must(err)
+	if strings.Contains(strings.Join(s.Causes, "\n"), "foreign") {
+		t.Fatalf("status after the acknowledgement: %v", s.Causes)
+	}
+	if l, _ := m.h.ListForeign(ctx, commands.Empty{}); len(l.Foreign) != wantForeign || l.Open != 0 {
+		t.Fatalf("foreign list after the acknowledgement: %+v", l)
+	}
+}
+
+func containsForeign(list []projections.ForeignMessage, subject, reason string) bool {
+	for _, f := range list {
+		if f.Subject == subject && strings.Contains(f.Reason, reason) {
+			return true
+		}
+	}
+	return false
+}
+
+func ptr(s string) *string { return &s }
