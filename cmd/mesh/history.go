@@ -174,7 +174,7 @@ func printAudit(w io.Writer, a commands.AuditReport, mesh bool) {
 			}
 			fmt.Fprintf(w, "foreign event %d on %s: %s%s\n", f.Seq, f.Subject, f.Reason, ack)
 		}
-		fmt.Fprintf(w, "read %d event(s) in %.2fs: %.0f events/s (this machine checks %.0f bare ed25519 signatures/s)\n",
+		fmt.Fprintf(w, "read %d event(s) in %.3fs: %.0f events/s (this machine checks %.0f bare ed25519 signatures/s)\n",
 			a.Events, a.Seconds, a.Rate, a.SignatureRate)
 	}
 	if a.OK {

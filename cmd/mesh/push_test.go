@@ -96,6 +96,12 @@ func TestPushToAgents(t *testing.T) {
 	if r = must("audit", "app-1"); !strings.Contains(r.out, "the record holds") {
 		t.Fatalf("audit: %s", r.out)
 	}
+	if r = must("audit"); !strings.Contains(r.out, "the record holds") || !strings.Contains(r.out, "app-1: 4 declaration(s)") {
+		t.Fatalf("audit of the whole mesh: %s", r.out)
+	}
+	if r = must("foreign", "list"); !strings.Contains(r.out, "no foreign messages") {
+		t.Fatalf("foreign list: %s", r.out)
+	}
 	if r = must("projections", "verify"); !strings.Contains(r.out, "equal a fresh fold") {
 		t.Fatalf("verify: %+v", r)
 	}

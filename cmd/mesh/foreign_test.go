@@ -1,0 +1,73 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/nats-io/nats.go"
+)
+
+// Foreign messages as an operator meets them: a node publishes garbage under
+// its own reports; status is not well and names it, mesh events marks it and
+// fails, audit names it; once acknowledged, status is well again, events
+// shows it acknowledged, audit still lists it and holds.
+func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t))
+	r := mesh(t, home, "node", "enroll", "web-1")
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	j, err := agent.ParseJoin(lines[len(lines)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := j.Options()
+	nc, err := nats.Connect(j.Bus, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Publish("mesh.rp.web-1.DeclarationApplied", []byte("not an event")); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	// Its sequence, from the list.
+	var seq string
+	for deadline := time.Now().Add(10 * time.Second); seq == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if r = mesh(t, home, "foreign", "list"); strings.Contains(r.out, "1 not acknowledged") {
+			seq = strings.Fields(strings.Split(r.out, "\n")[1])[0]
+		}
+	}
+	if seq == "" || !strings.Contains(r.out, "not a mesh event") {
+		t.Fatalf("foreign list: %+v", r)
+	}
+	if r = mesh(t, home, "status"); r.code != 1 || !strings.Contains(r.out, "1 foreign message(s) not acknowledged, the first event "+seq) {
+		t.Fatalf("status with a foreign message: %+v", r)
+	}
+	if r = mesh(t, home, "events"); r.code != 1 || !strings.Contains(r.out, "FOREIGN: it is not a mesh event") || !strings.Contains(r.err, "mesh foreign ack") {
+		t.Fatalf("events with a foreign message: %+v", r)
+	}
+	if r = mesh(t, home, "audit"); r.code != 1 || !strings.Contains(r.out, "foreign event "+seq) || !strings.Contains(r.out, "events/s") {
+		t.Fatalf("audit with a foreign message: %+v", r)
+	}
+	if r = mesh(t, home, "foreign", "ack", "1"); r.code == 0 || !strings.Contains(r.err, "not a foreign message") {
+		t.Fatalf("acknowledging what is not foreign: %+v", r)
+	}
+	if r = mesh(t, home, "foreign", "ack", seq); r.code != 0 || !strings.Contains(r.out, "acknowledged 1 foreign message(s)") {
+		t.Fatalf("foreign ack: %+v", r)
+	}
+	if r = mesh(t, home, "foreign", "ack", seq); r.code != 0 || !strings.Contains(r.out, "already acknowledged, nothing to do") {
+		t.Fatalf("foreign ack again: %+v", r)
+	}
+	if r = mesh(t, home, "status"); strings.Contains(r.out, "foreign") {
+		t.Fatalf("status after the acknowledgement: %+v", r)
+	}
+	if r = mesh(t, home, "events"); r.code != 0 || !strings.Contains(r.out, "FOREIGN (acknowledged)") {
+		t.Fatalf("events after the acknowledgement: %+v", r)
+	}
+	if r = mesh(t, home, "audit"); r.code != 0 || !strings.Contains(r.out, "acknowledged at event") || !strings.Contains(r.out, "the record holds") {
+		t.Fatalf("audit after the acknowledgement: %+v", r)
+	}
+}
