@@ -208,6 +208,10 @@ func (a *auditor) read(m store.Msg) error {
 			if !slices.Contains(na.ReportKeys, ev.Key) {
 				na.ReportKeys = append(na.ReportKeys, ev.Key)
 			}
+			// Possession: the key signed its own record.
+			sig, _ := decodeSig(m.Header.Get(events.SignatureHeader))
+			a.checks = append(a.checks, sigCheck{node: na.Node, key: ev.Key, seq: m.Seq, data: m.Data, sig: sig,
+				why: fmt.Sprintf("the record of report key %s is not signed by that key", ev.Key)})
 		}
 	case events.DeclarationSent:
 		if na := a.nodes[ev.Node]; na != nil {

@@ -102,7 +102,7 @@ func foldForeign(b *pebble.Batch, rec events.Recorded) error {
 // It answers why the event is foreign, or nil. An error reading Pebble is
 // the second result: that stops the fold, since it is no fault of the event.
 func (f *folder) admit(rec events.Recorded) (foreign, err error) {
-	node := func(name string) (Node, bool, error) { return getNode(f.b, name) }
+	node := f.node
 	switch ev := rec.Event.(type) {
 	case events.NodeEnrolled:
 		n, found, err := node(ev.Name)
@@ -168,7 +168,7 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 // needNode: the event names a node that was enrolled (and, for active,
 // is not retired).
 func (f *folder) needNode(name string, active bool) (error, error) {
-	n, found, err := getNode(f.b, name)
+	n, found, err := f.node(name)
 	switch {
 	case err != nil:
 		return nil, err
@@ -182,6 +182,9 @@ func (f *folder) needNode(name string, active bool) (error, error) {
 
 // reportKey is the key node's reports are signed with now ("" for none).
 func (f *folder) reportKey(node string) (string, error) {
+	if k, ok := f.reportKeys[node]; ok {
+		return k, nil
+	}
 	v, closer, err := f.b.Get(reportKeyKey(node))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return "", nil
@@ -190,13 +193,15 @@ func (f *folder) reportKey(node string) (string, error) {
 		return "", err
 	}
 	defer closer.Close()
+	f.reportKeys[node] = string(v)
 	return string(v), nil
 }
 
 // foldReportKeys keeps each node's report key in force.
-func foldReportKeys(b *pebble.Batch, rec events.Recorded) error {
+func (f *folder) foldReportKeys(rec events.Recorded) error {
 	if rk, ok := rec.Event.(events.ReportKeyRecorded); ok {
-		return b.Set(reportKeyKey(rk.Node), []byte(rk.Key), nil)
+		f.reportKeys[rk.Node] = rk.Key
+		return f.b.Set(reportKeyKey(rk.Node), []byte(rk.Key), nil)
 	}
 	return nil
 }

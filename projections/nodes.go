@@ -3,7 +3,6 @@ package projections
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -54,40 +53,32 @@ type Report struct {
 	FailingSince time.Time `json:"failing_since,omitzero"`
 }
 
-// foldNode applies one node event to the nodes read model inside b.
-func foldNode(b *pebble.Batch, rec events.Recorded) error {
+// foldNode applies one node event to the nodes read model.
+func (f *folder) foldNode(rec events.Recorded) error {
 	switch ev := rec.Event.(type) {
 	case events.NodeEnrolled:
 		n := Node{
 			Name: ev.Name, Capabilities: ev.Capabilities, Labels: ev.Labels,
 			EnrolledAt: rec.Envelope.OccurredAt, EnrolledSeq: rec.Seq, Version: rec.Seq,
 		}
-		return putNode(b, n)
+		return f.putNode(n)
 	case events.NodeRetired:
-		n, found, err := getNode(b, ev.Name)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return fmt.Errorf("projections: event %d retires node %s, which was never enrolled", rec.Seq, ev.Name)
-		}
-		n.Retired, n.RetiredAt, n.Version = true, rec.Envelope.OccurredAt, rec.Seq
-		return putNode(b, n)
+		return f.updateNode(ev.Name, func(n *Node) { n.Retired, n.RetiredAt, n.Version = true, rec.Envelope.OccurredAt, rec.Seq })
 	case events.ModuleAssigned, events.ModuleUnassigned:
 		// Any event of the node's aggregate moves its version.
-		return updateNode(b, rec.Envelope.Aggregate.ID, func(n *Node) { n.Version = rec.Seq })
+		return f.updateNode(rec.Envelope.Aggregate.ID, func(n *Node) { n.Version = rec.Seq })
 	case events.DeclarationSent:
-		return updateNode(b, ev.Node, func(n *Node) {
+		return f.updateNode(ev.Node, func(n *Node) {
 			n.Version = rec.Seq
 			n.LastSent = &Sent{Sequence: ev.Sequence, Digest: ev.Digest, ContentDigest: ev.ContentDigest, By: ev.By,
 				Resources: ev.Resources, At: rec.Envelope.OccurredAt, StreamSeq: rec.Seq}
 		})
 	case events.DeclarationApplied:
-		return report(b, ev.Node, Report{Outcome: "applied", Sequence: ev.Sequence, Digest: ev.Digest}, rec)
+		return f.report(ev.Node, Report{Outcome: "applied", Sequence: ev.Sequence, Digest: ev.Digest}, rec)
 	case events.DeclarationFailed:
-		return report(b, ev.Node, Report{Outcome: "failed", Sequence: ev.Sequence, Digest: ev.Digest, Failed: ev.Failed}, rec)
+		return f.report(ev.Node, Report{Outcome: "failed", Sequence: ev.Sequence, Digest: ev.Digest, Failed: ev.Failed}, rec)
 	case events.DeclarationRefused:
-		return report(b, ev.Node, Report{Outcome: "refused", Sequence: ev.Sequence, Digest: ev.Digest, Reason: ev.Reason, Highest: ev.Highest}, rec)
+		return f.report(ev.Node, Report{Outcome: "refused", Sequence: ev.Sequence, Digest: ev.Digest, Reason: ev.Reason, Highest: ev.Highest}, rec)
 	}
 	return nil
 }
@@ -97,29 +88,30 @@ func foldNode(b *pebble.Batch, rec events.Recorded) error {
 // late report on an older send) is kept in the history index and does not
 // displace it: it says nothing of whether the node is what it was told, and
 // a stranger's message on the node's subject must not change its state.
-func report(b *pebble.Batch, node string, r Report, rec events.Recorded) error {
+func (f *folder) report(node string, r Report, rec events.Recorded) error {
 	r.At, r.StreamSeq = rec.Envelope.OccurredAt, rec.Seq
-	return updateNode(b, node, func(n *Node) {
-		if n.LastSent == nil || r.Digest != n.LastSent.Digest {
-			return
+	n, found, err := f.node(node)
+	if err != nil || !found || n.LastSent == nil || r.Digest != n.LastSent.Digest {
+		return err
+	}
+	if r.Outcome != "applied" {
+		r.FailingSince = r.At
+		if p := n.LastReport; p != nil && p.Outcome == r.Outcome && sameFailure(*p, r) && !p.FailingSince.IsZero() {
+			r.FailingSince = p.FailingSince
 		}
-		if r.Outcome != "applied" {
-			r.FailingSince = r.At
-			if p := n.LastReport; p != nil && p.Outcome == r.Outcome && sameFailure(*p, r) && !p.FailingSince.IsZero() {
-				r.FailingSince = p.FailingSince
-			}
-		}
-		n.LastReport = &r
-	})
+	}
+	n.LastReport = &r
+	return f.putNode(n)
 }
 
-func updateNode(b *pebble.Batch, name string, change func(*Node)) error {
-	n, found, err := getNode(b, name)
+// updateNode changes a node's row. admit has checked the node exists.
+func (f *folder) updateNode(name string, change func(*Node)) error {
+	n, found, err := f.node(name)
 	if err != nil || !found {
 		return err
 	}
 	change(&n)
-	return putNode(b, n)
+	return f.putNode(n)
 }
 
 func putJSON(b *pebble.Batch, key []byte, v any) error {

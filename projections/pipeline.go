@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 )
@@ -130,6 +131,7 @@ func (p *pipeline) recycle(c *chunk) {
 // be set aside by the folder. Only a newer controller's event stops the
 // fold: this binary cannot read it, and must not fold past it.
 func (p *pipeline) decode() {
+	var macs declaration.MACChecker
 	for c := range p.work {
 		for _, m := range c.msgs {
 			env, ev, err := events.Read(m.Subject, m.Data)
@@ -139,9 +141,9 @@ func (p *pipeline) decode() {
 			}
 			rec := events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev, Stored: m.Time, Foreign: err}
 			if err == nil {
-				rec.Signer, rec.Foreign = provenance(p.f.keys, m, ev)
+				rec.Signer, rec.Foreign = provenance(p.f.keys, &macs, m, ev)
 			} else {
-				rec.Signer = m.Header.Get(events.SignerHeader)
+				rec.Signer = header(m, events.SignerHeader)
 			}
 			c.recs = append(c.recs, rec)
 		}

@@ -1,0 +1,54 @@
+package declaration
+
+import (
+	"testing"
+
+	"github.com/nats-io/nkeys"
+)
+
+// A MAC holds to its key, its subject and its data, and a checker that
+// keeps its keyed hashes answers as a fresh one would, key after key.
+func TestMACHoldsToKeySubjectAndData(t *testing.T) {
+	kp, _ := nkeys.CreateAccount()
+	k, err := NewKeyring(kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, web := k.LogMAC(), k.NodeMAC("web-1")
+	if string(log) == string(web) || string(web) == string(k.NodeMAC("web-2")) {
+		t.Fatal("two derived keys are equal")
+	}
+	data := []byte(`{"x":1}`)
+	mac := MAC(web, "mesh.rp.web-1.DeclarationApplied", data)
+	var c MACChecker
+	for range 3 {
+		for _, tc := range []struct {
+			key     []byte
+			subject string
+			data    []byte
+			got     string
+			want    bool
+		}{
+			{web, "mesh.rp.web-1.DeclarationApplied", data, mac, true},
+			{log, "mesh.rp.web-1.DeclarationApplied", data, mac, false},
+			{web, "mesh.rp.web-2.DeclarationApplied", data, mac, false},
+			{web, "mesh.rp.web-1.DeclarationApplied", []byte(`{"x":2}`), mac, false},
+			{web, "mesh.rp.web-1.DeclarationApplied", data, "", false},
+			{web, "mesh.rp.web-1.DeclarationApplied", data, "not base64!", false},
+			{web, "mesh.rp.web-1.DeclarationApplied", data, mac[:20], false},
+		} {
+			if got := c.Check(tc.key, tc.subject, tc.data, tc.got); got != tc.want || CheckMAC(tc.key, tc.subject, tc.data, tc.got) != tc.want {
+				t.Errorf("check %q of %s under key %x: %v, want %v", tc.got, tc.subject, tc.key[:4], got, tc.want)
+			}
+		}
+	}
+	// The node's MAC key is the one its agent derives from its join seed.
+	bus, _ := DeriveKey(kp, NodeLabel("web-1"), nkeys.PrefixByteUser)
+	agent, _ := ReportMACKey(bus)
+	if string(agent) != string(web) {
+		t.Fatal("the agent's report MAC key is not the controller's for it")
+	}
+	if pub, _ := bus.PublicKey(); pub != k.NodeBus("web-1") {
+		t.Fatal("the keyring's bus key of web-1 is not its join key")
+	}
+}
