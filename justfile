@@ -27,6 +27,7 @@ bench:
     go test ./commands/ -run '^$' -bench 'BenchmarkStatus$' -benchtime 5x
     go test ./commands/ -run '^$' -bench ConnectAsNode -benchtime 200x
     go test ./declaration/ -run '^$' -bench Builds
+    go test ./commands/ -run '^$' -bench 'BenchmarkAudit$' -benchtime 2x
 
 # the long benchmarks: a stream of a million events (a few minutes)
 bench-million:

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -80,6 +81,16 @@ func (m *benchMesh) fold() *Handlers {
 	proj.Start()
 	state, _ := m.st.State(ctx)
 	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
+		m.b.Fatal(err)
+	}
+	// The events published are the controller's: a foreign one would be
+	// set aside cheaply and flatter whatever is measured over it.
+	if err := proj.Read(func(v *projections.View) error {
+		if n, first, err := v.OpenForeign(); err != nil || n > 0 {
+			return fmt.Errorf("%d foreign message(s) among the benchmark's events, the first %+v: %v", n, first, err)
+		}
+		return nil
+	}); err != nil {
 		m.b.Fatal(err)
 	}
 	signer, _ := declaration.NewSigner(m.kp)

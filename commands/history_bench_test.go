@@ -12,7 +12,6 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
-	"github.com/nats-io/nkeys"
 )
 
 // BenchmarkHistory answers the history of a node with 1,000 declarations in
@@ -29,8 +28,7 @@ func BenchmarkHistory(b *testing.B) {
 	}
 	bm := newBenchMesh(b, false)
 	publish := bm.publish
-	kp, _ := nkeys.CreateAccount()
-	signer, _ := declaration.NewSigner(kp)
+	signer, _ := declaration.NewSigner(bm.kp)
 	publish(events.NodeAggregate("app-1"), events.NodeEnrolled{Name: "app-1"})
 	const decls = 1000
 	every := total / decls

@@ -1,0 +1,88 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// BenchmarkAudit audits the whole mesh over a stream of about
+// MESH_BENCH_EVENTS events (default 100,000) of real traffic: for each of a
+// thousand nodes its enrolment and report key, then rounds of a signed
+// declaration (about 1.4 KB) and the agent's signed report. It states the
+// audit's rate in events/s beside the bare ed25519 checks this machine does
+// a second in the same run: an audit checks a signature for most events, so
+// the second bounds the first.
+func BenchmarkAudit(b *testing.B) {
+	ctx := context.Background()
+	total := 100_000
+	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_EVENTS")); err == nil && v > 0 {
+		total = v
+	}
+	bm := newBenchMesh(b, false)
+	signer, _ := declaration.NewSigner(bm.kp)
+	agentKP, _ := nkeys.CreateUser()
+	agent, _ := declaration.NewMessageSigner(agentKP)
+	report := func(node string, ev events.Event) {
+		data, _ := events.Encode(events.NodeAggregate(node), "r", 0, time.Now(), ev)
+		m := nats.NewMsg(events.ReportSubject(node, ev.EventType()))
+		m.Data = data
+		m.Header.Set(events.MACHeader, declaration.MAC(bm.keys.NodeMAC(node), m.Subject, data))
+		m.Header.Set(events.SignerHeader, agent.PublicKey())
+		m.Header.Set(events.SignatureHeader, agent.Sign(data))
+		if _, err := bm.js.PublishMsgAsync(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The controller's key record first, as a controller's start writes it.
+	if _, err := bm.st.Append(ctx, events.ControllerAggregate(), 0, "key", events.ControllerKeyRecorded{PublicKey: signer.PublicKey()}); err != nil {
+		b.Fatal(err)
+	}
+	const nodes = 1000
+	content := strings.Repeat("some configuration line of a module's file\n", 20)
+	previous := map[string]string{}
+	for i := range nodes {
+		name := fmt.Sprintf("node-%d", i)
+		bm.publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name})
+		report(name, events.ReportKeyRecorded{Node: name, Key: agent.PublicKey()})
+	}
+	for r := range max(1, (total-2*nodes)/(2*nodes)) {
+		for i := range nodes {
+			name := fmt.Sprintf("node-%d", i)
+			d := declaration.New(compose.Declaration{Mesh: "mesh", Node: name, Modules: []compose.ModuleBuild{},
+				Resources: []compose.Resource{{Path: "/etc/app.conf", Kind: "file", Mode: "0644", Content: &content, Module: "app"}},
+				Receives:  []compose.Receipt{}}, uint64(r+1), previous[name], time.Now())
+			s := signer.Seal(d)
+			previous[name] = s.Digest()
+			bm.publish(events.NodeAggregate(name), events.DeclarationSent{Node: name, Sequence: uint64(r + 1), Digest: s.Digest(),
+				ContentDigest: d.ContentDigest(), By: "push", Resources: 1, Declaration: s.Bytes, Signature: s.Signature, Key: s.Key})
+			report(name, events.DeclarationApplied{Node: name, Sequence: uint64(r + 1), Digest: s.Digest()})
+		}
+	}
+	h := bm.fold()
+	var a AuditReport
+	b.ResetTimer()
+	for range b.N {
+		var err error
+		if a, err = h.Audit(ctx, AuditRequest{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if !a.OK || a.Events < uint64(total)*9/10 {
+		b.Fatalf("the audit of a sound log of %d events: ok %v, %d events read", total, a.OK, a.Events)
+	}
+	b.ReportMetric(a.Rate, "events/s")
+	b.ReportMetric(a.SignatureRate, "bare-ed25519/s")
+	b.ReportMetric(a.Rate/a.SignatureRate, "audit/ed25519")
+}
