@@ -1,0 +1,55 @@
+package commands
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections"
+)
+
+// Rule 14: status never calls a sick mesh well. Read models that have not
+// folded the stream (here: opened, never started, as a controller whose
+// fold is stuck would hold them) answer not well, saying how far behind,
+// once the oldest event not folded is older than a moment; node show says
+// the same.
+func TestStatusNamesAFoldBehindTheStream(t *testing.T) {
+	ctx := context.Background()
+	bm := newBenchMesh(t, false)
+	bm.publish(events.NodeAggregate("web-1"), events.NodeEnrolled{Name: "web-1"})
+	bm.publish(events.NodeAggregate("web-2"), events.NodeEnrolled{Name: "web-2"})
+	<-bm.js.PublishAsyncComplete()
+	proj, _, err := projections.Open(ctx, projections.Options{Dir: t.TempDir(), Store: bm.st, Keys: bm.keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	signer, _ := declaration.NewSigner(bm.kp)
+	now := time.Now()
+	h := &Handlers{Store: bm.st, Proj: proj, Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler),
+		Mesh: "mesh", Key: bm.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: bm.keys}
+	s, err := h.Status(ctx, StatusRequest{})
+	if err != nil || !s.Well || len(s.Causes) != 0 {
+		t.Fatalf("a moment behind is not yet a cause: %+v %v", s, err)
+	}
+	now = now.Add(time.Minute)
+	s, err = h.Status(ctx, StatusRequest{})
+	if err != nil || s.Well || len(s.Causes) != 1 || !strings.Contains(s.Causes[0], "2 event(s) behind the stream") {
+		t.Fatalf("status over read models a minute behind: %+v %v", s, err)
+	}
+	proj.Start()
+	if err := proj.WaitFor(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	n, err := h.ShowNode(ctx, NameRequest{Name: "web-1"})
+	if err != nil || len(n.Causes) != 0 {
+		t.Fatalf("node show once folded: %+v %v", n.Causes, err)
+	}
+	if s, err = h.Status(ctx, StatusRequest{}); err != nil || len(s.Causes) != 0 {
+		t.Fatalf("status once folded: %+v %v", s.Causes, err)
+	}
+}
