@@ -35,7 +35,7 @@ func loadSealing(dir string, j Join) (store.Sealing, error) {
 	if err != nil {
 		return store.Sealing{}, err
 	}
-	signer, err := declaration.NewMessageSigner(kp)
+	signer, err := declaration.NewSigner(kp)
 	if err != nil {
 		return store.Sealing{}, err
 	}
@@ -62,28 +62,12 @@ func createReportKey(path string) (nkeys.KeyPair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: cannot make a report key: %w", err)
 	}
-	seed, _ := kp.Seed()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("agent: cannot create its state directory: %w", err)
-	}
-	// O_EXCL: a key another start made meanwhile is never overwritten.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err = declaration.WriteNewKey(path, kp)
 	if errors.Is(err, fs.ErrExist) {
-		return reportKey(path)
+		return reportKey(path) // another start made it meanwhile
 	}
 	if err != nil {
 		return nil, fmt.Errorf("agent: cannot write its report key: %w", err)
-	}
-	if _, err := f.Write(seed); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
 	}
 	return kp, syncDir(filepath.Dir(path))
 }

@@ -32,7 +32,7 @@ func BenchmarkAudit(b *testing.B) {
 	bm := newBenchMesh(b, false)
 	signer, _ := declaration.NewSigner(bm.kp)
 	agentKP, _ := nkeys.CreateUser()
-	agent, _ := declaration.NewMessageSigner(agentKP)
+	agent, _ := declaration.NewSigner(agentKP)
 	report := func(node string, ev events.Event) {
 		data, _ := events.Encode(events.NodeAggregate(node), "r", 0, time.Now(), ev)
 		m := nats.NewMsg(events.ReportSubject(node, ev.EventType()))

@@ -180,7 +180,7 @@ func TestAnImplausibleHighestDoesNotWrapTheSequence(t *testing.T) {
 	sent := first.Sent[0]
 	// The node's own key, recorded as its agent records it, then its refusal.
 	kp, _ := nkeys.CreateUser()
-	signer, _ := declaration.NewMessageSigner(kp)
+	signer, _ := declaration.NewSigner(kp)
 	bus, _ := nkeys.FromSeed([]byte(m.join("web-1").Seed))
 	mac, _ := declaration.ReportMACKey(bus)
 	js := m.h.Store.JetStream()

@@ -94,9 +94,8 @@ func (m *benchMesh) fold() *Handlers {
 		m.b.Fatal(err)
 	}
 	signer, _ := declaration.NewSigner(m.kp)
-	sealer, _ := declaration.NewMessageSigner(m.kp)
 	m.proj = proj
 	m.h = &Handlers{Store: m.st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
-		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys, Sealer: sealer}
+		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys}
 	return m.h
 }

@@ -124,7 +124,7 @@ func nodeSealing(t testing.TB, j agent.Join) store.Sealing {
 		t.Fatal(err)
 	}
 	kp, _ := nkeys.CreateUser()
-	signer, err := declaration.NewMessageSigner(kp)
+	signer, err := declaration.NewSigner(kp)
 	if err != nil {
 		t.Fatal(err)
 	}

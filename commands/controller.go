@@ -70,10 +70,6 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := declaration.NewMessageSigner(kp)
-	if err != nil {
-		return nil, err
-	}
 	st.MAC = keys.LogMAC()
 	dir := filepath.Join(c.Home, "projections")
 	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys})
@@ -117,7 +113,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		c.Mesh = "mesh"
 	}
 	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
-		Keys: keys, Sealer: sealer}
+		Keys: keys}
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()

@@ -127,25 +127,8 @@ func createKey(path string) (nkeys.KeyPair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the controller key: %w", err)
 	}
-	seed, err := kp.Seed()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	// O_EXCL: never overwrite a key, even one that appeared since we looked.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := declaration.WriteNewKey(path, kp); err != nil {
 		return nil, fmt.Errorf("cannot create the controller key %s: %v", path, err)
 	}
-	if _, err := f.Write(seed); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return kp, f.Close()
+	return kp, nil
 }

@@ -24,16 +24,13 @@ type Handlers struct {
 	// Mesh is the mesh's name: every declaration carries it, so one meant
 	// for another mesh is refused.
 	Mesh string
-	// Key is the controller's key; Signer signs with it; PublicKey is what
-	// agents pin.
+	// Key is the controller's key; Signer signs with it (declarations,
+	// and a standing on the operator's word); PublicKey is what agents pin.
 	Key       nkeys.KeyPair
 	Signer    *declaration.Signer
 	PublicKey string
 	// Keys are derived from Key: the MACs the fold checks (rule 19).
-	// Sealer signs the controller's own reports (a standing on the
-	// operator's word).
-	Keys   *declaration.Keyring
-	Sealer *declaration.MessageSigner
+	Keys *declaration.Keyring
 
 	manifests manifests
 	composed  composedCache

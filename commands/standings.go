@@ -53,7 +53,7 @@ func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error
 	if err := h.writable(); err != nil {
 		return Reported{}, err
 	}
-	seq, err := h.Store.Report(ctx, r.Machine, r.CommandID, ev, store.Sealing{Signer: h.Sealer, MAC: h.Keys.LogMAC()})
+	seq, err := h.Store.Report(ctx, r.Machine, r.CommandID, ev, store.Sealing{Signer: h.Signer, MAC: h.Keys.LogMAC()})
 	if err != nil {
 		return Reported{}, err
 	}

@@ -201,7 +201,7 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	bus, _ := nkeys.FromSeed([]byte(m.join("app-1").Seed))
 	mac, _ := declaration.ReportMACKey(bus)
 	stranger, _ := nkeys.CreateUser()
-	strangerSigner, _ := declaration.NewMessageSigner(stranger)
+	strangerSigner, _ := declaration.NewSigner(stranger)
 	evil := `{"module":"evil","requires":[],"provides":[],"consumes":[],"settings":{},"resources":[{"kind":"file","path":"/etc/evil","mode":"0644","content":"owned\n"}]}`
 	evilBuild := compose.Digest([]byte(evil))
 	forger, _ := nkeys.CreateAccount()

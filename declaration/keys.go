@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/nats-io/nkeys"
@@ -28,7 +30,7 @@ import (
 // node's join string for its reports. It is cheap to check (a keyed
 // sha256), so the fold checks every message. It proves nothing to a third
 // party, since the controller can make any of them: that is what the
-// signatures are for (Seal, MessageSigner), which audit checks.
+// signatures are for (Signer.Seal, Signer.Sign), which audit checks.
 
 // deriveRaw is the HMAC of a raw seed under label.
 func deriveRaw(seed []byte, label string) []byte {
@@ -182,4 +184,31 @@ func (k *Keyring) node(node string) nodeKeys {
 	}
 	k.nodes[node] = n
 	return n
+}
+
+// WriteNewKey writes kp's seed to path, mode 0600, in a directory made
+// 0700 if need be, and syncs it: a key a node pinned or a report was
+// signed with must survive a crash. O_EXCL: it never overwrites a key, even
+// one that appeared since the caller looked (fs.ErrExist says so).
+func WriteNewKey(path string, kp nkeys.KeyPair) error {
+	seed, err := kp.Seed()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(seed); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

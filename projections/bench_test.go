@@ -159,7 +159,7 @@ func publishEnrolments(b *testing.B, js jetstream.JetStream, n int) {
 
 // publishAs publishes ev as its writer would: with the MAC under mac and,
 // when signer is set, signed by it; without waiting for each acknowledgement.
-func publishAs(b *testing.B, js jetstream.JetStream, mac []byte, signer *declaration.MessageSigner, agg events.AggregateID, ev events.Event) {
+func publishAs(b *testing.B, js jetstream.JetStream, mac []byte, signer *declaration.Signer, agg events.AggregateID, ev events.Event) {
 	data, err := events.Encode(agg, "c", 0, time.Now(), ev)
 	if err != nil {
 		b.Fatal(err)
@@ -188,7 +188,7 @@ func publishAs(b *testing.B, js jetstream.JetStream, mac []byte, signer *declara
 func publishTraffic(b *testing.B, js jetstream.JetStream, n int) {
 	const nodes = 1000
 	kp, _ := nkeys.CreateUser()
-	agentKey, _ := declaration.NewMessageSigner(kp)
+	agentKey, _ := declaration.NewSigner(kp)
 	log := testKeys.LogMAC()
 	content := strings.Repeat("some configuration line of a module's file\n", 20)
 	rounds := max(1, (n-2*nodes)/(3*nodes))

@@ -134,7 +134,7 @@ type Sealing struct {
 	MAC    []byte
 }
 
-// Signer signs a message's data; declaration.MessageSigner is one.
+// Signer signs a message's data; declaration.Signer is one.
 type Signer interface {
 	PublicKey() string
 	Sign(data []byte) string
