@@ -167,7 +167,7 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 
 // needNode: the event names a node that was enrolled (and, for active,
 // is not retired).
-func (f *folder) needNode(name string, active bool) (error, error) {
+func (f *folder) needNode(name string, active bool) (foreign, err error) {
 	n, found, err := f.node(name)
 	switch {
 	case err != nil:

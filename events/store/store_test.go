@@ -242,3 +242,29 @@ func TestNodeStoreReadsItsLastByDirectGet(t *testing.T) {
 		t.Fatalf("a node's store reading the stream's state: %v", err)
 	}
 }
+
+// A foreign message on an aggregate's subjects (rule 19: garbage, or an
+// acknowledgement a reply subject aimed there) is none of its events: Load
+// passes over it, but answers it as the version, since the stream's
+// expectation counts every message, so the next Append lands.
+func TestLoadPassesOverAForeignMessage(t *testing.T) {
+	ctx := context.Background()
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	s := open(t, nc)
+	agg := events.NodeAggregate("web-1")
+	if _, err := s.Append(ctx, agg, 0, "cmd-1", enrolled("web-1")); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	ack, err := js.Publish(ctx, agg.Subject("NodeRetired"), []byte(`{"stream":"MESH","seq":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, version, err := s.Load(ctx, agg)
+	if err != nil || len(recs) != 1 || version != ack.Sequence {
+		t.Fatalf("load over a foreign message: %d events, version %d (want %d), %v", len(recs), version, ack.Sequence, err)
+	}
+	if _, err := s.Append(ctx, agg, version, "cmd-2", events.NodeRetired{Name: "web-1"}); err != nil {
+		t.Fatalf("append after it: %v", err)
+	}
+}
