@@ -39,6 +39,18 @@ const (
 	SubjectForeignAck         = APIPrefix + ".foreign.ack"
 )
 
+// writes are the verbs that change the mesh: one whose answer does not
+// come may have acted (ErrUnknownOutcome), where a read that times out has
+// done nothing.
+var writes = map[string]bool{
+	SubjectNodeEnroll: true, SubjectNodeRetire: true, SubjectNodeAssign: true, SubjectNodeUnassign: true,
+	SubjectPush: true, SubjectDeclare: true, SubjectReport: true, SubjectModuleRegister: true,
+	SubjectForeignAck: true, SubjectProjectionsRebuild: true,
+}
+
+// Writes reports whether the verb on subject changes the mesh.
+func Writes(subject string) bool { return writes[subject] }
+
 // EnrollRequest asks for a node to join the mesh. CommandID makes a retry of
 // the same request idempotent; the client makes one per invocation.
 type EnrollRequest struct {

@@ -7,8 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -36,6 +40,17 @@ func (e *RemoteError) Error() string { return e.Description }
 
 // ErrNoController: the bus is up but nothing serves the verbs.
 var ErrNoController = errors.New("no mesh controller is answering")
+
+// ErrUnknownOutcome: a request that changes the mesh was delivered, and no
+// answer came (the controller went away, or did not finish in time). It
+// may have acted: the error says what the log holds since the request, and
+// how to check. Rule 26: every wait is bounded and every outcome said.
+var ErrUnknownOutcome = errors.New("the outcome is unknown")
+
+// watchEvery is how often a client waiting for an answer asks whether a
+// controller is still there: one that died is noticed within it, not at
+// the end of a push's minutes-long timeout.
+const watchEvery = time.Second
 
 // NewCommandID makes the id that turns a retry of this invocation into a no-op.
 func NewCommandID() string {
@@ -69,12 +84,22 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 	out := nats.NewMsg(subject)
 	out.Data = data
 	out.Header.Set(chunksToHeader, inbox)
-	msg, err := c.NC.RequestMsgWithContext(ctx, out)
+	from := noPosition
+	if Writes(subject) {
+		from = c.streamEnd(ctx)
+	}
+	msg, err := c.request(ctx, out)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("%w on the bus at %s; start one with `mesh up` (one box) or `mesh serve`", ErrNoController, c.Where)
+	case errors.Is(err, errControllerGone) && Writes(subject):
+		return c.unknownOutcome("the controller went away before it answered", from)
+	case errors.Is(err, context.DeadlineExceeded) && Writes(subject), errors.Is(err, nats.ErrTimeout) && Writes(subject):
+		return c.unknownOutcome(fmt.Sprintf("the controller did not answer within %s (--timeout)", timeout), from)
+	case errors.Is(err, errControllerGone):
+		return fmt.Errorf("%w: the controller went away before it answered; check that `mesh up` or `mesh serve` is running", ErrNoController)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return fmt.Errorf("%w within %s on the bus at %s; check that `mesh up` or `mesh serve` is running and healthy", ErrNoController, timeout, c.Where)
+		return fmt.Errorf("%w within %s on the bus at %s; check that `mesh up` or `mesh serve` is running and healthy, or give a longer --timeout", ErrNoController, timeout, c.Where)
 	case err != nil:
 		return fmt.Errorf("cannot reach the controller on the bus at %s: %w", c.Where, err)
 	}
@@ -91,4 +116,90 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 		return fmt.Errorf("the controller's answer on %s is not what this mesh binary expects (%v); are both the same version?", subject, err)
 	}
 	return nil
+}
+
+var errControllerGone = errors.New("no controller answers any more")
+
+// request sends out and waits for the answer, asking every watchEvery
+// whether any controller is still serving: when none is, it stops waiting.
+func (c *Client) request(ctx context.Context, out *nats.Msg) (*nats.Msg, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		tick := time.NewTicker(watchEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			_, err := c.NC.Request(pingSubject, nil, watchEvery)
+			if errors.Is(err, nats.ErrNoResponders) {
+				cancel(errControllerGone)
+				return
+			}
+		}
+	}()
+	msg, err := c.NC.RequestMsgWithContext(ctx, out)
+	if cause := context.Cause(ctx); errors.Is(cause, errControllerGone) {
+		return nil, cause
+	}
+	return msg, err
+}
+
+// pingSubject is where the services protocol answers for every controller.
+const pingSubject = "$SRV.PING." + ServiceName
+
+// noPosition: the stream's position could not be read.
+const noPosition = ^uint64(0)
+
+// streamEnd is the stream's last sequence now, noPosition when it cannot
+// be read.
+func (c *Client) streamEnd(ctx context.Context) uint64 {
+	st, err := store.Attach(ctx, c.NC, "")
+	if err != nil {
+		return noPosition
+	}
+	s, err := st.State(ctx)
+	if err != nil {
+		return noPosition
+	}
+	return s.LastSeq
+}
+
+// unknownOutcome says what the log holds since a write was asked for:
+// what landed, as far as the log can tell, and how to check the rest.
+func (c *Client) unknownOutcome(why string, from uint64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	landed := "the log could not be read to say what landed"
+	if st, err := store.Attach(ctx, c.NC, ""); err == nil && from != noPosition {
+		counts := map[string]int{}
+		var first, last uint64
+		err := st.Read(ctx, store.ReadOptions{From: from + 1}, func(m store.Msg) error {
+			if first == 0 {
+				first = m.Seq
+			}
+			last = m.Seq
+			counts[m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]]++
+			return nil
+		})
+		switch {
+		case err != nil:
+		case first == 0:
+			landed = "nothing has landed in the log since the request"
+		default:
+			var parts []string
+			for _, typ := range slices.Sorted(maps.Keys(counts)) {
+				parts = append(parts, fmt.Sprintf("%d %s", counts[typ], typ))
+			}
+			landed = fmt.Sprintf("since the request the log holds %s (events %d to %d), this request's or another's", strings.Join(parts, ", "), first, last)
+		}
+	}
+	check := "mesh events"
+	if from != noPosition {
+		check = fmt.Sprintf("mesh events --from %d", from+1)
+	}
+	return fmt.Errorf("%w: %s; %s; see mesh status, mesh history NODE or %s before trying again", ErrUnknownOutcome, why, landed, check)
 }

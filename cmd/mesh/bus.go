@@ -98,7 +98,7 @@ func (g *Globals) client() (*commands.Client, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &commands.Client{NC: nc, Where: addr.String()}, nc.Close, nil
+	return &commands.Client{NC: nc, Where: addr.String(), Timeout: g.timeoutOr(commands.DefaultTimeout)}, nc.Close, nil
 }
 
 // call runs one verb against the controller.

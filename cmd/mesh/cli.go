@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/meshctl/mesh/commands"
 )
 
 // CLI is the whole grammar of mesh.
@@ -43,6 +44,17 @@ type Globals struct {
 	// Bus is deliberately not bound to MESH_NATS_URL by kong: the flag and the
 	// variable are compared, and refused when they disagree (see resolveBus).
 	Bus string `help:"The NATS URL of the bus (or set MESH_NATS_URL). Without either, the bus mesh up recorded in --home."`
+	// Timeout bounds every wait for the controller (rule 26). Zero: the
+	// verb's own default (5s; push 5m; audit and projections 30m).
+	Timeout time.Duration `help:"How long to wait for the controller's answer (default 5s; push 5m; audit, projections rebuild and verify 30m). A change whose answer does not come exits 3: it may have landed."`
+}
+
+// timeoutOr is --timeout when given, else the verb's default.
+func (g *Globals) timeoutOr(def time.Duration) time.Duration {
+	if g.Timeout > 0 {
+		return g.Timeout
+	}
+	return def
 }
 
 // Output is where a command writes: results on Out, diagnostics on Err.
@@ -85,8 +97,36 @@ func newParser(ctx context.Context, cli *CLI, out *Output) (*kong.Kong, error) {
 	)
 }
 
+// Exit codes, the same whichever side refused (the command line or the
+// controller: the remote error's code says which kind it was).
+const (
+	exitDone      = 0
+	exitFailed    = 1
+	exitNotUnders = 2 // not understood, or ambiguous
+	exitUnknown   = 3 // a change was asked for and its outcome is unknown
+)
+
+// exitFor is the exit code of a command's error.
+func exitFor(err error) int {
+	var ue usageError
+	var ee exitError
+	var re *commands.RemoteError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		return exitNotUnders
+	case errors.Is(err, commands.ErrUnknownOutcome):
+		return exitUnknown
+	case errors.As(err, &re) && re.Code == commands.CodeBadRequest:
+		return exitNotUnders
+	}
+	return exitFailed
+}
+
 // run parses args and runs the command. Exit codes: 0 done, 1 failed, 2 the
-// request was not understood or was ambiguous.
+// request was not understood or was ambiguous, 3 the outcome of a change is
+// unknown.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	out := &Output{Out: stdout, Err: stderr}
 	var cli CLI
@@ -113,17 +153,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintln(stderr, "mesh:", msg)
 		}
-		var ue usageError
-		var ee exitError
-		switch {
-		case errors.As(err, &ue):
-			return 2
-		case errors.As(err, &ee):
-			return ee.code
-		}
-		return 1
+		return exitFor(err)
 	}
-	return 0
+	return exitDone
 }
 
 // newLogger writes the controller's log as short human lines: the time, the

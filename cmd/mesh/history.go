@@ -107,9 +107,8 @@ func parseWhen(flag, s string) (time.Time, error) {
 
 // AuditCmd proves a node's record, or the whole mesh's.
 type AuditCmd struct {
-	Node    string        `arg:"" optional:"" help:"The node; without it, every node and every foreign message."`
-	JSON    bool          `help:"Print the audit as JSON."`
-	Timeout time.Duration `default:"30m" help:"How long to wait for the audit."`
+	Node string `arg:"" optional:"" help:"The node; without it, every node and every foreign message."`
+	JSON bool   `help:"Print the audit as JSON."`
 }
 
 func (c *AuditCmd) Help() string {
@@ -125,7 +124,7 @@ func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer closeFn()
-	cl.Timeout = c.Timeout
+	cl.Timeout = g.timeoutOr(30 * time.Minute)
 	var a commands.AuditReport
 	req := commands.AuditRequest{Node: c.Node}
 	if c.Node == "" {

@@ -169,10 +169,12 @@ func TestBadInputIsOneSentence(t *testing.T) {
 		code int
 		say  string
 	}{
-		{[]string{"node", "enroll", "Web.1"}, 1, "lowercase letters, digits and '-'"},
-		{[]string{"node", "enroll", "bad name"}, 1, "lowercase letters, digits and '-'"},
-		{[]string{"node", "show", "a.>"}, 1, "lowercase letters"},
-		{[]string{"node", "enroll", strings.Repeat("a", 64)}, 1, "at most 63"},
+		// Not understood, refused by the controller: exit 2, as the command
+		// line's own refusals.
+		{[]string{"node", "enroll", "Web.1"}, 2, "lowercase letters, digits and '-'"},
+		{[]string{"node", "enroll", "bad name"}, 2, "lowercase letters, digits and '-'"},
+		{[]string{"node", "show", "a.>"}, 2, "lowercase letters"},
+		{[]string{"node", "enroll", strings.Repeat("a", 64)}, 2, "at most 63"},
 		{[]string{"node", "enroll", "web-1"}, 1, "the name is taken"},
 		{[]string{"node", "show", "web-9"}, 1, "no node of that name is enrolled"},
 		{[]string{"node", "retire", "web-9"}, 1, "no node of that name is enrolled"},

@@ -44,12 +44,11 @@ func (c *ProjectionsStatusCmd) Run(ctx context.Context, g *Globals, out *Output)
 }
 
 type ProjectionsRebuildCmd struct {
-	Timeout time.Duration `default:"30m" help:"How long to wait for the rebuild."`
 }
 
 func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var r commands.RebuildReply
-	if err := foldCall(ctx, g, out, commands.SubjectProjectionsRebuild, c.Timeout, &r); err != nil {
+	if err := foldCall(ctx, g, out, commands.SubjectProjectionsRebuild, g.timeoutOr(30*time.Minute), &r); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "rebuilt the read models: %s replaced by %s, %d event(s) folded in %.2fs, now at event %d\n",
@@ -76,12 +75,11 @@ func foldCall(ctx context.Context, g *Globals, out *Output, subject string, time
 }
 
 type ProjectionsVerifyCmd struct {
-	Timeout time.Duration `default:"30m" help:"How long to wait for the fold."`
 }
 
 func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var v commands.Verified
-	if err := foldCall(ctx, g, out, commands.SubjectProjectionsVerify, c.Timeout, &v); err != nil {
+	if err := foldCall(ctx, g, out, commands.SubjectProjectionsVerify, g.timeoutOr(30*time.Minute), &v); err != nil {
 		return err
 	}
 	if v.Diff != "" {

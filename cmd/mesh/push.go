@@ -34,7 +34,7 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer closeFn()
-	cl.Timeout = 5 * time.Minute
+	cl.Timeout = g.timeoutOr(5 * time.Minute)
 	var r commands.PushReply
 	req := commands.PushRequest{CommandID: commands.NewCommandID(), Node: c.Node, Behind: c.Behind}
 	if err := cl.Call(ctx, commands.SubjectPush, req, &r); err != nil {

@@ -1,0 +1,67 @@
+package commands_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Rule 26: a client never waits blind. A controller that takes a change and
+// goes away before answering is noticed within about a second, not at the
+// end of the timeout, and the outcome is unknown, said with what the log
+// holds since; a read is simply failed. One that never answers ends at the
+// timeout, the same way.
+func TestAClientNeverWaitsBlind(t *testing.T) {
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	if _, _, err := store.Open(ctx, embeddedtest.Conn(t, srv), store.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	// A controller that takes every request and never answers: a real
+	// service on the services protocol, as the controller is one.
+	taken := make(chan struct{}, 8)
+	svc, err := micro.AddService(embeddedtest.Conn(t, srv), micro.Config{Name: commands.ServiceName, Version: commands.ServiceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range []string{commands.SubjectPush, commands.SubjectStatus} {
+		if err := svc.AddEndpoint(strings.ReplaceAll(subject, ".", "-"), micro.HandlerFunc(func(micro.Request) { taken <- struct{}{} }),
+			micro.WithEndpointSubject(subject)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &commands.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: 2 * time.Second}
+
+	// Never answered: the timeout, and an unknown outcome for a change.
+	var r commands.PushReply
+	err = c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r)
+	if !errors.Is(err, commands.ErrUnknownOutcome) || !strings.Contains(err.Error(), "did not answer within 2s") ||
+		!strings.Contains(err.Error(), "nothing has landed in the log since the request") {
+		t.Fatalf("a push never answered: %v", err)
+	}
+	var s commands.StatusReport
+	if err := c.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); !errors.Is(err, commands.ErrNoController) || errors.Is(err, commands.ErrUnknownOutcome) {
+		t.Fatalf("a status never answered: %v", err)
+	}
+
+	// Gone mid-request: noticed long before a long timeout (the error says
+	// it went away, not that the timeout passed).
+	c.Timeout = 10 * time.Minute
+	go func() {
+		for range 3 { // the push and the status above, then this push
+			<-taken
+		}
+		svc.Stop()
+	}()
+	err = c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r)
+	if !errors.Is(err, commands.ErrUnknownOutcome) || !strings.Contains(err.Error(), "the controller went away before it answered") {
+		t.Fatalf("a push whose controller went away: %v", err)
+	}
+}
