@@ -209,6 +209,9 @@ type ModuleView struct {
 	Consumes   []string               `json:"consumes"`
 	Settings   map[string]SettingView `json:"settings"`
 	Resources  []ResourceView         `json:"resources"`
+	// Unreadable says why the latest build's manifest cannot be read
+	// (empty when it can): the module is still listed.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // BuildView is one registered build.

@@ -71,6 +71,9 @@ func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
 	invalid := func(format string, args ...any) error {
 		return &aggregates.Error{Op: "declare", ID: file, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf(format, args...)}
 	}
+	if err := manifest.NoDuplicateKeys([]byte(text)); err != nil {
+		return compose.Declaration{}, invalid("%s", err.Error())
+	}
 	var b body
 	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
 	dec.DisallowUnknownFields()

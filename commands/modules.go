@@ -94,7 +94,9 @@ func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (M
 	}
 	m, found, err := h.manifests.get(v, compose.BuildRef{Module: row.Name, Build: row.Latest})
 	if err != nil || !found {
-		return mv, fmt.Errorf("the latest build of %s cannot be read: %v", row.Name, err)
+		// Named, not fatal: one unreadable build must not hide the catalogue.
+		mv.Unreadable = fmt.Sprintf("the latest build %s cannot be read: %v; register the module again", manifest.ShortBuild(row.Latest), err)
+		return mv, nil
 	}
 	mv.Requires, mv.Provides, mv.Consumes = m.Requires, m.Provides, m.Consumes
 	for k, s := range m.Settings {

@@ -49,6 +49,9 @@ type Resource struct {
 // result is normalised: lists sorted and unique, resources sorted by path,
 // so that Canonical does not depend on how the file was written.
 func Parse(data []byte) (Manifest, error) {
+	if err := NoDuplicateKeys(data); err != nil {
+		return Manifest{}, fmt.Errorf("manifest: %w", err)
+	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -122,6 +125,11 @@ func parseMode(s string) (uint32, error) {
 	v, err := strconv.ParseUint(s, 8, 32)
 	if err != nil || v > 0o7777 {
 		return 0, fmt.Errorf("mode %q is not an octal mode such as 0644", s)
+	}
+	if v > 0o777 {
+		// The agent writes permission bits only: accepting setuid, setgid
+		// or sticky and dropping them would report applied what was not.
+		return 0, fmt.Errorf("mode %q sets setuid, setgid or sticky, which the agent does not set; use permission bits only (0777 or less)", s)
 	}
 	return uint32(v), nil
 }

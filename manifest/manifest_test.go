@@ -68,6 +68,12 @@ func TestRefusalsNameTheField(t *testing.T) {
 		"required+default":  {`{"module":"m","settings":{"p":{"required":true,"default":"1"}}}`, `required and has a default`},
 		"two documents":     {`{"module":"m"}{"module":"n"}`, `one module`},
 		"not json":          {`module: m`, `invalid character`},
+		"setuid":            {`{"module":"m","resources":[{"kind":"file","path":"/a","mode":"4755","content":""}]}`, `sets setuid, setgid or sticky`},
+		"every special bit": {`{"module":"m","resources":[{"kind":"directory","path":"/a","mode":"7777"}]}`, `sets setuid, setgid or sticky`},
+		"NUL in a path":     {`{"module":"m","resources":[{"kind":"directory","path":"/a\u0000b","mode":"0755"}]}`, `control character (0x00)`},
+		"newline in a path": {`{"module":"m","resources":[{"kind":"directory","path":"/a\nb","mode":"0755"}]}`, `control character (0x0a)`},
+		"duplicate key":     {`{"module":"m","module":"n"}`, `names "module" twice`},
+		"duplicate inside":  {`{"module":"m","resources":[{"kind":"directory","kind":"file","path":"/a","mode":"0755"}]}`, `resources[0] names "kind" twice`},
 	}
 	for name, c := range cases {
 		_, err := Parse([]byte(c.doc))

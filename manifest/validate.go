@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -51,6 +52,9 @@ func (r Resource) validate() error {
 		return fmt.Errorf("kind is missing: use %q or %q", KindFile, KindDirectory)
 	default:
 		return fmt.Errorf("kind %q is unknown: use %q or %q", r.Kind, KindFile, KindDirectory)
+	}
+	if fault := pathFault(r.Path); fault != "" {
+		return errors.New(fault)
 	}
 	if !cleanPath(r.Path) {
 		return fmt.Errorf("path %q is not absolute and clean (begin with /, no '..', no trailing or double slash)", r.Path)

@@ -70,7 +70,17 @@ func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 			orDash(strings.Join(m.Requires, ",")), orDash(strings.Join(m.Provides, ",")), orDash(strings.Join(m.Consumes, ",")), len(m.AssignedTo))
 	}
 	tw.Flush()
+	unreadable := 0
+	for _, m := range r.Modules {
+		if m.Unreadable != "" {
+			unreadable++
+			fmt.Fprintf(out.Out, "%s: %s\n", m.Name, m.Unreadable)
+		}
+	}
 	fmt.Fprintf(out.Out, "%d module(s)\n", len(r.Modules))
+	if unreadable > 0 {
+		return fmt.Errorf("%d module(s) have a latest build this controller cannot read, named above", unreadable)
+	}
 	return nil
 }
 
