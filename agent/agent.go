@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -223,7 +224,7 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 	a.state.LastSequence, a.state.LastDigest = d.Sequence, digest
 	var report events.Event = events.DeclarationApplied{Node: node, Sequence: d.Sequence, Digest: digest, Changed: changed}
 	if len(failed) > 0 {
-		report = events.DeclarationFailed{Node: node, Sequence: d.Sequence, Digest: digest, Failed: failed}
+		report = events.DeclarationFailed{Node: node, Sequence: d.Sequence, Digest: digest, Failed: boundFailures(failed)}
 		a.cfg.Log.Warn(fmt.Sprintf("sequence %d: %d resource(s) failed, first %s: %s", d.Sequence, len(failed), failed[0].Path, failed[0].Reason))
 	} else {
 		a.cfg.Log.Info(fmt.Sprintf("applied sequence %d: %d resource(s), %d changed", d.Sequence, len(d.Resources), changed))
@@ -233,7 +234,7 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 
 func (a *Agent) refuse(ctx context.Context, seq uint64, digest, reason string) {
 	a.cfg.Log.Warn(fmt.Sprintf("refused sequence %d: %s", seq, reason))
-	ev := events.DeclarationRefused{Node: a.cfg.Join.Node, Sequence: seq, Digest: digest, Reason: reason, Highest: a.state.LastSequence}
+	ev := events.DeclarationRefused{Node: a.cfg.Join.Node, Sequence: seq, Digest: digest, Reason: bound(reason, maxReason*2), Highest: a.state.LastSequence}
 	// A refusal's id differs from an apply's of the same declaration: a
 	// replay refused after it was applied must not be taken for a resend.
 	a.send(ctx, reportID("r", seq, digest), ev)
@@ -304,4 +305,42 @@ func (a *Agent) flushPendingLocked(ctx context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.flushPending(ctx)
+}
+
+// A report stays within events.MaxReport, however many resources failed and
+// however long their reasons: the bus refuses a node's larger publish, and
+// a report that never lands says nothing. Failures take at most half of it,
+// as JSON encodes them (escapes included), each reason at most maxReason.
+const (
+	failureBudget = events.MaxReport / 2
+	maxReason     = 512
+)
+
+// boundFailures keeps the failures that fit failureBudget, in order, and
+// says how many more there were.
+func boundFailures(failed []events.ResourceFailure) []events.ResourceFailure {
+	var out []events.ResourceFailure
+	used := 0
+	for i, f := range failed {
+		f = events.ResourceFailure{Path: bound(f.Path, maxReason), Reason: bound(f.Reason, maxReason)}
+		b, _ := json.Marshal(f)
+		if used+len(b) > failureBudget {
+			return append(out, events.ResourceFailure{Path: "...", Reason: fmt.Sprintf("and %d more resource(s) failed", len(failed)-i)})
+		}
+		used += len(b)
+		out = append(out, f)
+	}
+	return out
+}
+
+// bound cuts s to at most n bytes, on a rune boundary, marking the cut.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -2,9 +2,12 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -73,5 +76,26 @@ func TestUnpublishedReportIsKeptAndSentLater(t *testing.T) {
 	applied := events.ReportSubject("web-1", events.DeclarationApplied{}.EventType())
 	if err := st.Read(ctx, store.ReadOptions{Filter: applied}, func(store.Msg) error { n++; return nil }); err != nil || n != 1 {
 		t.Fatalf("%d applied reports in the stream (%v), want exactly the kept one", n, err)
+	}
+}
+
+// However many resources fail and however long their reasons, a report
+// stays within what a node may publish.
+func TestAReportStaysWithinItsBound(t *testing.T) {
+	var failed []events.ResourceFailure
+	for i := range 5000 {
+		failed = append(failed, events.ResourceFailure{Path: fmt.Sprintf("/etc/%d/%s", i, strings.Repeat("\x01", 600)), Reason: strings.Repeat("é", 2000)})
+	}
+	ev := events.DeclarationFailed{Node: "web-1", Sequence: 1, Digest: strings.Repeat("d", 64), Failed: boundFailures(failed)}
+	b, err := events.Encode(events.NodeAggregate("web-1"), "c", 0, time.Now(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ev.Failed[len(ev.Failed)-1]
+	if len(b) > events.MaxReport || len(ev.Failed) < 2 || !strings.Contains(last.Reason, fmt.Sprintf("and %d more", 5000-len(ev.Failed)+1)) {
+		t.Fatalf("a report of 5,000 failures is %d bytes (at most %d), %d failures", len(b), events.MaxReport, len(ev.Failed))
+	}
+	if !utf8.ValidString(ev.Failed[0].Reason) {
+		t.Fatal("a reason was cut inside a character")
 	}
 }

@@ -143,6 +143,10 @@ func (c *authCallout) answer(msg *nats.Msg) {
 	} else {
 		uc := jwt.NewUserClaims(req.UserNkey)
 		uc.Name, uc.Audience, uc.Permissions = who, "$G", perms
+		if who != "operator" {
+			// A node publishes only reports: none larger than one may be.
+			uc.Limits.Payload = events.MaxReport
+		}
 		uc.Expires = time.Now().Add(c.lifetime).Unix()
 		if resp.Jwt, err = uc.Encode(c.issuer); err != nil {
 			resp.Jwt, resp.Error = "", "the controller cannot sign the connection's permissions"

@@ -149,6 +149,7 @@ type forgery struct {
 	// stop it); otherwise the bus refuses it and it never lands.
 	landsClosed bool
 	reason      string // the foreign reason, when it lands
+	refusedAs   string // what the closed bus says refusing it, when not the subject
 }
 
 // Every forgery of issue 11, by a real node identity: on a closed bus, where
@@ -237,6 +238,10 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 		{what: "sends a declaration signed by another key", subject: "mesh.ev.node.db-1.DeclarationSent",
 			data: envelope(t, node("db-1"), events.DeclarationSent{Node: "db-1", Sequence: 99, Digest: forged.Digest(), By: "push",
 				Declaration: forged.Bytes, Signature: forged.Signature, Key: forged.Key}), reason: "MAC of this mesh's controller"},
+		// Last: the closed bus closes the connection of a node that tries it.
+		{what: "reports 70 KB", subject: "mesh.rp.app-1.DeclarationFailed", mac: true,
+			data: envelope(t, node("app-1"), events.DeclarationFailed{Node: "app-1", Failed: []events.ResourceFailure{{Path: "/a", Reason: strings.Repeat("x", 70<<10)}}}),
+			reason: "over the 65536 bytes a report may be", refusedAs: "Maximum Payload"},
 	}
 	var v violations
 	nc := m.connect("app-1", &v)
@@ -249,7 +254,20 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 			msg.Header.Set(events.SignerHeader, strangerSigner.PublicKey())
 			msg.Header.Set(events.SignatureHeader, strangerSigner.Sign(f.data))
 		}
-		m.must(nc.PublishMsg(msg))
+		err := nc.PublishMsg(msg)
+		if closed && f.refusedAs != "" {
+			// The bus told the client its limit: the client refuses, and a
+			// client that sent anyway would be cut off by the server.
+			if err == nil {
+				nc.Flush()
+				err = nc.LastError()
+			}
+			if err == nil || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(f.refusedAs)) {
+				t.Fatalf("%s: the closed bus said %v", f.what, err)
+			}
+			continue
+		}
+		m.must(err)
 		m.must(nc.Flush())
 		if closed && !f.landsClosed {
 			v.waitFor(t, f.subject)

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/meshctl/mesh/manifest"
 )
 
 // Result is the composition of one node: its declaration, canonical bytes and
@@ -90,7 +92,7 @@ func (w *World) Compose(node string) Result {
 			out := Resource{Path: r.Path, Kind: r.Kind, Mode: r.Mode, Module: p.Module, Content: r.Content}
 			if r.Template != nil {
 				buf.Reset()
-				if err := p.templates[r.Path].Execute(&buf, data); err != nil {
+				if err := p.templates[r.Path].Execute(&boundedWriter{w: &buf, left: manifest.MaxRendered}, data); err != nil {
 					res.Problems = append(res.Problems, fmt.Sprintf("the template of %s in %s failed: %s", r.Path, p.Module, templateError(err)))
 					continue
 				}
@@ -223,4 +225,22 @@ func templateError(err error) string {
 		return s[i+1:]
 	}
 	return strings.TrimPrefix(s, "template: ")
+}
+
+// boundedWriter stops a template past manifest.MaxRendered bytes: the
+// template fails with errTooLarge, and the node cannot be composed, named
+// with the bound, while the rest of the push goes on.
+type boundedWriter struct {
+	w    *bytes.Buffer
+	left int
+}
+
+var errTooLarge = fmt.Errorf("it wrote over %d bytes, the most one file may hold", manifest.MaxRendered)
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	if len(p) > b.left {
+		return 0, errTooLarge
+	}
+	b.left -= len(p)
+	return b.w.Write(p)
 }

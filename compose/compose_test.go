@@ -218,3 +218,50 @@ func BenchmarkCompose(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "nodes/s")
 }
+
+// The line diff is bounded on any input: an edit to a long file shows just
+// the edit (the common start and end set aside), and a long part rewritten
+// whole is said in one line naming the bound, not compared line by line.
+func TestLineDiffIsBounded(t *testing.T) {
+	var a, b strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&a, "line %d\n", i)
+		if i == 10_000 {
+			b.WriteString("changed\n")
+			continue
+		}
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	d := LineDiff(a.String(), b.String())
+	var changed []string
+	for _, l := range d {
+		if !strings.HasPrefix(l, "  ") {
+			changed = append(changed, l)
+		}
+	}
+	if len(d) != 20_001 || len(changed) != 2 || changed[0] != "- line 10000" || changed[1] != "+ changed" {
+		t.Fatalf("one line edited in 20,000: %d lines, changed %q", len(d), changed)
+	}
+	rewritten := strings.ReplaceAll(a.String(), "line", "row")
+	d = LineDiff(a.String(), rewritten)
+	if len(d) != 1 || !strings.HasPrefix(d[0], "~ lines 1 to 20000 changed: 20000 line(s) became 20000") || !strings.Contains(d[0], "over 4000000 comparisons") {
+		t.Fatalf("20,000 lines rewritten: %d lines, first %q", len(d), d[0])
+	}
+}
+
+// A template's output is bounded while it runs: one that writes over
+// manifest.MaxRendered makes its node one that cannot be composed, named
+// with the bound, and every other node composes.
+func TestTemplateOutputIsBounded(t *testing.T) {
+	big := mustParse(t, `{"module":"big","resources":[{"kind":"file","path":"/big","mode":"0644",
+	  "template":"{{range 1000}}{{range 1000}}0123456789{{end}}{{end}}"}]}`)
+	in := input(t, pgOn(t, "db-1"), Assignment{Node: "db-2", Module: "big", Build: big.Build(), Settings: map[string]string{}})
+	in.Manifests[BuildRef{"big", big.Build()}] = big
+	w := NewWorld(in)
+	if r := w.Compose("db-2"); r.Composable() || !strings.Contains(r.Reason(), fmt.Sprintf("over %d bytes", manifest.MaxRendered)) {
+		t.Fatalf("a template writing 10 MB: composable %v, %s", r.Composable(), r.Reason())
+	}
+	if r := w.Compose("db-1"); !r.Composable() {
+		t.Fatalf("the node beside it: %s", r.Reason())
+	}
+}

@@ -14,6 +14,15 @@ import (
 // fold enforces it again, so that an open cluster, a stray writer, or a reply
 // subject aimed into the stream cannot change a read model.
 
+// Bounds on what one message may hold (issue 12: a node wrote 40 reports
+// of 1 MB in 11 s). The stream refuses a message over MaxEvent; the bus
+// refuses a node's publish over MaxReport, and the fold sets aside a report
+// over it that arrived another way.
+const (
+	MaxEvent  = 1 << 20
+	MaxReport = 64 << 10
+)
+
 // Writer is who may write an event type.
 type Writer int
 

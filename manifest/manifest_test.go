@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,30 @@ func TestRefusalsNameTheField(t *testing.T) {
 		_, err := Parse([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.say) {
 			t.Errorf("%s: err = %v, want it to say %q", name, err, c.say)
+		}
+	}
+}
+
+// A template's work is bounded before it is registered: no templates of
+// its own, no calls to templates, no more than MaxRangeSteps steps of
+// ranges over numbers, nested ones multiplied.
+func TestTemplateBounds(t *testing.T) {
+	file := func(tmpl string) string {
+		return `{"module":"m","resources":[{"kind":"file","path":"/a","mode":"0644","template":` + strconv.Quote(tmpl) + `}]}`
+	}
+	for tmpl, say := range map[string]string{
+		`{{range 2000000}}x{{end}}`:                             `ranges over 2000000 steps in all; at most 1000000`,
+		`{{range 1000}}{{range 1001}}{{end}}{{end}}`:            `ranges over 1001000 steps`,
+		`{{define "x"}}{{template "x"}}{{end}}{{template "x"}}`: `defines a template of its own`,
+		`{{if true}}{{range 10}}{{template "y"}}{{end}}{{end}}`: `calls template "y"`,
+	} {
+		if _, err := Parse([]byte(file(tmpl))); err == nil || !strings.Contains(err.Error(), say) {
+			t.Errorf("%s: %v, want it to say %q", tmpl, err, say)
+		}
+	}
+	for _, tmpl := range []string{`{{range 1000}}{{range 1000}}.{{end}}{{end}}`, `{{range .Node.Capabilities}}{{.}}{{end}}`} {
+		if _, err := Parse([]byte(file(tmpl))); err != nil {
+			t.Errorf("%s: %v", tmpl, err)
 		}
 	}
 }

@@ -68,8 +68,12 @@ func (r Resource) validate() error {
 	case r.Kind == KindFile && (r.Content == nil) == (r.Template == nil):
 		return fmt.Errorf("file %s needs exactly one of content and template", r.Path)
 	case r.Template != nil:
-		if _, err := ParseTemplate(r.Path, *r.Template); err != nil {
+		t, err := ParseTemplate(r.Path, *r.Template)
+		if err != nil {
 			return fmt.Errorf("template of %s: %v", r.Path, strings.TrimPrefix(err.Error(), "template: "))
+		}
+		if err := checkBounds(t); err != nil {
+			return fmt.Errorf("template of %s %v", r.Path, err)
 		}
 	}
 	return nil

@@ -32,6 +32,9 @@ func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store
 	default:
 		subject, _ := events.ParseSubject(m.Subject)
 		node := subject.Node
+		if len(m.Data) > events.MaxReport {
+			return signer, events.Foreignf("a report of %d bytes, over the %d bytes a report may be", len(m.Data), events.MaxReport)
+		}
 		switch {
 		case macs.Check(keys.NodeMAC(node), m.Subject, m.Data, mac):
 		case isStanding(ev) && macs.Check(keys.LogMAC(), m.Subject, m.Data, mac):

@@ -112,6 +112,9 @@ func (s *Store) Report(ctx context.Context, node, reportID string, ev events.Eve
 	if err != nil {
 		return 0, err
 	}
+	if len(data) > events.MaxReport {
+		return 0, fmt.Errorf("store: %s's %s of %d bytes is over the %d bytes a report may be", node, ev.EventType(), len(data), events.MaxReport)
+	}
 	m := nats.NewMsg(events.ReportSubject(node, ev.EventType()))
 	m.Data = data
 	m.Header.Set(jetstream.MsgIDHeader, events.EventID(reportID, 0))

@@ -196,6 +196,9 @@ func (s *Store) message(agg events.AggregateID, commandID string, i int, at time
 	if err != nil {
 		return nil, err
 	}
+	if len(data) > events.MaxEvent {
+		return nil, fmt.Errorf("store: a %s of %d bytes is over the %d bytes an event may be", ev.EventType(), len(data), events.MaxEvent)
+	}
 	m := nats.NewMsg(agg.Subject(ev.EventType()))
 	m.Data = data
 	m.Header.Set(jetstream.MsgIDHeader, events.EventID(commandID, i))

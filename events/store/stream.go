@@ -77,6 +77,8 @@ func assertStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 		// The log is the record: nothing through the API deletes from it.
 		DenyDelete: true,
 		DenyPurge:  true,
+		// No event larger than an event may be (events.MaxEvent).
+		MaxMsgSize: events.MaxEvent,
 	}
 	st, err := js.Stream(ctx, c.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -127,6 +129,10 @@ func merge(have, want jetstream.StreamConfig) (jetstream.StreamConfig, []string)
 	if next.Replicas != want.Replicas {
 		changes = append(changes, fmt.Sprintf("replicas %d to %d", next.Replicas, want.Replicas))
 		next.Replicas = want.Replicas
+	}
+	if next.MaxMsgSize != want.MaxMsgSize {
+		changes = append(changes, fmt.Sprintf("max message size %d to %d", next.MaxMsgSize, want.MaxMsgSize))
+		next.MaxMsgSize = want.MaxMsgSize
 	}
 	if next.Duplicates != want.Duplicates {
 		changes = append(changes, fmt.Sprintf("duplicates window %s to %s", next.Duplicates, want.Duplicates))
