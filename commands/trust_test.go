@@ -240,7 +240,7 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 				Declaration: forged.Bytes, Signature: forged.Signature, Key: forged.Key}), reason: "MAC of this mesh's controller"},
 		// Last: the closed bus closes the connection of a node that tries it.
 		{what: "reports 70 KB", subject: "mesh.rp.app-1.DeclarationFailed", mac: true,
-			data: envelope(t, node("app-1"), events.DeclarationFailed{Node: "app-1", Failed: []events.ResourceFailure{{Path: "/a", Reason: strings.Repeat("x", 70<<10)}}}),
+			data:   envelope(t, node("app-1"), events.DeclarationFailed{Node: "app-1", Failed: []events.ResourceFailure{{Path: "/a", Reason: strings.Repeat("x", 70<<10)}}}),
 			reason: "over the 65536 bytes a report may be", refusedAs: "Maximum Payload"},
 	}
 	var v violations
