@@ -57,6 +57,14 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, err
 	}
 	log.Info(a.String())
+	// A partial restore is never served (rule 26): the stream says so
+	// until the restore's last event has landed.
+	if r, err := st.Restoring(ctx); err != nil {
+		return nil, err
+	} else if r != nil {
+		return nil, fmt.Errorf("stream %s holds a restore that did not finish: %d of %d event(s) landed; run mesh restore with the same backup again to finish it (it resumes), or with --force to start over",
+			st.Name(), a.State.LastSeq, r.Messages)
+	}
 	kp, pub, err := loadKey(ctx, c.Home, st)
 	if err != nil {
 		return nil, err

@@ -121,14 +121,17 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer f.Close()
-	n, err := st.Import(ctx, m, f)
+	n, from, err := st.Import(ctx, m, f)
 	if err != nil {
 		return err
+	}
+	if from > 1 {
+		fmt.Fprintf(out.Out, "resumed an interrupted restore after event %d\n", from-1)
 	}
 	// The home's read models, if any, belong to another stream now: remove
 	// them so the next start folds the restored one (it would notice anyway).
 	os.RemoveAll(filepath.Join(g.Home, "projections"))
-	fmt.Fprintf(out.Out, "restored %d event(s) into stream %s (sequences %d to %d) and the controller key into %s\n", n, st.Name(), m.FirstSeq, m.LastSeq, g.Home)
+	fmt.Fprintf(out.Out, "restored %d event(s) into stream %s (sequences %d to %d; %d published now) and the controller key into %s\n", m.Messages, st.Name(), m.FirstSeq, m.LastSeq, n, g.Home)
 	fmt.Fprintln(out.Out, "start the mesh with mesh up (or mesh serve): it folds the read models from the restored stream")
 	return nil
 }

@@ -1,0 +1,84 @@
+package commands_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// Restore is all or nothing (rule 26): a restore stopped part way leaves a
+// stream no controller serves, saying how far it got and what to do; the
+// same restore again resumes after the last event that landed, and the
+// mesh then serves exactly what was backed up.
+func TestAPartialRestoreIsNeverServed(t *testing.T) {
+	ctx := context.Background()
+	m := newTrustMesh(t, false)
+	for _, n := range []string{"web-1", "web-2", "web-3"} {
+		_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n})
+		m.must(err)
+	}
+	_, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	m.must(err)
+	var backup bytes.Buffer
+	manifest, err := m.h.Store.Export(ctx, &backup)
+	m.must(err)
+	want, err := m.h.Status(ctx, commands.StatusRequest{})
+	m.must(err)
+
+	// A new bus; the restore dies after half the backup's lines.
+	srv := embeddedtest.Server(t)
+	nc := embeddedtest.Conn(t, srv)
+	st, _, err := store.Open(ctx, nc, store.StreamConfig{})
+	m.must(err)
+	lines := bytes.SplitAfter(backup.Bytes(), []byte("\n"))
+	half := bytes.Join(lines[:len(lines)/2], nil)
+	if _, _, err := st.Import(ctx, manifest, bytes.NewReader(append(half, []byte(`{"seq":`)...))); err == nil {
+		t.Fatal("a restore cut off part way said it finished")
+	}
+	home := t.TempDir()
+	writeKey(t, m.home, home)
+	if _, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home}); err == nil ||
+		!strings.Contains(err.Error(), "holds a restore that did not finish") || !strings.Contains(err.Error(), "run mesh restore with the same backup again") {
+		t.Fatalf("a controller on a partial restore: %v", err)
+	}
+
+	n, from, err := st.Import(ctx, manifest, bytes.NewReader(backup.Bytes()))
+	if err != nil || from < 2 || n+from-1 != manifest.Messages {
+		t.Fatalf("the restore again: published %d from %d of %d: %v", n, from, manifest.Messages, err)
+	}
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
+	if err != nil {
+		t.Fatalf("a controller on the finished restore: %v", err)
+	}
+	defer ctrl.Close()
+	got, err := ctrl.Handlers.Status(ctx, commands.StatusRequest{})
+	m.must(err)
+	if len(got.Nodes) != len(want.Nodes) || got.Checkpoint != want.Checkpoint {
+		t.Fatalf("restored mesh: %d nodes at %d, backed up %d at %d", len(got.Nodes), got.Checkpoint, len(want.Nodes), want.Checkpoint)
+	}
+	for i := range want.Nodes {
+		if got.Nodes[i].Name != want.Nodes[i].Name || got.Nodes[i].Digest != want.Nodes[i].Digest {
+			t.Fatalf("restored %+v, backed up %+v", got.Nodes[i], want.Nodes[i])
+		}
+	}
+}
+
+// writeKey copies the controller key of one home into another, as a
+// restore places it.
+func writeKey(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(from, commands.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(to, commands.KeyFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
