@@ -141,6 +141,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil || !found || last.Seq == seen {
 			return false, err
 		}
+		if last.Seq < seen {
+			// The log went back (an older backup restored) or was replaced:
+			// it may not hold this agent's report key, without which every
+			// report of its would be set aside. Recording it again is
+			// harmless where it does.
+			a.cfg.Log.Warn(fmt.Sprintf("the log went back: its newest declaration for %s is event %d, this agent read event %d; recording its report key again", a.cfg.Join.Node, last.Seq, seen))
+			a.recordKey(ctx)
+		}
 		seen = last.Seq
 		a.handle(ctx, last)
 		return true, nil
@@ -216,6 +224,11 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 	case d.Sequence == a.state.LastSequence && digest == a.state.LastDigest:
 		return // this very declaration was applied before a restart: never twice
 	case d.Sequence <= a.state.LastSequence:
+		// Signed by the controller, yet numbered below what this node
+		// applied: the log lost its tail (an older backup restored). The
+		// refusal tells the controller the highest applied, and is believed
+		// only with the report key in the log: record it (again).
+		a.recordKeyLocked(ctx)
 		a.refuse(ctx, d.Sequence, digest, fmt.Sprintf("sequence %d is at or below %d, the last this node applied: a replay", d.Sequence, a.state.LastSequence))
 		return
 	}

@@ -79,6 +79,10 @@ func createReportKey(path string) (nkeys.KeyPair, error) {
 func (a *Agent) recordKey(ctx context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.recordKeyLocked(ctx)
+}
+
+func (a *Agent) recordKeyLocked(ctx context.Context) {
 	key := a.sealing.Signer.PublicKey()
 	ev := events.ReportKeyRecorded{Node: a.cfg.Join.Node, Key: key}
 	for _, p := range a.state.Pending {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
@@ -80,5 +81,49 @@ func writeKey(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(filepath.Join(to, commands.KeyFile), b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An older backup restored while agents run (rule 26, issue 12): a running
+// agent notices its log went back, records its report key in the restored
+// log (which may not hold it), and the mesh converges on the next pushes:
+// the agent refuses what it already applied, naming the highest sequence,
+// and the push after is numbered above it and applied.
+func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
+	ctx := context.Background()
+	m := newTrustMesh(t, true)
+	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	m.must(err)
+	// The backup, taken before the agent ever started: it holds no report key.
+	var backup bytes.Buffer
+	manifest, err := m.h.Store.Export(ctx, &backup)
+	m.must(err)
+	m.runAgent("web-1", t.TempDir())
+	m.pushAndWait("web-1")
+	last := m.pushAndWait("web-1")
+
+	// Restore the older backup into the same bus, under the running agent.
+	st, err := m.h.Store.Replace(ctx, store.StreamConfig{})
+	m.must(err)
+	_, _, err = st.Import(ctx, manifest, bytes.NewReader(backup.Bytes()))
+	m.must(err)
+	m.start()
+	r, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "web-1"})
+	m.must(err)
+	p := r.Sent[0]
+	if err := commands.WaitReport(ctx, m.h.Store, "web-1", p.Digest, p.StreamSeq, 10*time.Second); err == nil ||
+		!strings.Contains(err.Error(), "refused") {
+		t.Fatalf("the first push after the restore (sequence %d, the agent applied %d): %v", p.Sequence, last.Sequence, err)
+	}
+	m.settle() // the refusal folded: the next push reads its highest
+	next := m.pushAndWait("web-1")
+	if next.Sequence != last.Sequence+1 {
+		t.Fatalf("the push after the refusal is sequence %d, want %d", next.Sequence, last.Sequence+1)
+	}
+	m.settle()
+	s, err := m.h.Status(ctx, commands.StatusRequest{})
+	m.must(err)
+	if !s.Well {
+		t.Fatalf("the mesh after an older backup under running agents: %+v", s)
 	}
 }

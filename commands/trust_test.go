@@ -130,6 +130,15 @@ func (m *trustMesh) fence() {
 	m.must(m.h.Proj.WaitFor(m.ctx, r.Seq))
 }
 
+// settle waits until the read models have folded everything the stream
+// holds now (what was acknowledged to its writer is in it).
+func (m *trustMesh) settle() {
+	m.t.Helper()
+	st, err := m.h.Store.State(m.ctx)
+	m.must(err)
+	m.must(m.h.Proj.WaitFor(m.ctx, st.LastSeq))
+}
+
 // envelope is ev as a mesh event on agg, as anyone could encode it.
 func envelope(t *testing.T, agg events.AggregateID, ev events.Event) []byte {
 	t.Helper()
