@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 	"github.com/nats-io/nats.go"
@@ -51,6 +52,9 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	log := c.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if err := lostStream(ctx, nc, c); err != nil {
+		return nil, err
 	}
 	st, a, err := store.Open(ctx, nc, c.Stream)
 	if err != nil {
@@ -175,4 +179,30 @@ func logProgress(log *slog.Logger, proj *projections.Engine, target uint64) func
 		}
 	}()
 	return func() { close(done) }
+}
+
+// lostStream refuses to start an empty mesh in place of one the bus lost
+// (issue 12: the bus's data directory removed, and the restart quietly made
+// an empty mesh that status called well): when the bus has no stream but
+// this home's read models were folded from one, that stream is gone, and
+// creating a new one would serve nothing as if it were the mesh. Reset
+// (mesh up --rebuild) is the person's word that an empty mesh is wanted.
+func lostStream(ctx context.Context, nc *nats.Conn, c ControllerConfig) error {
+	if c.Reset {
+		return nil
+	}
+	name := c.Stream.Name
+	if name == "" {
+		name = events.Stream
+	}
+	exists, err := store.Exists(ctx, nc, name)
+	if err != nil || exists {
+		return err
+	}
+	f, found, err := projections.Peek(filepath.Join(c.Home, "projections"))
+	if err != nil || !found || f.Checkpoint == 0 {
+		return err
+	}
+	return fmt.Errorf("the bus has no stream %s, but this home's read models were folded from stream %s created %s, up to event %d: the bus's data is lost, or this is another bus; restore a backup (mesh restore), or start with --rebuild to begin an empty mesh in its place",
+		name, f.Stream, f.Created.Format(time.RFC3339), f.Checkpoint)
 }

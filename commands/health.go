@@ -34,6 +34,8 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 		var fe *projections.FoldError
 		if errors.As(h.Proj.Failure(), &fe) {
 			out = append(out, fmt.Sprintf("the read models stopped at event %d and hold nothing after it: %v", fe.Seq, strings.TrimPrefix(refusal(fe).Error(), ErrReadOnly.Error()+": ")))
+		} else if errors.As(h.Proj.Stalled(), &fe) {
+			out = append(out, fmt.Sprintf("the read models cannot be written (a full disk?), and hold nothing after event %d until they can: %v", h.Proj.Checkpoint(), fe.Err))
 		} else if lag, err := h.lag(ctx, v.Checkpoint()); err != nil {
 			out = append(out, "the stream's position cannot be read, so these read models cannot be trusted to be current: "+err.Error())
 		} else if lag != "" {

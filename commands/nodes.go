@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -37,6 +38,8 @@ type Handlers struct {
 	// past: these handlers answer from a fold of the past (--as-of), which
 	// neither follows the stream nor can be behind it.
 	past bool
+	// storageFull: the last write met a bus that could not store it.
+	storageFull atomic.Bool
 }
 
 // maxAttempts bounds decide-append rounds when other writers keep moving an

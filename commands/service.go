@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -45,28 +46,28 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		name, subject string
 		handler       micro.Handler
 	}{
-		{"node-enroll", SubjectNodeEnroll, endpoint(nc, h.Enroll, verbTimeout)},
-		{"node-retire", SubjectNodeRetire, endpoint(nc, h.Retire, verbTimeout)},
-		{"node-list", SubjectNodeList, endpoint(nc, h.ListNodes, verbTimeout)},
-		{"node-show", SubjectNodeShow, endpoint(nc, h.ShowNode, verbTimeout)},
-		{"node-assign", SubjectNodeAssign, endpoint(nc, h.Assign, verbTimeout)},
-		{"node-unassign", SubjectNodeUnassign, endpoint(nc, h.Unassign, verbTimeout)},
-		{"node-plan", SubjectNodePlan, endpoint(nc, h.Plan, verbTimeout)},
-		{"node-join", SubjectNodeJoin, endpoint(nc, h.Join, verbTimeout)},
-		{"push", SubjectPush, endpoint(nc, h.Push, pushTimeout)},
-		{"declare", SubjectDeclare, endpoint(nc, h.Declare, verbTimeout)},
-		{"status", SubjectStatus, endpoint(nc, h.Status, verbTimeout)},
-		{"report", SubjectReport, endpoint(nc, h.Report, verbTimeout)},
-		{"history", SubjectHistory, endpoint(nc, h.History, verbTimeout)},
-		{"audit", SubjectAudit, endpoint(nc, h.Audit, rebuildTimeout)},
-		{"foreign-list", SubjectForeignList, endpoint(nc, h.ListForeign, verbTimeout)},
-		{"foreign-ack", SubjectForeignAck, endpoint(nc, h.AckForeign, verbTimeout)},
-		{"module-register", SubjectModuleRegister, endpoint(nc, h.RegisterModule, verbTimeout)},
-		{"module-list", SubjectModuleList, endpoint(nc, h.ListModules, verbTimeout)},
-		{"module-show", SubjectModuleShow, endpoint(nc, h.ShowModule, verbTimeout)},
-		{"projections-status", SubjectProjectionsStatus, endpoint(nc, h.ProjectionsStatus, verbTimeout)},
-		{"projections-rebuild", SubjectProjectionsRebuild, endpoint(nc, h.RebuildProjections, rebuildTimeout)},
-		{"projections-verify", SubjectProjectionsVerify, endpoint(nc, h.VerifyProjections, rebuildTimeout)},
+		{"node-enroll", SubjectNodeEnroll, endpoint(nc, h, SubjectNodeEnroll, h.Enroll, verbTimeout)},
+		{"node-retire", SubjectNodeRetire, endpoint(nc, h, SubjectNodeRetire, h.Retire, verbTimeout)},
+		{"node-list", SubjectNodeList, endpoint(nc, h, SubjectNodeList, h.ListNodes, verbTimeout)},
+		{"node-show", SubjectNodeShow, endpoint(nc, h, SubjectNodeShow, h.ShowNode, verbTimeout)},
+		{"node-assign", SubjectNodeAssign, endpoint(nc, h, SubjectNodeAssign, h.Assign, verbTimeout)},
+		{"node-unassign", SubjectNodeUnassign, endpoint(nc, h, SubjectNodeUnassign, h.Unassign, verbTimeout)},
+		{"node-plan", SubjectNodePlan, endpoint(nc, h, SubjectNodePlan, h.Plan, verbTimeout)},
+		{"node-join", SubjectNodeJoin, endpoint(nc, h, SubjectNodeJoin, h.Join, verbTimeout)},
+		{"push", SubjectPush, endpoint(nc, h, SubjectPush, h.Push, pushTimeout)},
+		{"declare", SubjectDeclare, endpoint(nc, h, SubjectDeclare, h.Declare, verbTimeout)},
+		{"status", SubjectStatus, endpoint(nc, h, SubjectStatus, h.Status, verbTimeout)},
+		{"report", SubjectReport, endpoint(nc, h, SubjectReport, h.Report, verbTimeout)},
+		{"history", SubjectHistory, endpoint(nc, h, SubjectHistory, h.History, verbTimeout)},
+		{"audit", SubjectAudit, endpoint(nc, h, SubjectAudit, h.Audit, rebuildTimeout)},
+		{"foreign-list", SubjectForeignList, endpoint(nc, h, SubjectForeignList, h.ListForeign, verbTimeout)},
+		{"foreign-ack", SubjectForeignAck, endpoint(nc, h, SubjectForeignAck, h.AckForeign, verbTimeout)},
+		{"module-register", SubjectModuleRegister, endpoint(nc, h, SubjectModuleRegister, h.RegisterModule, verbTimeout)},
+		{"module-list", SubjectModuleList, endpoint(nc, h, SubjectModuleList, h.ListModules, verbTimeout)},
+		{"module-show", SubjectModuleShow, endpoint(nc, h, SubjectModuleShow, h.ShowModule, verbTimeout)},
+		{"projections-status", SubjectProjectionsStatus, endpoint(nc, h, SubjectProjectionsStatus, h.ProjectionsStatus, verbTimeout)},
+		{"projections-rebuild", SubjectProjectionsRebuild, endpoint(nc, h, SubjectProjectionsRebuild, h.RebuildProjections, rebuildTimeout)},
+		{"projections-verify", SubjectProjectionsVerify, endpoint(nc, h, SubjectProjectionsVerify, h.VerifyProjections, rebuildTimeout)},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, e.handler, micro.WithEndpointSubject(e.subject)); err != nil {
@@ -79,7 +80,8 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 
 // endpoint adapts a typed handler. Each request runs on its own goroutine:
 // one verb waiting for its projection must not hold up the next request.
-func endpoint[Req, Resp any](nc *nats.Conn, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
+func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
+	writes := Writes(subject)
 	return micro.HandlerFunc(func(r micro.Request) {
 		go func() {
 			var req Req
@@ -92,6 +94,9 @@ func endpoint[Req, Resp any](nc *nats.Conn, fn func(context.Context, Req) (Resp,
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			resp, err := fn(ctx, req)
+			if writes {
+				h.observe(err)
+			}
 			if err != nil {
 				r.Error(codeOf(err), err.Error(), nil)
 				return
@@ -108,6 +113,22 @@ func endpoint[Req, Resp any](nc *nats.Conn, fn func(context.Context, Req) (Resp,
 			}
 		}()
 	})
+}
+
+// observe logs the bus's storage trouble once when a write first meets it,
+// and once when a write lands again: a full disk is worth two lines in the
+// controller's log, not one per command.
+func (h *Handlers) observe(err error) {
+	switch {
+	case errors.Is(err, store.ErrStorage):
+		if !h.storageFull.Swap(true) {
+			h.Log.Error(err.Error())
+		}
+	case err == nil:
+		if h.storageFull.Swap(false) {
+			h.Log.Info("the bus stores events again")
+		}
+	}
 }
 
 func codeOf(err error) string {

@@ -34,6 +34,10 @@ type Options struct {
 	// bus started for one job in this process (mesh restore), which nothing
 	// else should reach while it runs.
 	InProcessOnly bool
+	// MaxStore bounds JetStream's file storage in bytes (0: the server's
+	// default, a share of the disk). A bus at its limit refuses to store,
+	// as one on a full disk does.
+	MaxStore int64
 	// Auth, when set, closes the bus: only the controller's own user connects
 	// of itself, and every other connection is decided by the controller's
 	// auth callout, which tells each one what it may do (rule 18).
@@ -78,12 +82,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		o.ReadyTimeout = 10 * time.Second
 	}
 	opts := &server.Options{
-		ServerName: o.ServerName,
-		Host:       o.Host,
-		Port:       o.Port,
-		JetStream:  true,
-		StoreDir:   o.Dir,
-		SyncAlways: o.SyncAlways,
+		ServerName:        o.ServerName,
+		Host:              o.Host,
+		Port:              o.Port,
+		JetStream:         true,
+		StoreDir:          o.Dir,
+		SyncAlways:        o.SyncAlways,
+		JetStreamMaxStore: o.MaxStore,
 		// NoSigs: the mesh process owns signal handling, and Ctrl-C must stop
 		// the controller before the bus, not the bus underneath it.
 		NoSigs:     true,

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 )
 
@@ -62,7 +63,10 @@ type Engine struct {
 
 	checkpoint atomic.Uint64
 	failure    atomic.Pointer[FoldError]
-	unsynced   atomic.Bool // commits since the last WAL sync
+	// stalled is a storage fault the fold is retrying (nil when none):
+	// status names it while it lasts.
+	stalled  atomic.Pointer[FoldError]
+	unsynced atomic.Bool // commits since the last WAL sync
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on every commit
@@ -275,9 +279,13 @@ func (e *Engine) stopLocked() {
 	e.runCancel, e.runDone = nil, nil
 }
 
-// follow reads from the checkpoint on until ctx ends or a fold fails. A read
-// error (the bus went away) is retried; a fold error is not: it is the same
-// event every time, and it waits for a person with a newer binary.
+// follow reads from the checkpoint on until ctx ends or the fold meets a
+// newer controller's event. A read error (the bus went away) is retried; so
+// is a failure to write the read models (a full disk): the same events are
+// folded again from the checkpoint once they can be written, and the log
+// says so when it starts and when it clears, not at every try. Only a
+// newer controller's event stops the fold: it is the same event every
+// time, and it waits for a person with a newer binary.
 func (e *Engine) follow(ctx context.Context, f *folder) {
 	defer f.discard()
 	for {
@@ -286,13 +294,21 @@ func (e *Engine) follow(ctx context.Context, f *folder) {
 			return
 		}
 		var fe *FoldError
-		if errors.As(err, &fe) {
+		switch {
+		case errors.As(err, &fe) && errors.Is(fe, events.ErrNewer):
 			e.failure.Store(fe)
 			e.o.Log.Error("projections stopped", "err", fe)
 			e.broadcast()
 			return
+		case errors.As(err, &fe):
+			if e.stalled.Swap(fe) == nil {
+				e.o.Log.Error(fmt.Sprintf("projections cannot write the read models; folding again from event %d every second until they can: %v",
+					e.checkpoint.Load()+1, fe))
+			}
+			f.reset()
+		default:
+			e.o.Log.Warn("projections: reading the stream failed; retrying", "err", err)
 		}
-		e.o.Log.Warn("projections: reading the stream failed; retrying", "err", err)
 		select {
 		case <-ctx.Done():
 			return
@@ -304,6 +320,9 @@ func (e *Engine) follow(ctx context.Context, f *folder) {
 func (e *Engine) committed(last uint64) {
 	e.unsynced.Store(true)
 	e.checkpoint.Store(last)
+	if s := e.stalled.Load(); s != nil && last >= s.Seq && e.stalled.CompareAndSwap(s, nil) {
+		e.o.Log.Info(fmt.Sprintf("projections write again: folded past event %d", s.Seq))
+	}
 	e.broadcast()
 }
 
@@ -316,6 +335,14 @@ func (e *Engine) broadcast() {
 
 // Checkpoint is the sequence of the last event folded and committed.
 func (e *Engine) Checkpoint() uint64 { return e.checkpoint.Load() }
+
+// Stalled is the storage fault the fold is retrying, if any.
+func (e *Engine) Stalled() error {
+	if f := e.stalled.Load(); f != nil {
+		return f
+	}
+	return nil
+}
 
 // Failure is the event folding stopped at, if it stopped.
 func (e *Engine) Failure() error {
@@ -493,4 +520,33 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
 	panic(fmt.Sprintf(format, args...))
+}
+
+// Folded is what read models in dir say of the stream they were folded
+// from, without a bus: for a start to tell a lost stream from a new one.
+type Folded struct {
+	Stream     string
+	Created    time.Time
+	Checkpoint uint64
+}
+
+// Peek reads the identity and checkpoint of the read models in dir, read
+// only; found is false when there are none.
+func Peek(dir string) (Folded, bool, error) {
+	e := &Engine{o: Options{Dir: dir}, fs: vfs.Default}
+	gen, err := e.readCurrent()
+	if err != nil || gen == "" {
+		return Folded{}, false, err
+	}
+	db, err := pebble.Open(e.fs.PathJoin(dir, gen), &pebble.Options{ReadOnly: true, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		return Folded{}, false, fmt.Errorf("projections: cannot read the read models in %s: %w", dir, err)
+	}
+	defer db.Close()
+	var id identity
+	found, err := getJSON(db, keyIdentity, &id)
+	if err != nil || !found {
+		return Folded{}, false, err
+	}
+	return Folded{Stream: id.Stream, Created: id.Created, Checkpoint: readCheckpoint(db)}, true, nil
 }

@@ -175,6 +175,13 @@ func (f *folder) commit() error {
 	return nil
 }
 
+// reset drops what is uncommitted and starts a fresh batch, to fold again
+// from the checkpoint after a commit failed.
+func (f *folder) reset() {
+	f.discard()
+	f.b = f.db.NewIndexedBatch()
+}
+
 // discard drops an uncommitted batch: what a crash between batches does.
 func (f *folder) discard() {
 	f.b.Close()

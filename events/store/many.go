@@ -94,10 +94,8 @@ func (s *Store) settle(ctx context.Context, it One, err error) Outcome {
 		}
 		return Outcome{Err: ErrConflict}
 	}
+	// Append names the aggregate and the cause (ErrStorage among them).
 	seq, err := s.Append(ctx, it.Aggregate, it.Expected, it.CommandID, it.Event)
-	if err != nil && !errors.Is(err, ErrConflict) {
-		err = fmt.Errorf("store: cannot append to %s: %w", it.Aggregate, err)
-	}
 	return Outcome{Seq: seq, Err: err}
 }
 
@@ -123,7 +121,7 @@ func (s *Store) Report(ctx context.Context, node, reportID string, ev events.Eve
 	m.Header.Set(events.MACHeader, declaration.MAC(by.MAC, m.Subject, data))
 	ack, err := s.js.PublishMsg(ctx, m)
 	if err != nil {
-		return 0, fmt.Errorf("store: cannot publish %s's %s: %w", node, ev.EventType(), err)
+		return 0, fmt.Errorf("store: cannot publish %s's %s: %w", node, ev.EventType(), storageFault(err))
 	}
 	return ack.Sequence, nil
 }

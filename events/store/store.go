@@ -56,6 +56,22 @@ func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion
 	return &Store{nc: nc, js: js, stream: st, name: c.Name, Now: time.Now}, a, nil
 }
 
+// Exists reports whether the bus holds the stream called name.
+func Exists(ctx context.Context, nc *nats.Conn, name string) (bool, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return false, fmt.Errorf("store: cannot use JetStream: %w", err)
+	}
+	_, err = js.Stream(ctx, name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("store: cannot look up stream %s: %w", name, err)
+	}
+	return true, nil
+}
+
 // Attach uses an existing stream without asserting it: for clients (mesh
 // events) that must not change the bus's configuration.
 func Attach(ctx context.Context, nc *nats.Conn, name string) (*Store, error) {
@@ -185,9 +201,35 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 			case <-time.After(20 * time.Millisecond):
 			}
 		default:
-			return 0, fmt.Errorf("store: cannot append to %s: %w", agg, err)
+			return 0, fmt.Errorf("store: cannot append to %s: %w", agg, storageFault(err))
 		}
 	}
+}
+
+// ErrStorage: the bus cannot store what it is given: its storage is full or
+// at its limit. Nothing was recorded; the same write succeeds once there is
+// room again.
+var ErrStorage = errors.New("the bus cannot store more events: its storage is full or at its limit; free space on the bus's disk or raise its JetStream storage limit, then try again (nothing was recorded)")
+
+// JetStream's codes for a store that is out of room.
+const (
+	codeAccountResources = 10002 // resource limits exceeded for account
+	codeInsufficient     = 10023 // insufficient resources
+	codeStorageResources = 10047 // insufficient storage resources available
+	codeStoreFailed      = 10077 // storing a message failed (a full disk)
+)
+
+// storageFault turns JetStream's out-of-room refusals into ErrStorage, the
+// one sentence every command says for them, and leaves any other error be.
+func storageFault(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case codeAccountResources, codeInsufficient, codeStorageResources, codeStoreFailed:
+			return fmt.Errorf("%w (%s)", ErrStorage, apiErr.Description)
+		}
+	}
+	return err
 }
 
 // message is one event of a decision as it is published.
