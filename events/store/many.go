@@ -146,7 +146,7 @@ func (s *Store) Last(ctx context.Context, subject string) (Msg, bool, error) {
 	if s.stream == nil {
 		return s.lastDirect(ctx, subject)
 	}
-	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	m, err := retry(ctx, func() (*jetstream.RawStreamMsg, error) { return s.stream.GetLastMsgForSubject(ctx, subject) })
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Msg{}, false, nil
 	}
@@ -162,7 +162,7 @@ func (s *Store) Get(ctx context.Context, seq uint64) (Msg, error) {
 	if err := s.needsStream("read an event of"); err != nil {
 		return Msg{}, err
 	}
-	m, err := s.stream.GetMsg(ctx, seq)
+	m, err := retry(ctx, func() (*jetstream.RawStreamMsg, error) { return s.stream.GetMsg(ctx, seq) })
 	if err != nil {
 		return Msg{}, fmt.Errorf("store: cannot read event %d: %w", seq, err)
 	}

@@ -131,7 +131,7 @@ func (s *Store) State(ctx context.Context) (State, error) {
 	if err := s.needsStream("read the state of"); err != nil {
 		return State{}, err
 	}
-	info, err := s.stream.Info(ctx)
+	info, err := retry(ctx, func() (*jetstream.StreamInfo, error) { return s.stream.Info(ctx) })
 	if err != nil {
 		return State{}, fmt.Errorf("store: cannot read the state of stream %s: %w", s.name, err)
 	}
@@ -174,6 +174,16 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 		seq, err := s.publish(ctx, msgs)
 		if err == nil {
 			return seq, nil
+		}
+		if errors.Is(err, nats.ErrNoResponders) && attempt < 50 {
+			// No stream took it (a leader being elected): nothing landed,
+			// so the same publish is tried again, briefly.
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(transientWait(attempt)):
+			}
+			continue
 		}
 		var apiErr *jetstream.APIError
 		if !errors.As(err, &apiErr) {
@@ -330,7 +340,7 @@ func (s *Store) Version(ctx context.Context, agg events.AggregateID) (uint64, er
 	if err := s.needsStream("read an aggregate of"); err != nil {
 		return 0, err
 	}
-	m, err := s.stream.GetLastMsgForSubject(ctx, agg.Filter())
+	m, err := retry(ctx, func() (*jetstream.RawStreamMsg, error) { return s.stream.GetLastMsgForSubject(ctx, agg.Filter()) })
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -343,6 +353,18 @@ func (s *Store) Version(ctx context.Context, agg events.AggregateID) (uint64, er
 // Load reads every event of agg in order. The version is the sequence of the
 // last one, the value to pass to Append as expected.
 func (s *Store) Load(ctx context.Context, agg events.AggregateID) ([]events.Recorded, uint64, error) {
+	type loaded struct {
+		recs    []events.Recorded
+		version uint64
+	}
+	l, err := retry(ctx, func() (loaded, error) {
+		recs, version, err := s.load(ctx, agg)
+		return loaded{recs, version}, err
+	})
+	return l.recs, l.version, err
+}
+
+func (s *Store) load(ctx context.Context, agg events.AggregateID) ([]events.Recorded, uint64, error) {
 	last, err := s.Version(ctx, agg)
 	if err != nil || last == 0 {
 		return nil, 0, err

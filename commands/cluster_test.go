@@ -1,0 +1,94 @@
+package commands_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+)
+
+// Clusters without spurious failures (issue 12): on three servers with an
+// R3 stream, two controllers sharing it, and commands from several clients
+// at once, no command fails with "no responders" or another transient
+// error: every one is answered, done or refused for a reason of its own.
+func TestTwoControllersOnAClusterWithoutSpuriousFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-server cluster")
+	}
+	ctx := context.Background()
+	servers := embeddedtest.Cluster(t, 3)
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.ClientURL())
+	}
+	connect := func(i int) *nats.Conn {
+		nc, err := nats.Connect(servers[i%3].ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	// Two controllers, one key (as two homes restored from one backup).
+	homes := []string{t.TempDir(), t.TempDir()}
+	for i, home := range homes {
+		if i > 0 {
+			writeKey(t, homes[0], home)
+		}
+		ctrl, err := commands.StartController(ctx, connect(i), commands.ControllerConfig{Home: home, Stream: store.StreamConfig{Replicas: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ctrl.Close() })
+	}
+	manifest, err := os.ReadFile("../examples/app.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0 := &commands.Client{NC: connect(2), Timeout: 30 * time.Second}
+	var reg commands.Registered
+	if err := c0.Call(ctx, commands.SubjectModuleRegister, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "app.json", Manifest: string(manifest)}, &reg); err != nil {
+		t.Fatal(err)
+	}
+	const clients, nodes = 4, 10
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	for c := range clients {
+		wg.Go(func() {
+			cl := &commands.Client{NC: connect(c), Timeout: 30 * time.Second}
+			for n := range nodes {
+				name := fmt.Sprintf("c%d-n%d", c, n)
+				steps := []struct {
+					subject string
+					req     any
+					resp    any
+				}{
+					{commands.SubjectNodeEnroll, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: name, Capabilities: []string{"linux"}}, &commands.Changed{}},
+					{commands.SubjectNodeAssign, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: name, Module: "app"}, &commands.Assigned{}},
+					{commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID(), Node: name}, &commands.PushReply{}},
+					{commands.SubjectNodeUnassign, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: name, Module: "app"}, &commands.Assigned{}},
+				}
+				for _, s := range steps {
+					if err := cl.Call(ctx, s.subject, s.req, s.resp); err != nil {
+						mu.Lock()
+						failures = append(failures, fmt.Sprintf("%s %s: %v", s.subject, name, err))
+						mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d commands failed:\n%s", len(failures), clients*nodes*4, strings.Join(failures[:min(len(failures), 10)], "\n"))
+	}
+}
