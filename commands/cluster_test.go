@@ -92,3 +92,88 @@ func TestTwoControllersOnAClusterWithoutSpuriousFailures(t *testing.T) {
 		t.Fatalf("%d of %d commands failed:\n%s", len(failures), clients*nodes*4, strings.Join(failures[:min(len(failures), 10)], "\n"))
 	}
 }
+
+// A stream leader lost in the middle of a push to 300 nodes: the push
+// carries on against the new leader and sends every node, each exactly
+// once in the log, and the next push has nothing to send.
+func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-server cluster")
+	}
+	ctx := context.Background()
+	servers := embeddedtest.Cluster(t, 3)
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.ClientURL())
+	}
+	admin, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	st, _, err := store.Open(ctx, admin, store.StreamConfig{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := ""
+	for deadline := time.Now().Add(20 * time.Second); leader == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		info, err := st.JetStream().Stream(ctx, "MESH")
+		if err == nil && info.CachedInfo().Cluster != nil {
+			leader = info.CachedInfo().Cluster.Leader
+		}
+	}
+	// The controller on a server that is not the leader, so that what is
+	// lost is the stream's leader, not the controller's connection.
+	var ctrlURL string
+	var victim int
+	for i, s := range servers {
+		if s.Name() == leader {
+			victim = i
+		} else if ctrlURL == "" {
+			ctrlURL = s.ClientURL()
+		}
+	}
+	nc, err := nats.Connect(ctrlURL, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: t.TempDir(), Stream: store.StreamConfig{Replicas: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	h := ctrl.Handlers
+	const nodes = 300
+	for i := range nodes {
+		if _, err := h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The leader goes down when the first declaration lands.
+	var once sync.Once
+	sub, err := nc.Subscribe("mesh.ev.node.*.DeclarationSent", func(*nats.Msg) { once.Do(func() { go servers[victim].Close() }) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	r, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	if err != nil || len(r.Sent) != nodes || len(r.Unsent) != 0 {
+		t.Fatalf("the push across the leader's loss: %d sent, %d unsent (%+v), %v", len(r.Sent), len(r.Unsent), r.Unsent[:min(len(r.Unsent), 3)], err)
+	}
+	sends := map[string]int{}
+	if err := h.Store.Read(ctx, store.ReadOptions{Filter: "mesh.ev.node.*.DeclarationSent"}, func(m store.Msg) error {
+		sends[m.Subject]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for s, n := range sends {
+		if n != 1 {
+			t.Fatalf("%s holds %d declarations", s, n)
+		}
+	}
+	if len(sends) != nodes {
+		t.Fatalf("%d nodes have a declaration in the log, want %d", len(sends), nodes)
+	}
+}

@@ -76,7 +76,7 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: o.From}
 	}
 	cfg.FilterSubjects = filters
-	cons, err := s.js.OrderedConsumer(ctx, s.name, cfg)
+	cons, err := retry(ctx, func() (jetstream.Consumer, error) { return s.js.OrderedConsumer(ctx, s.name, cfg) })
 	if err != nil {
 		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)
 	}

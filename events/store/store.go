@@ -23,6 +23,12 @@ var (
 	ErrNoEvents = errors.New("store: nothing to append")
 )
 
+// asyncAckWait is how long a pipelined publish waits for its ack before it
+// is settled another way (AppendMany's settle: read back, or append again
+// under the same id). Without it, an ack lost with a stream leader on a
+// cluster left a push waiting for ever; an election takes about a second.
+const asyncAckWait = 2 * time.Second
+
 // maxBatch is JetStream's limit of messages in one atomic batch.
 const maxBatch = 1000
 
@@ -45,7 +51,7 @@ type Store struct {
 // on it together with what the assertion found and did.
 func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion, error) {
 	c = c.withDefaults()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckWait))
 	if err != nil {
 		return nil, Assertion{}, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}
@@ -58,7 +64,7 @@ func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion
 
 // Exists reports whether the bus holds the stream called name.
 func Exists(ctx context.Context, nc *nats.Conn, name string) (bool, error) {
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckWait))
 	if err != nil {
 		return false, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}
@@ -78,7 +84,7 @@ func Attach(ctx context.Context, nc *nats.Conn, name string) (*Store, error) {
 	if name == "" {
 		name = events.Stream
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckWait))
 	if err != nil {
 		return nil, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}
@@ -100,7 +106,7 @@ func AttachNode(nc *nats.Conn, name string) (*Store, error) {
 	if name == "" {
 		name = events.Stream
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckWait))
 	if err != nil {
 		return nil, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}

@@ -32,9 +32,13 @@ func transient(err error) bool {
 func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	deadline := time.Now().Add(transientFor)
 	wait := 20 * time.Millisecond
-	for {
+	for attempt := 0; ; attempt++ {
 		v, err := fn()
-		if err == nil || !transient(err) || time.Now().Add(wait).After(deadline) {
+		// A request's own timeout (not the caller's) is of the moment too:
+		// a request sent while the meta leader was being elected.
+		own := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+		// At least one more try, however long the first took.
+		if err == nil || !transient(err) && !own || attempt > 0 && time.Now().Add(wait).After(deadline) {
 			return v, err
 		}
 		select {
