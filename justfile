@@ -34,6 +34,11 @@ bench-million:
     go test ./projections/ -run '^$' -bench 'BenchmarkRebuild$' -benchtime 1x -timeout 30m
     go test ./commands/ -run '^$' -bench 'BenchmarkHistory$' -benchtime 3x -timeout 30m
 
+# the fault suite: the controller killed mid-push, a restore killed part way,
+# the stream leader lost mid-push, a bus at its storage limit
+fault:
+    go test ./commands/ -run 'Fault|LosingTheStreamLeader|FullBus|LostStream|PartialRestore|OlderBackup' -count 1 -v
+
 # the tests with the race detector
 race:
     go test -race ./...

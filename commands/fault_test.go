@@ -1,0 +1,167 @@
+package commands_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+)
+
+// The fault suite (go test ./commands -run Fault): the controller killed at
+// random points of a push, a restore killed at random points, the stream
+// leader lost mid-push (TestAPushSurvivesLosingTheStreamLeader, with the
+// cluster tests), a bus at its storage limit (TestAFullBusIsSaidAndSurvived).
+// After each: a fresh fold equals the live read models, no node has two
+// declarations of one sequence, and the next push converges.
+
+// checkAfterFault holds what must hold after any fault: verify passes, each
+// node's declarations in the log have distinct, rising sequences, and a push
+// leaves every node sent what it would be sent now.
+func checkAfterFault(t *testing.T, h *commands.Handlers) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := h.VerifyProjections(ctx, commands.FoldRequest{})
+	if err != nil || v.Diff != "" {
+		t.Fatalf("verify after the fault: %v\n%s", err, v.Diff)
+	}
+	last := map[string]uint64{}
+	err = h.Store.Read(ctx, store.ReadOptions{Filter: "mesh.ev.node.*.DeclarationSent"}, func(m store.Msg) error {
+		_, ev, err := events.Read(m.Subject, m.Data)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", m.Seq, err)
+		}
+		sent := ev.(events.DeclarationSent)
+		if sent.Sequence <= last[sent.Node] {
+			return fmt.Errorf("event %d: %s sequence %d after %d", m.Seq, sent.Node, sent.Sequence, last[sent.Node])
+		}
+		last[sent.Node] = sent.Sequence
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil {
+		t.Fatalf("the push after the fault: %v", err)
+	}
+	s, err := h.Status(ctx, commands.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range s.Nodes {
+		if n.ContentDigest != n.WouldSend {
+			t.Fatalf("%s was not sent what it would be sent now after the push: %+v", n.Name, n)
+		}
+	}
+}
+
+// The controller killed (its bus connection cut, then stopped) at 20 random
+// points of a push to 1,000 nodes, each time started again on its home.
+func TestFaultControllerKilledMidPush(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pushes to 1,000 nodes twenty times")
+	}
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	home := t.TempDir()
+	start := func() (*commands.Controller, *nats.Conn) {
+		nc, err := srv.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
+		if err != nil {
+			t.Fatalf("the start after a kill: %v", err)
+		}
+		return ctrl, nc
+	}
+	ctrl, nc := start()
+	const nodes = 1000
+	for i := range nodes {
+		if _, err := ctrl.Handlers.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watch := embeddedtest.Conn(t, srv)
+	rng := rand.New(rand.NewPCG(2026, 12))
+	for round := range 20 {
+		// Each round changes what every node would be sent, so the push
+		// sends all of them, and is cut after a random number have landed.
+		if _, err := ctrl.Handlers.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "m.json",
+			Manifest: fmt.Sprintf(`{"module":"m%d","resources":[]}`, round)}); err != nil {
+			t.Fatal(err)
+		}
+		at := 1 + rng.IntN(nodes)
+		landed := 0
+		sub, err := watch.Subscribe("mesh.ev.node.*.DeclarationSent", func(*nats.Msg) {
+			if landed++; landed == at {
+				nc.Close()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		watch.Flush()
+		// The push fails or waits for a fold that cannot come: its deadline
+		// (the service gives a push five minutes) ends it here.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		ctrl.Handlers.Push(pctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+		cancel()
+		sub.Unsubscribe()
+		ctrl.Close()
+		nc.Close()
+		ctrl, nc = start()
+		checkAfterFault(t, ctrl.Handlers)
+	}
+	ctrl.Close()
+	nc.Close()
+}
+
+// A restore killed at random points (its input cut off mid-line), then run
+// again: the partial stream is never served, the second run resumes, and
+// the restored mesh is the backed-up one.
+func TestFaultRestoreKilledPartWay(t *testing.T) {
+	ctx := context.Background()
+	m := newTrustMesh(t, false)
+	for i := range 50 {
+		_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: fmt.Sprintf("n%d", i)})
+		m.must(err)
+	}
+	_, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	m.must(err)
+	var backup bytes.Buffer
+	manifest, err := m.h.Store.Export(ctx, &backup)
+	m.must(err)
+	rng := rand.New(rand.NewPCG(12, 2026))
+	for range 5 {
+		nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+		st, _, err := store.Open(ctx, nc, store.StreamConfig{})
+		m.must(err)
+		cut := rng.IntN(backup.Len())
+		if _, _, err := st.Import(ctx, manifest, bytes.NewReader(backup.Bytes()[:cut])); err == nil {
+			t.Fatalf("a restore cut at byte %d of %d said it finished", cut, backup.Len())
+		}
+		home := t.TempDir()
+		writeKey(t, m.home, home)
+		if _, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home}); err == nil {
+			t.Fatalf("a controller served a restore cut at byte %d", cut)
+		}
+		if _, _, err := st.Import(ctx, manifest, bytes.NewReader(backup.Bytes())); err != nil {
+			t.Fatalf("the restore again: %v", err)
+		}
+		ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
+		m.must(err)
+		if s, _ := ctrl.Handlers.Status(ctx, commands.StatusRequest{}); len(s.Nodes) != 50 {
+			t.Fatalf("the restored mesh has %d nodes, want 50", len(s.Nodes))
+		}
+		checkAfterFault(t, ctrl.Handlers)
+		ctrl.Close()
+	}
+}
