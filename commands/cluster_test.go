@@ -25,18 +25,7 @@ func TestTwoControllersOnAClusterWithoutSpuriousFailures(t *testing.T) {
 	}
 	ctx := context.Background()
 	servers := embeddedtest.Cluster(t, 3)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.ClientURL())
-	}
-	connect := func(i int) *nats.Conn {
-		nc, err := nats.Connect(servers[i%3].ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
+	connect := func(i int) *nats.Conn { return dialCluster(t, servers[i%3].ClientURL()) }
 	// Two controllers, one key (as two homes restored from one backup).
 	homes := []string{t.TempDir(), t.TempDir()}
 	for i, home := range homes {
@@ -93,9 +82,21 @@ func TestTwoControllersOnAClusterWithoutSpuriousFailures(t *testing.T) {
 	}
 }
 
+// dialCluster connects to a cluster's servers (a comma-separated list),
+// reconnecting through the loss of one, until the test ends.
+func dialCluster(t *testing.T, urls string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // A stream leader lost in the middle of a push to 300 nodes: the push
 // carries on against the new leader and sends every node, each exactly
-// once in the log, and the next push has nothing to send.
+// once in the log.
 func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-server cluster")
@@ -106,11 +107,7 @@ func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 	for _, s := range servers {
 		urls = append(urls, s.ClientURL())
 	}
-	admin, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := dialCluster(t, strings.Join(urls, ","))
 	st, _, err := store.Open(ctx, admin, store.StreamConfig{Replicas: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -133,11 +130,7 @@ func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 			ctrlURL = s.ClientURL()
 		}
 	}
-	nc, err := nats.Connect(ctrlURL, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := dialCluster(t, ctrlURL)
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: t.TempDir(), Stream: store.StreamConfig{Replicas: 3}})
 	if err != nil {
 		t.Fatal(err)
