@@ -83,10 +83,10 @@ func TestHistoryAndAudit(t *testing.T) {
 		!strings.Contains(lastChanges[0], "- database = db-1:6000|+ database = db-1:7000") {
 		t.Fatalf("the last declaration's diff: %v", lastChanges)
 	}
-	a, err := m.h.AuditNode(m.ctx, commands.NameRequest{Name: "app-1"})
+	rep, err := m.h.Audit(m.ctx, commands.AuditRequest{Node: "app-1"})
 	m.must(err)
-	if !a.OK || a.Declarations != 6 {
-		t.Fatalf("audit: %+v", a)
+	if a := rep.Nodes[0]; !rep.OK || a.Declarations != 6 {
+		t.Fatalf("audit: %+v", rep)
 	}
 
 	// Copy the stream to another bus with a plain NATS client, editing the
@@ -135,11 +135,11 @@ func TestHistoryAndAudit(t *testing.T) {
 	defer copyCtrl.Close()
 	// The edited send no longer carries the controller's MAC: the copy's
 	// fold set it aside, audit names it, and the chain breaks after it.
-	a, err = copyCtrl.Handlers.AuditNode(m.ctx, commands.NameRequest{Name: "app-1"})
+	rep, err = copyCtrl.Handlers.Audit(m.ctx, commands.AuditRequest{Node: "app-1"})
 	m.must(err)
-	if a.OK || len(a.Foreign) != 1 || a.Foreign[0].Seq != tampered || !strings.Contains(a.Foreign[0].Reason, "MAC") ||
+	if a := rep.Nodes[0]; rep.OK || len(a.Foreign) != 1 || a.Foreign[0].Seq != tampered || !strings.Contains(a.Foreign[0].Reason, "MAC") ||
 		!strings.Contains(a.Break, "chains to") {
-		t.Fatalf("audit of the edited copy (edited event %d): %+v", tampered, a)
+		t.Fatalf("audit of the edited copy (edited event %d): %+v", tampered, rep)
 	}
 }
 

@@ -314,15 +314,6 @@ func signatureRate() float64 {
 	return n / time.Since(start).Seconds()
 }
 
-// AuditNode proves one node's record (the audit endpoint before the mesh-wide
-// one; kept for callers of one node).
-func (h *Handlers) AuditNode(ctx context.Context, r NameRequest) (Audit, error) {
-	rep, err := h.Audit(ctx, AuditRequest{Node: r.Name})
-	if err != nil || len(rep.Nodes) == 0 {
-		return Audit{}, err
-	}
-	return rep.Nodes[0], nil
-}
 
 func anyOpen(f []projections.ForeignMessage) bool {
 	return slices.ContainsFunc(f, func(m projections.ForeignMessage) bool { return m.Acked == 0 })
