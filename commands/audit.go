@@ -314,7 +314,6 @@ func signatureRate() float64 {
 	return n / time.Since(start).Seconds()
 }
 
-
 func anyOpen(f []projections.ForeignMessage) bool {
 	return slices.ContainsFunc(f, func(m projections.ForeignMessage) bool { return m.Acked == 0 })
 }
