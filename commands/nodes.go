@@ -40,6 +40,20 @@ type Handlers struct {
 	past bool
 	// storageFull: the last write met a bus that could not store it.
 	storageFull atomic.Bool
+	// busTrouble, when set, is why the bus takes no events now (its disk
+	// failed a write): writes are refused at once with it, rather than
+	// waiting for an answer the bus will not give.
+	busTrouble atomic.Pointer[error]
+}
+
+// SetBusTrouble says the bus takes no events now, and why (nil: it does
+// again). mesh up, which owns its bus, watches it and says so.
+func (h *Handlers) SetBusTrouble(err error) {
+	if err == nil {
+		h.busTrouble.Store(nil)
+		return
+	}
+	h.busTrouble.Store(&err)
 }
 
 // maxAttempts bounds decide-append rounds when other writers keep moving an

@@ -63,7 +63,8 @@ type Cluster struct {
 
 // Server is a running embedded nats-server.
 type Server struct {
-	ns *server.Server
+	ns  *server.Server
+	dir string // JetStream's data directory
 }
 
 // Start runs a server and returns once it accepts connections and its
@@ -119,7 +120,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("embedded: the bus on %s did not become ready within %s", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), o.ReadyTimeout)
 	}
-	s := &Server{ns: ns}
+	s := &Server{ns: ns, dir: o.Dir}
 	if o.Cluster == nil {
 		// ReadyForConnections is not "JetStream ready": wait for healthz, or the
 		// first stream request may hang until the client's timeout.

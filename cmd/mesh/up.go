@@ -92,6 +92,9 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer ctrl.Close()
+	// A full disk: said once, writes refused at once, and storing again by
+	// itself once there is room (issue 12).
+	go srv.KeepStorage(ctx, log, ctrl.Handlers.SetBusTrouble)
 	if err := writeBusRecord(g.Home, srv.ClientURL()); err != nil {
 		return err
 	}
