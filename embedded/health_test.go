@@ -1,0 +1,102 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/embedded"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A write the bus's disk refuses (here the process's file size limit, the
+// same error path as a full disk) marks the stream, and the bus answers no
+// publish to it even once the disk takes writes again; KeepStorage says so
+// once and, with room again, starts JetStream again: the next publish is
+// stored, after what was stored before.
+func TestKeepStorageRecoversFromAFailedWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: dir, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "s.x", []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var said []error
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go srv.KeepStorage(wctx, slog.New(slog.DiscardHandler), func(err error) {
+		mu.Lock()
+		said = append(said, err)
+		mu.Unlock()
+	})
+	saidNow := func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]error(nil), said...)
+	}
+
+	// Files may grow no further: the next block write fails.
+	signal.Ignore(syscall.SIGXFSZ)
+	defer signal.Reset(syscall.SIGXFSZ)
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Skip("no file size limit here:", err)
+	}
+	blocks, _ := filepath.Glob(filepath.Join(dir, "jetstream", "$G", "streams", "S", "msgs", "*.blk"))
+	var size int64
+	for _, b := range blocks {
+		if fi, err := os.Stat(b); err == nil {
+			size = max(size, fi.Size())
+		}
+	}
+	limit := syscall.Rlimit{Cur: uint64(size) + 1, Max: old.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
+		t.Skip("cannot set a file size limit here:", err)
+	}
+	c, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = js.Publish(c, "s.x", make([]byte, 4096))
+	cancel()
+	restored := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old)
+	if restored != nil {
+		t.Fatal(restored)
+	}
+	if err == nil {
+		t.Skip("the write was not refused: the block had room")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s := saidNow()
+		if len(s) >= 2 && errors.Is(s[0], embedded.ErrStorageFailed) && s[1] == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("KeepStorage said %v; want the failure, then its recovery", s)
+		}
+	}
+	c, cancel = context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ack, err := js.Publish(c, "s.x", []byte("after"))
+	if err != nil || ack.Sequence < 2 {
+		t.Fatalf("a publish after the recovery: %+v %v", ack, err)
+	}
+}
