@@ -20,7 +20,9 @@ import (
 // same error path as a full disk) marks the stream, and the bus answers no
 // publish to it even once the disk takes writes again; KeepStorage says so
 // once and, with room again, starts JetStream again: the next publish is
-// stored, after what was stored before.
+// stored. (What the server acknowledged but had not yet flushed when the
+// write failed may be gone: that is the server's durability, see
+// ARCHITECTURE.md.)
 func TestKeepStorageRecoversFromAFailedWrite(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -95,8 +97,7 @@ func TestKeepStorageRecoversFromAFailedWrite(t *testing.T) {
 	}
 	c, cancel = context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ack, err := js.Publish(c, "s.x", []byte("after"))
-	if err != nil || ack.Sequence < 2 {
+	if ack, err := js.Publish(c, "s.x", []byte("after")); err != nil {
 		t.Fatalf("a publish after the recovery: %+v %v", ack, err)
 	}
 }
