@@ -3,7 +3,10 @@ package embedded
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +37,11 @@ const roomToResume = 4 << 20
 // often), and takes no more events until there is room and it recovers.
 var ErrStorageFailed = errors.New("a write to the bus's disk failed (a full disk, most often); the mesh stores again by itself once there is room")
 
+// ErrDataGone: the bus's data directory was removed under it. The server
+// goes on writing into files nothing can find again: what it takes now is
+// lost at its next start, so the mesh takes nothing more.
+var ErrDataGone = errors.New("the bus's data directory was removed while it ran: what it stored is lost at its next start; stop the mesh and restore a backup (mesh restore)")
+
 // KeepStorage watches the bus's health every second until ctx ends. When a
 // stream meets a write error it logs it once and calls trouble with
 // ErrStorageFailed; once the data directory's file system has room it
@@ -42,12 +50,20 @@ var ErrStorageFailed = errors.New("a write to the bus's disk failed (a full disk
 func (s *Server) KeepStorage(ctx context.Context, log *slog.Logger, trouble func(error)) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	down := false
+	down, gone := false, false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if _, err := os.Stat(filepath.Join(s.dir, "jetstream")); errors.Is(err, fs.ErrNotExist) {
+			if !gone {
+				gone = true
+				log.Error(ErrDataGone.Error())
+				trouble(ErrDataGone)
+			}
+			continue
 		}
 		h := s.Health()
 		if !strings.Contains(h, "write error") {

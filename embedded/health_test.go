@@ -101,3 +101,29 @@ func TestKeepStorageRecoversFromAFailedWrite(t *testing.T) {
 		t.Fatalf("a publish after the recovery: %+v %v", ack, err)
 	}
 }
+
+// The bus's data directory removed under it: the server would go on writing
+// into files nothing finds again, so KeepStorage says so, once.
+func TestKeepStorageSaysTheDataDirectoryIsGone(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := embedded.Start(context.Background(), embedded.Options{Dir: dir, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	said := make(chan error, 4)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go srv.KeepStorage(ctx, slog.New(slog.DiscardHandler), func(err error) { said <- err })
+	if err := os.RemoveAll(filepath.Join(dir, "jetstream")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-said:
+		if !errors.Is(err, embedded.ErrDataGone) {
+			t.Fatalf("KeepStorage said %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("KeepStorage said nothing of a removed data directory")
+	}
+}
