@@ -50,7 +50,9 @@ type Handlers struct {
 // again). mesh up, which owns its bus, watches it and says so.
 func (h *Handlers) SetBusTrouble(err error) {
 	if err == nil {
-		h.busTrouble.Store(nil)
+		if h.busTrouble.Swap(nil) != nil {
+			h.Proj.Refollow() // the bus's consumers were started again with it
+		}
 		return
 	}
 	h.busTrouble.Store(&err)

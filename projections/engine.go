@@ -242,6 +242,20 @@ func (e *Engine) startLocked() {
 	}()
 }
 
+// Refollow starts the live fold again from the checkpoint: after the bus's
+// JetStream was started again (mesh up, on a disk with room again), whose
+// consumers it forgot; the fold's own consumer would notice only when its
+// heartbeats stop, some ten seconds later.
+func (e *Engine) Refollow() {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if e.runCancel == nil {
+		return
+	}
+	e.stopLocked()
+	e.startLocked()
+}
+
 // syncInterval bounds how much folding a crash can undo. Commits do not
 // fsync (a command must not wait for a disk), and Pebble keeps a NoSync
 // commit in its WAL buffer until something syncs: without this loop a kill
