@@ -375,46 +375,32 @@ func (s *Store) load(ctx context.Context, agg events.AggregateID) ([]events.Reco
 	if err != nil || last == 0 {
 		return nil, 0, err
 	}
-	cons, err := s.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{agg.Filter()},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: cannot read %s: %w", agg, err)
-	}
 	var out []events.Recorded
+	version, from := uint64(0), uint64(1)
 	for {
-		m, err := cons.Next(jetstream.FetchContext(ctx))
+		msgs, pending, err := s.batchGet(ctx, agg.Filter(), from)
 		if err != nil {
 			return nil, 0, fmt.Errorf("store: cannot read %s: %w", agg, err)
 		}
-		rec, err := decodeMsg(m)
-		// A foreign message on the aggregate's subjects (rule 19) is none
-		// of its events: it is passed over, but it still moves the version,
-		// because the stream's expectation counts every message.
-		if err != nil && !errors.Is(err, events.ErrForeign) {
-			return nil, 0, err
+		for _, m := range msgs {
+			version, from = m.Seq, m.Seq+1
+			env, ev, err := events.ReadWhole(m.Subject, m.Data)
+			// A foreign message on the aggregate's subjects (rule 19) is
+			// none of its events: it is passed over, but it still moves
+			// the version, because the stream's expectation counts every
+			// message.
+			if errors.Is(err, events.ErrForeign) {
+				continue
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("store: event %d on %s: %w", m.Seq, m.Subject, err)
+			}
+			out = append(out, events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev})
 		}
-		if err == nil {
-			out = append(out, rec)
-		}
-		// Stop at the version read first, or later if more arrived meanwhile:
-		// the version answered is the last message actually read.
-		md, _ := m.Metadata()
-		if md.Sequence.Stream >= last && md.NumPending == 0 {
-			return out, md.Sequence.Stream, nil
+		// Stop at the version read first, or later if more arrived
+		// meanwhile: the version answered is the last message read.
+		if pending == 0 && version >= last || len(msgs) == 0 {
+			return out, version, nil
 		}
 	}
-}
-
-func decodeMsg(m jetstream.Msg) (events.Recorded, error) {
-	md, err := m.Metadata()
-	if err != nil {
-		return events.Recorded{}, fmt.Errorf("store: message on %s has no metadata: %w", m.Subject(), err)
-	}
-	env, ev, err := events.ReadWhole(m.Subject(), m.Data())
-	if err != nil {
-		return events.Recorded{}, fmt.Errorf("store: event %d on %s: %w", md.Sequence.Stream, m.Subject(), err)
-	}
-	return events.Recorded{Seq: md.Sequence.Stream, Subject: m.Subject(), Envelope: env, Event: ev}, nil
 }

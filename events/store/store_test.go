@@ -268,3 +268,52 @@ func TestLoadPassesOverAForeignMessage(t *testing.T) {
 		t.Fatalf("append after it: %v", err)
 	}
 }
+
+// Rule 25: loading an aggregate leaves nothing on the stream. A consumer a
+// load created lingered after it, and a stream refuses more than a
+// thousand: a mesh failed every command past about a thousand in five
+// minutes. 1,100 loads here leave no consumer.
+func TestLoadingLeavesNoConsumer(t *testing.T) {
+	ctx := context.Background()
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	s := open(t, nc)
+	agg := events.NodeAggregate("web-1")
+	seq, err := s.Append(ctx, agg, 0, "cmd-1", enrolled("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1100 {
+		recs, version, err := s.Load(ctx, agg)
+		if err != nil || len(recs) != 1 || version != seq {
+			t.Fatalf("load %d: %d events at %d (want 1 at %d): %v", i, len(recs), version, seq, err)
+		}
+	}
+	js, _ := jetstream.New(nc)
+	st, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.CachedInfo().State.Consumers; n != 0 {
+		t.Fatalf("1,100 loads left %d consumer(s) on the stream", n)
+	}
+}
+
+// A load of an aggregate longer than one batched read answers every event.
+func TestLoadingALongAggregate(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, embeddedtest.Conn(t, embeddedtest.Server(t)))
+	agg := events.NodeAggregate("web-1")
+	version, err := s.Append(ctx, agg, 0, "enroll", enrolled("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2500 {
+		if version, err = s.Append(ctx, agg, version, fmt.Sprintf("assign-%d", i), events.ModuleAssigned{Node: "web-1", Module: "m", Build: "b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, got, err := s.Load(ctx, agg)
+	if err != nil || len(recs) != 2501 || got != version || recs[2500].Seq != version {
+		t.Fatalf("load: %d events at %d (want 2501 at %d): %v", len(recs), got, version, err)
+	}
+}
