@@ -33,7 +33,7 @@ func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, e
 	if err := h.writable(); err != nil {
 		return PushedNode{}, err
 	}
-	if err := h.ActiveNode("declare to", r.Node); err != nil {
+	if err := h.ActiveNode(ctx, "declare to", r.Node); err != nil {
 		return PushedNode{}, err
 	}
 	content, err := parseBody(h.Mesh, r.Node, r.File, r.Body)
@@ -117,8 +117,8 @@ func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
 }
 
 // Join answers what an agent pins to join as node.
-func (h *Handlers) Join(_ context.Context, r NameRequest) (Identity, error) {
-	if err := h.ActiveNode("join", r.Name); err != nil {
+func (h *Handlers) Join(ctx context.Context, r NameRequest) (Identity, error) {
+	if err := h.ActiveNode(ctx, "join", r.Name); err != nil {
 		return Identity{}, err
 	}
 	return h.identity(r.Name)

@@ -43,7 +43,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 			Detail: "name a node or give --behind, not both: a named node is pushed whether it is behind or not"}
 	}
 	if r.Node != "" {
-		if err := h.ActiveNode("push to", r.Node); err != nil {
+		if err := h.ActiveNode(ctx, "push to", r.Node); err != nil {
 			return PushReply{}, err
 		}
 	}
@@ -288,11 +288,19 @@ func perNode(commandID, node string, round int) string {
 }
 
 // ActiveNode refuses a node that is unknown or retired.
-func (h *Handlers) ActiveNode(op, name string) error {
+func (h *Handlers) ActiveNode(ctx context.Context, op, name string) error {
 	if err := validName(op, name); err != nil {
 		return err
 	}
 	n, found, err := h.Proj.Node(name)
+	if err == nil && !found {
+		// Enrolled through another controller sharing the stream, perhaps,
+		// and not folded here yet: catch up before saying there is none.
+		if err := h.catchUp(ctx); err != nil {
+			return err
+		}
+		n, found, err = h.Proj.Node(name)
+	}
 	switch {
 	case err != nil:
 		return err

@@ -16,7 +16,7 @@ import (
 // such and appends nothing. The event goes under the machine's reports
 // prefix, where a provider on that machine may publish it itself.
 func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error) {
-	if err := h.ActiveNode("report on", r.Machine); err != nil {
+	if err := h.ActiveNode(ctx, "report on", r.Machine); err != nil {
 		return Reported{}, err
 	}
 	var failing bool

@@ -175,7 +175,7 @@ func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Contro
 	_, err := h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: node})
 	switch {
 	case errors.Is(err, aggregates.ErrNameTaken):
-		if err := h.ActiveNode("run an agent for", node); err != nil {
+		if err := h.ActiveNode(ctx, "run an agent for", node); err != nil {
 			return nil, err
 		}
 	case err != nil:

@@ -51,23 +51,38 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 		filters = []string{o.Filter}
 	}
 	if !o.Follow {
-		ends := filters
-		if len(ends) == 0 {
-			ends = []string{""} // the whole stream
-		}
+		// What a filter holds ends at its last message (by direct get).
+		// The read ends at the stream's last sequence as its leader says,
+		// when this store has the stream: a direct get may come from a
+		// replica still catching up, and a read ending there would end
+		// short. A node's store has no stream handle (rule 18).
 		var last uint64
-		for _, f := range ends {
+		if len(filters) == 0 {
+			st, err := s.State(ctx)
+			if err != nil {
+				return err
+			}
+			last = st.LastSeq
+		}
+		for _, f := range filters {
 			l, err := s.lastFor(ctx, f)
 			if err != nil {
 				return err
 			}
 			last = max(last, l)
 		}
+		if last == 0 || last < o.From {
+			return nil // nothing matches from there: no message would come
+		}
+		if len(filters) > 0 && s.stream != nil {
+			st, err := s.State(ctx)
+			if err != nil {
+				return err
+			}
+			last = max(last, st.LastSeq)
+		}
 		if o.Until > 0 && o.Until < last {
 			last = o.Until
-		}
-		if last == 0 || last < o.From {
-			return nil
 		}
 		o.Until = last
 	}
