@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -51,10 +52,9 @@ func putForeign(b *pebble.Batch, rec events.Recorded) error {
 				row.Nodes = append(row.Nodes, n)
 			}
 		}
-		if a, ok := rec.Event.(events.ModuleAssigned); ok && a.Node != s.Touches() {
-			row.Nodes = append(row.Nodes, a.Node)
-		}
 	}
+	slices.Sort(row.Nodes)
+	row.Nodes = slices.Compact(row.Nodes)
 	if err := putJSON(b, foreignKey(rec.Seq), row); err != nil {
 		return err
 	}
