@@ -94,12 +94,19 @@ type Subject struct {
 
 // ParseSubject reads a subject of the scheme, or says why it is none.
 func ParseSubject(subject string) (Subject, error) {
-	t := strings.Split(subject, ".")
-	switch {
-	case len(t) == 5 && t[0]+"."+t[1] == EventPrefix:
-		return Subject{Writer: ByController, Aggregate: AggregateID{Kind: t[2], ID: t[3]}, Type: t[4]}, nil
-	case len(t) == 4 && t[0]+"."+t[1] == ReportPrefix:
-		return Subject{Writer: ByNode, Node: t[2], Type: t[3]}, nil
+	// Cut, not Split: every message the fold reads is parsed here, and a
+	// slice per message was garbage for nothing.
+	if rest, ok := strings.CutPrefix(subject, EventPrefix+"."); ok {
+		kind, rest, ok1 := strings.Cut(rest, ".")
+		id, typ, ok2 := strings.Cut(rest, ".")
+		if ok1 && ok2 && kind != "" && id != "" && typ != "" && !strings.Contains(typ, ".") {
+			return Subject{Writer: ByController, Aggregate: AggregateID{Kind: kind, ID: id}, Type: typ}, nil
+		}
+	} else if rest, ok := strings.CutPrefix(subject, ReportPrefix+"."); ok {
+		node, typ, ok := strings.Cut(rest, ".")
+		if ok && node != "" && typ != "" && !strings.Contains(typ, ".") {
+			return Subject{Writer: ByNode, Node: node, Type: typ}, nil
+		}
 	}
 	return Subject{}, Foreignf("subject %s is not one the mesh writes", subject)
 }

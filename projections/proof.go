@@ -30,8 +30,8 @@ func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store
 		}
 		return keys.Controller(), nil
 	default:
-		subject, _ := events.ParseSubject(m.Subject)
-		node := subject.Node
+		// The reporting node, which Check held to the subject's.
+		node := events.Rights[ev.EventType()].Name(ev)
 		if len(m.Data) > events.MaxReport {
 			return signer, events.Foreignf("a report of %d bytes, over the %d bytes a report may be", len(m.Data), events.MaxReport)
 		}
