@@ -37,6 +37,9 @@ const (
 	SubjectProjectionsVerify  = APIPrefix + ".projections.verify"
 	SubjectForeignList        = APIPrefix + ".foreign.list"
 	SubjectForeignAck         = APIPrefix + ".foreign.ack"
+	SubjectNodeEnrollBatch    = APIPrefix + ".node.enroll-batch"
+	SubjectNodeAssignBatch    = APIPrefix + ".node.assign-batch"
+	SubjectNodeSelect         = APIPrefix + ".node.select"
 )
 
 // writes are the verbs that change the mesh: one whose answer does not
@@ -45,7 +48,7 @@ const (
 var writes = map[string]bool{
 	SubjectNodeEnroll: true, SubjectNodeRetire: true, SubjectNodeAssign: true, SubjectNodeUnassign: true,
 	SubjectPush: true, SubjectDeclare: true, SubjectReport: true, SubjectModuleRegister: true,
-	SubjectForeignAck: true, SubjectProjectionsRebuild: true,
+	SubjectForeignAck: true, SubjectProjectionsRebuild: true, SubjectNodeEnrollBatch: true, SubjectNodeAssignBatch: true,
 }
 
 // Writes reports whether the verb on subject changes the mesh.
@@ -252,6 +255,41 @@ type AssignRequest struct {
 	Node      string            `json:"node"`
 	Module    string            `json:"module"`
 	Settings  map[string]string `json:"settings"`
+}
+
+// EnrollBatchRequest enrolls up to MaxBatch nodes, all or nothing. The
+// nodes' own command ids are not used: the batch's is.
+type EnrollBatchRequest struct {
+	CommandID string          `json:"command_id"`
+	Nodes     []EnrollRequest `json:"nodes"`
+}
+
+// AssignBatchRequest gives up to MaxBatch nodes a module, all or nothing.
+type AssignBatchRequest struct {
+	CommandID string            `json:"command_id"`
+	Module    string            `json:"module"`
+	Settings  map[string]string `json:"settings"`
+	Nodes     []string          `json:"nodes"`
+}
+
+// BatchReply answers a bulk verb: the nodes it changed, at which last
+// sequence, and those that needed nothing.
+type BatchReply struct {
+	Seq       uint64   `json:"seq"`
+	Changed   []string `json:"changed"`
+	Unchanged []string `json:"unchanged"`
+	// Build is the build assigned, for an assignment batch.
+	Build string `json:"build,omitempty"`
+}
+
+// SelectRequest asks which active nodes a selector chooses.
+type SelectRequest struct {
+	Selector string `json:"selector"`
+}
+
+// Selected answers SelectRequest: node names in name order.
+type Selected struct {
+	Nodes []string `json:"nodes"`
 }
 
 // UnassignRequest takes a module off a node.

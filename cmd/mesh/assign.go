@@ -10,16 +10,26 @@ import (
 
 // AssignCmd gives a node a module's latest build.
 type AssignCmd struct {
-	Node   string            `arg:""`
-	Module string            `arg:""`
-	Set    map[string]string `help:"A setting k=v for the module on this node (repeatable)."`
+	Node     string            `arg:"" optional:"" help:"The node (with --selector or --from: leave it out and name only the module)."`
+	Module   string            `arg:"" optional:""`
+	Set      map[string]string `help:"A setting k=v for the module on this node (repeatable)."`
+	Selector string            `help:"Assign to every active node this selects: *, name=NODE, or KEY=VALUE label and capability=NAME terms joined by commas (all must hold)."`
+	From     string            `help:"Assign to every node a file names, one name a line ('-': standard input)."`
 }
 
 func (c *AssignCmd) Help() string {
-	return "Example:\n  mesh assign db-1 postgres --set password=s3cret --set port=5433"
+	return "Examples:\n  mesh assign db-1 postgres --set password=s3cret --set port=5433\n" +
+		"  mesh assign --selector zone=eu-1,capability=linux app\n  mesh assign --from nodes.txt app\n\n" +
+		"With --selector or --from, nodes are assigned in batches of a thousand, each all or nothing."
 }
 
 func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	if c.Selector != "" || c.From != "" {
+		return c.assignMany(ctx, g, out)
+	}
+	if c.Module == "" {
+		return usagef("name a node and a module: mesh assign NODE MODULE (or mesh assign --selector SELECTOR MODULE)")
+	}
 	var r commands.Assigned
 	req := commands.AssignRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set}
 	if err := g.call(ctx, commands.SubjectNodeAssign, req, &r); err != nil {

@@ -25,16 +25,30 @@ type NodeCmd struct {
 }
 
 type NodeEnrollCmd struct {
-	Name       string            `arg:"" help:"Lowercase letters, digits and '-', 1 to 63 characters."`
+	Name       string            `arg:"" optional:"" help:"Lowercase letters, digits and '-', 1 to 63 characters."`
 	Capability []string          `short:"c" help:"A capability the machine has (repeatable), e.g. linux."`
 	Label      map[string]string `short:"l" help:"A label k=v (repeatable)."`
+	From       string            `help:"Enroll every node a file lists ('-': standard input), in batches of a thousand, each all or nothing."`
 }
 
 func (c *NodeEnrollCmd) Help() string {
-	return "Example:\n  mesh node enroll web-1 --capability linux --label zone=eu-1"
+	return "Examples:\n  mesh node enroll web-1 --capability linux --label zone=eu-1\n  mesh node enroll --from nodes.txt\n\n" +
+		"A node list holds one node a line: its name, then its capabilities and labels, separated by spaces.\n" +
+		"A word with '=' is a label KEY=VALUE, any other a capability (commas join several); '#' starts a comment:\n" +
+		"  web-1 linux zone=eu-1 tier=web\n  web-2 linux,arm64 zone=eu-2\n  spare-1\n" +
+		"A node already enrolled exactly as listed is nothing to do, so a list can be given again."
 }
 
 func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	if c.From != "" {
+		if c.Name != "" || len(c.Capability) > 0 || len(c.Label) > 0 {
+			return usagef("give a node list (--from) or one node's name, capabilities and labels, not both")
+		}
+		return c.enrollFrom(ctx, g, out)
+	}
+	if c.Name == "" {
+		return usagef("name the node to enroll: mesh node enroll NAME (or mesh node enroll --from FILE)")
+	}
 	cl, closeFn, err := g.client()
 	if err != nil {
 		return err

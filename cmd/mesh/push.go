@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -16,6 +17,9 @@ type PushCmd struct {
 	Behind bool          `help:"Only the nodes not doing what they were told: never sent, or the last report failed or refused."`
 	Wait   time.Duration `help:"With a node: wait this long for it to report applying exactly what it was sent."`
 	JSON   bool          `help:"Print what was sent and not sent as JSON."`
+	// Verbose: a push to ten thousand nodes is a summary and its
+	// exceptions; every node's line is asked for.
+	Verbose bool `short:"v" help:"Print a line for every node sent, and every node not sent."`
 }
 
 func (c *PushCmd) Help() string {
@@ -45,10 +49,13 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			return err
 		}
 	} else {
-		printPush(out, r, c.Behind)
+		printPush(out, r, c.Behind, c.Verbose)
 	}
-	if len(r.Unsent) > 0 {
-		return fmt.Errorf("%d of %d node(s) were not sent; the rest were", len(r.Unsent), r.Considered)
+	switch {
+	case len(r.Unsent) > 0 && len(r.Sent) == 0:
+		return fmt.Errorf("none of the %d node(s) was sent", len(r.Unsent))
+	case len(r.Unsent) > 0:
+		return fmt.Errorf("%d of %d node(s) were not sent; the other %d were", len(r.Unsent), len(r.Unsent)+len(r.Sent), len(r.Sent))
 	}
 	if c.Wait > 0 {
 		for _, s := range r.Sent {
@@ -60,24 +67,39 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	return nil
 }
 
-func printPush(out *Output, r commands.PushReply, behind bool) {
+// pushExceptions is how many nodes not sent a push names without -v; the
+// rest are counted. Ten thousand lines bury the one that matters.
+const pushExceptions = 20
+
+func printPush(out *Output, r commands.PushReply, behind, verbose bool) {
+	w := bufio.NewWriter(out.Out)
+	defer w.Flush()
+	// A small push names every node; a large one its summary and the
+	// nodes not sent, up to pushExceptions of them.
+	each := verbose || len(r.Sent)+len(r.Unsent) <= pushExceptions
 	for _, s := range r.Sent {
 		note := ""
 		if s.Note != "" {
 			note = " (" + s.Note + ")"
 		}
-		fmt.Fprintf(out.Out, "sent %s %d resource(s), sequence %d%s\n", s.Node, s.Resources, s.Sequence, note)
+		if each {
+			fmt.Fprintf(w, "sent %s %d resource(s), sequence %d%s\n", s.Node, s.Resources, s.Sequence, note)
+		}
 	}
-	for _, u := range r.Unsent {
-		fmt.Fprintf(out.Out, "not sent %s: %s\n", u.Node, u.Reason)
+	for i, u := range r.Unsent {
+		if !each && i == pushExceptions {
+			fmt.Fprintf(w, "... and %d more node(s) not sent (mesh push -v or --json names every one)\n", len(r.Unsent)-i)
+			break
+		}
+		fmt.Fprintf(w, "not sent %s: %s\n", u.Node, u.Reason)
 	}
 	switch {
 	case behind && r.Considered == 0:
-		fmt.Fprintln(out.Out, "every machine is doing what it was told; nothing to push")
+		fmt.Fprintln(w, "every machine is doing what it was told; nothing to push")
 	case r.Considered == 0:
-		fmt.Fprintln(out.Out, "no active nodes to push to; enroll one with mesh node enroll NAME")
+		fmt.Fprintln(w, "no active nodes to push to; enroll one with mesh node enroll NAME")
 	default:
-		fmt.Fprintf(out.Out, "sent %d of %d node(s)\n", len(r.Sent), r.Considered)
+		fmt.Fprintf(w, "sent %d of %d node(s)\n", len(r.Sent), r.Considered)
 	}
 }
 

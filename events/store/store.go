@@ -175,6 +175,14 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 	// The expectation rides on the first message: later messages of a batch
 	// are checked against the batch's own staged state.
 	expect(msgs[0], agg, expected)
+	return s.commit(ctx, msgs, agg, commandID)
+}
+
+// commit publishes msgs, one checked publish or one atomic batch, and
+// settles what its errors mean. check is the aggregate of the last message:
+// its last message's Msg-Id tells a retry of our own landed write from
+// another writer's.
+func (s *Store) commit(ctx context.Context, msgs []*nats.Msg, check events.AggregateID, commandID string) (uint64, error) {
 	lastID := msgs[len(msgs)-1].Header.Get(jetstream.MsgIDHeader)
 	for attempt := 0; ; attempt++ {
 		seq, err := s.publish(ctx, msgs)
@@ -193,7 +201,7 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 		}
 		var apiErr *jetstream.APIError
 		if !errors.As(err, &apiErr) {
-			return 0, fmt.Errorf("store: cannot append to %s: %w", agg, err)
+			return 0, fmt.Errorf("store: cannot append to %s: %w", check, err)
 		}
 		switch apiErr.ErrorCode {
 		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant,
@@ -201,7 +209,7 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 			// Either someone else moved the aggregate, or this is a retry of
 			// our own write that already landed (R1 checks the expectation
 			// before the Msg-Id). The aggregate's last message tells which.
-			if seq, ok := s.landed(ctx, agg, lastID); ok {
+			if seq, ok := s.landed(ctx, check, lastID); ok {
 				return seq, nil
 			}
 			return 0, ErrConflict
@@ -209,7 +217,7 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 			// The original of this retry is still being replicated: once it
 			// settles, the same publish answers a duplicate ack.
 			if attempt >= 50 {
-				return 0, fmt.Errorf("store: cannot append to %s: an earlier attempt of command %s stayed in flight", agg, commandID)
+				return 0, fmt.Errorf("store: cannot append to %s: an earlier attempt of command %s stayed in flight", check, commandID)
 			}
 			select {
 			case <-ctx.Done():
@@ -217,9 +225,48 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 			case <-time.After(20 * time.Millisecond):
 			}
 		default:
-			return 0, fmt.Errorf("store: cannot append to %s: %w", agg, storageFault(err))
+			return 0, fmt.Errorf("store: cannot append to %s: %w", check, storageFault(err))
 		}
 	}
+}
+
+// AppendAtomic appends one event to each of several distinct aggregates as
+// one atomic batch: every event is checked against its own aggregate's
+// expectation, and one that fails stores none of them (ErrConflict). It is
+// how a bulk verb is all or nothing per batch. At most maxBatch items.
+func (s *Store) AppendAtomic(ctx context.Context, commandID string, items []One) (uint64, error) {
+	switch {
+	case len(items) == 0:
+		return 0, ErrNoEvents
+	case len(items) > maxBatch:
+		return 0, fmt.Errorf("store: cannot append %d events in one batch: JetStream's atomic batch holds at most %d", len(items), maxBatch)
+	}
+	if err := events.ValidateCommandID(commandID); err != nil {
+		return 0, err
+	}
+	seen := make(map[events.AggregateID]bool, len(items))
+	now := s.Now()
+	msgs := make([]*nats.Msg, len(items))
+	for i, it := range items {
+		if seen[it.Aggregate] {
+			// Two expectations on one aggregate in one batch: the second
+			// would be checked against the stream, not the first's write.
+			return 0, fmt.Errorf("store: a batch was given two events for %s; give each aggregate one", it.Aggregate)
+		}
+		seen[it.Aggregate] = true
+		if err := it.Aggregate.Validate(); err != nil {
+			return 0, err
+		}
+		// One command id for the batch, the event's place in it for the
+		// Msg-Id: a retried batch is the same messages, and lands once.
+		m, err := s.message(it.Aggregate, commandID, i, now, it.Event)
+		if err != nil {
+			return 0, err
+		}
+		expect(m, it.Aggregate, it.Expected)
+		msgs[i] = m
+	}
+	return s.commit(ctx, msgs, items[len(items)-1].Aggregate, commandID)
 }
 
 // ErrStorage: the bus cannot store what it is given: its storage is full or

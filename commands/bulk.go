@@ -1,0 +1,215 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// MaxBatch is the most nodes one bulk request changes: JetStream's limit of
+// messages in one atomic batch, which is what makes the request all or
+// nothing. The command line sends a longer list as several requests.
+const MaxBatch = 1000
+
+// EnrollBatch enrolls many nodes all or nothing: either every node it
+// names that is not yet enrolled is enrolled, or none is. A node already
+// enrolled with exactly these capabilities and labels is nothing to do (so a
+// list can be given again after a failure part way); one enrolled
+// differently, or retired, refuses the whole batch.
+func (h *Handlers) EnrollBatch(ctx context.Context, r EnrollBatchRequest) (BatchReply, error) {
+	if err := h.writable(); err != nil {
+		return BatchReply{}, err
+	}
+	if err := batchSize("enroll", len(r.Nodes)); err != nil {
+		return BatchReply{}, err
+	}
+	seen := map[string]bool{}
+	for _, n := range r.Nodes {
+		if err := validName("enroll", n.Name); err != nil {
+			return BatchReply{}, err
+		}
+		if seen[n.Name] {
+			return BatchReply{}, &aggregates.Error{Op: "enroll", ID: n.Name, Err: aggregates.ErrInvalid, Detail: "it is named twice in one list; name each node once"}
+		}
+		seen[n.Name] = true
+	}
+	return h.decideBatch(ctx, r.CommandID, "enrolled", func(v *projections.View) ([]store.One, []string, error) {
+		var items []store.One
+		var unchanged []string
+		for _, req := range r.Nodes {
+			// A fresh aggregate decides: it validates and normalises
+			// the capabilities and labels as a single enrol would.
+			evs, err := aggregates.NewNode(req.Name).Decide(aggregates.EnrollNode{Name: req.Name, Capabilities: req.Capabilities, Labels: req.Labels}, h.Now())
+			if err != nil {
+				return nil, nil, err
+			}
+			want := evs[0].(events.NodeEnrolled)
+			row, found, err := v.Node(req.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			if found {
+				if row.Retired || !slices.Equal(row.Capabilities, want.Capabilities) || !maps.Equal(orEmpty(row.Labels), want.Labels) {
+					return nil, nil, &aggregates.Error{Op: "enroll", ID: req.Name, Err: aggregates.ErrNameTaken,
+						Detail: "a node of that name is already enrolled with other capabilities or labels, or retired; no node of this batch was enrolled; take it out of the list or choose another name"}
+				}
+				unchanged = append(unchanged, req.Name)
+				continue
+			}
+			// Expecting no event at all on the aggregate: a name enrolled
+			// since the read models last looked fails the whole batch,
+			// which is decided again.
+			items = append(items, store.One{Aggregate: events.NodeAggregate(req.Name), Expected: 0, Event: want})
+		}
+		return items, unchanged, nil
+	})
+}
+
+// AssignBatch gives many nodes a module's latest build, all or nothing: a
+// node that is not enrolled, or retired, refuses the whole batch; one that
+// already holds that build with those settings is nothing to do.
+func (h *Handlers) AssignBatch(ctx context.Context, r AssignBatchRequest) (BatchReply, error) {
+	if err := h.writable(); err != nil {
+		return BatchReply{}, err
+	}
+	if err := batchSize("assign", len(r.Nodes)); err != nil {
+		return BatchReply{}, err
+	}
+	seen := map[string]bool{}
+	for _, n := range r.Nodes {
+		if err := validName("assign to", n); err != nil {
+			return BatchReply{}, err
+		}
+		if seen[n] {
+			return BatchReply{}, &aggregates.Error{Op: "assign to", ID: n, Err: aggregates.ErrInvalid, Detail: "it is named twice in one list; name each node once"}
+		}
+		seen[n] = true
+	}
+	var build string
+	reply, err := h.decideBatch(ctx, r.CommandID, "assigned", func(v *projections.View) ([]store.One, []string, error) {
+		cmd := aggregates.AssignModule{Module: r.Module, Settings: r.Settings}
+		row, found, err := v.Module(r.Module)
+		if err != nil {
+			return nil, nil, err
+		}
+		if found {
+			m, ok, err := h.manifests.get(v, compose.BuildRef{Module: r.Module, Build: row.Latest})
+			if err != nil || !ok {
+				return nil, nil, fmt.Errorf("the latest build of %s cannot be read: %v", r.Module, err)
+			}
+			cmd.Build, cmd.Spec = row.Latest, m.Settings
+		}
+		build = cmd.Build
+		var items []store.One
+		var unchanged []string
+		for _, name := range r.Nodes {
+			n, err := nodeAggregateOf(v, name)
+			if err != nil {
+				return nil, nil, err
+			}
+			cmd.Node = name
+			evs, err := n.Decide(cmd, h.Now())
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(evs) == 0 {
+				unchanged = append(unchanged, name)
+				continue
+			}
+			items = append(items, store.One{Aggregate: events.NodeAggregate(name), Expected: n.Version, Event: evs[0]})
+		}
+		return items, unchanged, nil
+	})
+	reply.Build = build
+	return reply, err
+}
+
+// nodeAggregateOf is a node's aggregate as far as assigning needs it, from
+// its read model row: enrolled, retired, its assignments and its version.
+// The version is the append's expectation, so a row behind the stream
+// fails the append rather than deciding on stale state.
+func nodeAggregateOf(v *projections.View, name string) (*aggregates.Node, error) {
+	n := aggregates.NewNode(name)
+	row, found, err := v.Node(name)
+	if err != nil || !found {
+		return n, err
+	}
+	n.Enrolled, n.Retired, n.Version = true, row.Retired, row.Version
+	n.Capabilities, n.Labels = row.Capabilities, row.Labels
+	as, err := v.AssignmentsOf(name)
+	for _, a := range as {
+		n.Assignments[a.Module] = aggregates.Assignment{Build: a.Build, Settings: orEmpty(a.Settings)}
+	}
+	return n, err
+}
+
+// decideBatch decides a batch from the read models and appends it as one
+// atomic batch; when any aggregate of it moved meanwhile, nothing landed,
+// and it catches up and decides again.
+func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (BatchReply, error) {
+	for range maxAttempts {
+		var items []store.One
+		var unchanged []string
+		err := h.Proj.Read(func(v *projections.View) (err error) {
+			items, unchanged, err = decideFn(v)
+			return err
+		})
+		if err != nil {
+			return BatchReply{}, err
+		}
+		reply := BatchReply{Unchanged: orNone(unchanged), Changed: []string{}}
+		if len(items) == 0 {
+			return reply, nil
+		}
+		seq, err := h.Store.AppendAtomic(ctx, commandID, items)
+		if errors.Is(err, store.ErrConflict) {
+			if err := h.catchUp(ctx); err != nil {
+				return BatchReply{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return BatchReply{}, err
+		}
+		for _, it := range items {
+			reply.Changed = append(reply.Changed, it.Aggregate.ID)
+		}
+		reply.Seq = seq
+		h.Log.Info("nodes "+verb+" in a batch", "nodes", len(items), "unchanged", len(unchanged), "seq", seq)
+		return reply, h.landed(ctx, seq, items[0].Event)
+	}
+	return BatchReply{}, fmt.Errorf("cannot %s the batch: its nodes changed under %d attempts in a row; try again", verb, maxAttempts)
+}
+
+func batchSize(op string, n int) error {
+	switch {
+	case n == 0:
+		return &aggregates.Error{Op: op, ID: "a batch", Err: aggregates.ErrInvalid, Detail: "it names no node; give at least one"}
+	case n > MaxBatch:
+		return &aggregates.Error{Op: op, ID: "a batch", Err: aggregates.ErrInvalid,
+			Detail: fmt.Sprintf("it names %d nodes, over the %d one batch may hold; send the list in batches (mesh does)", n, MaxBatch)}
+	}
+	return nil
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func orNone(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

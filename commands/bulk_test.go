@@ -1,0 +1,131 @@
+package commands_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+)
+
+func batchCall[Req, Resp any](t *testing.T, c *commands.Client, subject string, req Req) (Resp, error) {
+	t.Helper()
+	var out Resp
+	err := c.Call(context.Background(), subject, req, &out)
+	return out, err
+}
+
+func nodeCount(t *testing.T, c *commands.Client) int {
+	t.Helper()
+	var l commands.NodeList
+	if err := c.Call(context.Background(), commands.SubjectNodeList, commands.Empty{}, &l); err != nil {
+		t.Fatal(err)
+	}
+	return len(l.Nodes)
+}
+
+// A bulk enrolment is all or nothing per batch: one node of it enrolled
+// differently refuses the whole batch and records nothing; the same list
+// again, once fixed, enrolls what is missing and calls the rest nothing to do.
+func TestEnrollBatchIsAllOrNothing(t *testing.T) {
+	c := controller(t, embeddedtest.Server(t))
+	if _, err := enroll(c, "web-5", "linux"); err != nil {
+		t.Fatal(err)
+	}
+	var list []commands.EnrollRequest
+	for i := range 10 {
+		list = append(list, commands.EnrollRequest{Name: fmt.Sprintf("web-%d", i), Capabilities: []string{"linux"}, Labels: map[string]string{"zone": "eu-1"}})
+	}
+	// web-5 exists without the zone label: the batch is refused whole.
+	_, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
+		commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list})
+	if code(err) != commands.CodeConflict {
+		t.Fatalf("a batch holding a name enrolled otherwise: err %v (code %q), want a conflict", err, code(err))
+	}
+	if n := nodeCount(t, c); n != 1 {
+		t.Fatalf("a refused batch left %d nodes, want the 1 before it", n)
+	}
+	list[5].Labels = nil
+	r, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
+		commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Changed) != 9 || !slices.Equal(r.Unchanged, []string{"web-5"}) {
+		t.Fatalf("enrolled %v, unchanged %v; want 9 enrolled and web-5 nothing to do", r.Changed, r.Unchanged)
+	}
+	if n := nodeCount(t, c); n != 10 {
+		t.Fatalf("%d nodes after the batch, want 10", n)
+	}
+	// Twice in one list is refused before anything is decided.
+	list = append(list, list[0])
+	if _, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
+		commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list}); code(err) != commands.CodeBadRequest {
+		t.Fatalf("a node named twice: err %v, want a bad request", err)
+	}
+}
+
+// A bulk assignment by selector chooses exactly the matching active nodes,
+// and a batch naming a retired node is refused whole.
+func TestAssignBatchBySelector(t *testing.T) {
+	c := controller(t, embeddedtest.Server(t))
+	var list []commands.EnrollRequest
+	for i := range 6 {
+		list = append(list, commands.EnrollRequest{Name: fmt.Sprintf("n-%d", i), Capabilities: []string{"linux"},
+			Labels: map[string]string{"zone": fmt.Sprintf("z%d", i%2)}})
+	}
+	if _, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
+		commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list}); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"module":"tool","resources":[{"kind":"file","path":"/etc/tool","mode":"0644","content":"x\n"}]}`
+	var reg commands.Registered
+	if err := c.Call(context.Background(), commands.SubjectModuleRegister, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "tool.json", Manifest: manifest}, &reg); err != nil {
+		t.Fatal(err)
+	}
+	var ret commands.Changed
+	if err := c.Call(context.Background(), commands.SubjectNodeRetire, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "n-4"}, &ret); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := batchCall[commands.SelectRequest, commands.Selected](t, c, commands.SubjectNodeSelect, commands.SelectRequest{Selector: "zone=z0,capability=linux"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sel.Nodes, []string{"n-0", "n-2"}) {
+		t.Fatalf("zone=z0 chose %v, want n-0 and n-2 (n-4 is retired)", sel.Nodes)
+	}
+	if _, err := batchCall[commands.SelectRequest, commands.Selected](t, c, commands.SubjectNodeSelect, commands.SelectRequest{Selector: "zone"}); code(err) != commands.CodeBadRequest {
+		t.Fatalf("a term without '=': err %v, want a bad request", err)
+	}
+	// n-4 is retired: the batch naming it assigns to none of them.
+	_, err = batchCall[commands.AssignBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeAssignBatch,
+		commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "tool", Nodes: []string{"n-0", "n-2", "n-4"}})
+	if err == nil {
+		t.Fatal("a batch naming a retired node was taken")
+	}
+	r, err := batchCall[commands.AssignBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeAssignBatch,
+		commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "tool", Nodes: sel.Nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Changed) != 2 || r.Build != reg.Build {
+		t.Fatalf("assigned %v build %s, want n-0 and n-2 with %s", r.Changed, r.Build, reg.Build)
+	}
+	var nodes commands.NodeList
+	if err := c.Call(context.Background(), commands.SubjectNodeList, commands.Empty{}, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Nodes {
+		if has := len(n.Assignments) == 1; has != (n.Name == "n-0" || n.Name == "n-2") {
+			t.Errorf("%s holds %d assignments after the refused and the good batch", n.Name, len(n.Assignments))
+		}
+	}
+	// Again: nothing to do, nothing appended.
+	r, err = batchCall[commands.AssignBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeAssignBatch,
+		commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "tool", Nodes: sel.Nodes})
+	if err != nil || len(r.Changed) != 0 || len(r.Unchanged) != 2 || r.Seq != 0 {
+		t.Fatalf("the same assignment again: %+v %v, want nothing to do", r, err)
+	}
+}
