@@ -31,13 +31,24 @@ type Config struct {
 	// CheckEvery is how often the agent reads its newest declaration
 	// without being woken (default 10s).
 	CheckEvery time.Duration
+	// Observe, when set, is told what the agent does: that it follows its
+	// subject, and each report it makes (Sent false: kept to send later).
+	// It is called with the agent's lock held: it must not block. The
+	// fleet harness measures a mesh with it.
+	Observe func(Observation)
+}
+
+// Observation is one thing an agent did, for Config.Observe.
+type Observation struct {
+	Following bool         // Run is following the node's subject
+	Report    events.Event // a report made, or nil
+	Sent      bool         // the report reached the stream
 }
 
 // Agent applies one node's declarations.
 type Agent struct {
-	cfg  Config
-	st   *store.Store
-	root *os.Root
+	cfg Config
+	st  *store.Store
 
 	mu    sync.Mutex // state is changed by the declaration reader and the report retrier
 	state *State
@@ -73,30 +84,32 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: cannot create the root %s: %w", cfg.Root, err)
 	}
+	// The root is opened for each apply, not held: a fleet harness runs
+	// ten thousand agents in one process, and a descriptor each, beside
+	// their connections, passed the process's limit. Opening it here
+	// refuses a root that cannot be opened before anything is read.
 	root, err := os.OpenRoot(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("agent: cannot open the root %s: %w", cfg.Root, err)
 	}
+	root.Close()
 	state, err := loadState(cfg.State, cfg.Join.Node)
 	if err != nil {
-		root.Close()
 		return nil, err
 	}
 	sealing, err := loadSealing(cfg.State, cfg.Join)
 	if err != nil {
-		root.Close()
 		return nil, err
 	}
 	st, err := store.AttachNode(nc, "")
 	if err != nil {
-		root.Close()
 		return nil, err
 	}
-	return &Agent{cfg: cfg, st: st, state: state, root: root, sealing: sealing}, nil
+	return &Agent{cfg: cfg, st: st, state: state, sealing: sealing}, nil
 }
 
-// Close releases the root.
-func (a *Agent) Close() error { return a.root.Close() }
+// Close releases what the agent holds (nothing between applies).
+func (a *Agent) Close() error { return nil }
 
 // LastSequence is the highest sequence the agent has applied or tried.
 func (a *Agent) LastSequence() uint64 {
@@ -157,6 +170,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.cfg.Log.Info(fmt.Sprintf("agent for %s following %s (applied up to sequence %d)", a.cfg.Join.Node, subject, a.LastSequence()))
+	a.observe(Observation{Following: true})
 	// The retrier stops with Run: nothing touches the state after Run returns.
 	rctx, stopRetry := context.WithCancel(ctx)
 	retried := make(chan struct{})
@@ -232,7 +246,17 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 		a.refuse(ctx, d.Sequence, digest, fmt.Sprintf("sequence %d is at or below %d, the last this node applied: a replay", d.Sequence, a.state.LastSequence))
 		return
 	}
-	ap := applier{root: a.root, state: a.state}
+	root, err := os.OpenRoot(a.cfg.Root)
+	if err != nil {
+		// Nothing was applied: the report says why, and the next
+		// declaration (or a push --behind) tries again.
+		a.state.LastSequence, a.state.LastDigest = d.Sequence, digest
+		a.send(ctx, reportID("a", d.Sequence, digest), events.DeclarationFailed{Node: node, Sequence: d.Sequence, Digest: digest,
+			Failed: boundFailures([]events.ResourceFailure{{Path: "/", Reason: "cannot open the root: " + err.Error()}})})
+		return
+	}
+	defer root.Close()
+	ap := applier{root: root, state: a.state}
 	changed, failed := ap.apply(d.Resources)
 	a.state.LastSequence, a.state.LastDigest = d.Sequence, digest
 	var report events.Event = events.DeclarationApplied{Node: node, Sequence: d.Sequence, Digest: digest, Changed: changed}
@@ -243,6 +267,12 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 		a.cfg.Log.Info(fmt.Sprintf("applied sequence %d: %d resource(s), %d changed", d.Sequence, len(d.Resources), changed))
 	}
 	a.send(ctx, reportID("a", d.Sequence, digest), report)
+}
+
+func (a *Agent) observe(o Observation) {
+	if a.cfg.Observe != nil {
+		a.cfg.Observe(o)
+	}
 }
 
 func (a *Agent) refuse(ctx context.Context, seq uint64, digest, reason string) {
@@ -265,11 +295,13 @@ func reportID(kind string, seq uint64, digest string) string {
 // send publishes a report, or keeps it in the state for later: a report is
 // never lost because the bus was away when it was made.
 func (a *Agent) send(ctx context.Context, id string, ev events.Event) {
-	if err := a.report(ctx, id, ev); err != nil {
+	err := a.report(ctx, id, ev)
+	if err != nil {
 		a.cfg.Log.Warn("report kept to send later: " + err.Error())
 		b, _ := json.Marshal(ev)
 		a.state.Pending = append(a.state.Pending, Pending{ID: id, Type: ev.EventType(), Event: b})
 	}
+	a.observe(Observation{Report: ev, Sent: err == nil})
 	if err := a.state.save(a.cfg.State); err != nil {
 		a.cfg.Log.Error(err.Error())
 	}
@@ -285,6 +317,8 @@ func (a *Agent) flushPending(ctx context.Context) {
 			a.cfg.Log.Error("dropping a kept report that cannot be read: " + err.Error())
 		} else if err := a.report(ctx, p.ID, ev); err != nil {
 			return
+		} else {
+			a.observe(Observation{Report: ev, Sent: true})
 		}
 		a.state.Pending = a.state.Pending[1:]
 		if err := a.state.save(a.cfg.State); err != nil {

@@ -36,6 +36,7 @@ type CLI struct {
 	Restore     RestoreCmd     `cmd:"" help:"Bring a backup into a home and bus that hold no mesh yet."`
 	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`
 	Projections ProjectionsCmd `cmd:"" help:"Inspect and rebuild the controller's read models."`
+	Fleet       FleetCmd       `cmd:"" help:"Run many real agents in this process and time what they are sent: the mesh's load harness."`
 }
 
 // Globals are the flags every command takes.

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/fleet"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// FleetCmd runs many real agents in this process: the load harness the
+// mesh's fleet figures are measured with.
+type FleetCmd struct {
+	Agents int    `default:"100" help:"How many agents to run, each with its own connection, identity, root and state."`
+	Prefix string `default:"fleet" help:"Nodes are named PREFIX-00000 on; each is enrolled once (capability linux, label fleet=PREFIX) if it is not yet."`
+	Dir    string `help:"Where the agents' roots and states go (default: a fresh temporary directory, removed at the end)."`
+	Assign string `help:"Assign this registered module to every fleet node before pushing."`
+	Push   int    `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
+}
+
+func (c *FleetCmd) Help() string {
+	return "Examples:\n  mesh fleet --agents 10000 --assign app --push 3\n  mesh fleet --agents 2000      # then mesh push from another shell\n\n" +
+		"Each agent verifies, applies and reports for real, as mesh agent does; only their logs are\n" +
+		"counted rather than printed. Roots on a tmpfs stand in for ten thousand machines' own disks."
+}
+
+func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	if c.Agents < 1 {
+		return usagef("--agents must be at least 1")
+	}
+	cl, closeFn, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	dir := c.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "mesh-fleet-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	names := make([]commands.EnrollRequest, c.Agents)
+	for i := range names {
+		names[i] = commands.EnrollRequest{Name: fmt.Sprintf("%s-%05d", c.Prefix, i), Capabilities: []string{"linux"}, Labels: map[string]string{"fleet": c.Prefix}}
+	}
+	start := time.Now()
+	enrolled, _, err := inBatches(ctx, out, len(names), "enrolled", func(ctx context.Context, from, to int) (int, int, error) {
+		var r commands.BatchReply
+		err := cl.Call(ctx, commands.SubjectNodeEnrollBatch, commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: names[from:to]}, &r)
+		return len(r.Changed), len(r.Unchanged), err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "%d fleet node(s): %d enrolled now, in %s\n", c.Agents, enrolled, since(start))
+	if c.Assign != "" {
+		start = time.Now()
+		changed, _, err := inBatches(ctx, out, len(names), "assigned to", func(ctx context.Context, from, to int) (int, int, error) {
+			var r commands.BatchReply
+			nodes := make([]string, 0, to-from)
+			for _, n := range names[from:to] {
+				nodes = append(nodes, n.Name)
+			}
+			err := cl.Call(ctx, commands.SubjectNodeAssignBatch, commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: c.Assign, Nodes: nodes}, &r)
+			return len(r.Changed), len(r.Unchanged), err
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out.Out, "assigned %s to %d fleet node(s) in %s\n", c.Assign, changed, since(start))
+	}
+	joins, err := fleetJoins(ctx, cl, names)
+	if err != nil {
+		return err
+	}
+	consumersBefore := consumers(ctx, cl)
+	start = time.Now()
+	f, err := fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Connect: func(j agent.Join) (*nats.Conn, error) {
+		identity, err := j.Options()
+		if err != nil {
+			return nil, err
+		}
+		return connect(busAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
+			append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort())...)
+	}})
+	if err != nil {
+		return err
+	}
+	defer f.Stop()
+	fmt.Fprintf(out.Out, "%d agent(s) connected and following in %s; consumers on the stream: %s before, %s now\n",
+		f.Len(), since(start), consumersBefore, consumers(ctx, cl))
+	if c.Push == 0 {
+		fmt.Fprintln(out.Out, "running until interrupted; push from another shell (mesh push) and each round is timed here")
+		return watchRounds(ctx, out, f)
+	}
+	cl.Timeout = g.timeoutOr(5 * time.Minute)
+	for i := range c.Push {
+		if err := timedPush(ctx, out, cl, f, i+1); err != nil {
+			return err
+		}
+	}
+	if n, first := f.Warnings(); n > 0 {
+		return fmt.Errorf("the agents logged %d warning(s); the first: %s", n, first)
+	}
+	return nil
+}
+
+// timedPush pushes to every node and waits for every fleet agent's report
+// on what it was sent: the figure an operator feels, from the command to
+// the last machine's answer.
+func timedPush(ctx context.Context, out *Output, cl *commands.Client, f *fleet.Fleet, round int) error {
+	start := time.Now()
+	var r commands.PushReply
+	if err := cl.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r); err != nil {
+		return err
+	}
+	answered := time.Since(start)
+	want := map[string]uint64{}
+	for _, s := range r.Sent {
+		want[s.Node] = s.Sequence
+	}
+	for n := range want {
+		if !f.Has(n) {
+			delete(want, n) // a node of the mesh this fleet does not run
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	got, err := f.Await(wctx, want)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "push %d: sent %d of %d node(s), answered in %s; all %d fleet agent(s) reported %s after the command (%d applied, %d failed, %d refused)\n",
+		round, len(r.Sent), r.Considered, answered.Round(time.Millisecond), len(want), got.Last.Sub(start).Round(time.Millisecond), got.Applied, got.Failed, got.Refused)
+	if len(r.Unsent) > 0 || got.Failed+got.Refused > 0 {
+		return fmt.Errorf("push %d: %d node(s) not sent, %d failed, %d refused", round, len(r.Unsent), got.Failed, got.Refused)
+	}
+	return nil
+}
+
+// watchRounds says, each time the fleet goes quiet after reporting, how
+// many reports came and how long from the first to the last.
+func watchRounds(ctx context.Context, out *Output, f *fleet.Fleet) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for {
+		r, err := f.NextRound(ctx, time.Second)
+		if err != nil {
+			return nil // interrupted: the agents stop with the command
+		}
+		fmt.Fprintf(out.Out, "%d report(s) in %s from the first to the last: %d applied, %d failed, %d refused\n",
+			r.Applied+r.Failed+r.Refused, r.Last.Sub(r.First).Round(time.Millisecond), r.Applied, r.Failed, r.Refused)
+	}
+}
+
+// fleetJoins asks the controller for each node's identity, a few at once.
+func fleetJoins(ctx context.Context, cl *commands.Client, names []commands.EnrollRequest) ([]agent.Join, error) {
+	joins := make([]agent.Join, len(names))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	sem := make(chan struct{}, 32)
+	for i, n := range names {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var id commands.Identity
+			err := cl.Call(ctx, commands.SubjectNodeJoin, commands.NameRequest{Name: n.Name}, &id)
+			if err != nil {
+				mu.Lock()
+				first = cmpOr(first, err)
+				mu.Unlock()
+				return
+			}
+			joins[i] = agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrl(), Node: id.Node, Key: id.Key, Seed: id.Seed}
+		})
+	}
+	wg.Wait()
+	return joins, first
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// consumers is how many consumers the stream has, as nats stream info says.
+func consumers(ctx context.Context, cl *commands.Client) string {
+	js, err := jetstream.New(cl.NC)
+	if err != nil {
+		return "unknown"
+	}
+	s, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		return "unknown"
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return "unknown"
+	}
+	return fmt.Sprint(info.State.Consumers)
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

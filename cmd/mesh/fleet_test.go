@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// fleetSize is how many real agents the fleet test runs (MESH_FLEET
+// overrides it, for measuring a larger fleet the same way).
+func fleetSize(t *testing.T) int {
+	if s := os.Getenv("MESH_FLEET"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("MESH_FLEET=%q is not a number", s)
+		}
+		return n
+	}
+	return 2000
+}
+
+// A fleet of real agents on one mesh up, on its closed bus: every agent
+// follows without a consumer of its own, every push reaches every agent,
+// and each applies it and says so (rule 25; issue 13's harness in CI).
+func TestFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fleet of thousands of agents")
+	}
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	up(t, home)
+	manifest := filepath.Join(t.TempDir(), "tool.json")
+	os.WriteFile(manifest, []byte(`{"module":"tool","requires":["linux"],"resources":[{"kind":"directory","path":"/etc/tool","mode":"0755"},`+
+		`{"kind":"file","path":"/etc/tool/tool.conf","mode":"0644","template":"# {{.Node.Name}}\n"}]}`), 0o600)
+	if r := mesh(t, home, "module", "register", manifest); r.code != 0 {
+		t.Fatal(r.err)
+	}
+	n := fleetSize(t)
+	r := mesh(t, home, "fleet", "--agents", strconv.Itoa(n), "--assign", "tool", "--push", "2", "--dir", t.TempDir())
+	t.Log("\n" + r.out + r.err)
+	if r.code != 0 {
+		t.Fatalf("mesh fleet: exit %d", r.code)
+	}
+	following := regexp.MustCompile(`(\d+) agent\(s\) connected and following in .*; consumers on the stream: (\d+) before, (\d+) now`).FindStringSubmatch(r.out)
+	if following == nil || following[1] != strconv.Itoa(n) || following[2] != following[3] {
+		t.Fatalf("the fleet did not follow, or its agents added consumers: %q", following)
+	}
+	for _, round := range []string{"push 1", "push 2"} {
+		want := round + ": sent " + strconv.Itoa(n) + " of " + strconv.Itoa(n)
+		all := "all " + strconv.Itoa(n) + " fleet agent(s) reported"
+		applied := "(" + strconv.Itoa(n) + " applied, 0 failed, 0 refused)"
+		if !strings.Contains(r.out, want) || !strings.Contains(r.out, all) || !strings.Contains(r.out, applied) {
+			t.Fatalf("%s did not reach and come back from every agent", round)
+		}
+	}
+	if r = mesh(t, home, "status"); r.code != 0 || !strings.Contains(r.out, "well") {
+		t.Fatalf("status after the fleet's pushes: exit %d\n%s", r.code, r.out)
+	}
+}
