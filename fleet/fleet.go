@@ -38,10 +38,10 @@ type Fleet struct {
 	warnings warnings
 	// Every report answering a declaration, by outcome, and when the
 	// latest was made: what NextRound counts.
-	counts [4]atomic.Int64
-	lastAt atomic.Int64
-	cancel context.CancelFunc
-	running  sync.WaitGroup
+	counts  [4]atomic.Int64
+	lastAt  atomic.Int64
+	cancel  context.CancelFunc
+	running sync.WaitGroup
 }
 
 type member struct {
