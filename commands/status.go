@@ -152,7 +152,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 	if !r.AsOf.IsZero() {
 		var out StatusReport
 		err := h.inThePast(ctx, r.AsOf, func(past *Handlers) (err error) {
-			out, err = past.Status(ctx, StatusRequest{})
+			out, err = past.Status(ctx, StatusRequest{Brief: r.Brief})
 			return err
 		})
 		out.AsOf = &r.AsOf
@@ -169,10 +169,16 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if err != nil {
 			return err
 		}
+		out.Nodes = make([]NodeStatus, 0, len(nodes))
 		for _, n := range nodes {
-			if !n.Retired {
-				out.Nodes = append(out.Nodes, nodeStatus(n, composed[n.Name]))
+			if n.Retired {
+				continue
 			}
+			ns := nodeStatus(n, composed[n.Name])
+			if r.Brief {
+				ns.Digest, ns.ContentDigest, ns.WouldSend, ns.By = "", "", "", ""
+			}
+			out.Nodes = append(out.Nodes, ns)
 		}
 		standings, err := v.Standings()
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ type StatusCmd struct {
 // Run prints a line per node, every standing, and the verdict. Exit 0 when
 // well, 1 when not, 2 when status itself could not be answered.
 func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var req commands.StatusRequest
+	req := commands.StatusRequest{Brief: !c.JSON}
 	var err error
 	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
 		return err
@@ -41,7 +42,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	return nil
 }
 
-func printStatus(w io.Writer, s commands.StatusReport) {
+func printStatus(out io.Writer, s commands.StatusReport) {
+	// Buffered: tabwriter writes cell by cell, ten thousand rows were
+	// ninety thousand writes to the terminal.
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
 	if s.AsOf != nil {
 		fmt.Fprintf(w, "THE PAST: the mesh as of %s (the log folded up to event %d), not as it is now\n", s.AsOf.UTC().Format(time.RFC3339), s.Checkpoint)
 	}
