@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -125,6 +126,7 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 			progress(Progress{Folded: last, Total: st.LastSeq, Elapsed: time.Since(start)})
 		}
 	})
+	f.size, f.bytes = math.MaxInt, rebuildBatch
 	if err := e.fold(ctx, store.ReadOptions{From: 1}, f); err != nil {
 		f.discard()
 		return abandon(err)
@@ -200,4 +202,8 @@ func (e *Engine) rebuildOptions() *pebble.Options {
 // Pebble's default 4. Pebble grows memtables from 256 KiB towards it, so a
 // small mesh's rebuild never holds more than its data; a large one's holds
 // at most two, outside the Go heap that --memory-limit governs.
-const rebuildMemTable = 64 << 20
+const rebuildMemTable = 8 << 20
+
+// rebuildBatch is how large a rebuild's batch grows before it commits:
+// over half the memtable, so Pebble takes it whole as a flushable batch.
+const rebuildBatch = rebuildMemTable/2 + 256<<10
