@@ -141,10 +141,18 @@ func BenchmarkRebuild(b *testing.B) {
 		raw += t1.Sub(t0)
 	}
 	b.StopTimer()
+	// Verify folds the same stream again and compares it row by row with
+	// the live read models: at most twice a rebuild's time (issue 13).
+	t0 := time.Now()
+	if diff, _, err := e.Verify(ctx, nil); err != nil || diff != "" {
+		b.Fatalf("verify: %v\n%s", err, diff)
+	}
+	verify := time.Since(t0)
 	total := float64(b.N * n)
 	b.ReportMetric(total/raw.Seconds(), "raw-read/s")
 	b.ReportMetric(total/rebuild.Seconds(), "rebuild/s")
 	b.ReportMetric(raw.Seconds()/rebuild.Seconds(), "rebuild/raw")
+	b.ReportMetric(verify.Seconds()/(rebuild.Seconds()/float64(b.N)), "verify/rebuild")
 }
 
 func benchSize(def int) int {

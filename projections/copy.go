@@ -3,11 +3,9 @@ package projections
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/google/go-cmp/cmp"
 	"github.com/meshctl/mesh/events/store"
 )
 
@@ -43,26 +41,4 @@ func (e *Engine) foldCopy(ctx context.Context, until uint64, asOf time.Time, pro
 		return nil, err
 	}
 	return cp, nil
-}
-
-// Verify folds the whole stream afresh, up to exactly what the live read
-// models hold, and answers how the two differ ("" when they are equal).
-func (e *Engine) Verify(ctx context.Context, progress func(Progress)) (string, uint64, error) {
-	live, err := e.Snapshot()
-	if err != nil {
-		return "", 0, err
-	}
-	cp, err := e.foldCopy(ctx, live.Checkpoint, time.Time{}, progress)
-	if err != nil {
-		return "", 0, err
-	}
-	defer cp.Close()
-	fresh, err := cp.Snapshot()
-	if err != nil {
-		return "", 0, err
-	}
-	if fresh.Checkpoint != live.Checkpoint {
-		return "", 0, fmt.Errorf("projections: the fresh fold ended at event %d, the live read models are at %d", fresh.Checkpoint, live.Checkpoint)
-	}
-	return cmp.Diff(live, fresh), live.Checkpoint, nil
 }

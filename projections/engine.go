@@ -71,6 +71,14 @@ type Engine struct {
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on every commit
 
+	// longMu: one long fold at a time, a rebuild or a verify. A verify
+	// holds a snapshot of the live generation, which a rebuild's swap
+	// would close under it.
+	longMu sync.Mutex
+	// closing ends a long fold when the engine closes (closed cancels it).
+	closing context.Context
+	closed  context.CancelFunc
+
 	runMu     sync.Mutex // orders start/stop of the follower and rebuilds
 	runCancel context.CancelFunc
 	runDone   chan struct{}
@@ -97,6 +105,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		return nil, Opening{}, errors.New("projections: no keys to check the stream's messages with; the controller's key is needed to fold")
 	}
 	e := &Engine{o: o, fs: o.FS, notify: make(chan struct{})}
+	e.closing, e.closed = context.WithCancel(context.Background())
 	if o.Reset {
 		if err := o.FS.RemoveAll(o.Dir); err != nil {
 			return nil, Opening{}, fmt.Errorf("projections: cannot discard %s: %w", o.Dir, err)
@@ -390,6 +399,11 @@ func (e *Engine) WaitFor(ctx context.Context, seq uint64) error {
 // Close stops folding and closes the read models. Uncommitted events are
 // dropped; the next Open folds them again from the stream.
 func (e *Engine) Close() error {
+	// A verify or rebuild under way ends (its context is cancelled) and
+	// lets go of what it holds of the read models before they close.
+	e.closed()
+	e.longMu.Lock()
+	defer e.longMu.Unlock()
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	e.stopLocked()
@@ -431,6 +445,15 @@ func (e *Engine) Status(ctx context.Context) (Status, error) {
 }
 
 // view runs fn against the current read models; a rebuild's swap waits for it.
+// long starts a rebuild or a verify: one at a time, and cancelled when the
+// engine closes. Call the answer when done.
+func (e *Engine) long(ctx context.Context) (context.Context, func()) {
+	e.longMu.Lock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(e.closing, cancel)
+	return ctx, func() { stop(); cancel(); e.longMu.Unlock() }
+}
+
 func (e *Engine) view(fn func(pebble.Reader) error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()

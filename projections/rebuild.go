@@ -96,6 +96,8 @@ type Rebuilt struct {
 // one keeps serving, then swaps it in. A fold error abandons the new
 // generation and leaves the current one serving.
 func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt, error) {
+	ctx, done := e.long(ctx)
+	defer done()
 	start := time.Now()
 	st, err := e.o.Store.State(ctx)
 	if err != nil {
