@@ -84,13 +84,13 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	}
 	st.MAC = keys.LogMAC()
 	dir := filepath.Join(c.Home, "projections")
-	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys})
+	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery})
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
 		// Read models that do not belong to the stream (a restore, a reset
 		// bus, a lost tail) are never served: they are folded again, and
 		// the start says why.
 		log.Warn(err.Error() + "; rebuilding them from the stream before serving")
-		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true, Keys: keys})
+		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery})
 	}
 	if err != nil {
 		return nil, err

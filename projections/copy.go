@@ -18,6 +18,12 @@ func (e *Engine) FoldCopy(ctx context.Context, until uint64, asOf time.Time) (*E
 }
 
 func (e *Engine) foldCopy(ctx context.Context, until uint64, asOf time.Time, progress func(Progress)) (*Engine, error) {
+	if !asOf.IsZero() && until == 0 {
+		cp, err := e.copyFromSnapshot(ctx, asOf)
+		if cp != nil || err != nil {
+			return cp, err
+		}
+	}
 	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys})
 	if err != nil {
 		return nil, err

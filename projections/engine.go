@@ -41,6 +41,9 @@ type Options struct {
 	// tells a rightful writer's event from a foreign message (rule 19).
 	// Required: without them nothing could be believed.
 	Keys *declaration.Keyring
+	// SnapshotEvery, when set, keeps a snapshot of the read models every
+	// so many events folded, from which time travel starts (snapshots.go).
+	SnapshotEvery uint64
 }
 
 // Opening says what the read models held when opened.
@@ -75,6 +78,14 @@ type Engine struct {
 	// holds a snapshot of the live generation, which a rebuild's swap
 	// would close under it.
 	longMu sync.Mutex
+	// Snapshots for time travel: the checkpoint of the last one started,
+	// whether one is being taken, and its goroutine. dropDir: this is a
+	// copy for time travel, whose directory goes when it closes.
+	lastSnap atomic.Uint64
+	snapping atomic.Bool
+	snapWG   sync.WaitGroup
+	dropDir  bool
+
 	// closing ends a long fold when the engine closes (closed cancels it).
 	closing context.Context
 	closed  context.CancelFunc
@@ -151,6 +162,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	}
 	e.db, e.gen = db, gen
 	e.checkpoint.Store(readCheckpoint(db))
+	e.clearSnapshotLeftovers()
 	// Counted by key, not decoded: a start says how many nodes it found
 	// without reading every row of a large mesh.
 	nodes, err := keysUnder(db, []byte{prefixNode})
@@ -219,8 +231,11 @@ func checkBelongs(db *pebble.DB, path string, st store.State, w *pebble.WriteOpt
 	return nil
 }
 
-func readCheckpoint(r pebble.Reader) uint64 {
-	v, closer, err := r.Get(keyCheckpoint)
+func readCheckpoint(r pebble.Reader) uint64 { return readU64(r, keyCheckpoint) }
+
+// readU64 reads a meta row holding one number; 0 when there is none.
+func readU64(r pebble.Reader, key []byte) uint64 {
+	v, closer, err := r.Get(key)
 	if err != nil {
 		return 0
 	}
@@ -343,6 +358,7 @@ func (e *Engine) follow(ctx context.Context, f *folder) {
 func (e *Engine) committed(last uint64) {
 	e.unsynced.Store(true)
 	e.checkpoint.Store(last)
+	e.maybeSnapshot(last)
 	if s := e.stalled.Load(); s != nil && last >= s.Seq && e.stalled.CompareAndSwap(s, nil) {
 		e.o.Log.Info(fmt.Sprintf("projections write again: folded past event %d", s.Seq))
 	}
@@ -407,6 +423,7 @@ func (e *Engine) Close() error {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	e.stopLocked()
+	e.snapWG.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.db == nil {
@@ -414,6 +431,9 @@ func (e *Engine) Close() error {
 	}
 	err := e.db.Close()
 	e.db = nil
+	if e.dropDir {
+		e.fs.RemoveAll(e.o.Dir)
+	}
 	return err
 }
 

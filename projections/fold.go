@@ -58,9 +58,12 @@ type folder struct {
 	// asOf, when set, ends the fold before the first event that occurred
 	// after it: time travel folds the past into a temporary store.
 	asOf time.Time
-	db   *pebble.DB
-	b    *pebble.Batch
-	size int // events per commit while catching up
+	// latest is the latest moment of any event folded (unix nanoseconds),
+	// kept in meta at every commit (keyLatest).
+	latest int64
+	db     *pebble.DB
+	b      *pebble.Batch
+	size   int // events per commit while catching up
 	// bytes, when set, commits by size instead (size is then unbounded):
 	// a rebuild's batch past half its memtable is handed to Pebble whole,
 	// as a flushable batch, rather than inserted key by key into the
@@ -90,7 +93,7 @@ type folder struct {
 }
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
-	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys,
+	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
 		nodes: map[string]Node{}, reportKeys: map[string]string{}, dirty: map[string]bool{}}
 }
 
@@ -105,6 +108,11 @@ func (f *folder) apply(rec events.Recorded) error {
 	}
 	if !f.asOf.IsZero() && at.After(f.asOf) {
 		return errPast
+	}
+	// The latest moment folded so far: a snapshot taken at this commit
+	// answers time travel to any moment from it on, never to one before.
+	if ns := at.UnixNano(); ns > f.latest {
+		f.latest = ns
 	}
 	if rec.Foreign == nil {
 		foreign, err := f.admit(rec)
@@ -163,6 +171,9 @@ func (f *folder) commit() error {
 		if err := f.b.Set(keyComposition, u64(f.composition), nil); err != nil {
 			return err
 		}
+	}
+	if err := f.b.Set(keyLatest, u64(uint64(max(f.latest, 0))), nil); err != nil {
+		return err
 	}
 	if err := f.b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("projections: cannot commit read models at event %d: %w", f.last, err)

@@ -32,6 +32,9 @@ var (
 	// keyComposition is the sequence of the last event that can change what
 	// a node would be composed to: caches of composition are keyed by it.
 	keyComposition = []byte{prefixMeta, 'v'}
+	// keyLatest is the latest moment of any event folded (unix nanoseconds):
+	// what says which snapshot may answer time travel to a moment.
+	keyLatest = []byte{prefixMeta, 't'}
 )
 
 // schemaVersion changes whenever a row's encoding or a fold changes meaning.
@@ -46,7 +49,8 @@ var (
 //	7  node rows in the compact codec of nodecodec.go
 //	8  history rows hold what history shows, not only the sequence
 //	9  foreign messages set aside; report keys; only the rightful writer's events folded
-const schemaVersion = 9
+//	10 the latest moment folded, in meta (snapshots for time travel)
+const schemaVersion = 10
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -171,7 +171,7 @@ func describeKey(key []byte) string {
 	rest := key[1:]
 	switch key[0] {
 	case prefixMeta:
-		names := map[byte]string{'c': "checkpoint", 'v': "composition version"}
+		names := map[byte]string{'c': "checkpoint", 'v': "composition version", 't': "latest moment folded"}
 		if len(rest) == 1 && names[rest[0]] != "" {
 			return "the " + names[rest[0]]
 		}

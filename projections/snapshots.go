@@ -1,0 +1,226 @@
+package projections
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// Time travel (status --as-of, node show --as-of) folds the stream up to a
+// moment into a copy of the read models. From the stream's start that is a
+// whole rebuild: at a million events it ran past any command's timeout. So
+// the live fold leaves a snapshot of the read models every SnapshotEvery
+// events (a Pebble checkpoint: its tables hard-linked, nothing copied), and
+// a fold into the past starts from the newest snapshot that holds nothing
+// later than the moment asked about, folding at most SnapshotEvery events.
+//
+// A snapshot is named by the last event it holds and the latest moment of
+// any event it holds: it may answer a moment at or after that moment (the
+// fold into the past stops at the first event after its moment, in stream
+// order, so every event a snapshot holds must be at or before it).
+
+// DefaultSnapshotEvery is how many events apart the controller's snapshots
+// are: at the fold's rate, under a second of folding from one.
+const DefaultSnapshotEvery = 50_000
+
+// maxSnapshots bounds how many are kept: past it, every other of the older
+// half goes, so recent moments stay close to a snapshot and old ones are
+// still answered from one, a longer fold away.
+const maxSnapshots = 24
+
+const snapshotsDirName = "snapshots"
+
+type savedSnapshot struct {
+	name       string
+	checkpoint uint64
+	latest     int64 // unix nanoseconds
+}
+
+func (e *Engine) snapshotsDir() string { return e.fs.PathJoin(e.o.Dir, snapshotsDirName) }
+
+// snapshots lists the finished snapshots, oldest first. Half-made ones
+// (tmp-), and copies made for time travel (copy-) are not among them.
+func (e *Engine) snapshots() []savedSnapshot {
+	names, _ := e.fs.List(e.snapshotsDir())
+	var out []savedSnapshot
+	for _, n := range names {
+		cp, latest, ok := strings.Cut(n, "-")
+		c, err1 := strconv.ParseUint(cp, 10, 64)
+		l, err2 := strconv.ParseInt(latest, 10, 64)
+		if ok && err1 == nil && err2 == nil {
+			out = append(out, savedSnapshot{name: n, checkpoint: c, latest: l})
+		}
+	}
+	slices.SortFunc(out, func(a, b savedSnapshot) int { return cmp.Compare(a.checkpoint, b.checkpoint) })
+	return out
+}
+
+// clearSnapshotLeftovers removes what a crash left half made, at open.
+func (e *Engine) clearSnapshotLeftovers() {
+	names, _ := e.fs.List(e.snapshotsDir())
+	for _, n := range names {
+		if strings.HasPrefix(n, "tmp-") || strings.HasPrefix(n, "copy-") {
+			e.fs.RemoveAll(e.fs.PathJoin(e.snapshotsDir(), n))
+		}
+	}
+	if s := e.snapshots(); len(s) > 0 {
+		e.lastSnap.Store(s[len(s)-1].checkpoint)
+	}
+}
+
+// maybeSnapshot starts a snapshot in the background when the live fold has
+// committed SnapshotEvery events since the last one.
+func (e *Engine) maybeSnapshot(last uint64) {
+	if e.o.SnapshotEvery == 0 || last < e.lastSnap.Load()+e.o.SnapshotEvery || !e.snapping.CompareAndSwap(false, true) {
+		return
+	}
+	e.lastSnap.Store(last)
+	e.snapWG.Go(func() {
+		defer e.snapping.Store(false)
+		if err := e.takeSnapshot(); err != nil {
+			e.o.Log.Warn("cannot keep a snapshot of the read models for time travel (as-of answers fold from further back): " + err.Error())
+		}
+	})
+}
+
+// takeSnapshot checkpoints the live read models into the snapshots
+// directory, names the result by what it holds, and thins old ones.
+func (e *Engine) takeSnapshot() error {
+	dir := e.snapshotsDir()
+	if err := e.fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := e.fs.PathJoin(dir, "tmp-"+randomName())
+	err := e.view(func(r pebble.Reader) error {
+		// Flushed: unflushed log writes (the fold commits without syncing)
+		// would otherwise be missing from the copy of the log.
+		return r.(*pebble.DB).Checkpoint(tmp, pebble.WithFlushedWAL())
+	})
+	if err != nil {
+		e.fs.RemoveAll(tmp)
+		return err
+	}
+	// What it holds is read from it, not from the live models, which have
+	// moved on meanwhile.
+	db, err := pebble.Open(tmp, &pebble.Options{FS: e.fs, ReadOnly: true, Logger: pebbleLogger{e.o.Log}})
+	if err != nil {
+		e.fs.RemoveAll(tmp)
+		return err
+	}
+	cp, latest := readCheckpoint(db), readU64(db, keyLatest)
+	db.Close()
+	name := e.fs.PathJoin(dir, fmt.Sprintf("%020d-%020d", cp, latest))
+	if _, err := e.fs.Stat(name); err == nil {
+		return e.fs.RemoveAll(tmp) // nothing folded since that one
+	}
+	if err := e.fs.Rename(tmp, name); err != nil {
+		e.fs.RemoveAll(tmp)
+		return err
+	}
+	for s := e.snapshots(); len(s) > maxSnapshots; s = e.snapshots() {
+		for i := 1; i < len(s)/2; i += 2 {
+			e.fs.RemoveAll(e.fs.PathJoin(dir, s[i].name))
+		}
+	}
+	return nil
+}
+
+// copyFromSnapshot answers read models folded up to moment at, starting
+// from the newest snapshot that may answer it; nil when none may.
+func (e *Engine) copyFromSnapshot(ctx context.Context, at time.Time) (*Engine, error) {
+	var best *savedSnapshot
+	for _, s := range e.snapshots() {
+		if s.latest <= at.UnixNano() {
+			best = &s
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	dir := e.fs.PathJoin(e.snapshotsDir(), "copy-"+randomName())
+	if err := linkSnapshot(e.fs, e.fs.PathJoin(e.snapshotsDir(), best.name), dir); err != nil {
+		e.fs.RemoveAll(dir)
+		return nil, err
+	}
+	cp, _, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Log: e.o.Log})
+	if err != nil {
+		e.fs.RemoveAll(dir)
+		return nil, err
+	}
+	cp.dropDir = true
+	f := cp.newFolder(cp.db, cp.committed)
+	f.asOf = at
+	err = cp.fold(ctx, store.ReadOptions{From: best.checkpoint + 1}, f)
+	f.discard()
+	if err != nil && !errors.Is(err, errPast) {
+		cp.Close()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// linkSnapshot makes dir a generation of read models holding the snapshot
+// at from: its tables hard-linked (Pebble never writes a table twice), its
+// other files (manifest, log) copied, since the copy writes them.
+func linkSnapshot(fs vfs.FS, from, dir string) error {
+	gen := generationName(1)
+	if err := fs.MkdirAll(fs.PathJoin(dir, gen), 0o755); err != nil {
+		return err
+	}
+	names, err := fs.List(from)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		src, dst := fs.PathJoin(from, n), fs.PathJoin(dir, gen, n)
+		if strings.HasSuffix(n, ".sst") {
+			if err := fs.Link(src, dst); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := copyFile(fs, src, dst); err != nil {
+			return err
+		}
+	}
+	f, err := fs.Create(fs.PathJoin(dir, currentFile), "")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write([]byte(gen + "\n"))
+	return err
+}
+
+func copyFile(fs vfs.FS, src, dst string) error {
+	in, err := fs.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := fs.Create(dst, "")
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	_, err = io.Copy(out, in)
+	return err
+}
+
+func randomName() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
