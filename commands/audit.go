@@ -90,7 +90,8 @@ type auditor struct {
 	foreign map[uint64]projections.ForeignMessage
 	ctrl    []keyRecord
 	nodes   map[string]*nodeAudit
-	checks  []sigCheck // signatures to verify, in parallel, after the walk
+	checks  []sigCheck // signatures to verify, in parallel, a batch at a time
+	keys    map[string]nkeys.KeyPair
 }
 
 type nodeAudit struct {
@@ -101,11 +102,19 @@ type nodeAudit struct {
 }
 
 // sigCheck is one signature to verify, and whose record it breaks if not.
+// why is made only for a check that fails: a sentence per event, made for
+// every one, was a sixth of a whole-mesh audit's memory.
 type sigCheck struct {
-	node, key, why string
-	seq            uint64
-	data, sig      []byte
+	node, key string
+	why       func() string
+	seq       uint64
+	data, sig []byte
 }
+
+// checkBatch is how many signatures an audit gathers before it checks
+// them, on every core: gathered for the whole log, they held every
+// message's bytes at once (2 GiB at a million events).
+const checkBatch = 8192
 
 // Audit proves one node's record (r.Node), or every node's and names every
 // foreign message.
@@ -210,8 +219,8 @@ func (a *auditor) read(m store.Msg) error {
 			}
 			// Possession: the key signed its own record.
 			sig, _ := decodeSig(m.Header.Get(events.SignatureHeader))
-			a.checks = append(a.checks, sigCheck{node: na.Node, key: ev.Key, seq: m.Seq, data: m.Data, sig: sig,
-				why: fmt.Sprintf("the record of report key %s is not signed by that key", ev.Key)})
+			a.check(sigCheck{node: na.Node, key: ev.Key, seq: m.Seq, data: m.Data, sig: sig,
+				why: func() string { return fmt.Sprintf("the record of report key %s is not signed by that key", ev.Key) }})
 		}
 	case events.DeclarationSent:
 		if na := a.nodes[ev.Node]; na != nil {
@@ -229,8 +238,10 @@ func (a *auditor) read(m store.Msg) error {
 			return nil
 		}
 		sig, _ := decodeSig(m.Header.Get(events.SignatureHeader))
-		a.checks = append(a.checks, sigCheck{node: na.Node, key: key, seq: m.Seq, data: m.Data, sig: sig,
-			why: fmt.Sprintf("the %s's signature does not verify against %s, the node's report key in force", ev.EventType(), key)})
+		a.check(sigCheck{node: na.Node, key: key, seq: m.Seq, data: m.Data, sig: sig,
+			why: func() string {
+				return fmt.Sprintf("the %s's signature does not verify against %s, the node's report key in force", ev.EventType(), key)
+			}})
 	}
 	return nil
 }
@@ -264,16 +275,29 @@ func (a *auditor) declaration(na *nodeAudit, seq uint64, sent events.Declaration
 	case h.Previous != na.prevDigest:
 		na.breaks(seq, fmt.Sprintf("sequence %d chains to %q, but the declaration before it is %q", h.Sequence, h.Previous, na.prevDigest))
 	default:
-		a.checks = append(a.checks, sigCheck{node: na.Node, key: key, seq: seq, data: sent.Declaration, sig: sent.Signature,
-			why: fmt.Sprintf("sequence %d: the signature does not verify against %s, the controller key in force", sent.Sequence, key)})
+		a.check(sigCheck{node: na.Node, key: key, seq: seq, data: sent.Declaration, sig: sent.Signature,
+			why: func() string {
+				return fmt.Sprintf("sequence %d: the signature does not verify against %s, the controller key in force", sent.Sequence, key)
+			}})
 	}
 	na.prevDigest, na.prevSeq = sent.Digest, sent.Sequence
 }
 
-// verify checks every signature the walk gathered, on every core, and
-// breaks each node's record at its first bad one.
+// check gathers one signature to verify, and verifies a full batch.
+func (a *auditor) check(c sigCheck) {
+	a.checks = append(a.checks, c)
+	if len(a.checks) >= checkBatch {
+		a.verify()
+	}
+}
+
+// verify checks the signatures gathered so far, on every core, and breaks
+// each node's record at its first bad one (breaks keeps the earliest).
 func (a *auditor) verify() {
-	keys := map[string]nkeys.KeyPair{}
+	if a.keys == nil {
+		a.keys = map[string]nkeys.KeyPair{}
+	}
+	keys := a.keys
 	for _, c := range a.checks {
 		if _, ok := keys[c.key]; !ok {
 			keys[c.key], _ = nkeys.FromPublicKey(c.key) // nil: every check by it fails
@@ -287,9 +311,11 @@ func (a *auditor) verify() {
 	})
 	for i, c := range a.checks {
 		if bad[i] {
-			a.nodes[c.node].breaks(c.seq, c.why)
+			a.nodes[c.node].breaks(c.seq, c.why())
 		}
 	}
+	clear(a.checks) // let go of the messages' bytes
+	a.checks = a.checks[:0]
 }
 
 // breaks records the earliest break of a node's record.

@@ -110,7 +110,8 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 2000
+		// By count only as a bound: a catch-up's batch commits by size.
+		o.BatchSize = 100_000
 	}
 	if o.Keys == nil {
 		return nil, Opening{}, errors.New("projections: no keys to check the stream's messages with; the controller's key is needed to fold")
@@ -233,6 +234,10 @@ func checkBelongs(db *pebble.DB, path string, st store.State, w *pebble.WriteOpt
 
 func readCheckpoint(r pebble.Reader) uint64 { return readU64(r, keyCheckpoint) }
 
+// liveBatch is the size a catching-up batch commits at: just over half
+// Pebble's default 4 MiB memtable, which the live read models use.
+const liveBatch = 2<<20 + 256<<10
+
 // readU64 reads a meta row holding one number; 0 when there is none.
 func readU64(r pebble.Reader, key []byte) uint64 {
 	v, closer, err := r.Get(key)
@@ -257,6 +262,10 @@ func (e *Engine) startLocked() {
 	e.mu.RLock()
 	f := e.newFolder(e.db, e.committed)
 	e.mu.RUnlock()
+	// Catching up, a batch commits once it is just over half the live
+	// memtable, which Pebble then takes whole (see rebuildBatch); a live
+	// event still commits at once (pending 0).
+	f.bytes = liveBatch
 	var wg sync.WaitGroup
 	wg.Go(func() { e.follow(ctx, f) })
 	wg.Go(func() { e.syncLoop(ctx) })
