@@ -78,12 +78,10 @@ type Engine struct {
 	// holds a snapshot of the live generation, which a rebuild's swap
 	// would close under it.
 	longMu sync.Mutex
-	// Snapshots for time travel: the checkpoint of the last one started,
-	// whether one is being taken, and its goroutine. dropDir: this is a
-	// copy for time travel, whose directory goes when it closes.
+	// lastSnap is the checkpoint of the last snapshot for time travel.
+	// dropDir: this is a copy for time travel, whose directory goes when
+	// it closes.
 	lastSnap atomic.Uint64
-	snapping atomic.Bool
-	snapWG   sync.WaitGroup
 	dropDir  bool
 
 	// closing ends a long fold when the engine closes (closed cancels it).
@@ -266,6 +264,7 @@ func (e *Engine) startLocked() {
 	// memtable, which Pebble then takes whole (see rebuildBatch); a live
 	// event still commits at once (pending 0).
 	f.bytes = liveBatch
+	f.snapshot = e.maybeSnapshot
 	var wg sync.WaitGroup
 	wg.Go(func() { e.follow(ctx, f) })
 	wg.Go(func() { e.syncLoop(ctx) })
@@ -367,7 +366,6 @@ func (e *Engine) follow(ctx context.Context, f *folder) {
 func (e *Engine) committed(last uint64) {
 	e.unsynced.Store(true)
 	e.checkpoint.Store(last)
-	e.maybeSnapshot(last)
 	if s := e.stalled.Load(); s != nil && last >= s.Seq && e.stalled.CompareAndSwap(s, nil) {
 		e.o.Log.Info(fmt.Sprintf("projections write again: folded past event %d", s.Seq))
 	}
@@ -432,7 +430,6 @@ func (e *Engine) Close() error {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	e.stopLocked()
-	e.snapWG.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.db == nil {

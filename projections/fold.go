@@ -31,7 +31,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
 var readModels = []func(*folder, events.Recorded) error{
-	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldHistory), (*folder).foldReportKeys, inBatch(foldForeign),
+	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
 }
 
 // inBatch is a fold that needs only the batch.
@@ -77,7 +77,13 @@ type folder struct {
 	// enrolments put into Pebble, each shadowing the one before.
 	composition uint64
 	onCommit    func(last uint64)
-	keys        *declaration.Keyring
+	// head, while an event is applied, is the head of the declaration it
+	// sends as decoding read it (nil, or zero, when it did not).
+	head *declaration.Head
+	// snapshot, on the live folder, may keep a snapshot of what was just
+	// committed: it knows exactly what that holds.
+	snapshot func(db *pebble.DB, last uint64, latest int64)
+	keys     *declaration.Keyring
 	// nodes and reportKeys remember the rows this folder read or wrote: a
 	// report is checked against its node's row and key, then folded into
 	// the row, and each Get of an indexed batch costs microseconds (half a
@@ -184,6 +190,11 @@ func (f *folder) commit() error {
 	if len(f.nodes)+len(f.reportKeys) > rememberRows {
 		clear(f.nodes)
 		clear(f.reportKeys)
+	}
+	// The snapshot is taken before anyone hears of the commit: a waiter
+	// woken by it finds the snapshot there.
+	if f.snapshot != nil {
+		f.snapshot(f.db, f.last, f.latest)
 	}
 	if f.onCommit != nil {
 		f.onCommit(f.last)

@@ -64,7 +64,7 @@ func historyKey(node string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(pairPrefix(prefixHistory, node), seq)
 }
 
-func foldHistory(b *pebble.Batch, rec events.Recorded) error {
+func (f *folder) foldHistory(rec events.Recorded) error {
 	var node string
 	e := HistoryEntry{At: rec.Envelope.OccurredAt}
 	switch ev := rec.Event.(type) {
@@ -73,7 +73,11 @@ func foldHistory(b *pebble.Batch, rec events.Recorded) error {
 		e.ContentDigest, e.By, e.Resources = ev.ContentDigest, ev.By, ev.Resources
 		// A declaration that does not decode is the log's to keep and
 		// audit's to name; the row says its builds are unknown.
-		e.Builds, _ = declaration.Builds(ev.Declaration)
+		if f.head != nil && f.head.Node != "" {
+			e.Builds = f.head.Modules
+		} else {
+			e.Builds, _ = declaration.Builds(ev.Declaration)
+		}
 	case events.DeclarationApplied:
 		node, e.Kind, e.Sequence, e.Digest, e.Changed = ev.Node, HistoryApplied, ev.Sequence, ev.Digest, ev.Changed
 	case events.DeclarationFailed:
@@ -83,7 +87,7 @@ func foldHistory(b *pebble.Batch, rec events.Recorded) error {
 	default:
 		return nil
 	}
-	return b.Set(historyKey(node, rec.Seq), encodeHistory(e), nil)
+	return f.b.Set(historyKey(node, rec.Seq), encodeHistory(e), nil)
 }
 
 func encodeHistory(e HistoryEntry) []byte {

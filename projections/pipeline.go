@@ -26,6 +26,11 @@ const chunkSize = 256
 type chunk struct {
 	msgs []store.Msg
 	recs []events.Recorded
+	// heads are the heads of the declarations sent among recs (zero for
+	// any other event), read once while decoding, on a worker, where
+	// checking a declaration reads them anyway: the folder, one
+	// goroutine, then does not read them again for history.
+	heads []declaration.Head
 	err  *FoldError // the first message that would not decode; recs stop before it
 	done chan struct{}
 }
@@ -108,10 +113,11 @@ func (p *pipeline) flush() {
 func (p *pipeline) newChunk() *chunk {
 	select {
 	case c := <-p.free:
-		c.msgs, c.recs, c.err, c.done = c.msgs[:0], c.recs[:0], nil, make(chan struct{})
+		c.msgs, c.recs, c.heads, c.err, c.done = c.msgs[:0], c.recs[:0], c.heads[:0], nil, make(chan struct{})
 		return c
 	default:
-		return &chunk{msgs: make([]store.Msg, 0, chunkSize), recs: make([]events.Recorded, 0, chunkSize), done: make(chan struct{})}
+		return &chunk{msgs: make([]store.Msg, 0, chunkSize), recs: make([]events.Recorded, 0, chunkSize),
+			heads: make([]declaration.Head, 0, chunkSize), done: make(chan struct{})}
 	}
 }
 
@@ -120,6 +126,7 @@ func (p *pipeline) newChunk() *chunk {
 func (p *pipeline) recycle(c *chunk) {
 	clear(c.msgs)
 	clear(c.recs)
+	clear(c.heads)
 	select {
 	case p.free <- c:
 	default:
@@ -140,12 +147,14 @@ func (p *pipeline) decode() {
 				break
 			}
 			rec := events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev, Stored: m.Time, Foreign: err}
+			var head declaration.Head
 			if err == nil {
-				rec.Signer, rec.Foreign = provenance(p.f.keys, &macs, m, ev)
+				rec.Signer, rec.Foreign = provenance(p.f.keys, &macs, m, ev, &head)
 			} else {
 				rec.Signer = header(m, events.SignerHeader)
 			}
 			c.recs = append(c.recs, rec)
+			c.heads = append(c.heads, head)
 		}
 		close(c.done)
 	}
@@ -181,8 +190,11 @@ func (p *pipeline) apply() {
 }
 
 func (p *pipeline) applyChunk(c *chunk) error {
-	for _, rec := range c.recs {
-		if err := p.f.apply(rec); err != nil {
+	for i, rec := range c.recs {
+		p.f.head = &c.heads[i]
+		err := p.f.apply(rec)
+		p.f.head = nil
+		if err != nil {
 			return err
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // node's own signature, the controller's on a declaration) audit checks.
 
 // provenance answers the signer m names and nil, or why m is foreign.
-func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store.Msg, ev events.Event) (string, error) {
+func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store.Msg, ev events.Event, head *declaration.Head) (string, error) {
 	mac, signer := header(m, events.MACHeader), header(m, events.SignerHeader)
 	switch events.Rights[ev.EventType()].Writer {
 	case events.ByController:
@@ -26,7 +26,7 @@ func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store
 			return signer, events.Foreignf("it does not carry the MAC of this mesh's controller, so the controller did not write it")
 		}
 		if sent, ok := ev.(events.DeclarationSent); ok {
-			return sent.Key, checkSent(keys, sent)
+			return sent.Key, checkSent(keys, sent, head)
 		}
 		return keys.Controller(), nil
 	default:
@@ -58,7 +58,7 @@ func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store
 // the digest it names, and for the node and sequence it names, signed by
 // this controller's key. (The MAC already proves the controller wrote the
 // event; this is what keeps a row from disagreeing with the bytes.)
-func checkSent(keys *declaration.Keyring, sent events.DeclarationSent) error {
+func checkSent(keys *declaration.Keyring, sent events.DeclarationSent, head *declaration.Head) error {
 	if sent.Key != keys.Controller() {
 		return events.Foreignf("a declaration signed by %s, not by this mesh's controller %s", sent.Key, keys.Controller())
 	}
@@ -72,6 +72,7 @@ func checkSent(keys *declaration.Keyring, sent events.DeclarationSent) error {
 	case h.Node != sent.Node || h.Sequence != sent.Sequence:
 		return events.Foreignf("it says %s sequence %d, the signed bytes %s sequence %d", sent.Node, sent.Sequence, h.Node, h.Sequence)
 	}
+	*head = h
 	return nil
 }
 

@@ -81,50 +81,37 @@ func (e *Engine) clearSnapshotLeftovers() {
 	}
 }
 
-// maybeSnapshot starts a snapshot in the background when the live fold has
-// committed SnapshotEvery events since the last one.
-func (e *Engine) maybeSnapshot(last uint64) {
-	if e.o.SnapshotEvery == 0 || last < e.lastSnap.Load()+e.o.SnapshotEvery || !e.snapping.CompareAndSwap(false, true) {
+// maybeSnapshot keeps a snapshot of the live read models when the live
+// fold has committed SnapshotEvery events since the last one. It runs in
+// the fold, right after a commit, so it knows exactly what the snapshot
+// holds: a Pebble checkpoint costs a log sync and a hard link a table.
+func (e *Engine) maybeSnapshot(db *pebble.DB, last uint64, latest int64) {
+	if e.o.SnapshotEvery == 0 || last < e.lastSnap.Load()+e.o.SnapshotEvery {
 		return
 	}
 	e.lastSnap.Store(last)
-	e.snapWG.Go(func() {
-		defer e.snapping.Store(false)
-		if err := e.takeSnapshot(); err != nil {
-			e.o.Log.Warn("cannot keep a snapshot of the read models for time travel (as-of answers fold from further back): " + err.Error())
-		}
-	})
+	if err := e.takeSnapshot(db, last, latest); err != nil {
+		e.o.Log.Warn("cannot keep a snapshot of the read models for time travel (as-of answers fold from further back): " + err.Error())
+	}
 }
 
-// takeSnapshot checkpoints the live read models into the snapshots
-// directory, names the result by what it holds, and thins old ones.
-func (e *Engine) takeSnapshot() error {
+// takeSnapshot checkpoints the read models into the snapshots directory,
+// named by what they hold, and thins old ones.
+func (e *Engine) takeSnapshot(db *pebble.DB, last uint64, latest int64) error {
 	dir := e.snapshotsDir()
 	if err := e.fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := e.fs.PathJoin(dir, "tmp-"+randomName())
-	err := e.view(func(r pebble.Reader) error {
-		// Flushed: unflushed log writes (the fold commits without syncing)
-		// would otherwise be missing from the copy of the log.
-		return r.(*pebble.DB).Checkpoint(tmp, pebble.WithFlushedWAL())
-	})
-	if err != nil {
-		e.fs.RemoveAll(tmp)
-		return err
-	}
-	// What it holds is read from it, not from the live models, which have
-	// moved on meanwhile.
-	db, err := pebble.Open(tmp, &pebble.Options{FS: e.fs, ReadOnly: true, Logger: pebbleLogger{e.o.Log}})
-	if err != nil {
-		e.fs.RemoveAll(tmp)
-		return err
-	}
-	cp, latest := readCheckpoint(db), readU64(db, keyLatest)
-	db.Close()
-	name := e.fs.PathJoin(dir, fmt.Sprintf("%020d-%020d", cp, latest))
+	name := e.fs.PathJoin(dir, fmt.Sprintf("%020d-%020d", last, latest))
 	if _, err := e.fs.Stat(name); err == nil {
-		return e.fs.RemoveAll(tmp) // nothing folded since that one
+		return nil // nothing folded since that one
+	}
+	tmp := e.fs.PathJoin(dir, "tmp-"+randomName())
+	// Flushed: the fold commits without syncing, and what the log has not
+	// synced would be missing from the checkpoint's copy of it.
+	if err := db.Checkpoint(tmp, pebble.WithFlushedWAL()); err != nil {
+		e.fs.RemoveAll(tmp)
+		return err
 	}
 	if err := e.fs.Rename(tmp, name); err != nil {
 		e.fs.RemoveAll(tmp)
