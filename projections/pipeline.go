@@ -31,8 +31,8 @@ type chunk struct {
 	// checking a declaration reads them anyway: the folder, one
 	// goroutine, then does not read them again for history.
 	heads []declaration.Head
-	err  *FoldError // the first message that would not decode; recs stop before it
-	done chan struct{}
+	err   *FoldError // the first message that would not decode; recs stop before it
+	done  chan struct{}
 }
 
 type pipeline struct {
