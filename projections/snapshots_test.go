@@ -73,3 +73,15 @@ func TestTimeTravelFromSnapshots(t *testing.T) {
 		t.Fatalf("the snapshots directory holds %v after every copy closed", names)
 	}
 }
+
+// Thinning keeps snapshots evenly spread: the one dropped is the one
+// whose neighbours are closest, never the first or the last.
+func TestThinningDropsTheClosest(t *testing.T) {
+	s := []savedSnapshot{{checkpoint: 10}, {checkpoint: 20}, {checkpoint: 22}, {checkpoint: 40}, {checkpoint: 50}}
+	if i := closest(s); i != 1 && i != 2 {
+		t.Fatalf("dropped snapshot %d (at %d); want one of the two close together", i, s[i].checkpoint)
+	}
+	if i := closest(s[:3]); i != 1 {
+		t.Fatalf("of three, dropped %d; only the middle one may go", i)
+	}
+}
