@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +46,27 @@ func newBenchMesh(b testing.TB, inProcess bool) *benchMesh {
 	} else {
 		nc = embeddedtest.Conn(b, srv)
 	}
-	st, _, err := store.Open(context.Background(), nc, store.StreamConfig{})
+	return benchMeshOn(b, nc, 1)
+}
+
+// newClusterBenchMesh is a 3-server cluster in this process, its stream
+// replicated on all three, reached over TCP as mesh serve reaches one.
+func newClusterBenchMesh(b testing.TB) *benchMesh {
+	b.Helper()
+	var urls []string
+	for _, s := range embeddedtest.Cluster(b, 3) {
+		urls = append(urls, s.ClientURL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	return benchMeshOn(b, nc, 3)
+}
+
+func benchMeshOn(b testing.TB, nc *nats.Conn, replicas int) *benchMesh {
+	st, _, err := store.Open(context.Background(), nc, store.StreamConfig{Replicas: replicas})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,4 +121,13 @@ func (m *benchMesh) fold() *Handlers {
 	m.h = &Handlers{Store: m.st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
 		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys}
 	return m.h
+}
+
+// benchNodes is how many nodes a benchmark's mesh holds: def, or
+// MESH_BENCH_NODES (issue 13 measures 100,000 the same way).
+func benchNodes(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_NODES")); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

@@ -30,7 +30,7 @@ func BenchmarkStatus(b *testing.B) {
 		publish(events.ModuleAggregate(m.Module), events.ModuleRegistered{Module: m.Module, Build: m.Build(), Manifest: m.Canonical()})
 		builds = append(builds, m.Build())
 	}
-	const nodes = 10_000
+	nodes := benchNodes(10_000)
 	for i := range nodes {
 		name := fmt.Sprintf("web-%d", i)
 		publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -40,14 +41,18 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		fmt.Fprintf(out.Out, "%s has been sent nothing and has reported nothing in that time\n", h.Node)
 		return nil
 	}
+	// Buffered: a node's history of thousands of entries, a write a line
+	// to a terminal, cost more than the answer did.
+	w := bufio.NewWriterSize(out.Out, 64<<10)
+	defer w.Flush()
 	declarations := 0
 	for _, e := range h.Entries {
-		printEntry(out.Out, e, c.Diff)
+		printEntry(w, e, c.Diff)
 		if e.Kind == "declaration" {
 			declarations++
 		}
 	}
-	fmt.Fprintf(out.Out, "%d declaration(s), %d report(s)\n", declarations, len(h.Entries)-declarations)
+	fmt.Fprintf(w, "%d declaration(s), %d report(s)\n", declarations, len(h.Entries)-declarations)
 	return nil
 }
 
