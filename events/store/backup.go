@@ -187,6 +187,17 @@ func (s *Store) Import(ctx context.Context, m BackupManifest, r io.Reader) (n, f
 		}
 		return nil
 	}
+	// However the restore ends, it returns only once every publish it set
+	// in flight has landed or failed: one still landing after a return
+	// met the next run's resume as "wrong last sequence" (seen under load).
+	defer func() {
+		for _, p := range pending {
+			select {
+			case <-p.future.Ok():
+			case <-p.future.Err():
+			}
+		}
+	}()
 	var lines uint64
 	for {
 		var line backupLine
