@@ -20,11 +20,12 @@ import (
 // FleetCmd runs many real agents in this process: the load harness the
 // mesh's fleet figures are measured with.
 type FleetCmd struct {
-	Agents int    `default:"100" help:"How many agents to run, each with its own connection, identity, root and state."`
-	Prefix string `default:"fleet" help:"Nodes are named PREFIX-00000 on; each is enrolled once (capability linux, label fleet=PREFIX) if it is not yet."`
-	Dir    string `help:"Where the agents' roots and states go (default: a fresh temporary directory, removed at the end)."`
-	Assign string `help:"Assign this registered module to every fleet node before pushing."`
-	Push   int    `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
+	Agents int               `default:"100" help:"How many agents to run, each with its own connection, identity, root and state."`
+	Prefix string            `default:"fleet" help:"Nodes are named PREFIX-00000 on; each is enrolled once (capability linux, label fleet=PREFIX) if it is not yet."`
+	Dir    string            `help:"Where the agents' roots and states go (default: a fresh temporary directory, removed at the end)."`
+	Assign string            `help:"Assign this registered module to every fleet node before pushing."`
+	Set    map[string]string `help:"With --assign: a setting k=v for the module (repeatable)."`
+	Push   int               `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
 }
 
 func (c *FleetCmd) Help() string {
@@ -71,7 +72,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			for _, n := range names[from:to] {
 				nodes = append(nodes, n.Name)
 			}
-			err := cl.Call(ctx, commands.SubjectNodeAssignBatch, commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: c.Assign, Nodes: nodes}, &r)
+			err := cl.Call(ctx, commands.SubjectNodeAssignBatch, commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: c.Assign, Settings: c.Set, Nodes: nodes}, &r)
 			return len(r.Changed), len(r.Unchanged), err
 		})
 		if err != nil {
