@@ -316,6 +316,9 @@ func (w *warnings) Handle(_ context.Context, r slog.Record) error {
 	w.n++
 	return nil
 }
+func (w *warnings) note(msg string) {
+	w.Handle(context.Background(), slog.NewRecord(time.Now(), slog.LevelWarn, msg, 0))
+}
 func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w *warnings) WithGroup(string) slog.Handler      { return w }
 func (w *warnings) count() (int, string) {

@@ -20,12 +20,13 @@ import (
 // FleetCmd runs many real agents in this process: the load harness the
 // mesh's fleet figures are measured with.
 type FleetCmd struct {
-	Agents int               `default:"100" help:"How many agents to run, each with its own connection, identity, root and state."`
-	Prefix string            `default:"fleet" help:"Nodes are named PREFIX-00000 on; each is enrolled once (capability linux, label fleet=PREFIX) if it is not yet."`
-	Dir    string            `help:"Where the agents' roots and states go (default: a fresh temporary directory, removed at the end)."`
-	Assign string            `help:"Assign this registered module to every fleet node before pushing."`
-	Set    map[string]string `help:"With --assign: a setting k=v for the module (repeatable)."`
-	Push   int               `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
+	Agents   int               `default:"100" help:"How many agents to run, each with its own connection, identity, root and state."`
+	Prefix   string            `default:"fleet" help:"Nodes are named PREFIX-00000 on; each is enrolled once (capability linux, label fleet=PREFIX) if it is not yet."`
+	Dir      string            `help:"Where the agents' roots and states go (default: a fresh temporary directory, removed at the end)."`
+	Assign   string            `help:"Assign this registered module to every fleet node before pushing."`
+	Set      map[string]string `help:"With --assign: a setting k=v for the module (repeatable)."`
+	Push     int               `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
+	Simulate bool              `help:"Play the agents on one connection instead: record each node's report key, answer each declaration with the report applying it would make (signed and MAC'd as the node's), apply nothing. For fleets beyond one machine's processes; needs an open bus (mesh serve without --closed)."`
 }
 
 func (c *FleetCmd) Help() string {
@@ -86,20 +87,29 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	consumersBefore := consumers(ctx, cl)
 	start = time.Now()
-	f, err := fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Connect: func(j agent.Join) (*nats.Conn, error) {
-		identity, err := j.Options()
-		if err != nil {
-			return nil, err
-		}
-		return connect(busAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
-			append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort())...)
-	}})
+	var f *fleet.Fleet
+	if c.Simulate {
+		f, err = fleet.Simulate(ctx, cl.NC, joins)
+	} else {
+		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Connect: func(j agent.Join) (*nats.Conn, error) {
+			identity, err := j.Options()
+			if err != nil {
+				return nil, err
+			}
+			return connect(busAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
+				append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort())...)
+		}})
+	}
 	if err != nil {
 		return err
 	}
 	defer f.Stop()
-	fmt.Fprintf(out.Out, "%d agent(s) connected and following in %s; consumers on the stream: %s before, %s now\n",
-		f.Len(), since(start), consumersBefore, consumers(ctx, cl))
+	what := "agent(s) connected and following"
+	if c.Simulate {
+		what = "simulated agent(s) recorded their report keys and are listening"
+	}
+	fmt.Fprintf(out.Out, "%d %s in %s; consumers on the stream: %s before, %s now\n",
+		f.Len(), what, since(start), consumersBefore, consumers(ctx, cl))
 	if c.Push == 0 {
 		fmt.Fprintln(out.Out, "running until interrupted; push from another shell (mesh push) and each round is timed here")
 		return watchRounds(ctx, out, f)

@@ -1,0 +1,173 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// Simulate plays many nodes' agents on one connection, for fleets larger
+// than one machine's processes can run as real agents (a hundred thousand):
+// for each declaration sent to one of its nodes, it appends the report an
+// agent that applied it would, signed by the node's own report key (which
+// it records first, as an agent does) and MAC'd with the key the node's join
+// string gives. It applies nothing and checks no signature: it measures what a fleet of that size costs the controller and the bus, not
+// the agents. (It reads what was sent from the stream, as an agent does,
+// but by one ordered consumer rather than by direct gets.) It needs an open bus (mesh serve without --closed): on a
+// closed one, a node's reports are its own identity's to publish.
+func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, error) {
+	f := &Fleet{byNode: map[string]*member{}, changed: make(chan struct{}, 1)}
+	sealings := make([]store.Sealing, len(joins))
+	for _, j := range joins {
+		if f.byNode[j.Node] != nil {
+			return nil, fmt.Errorf("fleet: node %s is given twice", j.Node)
+		}
+		m := &member{node: j.Node}
+		m.follows.Store(true)
+		f.members = append(f.members, m)
+		f.byNode[j.Node] = m
+	}
+	// A report key per node, made as an agent makes its own.
+	var firstErr error
+	var once sync.Once
+	parallel(len(joins), func(i int) {
+		s, err := simSealing(joins[i])
+		if err != nil {
+			once.Do(func() { firstErr = err })
+		}
+		sealings[i] = s
+	})
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	bySealing := make(map[string]store.Sealing, len(joins))
+	for i, j := range joins {
+		bySealing[j.Node] = sealings[i]
+	}
+	st, err := store.AttachNode(nc, "")
+	if err != nil {
+		return nil, err
+	}
+	// Record every report key before any report: the fold believes a
+	// report only under the key its node recorded.
+	var fail error
+	var failOnce sync.Once
+	parallelN(64, len(joins), func(i int) {
+		j := joins[i]
+		ev := events.ReportKeyRecorded{Node: j.Node, Key: sealings[i].Signer.PublicKey()}
+		if _, err := st.Report(ctx, j.Node, "key."+ev.Key[:20], ev, sealings[i]); err != nil {
+			failOnce.Do(func() { fail = err })
+		}
+	})
+	if fail != nil {
+		return nil, fmt.Errorf("fleet: cannot record the simulated nodes' report keys (%w); a simulated fleet publishes every node's reports on one connection, which only an open bus allows: run it against mesh serve without --closed", fail)
+	}
+	// Every declaration sent to any node, read from the stream by one
+	// ordered consumer from its end now (a subscription to their publishes
+	// was dropped by the server as a slow consumer at a hundred thousand),
+	// handed to workers that each publish a report and wait for its
+	// acknowledgement, as an agent does. One consumer, the harness's, not
+	// one per node.
+	log, err := store.Attach(ctx, nc, "")
+	if err != nil {
+		return nil, err
+	}
+	state, err := log.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	work := make(chan store.Msg, 4096)
+	runCtx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	f.running.Go(func() {
+		defer close(work)
+		err := log.Read(runCtx, store.ReadOptions{From: state.LastSeq + 1, Follow: true, Filter: events.DeclarationSubject("*")}, func(m store.Msg) error {
+			select {
+			case work <- m:
+				return nil
+			case <-runCtx.Done():
+				return runCtx.Err()
+			}
+		})
+		if err != nil && runCtx.Err() == nil {
+			f.warnings.note("the simulated fleet stopped reading declarations: " + err.Error())
+		}
+	})
+	for range 4 * runtime.GOMAXPROCS(0) {
+		f.running.Go(func() {
+			for m := range work {
+				f.answer(runCtx, st, bySealing, m.Data)
+			}
+		})
+	}
+	return f, nil
+}
+
+// answer reports applying the declaration msg carries, as its node would.
+func (f *Fleet) answer(ctx context.Context, st *store.Store, sealings map[string]store.Sealing, data []byte) {
+	_, ev, err := events.Decode(data)
+	sent, ok := ev.(events.DeclarationSent)
+	m := f.byNode[sent.Node]
+	if err != nil || !ok || m == nil {
+		return // not a declaration, or not for a node this fleet plays
+	}
+	report := events.DeclarationApplied{Node: sent.Node, Sequence: sent.Sequence, Digest: sent.Digest, Changed: sent.Resources}
+	id := "rep.a." + strconv.FormatUint(sent.Sequence, 10) + "." + sent.Digest[:min(16, len(sent.Digest))]
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := st.Report(rctx, sent.Node, id, report, sealings[sent.Node]); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			f.warnings.note(sent.Node + ": " + err.Error())
+		}
+		return
+	}
+	f.observe(m, agent.Observation{Report: report, Sent: true})
+}
+
+func simSealing(j agent.Join) (store.Sealing, error) {
+	bus, err := nkeys.FromSeed([]byte(j.Seed))
+	if err != nil {
+		return store.Sealing{}, fmt.Errorf("fleet: %s's join string has no node key: a simulated fleet needs the identities of a mesh that makes them", j.Node)
+	}
+	mac, err := declaration.ReportMACKey(bus)
+	if err != nil {
+		return store.Sealing{}, err
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return store.Sealing{}, err
+	}
+	signer, err := declaration.NewSigner(kp)
+	return store.Sealing{Signer: signer, MAC: mac}, err
+}
+
+func parallel(n int, fn func(i int)) { parallelN(runtime.GOMAXPROCS(0), n, fn) }
+
+// parallelN runs fn for 0..n-1 on workers goroutines.
+func parallelN(workers, n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				fn(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
