@@ -163,20 +163,30 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		return StatusReport{}, err
 	}
 	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}}
+	notCurrent := 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
 		nodes, err := v.Nodes()
 		if err != nil {
 			return err
 		}
-		out.Nodes = make([]NodeStatus, 0, len(nodes))
+		if r.Brief {
+			out.Table = &StatusTable{States: []string{}}
+		} else {
+			out.Nodes = make([]NodeStatus, 0, len(nodes))
+		}
+		table := out.Table
 		for _, n := range nodes {
 			if n.Retired {
 				continue
 			}
 			ns := nodeStatus(n, composed[n.Name])
+			if ns.State != StateCurrent {
+				notCurrent++
+			}
 			if r.Brief {
-				ns.Digest, ns.ContentDigest, ns.WouldSend, ns.By = "", "", "", ""
+				table.Add(ns)
+				continue
 			}
 			out.Nodes = append(out.Nodes, ns)
 		}
@@ -190,12 +200,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		out.Causes, err = h.causes(ctx, v)
 		return err
 	})
-	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0
-	for _, n := range out.Nodes {
-		if n.State != StateCurrent {
-			out.Well = false
-		}
-	}
+	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0 && notCurrent == 0
 	return out, err
 }
 
