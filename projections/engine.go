@@ -108,8 +108,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.BatchSize <= 0 {
-		// By count only as a bound: a catch-up's batch commits by size.
-		o.BatchSize = 100_000
+		o.BatchSize = 2000
 	}
 	if o.Keys == nil {
 		return nil, Opening{}, errors.New("projections: no keys to check the stream's messages with; the controller's key is needed to fold")
@@ -175,7 +174,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 // openGeneration opens one generation's Pebble and checks, or on a new one
 // records, the stream identity and schema.
 func (e *Engine) openGeneration(gen string, st store.State) (*pebble.DB, error) {
-	return e.openGenerationWith(gen, st, &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}})
+	return e.openGenerationWith(gen, st, &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}, MemTableSize: rebuildMemTable})
 }
 
 func (e *Engine) openGenerationWith(gen string, st store.State, opts *pebble.Options) (*pebble.DB, error) {
@@ -232,10 +231,6 @@ func checkBelongs(db *pebble.DB, path string, st store.State, w *pebble.WriteOpt
 
 func readCheckpoint(r pebble.Reader) uint64 { return readU64(r, keyCheckpoint) }
 
-// liveBatch is the size a catching-up batch commits at: just over half
-// Pebble's default 4 MiB memtable, which the live read models use.
-const liveBatch = 2<<20 + 256<<10
-
 // readU64 reads a meta row holding one number; 0 when there is none.
 func readU64(r pebble.Reader, key []byte) uint64 {
 	v, closer, err := r.Get(key)
@@ -260,10 +255,6 @@ func (e *Engine) startLocked() {
 	e.mu.RLock()
 	f := e.newFolder(e.db, e.committed)
 	e.mu.RUnlock()
-	// Catching up, a batch commits once it is just over half the live
-	// memtable, which Pebble then takes whole (see rebuildBatch); a live
-	// event still commits at once (pending 0).
-	f.bytes = liveBatch
 	f.snapshot = e.maybeSnapshot
 	var wg sync.WaitGroup
 	wg.Go(func() { e.follow(ctx, f) })

@@ -64,13 +64,8 @@ type folder struct {
 	db     *pebble.DB
 	b      *pebble.Batch
 	size   int // events per commit while catching up
-	// bytes, when set, commits by size instead (size is then unbounded):
-	// a rebuild's batch past half its memtable is handed to Pebble whole,
-	// as a flushable batch, rather than inserted key by key into the
-	// memtable's skiplist, which was half of a rebuild's applying.
-	bytes int
-	n     int // events in b
-	last  uint64
+	n      int // events in b
+	last   uint64
 	// composition is the newest event in b that moves the composition
 	// version, 0 for none. It is written once, at commit, beside the
 	// checkpoint: written per event it was half of all the keys a fold of
@@ -151,7 +146,7 @@ func (f *folder) apply(rec events.Recorded) error {
 // commitIf commits when the batch is full, or when the reader has caught up
 // (pending 0), so that a live event is readable at once.
 func (f *folder) commitIf(pending uint64) error {
-	if f.n >= f.size || pending == 0 || f.bytes > 0 && f.b.Len() >= f.bytes {
+	if f.n >= f.size || pending == 0 {
 		return f.commit()
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -128,7 +127,6 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 			progress(Progress{Folded: last, Total: st.LastSeq, Elapsed: time.Since(start)})
 		}
 	})
-	f.size, f.bytes = math.MaxInt, rebuildBatch
 	if err := e.fold(ctx, store.ReadOptions{From: 1}, f); err != nil {
 		f.discard()
 		return abandon(err)
@@ -200,12 +198,12 @@ func (e *Engine) rebuildOptions() *pebble.Options {
 	return &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}, DisableWAL: true, MemTableSize: rebuildMemTable}
 }
 
-// rebuildMemTable is the largest memtable while rebuilding: 64 MiB against
-// Pebble's default 4. Pebble grows memtables from 256 KiB towards it, so a
-// small mesh's rebuild never holds more than its data; a large one's holds
-// at most two, outside the Go heap that --memory-limit governs.
-const rebuildMemTable = 8 << 20
-
-// rebuildBatch is how large a rebuild's batch grows before it commits:
-// over half the memtable, so Pebble takes it whole as a flushable batch.
-const rebuildBatch = rebuildMemTable/2 + 256<<10
+// rebuildMemTable is the largest memtable of read models, live or being
+// rebuilt: 64 MiB against Pebble's default 4. Pebble grows memtables from
+// 256 KiB towards it, so a small mesh never holds more than its data; a
+// large one's holds at most two, outside the Go heap. Measured at a million
+// real events: a fresh controller ready in 18.4 s against 26.5 s with the
+// default, and a rebuild at 94,000 events/s. (Batches committed whole as
+// Pebble's flushable batches, tried instead, were faster at 300,000 events
+// and slower at a million: 74,000 to 83,000 events/s.)
+const rebuildMemTable = 64 << 20

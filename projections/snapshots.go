@@ -163,7 +163,7 @@ func (e *Engine) copyFromSnapshot(ctx context.Context, at time.Time) (*Engine, e
 	}
 	cp.dropDir = true
 	f := cp.newFolder(cp.db, cp.committed)
-	f.asOf, f.bytes = at, liveBatch
+	f.asOf = at
 	err = cp.fold(ctx, store.ReadOptions{From: best.checkpoint + 1}, f)
 	f.discard()
 	if err != nil && !errors.Is(err, errPast) {

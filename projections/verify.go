@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -57,8 +56,6 @@ func (e *Engine) Verify(ctx context.Context, progress func(Progress)) (string, u
 			progress(Progress{Folded: last, Total: total, Elapsed: time.Since(start)})
 		}
 	})
-	// Commits by size, as a rebuild does: the copy is thrown away after.
-	f.size, f.bytes = math.MaxInt, rebuildBatch
 	if at > 0 {
 		if err := cp.fold(ctx, store.ReadOptions{From: 1, Until: at}, f); err != nil {
 			f.discard()
