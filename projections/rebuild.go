@@ -199,11 +199,12 @@ func (e *Engine) rebuildOptions() *pebble.Options {
 }
 
 // rebuildMemTable is the largest memtable of read models, live or being
-// rebuilt: 64 MiB against Pebble's default 4. Pebble grows memtables from
-// 256 KiB towards it, so a small mesh never holds more than its data; a
-// large one's holds at most two, outside the Go heap. Measured at a million
-// real events: a fresh controller ready in 18.4 s against 26.5 s with the
-// default, and a rebuild at 94,000 events/s. (Batches committed whole as
-// Pebble's flushable batches, tried instead, were faster at 300,000 events
-// and slower at a million: 74,000 to 83,000 events/s.)
-const rebuildMemTable = 64 << 20
+// rebuilt: 16 MiB against Pebble's default 4. Pebble grows memtables from
+// 256 KiB towards it, so a small mesh never holds more than its data.
+// Measured at a million real events (mesh up with no read models, then
+// projections verify and rebuild): with 4 MiB ready in 26.5 s; with 16 MiB
+// ready in 18.8 s, rebuild 14.5 s, verify 17.2 s, peak RSS 610 MiB; with
+// 64 MiB ready in 18.4-18.9 s, rebuild 15.8 s, verify 14.7 s, but peak RSS
+// 900 MiB. (Batches committed whole as Pebble's flushable batches, tried
+// too, were faster at 300,000 events and slower at a million.)
+const rebuildMemTable = 16 << 20
