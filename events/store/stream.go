@@ -62,6 +62,33 @@ type State struct {
 // assertStream creates the stream or brings the settings the mesh owns back to
 // what it declares. Settings it does not own are left as an operator set them,
 // and data is never removed: removing data is a person's act.
+// codeNoPeers: JetStream's "no suitable peers for placement". A cluster
+// just started may answer it while its servers are still learning of each
+// other (seen starting a 3-server cluster beside a loaded test suite).
+const codeNoPeers = 10005
+
+// placementFor bounds how long a stream's creation waits for the peers it
+// must be placed on.
+const placementFor = 15 * time.Second
+
+// createStream creates the stream, waiting, briefly, for a new cluster's
+// peers to know of each other.
+func createStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	deadline := time.Now().Add(placementFor)
+	for {
+		st, err := js.CreateStream(ctx, want)
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != codeNoPeers || time.Now().After(deadline) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 func assertStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (jetstream.Stream, Assertion, error) {
 	want := jetstream.StreamConfig{
 		Name:       c.Name,
@@ -82,7 +109,7 @@ func assertStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 	}
 	st, err := js.Stream(ctx, c.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		st, err = js.CreateStream(ctx, want)
+		st, err = createStream(ctx, js, want)
 		if err != nil {
 			return nil, Assertion{}, fmt.Errorf("store: cannot create stream %s: %w", c.Name, err)
 		}
