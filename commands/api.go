@@ -355,6 +355,9 @@ type PushRequest struct {
 	CommandID string `json:"command_id"`
 	Node      string `json:"node,omitempty"`
 	Behind    bool   `json:"behind,omitempty"`
+	// Progress, when set, is a subject the controller says on how many
+	// nodes it has sent to so far, a window at a time.
+	Progress string `json:"progress,omitempty"`
 }
 
 // PushReply says what a push did, node by node.

@@ -2,12 +2,14 @@ package commands_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/nats-io/nats.go"
 )
 
 func batchCall[Req, Resp any](t *testing.T, c *commands.Client, subject string, req Req) (Resp, error) {
@@ -127,5 +129,42 @@ func TestAssignBatchBySelector(t *testing.T) {
 		commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "tool", Nodes: sel.Nodes})
 	if err != nil || len(r.Changed) != 0 || len(r.Unchanged) != 2 || r.Seq != 0 {
 		t.Fatalf("the same assignment again: %+v %v, want nothing to do", r, err)
+	}
+}
+
+// A push says as it goes how many nodes it has sent, a window at a time,
+// ending at all of them: the command line shows it on a terminal.
+func TestPushSaysItsProgress(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	c := controller(t, srv)
+	var list []commands.EnrollRequest
+	for i := range 2500 {
+		list = append(list, commands.EnrollRequest{Name: fmt.Sprintf("p-%04d", i)})
+	}
+	for from := 0; from < len(list); from += commands.MaxBatch {
+		if _, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
+			commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list[from:min(from+commands.MaxBatch, len(list))]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inbox := c.NC.NewRespInbox()
+	said := make(chan *nats.Msg, 16)
+	sub, err := c.NC.ChanSubscribe(inbox, said)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	c.NC.Flush()
+	var r commands.PushReply
+	if err := c.Call(context.Background(), commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID(), Progress: inbox}, &r); err != nil || len(r.Sent) != 2500 {
+		t.Fatalf("push: %v, %d sent", err, len(r.Sent))
+	}
+	c.NC.Flush()
+	var last commands.FoldProgress
+	for len(said) > 0 {
+		json.Unmarshal((<-said).Data, &last)
+	}
+	if last.Folded != 2500 || last.Total != 2500 {
+		t.Fatalf("the push's last word on its progress: %d of %d, want 2500 of 2500", last.Folded, last.Total)
 	}
 }

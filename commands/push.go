@@ -53,6 +53,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 		only = map[string]bool{r.Node: true}
 	}
 	var last uint64
+	progress, started := h.progress(r.Progress), time.Now()
 	for round := range pushRounds {
 		if round > 0 {
 			// Compose again from read models that hold whatever moved.
@@ -90,6 +91,10 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 					last = max(last, o.Seq)
 					reply.Sent = append(reply.Sent, p)
 				}
+			}
+			if progress != nil && round == 0 {
+				done := uint64(len(reply.Sent) + len(reply.Unsent) + len(only))
+				progress(projections.Progress{Folded: done, Total: uint64(reply.Considered), Elapsed: time.Since(started)})
 			}
 		}
 		if len(only) == 0 {

@@ -133,7 +133,7 @@ func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var a commands.AuditReport
 	req := commands.AuditRequest{Node: c.Node}
 	if c.Node == "" {
-		fr, done, err := followProgress(cl, out, "checked")
+		fr, done, err := followProgress(cl, out, "checked", "event(s)", false)
 		if err != nil {
 			return err
 		}

@@ -65,7 +65,7 @@ func foldCall(ctx context.Context, g *Globals, out *Output, subject string, time
 	}
 	defer closeFn()
 	cl.Timeout = timeout
-	req, done, err := followProgress(cl, out, "folded")
+	req, done, err := followProgress(cl, out, "folded", "event(s)", false)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output)
 // followProgress subscribes to a fresh inbox the controller reports fold
 // progress on, and prints it: one line rewritten in place on a terminal,
 // plain lines otherwise (a log or a pipe keeps every one).
-func followProgress(cl *commands.Client, out *Output, verb string) (commands.FoldRequest, func(), error) {
+func followProgress(cl *commands.Client, out *Output, verb, unit string, ttyOnly bool) (commands.FoldRequest, func(), error) {
 	inbox := cl.NC.NewRespInbox()
 	tty := isTerminal(out.Err)
 	var printed atomic.Bool
@@ -102,7 +102,10 @@ func followProgress(cl *commands.Client, out *Output, verb string) (commands.Fol
 		if json.Unmarshal(m.Data, &p) != nil {
 			return
 		}
-		line := fmt.Sprintf("%s %d of %d event(s), %.0f/s", verb, p.Folded, p.Total, p.Rate)
+		line := fmt.Sprintf("%s %d of %d %s, %.0f/s", verb, p.Folded, p.Total, unit, p.Rate)
+		if ttyOnly && !tty {
+			return
+		}
 		if tty {
 			fmt.Fprintf(out.Err, "\r%s\x1b[K", line)
 			printed.Store(true)

@@ -41,7 +41,15 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	cl.Timeout = g.timeoutOr(5 * time.Minute)
 	var r commands.PushReply
 	req := commands.PushRequest{CommandID: commands.NewCommandID(), Node: c.Node, Behind: c.Behind}
-	if err := cl.Call(ctx, commands.SubjectPush, req, &r); err != nil {
+	// On a terminal, how many nodes are sent so far, as the push goes.
+	fr, done, err := followProgress(cl, out, "sent", "node(s)", true)
+	if err != nil {
+		return err
+	}
+	req.Progress = fr.Progress
+	err = cl.Call(ctx, commands.SubjectPush, req, &r)
+	done()
+	if err != nil {
 		return err
 	}
 	if c.JSON {
