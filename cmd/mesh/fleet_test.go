@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
 // fleetSize is how many real agents the fleet test runs (MESH_FLEET
@@ -58,5 +60,35 @@ func TestFleet(t *testing.T) {
 	}
 	if r = mesh(t, home, "status"); r.code != 0 || !strings.Contains(r.out, "well") {
 		t.Fatalf("status after the fleet's pushes: exit %d\n%s", r.code, r.out)
+	}
+}
+
+// A simulated fleet on an open bus: every node's report key recorded and
+// every declaration answered, signed and MAC'd as the node's, so that the
+// fold believes each one and status is well. On mesh up's closed bus the
+// same command is refused in one sentence: a node's reports are its own.
+func TestSimulatedFleet(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	bus := embeddedtest.Server(t).ClientURL()
+	home := t.TempDir()
+	start(t, "ready", "--home", home, "--bus", bus, "serve")
+	t.Setenv("MESH_NATS_URL", bus)
+	r := mesh(t, home, "fleet", "--agents", "500", "--simulate", "--push", "2")
+	if r.code != 0 || !strings.Contains(r.out, "(500 applied, 0 failed, 0 refused)") {
+		t.Fatalf("a simulated fleet of 500: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	if r = mesh(t, home, "status"); r.code != 0 || !strings.Contains(r.out, "well: all 500 node(s) current") {
+		t.Fatalf("status after the simulated fleet's reports: exit %d\n%s", r.code, r.out)
+	}
+	if r = mesh(t, home, "foreign", "list"); strings.Contains(r.out, "rp.") {
+		t.Fatalf("the simulated reports were set aside as foreign:\n%s", r.out)
+	}
+
+	t.Setenv("MESH_NATS_URL", "")
+	closed := t.TempDir()
+	up(t, closed)
+	r = mesh(t, closed, "--timeout", "3s", "fleet", "--agents", "3", "--simulate", "--push", "1")
+	if r.code == 0 || !strings.Contains(r.err, "open bus") || strings.Count(r.err, "\n") != 1 {
+		t.Fatalf("a simulated fleet on a closed bus: exit %d\n%s", r.code, r.err)
 	}
 }
