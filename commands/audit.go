@@ -90,8 +90,8 @@ type auditor struct {
 	foreign map[uint64]projections.ForeignMessage
 	ctrl    []keyRecord
 	nodes   map[string]*nodeAudit
-	checks  []sigCheck // signatures to verify, in parallel, a batch at a time
-	keys    map[string]nkeys.KeyPair
+	checks  []sigCheck               // signatures to verify, in parallel, a batch at a time
+	keys    map[string]nkeys.KeyPair // parsed once for every batch
 }
 
 type nodeAudit struct {
@@ -120,7 +120,7 @@ const checkBatch = 8192
 // foreign message.
 func (h *Handlers) Audit(ctx context.Context, r AuditRequest) (AuditReport, error) {
 	start := time.Now()
-	a := &auditor{h: h, foreign: map[uint64]projections.ForeignMessage{}, nodes: map[string]*nodeAudit{}}
+	a := &auditor{h: h, foreign: map[uint64]projections.ForeignMessage{}, nodes: map[string]*nodeAudit{}, keys: map[string]nkeys.KeyPair{}}
 	var all []projections.ForeignMessage
 	var nodes []projections.Node
 	err := h.Proj.Read(func(v *projections.View) (err error) {
@@ -294,9 +294,6 @@ func (a *auditor) check(c sigCheck) {
 // verify checks the signatures gathered so far, on every core, and breaks
 // each node's record at its first bad one (breaks keeps the earliest).
 func (a *auditor) verify() {
-	if a.keys == nil {
-		a.keys = map[string]nkeys.KeyPair{}
-	}
 	keys := a.keys
 	for _, c := range a.checks {
 		if _, ok := keys[c.key]; !ok {

@@ -55,7 +55,8 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	for i, j := range joins {
 		bySealing[j.Node] = sealings[i]
 	}
-	st, err := store.AttachNode(nc, "")
+	// One store: it reads what was sent, and reports as each node.
+	st, err := store.Attach(ctx, nc, "")
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +80,7 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	// handed to workers that each publish a report and wait for its
 	// acknowledgement, as an agent does. One consumer, the harness's, not
 	// one per node.
-	log, err := store.Attach(ctx, nc, "")
-	if err != nil {
-		return nil, err
-	}
-	state, err := log.State(ctx)
+	state, err := st.State(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +89,7 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	f.cancel = cancel
 	f.running.Go(func() {
 		defer close(work)
-		err := log.Read(runCtx, store.ReadOptions{From: state.LastSeq + 1, Follow: true, Filter: events.DeclarationSubject("*")}, func(m store.Msg) error {
+		err := st.Read(runCtx, store.ReadOptions{From: state.LastSeq + 1, Follow: true, Filter: events.DeclarationSubject("*")}, func(m store.Msg) error {
 			select {
 			case work <- m:
 				return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -121,12 +122,7 @@ func (c *NodeEnrollCmd) enrollFrom(ctx context.Context, g *Globals, out *Output)
 		return err
 	}
 	defer closeFn()
-	changed, unchanged, err := inBatches(ctx, out, len(list), "enrolled", func(ctx context.Context, from, to int) (int, int, error) {
-		var r commands.BatchReply
-		req := commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list[from:to]}
-		err := cl.Call(ctx, commands.SubjectNodeEnrollBatch, req, &r)
-		return len(r.Changed), len(r.Unchanged), err
-	})
+	changed, unchanged, err := enrollBatches(ctx, cl, out, list)
 	if err != nil {
 		return err
 	}
@@ -169,18 +165,34 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 			names = append(names, n.Name)
 		}
 	}
-	var build string
-	changed, unchanged, err := inBatches(ctx, out, len(names), "assigned to", func(ctx context.Context, lo, hi int) (int, int, error) {
-		var r commands.BatchReply
-		req := commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: module, Settings: c.Set, Nodes: names[lo:hi]}
-		err := cl.Call(ctx, commands.SubjectNodeAssignBatch, req, &r)
-		build = r.Build
-		return len(r.Changed), len(r.Unchanged), err
-	})
+	changed, unchanged, build, err := assignBatches(ctx, cl, out, module, c.Set, names)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "assigned %s (build %s) to %d node(s) of %s; %d already had it with these settings (nothing to do)\n",
 		module, short(build), changed, from, unchanged)
 	return nil
+}
+
+// enrollBatches enrolls list a batch at a time (mesh node enroll --from,
+// mesh fleet).
+func enrollBatches(ctx context.Context, cl *commands.Client, out *Output, list []commands.EnrollRequest) (changed, unchanged int, err error) {
+	return inBatches(ctx, out, len(list), "enrolled", func(ctx context.Context, from, to int) (int, int, error) {
+		var r commands.BatchReply
+		err := cl.Call(ctx, commands.SubjectNodeEnrollBatch, commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list[from:to]}, &r)
+		return len(r.Changed), len(r.Unchanged), err
+	})
+}
+
+// assignBatches assigns module to nodes a batch at a time (mesh assign
+// --selector and --from, mesh fleet), and answers the build assigned.
+func assignBatches(ctx context.Context, cl *commands.Client, out *Output, module string, settings map[string]string, nodes []string) (changed, unchanged int, build string, err error) {
+	changed, unchanged, err = inBatches(ctx, out, len(nodes), "assigned to", func(ctx context.Context, from, to int) (int, int, error) {
+		var r commands.BatchReply
+		req := commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: module, Settings: settings, Nodes: nodes[from:to]}
+		err := cl.Call(ctx, commands.SubjectNodeAssignBatch, req, &r)
+		build = cmp.Or(r.Build, build)
+		return len(r.Changed), len(r.Unchanged), err
+	})
+	return changed, unchanged, build, err
 }

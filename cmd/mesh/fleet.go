@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -56,26 +57,18 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		names[i] = commands.EnrollRequest{Name: fmt.Sprintf("%s-%05d", c.Prefix, i), Capabilities: []string{"linux"}, Labels: map[string]string{"fleet": c.Prefix}}
 	}
 	start := time.Now()
-	enrolled, _, err := inBatches(ctx, out, len(names), "enrolled", func(ctx context.Context, from, to int) (int, int, error) {
-		var r commands.BatchReply
-		err := cl.Call(ctx, commands.SubjectNodeEnrollBatch, commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: names[from:to]}, &r)
-		return len(r.Changed), len(r.Unchanged), err
-	})
+	enrolled, _, err := enrollBatches(ctx, cl, out, names)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "%d fleet node(s): %d enrolled now, in %s\n", c.Agents, enrolled, since(start))
 	if c.Assign != "" {
 		start = time.Now()
-		changed, _, err := inBatches(ctx, out, len(names), "assigned to", func(ctx context.Context, from, to int) (int, int, error) {
-			var r commands.BatchReply
-			nodes := make([]string, 0, to-from)
-			for _, n := range names[from:to] {
-				nodes = append(nodes, n.Name)
-			}
-			err := cl.Call(ctx, commands.SubjectNodeAssignBatch, commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: c.Assign, Settings: c.Set, Nodes: nodes}, &r)
-			return len(r.Changed), len(r.Unchanged), err
-		})
+		nodes := make([]string, len(names))
+		for i, n := range names {
+			nodes[i] = n.Name
+		}
+		changed, _, _, err := assignBatches(ctx, cl, out, c.Assign, c.Set, nodes)
 		if err != nil {
 			return err
 		}
@@ -189,7 +182,7 @@ func fleetJoins(ctx context.Context, cl *commands.Client, names []commands.Enrol
 			err := cl.Call(ctx, commands.SubjectNodeJoin, commands.NameRequest{Name: n.Name}, &id)
 			if err != nil {
 				mu.Lock()
-				first = cmpOr(first, err)
+				first = cmp.Or(first, err)
 				mu.Unlock()
 				return
 			}
@@ -198,13 +191,6 @@ func fleetJoins(ctx context.Context, cl *commands.Client, names []commands.Enrol
 	}
 	wg.Wait()
 	return joins, first
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // consumers is how many consumers the stream has, as nats stream info says.
