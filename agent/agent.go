@@ -36,6 +36,13 @@ type Config struct {
 	// It is called with the agent's lock held: it must not block. The
 	// fleet harness measures a mesh with it.
 	Observe func(Observation)
+	// Slots, when set, is shared by agents in one process: an agent holds
+	// a slot from opening its root until its report is saved. Thousands of
+	// agents standing in for thousands of machines share one descriptor
+	// table, and an agent that cannot open its root reports failed; the
+	// fleet harness bounds them with it so it measures the mesh, not the
+	// table. Nil (every real agent): no bound.
+	Slots chan struct{}
 }
 
 // Observation is one thing an agent did, for Config.Observe.
@@ -245,6 +252,10 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 		a.recordKeyLocked(ctx)
 		a.refuse(ctx, d.Sequence, digest, fmt.Sprintf("sequence %d is at or below %d, the last this node applied: a replay", d.Sequence, a.state.LastSequence))
 		return
+	}
+	if a.cfg.Slots != nil {
+		a.cfg.Slots <- struct{}{}
+		defer func() { <-a.cfg.Slots }()
 	}
 	root, err := os.OpenRoot(a.cfg.Root)
 	if err != nil {

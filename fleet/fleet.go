@@ -24,6 +24,9 @@ type Config struct {
 	// Parallel bounds connections being opened at once (default 64): a
 	// closed bus checks each against the controller.
 	Parallel int
+	// Applying bounds agents applying at once (agent.Config.Slots); 0: no
+	// bound. mesh fleet sets it from the process's open-file limit.
+	Applying int
 	// CheckEvery is each agent's unprompted read of its newest
 	// declaration (default: the agent's own).
 	CheckEvery time.Duration
@@ -79,6 +82,10 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		f.byNode[j.Node] = m
 	}
 	log := slog.New(&f.warnings)
+	var slots chan struct{}
+	if cfg.Applying > 0 {
+		slots = make(chan struct{}, cfg.Applying)
+	}
 	// Open every agent, a bounded number at once.
 	var wg sync.WaitGroup
 	var firstErr error
@@ -89,7 +96,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := f.open(ctx, cfg, j, m, log)
+			err := f.open(ctx, cfg, j, m, log, slots)
 			if err != nil {
 				errOnce.Do(func() { firstErr = err })
 			}
@@ -120,7 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	return f, nil
 }
 
-func (f *Fleet) open(ctx context.Context, cfg Config, j agent.Join, m *member, log *slog.Logger) error {
+func (f *Fleet) open(ctx context.Context, cfg Config, j agent.Join, m *member, log *slog.Logger, slots chan struct{}) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -129,7 +136,7 @@ func (f *Fleet) open(ctx context.Context, cfg Config, j agent.Join, m *member, l
 		return fmt.Errorf("fleet: %s cannot connect: %w", j.Node, err)
 	}
 	ag, err := agent.Open(ctx, nc, agent.Config{
-		Join: j, Root: filepath.Join(cfg.Dir, j.Node), Log: log, CheckEvery: cfg.CheckEvery,
+		Join: j, Root: filepath.Join(cfg.Dir, j.Node), Log: log, CheckEvery: cfg.CheckEvery, Slots: slots,
 		Observe: func(o agent.Observation) { f.observe(m, o) },
 	})
 	if err != nil {

@@ -84,7 +84,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.Simulate {
 		f, err = fleet.Simulate(ctx, cl.NC, joins)
 	} else {
-		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Connect: func(j agent.Join) (*nats.Conn, error) {
+		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Applying: applySlots(c.Agents), Connect: func(j agent.Join) (*nats.Conn, error) {
 			identity, err := j.Options()
 			if err != nil {
 				return nil, err
@@ -208,6 +208,26 @@ func consumers(ctx context.Context, cl *commands.Client) string {
 		return "unknown"
 	}
 	return fmt.Sprint(info.State.Consumers)
+}
+
+// applySlots is how many of agents agents may apply at once in this
+// process: each holds its connection all along, and while it applies its
+// root, a file being written and the state file being replaced. Ten
+// thousand machines each have their own descriptor table; one process
+// standing in for them has one, which the limit may not let be raised
+// (ulimit -Hn). An agent that cannot open its root reports failed, and the
+// fleet would measure the table rather than the mesh. 0: no bound needed.
+func applySlots(agents int) int {
+	const perApply, spare = 3, 1024
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	free := int(min(lim.Cur, 1<<30)) - agents - spare
+	if free >= agents*perApply {
+		return 0
+	}
+	return max(free/perApply, 1)
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/meshctl/mesh/embedded/embeddedtest"
@@ -90,5 +91,31 @@ func TestSimulatedFleet(t *testing.T) {
 	r = mesh(t, closed, "--timeout", "3s", "fleet", "--agents", "3", "--simulate", "--push", "1")
 	if r.code == 0 || !strings.Contains(r.err, "open bus") || strings.Count(r.err, "\n") != 1 {
 		t.Fatalf("a simulated fleet on a closed bus: exit %d\n%s", r.code, r.err)
+	}
+}
+
+// Agents in one process share its descriptor table, which its hard limit
+// may keep small: mesh fleet bounds how many apply at once so that none
+// reports "too many open files" for the harness's sake, and bounds nothing
+// when the table has room for every agent at once.
+func TestFleetBoundsAppliesToTheOpenFileLimit(t *testing.T) {
+	var was syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was) })
+	lowered := syscall.Rlimit{Cur: min(was.Max, 4096), Max: was.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lowered); err != nil || lowered.Cur < 4096 {
+		t.Skipf("cannot set the open-file limit to 4096: %v", err)
+	}
+	// 4096 - 1024 spare - 2000 connections leave 1072: 357 applying.
+	if got := applySlots(2000); got != 357 {
+		t.Fatalf("2000 agents under a limit of 4096 may apply %d at once, want 357", got)
+	}
+	if got := applySlots(500); got != 0 {
+		t.Fatalf("500 agents under a limit of 4096 have room, yet %d may apply at once", got)
+	}
+	if got := applySlots(4000); got != 1 {
+		t.Fatalf("4000 agents under a limit of 4096: %d may apply at once, want 1 (one at a time, never none)", got)
 	}
 }
