@@ -30,7 +30,8 @@ type Options struct {
 	FS    vfs.FS // nil: the OS file system
 	Store *store.Store
 	Log   *slog.Logger
-	// BatchSize is how many events one commit holds while catching up.
+	// BatchSize is how many events one commit holds while catching up
+	// (DefaultBatchSize when 0).
 	BatchSize int
 	// Reset discards every generation before opening, so the read models are
 	// folded again from the stream: the remedy for read models that do not
@@ -107,7 +108,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 2000
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.Keys == nil {
 		return nil, Opening{}, errors.New("projections: no keys to check the stream's messages with; the controller's key is needed to fold")
@@ -173,7 +174,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 // openGeneration opens one generation's Pebble and checks, or on a new one
 // records, the stream identity and schema.
 func (e *Engine) openGeneration(gen string, st store.State) (*pebble.DB, error) {
-	return e.openGenerationWith(gen, st, &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}, MemTableSize: rebuildMemTable})
+	return e.openGenerationWith(gen, st, e.pebbleOptions(false))
 }
 
 func (e *Engine) openGenerationWith(gen string, st store.State, opts *pebble.Options) (*pebble.DB, error) {

@@ -236,3 +236,12 @@ func (f *folder) putNode(n Node) error {
 	f.dirty[n.Name] = true
 	return nil
 }
+
+// DefaultBatchSize is how many events a commit holds while catching up. A
+// node's row is written once a commit however many of its events the commit
+// folds, and a push writes each node twice (the send, then the report),
+// usually more than 2,000 events apart at fleet size: at 20,000 a catch-up
+// of a million real events wrote 315 MB into Pebble instead of 462. A batch
+// of that size is about 6 MB of rows, under the half-memtable past which
+// Pebble would flush it as a table of its own.
+const DefaultBatchSize = 20_000
