@@ -138,6 +138,15 @@ func timedPush(ctx context.Context, out *Output, cl *commands.Client, f *fleet.F
 			delete(want, n) // a node of the mesh this fleet does not run
 		}
 	}
+	if len(want) == 0 {
+		// Nothing to wait for, and no last report to time: say why rather
+		// than print a time since the zero moment.
+		why := "the push sent nothing to this fleet's nodes"
+		if len(r.Unsent) > 0 {
+			why = fmt.Sprintf("%d node(s) not sent; the first, %s: %s", len(r.Unsent), r.Unsent[0].Node, r.Unsent[0].Reason)
+		}
+		return fmt.Errorf("push %d: %s", round, why)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	got, err := f.Await(wctx, want)
@@ -147,7 +156,11 @@ func timedPush(ctx context.Context, out *Output, cl *commands.Client, f *fleet.F
 	fmt.Fprintf(out.Out, "push %d: sent %d of %d node(s), answered in %s; all %d fleet agent(s) reported %s after the command (%d applied, %d failed, %d refused)\n",
 		round, len(r.Sent), r.Considered, answered.Round(time.Millisecond), len(want), got.Last.Sub(start).Round(time.Millisecond), got.Applied, got.Failed, got.Refused)
 	if len(r.Unsent) > 0 || got.Failed+got.Refused > 0 {
-		return fmt.Errorf("push %d: %d node(s) not sent, %d failed, %d refused", round, len(r.Unsent), got.Failed, got.Refused)
+		first := ""
+		if len(r.Unsent) > 0 {
+			first = fmt.Sprintf(" (the first not sent, %s: %s)", r.Unsent[0].Node, r.Unsent[0].Reason)
+		}
+		return fmt.Errorf("push %d: %d node(s) not sent, %d failed, %d refused%s", round, len(r.Unsent), got.Failed, got.Refused, first)
 	}
 	return nil
 }

@@ -84,6 +84,15 @@ func TestSimulatedFleet(t *testing.T) {
 	if r = mesh(t, home, "foreign", "list"); strings.Contains(r.out, "rp.") {
 		t.Fatalf("the simulated reports were set aside as foreign:\n%s", r.out)
 	}
+	// A push that sends the fleet nothing (app needs a postgres no node
+	// provides) has no last report to time: it says why, and fails.
+	if r = mesh(t, home, "module", "register", "../../examples/app.json"); r.code != 0 {
+		t.Fatalf("register app: exit %d\n%s", r.code, r.err)
+	}
+	r = mesh(t, home, "fleet", "--agents", "3", "--prefix", "lonely", "--simulate", "--assign", "app", "--push", "1")
+	if r.code == 0 || !strings.Contains(r.err, "3 node(s) not sent; the first, lonely-00000: app needs postgres") || strings.Contains(r.out, "reported") {
+		t.Fatalf("a push that sent the fleet nothing: exit %d\n%s%s", r.code, r.out, r.err)
+	}
 
 	t.Setenv("MESH_NATS_URL", "")
 	closed := t.TempDir()
