@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/meshctl/mesh/events/store"
 )
 
@@ -193,8 +194,15 @@ func (e *Engine) seal(db *pebble.DB, gen string, st store.State) (*pebble.DB, er
 // crash abandons it whole, so logging its writes would only write them
 // twice).
 func (e *Engine) pebbleOptions(rebuilding bool) *pebble.Options {
-	return &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}, DisableWAL: rebuilding,
-		MemTableSize: rebuildMemTable, L0CompactionThreshold: l0Compaction, L0StopWritesThreshold: 4 * l0Compaction}
+	o := &pebble.Options{FS: e.fs, Logger: pebbleLogger{e.o.Log}, DisableWAL: rebuilding,
+		MemTableSize: rebuildMemTable, L0CompactionThreshold: l0Compaction, L0StopWritesThreshold: 4 * l0Compaction,
+		CacheSize: blockCache}
+	// A bloom filter in every table (levels below inherit level 0's): a
+	// fold looks up node rows and report keys one at a time, and level 0
+	// holds up to l0Compaction tables that each span every key, so without
+	// one a lookup read an index block of each.
+	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	return o
 }
 
 // rebuildMemTable is the largest memtable of read models, live or being
@@ -220,3 +228,11 @@ const rebuildMemTable = 16 << 20
 // 10,000 nodes just after the catch-up took 80-100 and 130-170 ms, against
 // 100-120 and 200-240 ms with the default.
 const l0Compaction = 16
+
+// blockCache is each generation's block cache: 64 MiB against Pebble's
+// default 8. At 100,000 nodes a push's fold looks up each node's row and
+// report key, and with 8 MiB those lookups read their index, filter and
+// data blocks from the file again and again: 3.4 of the controller's 15.5
+// CPU seconds over 20 s of the push, 1.1 with 64 MiB. Memory Pebble
+// allocates itself as blocks are read, so a small mesh holds far less.
+const blockCache = 64 << 20
