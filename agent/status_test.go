@@ -24,7 +24,7 @@ func (m *mesh) status() map[string]commands.NodeStatus {
 // waitState polls status until node is in state.
 func (m *mesh) waitState(node, state string) commands.NodeStatus {
 	m.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(settle)
 	for {
 		n := m.status()[node]
 		if n.State == state {

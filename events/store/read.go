@@ -149,6 +149,7 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 		mu.Lock()
 		stopped = true
 		mu.Unlock()
+		s.deleteConsumer(cons)
 	}()
 	select {
 	case <-done:
@@ -171,3 +172,23 @@ func (s *Store) lastFor(ctx context.Context, filter string) (uint64, error) {
 	}
 	return m.Seq, nil
 }
+
+// deleteConsumer removes a finished read's consumer from the server.
+// Stopping an ordered consumer only stops pulling: the server keeps it
+// until five minutes without a pull, so every audit, verify, rebuild and
+// as-of fold left one behind, and a thousand within five minutes would
+// have refused the next read (the stream's consumer limit, issue 13). It
+// is best effort: on a lost connection the server's own expiry does it.
+func (s *Store) deleteConsumer(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil || !s.nc.IsConnected() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), consumerDeleteWait)
+	defer cancel()
+	_ = s.js.DeleteConsumer(ctx, s.name, info.Name)
+}
+
+// consumerDeleteWait bounds how long a finished read waits to remove its
+// consumer: a round trip, and on a cluster the stream leader's vote.
+const consumerDeleteWait = 2 * time.Second

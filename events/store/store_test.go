@@ -317,3 +317,47 @@ func TestLoadingALongAggregate(t *testing.T) {
 		t.Fatalf("load: %d events at %d (want 2501 at %d): %v", len(recs), got, version, err)
 	}
 }
+
+// A read leaves no consumer on the stream once it returns, whether it ran
+// to the end, was stopped by its callback or followed until cancelled: the
+// server keeps a stopped ordered consumer five minutes, so every audit,
+// verify, rebuild and as-of fold left one, and a thousand of them in five
+// minutes would refuse the next (the stream's consumer limit).
+func TestReadsLeaveNoConsumer(t *testing.T) {
+	ctx := context.Background()
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	s := open(t, nc)
+	for i := range 5 {
+		name := fmt.Sprintf("n%d", i)
+		if _, err := s.Append(ctx, events.NodeAggregate(name), 0, "c-"+name, enrolled(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := errors.New("enough")
+	for i := range 20 {
+		if err := s.Read(ctx, store.ReadOptions{From: 1}, func(store.Msg) error { return nil }); err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		if err := s.Read(ctx, store.ReadOptions{From: 2}, func(store.Msg) error { return stop }); !errors.Is(err, stop) {
+			t.Fatalf("stopped read %d: %v", i, err)
+		}
+		fctx, cancel := context.WithCancel(ctx)
+		err := s.Read(fctx, store.ReadOptions{From: 1, Follow: true}, func(m store.Msg) error {
+			if m.Pending == 0 {
+				cancel()
+			}
+			return nil
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("following read %d: %v", i, err)
+		}
+	}
+	js, _ := jetstream.New(nc)
+	st, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.CachedInfo().State.Consumers; n != 0 {
+		t.Fatalf("60 reads left %d consumer(s) on the stream", n)
+	}
+}
