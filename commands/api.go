@@ -430,6 +430,12 @@ type StatusTable struct {
 	Detail   []string `json:"detail"`
 }
 
+// newStatusTable is an empty table with room for n rows.
+func newStatusTable(n int) *StatusTable {
+	return &StatusTable{States: []string{}, Name: make([]string, 0, n), State: make([]uint8, 0, n),
+		Sequence: make([]uint64, 0, n), Since: make([]int64, 0, n), Detail: make([]string, 0, n)}
+}
+
 // Add appends one node's row.
 func (t *StatusTable) Add(n NodeStatus) {
 	i := slices.Index(t.States, n.State)

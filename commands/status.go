@@ -166,12 +166,12 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 	notCurrent := 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
-		nodes, err := v.Nodes()
+		nodes, err := v.NodesBrief()
 		if err != nil {
 			return err
 		}
 		if r.Brief {
-			out.Table = &StatusTable{States: []string{}}
+			out.Table = newStatusTable(len(nodes))
 		} else {
 			out.Nodes = make([]NodeStatus, 0, len(nodes))
 		}

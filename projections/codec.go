@@ -90,6 +90,16 @@ func (r *reader) varint() int64 {
 	return v
 }
 
+// skip passes over a string without making it.
+func (r *reader) skip() {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return
+	}
+	r.b = r.b[n:]
+}
+
 func (r *reader) str() string {
 	n := r.uvarint()
 	if r.bad || n > uint64(len(r.b)) {

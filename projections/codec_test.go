@@ -55,6 +55,19 @@ func TestNodeCodecRoundTrips(t *testing.T) {
 			if _, err := decodeNode(b[:i]); err == nil {
 				t.Fatalf("truncated to %d of %d bytes and still decoded", i, len(b))
 			}
+			if _, err := decodeNodeAs(b[:i], true); err == nil {
+				t.Fatalf("truncated to %d of %d bytes and still decoded briefly", i, len(b))
+			}
+		}
+		// Brief is the whole row but for capabilities and labels.
+		brief, err := decodeNodeAs(b, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := n
+		whole.Capabilities, whole.Labels = nil, nil
+		if diff := cmp.Diff(whole, brief); diff != "" {
+			t.Fatalf("brief (-want +got):\n%s", diff)
 		}
 	}
 }

@@ -67,19 +67,33 @@ func appendNode(dst []byte, n Node) []byte {
 	return w.b
 }
 
-func decodeNode(b []byte) (Node, error) {
+func decodeNode(b []byte) (Node, error) { return decodeNodeAs(b, false) }
+
+// decodeNodeAs decodes a node row; brief leaves out its capabilities and
+// labels (nil), which status never reads: at 100,000 nodes making a map of
+// labels a row was the largest part of decoding them.
+func decodeNodeAs(b []byte, brief bool) (Node, error) {
 	r := reader{b: b}
 	if r.uvarint() != nodeCodec {
 		return Node{}, errCorruptNode
 	}
 	var n Node
 	n.Name = r.str()
-	n.Capabilities = r.strs()
-	if k := r.count(); k > 0 || !r.bad {
-		n.Labels = make(map[string]string, k)
-		for range k {
-			key := r.str()
-			n.Labels[key] = r.str()
+	if brief {
+		for range r.count() {
+			r.skip()
+		}
+		for range 2 * r.count() {
+			r.skip()
+		}
+	} else {
+		n.Capabilities = r.strs()
+		if k := r.count(); k > 0 || !r.bad {
+			n.Labels = make(map[string]string, k)
+			for range k {
+				key := r.str()
+				n.Labels[key] = r.str()
+			}
 		}
 	}
 	n.Retired = r.bool()
@@ -225,7 +239,7 @@ func getNode(rd pebble.Reader, name string) (Node, bool, error) {
 	return n, true, nil
 }
 
-// nodeRows decodes every node row.
-func nodeRows(rd pebble.Reader) ([]Node, error) {
-	return scanRows(rd, []byte{prefixNode}, func(_, v []byte) (Node, error) { return decodeNode(v) })
+// nodeRows decodes every node row; brief as decodeNodeAs.
+func nodeRows(rd pebble.Reader, brief bool) ([]Node, error) {
+	return scanRows(rd, []byte{prefixNode}, func(_, v []byte) (Node, error) { return decodeNodeAs(v, brief) })
 }

@@ -37,7 +37,11 @@ func (v *View) CompositionVersion() uint64 {
 }
 
 // Nodes lists every node ever enrolled, retired ones included, by name.
-func (v *View) Nodes() ([]Node, error) { return nodeRows(v.r) }
+func (v *View) Nodes() ([]Node, error) { return nodeRows(v.r, false) }
+
+// NodesBrief lists every node as Nodes does, without capabilities and
+// labels: for status, which reads every row and neither of those.
+func (v *View) NodesBrief() ([]Node, error) { return nodeRows(v.r, true) }
 
 // Node reads one node's row.
 func (v *View) Node(name string) (Node, bool, error) {

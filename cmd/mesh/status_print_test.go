@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+)
+
+// Status prints the same lines from the brief table the command line asks
+// for as from whole nodes, padded as a table, with the verdict counted from
+// the rows.
+func TestStatusPrintsTheTableAsTheNodes(t *testing.T) {
+	at := time.Date(2026, 12, 3, 16, 52, 36, 0, time.UTC)
+	nodes := []commands.NodeStatus{
+		{Name: "db-1", State: commands.StateWaiting, Sequence: 4, Since: at},
+		{Name: "fleet-00000", State: commands.StateCurrent, Sequence: 12, Since: at},
+		{Name: "naïve", State: commands.StateFailed, Sequence: 7, Since: at.Add(time.Second), Detail: "/etc/app/app.conf: permission denied"},
+		{Name: "new", State: commands.StateNeverSent},
+	}
+	table := &commands.StatusTable{States: []string{}}
+	for _, n := range nodes {
+		table.Add(n)
+	}
+	var fromNodes, fromTable bytes.Buffer
+	printStatus(&fromNodes, commands.StatusReport{Nodes: nodes})
+	printStatus(&fromTable, commands.StatusReport{Table: table})
+	if fromNodes.String() != fromTable.String() {
+		t.Fatalf("from nodes:\n%s\nfrom the table:\n%s", fromNodes.String(), fromTable.String())
+	}
+	var want strings.Builder
+	line := func(name, seq, state, since, detail string) {
+		fmt.Fprintln(&want, strings.TrimRight(fmt.Sprintf("%-*s  %-*s  %-*s  %-20s  %s", 11, name, 8, seq, 10, state, since, detail), " "))
+	}
+	line("NODE", "SEQUENCE", "STATE", "SINCE", "DETAIL")
+	line("db-1", "4", "waiting", "2026-12-03T16:52:36Z", "")
+	line("fleet-00000", "12", "current", "2026-12-03T16:52:36Z", "")
+	line("naïve", "7", "failed", "2026-12-03T16:52:37Z", "/etc/app/app.conf: permission denied")
+	line("new", "0", "never sent", "0001-01-01T00:00:00Z", "")
+	want.WriteString("not well: 3 of 4 node(s) not current, 0 provider(s) failing a consumer\n")
+	if fromTable.String() != want.String() {
+		t.Fatalf("status printed:\n%q\nwant:\n%q", fromTable.String(), want.String())
+	}
+}
