@@ -288,14 +288,20 @@ func TestLoadingLeavesNoConsumer(t *testing.T) {
 			t.Fatalf("load %d: %d events at %d (want 1 at %d): %v", i, len(recs), version, seq, err)
 		}
 	}
+	if n := consumers(t, nc); n != 0 {
+		t.Fatalf("1,100 loads left %d consumer(s) on the stream", n)
+	}
+}
+
+// consumers is how many consumers the stream has now.
+func consumers(t *testing.T, nc *nats.Conn) int {
+	t.Helper()
 	js, _ := jetstream.New(nc)
-	st, err := js.Stream(ctx, events.Stream)
+	st, err := js.Stream(context.Background(), events.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := st.CachedInfo().State.Consumers; n != 0 {
-		t.Fatalf("1,100 loads left %d consumer(s) on the stream", n)
-	}
+	return st.CachedInfo().State.Consumers
 }
 
 // A load of an aggregate longer than one batched read answers every event.
@@ -352,12 +358,7 @@ func TestReadsLeaveNoConsumer(t *testing.T) {
 			t.Fatalf("following read %d: %v", i, err)
 		}
 	}
-	js, _ := jetstream.New(nc)
-	st, err := js.Stream(ctx, events.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := st.CachedInfo().State.Consumers; n != 0 {
+	if n := consumers(t, nc); n != 0 {
 		t.Fatalf("60 reads left %d consumer(s) on the stream", n)
 	}
 }
