@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/meshctl/mesh/declaration"
@@ -104,7 +106,9 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	proj.Start()
 	if o.Stream.LastSeq > o.Checkpoint {
 		stop := logProgress(log, proj, o.Stream.LastSeq)
+		restoreGC := catchUpGC()
 		err := proj.WaitFor(ctx, o.Stream.LastSeq)
+		restoreGC()
 		stop()
 		var fe *projections.FoldError
 		switch {
@@ -160,6 +164,21 @@ func (c *Controller) Close() error {
 	}
 	c.svc.Stop()
 	return c.Proj.Close()
+}
+
+// catchUpGC lets the collector run half as often while a start catches up,
+// unless GOGC says otherwise, and answers what puts it back. A catch-up's
+// live heap is small and its garbage large, so the collector ran often for
+// little: a million real events caught up in 15.1-16.0 s with the default
+// and 13.4-14.5 s at 200, peak RSS 160 against 230 MiB (at 400, 12.1-13.7 s
+// but 350-385 MiB, too near what the fold is allowed). The memory limit
+// still holds either way.
+func catchUpGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	was := debug.SetGCPercent(200)
+	return func() { debug.SetGCPercent(was) }
 }
 
 // logProgress says every few seconds how far a long catch-up has come, so a
