@@ -308,7 +308,9 @@ func (h *Handlers) ProjectionsStatus(ctx context.Context, _ Empty) (StatusReply,
 
 // RebuildProjections folds the stream into fresh read models and swaps them in.
 func (h *Handlers) RebuildProjections(ctx context.Context, req FoldRequest) (RebuildReply, error) {
+	restoreGC := foldingGC()
 	r, err := h.Proj.Rebuild(ctx, h.progress(req.Progress))
+	restoreGC()
 	if err != nil {
 		return RebuildReply{}, err
 	}
