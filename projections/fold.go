@@ -239,9 +239,10 @@ func (f *folder) putNode(n Node) error {
 
 // DefaultBatchSize is how many events a commit holds while catching up. A
 // node's row is written once a commit however many of its events the commit
-// folds, and a push writes each node twice (the send, then the report),
-// usually more than 2,000 events apart at fleet size: at 20,000 a catch-up
-// of a million real events wrote 315 MB into Pebble instead of 462. A batch
-// of that size is about 6 MB of rows, under the half-memtable past which
-// Pebble would flush it as a table of its own.
-const DefaultBatchSize = 20_000
+// folds, so larger batches write less: at 20,000 a catch-up of a million
+// real events wrote 315 MB into Pebble instead of 462. But with level 0
+// compacted at 16 files that no longer bought time (ready in 12.7-14.4 s
+// against 13.2-14.8 s at 2,000, within this box's noise), while a stream of
+// enrolments folded 15% slower (108,000-110,000 events/s against 130,000 in
+// BenchmarkFoldVsRawRead) and the peak RSS was 15 MiB higher. So 2,000.
+const DefaultBatchSize = 2_000
