@@ -450,15 +450,23 @@ func (t *StatusTable) Add(n NodeStatus) {
 	t.Detail = append(t.Detail, n.Detail)
 }
 
+// Len is how many rows the table holds.
+func (t *StatusTable) Len() int { return len(t.Name) }
+
+// Row is the table's row i, as Nodes would hold it without digests.
+func (t *StatusTable) Row(i int) NodeStatus {
+	state := ""
+	if int(t.State[i]) < len(t.States) {
+		state = t.States[t.State[i]]
+	}
+	return NodeStatus{Name: t.Name[i], State: state, Sequence: t.Sequence[i], Since: time.Unix(t.Since[i], 0).UTC(), Detail: t.Detail[i]}
+}
+
 // Rows is the table's nodes, as Nodes would hold them without digests.
 func (t *StatusTable) Rows() []NodeStatus {
-	out := make([]NodeStatus, len(t.Name))
+	out := make([]NodeStatus, t.Len())
 	for i := range out {
-		state := ""
-		if int(t.State[i]) < len(t.States) {
-			state = t.States[t.State[i]]
-		}
-		out[i] = NodeStatus{Name: t.Name[i], State: state, Sequence: t.Sequence[i], Since: time.Unix(t.Since[i], 0).UTC(), Detail: t.Detail[i]}
+		out[i] = t.Row(i)
 	}
 	return out
 }

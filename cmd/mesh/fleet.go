@@ -141,11 +141,10 @@ func timedPush(ctx context.Context, out *Output, cl *commands.Client, f *fleet.F
 	if len(want) == 0 {
 		// Nothing to wait for, and no last report to time: say why rather
 		// than print a time since the zero moment.
-		why := "the push sent nothing to this fleet's nodes"
-		if len(r.Unsent) > 0 {
-			why = fmt.Sprintf("%d node(s) not sent; the first, %s: %s", len(r.Unsent), r.Unsent[0].Node, r.Unsent[0].Reason)
+		if len(r.Unsent) == 0 {
+			return fmt.Errorf("push %d: the push sent nothing to this fleet's nodes", round)
 		}
-		return fmt.Errorf("push %d: %s", round, why)
+		return fmt.Errorf("push %d: %d node(s) not sent%s", round, len(r.Unsent), firstUnsent(r))
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -156,13 +155,18 @@ func timedPush(ctx context.Context, out *Output, cl *commands.Client, f *fleet.F
 	fmt.Fprintf(out.Out, "push %d: sent %d of %d node(s), answered in %s; all %d fleet agent(s) reported %s after the command (%d applied, %d failed, %d refused)\n",
 		round, len(r.Sent), r.Considered, answered.Round(time.Millisecond), len(want), got.Last.Sub(start).Round(time.Millisecond), got.Applied, got.Failed, got.Refused)
 	if len(r.Unsent) > 0 || got.Failed+got.Refused > 0 {
-		first := ""
-		if len(r.Unsent) > 0 {
-			first = fmt.Sprintf(" (the first not sent, %s: %s)", r.Unsent[0].Node, r.Unsent[0].Reason)
-		}
-		return fmt.Errorf("push %d: %d node(s) not sent, %d failed, %d refused%s", round, len(r.Unsent), got.Failed, got.Refused, first)
+		return fmt.Errorf("push %d: %d node(s) not sent, %d failed, %d refused%s", round, len(r.Unsent), got.Failed, got.Refused, firstUnsent(r))
 	}
 	return nil
+}
+
+// firstUnsent names the first node a push did not send to, and why; "" when
+// it sent to every one.
+func firstUnsent(r commands.PushReply) string {
+	if len(r.Unsent) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the first, %s: %s", r.Unsent[0].Node, r.Unsent[0].Reason)
 }
 
 // watchRounds says, each time the fleet goes quiet after reporting, how

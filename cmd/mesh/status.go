@@ -61,9 +61,9 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	rows := statusRows{s}
 	wName, wSeq, wState := len("NODE"), len("SEQUENCE"), len("STATE")
 	for i := range rows.Len() {
-		r := rows.At(i)
-		wName, wState = max(wName, len(r.name)), max(wState, len(r.state))
-		wSeq = max(wSeq, len(strconv.FormatUint(r.seq, 10)))
+		n := rows.At(i)
+		wName, wState = max(wName, len(n.Name)), max(wState, len(n.State))
+		wSeq = max(wSeq, len(strconv.FormatUint(n.Sequence, 10)))
 	}
 	var line []byte
 	cell := func(v string, width int) {
@@ -87,14 +87,14 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	// A fleet's nodes mostly share a few moments: each is formatted once.
 	lastSince, sinceText := int64(0), ""
 	for i := range rows.Len() {
-		r := rows.At(i)
-		if r.state != commands.StateCurrent {
+		n := rows.At(i)
+		if n.State != commands.StateCurrent {
 			behind++
 		}
-		if i == 0 || r.since != lastSince {
-			lastSince, sinceText = r.since, time.Unix(r.since, 0).UTC().Format(time.RFC3339)
+		if since := n.Since.Unix(); i == 0 || since != lastSince {
+			lastSince, sinceText = since, n.Since.UTC().Format(time.RFC3339)
 		}
-		row(r.name, strconv.FormatUint(r.seq, 10), r.state, sinceText, r.detail)
+		row(n.Name, strconv.FormatUint(n.Sequence, 10), n.State, sinceText, n.Detail)
 	}
 	nodes := rows.Len()
 	for _, st := range s.Standings {
@@ -119,30 +119,18 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 // table the command line asks for, or whole nodes.
 type statusRows struct{ s commands.StatusReport }
 
-type statusRow struct {
-	name, state, detail string
-	seq                 uint64
-	since               int64 // unix seconds
-}
-
 func (r statusRows) Len() int {
 	if t := r.s.Table; t != nil {
-		return len(t.Name)
+		return t.Len()
 	}
 	return len(r.s.Nodes)
 }
 
-func (r statusRows) At(i int) statusRow {
-	t := r.s.Table
-	if t == nil {
-		n := r.s.Nodes[i]
-		return statusRow{name: n.Name, state: n.State, detail: n.Detail, seq: n.Sequence, since: n.Since.Unix()}
+func (r statusRows) At(i int) commands.NodeStatus {
+	if t := r.s.Table; t != nil {
+		return t.Row(i)
 	}
-	state := ""
-	if int(t.State[i]) < len(t.States) {
-		state = t.States[t.State[i]]
-	}
-	return statusRow{name: t.Name[i], state: state, detail: t.Detail[i], seq: t.Sequence[i], since: t.Since[i]}
+	return r.s.Nodes[i]
 }
 
 // ReportCmd records a provider's standing toward a consumer.
