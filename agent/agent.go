@@ -64,6 +64,8 @@ type Agent struct {
 	// the agent's own report key, which only it holds, and MAC'd with the
 	// key its join string gives it, which the controller checks cheaply.
 	sealing store.Sealing
+	// seal opens what a declaration carries sealed to this node (rule 21).
+	seal []byte
 }
 
 // Open prepares an agent on a connection to the mesh's bus: its root, its
@@ -112,7 +114,11 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, st: st, state: state, sealing: sealing}, nil
+	seal, err := sealKey(cfg.Join)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{cfg: cfg, st: st, state: state, sealing: sealing, seal: seal}, nil
 }
 
 // Close releases what the agent holds (nothing between applies).
@@ -267,7 +273,7 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 		return
 	}
 	defer root.Close()
-	ap := applier{root: root, state: a.state}
+	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal}
 	changed, failed := ap.apply(d.Resources)
 	a.state.LastSequence, a.state.LastDigest = d.Sequence, digest
 	var report events.Event = events.DeclarationApplied{Node: node, Sequence: d.Sequence, Digest: digest, Changed: changed}

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/secret"
 )
 
 // applier puts resources under one root. Every file operation goes through
@@ -21,6 +22,8 @@ import (
 type applier struct {
 	root  *os.Root
 	state *State
+	node  string
+	seal  []byte // opens sealed content
 }
 
 // apply makes the root hold exactly resources: each declared resource is
@@ -93,11 +96,18 @@ func (a *applier) one(r compose.Resource) (bool, error) {
 	case manifest.KindDirectory:
 		return a.directory(name, r.Path, perm, info, exists)
 	case manifest.KindFile:
-		content := ""
-		if r.Content != nil {
-			content = *r.Content
+		content := []byte{}
+		switch {
+		case r.Sealed != nil:
+			// Opened here and nowhere else: the clear content exists only
+			// in the file it is written to (rule 21).
+			if content, err = secret.Open(a.seal, secret.Where("file", a.node, r.Path), r.Sealed.Box); err != nil {
+				return false, fmt.Errorf("its sealed content does not open with this node's key (%v); the join string may be another node's", err)
+			}
+		case r.Content != nil:
+			content = []byte(*r.Content)
 		}
-		return a.file(name, r.Path, perm, []byte(content), info, exists)
+		return a.file(name, r.Path, perm, content, info, exists)
 	}
 	return created, fmt.Errorf("kind %q is not one this agent applies", r.Kind)
 }

@@ -42,6 +42,17 @@ func loadSealing(dir string, j Join) (store.Sealing, error) {
 	return store.Sealing{Signer: signer, MAC: mac}, nil
 }
 
+// sealKey is the key of what declarations carry sealed to this node, from
+// the join string's node seed: only this node (and the controller that
+// derived the seed) can compute it.
+func sealKey(j Join) ([]byte, error) {
+	bus, err := nkeys.FromSeed([]byte(j.Seed))
+	if err != nil {
+		return nil, errors.New("agent: the join string has no usable node key; copy it again from mesh node join " + j.Node)
+	}
+	return declaration.SealKey(bus)
+}
+
 func reportKey(path string) (nkeys.KeyPair, error) {
 	seed, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

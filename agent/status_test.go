@@ -251,7 +251,7 @@ func TestStatusAsOf(t *testing.T) {
 	}
 	show, err := m.h.ShowNode(m.ctx, commands.NameRequest{Name: "db-1", AsOf: before})
 	m.must(err)
-	if show.AsOf == nil || show.State != commands.StateCurrent || show.Assignments[0].Settings["password"] != "a" {
+	if show.AsOf == nil || show.State != commands.StateCurrent || show.Assignments[0].Settings["password"] != "(secret, version 1)" {
 		t.Fatalf("node show as of before the change: %+v", show)
 	}
 	long := time.Now().Add(-time.Hour)

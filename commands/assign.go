@@ -9,6 +9,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/secret"
 )
 
 // Assign gives a node the latest build of a module. The catalogue is read
@@ -38,7 +39,12 @@ func (h *Handlers) Assign(ctx context.Context, r AssignRequest) (Assigned, error
 	seq, err := decide(ctx, h, events.NodeAggregate(r.Node), r.CommandID, newNode(r.Node),
 		func(n *aggregates.Node) ([]events.Event, error) {
 			previous = n.Assignments[r.Module].Build
-			return n.Decide(cmd, h.Now())
+			c := cmd
+			var err error
+			if c.Settings, err = h.sealSettings(ctx, r.Node, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
+				return nil, err
+			}
+			return n.Decide(c, h.Now())
 		})
 	if err != nil {
 		return Assigned{}, err
@@ -46,7 +52,7 @@ func (h *Handlers) Assign(ctx context.Context, r AssignRequest) (Assigned, error
 	if seq != 0 {
 		h.Log.Info("module assigned", "node", r.Node, "module", r.Module, "build", manifest.ShortBuild(cmd.Build), "seq", seq)
 	}
-	return Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Build: cmd.Build, Previous: previous, Settings: r.Settings}, nil
+	return Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Build: cmd.Build, Previous: previous, Settings: shownSettings(r.Settings, cmd.Spec)}, nil
 }
 
 // Unassign takes a module off a node; one it does not have is nothing to do.
@@ -71,4 +77,17 @@ func (h *Handlers) Unassign(ctx context.Context, r UnassignRequest) (Assigned, e
 
 func newNode(name string) func() *aggregates.Node {
 	return func() *aggregates.Node { return aggregates.NewNode(name) }
+}
+
+// shownSettings is settings as a reply may carry them: a secret one only
+// as set, never its value (rule 21).
+func shownSettings(settings map[string]string, spec map[string]manifest.Setting) map[string]string {
+	out := make(map[string]string, len(settings))
+	for k, v := range settings {
+		if spec[k].Secret || secret.IsSealed(v) {
+			v = "(secret)"
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -116,6 +116,9 @@ func (h *Handlers) AssignBatch(ctx context.Context, r AssignBatchRequest) (Batch
 				return nil, nil, err
 			}
 			cmd.Node = name
+			if cmd.Settings, err = h.sealSettings(ctx, name, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
+				return nil, nil, err
+			}
 			evs, err := n.Decide(cmd, h.Now())
 			if err != nil {
 				return nil, nil, err

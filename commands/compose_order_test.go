@@ -59,6 +59,9 @@ func history(t *testing.T) map[events.AggregateID][]events.Event {
 	}
 }
 
+// orderKey is the controller key of every interleaving.
+var orderKey, _ = nkeys.CreateAccount()
+
 // interleave appends every aggregate's events in one random interleaving,
 // each aggregate's own order kept, into a fresh stream, folds it, and
 // composes every node.
@@ -69,8 +72,7 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, _ := nkeys.CreateAccount()
-	keys, err := declaration.NewKeyring(kp)
+	keys, err := declaration.NewKeyring(orderKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,9 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 	if err := proj.WaitFor(wctx, last); err != nil {
 		t.Fatal(err)
 	}
-	hd := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh"}
+	// The same key in every interleaving: sealed files' keyed digests and
+	// minted credentials are the key's, and must not differ by order.
+	hd := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}
 	w, err := hd.world()
 	if err != nil {
 		t.Fatal(err)

@@ -86,6 +86,11 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, err
 	}
 	st.MAC = keys.LogMAC()
+	secrets, said, err := assertSecrets(ctx, st.JetStream(), c.Stream.Replicas, keys.Settings())
+	if err != nil {
+		return nil, err
+	}
+	log.Info(said)
 	dir := filepath.Join(c.Home, "projections")
 	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery})
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
@@ -130,7 +135,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		c.Mesh = "mesh"
 	}
 	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
-		Keys: keys}
+		Keys: keys, secrets: secrets}
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/meshctl/mesh/secret"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,9 @@ type Handlers struct {
 
 	manifests manifests
 	composed  composedCache
+	// secrets are the salts of secret settings (nil: none can be sealed
+	// or opened, and a node that needs one is named as not composable).
+	secrets *secretKeys
 	// past: these handlers answer from a fold of the past (--as-of), which
 	// neither follows the stream nor can be behind it.
 	past bool
@@ -230,9 +234,9 @@ func latestBuilds(v *projections.View) (map[string]string, error) {
 }
 
 func assignmentView(a projections.AssignmentRow, latest string) AssignmentView {
-	settings := a.Settings
-	if settings == nil {
-		settings = map[string]string{}
+	settings := make(map[string]string, len(a.Settings))
+	for k, v := range a.Settings {
+		settings[k] = secret.Shown(v) // a secret as set and its version (rule 21)
 	}
 	return AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: settings}
 }

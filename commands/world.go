@@ -43,6 +43,9 @@ func (c *manifests) get(v *projections.View, ref compose.BuildRef) (manifest.Man
 // active nodes, their assignments, and the manifests those name.
 func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 	in := compose.Input{Mesh: h.Mesh, Manifests: map[compose.BuildRef]manifest.Manifest{}}
+	if h.Keys != nil {
+		in.Secrets = composeSecrets{keys: h.Keys}
+	}
 	nodes, err := v.Nodes()
 	if err != nil {
 		return in, err
@@ -63,7 +66,9 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 		if !active[a.Node] {
 			continue
 		}
-		in.Assignments = append(in.Assignments, compose.Assignment{Node: a.Node, Module: a.Module, Build: a.Build, Settings: a.Settings})
+		ca := compose.Assignment{Node: a.Node, Module: a.Module, Build: a.Build, Settings: a.Settings}
+		h.openSettings(&ca)
+		in.Assignments = append(in.Assignments, ca)
 		ref := compose.BuildRef{Module: a.Module, Build: a.Build}
 		if _, done := in.Manifests[ref]; done {
 			continue

@@ -3,7 +3,6 @@ package compose
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -61,6 +60,7 @@ func (w *World) Compose(node string) Result {
 	d := Declaration{Mesh: w.mesh, Node: node, Modules: []ModuleBuild{}, Resources: []Resource{}, Receives: []Receipt{}}
 	owner := map[string]string{} // path -> module, for conflicts
 	var buf bytes.Buffer
+	sl := &sealer{secrets: w.secrets}
 	for _, p := range w.byNode[node] {
 		if p.err != nil {
 			res.Problems = append(res.Problems, p.err.Error())
@@ -78,7 +78,7 @@ func (w *World) Compose(node string) Result {
 			d.Receives = append(d.Receives, Receipt{Consumer: p.Module, Requirement: r.requirement, Node: r.Node, Module: r.Module})
 		}
 		d.Modules = append(d.Modules, ModuleBuild{Module: p.Module, Build: p.Build})
-		data, err := w.templateData(p, n, receives)
+		data, err := w.templateData(p, n, receives, sl)
 		if err != nil {
 			res.Problems = append(res.Problems, err.Error())
 			continue
@@ -92,12 +92,17 @@ func (w *World) Compose(node string) Result {
 			out := Resource{Path: r.Path, Kind: r.Kind, Mode: r.Mode, Module: p.Module, Content: r.Content}
 			if r.Template != nil {
 				buf.Reset()
+				sl.read = false
 				if err := p.templates[r.Path].Execute(&boundedWriter{w: &buf, left: manifest.MaxRendered}, data); err != nil {
 					res.Problems = append(res.Problems, fmt.Sprintf("the template of %s in %s failed: %s", r.Path, p.Module, templateError(err)))
 					continue
 				}
 				s := buf.String()
 				out.Content = &s
+				if err := sl.seal(node, &out); err != nil {
+					res.Problems = append(res.Problems, err.Error())
+					continue
+				}
 			}
 			d.Resources = append(d.Resources, out)
 		}
@@ -153,45 +158,96 @@ func (w *World) resolve(p placed, res *Result) ([]provision, bool) {
 	return out, ok
 }
 
-// templateData is what a template sees: .Node, .Settings, .Receives.<req>.
+// templateData is what a template sees: .Node, .Settings, .Receives.<req>,
+// and for a provider that provisions credentials, .Consumers. A secret
+// setting or credential is a *Secret: printing it marks the file.
 type templateData struct {
-	Node     Node
-	Settings map[string]string
-	Receives map[string]receivedData
+	Node      Node
+	Settings  map[string]any
+	Receives  map[string]receivedData
+	Consumers []ConsumerCredential
 }
 
 type receivedData struct {
-	Node     string
-	Module   string
-	Labels   map[string]string
-	Settings map[string]string
+	Node       string
+	Module     string
+	Labels     map[string]string
+	Settings   map[string]any
+	Credential *Credential // when the provider provisions this requirement
 }
 
-func (w *World) templateData(p placed, n Node, receives []provision) (templateData, error) {
-	settings, err := effective(p)
+func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer) (templateData, error) {
+	settings, err := effective(p, sl)
 	if err != nil {
 		return templateData{}, err
 	}
-	data := templateData{Node: n, Settings: settings, Receives: map[string]receivedData{}}
+	data := templateData{Node: n, Settings: settings, Receives: map[string]receivedData{}, Consumers: []ConsumerCredential{}}
 	for _, r := range receives {
-		ps, err := effective(r.placed)
+		ps, err := effective(r.placed, sl)
 		if err != nil {
 			return templateData{}, err
 		}
-		data.Receives[r.requirement] = receivedData{Node: r.Node, Module: r.Module, Labels: w.nodes[r.Node].Labels, Settings: ps}
+		rd := receivedData{Node: r.Node, Module: r.Module, Labels: w.nodes[r.Node].Labels, Settings: ps}
+		if slices.Contains(r.m.Provisions, r.requirement) {
+			rd.Credential = w.credential(r.placed, r.requirement, p, sl)
+		}
+		data.Receives[r.requirement] = rd
+	}
+	for _, req := range p.m.Provisions {
+		for _, c := range w.consumers[req] {
+			if got, ok := w.providerOf(c, req); ok && got.Node == p.Node && got.Module == p.Module {
+				data.Consumers = append(data.Consumers, ConsumerCredential{Node: c.Node, Module: c.Module, Requirement: req,
+					Credential: *w.credential(p, req, c, sl)})
+			}
+		}
 	}
 	return data, nil
 }
 
-// effective is the build's defaults overlaid with the assignment's settings.
-func effective(p placed) (map[string]string, error) {
-	out := make(map[string]string, len(p.m.Settings))
+// providerOf is the one provider that resolves c's requirement req, as
+// resolve finds it.
+func (w *World) providerOf(c placed, req string) (placed, bool) {
+	var found placed
+	n := 0
+	for _, cand := range w.providers[req] {
+		if cand.Node != c.Node || cand.Module != c.Module {
+			found = cand
+			n++
+		}
+	}
+	return found, n == 1
+}
+
+// credential is the credential provider mints for consumer's req: the same
+// at both ends, since both are minted from the same names and generation.
+func (w *World) credential(provider placed, req string, consumer placed, sl *sealer) *Credential {
+	c := &Credential{User: User(consumer.Module, consumer.Node)}
+	if w.secrets == nil {
+		c.Password = sl.secret("") // printing it fails the file: nothing can seal it
+		return c
+	}
+	c.Password = sl.secret(w.secrets.Mint(CredentialRef{Mesh: w.mesh, ProviderNode: provider.Node, Provider: provider.Module,
+		Requirement: req, ConsumerNode: consumer.Node, Consumer: consumer.Module,
+		Generation: w.gens[Pair{Provider: provider.Module, Consumer: consumer.Module}]}))
+	return c
+}
+
+// effective is the build's defaults overlaid with the assignment's
+// settings, a secret one as a *Secret.
+func effective(p placed, sl *sealer) (map[string]any, error) {
+	out := make(map[string]any, len(p.m.Settings))
 	for k, s := range p.m.Settings {
 		if s.Default != nil {
 			out[k] = *s.Default
 		}
 	}
-	maps.Copy(out, p.Settings)
+	for k, v := range p.Settings {
+		if p.m.Settings[k].Secret {
+			out[k] = sl.secret(v)
+		} else {
+			out[k] = v
+		}
+	}
 	for _, k := range p.m.SettingNames() {
 		if _, set := out[k]; p.m.Settings[k].Required && !set {
 			return nil, fmt.Errorf("setting %s of %s is required and not set on %s: mesh assign %s %s --set %s=VALUE", k, p.Module, p.Node, p.Node, p.Module, k)

@@ -31,6 +31,7 @@ type Resource struct {
 	Mode    string  `json:"mode"`
 	Content *string `json:"content,omitempty"`
 	Module  string  `json:"module"`
+	Sealed  *Sealed `json:"sealed,omitempty"` // in place of Content when it holds a secret
 }
 
 // Receipt is what one consumer receives for one requirement: the module
@@ -46,7 +47,17 @@ type Receipt struct {
 // sorted by composition, no insignificant white space, no HTML escaping (a
 // config file's "<" stays "<"). Every list is non-nil, so an empty
 // declaration is `[]`, not `null`, and has one form too.
+//
+// A sealed resource is written with its MAC and without its box: the box is
+// new at every seal, and the content digest must say "the same" of the same
+// content (rule 4).
 func (d Declaration) Canonical() []byte {
+	for i, r := range d.Resources {
+		if r.Sealed != nil && r.Sealed.Box != "" {
+			d.Resources = unboxed(d.Resources, i)
+			break
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -59,4 +70,15 @@ func (d Declaration) Canonical() []byte {
 func Digest(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// unboxed copies resources from the first sealed one at i on, without boxes.
+func unboxed(rs []Resource, i int) []Resource {
+	out := append([]Resource(nil), rs...)
+	for ; i < len(out); i++ {
+		if s := out[i].Sealed; s != nil {
+			out[i].Sealed = &Sealed{MAC: s.MAC}
+		}
+	}
+	return out
 }

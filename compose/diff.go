@@ -32,7 +32,11 @@ func Diff(old, new *Declaration) []Change {
 			seen[r.Path] = true
 			o, had := before[r.Path]
 			if !had {
-				changes = append(changes, Change{Path: r.Path, Change: "added", Module: r.Module, Lines: LineDiff("", text(r.Content))})
+				c := Change{Path: r.Path, Change: "added", Module: r.Module, Lines: LineDiff("", text(r.Content))}
+				if r.Sealed != nil {
+					c.What = []string{"sealed"}
+				}
+				changes = append(changes, c)
 				continue
 			}
 			if c, differs := compare(o, r); differs {
@@ -62,11 +66,26 @@ func compare(o, n Resource) (Change, bool) {
 	if o.Module != n.Module {
 		c.What = append(c.What, "module "+o.Module+" -> "+n.Module)
 	}
-	if text(o.Content) != text(n.Content) {
+	switch {
+	case o.Sealed != nil || n.Sealed != nil:
+		// Sealed content is never shown: that it changed is all anyone
+		// but its node may learn, from the keyed digests (rule 21).
+		if mac(o) != mac(n) {
+			c.What = append(c.What, "sealed content")
+		}
+	case text(o.Content) != text(n.Content):
 		c.What = append(c.What, "content")
 		c.Lines = LineDiff(text(o.Content), text(n.Content))
 	}
 	return c, len(c.What) > 0
+}
+
+// mac is a resource's keyed content digest, "" when it is not sealed.
+func mac(r Resource) string {
+	if r.Sealed == nil {
+		return ""
+	}
+	return r.Sealed.MAC
 }
 
 func text(s *string) string {

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,12 @@ type Input struct {
 	Nodes       []Node       // enrolled and not retired
 	Assignments []Assignment // of those nodes
 	Manifests   map[BuildRef]manifest.Manifest
+	// Secrets seals files that hold a secret and mints credentials; nil
+	// composes no secret.
+	Secrets Secrets
+	// Generations is where the last rotation of each provider and consumer
+	// left their credentials (0 where none did).
+	Generations map[Pair]uint64
 }
 
 // Node is a machine as templates see it.
@@ -25,9 +32,13 @@ type Node struct {
 }
 
 // Assignment is one module on one node, with the settings the operator gave.
+// Secret settings are here in clear, opened for this composition only.
 type Assignment struct {
 	Node, Module, Build string
 	Settings            map[string]string
+	// Problem, when set, is why the assignment cannot be composed (a
+	// secret setting that no longer opens), named as the node's problem.
+	Problem string
 }
 
 // BuildRef names one build of one module.
@@ -42,6 +53,9 @@ type World struct {
 	byNode    map[string][]placed
 	providers map[string][]placed // requirement -> hostable providers, sorted
 	blocked   map[string][]placed // requirement -> providers left out of their node
+	consumers map[string][]placed // requirement -> hostable consumers, sorted
+	secrets   Secrets
+	gens      map[Pair]uint64
 }
 
 // placed is an assignment with its manifest and what it lacks on its node.
@@ -56,7 +70,8 @@ type placed struct {
 // NewWorld indexes in. It is deterministic: every list it keeps is sorted.
 func NewWorld(in Input) *World {
 	w := &World{mesh: in.Mesh, nodes: map[string]Node{}, byNode: map[string][]placed{},
-		providers: map[string][]placed{}, blocked: map[string][]placed{}}
+		providers: map[string][]placed{}, blocked: map[string][]placed{}, consumers: map[string][]placed{},
+		secrets: in.Secrets, gens: in.Generations}
 	for _, n := range in.Nodes {
 		w.nodes[n.Name] = n
 	}
@@ -78,9 +93,17 @@ func NewWorld(in Input) *World {
 		} else {
 			p.err = fmt.Errorf("build %s of %s is not in the catalogue", manifest.ShortBuild(a.Build), a.Module)
 		}
+		if a.Problem != "" && p.err == nil {
+			p.err = errors.New(a.Problem)
+		}
 		w.byNode[a.Node] = append(w.byNode[a.Node], p)
 		if p.m == nil {
 			continue
+		}
+		for _, r := range p.m.Consumes {
+			if len(p.missing) == 0 && p.err == nil {
+				w.consumers[r] = append(w.consumers[r], p)
+			}
 		}
 		for _, r := range p.m.Provides {
 			if len(p.missing) == 0 {
@@ -96,7 +119,7 @@ func NewWorld(in Input) *World {
 		}
 		return strings.Compare(a.Module, b.Module)
 	}
-	for _, m := range []map[string][]placed{w.byNode, w.providers, w.blocked} {
+	for _, m := range []map[string][]placed{w.byNode, w.providers, w.blocked, w.consumers} {
 		for k := range m {
 			slices.SortFunc(m[k], byPlace)
 		}

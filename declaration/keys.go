@@ -20,9 +20,14 @@ import (
 // one cannot be turned into another or back into the seed it came from.
 //
 //	controller seed ─┬─ "node\0NAME"  → the node's bus key (its join string)
-//	                 │                   └─ "report mac" → the node's MAC key
+//	                 │                   ├─ "report mac" → the node's MAC key
+//	                 │                   └─ "declaration seal" → the key of what is sealed to it
 //	                 ├─ "operator"    → the operator's bus key
 //	                 ├─ "log mac"     → the controller's MAC key
+//	                 ├─ "secret settings" → seals secret settings in the log (with a
+//	                 │                      forgettable per-secret salt, see commands)
+//	                 ├─ "content mac" → keyed digests of sealed content
+//	                 ├─ "mint"        → the credentials the mesh mints
 //	                 └─ "callout issuer", "controller user" → a closed cluster's keys
 //
 // A MAC (the MACHeader of a message) proves to the controller that the
@@ -70,6 +75,20 @@ func ReportMACKey(bus nkeys.KeyPair) ([]byte, error) {
 	}
 	return deriveRaw(raw, "report mac"), nil
 }
+
+// SealKey is the key of what is sealed to a node (the rendered files of a
+// declaration that hold a secret), from the node's bus key: the agent
+// computes it from its join string, the controller from its own key, and
+// nobody else can.
+func SealKey(bus nkeys.KeyPair) ([]byte, error) {
+	raw, err := rawSeed(bus)
+	if err != nil {
+		return nil, err
+	}
+	return deriveRaw(raw, sealLabel), nil
+}
+
+const sealLabel = "declaration seal"
 
 // MAC is the MACHeader value of a message with subject and data under key.
 // The subject is inside it, so a message cannot be moved to another.
@@ -133,14 +152,18 @@ type Keyring struct {
 	seed       []byte
 	controller string
 	logMAC     []byte
+	settings   []byte
+	contentMAC []byte
+	mint       []byte
 
 	mu    sync.Mutex
 	nodes map[string]nodeKeys
 }
 
 type nodeKeys struct {
-	mac []byte
-	bus string // public
+	mac  []byte
+	seal []byte
+	bus  string // public
 }
 
 // NewKeyring derives from the controller key kp.
@@ -153,7 +176,8 @@ func NewKeyring(kp nkeys.KeyPair) (*Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Keyring{seed: raw, controller: pub, logMAC: deriveRaw(raw, "log mac"), nodes: map[string]nodeKeys{}}, nil
+	return &Keyring{seed: raw, controller: pub, logMAC: deriveRaw(raw, "log mac"), settings: deriveRaw(raw, "secret settings"),
+		contentMAC: deriveRaw(raw, "content mac"), mint: deriveRaw(raw, "mint"), nodes: map[string]nodeKeys{}}, nil
 }
 
 // Controller is the controller's public key.
@@ -161,6 +185,20 @@ func (k *Keyring) Controller() string { return k.controller }
 
 // LogMAC is the MAC key of the controller's own messages.
 func (k *Keyring) LogMAC() []byte { return k.logMAC }
+
+// Settings is the key secret settings are sealed under in the log (with
+// each secret's salt).
+func (k *Keyring) Settings() []byte { return k.settings }
+
+// ContentMAC keys the digests of sealed content: "it changed" without a
+// digest anyone else can compute to test a guess.
+func (k *Keyring) ContentMAC() []byte { return k.contentMAC }
+
+// Mint is the key credentials are minted from.
+func (k *Keyring) Mint() []byte { return k.mint }
+
+// NodeSeal is the key of what is sealed to node (see SealKey).
+func (k *Keyring) NodeSeal(node string) []byte { return k.node(node).seal }
 
 // NodeMAC is the MAC key of node's reports.
 func (k *Keyring) NodeMAC(node string) []byte { return k.node(node).mac }
@@ -183,7 +221,7 @@ func (k *Keyring) node(node string) nodeKeys {
 		return n
 	}
 	bus := deriveRaw(k.seed, NodeLabel(node))
-	n := nodeKeys{mac: deriveRaw(bus, "report mac")}
+	n := nodeKeys{mac: deriveRaw(bus, "report mac"), seal: deriveRaw(bus, sealLabel)}
 	if kp, err := nkeys.FromRawSeed(nkeys.PrefixByteUser, bus); err == nil {
 		n.bus, _ = kp.PublicKey()
 	}

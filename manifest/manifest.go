@@ -22,12 +22,22 @@ type Manifest struct {
 	Consumes  []string           `json:"consumes"`
 	Settings  map[string]Setting `json:"settings"`
 	Resources []Resource         `json:"resources"`
+	// Provisions lists what the module provides for which the mesh mints
+	// a credential for each consumer it serves (rule 21): the provider's
+	// templates read .Consumers, each consumer's .Receives.X.Credential.
+	// Left out of the canonical form when empty, so that every build
+	// registered before provisions existed keeps its digest.
+	Provisions []string `json:"provisions,omitempty"`
 }
 
 // Setting is one setting a module takes on each node it is assigned to.
 type Setting struct {
 	Default  *string `json:"default,omitempty"`
 	Required bool    `json:"required,omitempty"`
+	// Secret: the value is sealed before it is appended, and shown only
+	// as set and its version (rule 21). A file whose template reads it is
+	// sent sealed to its node.
+	Secret bool `json:"secret,omitempty"`
 }
 
 // Resource kinds.
@@ -76,6 +86,11 @@ func (m *Manifest) normalise() {
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
 	}
+	if len(m.Provisions) == 0 {
+		m.Provisions = nil // omitted: see Provisions
+	}
+	slices.Sort(m.Provisions)
+	m.Provisions = slices.Compact(m.Provisions)
 	if m.Settings == nil {
 		m.Settings = map[string]Setting{}
 	}

@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/meshctl/mesh/events"
@@ -29,6 +30,14 @@ func (m Manifest) Validate() error {
 		}
 		if s := m.Settings[name]; s.Required && s.Default != nil {
 			return fmt.Errorf("manifest %s: settings.%s is required and has a default; give one or the other", m.Module, name)
+		}
+		if s := m.Settings[name]; s.Secret && s.Default != nil {
+			return fmt.Errorf("manifest %s: settings.%s is secret and has a default, which the catalogue would keep in clear; drop the default and give the value with mesh assign --set-file", m.Module, name)
+		}
+	}
+	for _, p := range m.Provisions {
+		if !slices.Contains(m.Provides, p) {
+			return fmt.Errorf("manifest %s: provisions names %s, which the module does not provide; list it in provides too, or drop it", m.Module, p)
 		}
 	}
 	seen := map[string]bool{}

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/manifest"
@@ -13,17 +16,24 @@ type AssignCmd struct {
 	Node     string            `arg:"" optional:"" help:"The node (with --selector or --from: leave it out and name only the module)."`
 	Module   string            `arg:"" optional:""`
 	Set      map[string]string `help:"A setting k=v for the module on this node (repeatable)."`
+	SetFile  map[string]string `name:"set-file" help:"A setting k=FILE read from FILE ('-': standard input), one trailing newline dropped: how a secret stays out of shell history and ps (repeatable)."`
 	Selector string            `help:"Assign to every active node this selects: *, name=NODE, or KEY=VALUE label and capability=NAME terms joined by commas (all must hold)."`
 	From     string            `help:"Assign to every node a file names, one name a line ('-': standard input)."`
 }
 
 func (c *AssignCmd) Help() string {
-	return "Examples:\n  mesh assign db-1 postgres --set password=s3cret --set port=5433\n" +
+	return "Examples:\n  mesh assign db-1 postgres --set-file password=- --set port=5433   (the password on standard input)\n" +
 		"  mesh assign --selector zone=eu-1,capability=linux app\n  mesh assign --from nodes.txt app\n\n" +
 		"With --selector or --from, nodes are assigned in batches of a thousand, each all or nothing."
 }
 
 func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	if c.Set == nil {
+		c.Set = map[string]string{}
+	}
+	if err := readSettingFiles(c.Set, c.SetFile); err != nil {
+		return err
+	}
 	if c.Selector != "" || c.From != "" {
 		return c.assignMany(ctx, g, out)
 	}
@@ -66,5 +76,29 @@ func (c *UnassignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return nil
 	}
 	fmt.Fprintf(out.Out, "unassigned %s from %s at sequence %d\n", r.Module, r.Node, r.Seq)
+	return nil
+}
+
+// readSettingFiles adds to set each setting --set-file names, read from
+// its file ('-': standard input) with one trailing newline dropped (what
+// echo and most editors add). A setting given both ways is refused.
+func readSettingFiles(set, files map[string]string) error {
+	for k, path := range files {
+		if _, both := set[k]; both {
+			return usagef("setting %s is given with both --set and --set-file; give it once", k)
+		}
+		var b []byte
+		var err error
+		if path == "-" {
+			b, err = io.ReadAll(os.Stdin)
+		} else {
+			b, err = os.ReadFile(path)
+		}
+		if err != nil {
+			return usagef("cannot read setting %s from %s: %v", k, path, err)
+		}
+		s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		set[k] = s
+	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestPushToAgents(t *testing.T) {
 	must("assign", "app-1", "postgres", "--set", "password=p")
 	must("assign", "app-1", "app")
 	r = must("push")
-	if !strings.Contains(r.out, "sent app-1 5 resource(s), sequence 1") || !strings.Contains(r.out, "sent 2 of 2 node(s)") {
+	if !strings.Contains(r.out, "sent app-1 7 resource(s), sequence 1") || !strings.Contains(r.out, "sent 2 of 2 node(s)") {
 		t.Fatalf("push: %+v", r)
 	}
 	r = must("push", "app-1", "--wait", "10s")
