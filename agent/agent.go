@@ -106,15 +106,11 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	sealing, err := loadSealing(cfg.State, cfg.Join)
+	sealing, seal, err := loadSealing(cfg.State, cfg.Join)
 	if err != nil {
 		return nil, err
 	}
 	st, err := store.AttachNode(nc, "")
-	if err != nil {
-		return nil, err
-	}
-	seal, err := sealKey(cfg.Join)
 	if err != nil {
 		return nil, err
 	}

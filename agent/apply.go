@@ -101,7 +101,7 @@ func (a *applier) one(r compose.Resource) (bool, error) {
 		case r.Sealed != nil:
 			// Opened here and nowhere else: the clear content exists only
 			// in the file it is written to (rule 21).
-			if content, err = secret.Open(a.seal, secret.Where("file", a.node, r.Path), r.Sealed.Box); err != nil {
+			if content, err = secret.Open(a.seal, secret.FilePlace(a.node, r.Path), r.Sealed.Box); err != nil {
 				return false, fmt.Errorf("its sealed content does not open with this node's key (%v); the join string may be another node's", err)
 			}
 		case r.Content != nil:

@@ -20,37 +20,32 @@ import (
 // nobody else's, the controller's included (rule 20).
 const reportKeyFile = "report.nk"
 
-// loadSealing reads (or makes) the report key and derives the MAC key from
-// the join string's node seed.
-func loadSealing(dir string, j Join) (store.Sealing, error) {
+// loadSealing reads (or makes) the report key, and derives from the join
+// string's node seed the MAC key of reports and the key that opens what
+// declarations carry sealed to this node (only this node, and the
+// controller that derived the seed, can compute either).
+func loadSealing(dir string, j Join) (store.Sealing, []byte, error) {
 	bus, err := nkeys.FromSeed([]byte(j.Seed))
 	if err != nil {
-		return store.Sealing{}, errors.New("agent: the join string has no usable node key; copy it again from mesh node join " + j.Node)
+		return store.Sealing{}, nil, errors.New("agent: the join string has no usable node key; copy it again from mesh node join " + j.Node)
 	}
 	mac, err := declaration.ReportMACKey(bus)
 	if err != nil {
-		return store.Sealing{}, err
+		return store.Sealing{}, nil, err
+	}
+	seal, err := declaration.SealKey(bus)
+	if err != nil {
+		return store.Sealing{}, nil, err
 	}
 	kp, err := reportKey(filepath.Join(dir, reportKeyFile))
 	if err != nil {
-		return store.Sealing{}, err
+		return store.Sealing{}, nil, err
 	}
 	signer, err := declaration.NewSigner(kp)
 	if err != nil {
-		return store.Sealing{}, err
+		return store.Sealing{}, nil, err
 	}
-	return store.Sealing{Signer: signer, MAC: mac}, nil
-}
-
-// sealKey is the key of what declarations carry sealed to this node, from
-// the join string's node seed: only this node (and the controller that
-// derived the seed) can compute it.
-func sealKey(j Join) ([]byte, error) {
-	bus, err := nkeys.FromSeed([]byte(j.Seed))
-	if err != nil {
-		return nil, errors.New("agent: the join string has no usable node key; copy it again from mesh node join " + j.Node)
-	}
-	return declaration.SealKey(bus)
+	return store.Sealing{Signer: signer, MAC: mac}, seal, nil
 }
 
 func reportKey(path string) (nkeys.KeyPair, error) {

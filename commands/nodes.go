@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/meshctl/mesh/secret"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/secret"
 	"github.com/nats-io/nkeys"
 )
 

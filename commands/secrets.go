@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/secret"
 	"github.com/nats-io/nats.go/jetstream"
@@ -96,17 +98,6 @@ func (s *secretKeys) key(ctx context.Context, id string) ([]byte, error) {
 	return s.remember(id, e.Value()), nil
 }
 
-// forget deletes salt id and every trace of it in the bucket.
-func (s *secretKeys) forget(ctx context.Context, id string) error {
-	s.mu.Lock()
-	delete(s.keys, id)
-	s.mu.Unlock()
-	if err := s.kv.Purge(ctx, id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("cannot forget a secret's salt in %s: %w", SecretsBucket, err)
-	}
-	return nil
-}
-
 func settingPlace(node, module, name string, version int) string {
 	return secret.Where("setting", node, module, name, strconv.Itoa(version))
 }
@@ -184,16 +175,13 @@ func (h *Handlers) openSetting(ctx context.Context, node, module, name, v string
 // openSettings opens an assignment's sealed settings for composing it, or
 // says why they do not open, as the assignment's problem.
 func (h *Handlers) openSettings(a *compose.Assignment) {
-	var opened map[string]string
+	var opened map[string]string // a copy, made at the first sealed one: the row's map is shared
 	for k, v := range a.Settings {
 		if !secret.IsSealed(v) {
 			continue
 		}
 		if opened == nil {
-			opened = make(map[string]string, len(a.Settings))
-			for k, v := range a.Settings {
-				opened[k] = v
-			}
+			opened = maps.Clone(a.Settings)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		clear, err := h.openSetting(ctx, a.Node, a.Module, k, v)
@@ -211,17 +199,11 @@ func (h *Handlers) openSettings(a *compose.Assignment) {
 }
 
 // composeSecrets seals and mints for composition with the controller's keys.
-type composeSecrets struct {
-	keys interface {
-		NodeSeal(string) []byte
-		ContentMAC() []byte
-		Mint() []byte
-	}
-}
+type composeSecrets struct{ keys *declaration.Keyring }
 
 func (c composeSecrets) Seal(node, path, content string) compose.Sealed {
 	return compose.Sealed{MAC: secret.MAC(c.keys.ContentMAC(), node, path, content),
-		Box: secret.Seal(c.keys.NodeSeal(node), secret.Where("file", node, path), []byte(content))}
+		Box: secret.Seal(c.keys.NodeSeal(node), secret.FilePlace(node, path), []byte(content))}
 }
 
 func (c composeSecrets) Mint(r compose.CredentialRef) string {

@@ -129,12 +129,7 @@ func (w *World) resolve(p placed, res *Result) ([]provision, bool) {
 	var out []provision
 	ok := true
 	for _, r := range p.m.Consumes {
-		var cands []placed
-		for _, c := range w.providers[r] {
-			if c.Node != p.Node || c.Module != p.Module {
-				cands = append(cands, c)
-			}
-		}
+		cands := w.candidates(p, r)
 		switch len(cands) {
 		case 1:
 			out = append(out, provision{requirement: r, placed: cands[0]})
@@ -195,7 +190,7 @@ func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer)
 	}
 	for _, req := range p.m.Provisions {
 		for _, c := range w.consumers[req] {
-			if got, ok := w.providerOf(c, req); ok && got.Node == p.Node && got.Module == p.Module {
+			if got := w.candidates(c, req); len(got) == 1 && got[0].Node == p.Node && got[0].Module == p.Module {
 				data.Consumers = append(data.Consumers, ConsumerCredential{Node: c.Node, Module: c.Module, Requirement: req,
 					Credential: *w.credential(p, req, c, sl)})
 			}
@@ -204,18 +199,16 @@ func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer)
 	return data, nil
 }
 
-// providerOf is the one provider that resolves c's requirement req, as
-// resolve finds it.
-func (w *World) providerOf(c placed, req string) (placed, bool) {
-	var found placed
-	n := 0
+// candidates are the hostable providers of req that could serve c: every
+// one but c itself. Exactly one resolves c's requirement (resolve).
+func (w *World) candidates(c placed, req string) []placed {
+	var out []placed
 	for _, cand := range w.providers[req] {
 		if cand.Node != c.Node || cand.Module != c.Module {
-			found = cand
-			n++
+			out = append(out, cand)
 		}
 	}
-	return found, n == 1
+	return out
 }
 
 // credential is the credential provider mints for consumer's req: the same

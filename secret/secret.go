@@ -79,6 +79,11 @@ func MAC(key []byte, parts ...string) string {
 // which no name, path or setting holds.
 func Where(parts ...string) string { return strings.Join(parts, "\x00") }
 
+// FilePlace is the place of a file's sealed content: the node it is for
+// and its path. The controller seals and the agent opens at this one place,
+// so a box copied into another node's declaration or path does not open.
+func FilePlace(node, path string) string { return Where("file", node, path) }
+
 // Setting is a secret setting's value as the log and the read models hold
 // it: which version of the setting it is, the key it is sealed under, and
 // the box. Its string form stands where a setting's clear value would be.
