@@ -12,6 +12,9 @@ var (
 	ErrRetired       = errors.New("the node is retired")
 	ErrUnknownModule = errors.New("no such module")
 	ErrInvalid       = errors.New("invalid command")
+	// ErrUncomposable: an act that must reach several nodes together
+	// (rule 7) found one it cannot compose, and did nothing.
+	ErrUncomposable = errors.New("a node it must reach cannot be composed")
 )
 
 // Error is a refusal by an aggregate: Op is the command ("enroll"), ID the

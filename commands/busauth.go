@@ -77,15 +77,19 @@ func NodePermissions(node string) jwt.Permissions {
 // controller anything, read the stream (information, direct gets, consumers
 // for mesh events and backup), but never write it (rule 19): only the
 // controller appends, and the stream itself is not the operator's to
-// reshape or remove. (A reply subject aimed into the stream is not a
+// reshape or remove. The same holds of the secrets stream: the operator
+// reads the salts (a backup carries them; a salt opens nothing without the
+// controller key) and never writes or erases one, since erasing is
+// forgetting, which is recorded (mesh secret forget) or not done. (A reply subject aimed into the stream is not a
 // permission the bus can refuse; the fold sets such a message aside.)
 func OperatorPermissions() jwt.Permissions {
 	api := "$JS.API.STREAM."
-	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports}
-	for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE"} {
-		deny = append(deny, api+verb+"."+events.Stream)
+	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports, secretSubject + ">"}
+	for _, stream := range []string{events.Stream, SecretsStream} {
+		for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE"} {
+			deny = append(deny, api+verb+"."+stream)
+		}
 	}
-	deny = append(deny, api+"MSG.DELETE."+events.Stream)
 	return jwt.Permissions{Pub: jwt.Permission{Deny: deny}}
 }
 

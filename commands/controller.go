@@ -169,6 +169,9 @@ func (c *Controller) Close() error {
 		_ = c.auth.Unsubscribe()
 	}
 	c.svc.Stop()
+	if s := c.Handlers.secrets; s != nil {
+		s.stop()
+	}
 	return c.Proj.Close()
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -62,6 +63,21 @@ func checkAfterFault(t *testing.T, h *commands.Handlers) {
 	}
 }
 
+// startOn starts a controller on home over a connection of its own, to be
+// killed by closing that connection.
+func startOn(t *testing.T, srv *embedded.Server, home string) (*commands.Controller, *nats.Conn) {
+	t.Helper()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: home})
+	if err != nil {
+		t.Fatalf("the start after a kill: %v", err)
+	}
+	return ctrl, nc
+}
+
 // The controller killed (its bus connection cut, then stopped) at 20 random
 // points of a push to 1,000 nodes, each time started again on its home.
 func TestFaultControllerKilledMidPush(t *testing.T) {
@@ -71,17 +87,7 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 	ctx := context.Background()
 	srv := embeddedtest.Server(t)
 	home := t.TempDir()
-	start := func() (*commands.Controller, *nats.Conn) {
-		nc, err := srv.Connect()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
-		if err != nil {
-			t.Fatalf("the start after a kill: %v", err)
-		}
-		return ctrl, nc
-	}
+	start := func() (*commands.Controller, *nats.Conn) { return startOn(t, srv, home) }
 	ctrl, nc := start()
 	const nodes = 1000
 	for i := range nodes {

@@ -42,6 +42,13 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 			out = append(out, lag)
 		}
 	}
+	open, err := openRotations(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range open {
+		out = append(out, r.String())
+	}
 	n, first, err := v.OpenForeign()
 	if err != nil {
 		return nil, err

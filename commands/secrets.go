@@ -2,13 +2,9 @@ package commands
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -16,87 +12,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/secret"
-	"github.com/nats-io/nats.go/jetstream"
 )
-
-// SecretsBucket is the key-value bucket of the salts secret settings are
-// sealed with (rule 21). A secret setting in the log is sealed under a key
-// made of the controller's "secret settings" key and the secret's own
-// random salt, kept here and nowhere else: the salt alone opens nothing,
-// the controller key alone opens nothing, and deleting the salt (mesh
-// secret forget) makes the value unreadable from the log and every backup
-// taken after, by anyone, the controller included. Unlike the stream, this
-// bucket may lose an entry: that is its purpose.
-const SecretsBucket = "mesh-secrets"
-
-// ErrForgotten is a secret whose salt is gone: forgotten, or a bus restored
-// without the secrets bucket.
-var ErrForgotten = errors.New("its salt is not in the secrets bucket: it was forgotten (or the bus was restored without the bucket)")
-
-// secretKeys finds and makes the keys secret settings are sealed under.
-type secretKeys struct {
-	kv   jetstream.KeyValue
-	base []byte
-
-	mu   sync.Mutex
-	keys map[string][]byte // salt id -> key, remembered once derived
-}
-
-// assertSecrets makes the secrets bucket if it is not there, with the
-// stream's replicas (rule 15), and says which.
-func assertSecrets(ctx context.Context, js jetstream.JetStream, replicas int, base []byte) (*secretKeys, string, error) {
-	if replicas == 0 {
-		replicas = 1
-	}
-	kv, err := js.KeyValue(ctx, SecretsBucket)
-	action := "found"
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: SecretsBucket, History: 1,
-			Description: "salts of the mesh's secret settings; deleting one forgets that secret", Storage: jetstream.FileStorage, Replicas: replicas})
-		action = "created"
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("cannot assert the secrets bucket %s: %w", SecretsBucket, err)
-	}
-	return &secretKeys{kv: kv, base: base, keys: map[string][]byte{}}, fmt.Sprintf("secrets bucket %s: %s", SecretsBucket, action), nil
-}
-
-// fresh makes a new salt, records it, and answers its id and key.
-func (s *secretKeys) fresh(ctx context.Context) (string, []byte, error) {
-	var b [8 + 32]byte
-	rand.Read(b[:]) // never fails
-	id, salt := hex.EncodeToString(b[:8]), b[8:]
-	if _, err := s.kv.Create(ctx, id, salt); err != nil {
-		return "", nil, fmt.Errorf("cannot record a secret's salt in %s: %w", SecretsBucket, err)
-	}
-	return id, s.remember(id, salt), nil
-}
-
-func (s *secretKeys) remember(id string, salt []byte) []byte {
-	key := []byte(secret.MAC(s.base, id, string(salt)))
-	s.mu.Lock()
-	s.keys[id] = key
-	s.mu.Unlock()
-	return key
-}
-
-// key is the key of salt id.
-func (s *secretKeys) key(ctx context.Context, id string) ([]byte, error) {
-	s.mu.Lock()
-	key, ok := s.keys[id]
-	s.mu.Unlock()
-	if ok {
-		return key, nil
-	}
-	e, err := s.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, ErrForgotten
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read a secret's salt from %s: %w", SecretsBucket, err)
-	}
-	return s.remember(id, e.Value()), nil
-}
 
 func settingPlace(node, module, name string, version int) string {
 	return secret.Where("setting", node, module, name, strconv.Itoa(version))
@@ -132,9 +48,6 @@ func (h *Handlers) sealSettings(ctx context.Context, node, module string, spec m
 	}
 	return out, nil
 }
-
-// errNoSecrets: handlers started without the controller's secrets bucket.
-var errNoSecrets = errors.New("this controller has no secrets bucket to seal with")
 
 func (h *Handlers) sealSetting(ctx context.Context, node, module, name, value, had string) (string, error) {
 	if h.secrets == nil {

@@ -58,6 +58,8 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"node-select", SubjectNodeSelect, endpoint(nc, h, SubjectNodeSelect, h.SelectNodes, verbTimeout)},
 		{"node-join", SubjectNodeJoin, endpoint(nc, h, SubjectNodeJoin, h.Join, verbTimeout)},
 		{"push", SubjectPush, endpoint(nc, h, SubjectPush, h.Push, pushTimeout)},
+		{"rotate", SubjectRotate, endpoint(nc, h, SubjectRotate, h.Rotate, verbTimeout)},
+		{"secret-forget", SubjectSecretForget, endpoint(nc, h, SubjectSecretForget, h.ForgetSecret, verbTimeout)},
 		{"declare", SubjectDeclare, endpoint(nc, h, SubjectDeclare, h.Declare, verbTimeout)},
 		{"status", SubjectStatus, endpoint(nc, h, SubjectStatus, h.Status, verbTimeout)},
 		{"report", SubjectReport, endpoint(nc, h, SubjectReport, h.Report, verbTimeout)},
@@ -140,7 +142,7 @@ func codeOf(err error) string {
 		return CodeBadRequest
 	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule):
 		return CodeNotFound
-	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired):
+	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable):
 		return CodeConflict
 	case errors.Is(err, ErrReadOnly):
 		return CodeUnavailable

@@ -82,6 +82,16 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 			in.Manifests[ref] = m
 		}
 	}
+	rotations, err := v.Rotations()
+	if err != nil {
+		return in, err
+	}
+	for _, r := range rotations {
+		if in.Generations == nil {
+			in.Generations = map[compose.Pair]uint64{}
+		}
+		in.Generations[compose.Pair{Provider: r.Provider, Consumer: r.Consumer}] = r.Generation
+	}
 	return in, nil
 }
 

@@ -176,6 +176,17 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	return nats.Connect("", append([]nats.Option{nats.InProcessServer(s.ns)}, opts...)...)
 }
 
+// Kick drops one client's connection from the server's side, as an
+// operator's kick or a lost link does: what it had sent and the server had
+// not yet read is lost. The fault tests cut a controller mid-write with it.
+func (s *Server) Kick(nc *nats.Conn) error {
+	cid, err := nc.GetClientID()
+	if err != nil {
+		return err
+	}
+	return s.ns.DisconnectClientByID(cid)
+}
+
 // Close shuts the server down and waits until it has released its data directory.
 func (s *Server) Close() {
 	s.ns.Shutdown()

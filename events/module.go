@@ -30,3 +30,29 @@ type ModuleUnassigned struct {
 func (ModuleRegistered) EventType() string { return "ModuleRegistered" }
 func (ModuleAssigned) EventType() string   { return "ModuleAssigned" }
 func (ModuleUnassigned) EventType() string { return "ModuleUnassigned" }
+
+// CredentialRotated: the credentials Provider mints for Consumer moved to
+// Generation (rule 7). It lands in one atomic batch with a declaration for
+// every node in Ends (each node holding either end, by name) or not at
+// all, so no node is ever sent a credential the other end was not.
+type CredentialRotated struct {
+	Provider   string   `json:"provider"`
+	Consumer   string   `json:"consumer"`
+	Generation uint64   `json:"generation"`
+	Ends       []string `json:"ends"`
+}
+
+// SecretForgotten: the salts of these versions of a secret setting were
+// deleted from the secrets bucket, so no one can open them again from the
+// log or a backup taken after (rule 21). The sealed values stay in the log,
+// unreadable; an assignment whose current value was forgotten cannot be
+// composed until the setting is given again.
+type SecretForgotten struct {
+	Node     string `json:"node"`
+	Module   string `json:"module"`
+	Setting  string `json:"setting"`
+	Versions []int  `json:"versions"`
+}
+
+func (CredentialRotated) EventType() string { return "CredentialRotated" }
+func (SecretForgotten) EventType() string   { return "SecretForgotten" }

@@ -57,6 +57,8 @@ var Rights = map[string]Right{
 	"ModuleUnassigned":      {ByController, KindNode, func(e Event) string { return e.(ModuleUnassigned).Node }},
 	"DeclarationSent":       {ByController, KindNode, func(e Event) string { return e.(DeclarationSent).Node }},
 	"ModuleRegistered":      {ByController, KindModule, func(e Event) string { return e.(ModuleRegistered).Module }},
+	"CredentialRotated":     {ByController, KindModule, func(e Event) string { return e.(CredentialRotated).Provider }},
+	"SecretForgotten":       {ByController, KindNode, func(e Event) string { return e.(SecretForgotten).Node }},
 	"ControllerKeyRecorded": {ByController, KindController, func(Event) string { return ControllerAggregate().ID }},
 	"ForeignAcknowledged":   {ByController, KindForeign, func(Event) string { return ForeignAggregate().ID }},
 

@@ -19,6 +19,7 @@ import (
 //	            DeclarationFailed v1, DeclarationRefused v1.
 //	2026-12-02  ProviderFailing v1, ProviderRecovered v1.
 //	2026-12-03  ReportKeyRecorded v1 (a report); ForeignAcknowledged v1.
+//	2026-12-03  CredentialRotated v1, SecretForgotten v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -37,6 +38,9 @@ var table = map[string]entry{
 
 	"ReportKeyRecorded":   current[ReportKeyRecorded](1),
 	"ForeignAcknowledged": current[ForeignAcknowledged](1),
+
+	"CredentialRotated": current[CredentialRotated](1),
+	"SecretForgotten":   current[SecretForgotten](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.

@@ -31,7 +31,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
 var readModels = []func(*folder, events.Recorded) error{
-	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
+	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
 }
 
 // inBatch is a fold that needs only the batch.
@@ -45,7 +45,8 @@ func inBatch(fold func(*pebble.Batch, events.Recorded) error) func(*folder, even
 // are most of a busy mesh's traffic.
 func movesComposition(ev events.Event) bool {
 	switch ev.(type) {
-	case events.NodeEnrolled, events.NodeRetired, events.ModuleRegistered, events.ModuleAssigned, events.ModuleUnassigned:
+	case events.NodeEnrolled, events.NodeRetired, events.ModuleRegistered, events.ModuleAssigned, events.ModuleUnassigned,
+		events.CredentialRotated, events.SecretForgotten:
 		return true
 	}
 	return false

@@ -112,6 +112,9 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		return events.Foreignf("it enrols %s, enrolled already at event %d", ev.Name, n.EnrolledSeq), nil
 	case events.NodeRetired:
 		return f.needNode(ev.Name, false)
+	case events.SecretForgotten:
+		// A retired node's secret may be forgotten too: it leaked all the same.
+		return f.needNode(ev.Node, false)
 	case events.ModuleAssigned, events.ModuleUnassigned:
 		// Not checked against the catalogue: an assignment and the
 		// registration of its build are events of two aggregates, and

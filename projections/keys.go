@@ -18,6 +18,7 @@ const (
 	prefixForeign        byte = 0x08 // seq -> ForeignMessage (foreign.go)
 	prefixForeignOpen    byte = 0x09 // seq -> nothing: the foreign messages not acknowledged
 	prefixReportKey      byte = 0x0a // node -> the public key its reports are signed with
+	prefixCredential     byte = 0x0b // provider, consumer -> Rotation (credentials.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -50,7 +51,8 @@ var (
 //	8  history rows hold what history shows, not only the sequence
 //	9  foreign messages set aside; report keys; only the rightful writer's events folded
 //	10 the latest moment folded, in meta (snapshots for time travel)
-const schemaVersion = 10
+//	11 credential rotations
+const schemaVersion = 11
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

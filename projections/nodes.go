@@ -64,8 +64,9 @@ func (f *folder) foldNode(rec events.Recorded) error {
 		return f.putNode(n)
 	case events.NodeRetired:
 		return f.updateNode(ev.Name, func(n *Node) { n.Retired, n.RetiredAt, n.Version = true, rec.Envelope.OccurredAt, rec.Seq })
-	case events.ModuleAssigned, events.ModuleUnassigned:
-		// Any event of the node's aggregate moves its version.
+	case events.ModuleAssigned, events.ModuleUnassigned, events.SecretForgotten:
+		// Any event of the node's aggregate moves its version: a row behind
+		// it would make every append to the node conflict for good.
 		return f.updateNode(rec.Envelope.Aggregate.ID, func(n *Node) { n.Version = rec.Seq })
 	case events.DeclarationSent:
 		return f.updateNode(ev.Node, func(n *Node) {

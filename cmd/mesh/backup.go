@@ -18,6 +18,9 @@ import (
 const (
 	backupEvents   = "events.jsonl"
 	backupManifest = "manifest.json"
+	// backupSalts holds the salts of the secrets not forgotten when the
+	// backup was taken (rule 21): with the controller key, what opens them.
+	backupSalts = "secrets.json"
 )
 
 // BackupCmd writes the stream and the controller's key to a directory.
@@ -66,12 +69,21 @@ func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err := os.WriteFile(filepath.Join(c.Dir, commands.KeyFile), key, 0o600); err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(m, "", "  ")
+	salts, err := commands.ExportSalts(ctx, st.JetStream())
+	if err != nil {
+		return fmt.Errorf("the backup in %s is incomplete: %w", c.Dir, err)
+	}
+	b, _ := json.Marshal(salts)
+	if err := os.WriteFile(filepath.Join(c.Dir, backupSalts), b, 0o600); err != nil {
+		return err
+	}
+	b, _ = json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(c.Dir, backupManifest), b, 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "backed up %d event(s) of stream %s (sequences %d to %d) to %s, sha256 %s\n", m.Messages, m.Stream, m.FirstSeq, m.LastSeq, c.Dir, m.SHA256[:12])
-	fmt.Fprintf(out.Out, "it holds the controller's secret key (%s, mode 0600): keep it as you keep that key\n", commands.KeyFile)
+	fmt.Fprintf(out.Out, "it holds the controller's secret key (%s) and the salts of %d secret(s) not forgotten (%s), both mode 0600: with the events they open those secrets, so keep it as you keep that key\n",
+		commands.KeyFile, len(salts), backupSalts)
 	return nil
 }
 
@@ -125,6 +137,9 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
+	if err := restoreSalts(ctx, st, c.Dir, out); err != nil {
+		return err
+	}
 	if from > 1 {
 		fmt.Fprintf(out.Out, "resumed an interrupted restore after event %d\n", from-1)
 	}
@@ -133,6 +148,28 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	os.RemoveAll(filepath.Join(g.Home, "projections"))
 	fmt.Fprintf(out.Out, "restored %d event(s) into stream %s (sequences %d to %d; %d published now) and the controller key into %s\n", m.Messages, st.Name(), m.FirstSeq, m.LastSeq, n, g.Home)
 	fmt.Fprintln(out.Out, "start the mesh with mesh up (or mesh serve): it folds the read models from the restored stream")
+	return nil
+}
+
+// restoreSalts brings the backup's salts into the bus, so its secrets open.
+func restoreSalts(ctx context.Context, st *store.Store, dir string, out *Output) error {
+	b, err := os.ReadFile(filepath.Join(dir, backupSalts))
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out.Out, "the backup carries no %s (it is older than secrets): every secret setting must be given again (mesh assign NODE MODULE --set-file NAME=FILE)\n", backupSalts)
+		return nil
+	}
+	var salts map[string][]byte
+	if err == nil {
+		err = json.Unmarshal(b, &salts)
+	}
+	if err != nil {
+		return fmt.Errorf("the backup's %s cannot be read (%v); its secrets would not open, so nothing more was restored: mesh restore again with a whole backup", backupSalts, err)
+	}
+	n, err := commands.RestoreSalts(ctx, st.JetStream(), 0, salts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "restored the salts of %d secret(s) (%d there already)\n", n, len(salts)-n)
 	return nil
 }
 

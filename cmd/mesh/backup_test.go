@@ -7,6 +7,16 @@ import (
 	"testing"
 )
 
+// mustRun runs mesh and fails the test unless it exits 0.
+func mustRun(t *testing.T, home string, args ...string) result {
+	t.Helper()
+	r := mesh(t, home, args...)
+	if r.code != 0 {
+		t.Fatalf("mesh %v: exit %d\n%s%s", args, r.code, r.out, r.err)
+	}
+	return r
+}
+
 func joinOf(t *testing.T, home, node string) string {
 	t.Helper()
 	r := mesh(t, home, "node", "join", node)
@@ -26,14 +36,7 @@ func TestBackupRestore(t *testing.T) {
 	agentDir := t.TempDir()
 	listen := freeAddr(t)
 	up := start(t, "ready", "--home", home, "up", "--listen", listen)
-	must := func(home string, args ...string) result {
-		t.Helper()
-		r := mesh(t, home, args...)
-		if r.code != 0 {
-			t.Fatalf("mesh %v: exit %d\n%s%s", args, r.code, r.out, r.err)
-		}
-		return r
-	}
+	must := func(home string, args ...string) result { t.Helper(); return mustRun(t, home, args...) }
 	must(home, "node", "enroll", "web-1")
 	agentArgs := []string{"--home", home, "agent", "--join", joinOf(t, home, "web-1"), "--root", filepath.Join(agentDir, "root")}
 	agent := start(t, "following", agentArgs...)
@@ -100,3 +103,58 @@ func TestBackupRestore(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+// Rule 21 across a backup: a backup carries the salts of the secrets not
+// forgotten, so a mesh restored from it composes them; one taken after a
+// secret was forgotten does not, so the restored mesh cannot open it and
+// says to set it again. Fails when backups leave the salts out (the first
+// restore cannot compose db-1) or keep forgotten ones (the second can).
+func TestBackupCarriesTheSaltsOfSecretsNotForgotten(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	listen := freeAddr(t)
+	up := start(t, "ready", "--home", home, "up", "--listen", listen)
+	must := func(home string, args ...string) result { t.Helper(); return mustRun(t, home, args...) }
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := writeFile(pw, "not-in-any-backup\n"); err != nil {
+		t.Fatal(err)
+	}
+	must(home, "node", "enroll", "db-1", "-c", "linux")
+	must(home, "module", "register", "../../examples/postgres.json")
+	must(home, "assign", "db-1", "postgres", "--set-file", "password="+pw)
+	kept := filepath.Join(t.TempDir(), "kept")
+	if r := must(home, "backup", kept); !strings.Contains(r.out, "salts of 1 secret(s)") {
+		t.Fatalf("backup: %s", r.out)
+	}
+	r := must(home, "secret", "forget", "db-1", "postgres", "password")
+	if !strings.Contains(r.out, "forgot version(s) [1]") || !strings.Contains(r.out, "cannot be composed until it is set again") {
+		t.Fatalf("secret forget: %s", r.out)
+	}
+	if r := must(home, "secret", "forget", "db-1", "postgres", "password"); !strings.Contains(r.out, "forgotten already, nothing to do") {
+		t.Fatalf("secret forget again: %s", r.out)
+	}
+	forgot := filepath.Join(t.TempDir(), "forgot")
+	if r := must(home, "backup", forgot); !strings.Contains(r.out, "salts of 0 secret(s)") {
+		t.Fatalf("backup after forgetting: %s", r.out)
+	}
+	up.stop()
+	for _, c := range []struct {
+		backup, want string
+	}{{kept, `"state": "never sent"`}, {forgot, "set it again"}} {
+		fresh := t.TempDir()
+		must(fresh, "restore", c.backup)
+		up := start(t, "ready", "--home", fresh, "up", "--listen", listen)
+		if out := mesh(t, fresh, "status", "--json").out; !strings.Contains(out, c.want) {
+			t.Fatalf("restored from %s, status lacks %q:\n%s", filepath.Base(c.backup), c.want, out)
+		}
+		up.stop()
+	}
+	for _, dir := range []string{kept, forgot} {
+		for _, f := range []string{"events.jsonl", "secrets.json", "manifest.json"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil || strings.Contains(string(b), "not-in-any-backup") {
+				t.Fatalf("%s/%s: %v, or it holds the secret in clear", filepath.Base(dir), f, err)
+			}
+		}
+	}
+}

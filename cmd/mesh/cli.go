@@ -26,6 +26,8 @@ type CLI struct {
 	Plan        PlanCmd        `cmd:"" help:"What a node would be sent now, and how it differs from what it was sent."`
 	Push        PushCmd        `cmd:"" help:"Compose, sign and send each node its declaration."`
 	Declare     DeclareCmd     `cmd:"" help:"Send a node a hand-written declaration, numbered, chained and signed like any other."`
+	Rotate      RotateCmd      `cmd:"" help:"Move a provider's minted credentials for a consumer to a new generation, both ends together or neither."`
+	Secret      SecretCmd      `cmd:"" help:"Forget a secret setting's values for good."`
 	Agent       AgentCmd       `cmd:"" help:"Run a node's agent: verify, apply under --root, report."`
 	Status      StatusCmd      `cmd:"" help:"Is the mesh well, and if not, where: every node's state and every failing provider."`
 	Report      ReportCmd      `cmd:"" help:"Record a provider failing a consumer, or recovering."`

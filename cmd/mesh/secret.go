@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// RotateCmd moves a provider's minted credentials for a consumer to a new
+// generation, both ends together (rule 7).
+type RotateCmd struct {
+	Provider string        `arg:"" help:"The module that provisions the credential (postgres)."`
+	Consumer string        `required:"" help:"The module whose credential moves (app)."`
+	Wait     time.Duration `help:"Wait this long for every end to report applying it."`
+}
+
+func (c *RotateCmd) Help() string {
+	return "Every node holding either end is composed at the new generation; if any cannot be, nothing is sent.\n\nExamples:\n  mesh rotate postgres --consumer app --wait 30s"
+}
+
+func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	cl, closeFn, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	var r commands.RotateReply
+	req := commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: c.Provider, Consumer: c.Consumer}
+	if err := cl.Call(ctx, commands.SubjectRotate, req, &r); err != nil {
+		return err
+	}
+	var ends []string
+	for _, s := range r.Sent {
+		ends = append(ends, fmt.Sprintf("%s (sequence %d)", s.Node, s.Sequence))
+	}
+	fmt.Fprintf(out.Out, "rotated the credentials %s mints for %s to generation %d (event %d), sent together to %s\n",
+		r.Provider, r.Consumer, r.Generation, r.Seq, strings.Join(ends, ", "))
+	if c.Wait <= 0 {
+		return nil
+	}
+	st, err := store.Attach(ctx, cl.NC, "")
+	if err != nil {
+		return err
+	}
+	// Every end is waited for at once: the wait is for the slowest, and
+	// each end that failed or refused is named, not only the first.
+	errs := make([]error, len(r.Sent))
+	done := make(chan int)
+	for i, s := range r.Sent {
+		go func() {
+			errs[i] = commands.WaitReport(ctx, st, s.Node, s.Digest, s.StreamSeq, c.Wait)
+			done <- i
+		}()
+	}
+	for range r.Sent {
+		if i := <-done; errs[i] == nil {
+			fmt.Fprintf(out.Out, "%s applied sequence %d\n", r.Sent[i].Node, r.Sent[i].Sequence)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("the rotation is sent and recorded, but not applied at every end: %w", err)
+	}
+	fmt.Fprintf(out.Out, "both ends apply generation %d\n", r.Generation)
+	return nil
+}
+
+// SecretCmd acts on secret settings.
+type SecretCmd struct {
+	Forget SecretForgetCmd `cmd:"" help:"Forget a secret setting's values for good: no one can read them from the log or a backup taken after."`
+}
+
+type SecretForgetCmd struct {
+	Node    string `arg:""`
+	Module  string `arg:""`
+	Setting string `arg:""`
+	Version int    `help:"Forget only this version (node show names the current one); without it, every version ever recorded."`
+}
+
+func (c *SecretForgetCmd) Help() string {
+	return "Backups taken before keep the salt and can still open the value: destroy them too.\n\nExamples:\n  mesh secret forget db-1 postgres password\n  echo NEW | mesh assign db-1 postgres --set-file password=-"
+}
+
+func (c *SecretForgetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	if c.Version < 0 {
+		return usagef("--version %d is not a version: give one of those node show names, or leave it out for all", c.Version)
+	}
+	var f commands.Forgotten
+	req := commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Setting: c.Setting, Version: c.Version}
+	if err := g.call(ctx, commands.SubjectSecretForget, req, &f); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("secret %s of %s on %s", c.Setting, c.Module, c.Node)
+	if len(f.Forgotten) > 0 {
+		fmt.Fprintf(out.Out, "forgot version(s) %v of %s (recorded at event %d): no one can open them from the log or a backup taken from now on\n", f.Forgotten, what, f.Seq)
+	}
+	if len(f.Already) > 0 {
+		fmt.Fprintf(out.Out, "version(s) %v of %s were forgotten already, nothing to do\n", f.Already, what)
+	}
+	if f.Current {
+		fmt.Fprintf(out.Out, "its current value is forgotten: %s cannot be composed until it is set again (mesh assign %s %s --set-file %s=FILE)\n",
+			c.Node, c.Node, c.Module, c.Setting)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/secret"
+)
+
+// ForgetSecret forgets versions of a secret setting (rule 21): their salts
+// are erased from the secrets bucket, so no one (the controller included)
+// can open them from the log or from a backup taken after. The act is
+// recorded first (SecretForgotten), then the salts erased: a controller
+// killed between the two leaves salts that the same command, run again,
+// finds and erases. Forgetting the current value leaves the assignment
+// uncomposable until the setting is given again; status says so.
+func (h *Handlers) ForgetSecret(ctx context.Context, r ForgetRequest) (Forgotten, error) {
+	if err := h.writable(); err != nil {
+		return Forgotten{}, err
+	}
+	if err := validName("forget a secret of", r.Node); err != nil {
+		return Forgotten{}, err
+	}
+	if h.secrets == nil {
+		return Forgotten{}, errNoSecrets
+	}
+	refuse := func(format string, args ...any) error {
+		return &aggregates.Error{Op: "forget", ID: fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), Err: aggregates.ErrInvalid,
+			Detail: fmt.Sprintf(format, args...)}
+	}
+	for attempt := range maxAttempts {
+		if err := h.catchUp(ctx); err != nil {
+			return Forgotten{}, err
+		}
+		var row projections.Node
+		var found bool
+		err := h.Proj.Read(func(v *projections.View) (err error) {
+			row, found, err = v.Node(r.Node)
+			return err
+		})
+		if err != nil {
+			return Forgotten{}, err
+		}
+		if !found {
+			return Forgotten{}, &aggregates.Error{Op: "forget a secret of", ID: r.Node, Err: aggregates.ErrUnknownNode, Detail: "no node of that name was ever enrolled"}
+		}
+		versions, current, err := h.sealedVersions(ctx, r)
+		if err != nil {
+			return Forgotten{}, err
+		}
+		if len(versions) == 0 {
+			return Forgotten{}, refuse("no sealed value of it was ever recorded; mesh node show %s names the secret settings it holds", r.Node)
+		}
+		if r.Version != 0 {
+			if _, ok := versions[r.Version]; !ok {
+				return Forgotten{}, refuse("it has no version %d; its versions are %v", r.Version, sortedKeys(versions))
+			}
+			versions = map[int][]string{r.Version: versions[r.Version]}
+		}
+		out := Forgotten{Forgotten: []int{}, Already: []int{}}
+		for _, v := range sortedKeys(versions) {
+			here := false
+			for _, id := range versions[v] {
+				in, err := h.secrets.present(ctx, id)
+				if err != nil {
+					return Forgotten{}, err
+				}
+				here = here || in
+			}
+			if here {
+				out.Forgotten = append(out.Forgotten, v)
+			} else {
+				out.Already = append(out.Already, v)
+			}
+		}
+		out.Current = slices.Contains(append(slices.Clone(out.Forgotten), out.Already...), current)
+		if len(out.Forgotten) == 0 {
+			return out, nil // every version asked for is forgotten already: nothing to do
+		}
+		ev := events.SecretForgotten{Node: r.Node, Module: r.Module, Setting: r.Setting, Versions: out.Forgotten}
+		seq, err := h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, attempt), ev)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return Forgotten{}, err
+		}
+		out.Seq = seq
+		for _, v := range out.Forgotten {
+			for _, id := range versions[v] {
+				if _, err := h.secrets.erase(ctx, id); err != nil {
+					return Forgotten{}, fmt.Errorf("the forgetting is recorded (event %d) but %w; run the same command again to finish it", seq, err)
+				}
+			}
+		}
+		h.Log.Info("secret forgotten", "node", r.Node, "module", r.Module, "setting", r.Setting, "versions", out.Forgotten, "seq", seq)
+		return out, h.landed(ctx, seq, ev)
+	}
+	return Forgotten{}, fmt.Errorf("cannot forget the secret: %s changed under %d attempts in a row; try again", r.Node, maxAttempts)
+}
+
+// sealedVersions reads from the log every sealed value the setting was
+// ever given on the node, by version, with the salt ids of each (an
+// assignment removed and given again numbers its secrets from 1 again),
+// and the version it holds now (0: none, or unassigned).
+func (h *Handlers) sealedVersions(ctx context.Context, r ForgetRequest) (map[int][]string, int, error) {
+	versions := map[int][]string{}
+	current := 0
+	err := h.Store.Read(ctx, store.ReadOptions{Filter: events.NodeAggregate(r.Node).Filter()}, func(m store.Msg) error {
+		_, ev, err := events.Read(m.Subject, m.Data)
+		if err != nil {
+			return nil // a message the fold sets aside is no value of ours
+		}
+		switch a := ev.(type) {
+		case events.ModuleAssigned:
+			if a.Module != r.Module {
+				return nil
+			}
+			current = 0
+			if s, err := secret.ParseSetting(a.Settings[r.Setting]); err == nil {
+				if !slices.Contains(versions[s.Version], s.Key) {
+					versions[s.Version] = append(versions[s.Version], s.Key)
+				}
+				current = s.Version
+			}
+		case events.ModuleUnassigned:
+			if a.Module == r.Module {
+				current = 0
+			}
+		}
+		return nil
+	})
+	return versions, current, err
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

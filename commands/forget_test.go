@@ -1,0 +1,148 @@
+package commands_test
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/secret"
+)
+
+// onDisk says whether any file under dir holds b.
+func onDisk(t *testing.T, dir string, b []byte) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil // a file the server removed meanwhile
+		}
+		found = bytes.Contains(data, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// Rule 21, forgetting: a forgotten version's salt is gone from the bucket
+// and from the bus's disk, so nothing can open that value again; a version
+// not forgotten still composes; forgetting again is nothing to do;
+// forgetting the current value makes the node say to set it again; audit
+// still holds. Fails when the salt is not erased, or only unlinked (the
+// disk scan finds it).
+func TestForgettingASecret(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: dir, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := srv.Connect()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(err)
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: t.TempDir()})
+	must(err)
+	t.Cleanup(func() { ctrl.Close() })
+	h := ctrl.Handlers
+	data, err := os.ReadFile("../examples/postgres.json")
+	must(err)
+	_, err = h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "postgres.json", Manifest: string(data)})
+	must(err)
+	_, err = h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
+	must(err)
+	for _, pw := range []string{"leaked-once", "second"} {
+		_, err = h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": pw}})
+		must(err)
+	}
+	// The salt of each version, from the log, and its bytes from the bucket.
+	var salts []string
+	must(h.Store.Read(ctx, store.ReadOptions{Filter: events.NodeAggregate("db").Filter()}, func(m store.Msg) error {
+		if _, ev, err := events.Decode(m.Data); err == nil {
+			if a, ok := ev.(events.ModuleAssigned); ok {
+				s, err := secret.ParseSetting(a.Settings["password"])
+				must(err)
+				salts = append(salts, s.Key)
+			}
+		}
+		return nil
+	}))
+	secrets, err := h.Store.JetStream().Stream(ctx, commands.SecretsStream)
+	must(err)
+	e, err := secrets.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0])
+	must(err)
+	salt := e.Data
+	if len(salts) != 2 || !onDisk(t, dir, salt) {
+		t.Fatalf("salts %v; the first on disk before forgetting: %v (the scan would prove nothing)", salts, onDisk(t, dir, salt))
+	}
+	forget := func(version int) commands.Forgotten {
+		t.Helper()
+		f, err := h.ForgetSecret(ctx, commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Setting: "password", Version: version})
+		must(err)
+		return f
+	}
+	state := func() commands.NodeStatus {
+		t.Helper()
+		s, err := h.Status(ctx, commands.StatusRequest{})
+		must(err)
+		return s.Nodes[0]
+	}
+
+	if f := forget(1); !slices.Equal(f.Forgotten, []int{1}) || f.Current {
+		t.Fatalf("forget version 1: %+v", f)
+	}
+	if m, err := secrets.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0]); err != nil || len(m.Data) != 0 || m.Header.Get("Mesh-Forgotten") == "" {
+		t.Fatalf("the forgotten salt's subject holds %v %v, not the marker", m, err)
+	}
+	if onDisk(t, dir, salt) {
+		t.Fatal("the forgotten salt is still on the bus's disk")
+	}
+	if s := state(); s.State == commands.StateCannotCompose {
+		t.Fatalf("forgetting an old version broke the current one: %+v", s)
+	}
+	before, err := h.Store.State(ctx)
+	must(err)
+	if f := forget(1); len(f.Forgotten) != 0 || !slices.Equal(f.Already, []int{1}) {
+		t.Fatalf("forget version 1 again: %+v", f)
+	}
+	if after, _ := h.Store.State(ctx); after.LastSeq != before.LastSeq {
+		t.Fatal("forgetting what was forgotten wrote to the log")
+	}
+	if f := forget(0); !slices.Equal(f.Forgotten, []int{2}) || !f.Current {
+		t.Fatalf("forget every version: %+v", f)
+	}
+	if s := state(); s.State != commands.StateCannotCompose || !strings.Contains(s.Detail, "--set-file password=") {
+		t.Fatalf("after its current value was forgotten: %+v", s)
+	}
+	if a, err := h.Audit(ctx, commands.AuditRequest{}); err != nil || !a.OK {
+		t.Fatalf("audit after forgetting: %v %+v", err, a)
+	}
+	_, err = h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "third"}})
+	must(err)
+	if s := state(); s.State == commands.StateCannotCompose {
+		t.Fatalf("set again after forgetting: %+v", s)
+	}
+	_, err = h.ForgetSecret(ctx, commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Setting: "port"})
+	if err == nil || !strings.Contains(err.Error(), "no sealed value") {
+		t.Fatalf("forgetting a setting that is no secret: %v", err)
+	}
+}

@@ -1,0 +1,250 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// Rotate moves the credentials a provider module mints for a consumer
+// module to the next generation, as one act (rule 7): every node holding
+// either end is composed at the new generation, and if any cannot be,
+// nothing is sent and nothing recorded; otherwise the CredentialRotated
+// event and every end's declaration are one atomic write, so a controller
+// killed at any point leaves both ends sent or neither.
+func (h *Handlers) Rotate(ctx context.Context, r RotateRequest) (RotateReply, error) {
+	if err := h.writable(); err != nil {
+		return RotateReply{}, err
+	}
+	for _, m := range []string{r.Provider, r.Consumer} {
+		if err := validName("rotate", m); err != nil {
+			return RotateReply{}, err
+		}
+	}
+	if h.Keys == nil {
+		return RotateReply{}, fmt.Errorf("cannot rotate: %w", errNoSecrets)
+	}
+	agg := events.ModuleAggregate(r.Provider)
+	for range maxAttempts {
+		// The provider's version before the catch-up: the view then holds
+		// every rotation up to it, and one landing after fails the append
+		// rather than being given the same generation again.
+		version, err := h.Store.Version(ctx, agg)
+		if err != nil {
+			return RotateReply{}, err
+		}
+		if err := h.catchUp(ctx); err != nil {
+			return RotateReply{}, err
+		}
+		var plan rotation
+		if err := h.Proj.Read(func(v *projections.View) (err error) {
+			plan, err = h.planRotation(v, r)
+			return err
+		}); err != nil {
+			return RotateReply{}, err
+		}
+		items := []store.One{{Aggregate: agg, Expected: version, Event: plan.event}}
+		items = append(items, plan.sends...)
+		if len(items) > MaxBatch {
+			return RotateReply{}, &aggregates.Error{Op: "rotate", ID: plan.name(), Err: aggregates.ErrInvalid,
+				Detail: fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the rotation", len(plan.sends), MaxBatch-1)}
+		}
+		seq, err := h.Store.AppendAtomic(ctx, r.CommandID, items)
+		if errors.Is(err, store.ErrConflict) {
+			continue // an end or the provider moved: compose again from what it is now
+		}
+		if err != nil {
+			return RotateReply{}, err
+		}
+		// The batch's messages are consecutive and end at seq: the
+		// rotation first, then each end's declaration.
+		first := seq - uint64(len(items)) + 1
+		reply := RotateReply{Provider: r.Provider, Consumer: r.Consumer, Generation: plan.event.Generation, Seq: first, Sent: plan.sent}
+		for i := range reply.Sent {
+			reply.Sent[i].StreamSeq = first + uint64(i) + 1
+		}
+		h.Log.Info("credentials rotated", "provider", r.Provider, "consumer", r.Consumer, "generation", plan.event.Generation, "ends", len(plan.sent), "seq", seq)
+		return reply, h.landed(ctx, seq, plan.event)
+	}
+	return RotateReply{}, fmt.Errorf("cannot rotate the credentials %s mints for %s: its ends changed under %d attempts in a row; try again", r.Provider, r.Consumer, maxAttempts)
+}
+
+// rotation is what one rotation writes.
+type rotation struct {
+	event events.CredentialRotated
+	sends []store.One
+	sent  []PushedNode
+}
+
+func (p rotation) name() string {
+	return fmt.Sprintf("the credentials %s mints for %s", p.event.Provider, p.event.Consumer)
+}
+
+// planRotation composes every end at the next generation, or refuses the
+// whole rotation naming each end that cannot be composed and why.
+func (h *Handlers) planRotation(v *projections.View, r RotateRequest) (rotation, error) {
+	plan := rotation{event: events.CredentialRotated{Provider: r.Provider, Consumer: r.Consumer}}
+	refuse := func(err error, format string, args ...any) error {
+		return &aggregates.Error{Op: "rotate", ID: plan.name(), Err: err, Detail: fmt.Sprintf(format, args...)}
+	}
+	for _, m := range []string{r.Provider, r.Consumer} {
+		if _, found, err := v.Module(m); err != nil || !found {
+			if err == nil {
+				err = refuse(aggregates.ErrUnknownModule, "no module %s is registered; mesh module list names those that are", m)
+			}
+			return plan, err
+		}
+	}
+	in, err := h.input(v)
+	if err != nil {
+		return plan, err
+	}
+	pair := compose.Pair{Provider: r.Provider, Consumer: r.Consumer}
+	gen := in.Generations[pair] + 1
+	in.Generations = maps.Clone(in.Generations)
+	if in.Generations == nil {
+		in.Generations = map[compose.Pair]uint64{}
+	}
+	in.Generations[pair] = gen
+	ends := map[string]bool{}
+	linked := false
+	for _, a := range in.Assignments {
+		if a.Module == r.Provider || a.Module == r.Consumer {
+			ends[a.Node] = true
+		}
+		if a.Module == r.Provider {
+			linked = linked || provisionsFor(in, a, r.Consumer)
+		}
+	}
+	switch {
+	case len(ends) == 0:
+		return plan, refuse(aggregates.ErrInvalid, "neither module is assigned to an active node: there is nothing to rotate")
+	case !linked:
+		return plan, refuse(aggregates.ErrInvalid, "no build of %s assigned provisions a credential that %s consumes: there is nothing to rotate", r.Provider, r.Consumer)
+	}
+	w := compose.NewWorld(in)
+	var problems []string
+	for _, node := range slices.Sorted(maps.Keys(ends)) {
+		res := w.Compose(node)
+		if why := endProblem(res, r); why != "" {
+			problems = append(problems, node+": "+why)
+			continue
+		}
+		row, _, err := v.Node(node)
+		if err != nil {
+			return plan, err
+		}
+		ev, _ := h.seal(*res.Declaration, row, "rotate", h.Now())
+		plan.sends = append(plan.sends, store.One{Aggregate: events.NodeAggregate(node), Expected: row.Version, Event: ev})
+		plan.sent = append(plan.sent, PushedNode{Node: node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources})
+		plan.event.Ends = append(plan.event.Ends, node)
+	}
+	if len(problems) > 0 {
+		return plan, refuse(aggregates.ErrUncomposable, "nothing was sent and nothing recorded, because %d of its %d end(s) cannot be composed: %s",
+			len(problems), len(ends), strings.Join(problems, "; "))
+	}
+	plan.event.Generation = gen
+	return plan, nil
+}
+
+// provisionsFor says whether provider assignment a's build provisions a
+// credential for something consumer consumes in any build assigned.
+func provisionsFor(in compose.Input, a compose.Assignment, consumer string) bool {
+	pm, ok := in.Manifests[compose.BuildRef{Module: a.Module, Build: a.Build}]
+	if !ok {
+		return false
+	}
+	for _, c := range in.Assignments {
+		cm, ok := in.Manifests[compose.BuildRef{Module: c.Module, Build: c.Build}]
+		if c.Module != consumer || !ok {
+			continue
+		}
+		for _, req := range pm.Provisions {
+			if slices.Contains(cm.Consumes, req) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// endProblem says why an end's declaration would not carry the rotated
+// credential: it cannot be composed, or its end of the pair is left out or
+// does not resolve, so the node would keep the old credential while the
+// other end took the new one.
+func endProblem(res compose.Result, r RotateRequest) string {
+	if !res.Composable() {
+		return res.Reason()
+	}
+	for _, l := range res.LeftOut {
+		if l.Module == r.Provider || l.Module == r.Consumer {
+			return l.Reason
+		}
+	}
+	for _, u := range res.Unresolved {
+		if u.Module == r.Consumer {
+			return u.Reason
+		}
+	}
+	return ""
+}
+
+// OpenRotation is a rotation not yet applied at every end: status names it
+// until both ends report applying what they were sent with it or after.
+type OpenRotation struct {
+	Provider   string   `json:"provider"`
+	Consumer   string   `json:"consumer"`
+	Generation uint64   `json:"generation"`
+	Applied    []string `json:"applied"`
+	Pending    []string `json:"pending"`
+}
+
+func (r OpenRotation) String() string {
+	what := fmt.Sprintf("the rotation of the credentials %s mints for %s to generation %d", r.Provider, r.Consumer, r.Generation)
+	if len(r.Applied) == 0 {
+		return fmt.Sprintf("%s is applied at no end yet: waiting on %s", what, strings.Join(r.Pending, ", "))
+	}
+	return fmt.Sprintf("%s is half applied: applied on %s, not on %s", what, strings.Join(r.Applied, ", "), strings.Join(r.Pending, ", "))
+}
+
+// openRotations are the rotations some active end has not applied: it was
+// not sent a declaration since (the rotation event comes first in its
+// batch, the ends' declarations after), or has not reported applying it.
+func openRotations(v *projections.View) ([]OpenRotation, error) {
+	rotations, err := v.Rotations()
+	if err != nil {
+		return nil, err
+	}
+	var out []OpenRotation
+	for _, r := range rotations {
+		o := OpenRotation{Provider: r.Provider, Consumer: r.Consumer, Generation: r.Generation}
+		for _, end := range r.Ends {
+			n, found, err := v.Node(end)
+			switch {
+			case err != nil:
+				return nil, err
+			case !found || n.Retired:
+				continue // a retired end holds nothing any more
+			}
+			sent, rep := n.LastSent, n.LastReport
+			if sent != nil && sent.StreamSeq > r.Seq && rep != nil && rep.Outcome == "applied" && rep.Digest == sent.Digest {
+				o.Applied = append(o.Applied, end)
+			} else {
+				o.Pending = append(o.Pending, end)
+			}
+		}
+		if len(o.Pending) > 0 {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,133 @@
+package commands_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+)
+
+// Rule 7 under faults: the controller killed (its bus connection cut, then
+// stopped) at random points of a rotation to 201 ends, each time started
+// again on its home. Whatever landed, every rotation in the log has a
+// declaration for each of its ends from the same command, and no end was
+// sent a rotated declaration without its rotation. Fails when a rotation's
+// events are written in more than one batch.
+func TestFaultControllerKilledMidRotation(t *testing.T) {
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	home := t.TempDir()
+	start := func() (*commands.Controller, *nats.Conn) { return startOn(t, srv, home) }
+	ctrl, nc := start()
+	h := ctrl.Handlers
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"postgres.json", "app.json"} {
+		data, err := os.ReadFile("../examples/" + f)
+		must(err)
+		_, err = h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: f, Manifest: string(data)})
+		must(err)
+	}
+	const consumers = 200
+	batch := commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: []commands.EnrollRequest{{Name: "db", Capabilities: []string{"linux"}}}}
+	var apps []string
+	for i := range consumers {
+		apps = append(apps, fmt.Sprintf("a%d", i))
+		batch.Nodes = append(batch.Nodes, commands.EnrollRequest{Name: apps[i], Capabilities: []string{"linux"}})
+	}
+	_, err := h.EnrollBatch(ctx, batch)
+	must(err)
+	_, err = h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "pw"}})
+	must(err)
+	_, err = h.AssignBatch(ctx, commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "app", Nodes: apps})
+	must(err)
+
+	watch := embeddedtest.Conn(t, srv)
+	rng := rand.New(rand.NewPCG(7, 2026))
+	for range 12 {
+		// Cut after a random number of the batch's messages reached the
+		// bus (a subscriber sees each as it is staged, before the commit).
+		at := 1 + rng.IntN(consumers+2)
+		seen := 0
+		sub, err := watch.Subscribe(events.EventPrefix+".>", func(*nats.Msg) {
+			if seen++; seen == at {
+				srv.Kick(nc) // from the server's side: what is in flight is lost
+				nc.Close()
+			}
+		})
+		must(err)
+		must(watch.Flush())
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ctrl.Handlers.Rotate(rctx, commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: "postgres", Consumer: "app"})
+		cancel()
+		must(sub.Unsubscribe())
+		ctrl.Close()
+		nc.Close()
+		ctrl, nc = start()
+		checkRotations(t, ctrl.Handlers, consumers+1)
+	}
+	// And a rotation not cut lands whole.
+	r, err := ctrl.Handlers.Rotate(ctx, commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: "postgres", Consumer: "app"})
+	must(err)
+	if len(r.Sent) != consumers+1 {
+		t.Fatalf("a whole rotation sent %d ends, not %d", len(r.Sent), consumers+1)
+	}
+	// How many of the cuts came before a commit depends on timing (10 to
+	// 11 of 13 landed in runs here): said, not asserted.
+	t.Logf("%d of 13 rotations landed", checkRotations(t, ctrl.Handlers, consumers+1))
+	checkAfterFault(t, ctrl.Handlers)
+	ctrl.Close()
+	nc.Close()
+}
+
+// checkRotations holds the log to rule 7: each rotation and the rotated
+// declarations of its ends were written by one command, all or none.
+func checkRotations(t *testing.T, h *commands.Handlers, ends int) int {
+	t.Helper()
+	rotations := map[string][]string{} // command id -> ends it names
+	sent := map[string][]string{}      // command id -> nodes sent by "rotate"
+	err := h.Store.Read(context.Background(), store.ReadOptions{}, func(m store.Msg) error {
+		env, ev, err := events.Decode(m.Data) // the whole envelope: the fold's reading has no command id
+		if err != nil {
+			return fmt.Errorf("event %d: %w", m.Seq, err)
+		}
+		switch e := ev.(type) {
+		case events.CredentialRotated:
+			rotations[env.CommandID] = e.Ends
+		case events.DeclarationSent:
+			if e.By == "rotate" {
+				sent[env.CommandID] = append(sent[env.CommandID], e.Node)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, nodes := range sent {
+		want, ok := rotations[id]
+		slices.Sort(nodes)
+		if !ok || !slices.Equal(nodes, want) {
+			t.Fatalf("command %s sent %d rotated declarations, and its rotation names %d ends (recorded: %v)", id, len(nodes), len(want), ok)
+		}
+	}
+	for id, want := range rotations {
+		if len(want) != ends || len(sent[id]) != len(want) {
+			t.Fatalf("rotation %s names %d ends and %d were sent, of %d", id, len(want), len(sent[id]), ends)
+		}
+	}
+	return len(rotations)
+}

@@ -1,0 +1,267 @@
+package commands
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/meshctl/mesh/secret"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// SecretsStream holds the salts secret settings are sealed with (rule 21),
+// one message a salt on mesh.secret.<id>. A secret setting in the log is
+// sealed under a key made of the controller's "secret settings" key and
+// the secret's own random salt, kept here and nowhere else: the salt alone
+// opens nothing, the controller key alone opens nothing, and erasing the
+// salt (mesh secret forget) makes the value unreadable from the log and
+// every backup taken after, by anyone, the controller included.
+//
+// It is a stream of its own rather than a key-value bucket because a
+// bucket's stream denies deleting a message, and only a delete that
+// overwrites the bytes where the bus keeps them forgets: a purge leaves
+// them on disk (TestForgettingASecret scans the disk for them). Unlike the
+// event stream, this one may lose a message: that is its purpose.
+const SecretsStream = "MESH_SECRETS"
+
+const (
+	secretSubject = "mesh.secret."
+	// forgottenHeader marks the message that replaces an erased salt:
+	// every controller's watch sees it and drops the key it derived.
+	forgottenHeader = "Mesh-Forgotten"
+)
+
+// ErrForgotten is a secret whose salt is gone: forgotten, or a bus restored
+// from a backup that did not carry it.
+var ErrForgotten = errors.New("its salt is not in the secrets stream: it was forgotten (or the bus was restored without it)")
+
+// errNoSecrets: handlers started without the controller's secrets stream.
+var errNoSecrets = errors.New("this controller has no secrets stream to seal with")
+
+// secretKeys finds and makes the keys secret settings are sealed under.
+type secretKeys struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	base   []byte
+	// stop ends the watch that drops a forgotten salt's key from keys, so
+	// that every controller on the bus forgets it, not only the one asked.
+	stop func()
+
+	mu   sync.Mutex
+	keys map[string][]byte // salt id -> key, remembered once derived
+}
+
+// assertSecrets makes the secrets stream if it is not there, with the
+// event stream's replicas (rule 15), and says which.
+func assertSecrets(ctx context.Context, js jetstream.JetStream, replicas int, base []byte) (*secretKeys, string, error) {
+	stream, action, err := secretsStream(ctx, js, replicas)
+	if err != nil {
+		return nil, "", err
+	}
+	s := &secretKeys{js: js, stream: stream, base: base, keys: map[string][]byte{}}
+	if err := s.watch(); err != nil {
+		return nil, "", err
+	}
+	return s, fmt.Sprintf("secrets stream %s: %s", SecretsStream, action), nil
+}
+
+func secretsStream(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.Stream, string, error) {
+	stream, err := js.Stream(ctx, SecretsStream)
+	if err == nil {
+		return stream, "found", nil
+	}
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, "", fmt.Errorf("cannot assert the secrets stream %s: %w", SecretsStream, err)
+	}
+	stream, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: SecretsStream, Subjects: []string{secretSubject + "*"},
+		Description: "salts of the mesh's secret settings; erasing one forgets that secret",
+		Storage:     jetstream.FileStorage, Replicas: max(replicas, 1), AllowDirect: true,
+		// A purge would forget every secret at once, and leave the bytes.
+		DenyPurge: true})
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot create the secrets stream %s: %w", SecretsStream, err)
+	}
+	return stream, "created", nil
+}
+
+// watch drops the key of each salt erased, by this controller or another:
+// one consumer a controller, never one a secret.
+func (s *secretKeys) watch() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err == nil {
+		var cc jetstream.ConsumeContext
+		cc, err = cons.Consume(func(m jetstream.Msg) {
+			if m.Headers().Get(forgottenHeader) != "" {
+				s.drop(m.Subject()[len(secretSubject):])
+			}
+		})
+		if err == nil {
+			s.stop = func() { cc.Stop(); cancel() }
+			return nil
+		}
+	}
+	cancel()
+	return fmt.Errorf("cannot watch the secrets stream %s: %w", SecretsStream, err)
+}
+
+// fresh makes a new salt, records it, and answers its id and key.
+func (s *secretKeys) fresh(ctx context.Context) (string, []byte, error) {
+	var b [8 + 32]byte
+	rand.Read(b[:]) // never fails
+	id, salt := hex.EncodeToString(b[:8]), b[8:]
+	if err := putSalt(ctx, s.js, id, salt); err != nil {
+		return "", nil, err
+	}
+	return id, s.remember(id, salt), nil
+}
+
+// putSalt records a salt that must not exist yet.
+func putSalt(ctx context.Context, js jetstream.JetStream, id string, salt []byte) error {
+	if _, err := js.Publish(ctx, secretSubject+id, salt, jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
+		return fmt.Errorf("cannot record a secret's salt in %s: %w", SecretsStream, err)
+	}
+	return nil
+}
+
+func (s *secretKeys) remember(id string, salt []byte) []byte {
+	key := []byte(secret.MAC(s.base, id, string(salt)))
+	s.mu.Lock()
+	s.keys[id] = key
+	s.mu.Unlock()
+	return key
+}
+
+func (s *secretKeys) drop(id string) {
+	s.mu.Lock()
+	delete(s.keys, id)
+	s.mu.Unlock()
+}
+
+// salt reads salt id: nil when it was never recorded or was erased.
+func (s *secretKeys) salt(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, secretSubject+id)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("cannot read a secret's salt from %s: %w", SecretsStream, err)
+	case m.Header.Get(forgottenHeader) != "":
+		return nil, nil
+	}
+	return m, nil
+}
+
+// key is the key of salt id.
+func (s *secretKeys) key(ctx context.Context, id string) ([]byte, error) {
+	s.mu.Lock()
+	key, ok := s.keys[id]
+	s.mu.Unlock()
+	if ok {
+		return key, nil
+	}
+	m, err := s.salt(ctx, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case m == nil:
+		return nil, ErrForgotten
+	}
+	return s.remember(id, m.Data), nil
+}
+
+// present says whether salt id is still there.
+func (s *secretKeys) present(ctx context.Context, id string) (bool, error) {
+	m, err := s.salt(ctx, id)
+	return m != nil, err
+}
+
+// erase forgets salt id: its message is overwritten where the bus keeps
+// it (on every replica), then a marker takes its place, which every
+// controller's watch sees. Answers false when it was gone already.
+func (s *secretKeys) erase(ctx context.Context, id string) (bool, error) {
+	m, err := s.salt(ctx, id)
+	if err != nil || m == nil {
+		s.drop(id)
+		return false, err
+	}
+	if err := s.stream.SecureDeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("cannot erase a secret's salt from %s: %w", SecretsStream, err)
+	}
+	marker := nats.NewMsg(secretSubject + id)
+	marker.Header.Set(forgottenHeader, "1")
+	if _, err := s.js.PublishMsg(ctx, marker); err != nil {
+		return false, fmt.Errorf("cannot mark a secret's salt forgotten in %s: %w", SecretsStream, err)
+	}
+	s.drop(id)
+	return true, nil
+}
+
+// ExportSalts reads every salt not forgotten, by id: what a backup carries
+// so that a restored mesh can open the secrets it held. A salt erased
+// before the backup is not in it, which is what forgetting promises.
+func ExportSalts(ctx context.Context, js jetstream.JetStream) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	stream, err := js.Stream(ctx, SecretsStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return out, nil // a mesh that never held a secret
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
+	}
+	if stream.CachedInfo().State.Msgs == 0 {
+		return out, nil
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
+		}
+		id := m.Subject()[len(secretSubject):]
+		if m.Headers().Get(forgottenHeader) != "" {
+			delete(out, id)
+		} else {
+			out[id] = m.Data()
+		}
+		meta, err := m.Metadata()
+		if err != nil || meta.NumPending == 0 {
+			return out, err
+		}
+	}
+}
+
+// RestoreSalts puts a backup's salts into the bus's secrets stream, making
+// it if needed; a salt already there is left as it is. It answers how many
+// it put.
+func RestoreSalts(ctx context.Context, js jetstream.JetStream, replicas int, salts map[string][]byte) (int, error) {
+	stream, _, err := secretsStream(ctx, js, replicas)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for id, salt := range salts {
+		if _, err := stream.GetLastMsgForSubject(ctx, secretSubject+id); err == nil {
+			continue // restored by an earlier run of the same restore
+		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return n, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
+		}
+		if err := putSalt(ctx, js, id, salt); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
