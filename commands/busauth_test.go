@@ -181,6 +181,8 @@ func TestThePermissionMatrix(t *testing.T) {
 		"$JS.API.CONSUMER.MSG.NEXT.MESH.c",                                  // pulling from a consumer by name
 		"$JS.API.CONSUMER.DELETE.MESH.c",                                    // deleting one
 		"$JS.API.CONSUMER.LIST.MESH",                                        // listing them
+		"$JS.API.DIRECT.GET.MESH_SECRETS",                                   // the secrets' salts
+		"mesh.secret.x",                                                     // writing one
 	}
 	for _, subject := range refusedPub {
 		if err := nc.Publish(subject, []byte("{}")); err != nil {
@@ -252,7 +254,9 @@ func TestThePermissionMatrix(t *testing.T) {
 	}
 	// ... and may not write it, nor reshape or remove it.
 	for _, subject := range []string{"mesh.ev.node.db-1.NodeRetired", "mesh.rp.db-1.DeclarationApplied",
-		"$JS.API.STREAM.DELETE.MESH", "$JS.API.STREAM.PURGE.MESH", "$JS.API.STREAM.UPDATE.MESH", "$JS.API.STREAM.MSG.DELETE.MESH"} {
+		"$JS.API.STREAM.DELETE.MESH", "$JS.API.STREAM.PURGE.MESH", "$JS.API.STREAM.UPDATE.MESH", "$JS.API.STREAM.MSG.DELETE.MESH",
+		// nor write, erase or remove a secret's salt: forgetting is a verb.
+		"mesh.secret.x", "$JS.API.STREAM.MSG.DELETE.MESH_SECRETS", "$JS.API.STREAM.PURGE.MESH_SECRETS", "$JS.API.STREAM.DELETE.MESH_SECRETS"} {
 		if err := op.Publish(subject, []byte("{}")); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
@@ -60,7 +61,8 @@ func TestForgettingASecret(t *testing.T) {
 		}
 	}
 	must(err)
-	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: t.TempDir()})
+	home := t.TempDir()
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
 	must(err)
 	t.Cleanup(func() { ctrl.Close() })
 	h := ctrl.Handlers
@@ -127,11 +129,38 @@ func TestForgettingASecret(t *testing.T) {
 	if after, _ := h.Store.State(ctx); after.LastSeq != before.LastSeq {
 		t.Fatal("forgetting what was forgotten wrote to the log")
 	}
+	// A second controller sharing the key has composed with the current
+	// value (so it holds its key) when the first forgets it: it must not
+	// go on composing a value the mesh forgot.
+	other := t.TempDir()
+	writeKey(t, home, other)
+	nc2, err := srv.Connect()
+	must(err)
+	t.Cleanup(nc2.Close)
+	second, err := commands.StartController(ctx, nc2, commands.ControllerConfig{Home: other})
+	must(err)
+	t.Cleanup(func() { second.Close() })
+	stateOn := func(h *commands.Handlers) commands.NodeStatus {
+		t.Helper()
+		s, err := h.Status(ctx, commands.StatusRequest{})
+		must(err)
+		return s.Nodes[0]
+	}
+	if s := stateOn(second.Handlers); s.State == commands.StateCannotCompose {
+		t.Fatalf("the second controller cannot compose before anything was forgotten: %+v", s)
+	}
 	if f := forget(0); !slices.Equal(f.Forgotten, []int{2}) || !f.Current {
 		t.Fatalf("forget every version: %+v", f)
 	}
 	if s := state(); s.State != commands.StateCannotCompose || !strings.Contains(s.Detail, "--set-file password=") {
 		t.Fatalf("after its current value was forgotten: %+v", s)
+	}
+	// The second learns it by its watch of the secrets stream: a moment.
+	for deadline := time.Now().Add(10 * time.Second); stateOn(second.Handlers).State != commands.StateCannotCompose; {
+		if time.Now().After(deadline) {
+			t.Fatalf("a second controller still composes a forgotten value: %+v", stateOn(second.Handlers))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if a, err := h.Audit(ctx, commands.AuditRequest{}); err != nil || !a.OK {
 		t.Fatalf("audit after forgetting: %v %+v", err, a)

@@ -1,12 +1,15 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/secret"
 )
 
 // manifests caches parsed manifests by build. A build is the digest of its
@@ -80,11 +83,7 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 			in.Manifests[ref] = m
 		}
 	}
-	// A sealed setting whose key is not yet known is one read of the bus
-	// (its salt): the first composition after a start reads ten thousand,
-	// so they are read many at a time (one at a time, a cold push of
-	// 10,000 nodes spent half its time here).
-	inFlight(len(in.Assignments), openersInFlight, func(i int) { h.openSettings(&in.Assignments[i]) })
+	h.openAll(in.Assignments)
 	rotations, err := v.Rotations()
 	if err != nil {
 		return in, err
@@ -100,6 +99,29 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 
 // openersInFlight is how many sealed settings are opened at once.
 const openersInFlight = 32
+
+// openAll opens every sealed setting of as. A setting whose key is not yet
+// known is one read of the bus (its salt): the first composition after a
+// start needs ten thousand, which are read in one scan of the secrets
+// stream, or, when few, many at a time.
+func (h *Handlers) openAll(as []compose.Assignment) {
+	if h.secrets != nil {
+		var ids []string
+		for _, a := range as {
+			for _, v := range a.Settings {
+				if s, err := secret.ParseSetting(v); err == nil {
+					ids = append(ids, s.Key)
+				}
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := h.secrets.preload(ctx, ids); err != nil {
+			h.Log.Warn("cannot read the secrets stream in one scan; reading each salt instead", "err", err)
+		}
+		cancel()
+	}
+	inFlight(len(as), openersInFlight, func(i int) { h.openSettings(&as[i]) })
+}
 
 // world composes from one consistent view of the read models.
 func (h *Handlers) world() (*compose.World, error) {
