@@ -29,8 +29,15 @@ func TestTimeTravelFromSnapshots(t *testing.T) {
 	}
 	defer e.Close()
 	e.Start()
-	last := enrollMany(t, s, 0, 40)
-	waitFor(t, e, last)
+	// A commit holds what one read delivered (a chunk), and a snapshot is
+	// taken at a commit: events written faster than the fold reads them
+	// arrive in one chunk and leave one snapshot. Five at a time, each
+	// folded before the next, commit at least every few events.
+	var last uint64
+	for i := 0; i < 40; i += 5 {
+		last = enrollMany(t, s, i, 5)
+		waitFor(t, e, last)
+	}
 	snaps := e.snapshots()
 	if len(snaps) < 3 {
 		t.Fatalf("%d snapshot(s) after %d events, one every 10 wanted", len(snaps), last)
