@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -36,6 +37,17 @@ type Config struct {
 	// It is called with the agent's lock held: it must not block. The
 	// fleet harness measures a mesh with it.
 	Observe func(Observation)
+	// Supervision is how the programs of modules that run are kept
+	// running (defaults in Supervision.withDefaults).
+	Supervision Supervision
+	// DriftEvery is how often the agent checks that what the mesh owns
+	// under the root is still what it applied (default 3 minutes); it
+	// also checks when it starts.
+	DriftEvery time.Duration
+	// DriftReport: a drift is reported and left as found, and the node is
+	// drifted until the next apply. Otherwise (the default) it is put back
+	// and reported as a corrective change.
+	DriftReport bool
 	// Slots, when set, is shared by agents in one process: an agent holds
 	// a slot from opening its root until its report is saved. Thousands of
 	// agents standing in for thousands of machines share one descriptor
@@ -66,6 +78,19 @@ type Agent struct {
 	sealing store.Sealing
 	// seal opens what a declaration carries sealed to this node (rule 21).
 	seal []byte
+
+	// sup runs the programs of the modules that run.
+	sup *supervisor
+	// applied is the declaration applied last (nil before the first), and
+	// failed the paths of it that failed: what a drift check compares the
+	// root with. Both under mu.
+	applied *declaration.Declaration
+	failed  map[string]bool
+	// drifted is the drift last reported while not correcting it: the
+	// same drift is said once, not at every check.
+	drifted string
+	// verified is what drift checks found right, by path (applier.verified).
+	verified map[string]fileStat
 }
 
 // Open prepares an agent on a connection to the mesh's bus: its root, its
@@ -89,6 +114,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	}
 	if cfg.CheckEvery == 0 {
 		cfg.CheckEvery = 10 * time.Second
+	}
+	if cfg.DriftEvery == 0 {
+		cfg.DriftEvery = 3 * time.Minute
 	}
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: cannot create the root %s: %w", cfg.Root, err)
@@ -114,7 +142,10 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, st: st, state: state, sealing: sealing, seal: seal}, nil
+	a := &Agent{cfg: cfg, st: st, state: state, sealing: sealing, seal: seal}
+	a.sup = &supervisor{s: cfg.Supervision.withDefaults(), root: cfg.Root, node: cfg.Join.Node, log: cfg.Log,
+		report: a.reportRuntime, env: a.runtimeEnv, procs: map[string]*proc{}}
+	return a, nil
 }
 
 // Close releases what the agent holds (nothing between applies).
@@ -172,12 +203,17 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.recordKey(ctx)
 		}
 		seen = last.Seq
-		a.handle(ctx, last)
+		if ap := a.handle(ctx, last); ap != nil {
+			a.sup.reconcile(ap.runs, ap.changed, ap.hold, ap.seq)
+		}
 		return true, nil
 	}
+	// The programs stop with Run, and say so before the retrier stops.
+	defer a.sup.stopAll()
 	if _, err := check(); err != nil {
 		return err
 	}
+	a.checkDrift(ctx)
 	a.cfg.Log.Info(fmt.Sprintf("agent for %s following %s (applied up to sequence %d)", a.cfg.Join.Node, subject, a.LastSequence()))
 	a.observe(Observation{Following: true})
 	// The retrier stops with Run: nothing touches the state after Run returns.
@@ -187,6 +223,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer func() { stopRetry(); <-retried }()
 	tick := time.NewTicker(a.cfg.CheckEvery)
 	defer tick.Stop()
+	drift := time.NewTicker(a.cfg.DriftEvery)
+	defer drift.Stop()
 	// A wake-up can arrive before the stream has stored what woke it (both
 	// hear the same publish): a read that finds nothing new is tried again
 	// soon, a few times, doubling, before the agent waits for the next.
@@ -201,6 +239,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			backoff = wakeRetry
 		case <-tick.C:
 		case <-again.C:
+		case <-drift.C:
+			a.checkDrift(ctx)
+			continue
 		}
 		found, err := check()
 		if err != nil && ctx.Err() == nil {
@@ -224,9 +265,21 @@ const (
 	maxWakeRetry = 640 * time.Millisecond
 )
 
+// applied is what an apply asks of the supervisor: the programs of the
+// declaration, the modules of which a resource changed (restarted), and
+// those of which a resource failed (held as they are: neither started nor
+// restarted on a config that did not land).
+type applied struct {
+	runs    []compose.Runtime
+	changed map[string]bool
+	hold    map[string]bool
+	seq     uint64
+}
+
 // handle verifies one declaration message and applies it, or refuses it.
-// Nothing of a refused declaration is written.
-func (a *Agent) handle(ctx context.Context, m store.Msg) {
+// Nothing of a refused declaration is written. It answers what the
+// supervisor must do, nil for nothing.
+func (a *Agent) handle(ctx context.Context, m store.Msg) *applied {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	node := a.cfg.Join.Node
@@ -234,18 +287,24 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 	sent, ok := ev.(events.DeclarationSent)
 	if err != nil || !ok {
 		a.refuse(ctx, 0, "", fmt.Sprintf("event %d on %s is not a declaration: %v", m.Seq, m.Subject, err))
-		return
+		return nil
 	}
 	sealed := declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key}
 	digest := sealed.Digest()
 	d, err := declaration.Open(sealed, a.cfg.Join.Key, a.cfg.Join.Mesh, node)
 	if err != nil {
 		a.refuse(ctx, sent.Sequence, digest, err.Error())
-		return
+		return nil
 	}
 	switch {
 	case d.Sequence == a.state.LastSequence && digest == a.state.LastDigest:
-		return // this very declaration was applied before a restart: never twice
+		// This very declaration was applied before a restart: never
+		// twice. Its programs run again, and drift is checked against it.
+		if a.applied == nil {
+			a.applied = &d
+			return &applied{runs: d.Runs, seq: d.Sequence}
+		}
+		return nil
 	case d.Sequence <= a.state.LastSequence:
 		// Signed by the controller, yet numbered below what this node
 		// applied: the log lost its tail (an older backup restored). The
@@ -253,7 +312,7 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 		// only with the report key in the log: record it (again).
 		a.recordKeyLocked(ctx)
 		a.refuse(ctx, d.Sequence, digest, fmt.Sprintf("sequence %d is at or below %d, the last this node applied: a replay", d.Sequence, a.state.LastSequence))
-		return
+		return nil
 	}
 	if a.cfg.Slots != nil {
 		a.cfg.Slots <- struct{}{}
@@ -266,11 +325,18 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 		a.state.LastSequence, a.state.LastDigest = d.Sequence, digest
 		a.send(ctx, reportID("a", d.Sequence, digest), events.DeclarationFailed{Node: node, Sequence: d.Sequence, Digest: digest,
 			Failed: boundFailures([]events.ResourceFailure{{Path: "/", Reason: "cannot open the root: " + err.Error()}})})
-		return
+		return nil
 	}
 	defer root.Close()
-	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal}
+	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, owners: owners(a.applied), changedModules: map[string]bool{}}
 	changed, failed := ap.apply(d.Resources)
+	a.applied, a.failed, a.drifted, a.verified = &d, map[string]bool{}, "", map[string]fileStat{}
+	out := &applied{runs: d.Runs, changed: ap.changedModules, hold: map[string]bool{}, seq: d.Sequence}
+	owner := owners(&d)
+	for _, f := range failed {
+		a.failed[f.Path] = true
+		out.hold[owner[f.Path]] = true
+	}
 	a.state.LastSequence, a.state.LastDigest = d.Sequence, digest
 	var report events.Event = events.DeclarationApplied{Node: node, Sequence: d.Sequence, Digest: digest, Changed: changed}
 	if len(failed) > 0 {
@@ -280,6 +346,7 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) {
 		a.cfg.Log.Info(fmt.Sprintf("applied sequence %d: %d resource(s), %d changed", d.Sequence, len(d.Resources), changed))
 	}
 	a.send(ctx, reportID("a", d.Sequence, digest), report)
+	return out
 }
 
 func (a *Agent) observe(o Observation) {

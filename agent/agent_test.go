@@ -90,10 +90,19 @@ func (m *mesh) agent(node string) (root string, stop func()) {
 
 func (m *mesh) agentAt(node, root string) func() {
 	m.t.Helper()
+	return m.agentWith(node, root, func(*agent.Config) {})
+}
+
+// agentWith starts node's agent on root with its configuration changed
+// by set (the supervision's and drift check's times, for a test).
+func (m *mesh) agentWith(node, root string, set func(*agent.Config)) func() {
+	m.t.Helper()
 	id, err := m.h.Join(m.ctx, commands.NameRequest{Name: node})
 	m.must(err)
 	j := agent.Join{Mesh: id.Mesh, Bus: m.srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
-	a, err := agent.Open(m.ctx, embeddedtest.Conn(m.t, m.srv), agent.Config{Join: j, Root: root})
+	cfg := agent.Config{Join: j, Root: root}
+	set(&cfg)
+	a, err := agent.Open(m.ctx, embeddedtest.Conn(m.t, m.srv), cfg)
 	m.must(err)
 	ctx, cancel := context.WithCancel(m.ctx)
 	done := make(chan struct{})

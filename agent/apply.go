@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/secret"
@@ -24,6 +25,27 @@ type applier struct {
 	state *State
 	node  string
 	seal  []byte // opens sealed content
+	// owners are the modules of the paths of the declaration applied
+	// before (nil: not known, after a restart), and changedModules
+	// collects the modules of which a resource was written or removed:
+	// their programs start again.
+	owners         map[string]string
+	changedModules map[string]bool
+	// verified is the stat of each file when its content was last found
+	// right (drift.go), nil for none kept: a drift check reads only files
+	// whose stat moved since.
+	verified map[string]fileStat
+}
+
+// owners maps each path of d to its module.
+func owners(d *declaration.Declaration) map[string]string {
+	out := map[string]string{}
+	if d != nil {
+		for _, r := range d.Resources {
+			out[r.Path] = r.Module
+		}
+	}
+	return out
 }
 
 // apply makes the root hold exactly resources: each declared resource is
@@ -43,6 +65,9 @@ func (a *applier) apply(resources []compose.Resource) (int, []events.ResourceFai
 		}
 		if did {
 			changed++
+			if a.changedModules != nil {
+				a.changedModules[r.Module] = true
+			}
 		}
 	}
 	changed += a.removeUndeclared(declared)
@@ -65,16 +90,40 @@ func rel(p string) (string, error) {
 	return strings.TrimPrefix(p, "/"), nil
 }
 
-func (a *applier) one(r compose.Resource) (bool, error) {
+// target is where r lands under the root, and its permission bits.
+func target(r compose.Resource) (string, fs.FileMode, error) {
 	name, err := rel(r.Path)
 	if err != nil {
-		return false, err
+		return "", 0, err
 	}
 	mode, err := manifest.ParseMode(r.Mode)
 	if err != nil {
+		return "", 0, err
+	}
+	return name, fs.FileMode(mode) & fs.ModePerm, nil
+}
+
+// content is what a file resource holds, opened if it travelled sealed:
+// the clear content exists only in the file it is written to (rule 21).
+func (a *applier) content(r compose.Resource) ([]byte, error) {
+	switch {
+	case r.Sealed != nil:
+		content, err := secret.Open(a.seal, secret.FilePlace(a.node, r.Path), r.Sealed.Box)
+		if err != nil {
+			return nil, fmt.Errorf("its sealed content does not open with this node's key (%v); the join string may be another node's", err)
+		}
+		return content, nil
+	case r.Content != nil:
+		return []byte(*r.Content), nil
+	}
+	return []byte{}, nil
+}
+
+func (a *applier) one(r compose.Resource) (bool, error) {
+	name, perm, err := target(r)
+	if err != nil {
 		return false, err
 	}
-	perm := fs.FileMode(mode) & fs.ModePerm
 	created, err := a.parents(name)
 	if err != nil {
 		return false, err
@@ -96,16 +145,9 @@ func (a *applier) one(r compose.Resource) (bool, error) {
 	case manifest.KindDirectory:
 		return a.directory(name, r.Path, perm, info, exists)
 	case manifest.KindFile:
-		content := []byte{}
-		switch {
-		case r.Sealed != nil:
-			// Opened here and nowhere else: the clear content exists only
-			// in the file it is written to (rule 21).
-			if content, err = secret.Open(a.seal, secret.FilePlace(a.node, r.Path), r.Sealed.Box); err != nil {
-				return false, fmt.Errorf("its sealed content does not open with this node's key (%v); the join string may be another node's", err)
-			}
-		case r.Content != nil:
-			content = []byte(*r.Content)
+		content, err := a.content(r)
+		if err != nil {
+			return false, err
 		}
 		return a.file(name, r.Path, perm, content, info, exists)
 	}
@@ -225,6 +267,9 @@ func (a *applier) removeUndeclared(declared map[string]bool) int {
 		}
 		if err := a.root.Remove(name); err == nil {
 			removed++
+			if m := a.owners[p]; m != "" && a.changedModules != nil {
+				a.changedModules[m] = true
+			}
 		}
 	}
 	return removed

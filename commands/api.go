@@ -117,14 +117,15 @@ type NodeView struct {
 	// Filled by node show: the node's state, what it would be sent now
 	// (content digest) beside what it was sent, what composition left out
 	// or could not resolve, and the standings it is part of.
-	State      string               `json:"state,omitempty"`
-	Since      *time.Time           `json:"since,omitempty"`
-	Detail     string               `json:"detail,omitempty"`
-	WouldSend  string               `json:"would_send,omitempty"`
-	LeftOut    []compose.LeftOut    `json:"left_out,omitempty"`
-	Unresolved []compose.Unresolved `json:"unresolved,omitempty"`
-	Standings  []StandingView       `json:"standings,omitempty"`
-	AsOf       *time.Time           `json:"as_of,omitempty"`
+	State      string                `json:"state,omitempty"`
+	Since      *time.Time            `json:"since,omitempty"`
+	Detail     string                `json:"detail,omitempty"`
+	WouldSend  string                `json:"would_send,omitempty"`
+	LeftOut    []compose.LeftOut     `json:"left_out,omitempty"`
+	Unresolved []compose.Unresolved  `json:"unresolved,omitempty"`
+	Standings  []StandingView        `json:"standings,omitempty"`
+	Runtimes   []projections.Runtime `json:"runtimes,omitempty"`
+	AsOf       *time.Time            `json:"as_of,omitempty"`
 	// Causes: why the read models this answer comes from cannot be
 	// trusted, or what else keeps the mesh from being well (as in status).
 	Causes []string `json:"causes,omitempty"`
@@ -454,6 +455,9 @@ type StatusReport struct {
 	// Causes are why the mesh is not well beyond its nodes and standings:
 	// the fold stopped or behind, foreign messages not acknowledged.
 	Causes []string `json:"causes"`
+	// Runtimes are the programs of modules that run, as their agents last
+	// reported them; the mesh is not well while one is not running.
+	Runtimes []projections.Runtime `json:"runtimes"`
 	// Table holds the nodes instead of Nodes when Brief was asked: what the
 	// table shows, a column at a time. A hundred thousand nodes as objects
 	// were 10.7 MB of JSON, most of the answer's time.

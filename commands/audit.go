@@ -226,22 +226,10 @@ func (a *auditor) read(m store.Msg) error {
 		if na := a.nodes[ev.Node]; na != nil {
 			a.declaration(na, m.Seq, ev)
 		}
-	case events.DeclarationApplied, events.DeclarationFailed, events.DeclarationRefused:
-		na := a.nodes[events.Rights[ev.EventType()].Name(ev)]
-		if na == nil || !na.OK {
-			return nil
+	default:
+		if events.AgentReport(ev.EventType()) {
+			a.agentReport(m, ev)
 		}
-		na.Reports++
-		key := inForce(na.reportKeys, m.Seq)
-		if key == "" {
-			na.breaks(m.Seq, fmt.Sprintf("a %s before the node recorded any report key", ev.EventType()))
-			return nil
-		}
-		sig, _ := decodeSig(m.Header.Get(events.SignatureHeader))
-		a.check(sigCheck{node: na.Node, key: key, seq: m.Seq, data: m.Data, sig: sig,
-			why: func() string {
-				return fmt.Sprintf("the %s's signature does not verify against %s, the node's report key in force", ev.EventType(), key)
-			}})
 	}
 	return nil
 }
@@ -343,3 +331,23 @@ func anyOpen(f []projections.ForeignMessage) bool {
 
 // decodeSig reads a signature header's value.
 func decodeSig(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// agentReport checks a report that is the node's agent's word alone
+// (events.AgentReport) against the report key in force when it landed.
+func (a *auditor) agentReport(m store.Msg, ev events.Event) {
+	na := a.nodes[events.Rights[ev.EventType()].Name(ev)]
+	if na == nil || !na.OK {
+		return
+	}
+	na.Reports++
+	key := inForce(na.reportKeys, m.Seq)
+	if key == "" {
+		na.breaks(m.Seq, fmt.Sprintf("a %s before the node recorded any report key", ev.EventType()))
+		return
+	}
+	sig, _ := decodeSig(m.Header.Get(events.SignatureHeader))
+	a.check(sigCheck{node: na.Node, key: key, seq: m.Seq, data: m.Data, sig: sig,
+		why: func() string {
+			return fmt.Sprintf("the %s's signature does not verify against %s, the node's report key in force", ev.EventType(), key)
+		}})
+}

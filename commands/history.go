@@ -34,7 +34,7 @@ type History struct {
 type HistoryEntry struct {
 	Seq       uint64                `json:"seq"` // stream sequence
 	At        time.Time             `json:"at"`
-	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused"
+	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused", "drift"
 	Sequence  uint64                `json:"sequence"`
 	Digest    string                `json:"digest"`
 	By        string                `json:"by,omitempty"`
@@ -47,6 +47,10 @@ type HistoryEntry struct {
 	Highest       uint64                   `json:"highest,omitempty"` // refused: the highest sequence the node had applied
 	Failed        []events.ResourceFailure `json:"failed,omitempty"`
 	Changes       []compose.Change         `json:"changes,omitempty"` // with diff: against the declaration before
+	// Drift's: the paths changed behind the agent's back, and whether it
+	// put them back (a corrective change) or only said so.
+	Paths     []string `json:"paths,omitempty"`
+	Corrected bool     `json:"corrected,omitempty"`
 }
 
 // recorded is one indexed declaration read back by its sequence.
@@ -120,7 +124,7 @@ func inFlight(n, k int, fn func(int)) {
 // historyKinds names the kinds of the history index's rows.
 var historyKinds = map[byte]string{
 	projections.HistoryDeclaration: "declaration", projections.HistoryApplied: "applied",
-	projections.HistoryFailed: "failed", projections.HistoryRefused: "refused",
+	projections.HistoryFailed: "failed", projections.HistoryRefused: "refused", projections.HistoryDrift: "drift",
 }
 
 // History answers every declaration the node was told and every report it
@@ -149,7 +153,8 @@ func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, erro
 	for _, row := range idx {
 		out.Entries = append(out.Entries, HistoryEntry{Seq: row.Seq, At: row.At, Kind: historyKinds[row.Kind],
 			Sequence: row.Sequence, Digest: row.Digest, By: row.By, Builds: row.Builds, BuildsUnknown: row.Kind == projections.HistoryDeclaration && row.Builds == nil,
-			Resources: row.Resources, Changed: row.Changed, Reason: row.Reason, Highest: row.Highest, Failed: row.Failed})
+			Resources: row.Resources, Changed: row.Changed, Reason: row.Reason, Highest: row.Highest, Failed: row.Failed,
+			Paths: row.Paths, Corrected: row.Corrected})
 	}
 	if r.Diff {
 		if err := h.diff(ctx, idx, out.Entries); err != nil {

@@ -260,6 +260,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	}
 	var out NodeView
 	var row projections.Node
+	var drifts map[string]projections.Drift
 	err := h.Proj.Read(func(v *projections.View) error {
 		causes, err := h.causes(ctx, v)
 		if err != nil {
@@ -286,9 +287,18 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 				out.Standings = append(out.Standings, StandingView(s))
 			}
 		}
+		if err != nil {
+			return err
+		}
+		if out.Runtimes, err = v.RuntimesOf(n.Name); err != nil {
+			return err
+		}
+		if drifts, err = v.Drifts(); err != nil {
+			return err
+		}
 		row = n
 		out.Causes = causes
-		return err
+		return nil
 	})
 	if err != nil || row.Retired {
 		return out, err
@@ -300,6 +310,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	w := composed[r.Name]
 	state, since, detail := stateOf(row, w)
 	state, detail = partial(state, detail, w)
+	state, detail = drifted(state, detail, row, drifts)
 	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.contentDigest
 	out.LeftOut, out.Unresolved = w.leftOut, w.unresolved
 	return out, nil

@@ -138,9 +138,13 @@ func (h *Handlers) selectTargets(only map[string]bool, r PushRequest, round int)
 	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
 	var in compose.Input
 	var version uint64
+	var drifts map[string]projections.Drift
 	err := h.Proj.Read(func(v *projections.View) error {
 		nodes, err := v.Nodes()
 		if err != nil {
+			return err
+		}
+		if drifts, err = v.Drifts(); err != nil {
 			return err
 		}
 		for _, n := range nodes {
@@ -171,6 +175,7 @@ func (h *Handlers) selectTargets(only map[string]bool, r PushRequest, round int)
 			continue
 		case r.Behind:
 			state, _, _ := stateOf(row, composed[name])
+			state, _ = drifted(state, "", row, drifts)
 			if state == StateCurrent {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +21,20 @@ const (
 	StateBehind        = "behind"
 	StateNeverSent     = "never sent"
 	StateCannotCompose = "cannot be composed"
+	// StateDrifted: what it applied was changed behind its agent's back,
+	// and the agent (--drift report) left it as found. The next apply
+	// ends it; push --behind sends one.
+	StateDrifted = "drifted"
 )
+
+// drifted is state, or drifted when a current node's last drift still holds.
+func drifted(state, detail string, n projections.Node, drifts map[string]projections.Drift) (string, string) {
+	d, ok := drifts[n.Name]
+	if state != StateCurrent || !ok || n.LastReport == nil || !d.Holds(n.LastReport.Sequence) {
+		return state, detail
+	}
+	return StateDrifted, "changed behind its agent's back: " + strings.Join(d.Paths, ", ")
+}
 
 // wouldSend is what composition says of one node now.
 type wouldSend struct {
@@ -162,8 +176,8 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 	if err != nil {
 		return StatusReport{}, err
 	}
-	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}}
-	notCurrent := 0
+	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}, Runtimes: []projections.Runtime{}}
+	notCurrent, down := 0, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
 		nodes, err := v.NodesBrief()
@@ -176,11 +190,18 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			out.Nodes = make([]NodeStatus, 0, len(nodes))
 		}
 		table := out.Table
+		drifts, err := v.Drifts()
+		if err != nil {
+			return err
+		}
+		active := map[string]bool{}
 		for _, n := range nodes {
 			if n.Retired {
 				continue
 			}
+			active[n.Name] = true
 			ns := nodeStatus(n, composed[n.Name])
+			ns.State, ns.Detail = drifted(ns.State, ns.Detail, n, drifts)
 			if ns.State != StateCurrent {
 				notCurrent++
 			}
@@ -197,10 +218,22 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		for _, s := range standings {
 			out.Standings = append(out.Standings, StandingView(s))
 		}
+		runtimes, err := v.Runtimes()
+		if err != nil {
+			return err
+		}
+		for _, rt := range runtimes {
+			if active[rt.Node] {
+				out.Runtimes = append(out.Runtimes, rt)
+				if rt.State != projections.RuntimeRunning {
+					down++
+				}
+			}
+		}
 		out.Causes, err = h.causes(ctx, v)
 		return err
 	})
-	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0 && notCurrent == 0
+	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0 && notCurrent == 0 && down == 0
 	return out, err
 }
 

@@ -39,7 +39,7 @@ func TestStrictInputs(t *testing.T) {
 
 	// A newer controller's registration, its manifest with a field this one
 	// does not know.
-	newer := []byte(`{"module":"svc","requires":[],"provides":[],"consumes":[],"settings":{},"resources":[],"run":{"command":"/bin/svc"}}`)
+	newer := []byte(`{"module":"svc","requires":[],"provides":[],"consumes":[],"settings":{},"resources":[],"hooks":{"before":"/bin/svc"}}`)
 	msg := nats.NewMsg(events.ModuleAggregate("svc").Subject("ModuleRegistered"))
 	msg.Data = envelope(t, events.ModuleAggregate("svc"), events.ModuleRegistered{Module: "svc", Build: compose.Digest(newer), Manifest: newer})
 	msg.Header.Set(events.MACHeader, declaration.MAC(m.h.Keys.LogMAC(), msg.Subject, msg.Data))

@@ -78,6 +78,9 @@ func (w *World) Compose(node string) Result {
 			d.Receives = append(d.Receives, Receipt{Consumer: p.Module, Requirement: r.requirement, Node: r.Node, Module: r.Module})
 		}
 		d.Modules = append(d.Modules, ModuleBuild{Module: p.Module, Build: p.Build})
+		if r := p.m.Run; r != nil {
+			d.Runs = append(d.Runs, Runtime{Module: p.Module, Command: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, User: r.User})
+		}
 		data, err := w.templateData(p, n, receives, sl)
 		if err != nil {
 			res.Problems = append(res.Problems, err.Error())

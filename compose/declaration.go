@@ -15,6 +15,20 @@ type Declaration struct {
 	Modules   []ModuleBuild `json:"modules"`
 	Resources []Resource    `json:"resources"`
 	Receives  []Receipt     `json:"receives"`
+	// Runs are the programs of its modules that run, by module. Omitted
+	// when none, so a declaration of files alone keeps its digest.
+	Runs []Runtime `json:"runs,omitempty"`
+}
+
+// Runtime is one module's program as a declaration carries it (its
+// manifest's run): what the node's agent starts and supervises.
+type Runtime struct {
+	Module  string            `json:"module"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Dir     string            `json:"dir,omitempty"`
+	User    string            `json:"user,omitempty"`
 }
 
 // ModuleBuild is one module the declaration holds, and which build.

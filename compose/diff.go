@@ -51,8 +51,52 @@ func Diff(old, new *Declaration) []Change {
 			}
 		}
 	}
+	changes = append(changes, diffRuns(old, new)...)
 	sortChanges(changes)
 	return changes
+}
+
+// diffRuns lists the programs added, removed and changed, each as a change
+// of the path "(run of MODULE)", which no file can have.
+func diffRuns(old, new *Declaration) []Change {
+	runs := func(d *Declaration) map[string]Runtime {
+		m := map[string]Runtime{}
+		if d != nil {
+			for _, r := range d.Runs {
+				m[r.Module] = r
+			}
+		}
+		return m
+	}
+	before, after := runs(old), runs(new)
+	var out []Change
+	for mod, n := range after {
+		o, had := before[mod]
+		c := Change{Path: "(run of " + mod + ")", Change: "changed", Module: mod}
+		switch {
+		case !had:
+			c.Change = "added"
+		default:
+			for _, d := range []struct {
+				what     string
+				from, to any
+			}{{"command", o.Command, n.Command}, {"args", o.Args, n.Args}, {"env", o.Env, n.Env}, {"dir", o.Dir, n.Dir}, {"user", o.User, n.User}} {
+				if fmt.Sprint(d.from) != fmt.Sprint(d.to) {
+					c.What = append(c.What, fmt.Sprintf("%s %v -> %v", d.what, d.from, d.to))
+				}
+			}
+			if len(c.What) == 0 {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	for mod := range before {
+		if _, kept := after[mod]; !kept {
+			out = append(out, Change{Path: "(run of " + mod + ")", Change: "removed", Module: mod})
+		}
+	}
+	return out
 }
 
 func compare(o, n Resource) (Change, bool) {

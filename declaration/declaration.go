@@ -27,17 +27,18 @@ type Declaration struct {
 	Modules    []compose.ModuleBuild `json:"modules"`
 	Resources  []compose.Resource    `json:"resources"`
 	Receives   []compose.Receipt     `json:"receives"`
+	Runs       []compose.Runtime     `json:"runs,omitempty"`
 }
 
 // New puts the envelope (sequence, chain, time) around composed content.
 func New(c compose.Declaration, seq uint64, previous string, at time.Time) Declaration {
 	return Declaration{Mesh: c.Mesh, Node: c.Node, Sequence: seq, ComposedAt: at.UTC(), Previous: previous,
-		Modules: c.Modules, Resources: c.Resources, Receives: c.Receives}
+		Modules: c.Modules, Resources: c.Resources, Receives: c.Receives, Runs: c.Runs}
 }
 
 // Content is the declaration without its envelope: what compose produced.
 func (d Declaration) Content() compose.Declaration {
-	return compose.Declaration{Mesh: d.Mesh, Node: d.Node, Modules: nonNil(d.Modules), Resources: nonNil(d.Resources), Receives: nonNil(d.Receives)}
+	return compose.Declaration{Mesh: d.Mesh, Node: d.Node, Modules: nonNil(d.Modules), Resources: nonNil(d.Resources), Receives: nonNil(d.Receives), Runs: d.Runs}
 }
 
 // Canonical is the one byte form that is signed: fixed field order, no

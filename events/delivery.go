@@ -84,3 +84,17 @@ func NodeInbox(node string) string { return "_INBOX_" + node }
 func DeclarationSubject(node string) string {
 	return NodeAggregate(node).Subject(DeclarationSent{}.EventType())
 }
+
+// DriftFound: what the mesh owns under the node's root was changed behind
+// the agent's back (a hand edit, a removal) since the declaration of
+// Sequence was applied. Corrected: the agent put it back (a corrective
+// change); otherwise it only says so, and the node is drifted until the
+// next apply.
+type DriftFound struct {
+	Node      string   `json:"node"`
+	Sequence  uint64   `json:"sequence"`
+	Paths     []string `json:"paths"`
+	Corrected bool     `json:"corrected"`
+}
+
+func (DriftFound) EventType() string { return "DriftFound" }

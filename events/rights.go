@@ -68,6 +68,26 @@ var Rights = map[string]Right{
 	"ReportKeyRecorded":  {ByNode, "", func(e Event) string { return e.(ReportKeyRecorded).Node }},
 	"ProviderFailing":    {ByNode, "", func(e Event) string { return e.(ProviderFailing).Machine }},
 	"ProviderRecovered":  {ByNode, "", func(e Event) string { return e.(ProviderRecovered).Machine }},
+
+	"RuntimeStarted":      {ByNode, "", func(e Event) string { return e.(RuntimeStarted).Node }},
+	"RuntimeExited":       {ByNode, "", func(e Event) string { return e.(RuntimeExited).Node }},
+	"RuntimeCrashLooping": {ByNode, "", func(e Event) string { return e.(RuntimeCrashLooping).Node }},
+	"RuntimeSteady":       {ByNode, "", func(e Event) string { return e.(RuntimeSteady).Node }},
+	"RuntimeStopped":      {ByNode, "", func(e Event) string { return e.(RuntimeStopped).Node }},
+	"DriftFound":          {ByNode, "", func(e Event) string { return e.(DriftFound).Node }},
+}
+
+// AgentReport says whether an event type is the word of a node's agent
+// alone, signed by its report key: what a declaration did, what a
+// runtime did, what drifted. (A standing may also be a provider's or the
+// operator's; a report key's record signs itself.)
+func AgentReport(typ string) bool {
+	switch typ {
+	case "DeclarationApplied", "DeclarationFailed", "DeclarationRefused", "DriftFound",
+		"RuntimeStarted", "RuntimeExited", "RuntimeCrashLooping", "RuntimeSteady", "RuntimeStopped":
+		return true
+	}
+	return false
 }
 
 // ErrForeign marks a message that is not a rightful writer's event: it is

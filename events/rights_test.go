@@ -65,3 +65,14 @@ func TestCheckHoldsAnEventToItsSubject(t *testing.T) {
 		}
 	}
 }
+
+// Every agent report is one the fold and audit hold to the node's report
+// key: a type added to AgentReport and not to their type switches would be
+// folded unchecked. This lists them where the compiler cannot.
+func TestAgentReportsAreNodeReports(t *testing.T) {
+	for typ := range table {
+		if AgentReport(typ) && Rights[typ].Writer != ByNode {
+			t.Errorf("%s is an agent report but not written by a node", typ)
+		}
+	}
+}

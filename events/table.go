@@ -20,6 +20,8 @@ import (
 //	2026-12-02  ProviderFailing v1, ProviderRecovered v1.
 //	2026-12-03  ReportKeyRecorded v1 (a report); ForeignAcknowledged v1.
 //	2026-12-03  CredentialRotated v1, SecretForgotten v1.
+//	2026-12-04  reports RuntimeStarted v1, RuntimeExited v1, RuntimeCrashLooping v1, RuntimeSteady v1,
+//	            RuntimeStopped v1, DriftFound v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -41,6 +43,13 @@ var table = map[string]entry{
 
 	"CredentialRotated": current[CredentialRotated](1),
 	"SecretForgotten":   current[SecretForgotten](1),
+
+	"RuntimeStarted":      current[RuntimeStarted](1),
+	"RuntimeExited":       current[RuntimeExited](1),
+	"RuntimeCrashLooping": current[RuntimeCrashLooping](1),
+	"RuntimeSteady":       current[RuntimeSteady](1),
+	"RuntimeStopped":      current[RuntimeStopped](1),
+	"DriftFound":          current[DriftFound](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.

@@ -28,6 +28,28 @@ type Manifest struct {
 	// Left out of the canonical form when empty, so that every build
 	// registered before provisions existed keeps its digest.
 	Provisions []string `json:"provisions,omitempty"`
+	// Run is the program the module runs on each node it is on, which
+	// the node's agent supervises; nil for a module that is only files.
+	// Omitted when nil, so builds registered before it keep their digest.
+	Run *Run `json:"run,omitempty"`
+}
+
+// Run is a module's program: what the agent starts after applying a
+// declaration that holds the module, restarts when it exits or when a
+// resource of its module changed, and stops when the module leaves.
+type Run struct {
+	// Command is a program on the machine: a name looked up in the
+	// agent's PATH, or an absolute path.
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	// Env is added to what the agent gives every runtime (PATH and the
+	// MESH_ variables, which it may not set).
+	Env map[string]string `json:"env,omitempty"`
+	// Dir is the working directory, an absolute path under the node's
+	// root ("/" when empty).
+	Dir string `json:"dir,omitempty"`
+	// User runs it as another user; the agent must be able to (root).
+	User string `json:"user,omitempty"`
 }
 
 // Setting is one setting a module takes on each node it is assigned to.

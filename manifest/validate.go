@@ -40,6 +40,11 @@ func (m Manifest) Validate() error {
 			return fmt.Errorf("manifest %s: provisions names %s, which the module does not provide; list it in provides too, or drop it", m.Module, p)
 		}
 	}
+	if m.Run != nil {
+		if err := m.Run.validate(); err != nil {
+			return fmt.Errorf("manifest %s: run: %w", m.Module, err)
+		}
+	}
 	seen := map[string]bool{}
 	for i, r := range m.Resources {
 		where := fmt.Sprintf("manifest %s: resources[%d]", m.Module, i)
@@ -83,6 +88,26 @@ func (r Resource) validate() error {
 		}
 		if err := checkBounds(t); err != nil {
 			return fmt.Errorf("template of %s %v", r.Path, err)
+		}
+	}
+	return nil
+}
+
+func (r Run) validate() error {
+	switch {
+	case strings.TrimSpace(r.Command) == "":
+		return errors.New("command is missing: name the program to run")
+	case strings.ContainsRune(r.Command, 0):
+		return errors.New("command holds a NUL byte")
+	case r.Dir != "" && !cleanPath(r.Dir) && r.Dir != "/":
+		return fmt.Errorf("dir %q is not absolute and clean (a path under the node's root, such as /var/lib/app)", r.Dir)
+	}
+	for k := range r.Env {
+		switch {
+		case !identifier(k):
+			return fmt.Errorf("env: %q is not a variable name: use letters, digits and '_', starting with a letter", k)
+		case strings.HasPrefix(k, "MESH_"):
+			return fmt.Errorf("env: %s begins with MESH_, which the agent sets itself; choose another name", k)
 		}
 	}
 	return nil

@@ -83,6 +83,8 @@ func TestHistoryCodecRoundTrips(t *testing.T) {
 		{Seq: 5, Kind: HistoryFailed, At: at, Sequence: 2, Digest: "d", Failed: []events.ResourceFailure{{Path: "/a", Reason: "why"}, {Path: "/b"}}},
 		{Seq: 6, Kind: HistoryFailed, At: at, Sequence: 2, Digest: "d"},
 		{Seq: 7, Kind: HistoryRefused, At: at, Sequence: 2, Digest: "d", Reason: "replay", Highest: 9},
+		{Seq: 8, Kind: HistoryDrift, At: at, Sequence: 2, Paths: []string{"/etc/a", "/etc/b"}, Corrected: true},
+		{Seq: 9, Kind: HistoryDrift, At: at, Sequence: 3, Paths: []string{}},
 	} {
 		b := encodeHistory(e)
 		got, err := decodeHistory(e.Seq, b)

@@ -103,6 +103,9 @@ func foldForeign(b *pebble.Batch, rec events.Recorded) error {
 // the second result: that stops the fold, since it is no fault of the event.
 func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 	node := f.node
+	if events.AgentReport(rec.Event.EventType()) {
+		return f.agentReport(rec)
+	}
 	switch ev := rec.Event.(type) {
 	case events.NodeEnrolled:
 		n, found, err := node(ev.Name)
@@ -132,20 +135,6 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 			return events.Foreignf("it sends to %s, retired at %s", ev.Node, n.RetiredAt.Format(time.RFC3339)), nil
 		case n.LastSent != nil && ev.Sequence <= n.LastSent.Sequence:
 			return events.Foreignf("its sequence %d does not rise above %d, the last sent to %s", ev.Sequence, n.LastSent.Sequence, ev.Node), nil
-		}
-	case events.DeclarationApplied, events.DeclarationFailed, events.DeclarationRefused:
-		name := events.Rights[ev.EventType()].Name(ev)
-		if foreign, err := f.needNode(name, false); foreign != nil || err != nil {
-			return foreign, err
-		}
-		key, err := f.reportKey(name)
-		switch {
-		case err != nil:
-			return nil, err
-		case key == "":
-			return events.Foreignf("%s has recorded no report key, so no report of its can be its agent's", name), nil
-		case rec.Signer != key:
-			return events.Foreignf("it is signed by %q, not by %s's report key %s", rec.Signer, name, key), nil
 		}
 	case events.ProviderFailing, events.ProviderRecovered:
 		name := events.Rights[ev.EventType()].Name(ev)
@@ -235,4 +224,24 @@ func (v *View) ReportKey(node string) (string, error) {
 		return "", err
 	}
 	return string(raw), nil
+}
+
+// agentReport admits a report that is the node's agent's word alone
+// (events.AgentReport): of a node the log knows, signed by the report key
+// it recorded.
+func (f *folder) agentReport(rec events.Recorded) (foreign, err error) {
+	name := events.Rights[rec.Event.EventType()].Name(rec.Event)
+	if foreign, err := f.needNode(name, false); foreign != nil || err != nil {
+		return foreign, err
+	}
+	key, err := f.reportKey(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case key == "":
+		return events.Foreignf("%s has recorded no report key, so no report of its can be its agent's", name), nil
+	case rec.Signer != key:
+		return events.Foreignf("it is signed by %q, not by %s's report key %s", rec.Signer, name, key), nil
+	}
+	return nil, nil
 }

@@ -28,6 +28,7 @@ import (
 //	applied:     varint(changed)
 //	failed:      uvarint(n) n × (str(path) str(reason))
 //	refused:     str(reason) uvarint(highest)
+//	drift:       bool(corrected) uvarint(n) n × str(path)
 //
 // A declaration whose builds could not be read from its bytes is written
 // with builds unknown, so that history says so instead of showing none.
@@ -39,6 +40,7 @@ const (
 	HistoryApplied     byte = 'a'
 	HistoryFailed      byte = 'f'
 	HistoryRefused     byte = 'r'
+	HistoryDrift       byte = 'x' // what drifted under the root since an apply
 )
 
 // HistoryEntry is one indexed event of a node: what history shows of it.
@@ -58,6 +60,10 @@ type HistoryEntry struct {
 	Failed  []events.ResourceFailure
 	Reason  string
 	Highest uint64
+	// Drift's: the paths changed behind the agent's back, and whether it
+	// put them back.
+	Paths     []string
+	Corrected bool
 }
 
 func historyKey(node string, seq uint64) []byte {
@@ -84,6 +90,8 @@ func (f *folder) foldHistory(rec events.Recorded) error {
 		node, e.Kind, e.Sequence, e.Digest, e.Failed = ev.Node, HistoryFailed, ev.Sequence, ev.Digest, ev.Failed
 	case events.DeclarationRefused:
 		node, e.Kind, e.Sequence, e.Digest, e.Reason, e.Highest = ev.Node, HistoryRefused, ev.Sequence, ev.Digest, ev.Reason, ev.Highest
+	case events.DriftFound:
+		node, e.Kind, e.Sequence, e.Paths, e.Corrected = ev.Node, HistoryDrift, ev.Sequence, ev.Paths, ev.Corrected
 	default:
 		return nil
 	}
@@ -116,6 +124,12 @@ func encodeHistory(e HistoryEntry) []byte {
 	case HistoryRefused:
 		w.str(e.Reason)
 		w.uint(e.Highest)
+	case HistoryDrift:
+		w.bool(e.Corrected)
+		w.uint(uint64(len(e.Paths)))
+		for _, p := range e.Paths {
+			w.str(p)
+		}
 	}
 	return w.b
 }
@@ -144,6 +158,13 @@ func decodeHistory(seq uint64, v []byte) (HistoryEntry, error) {
 		e.Failed = r.failures()
 	case HistoryRefused:
 		e.Reason, e.Highest = r.str(), r.uvarint()
+	case HistoryDrift:
+		e.Corrected = r.bool()
+		n := r.count()
+		e.Paths = make([]string, 0, n)
+		for range n {
+			e.Paths = append(e.Paths, r.str())
+		}
 	default:
 		r.bad = true
 	}

@@ -19,6 +19,8 @@ const (
 	prefixForeignOpen    byte = 0x09 // seq -> nothing: the foreign messages not acknowledged
 	prefixReportKey      byte = 0x0a // node -> the public key its reports are signed with
 	prefixCredential     byte = 0x0b // provider, consumer -> Rotation (credentials.go)
+	prefixRuntime        byte = 0x0c // node, module -> Runtime (runtimes.go)
+	prefixDrift          byte = 0x0d // node -> Drift, the last it reported
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -52,7 +54,8 @@ var (
 //	9  foreign messages set aside; report keys; only the rightful writer's events folded
 //	10 the latest moment folded, in meta (snapshots for time travel)
 //	11 credential rotations
-const schemaVersion = 11
+//	12 runtimes and drift
+const schemaVersion = 12
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

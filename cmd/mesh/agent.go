@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/commands"
@@ -16,12 +17,19 @@ type AgentCmd struct {
 	Join  string `required:"" env:"MESH_JOIN" help:"The join string mesh node enroll (or mesh node join NAME) printed."`
 	Root  string `required:"" help:"The directory declared paths land under: /etc/app/app.conf is written to ROOT/etc/app/app.conf."`
 	State string `help:"Where the agent keeps what it applied and what the mesh owns (default: ROOT.state, beside the root)."`
+	// CheckEvery is the drift check's interval (the declaration itself
+	// is heard as it is sent, and read again every 10 s besides).
+	CheckEvery time.Duration `default:"3m" help:"How often to check that what the mesh owns under the root is what was applied (and at start)."`
+	Drift      string        `default:"correct" enum:"correct,report" help:"On drift: correct (put it back, reported as a corrective change) or report (leave it; the node is drifted until the next apply)."`
 }
 
 func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	j, err := agent.ParseJoin(c.Join)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if c.CheckEvery <= 0 {
+		return usagef("--check-every %s is not a duration to wait: give one such as 3m", c.CheckEvery)
 	}
 	addr := busAddr{URL: j.Bus, From: "the join string"}
 	if g.busNamed() {
@@ -49,7 +57,8 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer nc.Close()
-	a, err := agent.Open(ctx, nc, agent.Config{Join: j, Root: c.Root, State: c.State, Log: log})
+	a, err := agent.Open(ctx, nc, agent.Config{Join: j, Root: c.Root, State: c.State, Log: log,
+		DriftEvery: c.CheckEvery, DriftReport: c.Drift == "report"})
 	if err != nil {
 		return err
 	}

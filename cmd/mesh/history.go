@@ -65,6 +65,10 @@ func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
 			detail = "it already held all of it"
 		case e.Kind == "applied":
 			detail = fmt.Sprintf("%d resource(s) written or removed", e.Changed)
+		case e.Kind == "drift" && e.Corrected:
+			detail = "changed behind the agent's back, put back (a corrective change): " + strings.Join(e.Paths, ", ")
+		case e.Kind == "drift":
+			detail = "changed behind the agent's back, left as found (--drift report): " + strings.Join(e.Paths, ", ")
 		}
 		if e.Highest > 0 {
 			detail += fmt.Sprintf(" (it had applied up to sequence %d)", e.Highest)

@@ -186,6 +186,9 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	for _, st := range n.Standings {
 		fmt.Fprintf(tw, "standing\t%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format(time.RFC3339), st.Word)
 	}
+	for _, rt := range n.Runtimes {
+		fmt.Fprintf(tw, "runs\t%s %s since %s: %s\n", rt.Module, rt.State, rt.Since.UTC().Format(time.RFC3339), rt.Detail)
+	}
 	fmt.Fprintf(tw, "version\t%d\n", n.Version)
 	return tw.Flush()
 }

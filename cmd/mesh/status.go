@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/projections"
 )
 
 // StatusCmd tells whether the mesh is well, and if not, where.
@@ -100,14 +101,25 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	for _, st := range s.Standings {
 		fmt.Fprintf(w, "%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format("2006-01-02 15:04"), st.Word)
 	}
+	down := 0
+	for _, rt := range s.Runtimes {
+		if rt.State != projections.RuntimeRunning {
+			down++
+		}
+		fmt.Fprintf(w, "%s on %s %s since %s: %s\n", rt.Module, rt.Node, rt.State, rt.Since.UTC().Format("2006-01-02 15:04:05"), rt.Detail)
+	}
 	for _, c := range s.Causes {
 		fmt.Fprintf(w, "not well: %s\n", c)
 	}
 	switch {
+	case !s.Well && behind == 0 && len(s.Standings) == 0 && down > 0:
+		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but %d program(s) not running\n", nodes, down)
 	case !s.Well && behind == 0 && len(s.Standings) == 0:
 		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but for the above\n", nodes)
 	case s.Well && nodes == 0:
 		fmt.Fprintln(w, "well: no active nodes, and nothing is failing")
+	case s.Well && len(s.Runtimes) > 0:
+		fmt.Fprintf(w, "well: all %d node(s) current, all %d program(s) running, nothing failing\n", nodes, len(s.Runtimes))
 	case s.Well:
 		fmt.Fprintf(w, "well: all %d node(s) current, nothing failing\n", nodes)
 	default:

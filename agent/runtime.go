@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
+)
+
+// Supervision is how the agent keeps a module's program running.
+type Supervision struct {
+	// RestartMin and RestartMax bound the wait before a program that
+	// exited is started again: it doubles from the first to the second
+	// while the program keeps exiting, and starts from the first again
+	// once it ran a whole LoopWindow.
+	RestartMin, RestartMax time.Duration
+	// LoopExits exits within LoopWindow is a crash loop, reported once,
+	// until the program runs a whole window again (reported steady).
+	LoopExits  int
+	LoopWindow time.Duration
+	// Grace is how long a program asked to stop (SIGTERM to its process
+	// group) has before it is killed.
+	Grace time.Duration
+}
+
+func (s Supervision) withDefaults() Supervision {
+	if s.RestartMin == 0 {
+		s.RestartMin = time.Second
+	}
+	if s.RestartMax == 0 {
+		s.RestartMax = time.Minute
+	}
+	if s.LoopExits == 0 {
+		s.LoopExits = 5
+	}
+	if s.LoopWindow == 0 {
+		s.LoopWindow = 2 * time.Minute
+	}
+	if s.Grace == 0 {
+		s.Grace = 10 * time.Second
+	}
+	return s
+}
+
+// supervisor runs the programs of the modules of the declaration applied
+// last, one goroutine each. It is told what to run after every apply, and
+// reports what happens through report, never holding the agent's lock.
+type supervisor struct {
+	s      Supervision
+	root   string
+	node   string
+	log    *slog.Logger
+	report func(events.Event)
+	env    func(module string) []string // what every runtime is given
+
+	mu    sync.Mutex
+	procs map[string]*proc
+}
+
+// proc is one module's program under supervision.
+type proc struct {
+	spec compose.Runtime
+	seq  uint64        // the declaration it runs under
+	stop chan string   // a reason, sent once: stop and do not start again
+	done chan struct{} // closed when supervision has ended
+}
+
+// reconcile makes the running programs those of runs: a program whose
+// module left is stopped; one whose run changed, or a resource of whose
+// module changed in the apply (changed), is restarted; a new one started.
+// A module in hold (a resource of it failed) is left as it is.
+func (v *supervisor) reconcile(runs []compose.Runtime, changed, hold map[string]bool, seq uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	want := map[string]compose.Runtime{}
+	for _, r := range runs {
+		if !hold[r.Module] {
+			want[r.Module] = r
+		}
+	}
+	for module, p := range v.procs {
+		r, kept := want[module]
+		switch {
+		case hold[module]:
+		case !kept:
+			v.halt(module, p, "its module left the declaration")
+		case !reflect.DeepEqual(r, p.spec):
+			v.halt(module, p, "its run changed; starting it again")
+		case changed[module]:
+			v.halt(module, p, "a resource of its module changed; starting it again")
+		}
+	}
+	for _, module := range slices.Sorted(func(yield func(string) bool) {
+		for m := range want {
+			if !yield(m) {
+				return
+			}
+		}
+	}) {
+		if _, running := v.procs[module]; !running {
+			p := &proc{spec: want[module], seq: seq, stop: make(chan string, 1), done: make(chan struct{})}
+			v.procs[module] = p
+			go v.supervise(module, p)
+		}
+	}
+}
+
+// halt stops one program and waits for it (the caller holds v.mu).
+func (v *supervisor) halt(module string, p *proc, reason string) {
+	p.stop <- reason
+	<-p.done
+	delete(v.procs, module)
+}
+
+// stopAll stops every program: the agent is stopping.
+func (v *supervisor) stopAll() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for module, p := range v.procs {
+		v.halt(module, p, "the agent stopped")
+	}
+}
+
+// supervise starts the program, waits for it, and starts it again after
+// each exit, until told to stop.
+func (v *supervisor) supervise(module string, p *proc) {
+	defer close(p.done)
+	var exits []time.Time
+	looping := false
+	wait := v.s.RestartMin
+	for {
+		started := time.Now()
+		cmd, err := v.command(p.spec)
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound("cannot start: "+err.Error(), maxReason)})
+		} else {
+			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq})
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			steady := time.NewTimer(v.s.LoopWindow)
+			var werr error
+			exited := false
+			for !exited {
+				select {
+				case reason := <-p.stop:
+					steady.Stop()
+					v.terminate(cmd, waited)
+					v.report(events.RuntimeStopped{Node: v.node, Module: module, Reason: reason})
+					return
+				case <-steady.C:
+					// A whole window without an exit: a loop is over, and
+					// the next exit waits the least again.
+					wait = v.s.RestartMin
+					if looping {
+						looping = false
+						v.report(events.RuntimeSteady{Node: v.node, Module: module})
+					}
+				case werr = <-waited:
+					steady.Stop()
+					exited = true
+				}
+			}
+			v.report(exitReport(v.node, module, cmd, werr))
+			if time.Since(started) >= v.s.LoopWindow {
+				wait = v.s.RestartMin
+			}
+		}
+		now := time.Now()
+		exits = append(exits, now)
+		for len(exits) > 0 && now.Sub(exits[0]) > v.s.LoopWindow {
+			exits = exits[1:]
+		}
+		if !looping && len(exits) >= v.s.LoopExits {
+			looping = true
+			v.report(events.RuntimeCrashLooping{Node: v.node, Module: module, Exits: len(exits), Seconds: int(v.s.LoopWindow.Seconds())})
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case reason := <-p.stop:
+			timer.Stop()
+			v.report(events.RuntimeStopped{Node: v.node, Module: module, Reason: reason})
+			return
+		case <-timer.C:
+		}
+		wait = min(wait*2, v.s.RestartMax)
+	}
+}
+
+// command builds the program's process: its own process group (so a stop
+// reaches whatever it started), killed if the agent dies without stopping
+// it, in its directory under the root, with the agent's PATH, the MESH_
+// variables and its own env.
+func (v *supervisor) command(r compose.Runtime) (*exec.Cmd, error) {
+	cmd := exec.Command(r.Command, r.Args...)
+	cmd.Dir = v.root
+	if r.Dir != "" && r.Dir != "/" {
+		cmd.Dir = filepath.Join(v.root, filepath.FromSlash(r.Dir))
+	}
+	cmd.Env = v.env(r.Module)
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range r.Env {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		cmd.Env = append(cmd.Env, k+"="+r.Env[k])
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if r.User != "" {
+		cred, err := credential(r.User)
+		if err != nil {
+			return nil, err
+		}
+		cmd.SysProcAttr.Credential = cred
+	}
+	return cmd, nil
+}
+
+func credential(name string) (*syscall.Credential, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("no user %s on this machine", name)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("user %s has ids %s:%s, which are not numbers", name, u.Uid, u.Gid)
+	}
+	if os.Geteuid() != 0 && uint64(os.Geteuid()) != uid {
+		return nil, fmt.Errorf("running as user %s needs an agent running as root", name)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// terminate asks the program's process group to stop, and kills it after
+// the grace period.
+func (v *supervisor) terminate(cmd *exec.Cmd, waited chan error) {
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-waited:
+	case <-time.After(v.s.Grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-waited
+	}
+	// What it started and left behind goes with it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// exitReport says how a program ended.
+func exitReport(node, module string, cmd *exec.Cmd, err error) events.RuntimeExited {
+	ev := events.RuntimeExited{Node: node, Module: module}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		ev.Code, ev.Reason = -1, bound(err.Error(), maxReason)
+		return ev
+	}
+	state := cmd.ProcessState
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		ev.Code, ev.Signal = -1, ws.Signal().String()
+		return ev
+	}
+	ev.Code = state.ExitCode()
+	return ev
+}

@@ -1,0 +1,157 @@
+package agent_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// A module that runs a real program: it writes its pid to starts (in its
+// working directory, under the root) each time it starts, then sleeps.
+const svcModule = `{"module":"svc","settings":{"greeting":{"default":"hello"}},
+  "resources":[{"kind":"directory","path":"/srv","mode":"0755"},
+    {"kind":"file","path":"/srv/svc.conf","mode":"0644","template":"greeting = {{.Settings.greeting}}\n"}],
+  "run":{"command":"/bin/sh","args":["-c","echo $$ >> starts; exec sleep 600"],"dir":"/srv"}}`
+
+// fast is supervision on a test's time scale.
+func fast(c *agent.Config) {
+	c.Supervision = agent.Supervision{RestartMin: 20 * time.Millisecond, RestartMax: 80 * time.Millisecond,
+		LoopExits: 3, LoopWindow: time.Minute, Grace: 2 * time.Second}
+}
+
+// pids reads the pids the program wrote, one a start.
+func pids(t *testing.T, root string) []int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "srv/starts"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, l := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// runtimeReports counts node's runtime reports of each type in the stream.
+func (m *mesh) runtimeReports(node string) map[string]int {
+	m.t.Helper()
+	out := map[string]int{}
+	m.must(m.h.Store.Read(m.ctx, store.ReadOptions{Filter: events.ReportFilter(node)}, func(msg store.Msg) error {
+		if _, ev, err := events.DecodeFromSubject(msg.Subject, msg.Data); err == nil && events.RuntimeModule(ev) != "" {
+			out[ev.EventType()]++
+		}
+		return nil
+	}))
+	return out
+}
+
+// runtimeState is the status of module's program on node ("" for none).
+func (m *mesh) runtimeState(node, module string) projections.Runtime {
+	m.t.Helper()
+	s, err := m.h.Status(m.ctx, commands.StatusRequest{})
+	m.must(err)
+	for _, rt := range s.Runtimes {
+		if rt.Node == node && rt.Module == module {
+			return rt
+		}
+	}
+	return projections.Runtime{}
+}
+
+// A module's program with real processes: started after the apply,
+// restarted exactly once by a config change, restarted when killed from
+// outside (and the signal reported), stopped when unassigned, and stopped
+// with its agent. Fails when a config change does not restart it (or
+// restarts it twice), when an exit is not reported, or when a child
+// outlives its module or its agent.
+func TestAModuleRunsUnderItsAgent(t *testing.T) {
+	m := newMesh(t)
+	m.enroll("box")
+	root := filepath.Join(t.TempDir(), "root")
+	stop := m.agentWith("box", root, fast)
+	m.writeModule(svcModule)
+	m.assign("box", "svc", nil)
+	m.report("box", m.push("box").Sent[0].Digest)
+	eventually(t, "the program to start", func() bool { return len(pids(t, root)) == 1 })
+	eventually(t, "status to say it runs", func() bool { return m.runtimeState("box", "svc").State == projections.RuntimeRunning })
+	first := pids(t, root)[0]
+
+	// A config change: the program reads it again, so it starts again, once.
+	m.assign("box", "svc", map[string]string{"greeting": "hi"})
+	m.report("box", m.push("box").Sent[0].Digest)
+	eventually(t, "the program to start again", func() bool { return len(pids(t, root)) == 2 })
+	if alive(first) {
+		t.Fatalf("the program before the change (pid %d) still runs", first)
+	}
+	eventually(t, "the restart's reports", func() bool { return m.runtimeReports("box")["RuntimeStarted"] == 2 })
+	if r := m.runtimeReports("box"); r["RuntimeStopped"] != 1 || r["RuntimeExited"] != 0 {
+		t.Fatalf("a config change was reported as %v, not one stop and one start", r)
+	}
+	// A push that changes nothing of it does not restart it.
+	m.report("box", m.push("box").Sent[0].Digest)
+
+	// Killed from outside: the exit is reported and it is started again.
+	second := pids(t, root)[1]
+	m.must(syscall.Kill(second, syscall.SIGKILL))
+	eventually(t, "the killed program to start again", func() bool { return len(pids(t, root)) == 3 })
+	eventually(t, "the kill to be reported", func() bool { return m.runtimeReports("box")["RuntimeExited"] == 1 })
+	if n := len(pids(t, root)); n != 3 {
+		t.Fatalf("%d starts: a push that changed nothing restarted the program", n)
+	}
+
+	// Unassigned: stopped, and status no longer lists it.
+	third := pids(t, root)[2]
+	_, err := m.h.Unassign(m.ctx, commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: "box", Module: "svc"})
+	m.must(err)
+	m.report("box", m.push("box").Sent[0].Digest)
+	eventually(t, "the unassigned program to stop", func() bool { return !alive(third) })
+	eventually(t, "status to forget it", func() bool { return m.runtimeState("box", "svc").Module == "" })
+
+	// The agent stopped: its programs stop with it.
+	m.assign("box", "svc", nil)
+	m.report("box", m.push("box").Sent[0].Digest)
+	eventually(t, "the program to start for the last time", func() bool { return len(pids(t, root)) == 4 })
+	fourth := pids(t, root)[3]
+	stop()
+	if alive(fourth) {
+		t.Fatalf("the agent stopped and its program (pid %d) still runs", fourth)
+	}
+}
+
+// A program that keeps exiting is named crash-looping in status, and the
+// mesh is not well.
+func TestACrashLoopIsNamed(t *testing.T) {
+	m := newMesh(t)
+	m.enroll("box")
+	m.agentWith("box", filepath.Join(t.TempDir(), "root"), fast)
+	m.writeModule(`{"module":"crashy","run":{"command":"/bin/sh","args":["-c","exit 3"]}}`)
+	m.assign("box", "crashy", nil)
+	m.report("box", m.push("box").Sent[0].Digest)
+	eventually(t, "the crash loop to be named", func() bool { return m.runtimeState("box", "crashy").State == projections.RuntimeCrashLooping })
+	s, err := m.h.Status(m.ctx, commands.StatusRequest{})
+	m.must(err)
+	if s.Well || !strings.Contains(m.runtimeState("box", "crashy").Detail, "exited with code 3") {
+		t.Fatalf("status with a crash loop: well %v, %+v", s.Well, m.runtimeState("box", "crashy"))
+	}
+}

@@ -1,0 +1,74 @@
+package events
+
+// A module may run a program on each node it is on (its manifest's run).
+// The node's agent supervises it and says what happens as signed reports
+// of its own (rule 19: only the node's agent may say them of the node).
+
+// RuntimeStarted: the agent started a module's program, under the
+// declaration of sequence Sequence.
+type RuntimeStarted struct {
+	Node     string `json:"node"`
+	Module   string `json:"module"`
+	PID      int    `json:"pid"`
+	Sequence uint64 `json:"sequence"`
+}
+
+// RuntimeExited: the program ended without being asked to, with a code or
+// by a signal, or could not be started at all (Reason). The agent starts it
+// again after a backoff.
+type RuntimeExited struct {
+	Node   string `json:"node"`
+	Module string `json:"module"`
+	Code   int    `json:"code"`
+	Signal string `json:"signal,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// RuntimeCrashLooping: the program exited Exits times within Seconds. The
+// agent keeps starting it, further apart; status names it until it is
+// steady again.
+type RuntimeCrashLooping struct {
+	Node    string `json:"node"`
+	Module  string `json:"module"`
+	Exits   int    `json:"exits"`
+	Seconds int    `json:"seconds"`
+}
+
+// RuntimeSteady: a program that was crash-looping has run a whole window
+// without exiting.
+type RuntimeSteady struct {
+	Node   string `json:"node"`
+	Module string `json:"module"`
+}
+
+// RuntimeStopped: the agent stopped the program, because its module left
+// the declaration or the agent itself stopped (Reason).
+type RuntimeStopped struct {
+	Node   string `json:"node"`
+	Module string `json:"module"`
+	Reason string `json:"reason"`
+}
+
+func (RuntimeStarted) EventType() string      { return "RuntimeStarted" }
+func (RuntimeExited) EventType() string       { return "RuntimeExited" }
+func (RuntimeCrashLooping) EventType() string { return "RuntimeCrashLooping" }
+func (RuntimeSteady) EventType() string       { return "RuntimeSteady" }
+func (RuntimeStopped) EventType() string      { return "RuntimeStopped" }
+
+// RuntimeModule is the module a runtime report is about ("" for another
+// event).
+func RuntimeModule(ev Event) string {
+	switch r := ev.(type) {
+	case RuntimeStarted:
+		return r.Module
+	case RuntimeExited:
+		return r.Module
+	case RuntimeCrashLooping:
+		return r.Module
+	case RuntimeSteady:
+		return r.Module
+	case RuntimeStopped:
+		return r.Module
+	}
+	return ""
+}

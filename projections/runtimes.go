@@ -1,0 +1,129 @@
+package projections
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/events"
+)
+
+// Runtime states: what a node's agent last said of a module's program.
+const (
+	RuntimeRunning      = "running"
+	RuntimeExited       = "exited" // down: the agent starts it again after a backoff
+	RuntimeCrashLooping = "crash-looping"
+)
+
+// Runtime is one module's program on one node, as its agent last reported
+// it. A program the agent stopped (its module left the node) has no row.
+type Runtime struct {
+	Node   string    `json:"node"`
+	Module string    `json:"module"`
+	State  string    `json:"state"`
+	Since  time.Time `json:"since"`
+	Detail string    `json:"detail"`
+	PID    int       `json:"pid,omitempty"`
+	Seq    uint64    `json:"seq"`
+}
+
+// Drift is the last drift a node's agent found under its root since the
+// declaration of Sequence was applied.
+type Drift struct {
+	Sequence  uint64    `json:"sequence"`
+	Paths     []string  `json:"paths"`
+	Corrected bool      `json:"corrected"`
+	At        time.Time `json:"at"`
+	Seq       uint64    `json:"seq"`
+}
+
+// foldRuntimes keeps each runtime's state and each node's last drift.
+func foldRuntimes(b *pebble.Batch, rec events.Recorded) error {
+	if d, ok := rec.Event.(events.DriftFound); ok {
+		return putJSON(b, append([]byte{prefixDrift}, d.Node...), Drift{Sequence: d.Sequence, Paths: d.Paths, Corrected: d.Corrected, At: rec.Envelope.OccurredAt, Seq: rec.Seq})
+	}
+	module := events.RuntimeModule(rec.Event)
+	if module == "" {
+		return nil
+	}
+	node := events.Rights[rec.Event.EventType()].Name(rec.Event)
+	key := pairKey(prefixRuntime, node, module)
+	var r Runtime
+	if _, err := getJSON(b, key, &r); err != nil {
+		return err
+	}
+	at := rec.Envelope.OccurredAt
+	looping := r.State == RuntimeCrashLooping
+	r.Node, r.Module, r.Seq = node, module, rec.Seq
+	switch ev := rec.Event.(type) {
+	case events.RuntimeStopped:
+		return b.Delete(key, nil)
+	case events.RuntimeStarted:
+		r.PID, r.Detail = ev.PID, fmt.Sprintf("pid %d, declaration %d", ev.PID, ev.Sequence)
+		if !looping {
+			r.State, r.Since = RuntimeRunning, at
+		}
+	case events.RuntimeExited:
+		r.PID, r.Detail = 0, exitDetail(ev)
+		if !looping {
+			r.State, r.Since = RuntimeExited, at
+		}
+	case events.RuntimeCrashLooping:
+		r.State, r.Since, r.Detail = RuntimeCrashLooping, at, fmt.Sprintf("%d exits within %d s; %s", ev.Exits, ev.Seconds, r.Detail)
+	case events.RuntimeSteady:
+		r.State, r.Since, r.Detail = RuntimeRunning, at, "steady again after crash-looping"
+	}
+	return putJSON(b, key, r)
+}
+
+func exitDetail(ev events.RuntimeExited) string {
+	switch {
+	case ev.Reason != "":
+		return ev.Reason
+	case ev.Signal != "":
+		return "killed by signal " + ev.Signal
+	}
+	return fmt.Sprintf("exited with code %d", ev.Code)
+}
+
+// Runtimes lists every runtime the agents report, by node then module.
+func (v *View) Runtimes() ([]Runtime, error) { return decodeRows[Runtime](v.r, prefixRuntime) }
+
+// RuntimesOf lists one node's runtimes, by module.
+func (v *View) RuntimesOf(node string) ([]Runtime, error) {
+	return decodeRows[Runtime](v.r, pairPrefix(prefixRuntime, node)...)
+}
+
+// Drift reads the last drift a node's agent found, if any.
+func (v *View) Drift(node string) (Drift, bool, error) {
+	var d Drift
+	found, err := getJSON(v.r, append([]byte{prefixDrift}, node...), &d)
+	return d, found, err
+}
+
+// Drifts reads every node's last drift, by node: few rows, read at once.
+func (v *View) Drifts() (map[string]Drift, error) {
+	out := map[string]Drift{}
+	rows, err := scanRows(v.r, []byte{prefixDrift}, func(k, val []byte) (struct {
+		node string
+		d    Drift
+	}, error) {
+		var row struct {
+			node string
+			d    Drift
+		}
+		row.node = string(k[1:])
+		err := json.Unmarshal(val, &row.d)
+		return row, err
+	})
+	for _, r := range rows {
+		out[r.node] = r.d
+	}
+	return out, err
+}
+
+// Holds says whether the drift still holds of a node that last applied
+// the declaration of sequence applied: it was left as found, and nothing
+// was applied since.
+func (d Drift) Holds(applied uint64) bool { return !d.Corrected && d.Sequence >= applied }
