@@ -48,6 +48,9 @@ type Config struct {
 	// drifted until the next apply. Otherwise (the default) it is put back
 	// and reported as a corrective change.
 	DriftReport bool
+	// Facts detects the machine's facts and capabilities (default: the
+	// detectors of facts.go); a test gives its own.
+	Facts func() (map[string]string, []string)
 	// Slots, when set, is shared by agents in one process: an agent holds
 	// a slot from opening its root until its report is saved. Thousands of
 	// agents standing in for thousands of machines share one descriptor
@@ -118,6 +121,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if cfg.DriftEvery == 0 {
 		cfg.DriftEvery = 3 * time.Minute
 	}
+	if cfg.Facts == nil {
+		cfg.Facts = detectFacts
+	}
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: cannot create the root %s: %w", cfg.Root, err)
 	}
@@ -169,6 +175,7 @@ func (a *Agent) LastSequence() uint64 {
 func (a *Agent) Run(ctx context.Context) error {
 	subject := events.DeclarationSubject(a.cfg.Join.Node)
 	a.recordKey(ctx)
+	a.reportFacts(ctx)
 	a.flushPendingLocked(ctx)
 	wake := make(chan struct{}, 1)
 	sub, err := a.st.NC().Subscribe(subject, func(*nats.Msg) {
@@ -240,6 +247,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-tick.C:
 		case <-again.C:
 		case <-drift.C:
+			a.reportFacts(ctx)
 			a.checkDrift(ctx)
 			continue
 		}

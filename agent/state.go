@@ -21,6 +21,10 @@ type State struct {
 	// the mesh created it (true) or found it there and adopted it (false).
 	Owned   map[string]bool `json:"owned"`
 	Pending []Pending       `json:"pending"`
+	// Facts and FactCaps are what it last reported of its machine: it
+	// reports again only when they change.
+	Facts    map[string]string `json:"facts,omitempty"`
+	FactCaps []string          `json:"fact_capabilities,omitempty"`
 }
 
 // Pending is a report that could not be published yet.

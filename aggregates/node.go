@@ -2,6 +2,7 @@ package aggregates
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -49,6 +50,13 @@ type (
 	RetireNode struct {
 		Name string
 	}
+	// ChangeNode replaces a node's declared capabilities (when
+	// Capabilities is not nil) and labels (when Labels is not nil).
+	ChangeNode struct {
+		Name         string
+		Capabilities []string
+		Labels       map[string]string
+	}
 )
 
 // Apply folds one of the node's own events into its state.
@@ -59,6 +67,8 @@ func (n *Node) Apply(rec events.Recorded) {
 		n.Capabilities, n.Labels = ev.Capabilities, ev.Labels
 	case events.NodeRetired:
 		n.Retired = true
+	case events.NodeChanged:
+		n.Capabilities, n.Labels = ev.Capabilities, ev.Labels
 	case events.ModuleAssigned:
 		n.Assignments[ev.Module] = Assignment{Build: ev.Build, Settings: ev.Settings}
 	case events.ModuleUnassigned:
@@ -77,6 +87,8 @@ func (n *Node) Decide(cmd any, now time.Time) ([]events.Event, error) {
 		return n.enroll(c)
 	case RetireNode:
 		return n.retire(c, now)
+	case ChangeNode:
+		return n.change(c)
 	case AssignModule:
 		return n.assign(c)
 	case UnassignModule:
@@ -117,6 +129,33 @@ func (n *Node) retire(c RetireNode, now time.Time) ([]events.Event, error) {
 		return nil, nil
 	}
 	return []events.Event{events.NodeRetired{Name: c.Name, RetiredAt: now.UTC()}}, nil
+}
+
+// change replaces what the node is declared to have, or answers nothing
+// when it has that already.
+func (n *Node) change(c ChangeNode) ([]events.Event, error) {
+	switch {
+	case !n.Enrolled:
+		return nil, refuse("change", c.Name, ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
+	case n.Retired:
+		return nil, refuse("change", c.Name, ErrRetired, "it is retired; a retired node's record stays as it was")
+	}
+	ev := events.NodeChanged{Name: c.Name, Capabilities: n.Capabilities, Labels: n.Labels}
+	var err error
+	if c.Capabilities != nil {
+		if ev.Capabilities, err = capabilities(c.Name, c.Capabilities); err != nil {
+			return nil, err
+		}
+	}
+	if c.Labels != nil {
+		if ev.Labels, err = labels(c.Name, c.Labels); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Equal(ev.Capabilities, n.Capabilities) && maps.Equal(ev.Labels, n.Labels) {
+		return nil, nil
+	}
+	return []events.Event{ev}, nil
 }
 
 // capabilities are sorted and unique, so two enrolments that say the same

@@ -18,6 +18,7 @@ const (
 
 	SubjectNodeEnroll         = APIPrefix + ".node.enroll"
 	SubjectNodeRetire         = APIPrefix + ".node.retire"
+	SubjectNodeChange         = APIPrefix + ".node.change"
 	SubjectNodeList           = APIPrefix + ".node.list"
 	SubjectNodeShow           = APIPrefix + ".node.show"
 	SubjectNodeAssign         = APIPrefix + ".node.assign"
@@ -52,7 +53,7 @@ var writes = map[string]bool{
 	SubjectNodeEnroll: true, SubjectNodeRetire: true, SubjectNodeAssign: true, SubjectNodeUnassign: true,
 	SubjectPush: true, SubjectDeclare: true, SubjectReport: true, SubjectModuleRegister: true,
 	SubjectForeignAck: true, SubjectProjectionsRebuild: true, SubjectNodeEnrollBatch: true, SubjectNodeAssignBatch: true,
-	SubjectRotate: true, SubjectSecretForget: true,
+	SubjectRotate: true, SubjectSecretForget: true, SubjectNodeChange: true,
 }
 
 // Writes reports whether the verb on subject changes the mesh.
@@ -61,6 +62,15 @@ func Writes(subject string) bool { return writes[subject] }
 // EnrollRequest asks for a node to join the mesh. CommandID makes a retry of
 // the same request idempotent; the client makes one per invocation.
 type EnrollRequest struct {
+	CommandID    string            `json:"command_id"`
+	Name         string            `json:"name"`
+	Capabilities []string          `json:"capabilities"`
+	Labels       map[string]string `json:"labels"`
+}
+
+// ChangeNodeRequest replaces a node's declared capabilities (when not
+// nil: an empty list clears them) and labels (likewise).
+type ChangeNodeRequest struct {
 	CommandID    string            `json:"command_id"`
 	Name         string            `json:"name"`
 	Capabilities []string          `json:"capabilities"`
@@ -125,7 +135,12 @@ type NodeView struct {
 	Unresolved []compose.Unresolved  `json:"unresolved,omitempty"`
 	Standings  []StandingView        `json:"standings,omitempty"`
 	Runtimes   []projections.Runtime `json:"runtimes,omitempty"`
-	AsOf       *time.Time            `json:"as_of,omitempty"`
+	// Facts and Detected are what its agent detected of its machine: the
+	// facts templates read, and the capabilities they give it beside the
+	// declared ones.
+	Facts    map[string]string `json:"facts,omitempty"`
+	Detected []string          `json:"detected,omitempty"`
+	AsOf     *time.Time        `json:"as_of,omitempty"`
 	// Causes: why the read models this answer comes from cannot be
 	// trusted, or what else keeps the mesh from being well (as in status).
 	Causes []string `json:"causes,omitempty"`

@@ -48,7 +48,8 @@ func TestAuditProvesBothDirections(t *testing.T) {
 		t.Fatalf("audit of an untouched log: %+v", a)
 	}
 	for _, n := range a.Nodes {
-		if strings.HasPrefix(n.Node, "web-") && (!n.OK || n.Declarations != 2 || n.Reports != 2 || len(n.ReportKeys) != 1) {
+		// Two applies and the facts its agent reported at start.
+		if strings.HasPrefix(n.Node, "web-") && (!n.OK || n.Declarations != 2 || n.Reports != 3 || len(n.ReportKeys) != 1) {
 			t.Fatalf("audit of %s: %+v", n.Node, n)
 		}
 	}

@@ -145,6 +145,26 @@ func (h *Handlers) Retire(ctx context.Context, r RetireRequest) (Changed, error)
 	return h.changed(r.Name, seq)
 }
 
+// ChangeNode replaces a node's declared capabilities and labels (each when
+// given). What it would be sent follows: plan and push --behind show it.
+func (h *Handlers) ChangeNode(ctx context.Context, r ChangeNodeRequest) (Changed, error) {
+	if err := validName("change", r.Name); err != nil {
+		return Changed{}, err
+	}
+	if r.Capabilities == nil && r.Labels == nil {
+		return Changed{}, &aggregates.Error{Op: "change", ID: r.Name, Err: aggregates.ErrInvalid,
+			Detail: "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change"}
+	}
+	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.ChangeNode{Name: r.Name, Capabilities: r.Capabilities, Labels: r.Labels})
+	if err != nil {
+		return Changed{}, err
+	}
+	if seq != 0 {
+		h.Log.Info("node changed", "node", r.Name, "seq", seq)
+	}
+	return h.changed(r.Name, seq)
+}
+
 func (h *Handlers) changed(name string, seq uint64) (Changed, error) {
 	var out Changed
 	err := h.Proj.Read(func(v *projections.View) error {
@@ -292,6 +312,11 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 		}
 		if out.Runtimes, err = v.RuntimesOf(n.Name); err != nil {
 			return err
+		}
+		if f, found, err := v.NodeFacts(n.Name); err != nil {
+			return err
+		} else if found {
+			out.Facts, out.Detected = f.Facts, f.Capabilities
 		}
 		if drifts, err = v.Drifts(); err != nil {
 			return err

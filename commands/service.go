@@ -48,6 +48,7 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 	}{
 		{"node-enroll", SubjectNodeEnroll, endpoint(nc, h, SubjectNodeEnroll, h.Enroll, verbTimeout)},
 		{"node-retire", SubjectNodeRetire, endpoint(nc, h, SubjectNodeRetire, h.Retire, verbTimeout)},
+		{"node-change", SubjectNodeChange, endpoint(nc, h, SubjectNodeChange, h.ChangeNode, verbTimeout)},
 		{"node-list", SubjectNodeList, endpoint(nc, h, SubjectNodeList, h.ListNodes, verbTimeout)},
 		{"node-show", SubjectNodeShow, endpoint(nc, h, SubjectNodeShow, h.ShowNode, verbTimeout)},
 		{"node-assign", SubjectNodeAssign, endpoint(nc, h, SubjectNodeAssign, h.Assign, verbTimeout)},

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,13 +54,22 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 	if err != nil {
 		return in, err
 	}
+	facts, err := v.AllFacts()
+	if err != nil {
+		return in, err
+	}
 	active := map[string]bool{}
 	for _, n := range nodes {
 		if n.Retired {
 			continue
 		}
 		active[n.Name] = true
-		in.Nodes = append(in.Nodes, compose.Node{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels})
+		cn := compose.Node{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels, Facts: map[string]string{}}
+		if f, ok := facts[n.Name]; ok {
+			cn.Capabilities = union(n.Capabilities, f.Capabilities)
+			cn.Facts = f.Facts
+		}
+		in.Nodes = append(in.Nodes, cn)
 	}
 	rows, err := v.Assignments()
 	if err != nil {
@@ -95,6 +105,13 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 		in.Generations[compose.Pair{Provider: r.Provider, Consumer: r.Consumer}] = r.Generation
 	}
 	return in, nil
+}
+
+// union is a and b, sorted, each once.
+func union(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // openersInFlight is how many sealed settings are opened at once.

@@ -26,9 +26,14 @@ type Input struct {
 
 // Node is a machine as templates see it.
 type Node struct {
-	Name         string
+	Name string
+	// Capabilities are the operator's declared ones and those the node's
+	// agent detected, together: a module's requires is met by either.
 	Capabilities []string
 	Labels       map[string]string
+	// Facts are what the node's agent detected of its machine (os, arch,
+	// ...): templates read .Node.Facts.os. Empty until it reports.
+	Facts map[string]string
 }
 
 // Assignment is one module on one node, with the settings the operator gave.

@@ -53,6 +53,7 @@ type Right struct {
 var Rights = map[string]Right{
 	"NodeEnrolled":          {ByController, KindNode, func(e Event) string { return e.(NodeEnrolled).Name }},
 	"NodeRetired":           {ByController, KindNode, func(e Event) string { return e.(NodeRetired).Name }},
+	"NodeChanged":           {ByController, KindNode, func(e Event) string { return e.(NodeChanged).Name }},
 	"ModuleAssigned":        {ByController, KindNode, func(e Event) string { return e.(ModuleAssigned).Node }},
 	"ModuleUnassigned":      {ByController, KindNode, func(e Event) string { return e.(ModuleUnassigned).Node }},
 	"DeclarationSent":       {ByController, KindNode, func(e Event) string { return e.(DeclarationSent).Node }},
@@ -75,6 +76,7 @@ var Rights = map[string]Right{
 	"RuntimeSteady":       {ByNode, "", func(e Event) string { return e.(RuntimeSteady).Node }},
 	"RuntimeStopped":      {ByNode, "", func(e Event) string { return e.(RuntimeStopped).Node }},
 	"DriftFound":          {ByNode, "", func(e Event) string { return e.(DriftFound).Node }},
+	"NodeFactsReported":   {ByNode, "", func(e Event) string { return e.(NodeFactsReported).Node }},
 }
 
 // AgentReport says whether an event type is the word of a node's agent
@@ -83,7 +85,7 @@ var Rights = map[string]Right{
 // operator's; a report key's record signs itself.)
 func AgentReport(typ string) bool {
 	switch typ {
-	case "DeclarationApplied", "DeclarationFailed", "DeclarationRefused", "DriftFound",
+	case "DeclarationApplied", "DeclarationFailed", "DeclarationRefused", "DriftFound", "NodeFactsReported",
 		"RuntimeStarted", "RuntimeExited", "RuntimeCrashLooping", "RuntimeSteady", "RuntimeStopped":
 		return true
 	}

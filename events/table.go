@@ -21,7 +21,7 @@ import (
 //	2026-12-03  ReportKeyRecorded v1 (a report); ForeignAcknowledged v1.
 //	2026-12-03  CredentialRotated v1, SecretForgotten v1.
 //	2026-12-04  reports RuntimeStarted v1, RuntimeExited v1, RuntimeCrashLooping v1, RuntimeSteady v1,
-//	            RuntimeStopped v1, DriftFound v1.
+//	            RuntimeStopped v1, DriftFound v1; NodeChanged v1; report NodeFactsReported v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -50,6 +50,8 @@ var table = map[string]entry{
 	"RuntimeSteady":       current[RuntimeSteady](1),
 	"RuntimeStopped":      current[RuntimeStopped](1),
 	"DriftFound":          current[DriftFound](1),
+	"NodeChanged":         current[NodeChanged](1),
+	"NodeFactsReported":   current[NodeFactsReported](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.

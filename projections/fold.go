@@ -46,7 +46,7 @@ func inBatch(fold func(*pebble.Batch, events.Recorded) error) func(*folder, even
 func movesComposition(ev events.Event) bool {
 	switch ev.(type) {
 	case events.NodeEnrolled, events.NodeRetired, events.ModuleRegistered, events.ModuleAssigned, events.ModuleUnassigned,
-		events.CredentialRotated, events.SecretForgotten:
+		events.CredentialRotated, events.SecretForgotten, events.NodeChanged, events.NodeFactsReported:
 		return true
 	}
 	return false

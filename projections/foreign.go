@@ -115,6 +115,8 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		return events.Foreignf("it enrols %s, enrolled already at event %d", ev.Name, n.EnrolledSeq), nil
 	case events.NodeRetired:
 		return f.needNode(ev.Name, false)
+	case events.NodeChanged:
+		return f.needNode(ev.Name, true)
 	case events.SecretForgotten:
 		// A retired node's secret may be forgotten too: it leaked all the same.
 		return f.needNode(ev.Node, false)

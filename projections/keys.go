@@ -21,6 +21,7 @@ const (
 	prefixCredential     byte = 0x0b // provider, consumer -> Rotation (credentials.go)
 	prefixRuntime        byte = 0x0c // node, module -> Runtime (runtimes.go)
 	prefixDrift          byte = 0x0d // node -> Drift, the last it reported
+	prefixFacts          byte = 0x0e // node -> Facts, the last its agent reported
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -55,7 +56,8 @@ var (
 //	10 the latest moment folded, in meta (snapshots for time travel)
 //	11 credential rotations
 //	12 runtimes and drift
-const schemaVersion = 12
+//	13 facts; declared capabilities and labels that change
+const schemaVersion = 13
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

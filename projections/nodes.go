@@ -64,6 +64,10 @@ func (f *folder) foldNode(rec events.Recorded) error {
 		return f.putNode(n)
 	case events.NodeRetired:
 		return f.updateNode(ev.Name, func(n *Node) { n.Retired, n.RetiredAt, n.Version = true, rec.Envelope.OccurredAt, rec.Seq })
+	case events.NodeChanged:
+		return f.updateNode(ev.Name, func(n *Node) { n.Capabilities, n.Labels, n.Version = ev.Capabilities, ev.Labels, rec.Seq })
+	case events.NodeFactsReported:
+		return putJSON(f.b, append([]byte{prefixFacts}, ev.Node...), Facts{Facts: ev.Facts, Capabilities: ev.Capabilities, At: rec.Envelope.OccurredAt})
 	case events.ModuleAssigned, events.ModuleUnassigned, events.SecretForgotten:
 		// Any event of the node's aggregate moves its version: a row behind
 		// it would make every append to the node conflict for good.

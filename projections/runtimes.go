@@ -127,3 +127,34 @@ func (v *View) Drifts() (map[string]Drift, error) {
 // the declaration of sequence applied: it was left as found, and nothing
 // was applied since.
 func (d Drift) Holds(applied uint64) bool { return !d.Corrected && d.Sequence >= applied }
+
+// Facts are what a node's agent last detected of its machine.
+type Facts struct {
+	Facts        map[string]string `json:"facts"`
+	Capabilities []string          `json:"capabilities"`
+	At           time.Time         `json:"at"`
+}
+
+// AllFacts reads every node's facts, by node.
+func (v *View) AllFacts() (map[string]Facts, error) {
+	out := map[string]Facts{}
+	type row struct {
+		node string
+		f    Facts
+	}
+	rows, err := scanRows(v.r, []byte{prefixFacts}, func(k, val []byte) (row, error) {
+		r := row{node: string(k[1:])}
+		return r, json.Unmarshal(val, &r.f)
+	})
+	for _, r := range rows {
+		out[r.node] = r.f
+	}
+	return out, err
+}
+
+// NodeFacts reads one node's facts, if its agent reported any.
+func (v *View) NodeFacts(node string) (Facts, bool, error) {
+	var f Facts
+	found, err := getJSON(v.r, append([]byte{prefixFacts}, node...), &f)
+	return f, found, err
+}

@@ -21,6 +21,7 @@ type NodeCmd struct {
 	Enroll NodeEnrollCmd `cmd:"" help:"Enroll a machine under a name, unique in the mesh for ever."`
 	List   NodeListCmd   `cmd:"" help:"List every node, retired ones included."`
 	Show   NodeShowCmd   `cmd:"" help:"Show one node."`
+	Set    NodeSetCmd    `cmd:"" help:"Change a node's declared capabilities or labels (recorded; plan and push --behind follow)."`
 	Retire NodeRetireCmd `cmd:"" help:"Retire a node: it can no longer be assigned or pushed to; its name stays taken."`
 	Join   NodeJoinCmd   `cmd:"" help:"Print a node's join string again (for mesh agent --join)."`
 }
@@ -186,6 +187,10 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	for _, st := range n.Standings {
 		fmt.Fprintf(tw, "standing\t%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format(time.RFC3339), st.Word)
 	}
+	if len(n.Facts) > 0 {
+		fmt.Fprintf(tw, "facts\t%s\n", labelString(n.Facts))
+		fmt.Fprintf(tw, "detected\t%s (capabilities its agent found, beside those declared)\n", orNone(strings.Join(n.Detected, ", ")))
+	}
 	for _, rt := range n.Runtimes {
 		fmt.Fprintf(tw, "runs\t%s %s since %s: %s\n", rt.Module, rt.State, rt.Since.UTC().Format(time.RFC3339), rt.Detail)
 	}
@@ -208,6 +213,48 @@ func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		return nil
 	}
 	fmt.Fprintf(out.Out, "retired %s at sequence %d; its name stays taken\n", r.Node.Name, r.Seq)
+	return nil
+}
+
+// NodeSetCmd replaces what a node is declared to have.
+type NodeSetCmd struct {
+	Name              string            `arg:""`
+	Capability        []string          `short:"c" help:"The node's declared capabilities, replacing those it had (repeatable)."`
+	Label             map[string]string `short:"l" help:"The node's labels k=v, replacing those it had (repeatable)."`
+	ClearCapabilities bool              `help:"Declare no capabilities (those its agent detects stay)."`
+	ClearLabels       bool              `help:"Remove every label."`
+}
+
+func (c *NodeSetCmd) Help() string {
+	return "Examples:\n  mesh node set web-1 --capability linux --capability gpu\n  mesh node set web-1 --label zone=eu-2 --label tier=web\n\n" +
+		"Capabilities the node's agent detects (its OS, its architecture, systemd) are its facts, beside these: node show lists both."
+}
+
+func (c *NodeSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	req := commands.ChangeNodeRequest{CommandID: commands.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label}
+	switch {
+	case c.ClearCapabilities && len(c.Capability) > 0:
+		return usagef("--clear-capabilities and --capability say two things; give one")
+	case c.ClearLabels && len(c.Label) > 0:
+		return usagef("--clear-labels and --label say two things; give one")
+	case c.ClearCapabilities:
+		req.Capabilities = []string{}
+	case c.ClearLabels:
+		req.Labels = map[string]string{}
+	}
+	if c.ClearLabels {
+		req.Labels = map[string]string{}
+	}
+	var r commands.Changed
+	if err := g.call(ctx, commands.SubjectNodeChange, req, &r); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("capabilities %s, labels %s", orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)))
+	if !r.Changed {
+		fmt.Fprintf(out.Out, "%s has %s already; nothing to do\n", r.Node.Name, what)
+		return nil
+	}
+	fmt.Fprintf(out.Out, "changed %s at sequence %d: %s (mesh plan %s shows what it would be sent now)\n", r.Node.Name, r.Seq, what, r.Node.Name)
 	return nil
 }
 

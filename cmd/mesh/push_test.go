@@ -32,8 +32,24 @@ func TestPushToAgents(t *testing.T) {
 	must("node", "show", "db-1") // enrolled by mesh up --node
 	must("module", "register", "../../examples/postgres.json")
 	must("module", "register", "../../examples/app.json")
-	// db-1 was enrolled without capabilities by mesh up: postgres is left out there.
+	// db-1 was enrolled by mesh up without capabilities: its agent's
+	// facts say linux, so postgres is hosted there (issue 15).
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(must("node", "show", "db-1").out, "detected"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("db-1's agent never reported its facts")
+		}
+	}
 	must("assign", "db-1", "postgres", "--set", "password=p")
+	if r = must("push", "db-1"); strings.Contains(r.out, "left out") {
+		t.Fatalf("push to a node whose agent detected linux: %+v", r)
+	}
+	// A module needing what it neither declares nor detects is left out.
+	gpu := filepath.Join(t.TempDir(), "gpu.json")
+	if err := writeFile(gpu, `{"module":"gpu-job","requires":["gpu"],"resources":[]}`); err != nil {
+		t.Fatal(err)
+	}
+	must("module", "register", gpu)
+	must("assign", "db-1", "gpu-job")
 	r = must("push", "db-1")
 	if !strings.Contains(r.out, "left out") {
 		t.Fatalf("push to a node that cannot host its module: %+v", r)
@@ -41,13 +57,14 @@ func TestPushToAgents(t *testing.T) {
 	// What was asked is not what runs: partial, never current or well.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		r = mesh(t, home, "status")
-		if r.code == 1 && strings.Contains(r.out, "partial") && strings.Contains(r.out, "postgres left out: postgres needs linux") {
+		if r.code == 1 && strings.Contains(r.out, "partial") && strings.Contains(r.out, "gpu-job left out: gpu-job needs gpu") {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("status of a node with a module left out: %+v", r)
 		}
 	}
+	must("unassign", "db-1", "gpu-job")
 	must("unassign", "db-1", "postgres")
 	must("assign", "app-1", "postgres", "--set", "password=p")
 	must("assign", "app-1", "app")
