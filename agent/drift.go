@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -186,12 +185,4 @@ func (a *Agent) reportRuntime(ev events.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.send(ctx, reportID("rt", 0, events.RuntimeModule(ev)), ev)
-}
-
-// runtimeEnv is what every program is given: the agent's PATH (to find
-// what it runs in turn), and the MESH_ variables naming where it runs.
-func (a *Agent) runtimeEnv(module string) []string {
-	env := []string{"PATH=" + os.Getenv("PATH"), "MESH_MESH=" + a.cfg.Join.Mesh, "MESH_NODE=" + a.cfg.Join.Node,
-		"MESH_MODULE=" + module, "MESH_ROOT=" + a.cfg.Root}
-	return slices.Clip(env)
 }

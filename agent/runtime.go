@@ -63,7 +63,9 @@ type supervisor struct {
 	node   string
 	log    *slog.Logger
 	report func(events.Event)
-	env    func(module string) []string // what every runtime is given
+	// env is what module's program is given, and the file of its key
+	// (identity.go), made readable by the user it runs as.
+	env func(module string) ([]string, string, error)
 
 	mu    sync.Mutex
 	procs map[string]*proc
@@ -211,7 +213,11 @@ func (v *supervisor) command(r compose.Runtime) (*exec.Cmd, error) {
 	if r.Dir != "" && r.Dir != "/" {
 		cmd.Dir = filepath.Join(v.root, filepath.FromSlash(r.Dir))
 	}
-	cmd.Env = v.env(r.Module)
+	env, keyFile, err := v.env(r.Module)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = env
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range r.Env {
 			if !yield(k) {
@@ -228,6 +234,11 @@ func (v *supervisor) command(r compose.Runtime) (*exec.Cmd, error) {
 			return nil, err
 		}
 		cmd.SysProcAttr.Credential = cred
+		if keyFile != "" {
+			if err := os.Chown(keyFile, int(cred.Uid), int(cred.Gid)); err != nil {
+				return nil, fmt.Errorf("cannot give its key to user %s: %w", r.User, err)
+			}
+		}
 	}
 	return cmd, nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -195,6 +196,9 @@ func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.P
 	node := req.ConnectOptions.Username
 	if node == "" {
 		return "", jwt.Permissions{}, errNoIdentity
+	}
+	if strings.Contains(node, "/") {
+		return c.moduleIdentity(pub, node)
 	}
 	want, err := NodeKey(c.h.Key, node)
 	if err != nil {

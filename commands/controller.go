@@ -135,7 +135,13 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		c.Mesh = "mesh"
 	}
 	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
-		Keys: keys, secrets: secrets}
+		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas}
+	said, err = h.assertStates(ctx, c.Stream.Replicas)
+	if err != nil {
+		proj.Close()
+		return nil, err
+	}
+	log.Info(said)
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()

@@ -31,6 +31,12 @@ func (h *Handlers) RegisterModule(ctx context.Context, r RegisterRequest) (Regis
 	if seq != 0 {
 		h.Log.Info("module registered", "module", m.Module, "build", manifest.ShortBuild(m.Build()), "seq", seq)
 	}
+	if m.Run != nil {
+		// Its running instances keep their state there from their start.
+		if _, err := assertState(ctx, h.Store.JetStream(), h.replicas, m.Module); err != nil {
+			return Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
+		}
+	}
 	return Registered{Changed: seq != 0, Seq: seq, Module: m.Module, Build: m.Build(), Previous: previous}, nil
 }
 

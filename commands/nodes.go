@@ -39,6 +39,9 @@ type Handlers struct {
 	// secrets are the salts of secret settings (nil: none can be sealed
 	// or opened, and a node that needs one is named as not composable).
 	secrets *secretKeys
+	// replicas is the stream's, which the buckets the controller makes
+	// take too (rule 15).
+	replicas int
 	// past: these handlers answer from a fold of the past (--as-of), which
 	// neither follows the stream nor can be behind it.
 	past bool

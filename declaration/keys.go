@@ -63,6 +63,25 @@ func DeriveKey(kp nkeys.KeyPair, label string, prefix nkeys.PrefixByte) (nkeys.K
 	return nkeys.FromRawSeed(prefix, deriveRaw(raw, label))
 }
 
+// ModuleKey is the bus identity of a module running on a node, derived
+// from the node's bus key (the seed in its join string): its agent and the
+// controller both compute it, so no new secret travels (issue 15).
+func ModuleKey(bus nkeys.KeyPair, module string) (nkeys.KeyPair, error) {
+	return DeriveKey(bus, "module\x00"+module, nkeys.PrefixByteUser)
+}
+
+// Module is the public key of module's identity on node, and the MAC key
+// of the standings it reports: what the fold checks them against.
+func (k *Keyring) Module(node, module string) (string, []byte) {
+	raw := deriveRaw(deriveRaw(k.seed, NodeLabel(node)), "module\x00"+module)
+	kp, err := nkeys.FromRawSeed(nkeys.PrefixByteUser, raw)
+	if err != nil {
+		return "", nil
+	}
+	pub, _ := kp.PublicKey()
+	return pub, deriveRaw(raw, "report mac")
+}
+
 // NodeLabel is the label of a node's bus key.
 func NodeLabel(node string) string { return "node\x00" + node }
 

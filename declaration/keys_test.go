@@ -79,3 +79,34 @@ func TestMACCheckerStaysBounded(t *testing.T) {
 		t.Fatalf("the checker did not start over past its bound: it keeps %d", len(c.hashes))
 	}
 }
+
+// A module's identity is the same whether its agent derives it from the
+// join string's seed or the controller from its own key, and its standing
+// MAC key is the one ReportMACKey gives the module's key.
+func TestModuleKeyIsDerivedAlikeAtBothEnds(t *testing.T) {
+	ctrl, _ := nkeys.CreateAccount()
+	k, err := NewKeyring(ctrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := DeriveKey(ctrl, NodeLabel("db-1"), nkeys.PrefixByteUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := ModuleKey(bus, "greeter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := mod.PublicKey()
+	mac, _ := ReportMACKey(mod)
+	gotPub, gotMAC := k.Module("db-1", "greeter")
+	if pub != gotPub || string(mac) != string(gotMAC) {
+		t.Fatalf("the agent derives %s, the controller %s (MACs equal: %v)", pub, gotPub, string(mac) == string(gotMAC))
+	}
+	if other, _ := k.Module("db-1", "other"); other == pub {
+		t.Fatal("two modules on a node share an identity")
+	}
+	if busPub, _ := bus.PublicKey(); busPub == pub {
+		t.Fatal("a module's identity is its node's")
+	}
+}

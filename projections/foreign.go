@@ -150,7 +150,10 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		// A standing is the word of a provider on the machine (its agent's
 		// key or the machine's join string) or the operator's, through the
 		// controller.
-		if rec.Signer == "" || rec.Signer != key && rec.Signer != f.keys.NodeBus(name) && rec.Signer != f.keys.Controller() {
+		// Or, since issue 15, the provider itself running there, by its
+		// own identity (proof.go held the MAC and signature to it).
+		module, _ := f.keys.Module(name, standingProvider(ev))
+		if rec.Signer == "" || rec.Signer != key && rec.Signer != f.keys.NodeBus(name) && rec.Signer != f.keys.Controller() && rec.Signer != module {
 			return events.Foreignf("a standing for %s signed by %q, which is neither %s's nor the controller's", name, rec.Signer, name), nil
 		}
 	case events.ReportKeyRecorded:

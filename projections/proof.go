@@ -37,6 +37,13 @@ func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store
 		}
 		switch {
 		case macs.Check(keys.NodeMAC(node), m.Subject, m.Data, mac):
+		case isStanding(ev) && macs.Check(moduleMAC(keys, node, ev), m.Subject, m.Data, mac):
+			// A running module's own standing: the MAC and the signature
+			// of that module's identity on that node, and no other's.
+			if pub, _ := keys.Module(node, standingProvider(ev)); signer != pub {
+				return signer, events.Foreignf("a standing of %s carrying its MAC, signed by %s, not by its identity %s", standingProvider(ev), signer, pub)
+			}
+			return signer, nil
 		case isStanding(ev) && macs.Check(keys.LogMAC(), m.Subject, m.Data, mac):
 			if signer != keys.Controller() {
 				return signer, events.Foreignf("a standing with the controller's MAC, signed by %s, not by the controller", signer)
@@ -74,6 +81,24 @@ func checkSent(keys *declaration.Keyring, sent events.DeclarationSent, head *dec
 	}
 	*head = h
 	return nil
+}
+
+// moduleMAC is the MAC key of the identity of the provider a standing
+// names, running on node.
+func moduleMAC(keys *declaration.Keyring, node string, ev events.Event) []byte {
+	_, mac := keys.Module(node, standingProvider(ev))
+	return mac
+}
+
+// standingProvider is the provider a standing names ("" for another event).
+func standingProvider(ev events.Event) string {
+	switch s := ev.(type) {
+	case events.ProviderFailing:
+		return s.Provider
+	case events.ProviderRecovered:
+		return s.Provider
+	}
+	return ""
 }
 
 func isStanding(ev events.Event) bool {
