@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go"
+)
+
+// The example that runs (issue 15), as an operator runs it: the greeter
+// program, built here, is started by a real agent on mesh up's closed bus,
+// serves greetings as itself, starts again (once) when its config changes,
+// reports itself failing a consumer while it has no greeting to give and
+// recovered when it has one again, and status says each.
+func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "mesh-greeter"), "../../examples/greeter")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the greeter: %v\n%s", err, out)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	home := t.TempDir()
+	listen := freeAddr(t)
+	start(t, "ready", "--home", home, "up", "--listen", listen)
+	mustRun(t, home, "node", "enroll", "box")
+	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
+	mustRun(t, home, "module", "register", "../../examples/greeter.json")
+	opts, err := commands.OperatorOptions(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := nats.Connect("nats://"+listen, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ask := func() string {
+		msg := nats.NewMsg(events.ServiceSubject("greeting", "box"))
+		msg.Header.Set("Mesh-Consumer", "app")
+		r, err := op.RequestMsg(msg, 2*time.Second)
+		if err != nil {
+			return err.Error()
+		}
+		return string(r.Data)
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30 s, still waiting for %s; status:\n%s", what, mesh(t, home, "status").out)
+			}
+		}
+	}
+	set := func(greeting string) {
+		t.Helper()
+		mustRun(t, home, "assign", "box", "greeter", "--set", "greeting="+greeting)
+		mustRun(t, home, "push", "box", "--wait", "10s")
+	}
+	mustRun(t, home, "assign", "box", "greeter")
+	mustRun(t, home, "push", "box", "--wait", "10s")
+	until("the default greeting", func() bool { return ask() == "hello" })
+	if out := mesh(t, home, "status").out; !strings.Contains(out, "greeter on box running") {
+		t.Fatalf("status with the greeter running:\n%s", out)
+	}
+
+	set("hi")
+	until("the changed greeting", func() bool { return ask() == "hi" })
+	if n := strings.Count(mustRun(t, home, "events").out, "mesh.rp.box.RuntimeStarted"); n != 2 {
+		t.Fatalf("a config change started the greeter %d time(s) in all, not twice", n)
+	}
+
+	set("")
+	until("the greeter to refuse", func() bool { return strings.HasPrefix(ask(), "error: no greeting") })
+	until("status to name it failing app", func() bool {
+		return strings.Contains(mesh(t, home, "status").out, "greeter on box failing app")
+	})
+	set("hey")
+	until("the greeter to serve again", func() bool { return ask() == "hey" })
+	until("its recovery", func() bool { r := mesh(t, home, "status"); return r.code == 0 && !strings.Contains(r.out, "failing app") })
+}

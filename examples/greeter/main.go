@@ -1,0 +1,132 @@
+// Command greeter is the example module that runs (issue 15): the node's
+// agent starts it as the greeter module's run. It reads its config (the
+// greeting the mesh wrote to /etc/greeter/greeter.conf under the node's
+// root), joins the bus as itself (meshmod), and answers requests for a
+// greeting on mesh.svc.greeting.NODE. A request names its consumer in the
+// Mesh-Consumer header. With no greeting configured it cannot serve: it
+// answers an error and reports itself failing that consumer, once; when it
+// serves that consumer again it reports recovered. Which consumers it is
+// failing, and how many greetings it has served, it keeps in its own state
+// bucket, so a restart (a config change restarts it) forgets neither.
+//
+// Build it where the agent finds it: go build -o DIR/mesh-greeter ./examples/greeter
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/meshmod"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ConsumerHeader names who asks: the consumer a standing is about.
+const ConsumerHeader = "Mesh-Consumer"
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("greeter: ")
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
+	m, err := meshmod.Connect()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	greeting, err := readGreeting(filepath.Join(m.Root, "etc/greeter/greeter.conf"))
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	state, err := m.State(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot open its state bucket: %w", err)
+	}
+	serve := func(msg *nats.Msg) {
+		consumer := msg.Header.Get(ConsumerHeader)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if greeting == "" {
+			msg.Respond([]byte("error: no greeting is configured on " + m.Node))
+			if consumer != "" {
+				if _, err := state.Create(rctx, "failing."+consumer, []byte("1")); err == nil {
+					report(m.Failing(rctx, consumer, "no greeting is configured"))
+				}
+			}
+			return
+		}
+		msg.Respond([]byte(greeting))
+		if consumer != "" {
+			if _, err := state.Get(rctx, "failing."+consumer); err == nil {
+				report(m.Recovered(rctx, consumer))
+				report(state.Delete(rctx, "failing."+consumer))
+			}
+		}
+		count(rctx, state, "served."+m.Node)
+	}
+	for _, subject := range []string{events.ServiceSubject("greeting", m.Node), events.ServiceSubject("greeting", "any")} {
+		if _, err := m.NC.QueueSubscribe(subject, "greeter", serve); err != nil {
+			return err
+		}
+	}
+	if err := m.NC.Flush(); err != nil {
+		return err
+	}
+	log.Printf("serving %q on %s as %s on %s", greeting, events.ServiceSubject("greeting", m.Node), m.Module, m.Node)
+	<-ctx.Done()
+	return m.NC.Drain()
+}
+
+// readGreeting reads "greeting = X" from the config the mesh wrote.
+func readGreeting(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read its config: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "greeting" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", errors.New(path + " has no greeting line")
+}
+
+// count adds one to a counter in the state bucket.
+func count(ctx context.Context, kv jetstream.KeyValue, key string) {
+	for range 5 {
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			if _, err = kv.Create(ctx, key, []byte("1")); err == nil {
+				return
+			}
+		case err == nil:
+			n, _ := strconv.Atoi(string(e.Value()))
+			if _, err = kv.Update(ctx, key, []byte(strconv.Itoa(n+1)), e.Revision()); err == nil {
+				return
+			}
+		}
+	}
+}
+
+func report(err error) {
+	if err != nil {
+		log.Print(err)
+	}
+}
