@@ -83,5 +83,8 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	})
 	set("hey")
 	until("the greeter to serve again", func() bool { return ask() == "hey" })
-	until("its recovery", func() bool { r := mesh(t, home, "status"); return r.code == 0 && !strings.Contains(r.out, "failing app") })
+	until("its recovery", func() bool {
+		r := mesh(t, home, "status")
+		return r.code == 0 && !strings.Contains(r.out, "failing app")
+	})
 }
