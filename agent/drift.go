@@ -19,7 +19,7 @@ import (
 // MaxReport bytes); the count says how many more.
 const maxDriftPaths = 100
 
-// checkDrift compares what the mesh owns under the root with the
+// checkDrift (rule 22) compares what the mesh owns under the root with the
 // declaration applied last. A resource changed or removed behind the
 // agent's back is put back and reported as a corrective change, and the
 // programs of its module start again (their config was put back); with

@@ -54,7 +54,7 @@ func (s Supervision) withDefaults() Supervision {
 	return s
 }
 
-// supervisor runs the programs of the modules of the declaration applied
+// supervisor (rule 22) runs the programs of the modules of the declaration applied
 // last, one goroutine each. It is told what to run after every apply, and
 // reports what happens through report, never holding the agent's lock.
 type supervisor struct {

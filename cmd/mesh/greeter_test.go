@@ -21,7 +21,7 @@ import (
 func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "mesh-greeter"), "../../examples/greeter")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "mesh-greeter"), "../../examples/mesh-greeter")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the greeter: %v\n%s", err, out)
 	}

@@ -1,4 +1,4 @@
-// Command greeter is the example module that runs (issue 15): the node's
+// Command mesh-greeter is the example module that runs (issue 15): the node's
 // agent starts it as the greeter module's run. It reads its config (the
 // greeting the mesh wrote to /etc/greeter/greeter.conf under the node's
 // root), joins the bus as itself (meshmod), and answers requests for a
@@ -9,7 +9,7 @@
 // failing, and how many greetings it has served, it keeps in its own state
 // bucket, so a restart (a config change restarts it) forgets neither.
 //
-// Build it where the agent finds it: go build -o DIR/mesh-greeter ./examples/greeter
+// Install it where an agent finds it (its PATH): go install ./examples/mesh-greeter
 package main
 
 import (
