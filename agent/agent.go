@@ -102,6 +102,14 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if cfg.Root == "" {
 		return nil, errors.New("agent: no --root: give the directory declared paths land under")
 	}
+	// Absolute: the programs of modules that run are started in a
+	// directory under the root and told where it is (MESH_ROOT); a
+	// relative root would name another place from there.
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("agent: cannot resolve the root %s: %w", cfg.Root, err)
+	}
+	cfg.Root = root
 	if cfg.State == "" {
 		// Beside the root, never inside it: Clean, or "root/" would give "root/.state".
 		cfg.State = filepath.Clean(cfg.Root) + ".state"
@@ -131,11 +139,11 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	// ten thousand agents in one process, and a descriptor each, beside
 	// their connections, passed the process's limit. Opening it here
 	// refuses a root that cannot be opened before anything is read.
-	root, err := os.OpenRoot(cfg.Root)
+	opened, err := os.OpenRoot(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("agent: cannot open the root %s: %w", cfg.Root, err)
 	}
-	root.Close()
+	opened.Close()
 	state, err := loadState(cfg.State, cfg.Join.Node)
 	if err != nil {
 		return nil, err

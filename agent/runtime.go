@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -152,6 +153,7 @@ func (v *supervisor) supervise(module string, p *proc) {
 			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound("cannot start: "+err.Error(), maxReason)})
 		} else {
 			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq})
+			v.log.Info(fmt.Sprintf("started %s (pid %d)", module, cmd.Process.Pid))
 			waited := make(chan error, 1)
 			go func() { waited <- cmd.Wait() }()
 			steady := time.NewTimer(v.s.LoopWindow)
@@ -177,7 +179,13 @@ func (v *supervisor) supervise(module string, p *proc) {
 					exited = true
 				}
 			}
-			v.report(exitReport(v.node, module, cmd, werr))
+			ev := exitReport(v.node, module, cmd, werr)
+			if last := lastLine(cmd.Stderr.(*tail)); last != "" && ev.Reason == "" {
+				// Why it ended, in its own words: its last line of errors.
+				ev.Reason = bound(exitDetailOf(ev)+": "+last, maxReason)
+			}
+			v.log.Warn(fmt.Sprintf("%s exited: %s", module, exitDetailOf(ev)))
+			v.report(ev)
 			if time.Since(started) >= v.s.LoopWindow {
 				wait = v.s.RestartMin
 			}
@@ -227,6 +235,9 @@ func (v *supervisor) command(r compose.Runtime) (*exec.Cmd, error) {
 	}) {
 		cmd.Env = append(cmd.Env, k+"="+r.Env[k])
 	}
+	// Its errors' last lines say why it ended; its output goes where the
+	// agent's own does not (a program logs to its own files or journal).
+	cmd.Stderr = &tail{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if r.User != "" {
 		cred, err := credential(r.User)
@@ -289,4 +300,41 @@ func exitReport(node, module string, cmd *exec.Cmd, err error) events.RuntimeExi
 	}
 	ev.Code = state.ExitCode()
 	return ev
+}
+
+// tail keeps the last tailBytes a program wrote to its standard error.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+const tailBytes = 1024
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > tailBytes {
+		t.b = append([]byte(nil), t.b[len(t.b)-tailBytes:]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last line that is not blank.
+func lastLine(t *tail) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// exitDetailOf says how a program ended, in the words status uses.
+func exitDetailOf(ev events.RuntimeExited) string {
+	switch {
+	case ev.Reason != "":
+		return ev.Reason
+	case ev.Signal != "":
+		return "killed by signal " + ev.Signal
+	}
+	return fmt.Sprintf("exited with code %d", ev.Code)
 }

@@ -139,19 +139,20 @@ func TestAModuleRunsUnderItsAgent(t *testing.T) {
 	}
 }
 
-// A program that keeps exiting is named crash-looping in status, and the
-// mesh is not well.
+// A program that keeps exiting is named crash-looping in status, with its
+// last line of errors, and the mesh is not well.
 func TestACrashLoopIsNamed(t *testing.T) {
 	m := newMesh(t)
 	m.enroll("box")
 	m.agentWith("box", filepath.Join(t.TempDir(), "root"), fast)
-	m.writeModule(`{"module":"crashy","run":{"command":"/bin/sh","args":["-c","exit 3"]}}`)
+	m.writeModule(`{"module":"crashy","run":{"command":"/bin/sh","args":["-c","echo cannot bind port 80 >&2; exit 3"]}}`)
 	m.assign("box", "crashy", nil)
 	m.report("box", m.push("box").Sent[0].Digest)
 	eventually(t, "the crash loop to be named", func() bool { return m.runtimeState("box", "crashy").State == projections.RuntimeCrashLooping })
 	s, err := m.h.Status(m.ctx, commands.StatusRequest{})
 	m.must(err)
-	if s.Well || !strings.Contains(m.runtimeState("box", "crashy").Detail, "exited with code 3") {
+	// Why it ended, in its own words: its last line of errors.
+	if d := m.runtimeState("box", "crashy").Detail; s.Well || !strings.Contains(d, "exited with code 3: cannot bind port 80") {
 		t.Fatalf("status with a crash loop: well %v, %+v", s.Well, m.runtimeState("box", "crashy"))
 	}
 }
