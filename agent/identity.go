@@ -24,7 +24,12 @@ import (
 // The key is derived from the node's, so no new secret travels: the join
 // string stays the only secret a machine is given. The module's package
 // meshmod connects with these.
-const modulesDir = "modules"
+//
+// The keys live beside the state directory, not in it: the state is the
+// agent's alone (0700), while a program run as another user must reach
+// its own key, so their directory may be passed through (0711) but not
+// listed, and each key is readable by its program's user only.
+const modulesSuffix = ".modules"
 
 // runtimeEnv is what module's program is given, and the file of its key
 // ("" on an open bus, whose join string holds no key).
@@ -44,8 +49,11 @@ func (a *Agent) runtimeEnv(module string) ([]string, string, error) {
 		return nil, "", err
 	}
 	seed, _ := kp.Seed()
-	dir := filepath.Join(a.cfg.State, modulesDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir := filepath.Clean(a.cfg.State) + modulesSuffix
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, "", fmt.Errorf("cannot keep %s's key: %w", module, err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return nil, "", fmt.Errorf("cannot keep %s's key: %w", module, err)
 	}
 	file := filepath.Join(dir, module+".nk")

@@ -156,3 +156,34 @@ func TestACrashLoopIsNamed(t *testing.T) {
 		t.Fatalf("status with a crash loop: well %v, %+v", s.Well, m.runtimeState("box", "crashy"))
 	}
 }
+
+// A program run as another user runs as that user and can read its own
+// key (issue 15's user). Only an agent running as root can do this.
+func TestAProgramRunsAsItsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running a program as another user needs an agent running as root")
+	}
+	m := newMesh(t)
+	m.enroll("box")
+	base := t.TempDir()
+	// The temporary directories are 0700: the user must pass through them.
+	// Only those the test made: from base up to, not including, the
+	// system's temporary directory.
+	for d := base; strings.HasPrefix(d, os.TempDir()+string(filepath.Separator)); d = filepath.Dir(d) {
+		m.must(os.Chmod(d, 0o755))
+	}
+	root := filepath.Join(base, "root")
+	m.agentWith("box", root, fast)
+	m.writeModule(`{"module":"nobodys","resources":[{"kind":"directory","path":"/work","mode":"0777"}],
+	  "run":{"command":"/bin/sh","args":["-c","test -r \"$MESH_NKEY\" && id -u > uid; exec sleep 600"],"dir":"/work","user":"nobody"}}`)
+	m.assign("box", "nobodys", nil)
+	m.report("box", m.push("box").Sent[0].Digest)
+	eventually(t, "the program to say who it runs as", func() bool {
+		b, _ := os.ReadFile(filepath.Join(root, "work/uid"))
+		return strings.TrimSpace(string(b)) != ""
+	})
+	b, _ := os.ReadFile(filepath.Join(root, "work/uid"))
+	if got := strings.TrimSpace(string(b)); got == "0" {
+		t.Fatalf("the program ran as root, not as nobody")
+	}
+}
