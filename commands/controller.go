@@ -36,6 +36,17 @@ type ControllerConfig struct {
 	// Lifetime of a connection's permissions on a closed bus (default
 	// DefaultLifetime): how soon a retired node loses the bus.
 	Lifetime time.Duration
+	// Metrics, when set, is told each verb answered and each push made
+	// (web.Metrics exports them); nil: nothing is measured.
+	Metrics Metrics
+}
+
+// Metrics is what the controller tells of its work as it does it.
+type Metrics interface {
+	// Command: a verb answered after d, with its wire code ("" for none).
+	Command(verb string, d time.Duration, code string)
+	// Push: a push that sent and left unsent so many nodes, in d.
+	Push(sent, unsent int, d time.Duration)
 }
 
 // Controller is the stream, the read models and the service, running.
@@ -135,7 +146,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		c.Mesh = "mesh"
 	}
 	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
-		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas}
+		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas, metrics: c.Metrics}
 	said, err = h.assertStates(ctx, c.Stream.Replicas)
 	if err != nil {
 		proj.Close()

@@ -42,6 +42,8 @@ type Handlers struct {
 	// replicas is the stream's, which the buckets the controller makes
 	// take too (rule 15).
 	replicas int
+	// metrics is told what the controller does (nil: nothing).
+	metrics Metrics
 	// past: these handlers answer from a fold of the past (--as-of), which
 	// neither follows the stream nor can be behind it.
 	past bool

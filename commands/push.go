@@ -107,6 +107,9 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 	if len(reply.Sent) > 0 {
 		h.Log.Info("pushed", "sent", len(reply.Sent), "unsent", len(reply.Unsent))
 	}
+	if h.metrics != nil {
+		h.metrics.Push(len(reply.Sent), len(reply.Unsent), time.Since(started))
+	}
 	if last == 0 {
 		return reply, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -99,7 +100,15 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
+			began := time.Now()
 			resp, err := fn(ctx, req)
+			if h.metrics != nil {
+				code := ""
+				if err != nil {
+					code = codeOf(err)
+				}
+				h.metrics.Command(verbOf(subject), time.Since(began), code)
+			}
 			if writes {
 				h.observe(err)
 			}
@@ -124,6 +133,9 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 // observe logs the bus's storage trouble once when a write first meets it,
 // and once when a write lands again: a full disk is worth two lines in the
 // controller's log, not one per command.
+// verbOf is a subject's verb as metrics name it: "node.enroll", "push".
+func verbOf(subject string) string { return strings.TrimPrefix(subject, APIPrefix+".") }
+
 func (h *Handlers) observe(err error) {
 	switch {
 	case errors.Is(err, store.ErrStorage):

@@ -34,6 +34,10 @@ type Options struct {
 	// bus started for one job in this process (mesh restore), which nothing
 	// else should reach while it runs.
 	InProcessOnly bool
+	// Monitor, when set (host:port), serves the bus's own monitoring
+	// endpoints (/varz, /connz, /jsz) there: what nats-server's users
+	// look at, on request only.
+	Monitor string
 	// MaxStore bounds JetStream's file storage in bytes (0: the server's
 	// default, a share of the disk). A bus at its limit refuses to store,
 	// as one on a full disk does.
@@ -98,6 +102,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		DontListen: o.InProcessOnly,
+	}
+	if o.Monitor != "" {
+		host, port, err := net.SplitHostPort(o.Monitor)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: --bus-monitor %s is not host:port: %w", o.Monitor, err)
+		}
+		if opts.HTTPPort, err = strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("embedded: --bus-monitor %s has no port number", o.Monitor)
+		}
+		opts.HTTPHost = host
 	}
 	if a := o.Auth; a != nil {
 		// The controller's user has no permissions set: it may do anything,

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	// Tests start many mesh ups; one HTTP port for all would collide. The
+	// tests of the listener give --http themselves.
+	os.Setenv("MESH_HTTP", "off")
 	os.Exit(m.Run())
 }
 

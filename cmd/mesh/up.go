@@ -17,6 +17,7 @@ import (
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/web"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
@@ -28,6 +29,28 @@ type UpCmd struct {
 	Node    string     `help:"Also run an agent for this machine as node NAME (enrolled if it is not yet)."`
 	Root    string     `help:"With --node: the directory the local agent applies under."`
 	Memory  memoryFlag `embed:""`
+	HTTP    httpFlag   `embed:""`
+	// BusMonitor serves the embedded bus's own monitoring endpoints.
+	BusMonitor string `name:"bus-monitor" help:"Also serve the embedded bus's monitoring endpoints (/varz, /connz, /jsz) on this host:port."`
+}
+
+// httpFlag is the controller's HTTP listener: metrics, health, the page.
+type httpFlag struct {
+	HTTP string `name:"http" env:"MESH_HTTP" default:"127.0.0.1:4280" help:"Where to serve /metrics, /healthz, /readyz and the live status page (host:port; loopback by default), or 'off'."`
+}
+
+// start starts the listener unless it is off; stop is never nil.
+func (f httpFlag) start(ctrl *commands.Controller, m *web.Metrics, log *slog.Logger) (stop func(), err error) {
+	if f.HTTP == "off" {
+		log.Info("no HTTP listener (--http off): no metrics, health or status page")
+		return func() {}, nil
+	}
+	s, err := web.Start(f.HTTP, ctrl, m, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info(fmt.Sprintf("status page on http://%s/, metrics on /metrics, health on /healthz and /readyz", s.Addr))
+	return func() { s.Close() }, nil
 }
 
 // memoryFlag is the process's soft memory limit. Measured, not guessed: a
@@ -125,23 +148,32 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
-	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port, Auth: keys.Auth()})
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port, Auth: keys.Auth(), Monitor: u.BusMonitor})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	log.Info(fmt.Sprintf("bus listening on %s (JetStream data in %s)", srv.ClientURL(), dataDir))
+	if u.BusMonitor != "" {
+		log.Info(fmt.Sprintf("bus monitoring on http://%s/varz", u.BusMonitor))
+	}
 	// In-process: the controller's own traffic never touches the network.
 	nc, err := srv.Connect(nats.Name("mesh controller"), keys.ControllerOption())
 	if err != nil {
 		return fmt.Errorf("cannot connect the controller to the embedded bus: %w", err)
 	}
 	defer nc.Close()
-	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer})
+	metrics := web.NewMetrics()
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics})
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
+	stopHTTP, err := u.HTTP.start(ctrl, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 	// A full disk: said once, writes refused at once, and storing again by
 	// itself once there is room (issue 12).
 	go srv.KeepStorage(ctx, log, ctrl.Handlers.SetBusTrouble)
@@ -168,6 +200,7 @@ type ServeCmd struct {
 	Closed   bool       `help:"The bus is closed as mesh bus-config prints: connect as the controller's user and decide every other connection (a node only hears its own)."`
 	Rebuild  bool       `help:"Fold the read models again from the stream before serving."`
 	Memory   memoryFlag `embed:""`
+	HTTP     httpFlag   `embed:""`
 }
 
 func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -207,13 +240,19 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer nc.Close()
 	log.Info("connected to the bus at " + addr.String())
+	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
-		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout,
+		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
 	})
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
+	stopHTTP, err := s.HTTP.start(ctrl, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 	log.Info("ready; Ctrl-C stops")
 	<-ctx.Done()
 	log.Info("stopping")

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/meshctl/mesh/commands"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// browser finds the headless Chromium the page test drives. .ci/run
+// installs it and sets MESH_BROWSER_REQUIRED, so CI fails without it; a
+// developer's machine without it skips, saying how to get it.
+func browser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("MESH_BROWSER_REQUIRED") != "" {
+		t.Fatal("no chromium on PATH, and this run requires the browser test (install Debian's chromium)")
+	}
+	t.Skip("no chromium on PATH: install Debian's chromium to run the status page's browser test")
+	return ""
+}
+
+// The live status page (issue 16), in a real headless Chromium against a
+// real mesh up: the page shows a node never sent, and after a push from
+// the command line shows it current without being reloaded. A screenshot
+// is written beside the test's temporary files for a person to look at.
+func TestTheStatusPageFollowsAPushLive(t *testing.T) {
+	exe := browser(t)
+	t.Setenv("MESH_NATS_URL", "")
+	home, httpAddr := t.TempDir(), freeAddr(t)
+	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--http", httpAddr)
+	mustRun(t, home, "node", "enroll", "box")
+	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
+	mustRun(t, home, "module", "register", "../../examples/greeter.json")
+	doc := filepath.Join(t.TempDir(), "motd.json")
+	if err := writeFile(doc, `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hi\n"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, home, "module", "register", doc)
+	mustRun(t, home, "assign", "box", "motd")
+
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	state := `document.querySelector('tr[data-node="box"] td.state')`
+	verdict := func() string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(`#verdict`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/"))
+	if err == nil {
+		_, err = chromedp.Run(ctx, chromedp.Poll[bool](state+`?.textContent === "never sent"`))
+	}
+	if err != nil || verdict() != "not well" {
+		t.Fatalf("the page before the push: verdict %q, %v", verdict(), err)
+	}
+	mustRun(t, home, "push", "box", "--wait", "10s")
+	// No reload: the page reads status again by itself.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](state+`?.textContent === "current"`)); err != nil || verdict() != "well" {
+		t.Fatalf("the page after the push: verdict %q, %v", verdict(), err)
+	}
+	if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		png := filepath.Join(os.TempDir(), "mesh-status-page.png")
+		if os.WriteFile(png, shot, 0o644) == nil {
+			t.Logf("a screenshot of the status page: %s", png)
+		}
+	}
+	// A node's page: its history, with what was sent and what it said.
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/node/box")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('#history li').length >= 2`)); err != nil {
+		t.Fatal(err)
+	}
+	history, err := chromedp.Run(ctx, chromedp.Text(`#history`))
+	if err != nil || !strings.Contains(history, "applied sequence 1") || !strings.Contains(history, "/etc/motd") {
+		t.Fatalf("box's page: %q %v", history, err)
+	}
+}
+
+// /metrics is Prometheus's text format, read by Prometheus's own parser,
+// during and after a push; the nodes by state and the verdict it gives
+// are those of status --json. /healthz and /readyz answer.
+func TestMetricsAgreeWithStatus(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home, httpAddr := t.TempDir(), freeAddr(t)
+	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--http", httpAddr)
+	for _, n := range []string{"a-1", "a-2", "a-3"} {
+		mustRun(t, home, "node", "enroll", n)
+	}
+	scrape := func() map[string]*dto.MetricFamily {
+		t.Helper()
+		r, err := http.Get("http://" + httpAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(r.Body)
+		if err != nil {
+			t.Fatalf("/metrics is not the text format: %v", err)
+		}
+		return fams
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); mesh(t, home, "push") }()
+	scrape() // while the push runs: it must parse then too
+	<-done
+	fams := scrape()
+	var s commands.StatusReport
+	if err := json.Unmarshal([]byte(mesh(t, home, "status", "--json").out), &s); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{}
+	for _, n := range s.Nodes {
+		want[n.State]++
+	}
+	for _, m := range fams["mesh_nodes"].GetMetric() {
+		state := m.GetLabel()[0].GetValue()
+		if got := m.GetGauge().GetValue(); got != want[state] {
+			t.Errorf("mesh_nodes{state=%q} is %v, status says %v", state, got, want[state])
+		}
+	}
+	if well := fams["mesh_well"].GetMetric()[0].GetGauge().GetValue(); (well == 1) != s.Well {
+		t.Errorf("mesh_well is %v, status says well %v", well, s.Well)
+	}
+	if fams["mesh_command_duration_seconds"] == nil || fams["mesh_push_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("the push was not measured: %v", fams["mesh_push_duration_seconds"])
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		r, err := http.Get("http://" + httpAddr + path)
+		if err != nil || r.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %v %v", path, r, err)
+		}
+		r.Body.Close()
+	}
+}

@@ -1,0 +1,124 @@
+package web
+
+import (
+	"context"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/projections"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics is what /metrics exports. The mesh's state (nodes by state,
+// standings, runtimes, foreign messages, the fold) is read from the same
+// answer status gives at each scrape, so the two never disagree; what the
+// controller does (verbs, pushes) is counted as it happens.
+type Metrics struct {
+	reg      *prometheus.Registry
+	commands *prometheus.HistogramVec
+	pushed   prometheus.Histogram
+	pushTime prometheus.Histogram
+	h        *commands.Handlers // set by Start; nil until then
+}
+
+// NewMetrics makes the registry, with Go's and the process's own metrics.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(),
+		commands: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mesh_command_duration_seconds",
+			Help: "How long the controller took to answer a verb, by verb and wire code (\"\" for an answer).", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)},
+			[]string{"verb", "code"}),
+		pushed: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "mesh_push_nodes_sent",
+			Help: "Nodes sent a declaration by one push.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
+		pushTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "mesh_push_duration_seconds",
+			Help: "How long a push took, composing to every declaration folded.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+	}
+	m.reg.MustRegister(m.commands, m.pushed, m.pushTime, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Command counts a verb answered (commands.Metrics).
+func (m *Metrics) Command(verb string, d time.Duration, code string) {
+	m.commands.WithLabelValues(verb, code).Observe(d.Seconds())
+}
+
+// Push counts a push (commands.Metrics).
+func (m *Metrics) Push(sent, _ int, d time.Duration) {
+	m.pushed.Observe(float64(sent))
+	m.pushTime.Observe(d.Seconds())
+}
+
+// mesh is the collector of the mesh's state, read at each scrape.
+type mesh struct{ h *commands.Handlers }
+
+var (
+	descNodes     = prometheus.NewDesc("mesh_nodes", "Active nodes, by state (as status says).", []string{"state"}, nil)
+	descWell      = prometheus.NewDesc("mesh_well", "1 when status says the mesh is well, else 0.", nil, nil)
+	descStandings = prometheus.NewDesc("mesh_standings_failing", "Providers failing a consumer, by provider.", []string{"provider"}, nil)
+	descRuntimes  = prometheus.NewDesc("mesh_runtimes", "Programs of modules that run, by state.", []string{"state"}, nil)
+	descForeign   = prometheus.NewDesc("mesh_foreign_messages_open", "Foreign messages not acknowledged.", nil, nil)
+	descFolded    = prometheus.NewDesc("mesh_events_folded_total", "The last event the read models hold (the stream's sequence).", nil, nil)
+	descLag       = prometheus.NewDesc("mesh_fold_lag_events", "Events on the stream the read models do not hold yet.", nil, nil)
+	descLagAge    = prometheus.NewDesc("mesh_fold_lag_seconds", "Age of the oldest event not folded yet (0 when caught up).", nil, nil)
+	descCauses    = prometheus.NewDesc("mesh_not_well_causes", "Reasons beyond nodes and standings that the mesh is not well.", nil, nil)
+)
+
+func (mesh) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses} {
+		ch <- d
+	}
+}
+
+func (c mesh) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := c.h.Status(ctx, commands.StatusRequest{})
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descWell, err)
+		return
+	}
+	states := map[string]int{}
+	for _, st := range []string{commands.StateCurrent, commands.StateWaiting, commands.StateFailed, commands.StateRefused,
+		commands.StateBehind, commands.StateNeverSent, commands.StateCannotCompose, commands.StateDrifted} {
+		states[st] = 0 // every state is exported, zero or not: an alert on one must see it go to 0
+	}
+	for _, n := range s.Nodes {
+		states[n.State]++
+	}
+	for st, n := range states {
+		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(n), st)
+	}
+	well := 0.0
+	if s.Well {
+		well = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descWell, prometheus.GaugeValue, well)
+	failing := map[string]int{}
+	for _, st := range s.Standings {
+		failing[st.Provider]++
+	}
+	for p, n := range failing {
+		ch <- prometheus.MustNewConstMetric(descStandings, prometheus.GaugeValue, float64(n), p)
+	}
+	runtimes := map[string]int{projections.RuntimeRunning: 0, projections.RuntimeExited: 0, projections.RuntimeCrashLooping: 0}
+	for _, rt := range s.Runtimes {
+		runtimes[rt.State]++
+	}
+	for st, n := range runtimes {
+		ch <- prometheus.MustNewConstMetric(descRuntimes, prometheus.GaugeValue, float64(n), st)
+	}
+	ch <- prometheus.MustNewConstMetric(descCauses, prometheus.GaugeValue, float64(len(s.Causes)))
+	if f, err := c.h.ListForeign(ctx, commands.Empty{}); err == nil {
+		ch <- prometheus.MustNewConstMetric(descForeign, prometheus.GaugeValue, float64(f.Open))
+	}
+	if p, err := c.h.ProjectionsStatus(ctx, commands.Empty{}); err == nil {
+		ch <- prometheus.MustNewConstMetric(descFolded, prometheus.CounterValue, float64(p.Checkpoint))
+		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(p.Lag))
+		age := 0.0
+		if p.Lag > 0 {
+			if m, err := c.h.Store.Get(ctx, p.Checkpoint+1); err == nil {
+				age = time.Since(m.Time).Seconds()
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(descLagAge, prometheus.GaugeValue, age)
+	}
+}

@@ -1,0 +1,104 @@
+// The status page: reads the controller's answers and draws them. No build
+// step, no framework; every value is put in with textContent, never as HTML.
+"use strict";
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  if (cls) e.className = cls;
+  return e;
+}
+
+function stateClass(s) { return "state-" + String(s).replace(/ /g, "-"); }
+
+function fill(id, items, none) {
+  const list = document.getElementById(id);
+  list.replaceChildren(...(items.length || !none ? items : [el("li", none, "quiet")]));
+}
+
+async function fetchJSON(url) {
+  const r = await fetch(url, { cache: "no-store" });
+  if (!r.ok) throw new Error(url + ": " + r.status + " " + (await r.text()));
+  return r.json();
+}
+
+const seenStates = new Set();
+
+function drawStatus(s) {
+  const v = document.getElementById("verdict");
+  v.textContent = s.well ? "well" : "not well";
+  v.className = "verdict " + (s.well ? "well" : "notwell");
+  fill("causes", (s.causes || []).map((c) => el("li", c)), s.well ? "nothing: the mesh is well" : "only the nodes and standings below");
+  const filter = document.getElementById("filter");
+  const search = document.getElementById("search").value.trim();
+  for (const n of s.nodes) {
+    if (!seenStates.has(n.state)) {
+      seenStates.add(n.state);
+      filter.append(el("option", n.state));
+    }
+  }
+  const rows = s.nodes
+    .filter((n) => (!filter.value || n.state === filter.value) && (!search || n.name.includes(search)))
+    .map((n) => {
+      const tr = el("tr");
+      tr.dataset.node = n.name;
+      const link = el("a", n.name);
+      link.href = "/node/" + encodeURIComponent(n.name);
+      const name = el("td");
+      name.append(link);
+      tr.append(name, el("td", n.state, "state " + stateClass(n.state)), el("td", String(n.sequence)),
+        el("td", new Date(n.since).toISOString()), el("td", n.detail || ""));
+      return tr;
+    });
+  fill("nodes", rows);
+  fill("standings", s.standings.map((st) => el("li", `${st.provider} on ${st.machine} failing ${st.consumer} since ${st.since}: ${st.word}`)), "none");
+  fill("runtimes", (s.runtimes || []).map((rt) => {
+    const li = el("li", `${rt.module} on ${rt.node}: `);
+    li.append(el("span", rt.state, stateClass(rt.state)), document.createTextNode(` since ${rt.since}: ${rt.detail}`));
+    return li;
+  }), "no module runs a program");
+}
+
+function drawNode(p) {
+  const n = p.node;
+  document.getElementById("name").textContent = n.name;
+  const st = document.getElementById("state");
+  st.textContent = n.state || (n.retired ? "retired" : "");
+  st.className = "verdict " + stateClass(n.state);
+  const facts = [["capabilities", n.capabilities.join(", ")], ["labels", Object.entries(n.labels).map(([k, v]) => k + "=" + v).join(", ")],
+    ["detail", n.detail || ""], ["would send", n.would_send || ""],
+    ["facts", Object.entries(n.facts || {}).map(([k, v]) => k + "=" + v).join(", ")]];
+  for (const a of n.assignments) facts.push(["module " + a.module, a.build.slice(0, 12)]);
+  for (const rt of n.runtimes || []) facts.push(["runs " + rt.module, rt.state + ": " + rt.detail]);
+  fill("facts", facts.map(([k, v]) => { const tr = el("tr"); tr.append(el("th", k), el("td", v)); return tr; }));
+  fill("history", p.history.entries.slice().reverse().map((e) => {
+    const li = el("li");
+    li.append(el("span", `${e.at} ${e.kind} sequence ${e.sequence}`, stateClass(e.kind)));
+    const extra = [e.by && "by " + e.by, e.reason, (e.paths || []).join(", "), e.failed && e.failed.map((f) => f.path + ": " + f.reason).join("; ")].filter(Boolean);
+    if (extra.length) li.append(document.createTextNode(" — " + extra.join(" ")));
+    for (const c of e.changes || []) {
+      li.append(el("pre", `${c.change} ${c.path} (${c.module})${c.what ? " " + c.what.join(", ") : ""}\n${(c.lines || []).join("\n")}`));
+    }
+    return li;
+  }));
+}
+
+async function loop(url, draw, every) {
+  const updated = document.getElementById("updated");
+  for (;;) {
+    try {
+      draw(await fetchJSON(url));
+      updated.textContent = "as of " + new Date().toLocaleTimeString();
+    } catch (err) {
+      updated.textContent = "cannot read the controller: " + err.message;
+    }
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+if (document.body.dataset.page === "node") {
+  const name = decodeURIComponent(location.pathname.split("/").pop());
+  loop("/api/node/" + encodeURIComponent(name), drawNode, 2000);
+} else {
+  loop("/api/status", drawStatus, 1000);
+}
