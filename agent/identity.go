@@ -20,6 +20,7 @@ import (
 //	                                   NODE/MODULE, the file of its key (mode 0600, its
 //	                                   own), and the inbox prefix its replies come to
 //	MESH_STATE                         its key-value bucket of state
+//	MESH_TLS_CA                        the bus's CA, when it speaks TLS
 //
 // The key is derived from the node's, so no new secret travels: the join
 // string stays the only secret a machine is given. The module's package
@@ -37,6 +38,17 @@ func (a *Agent) runtimeEnv(module string) ([]string, string, error) {
 	j := a.cfg.Join
 	env := []string{"PATH=" + os.Getenv("PATH"), "MESH_MESH=" + j.Mesh, "MESH_NODE=" + j.Node, "MESH_MODULE=" + module,
 		"MESH_ROOT=" + a.cfg.Root, "MESH_NATS_URL=" + j.Bus, "MESH_STATE=" + events.StateBucket(module)}
+	if j.CA != "" {
+		// The bus speaks TLS: the program trusts the CA its agent does.
+		ca := filepath.Clean(a.cfg.State) + modulesSuffix + "/ca.pem"
+		if err := os.MkdirAll(filepath.Dir(ca), 0o711); err != nil {
+			return nil, "", err
+		}
+		if err := os.WriteFile(ca, []byte(j.CA), 0o644); err != nil {
+			return nil, "", fmt.Errorf("cannot give %s the bus's CA: %w", module, err)
+		}
+		env = append(env, "MESH_TLS_CA="+ca)
+	}
 	if j.Seed == "" {
 		return env, "", nil
 	}

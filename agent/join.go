@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -22,6 +24,10 @@ type Join struct {
 	Node string `json:"node"`
 	Key  string `json:"key"`
 	Seed string `json:"seed,omitempty"`
+	// CA is the PEM of the bus's certificate authority when the bus speaks
+	// TLS (mesh up --tls): the agent trusts it and nothing else for this
+	// bus, so the join string stays the one thing a machine is given.
+	CA string `json:"ca,omitempty"`
 }
 
 // Options are the connection options of the node's identity: its nkey,
@@ -29,15 +35,23 @@ type Join struct {
 // inboxes under its own prefix, the only replies a closed bus lets it read.
 // Without a seed, none: an open bus asks nothing.
 func (j Join) Options() ([]nats.Option, error) {
+	var opts []nats.Option
+	if j.CA != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(j.CA)) {
+			return nil, errors.New("agent: the join string's CA is damaged; copy it again from mesh node join " + j.Node)
+		}
+		opts = append(opts, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
 	if j.Seed == "" {
-		return nil, nil
+		return opts, nil
 	}
 	kp, err := nkeys.FromSeed([]byte(j.Seed))
 	if err != nil {
 		return nil, errors.New("agent: the join string's node seed is damaged; copy it again from mesh node join " + j.Node)
 	}
 	pub, _ := kp.PublicKey()
-	return []nats.Option{nats.Nkey(pub, kp.Sign), nats.UserInfo(j.Node, ""), nats.CustomInboxPrefix(events.NodeInbox(j.Node))}, nil
+	return append(opts, nats.Nkey(pub, kp.Sign), nats.UserInfo(j.Node, ""), nats.CustomInboxPrefix(events.NodeInbox(j.Node))), nil
 }
 
 const joinPrefix = "meshjoin1."

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -34,6 +35,9 @@ type Options struct {
 	// bus started for one job in this process (mesh restore), which nothing
 	// else should reach while it runs.
 	InProcessOnly bool
+	// TLS, when set, makes clients on the network speak TLS (mesh up
+	// --tls); connections in this process need none.
+	TLS *tls.Config
 	// Monitor, when set (host:port), serves the bus's own monitoring
 	// endpoints (/varz, /connz, /jsz) there: what nats-server's users
 	// look at, on request only.
@@ -102,6 +106,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		DontListen: o.InProcessOnly,
+	}
+	if o.TLS != nil {
+		opts.TLSConfig, opts.TLS, opts.TLSTimeout = o.TLS, true, 5
 	}
 	if o.Monitor != "" {
 		host, port, err := net.SplitHostPort(o.Monitor)

@@ -40,6 +40,9 @@ func Connect(opts ...nats.Option) (*Module, error) {
 		return nil, errors.New("meshmod: MESH_NODE, MESH_MODULE and MESH_NATS_URL are not set: this program is meant to be started by a mesh agent, as a module's run")
 	}
 	opts = append([]nats.Option{nats.Name("mesh module " + m.Module + " on " + m.Node), nats.MaxReconnects(-1)}, opts...)
+	if ca := os.Getenv("MESH_TLS_CA"); ca != "" {
+		opts = append(opts, nats.RootCAs(ca))
+	}
 	if file := os.Getenv("MESH_NKEY"); file != "" {
 		seed, err := os.ReadFile(file)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/agent"
@@ -46,6 +48,13 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	// --tls-ca and the rest, for a cluster whose TLS the join string does
+	// not carry (a join string's CA comes first: it is this mesh's).
+	secure, err := g.tlsOptions()
+	if err != nil {
+		return err
+	}
+	identity = append(secure, identity...)
 	// IgnoreAuthErrorAbort: while the controller restarts, a closed bus
 	// refuses connections until it answers again; the agent keeps trying
 	// rather than giving up after two refusals.
@@ -82,13 +91,25 @@ func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err := cl.Call(ctx, commands.SubjectNodeJoin, commands.NameRequest{Name: c.Name}, &id); err != nil {
 		return err
 	}
-	fmt.Fprintln(out.Out, joinString(cl, id))
+	fmt.Fprintln(out.Out, joinString(g, cl, id))
 	return nil
 }
 
 // joinString is the identity with the bus this client reached it on.
-func joinString(cl *commands.Client, id commands.Identity) string {
-	return agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed}.String()
+// On a bus that speaks TLS it carries the CA the command trusted (the
+// home's, or --tls-ca), so the agent needs nothing else.
+func joinString(g *Globals, cl *commands.Client, id commands.Identity) string {
+	j := agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed}
+	if cl.NC.TLSRequired() || strings.HasPrefix(j.Bus, "tls://") {
+		ca := g.TLSCA
+		if ca == "" {
+			ca = homeCA(g.Home)
+		}
+		if b, err := os.ReadFile(ca); err == nil {
+			j.CA = string(b)
+		}
+	}
+	return j.String()
 }
 
 // busLog says what happens to the agent's connection in its own log: on a

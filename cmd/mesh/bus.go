@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded"
 	"github.com/nats-io/nats.go"
 )
 
@@ -76,6 +77,11 @@ func (g *Globals) dial(addr busAddr, name string, opts ...nats.Option) (*nats.Co
 	if err != nil {
 		return nil, err
 	}
+	secure, err := g.tlsOptions()
+	if err != nil {
+		return nil, err
+	}
+	operator = append(operator, secure...)
 	nc, err := connect(addr, name, append(operator, opts...)...)
 	if errors.Is(err, nats.ErrAuthorization) && len(operator) == 0 {
 		return nil, fmt.Errorf("the bus at %s refused this command: it lets in only its nodes and its operator, and the home %s holds no operator key (%s); give the --home of the mesh up that runs it",
@@ -86,6 +92,41 @@ func (g *Globals) dial(addr busAddr, name string, opts ...nats.Option) (*nats.Co
 			addr, g.Home)
 	}
 	return nc, err
+}
+
+// homeCA is where mesh up --tls keeps the bus's CA in a home.
+func homeCA(home string) string { return filepath.Join(home, "tls", embedded.CAFile) }
+
+// tlsOptions are the connection options of --tls-ca, --tls-cert,
+// --tls-key and --creds; with no --tls-ca, the CA mesh up --tls keeps in
+// the home, when there is one.
+func (g *Globals) tlsOptions() ([]nats.Option, error) {
+	var opts []nats.Option
+	ca := g.TLSCA
+	if ca == "" {
+		if _, err := os.Stat(homeCA(g.Home)); err == nil {
+			ca = homeCA(g.Home)
+		}
+	}
+	if ca != "" {
+		if _, err := os.Stat(ca); err != nil {
+			return nil, usagef("--tls-ca %s cannot be read: %v", ca, err)
+		}
+		opts = append(opts, nats.RootCAs(ca))
+	}
+	switch {
+	case (g.TLSCert == "") != (g.TLSKey == ""):
+		return nil, usagef("--tls-cert and --tls-key go together: give both, or neither")
+	case g.TLSCert != "":
+		opts = append(opts, nats.ClientCert(g.TLSCert, g.TLSKey))
+	}
+	if g.Creds != "" {
+		if _, err := os.Stat(g.Creds); err != nil {
+			return nil, usagef("--creds %s cannot be read: %v", g.Creds, err)
+		}
+		opts = append(opts, nats.UserCredentials(g.Creds))
+	}
+	return opts, nil
 }
 
 // client connects to the bus and returns a verb client; close releases it.

@@ -49,6 +49,13 @@ type Globals struct {
 	Bus string `help:"The NATS URL of the bus (or set MESH_NATS_URL). Without either, the bus mesh up recorded in --home."`
 	// Timeout bounds every wait for the controller (rule 26). Zero: the
 	// verb's own default (5s; push 5m; audit and projections 30m).
+	// TLS of a bus that speaks it: mesh up --tls keeps its CA in the home,
+	// which the commands of that home trust by themselves; an existing
+	// cluster's is given.
+	TLSCA   string        `name:"tls-ca" env:"MESH_TLS_CA" help:"The CA that signs the bus's certificate (default: the one mesh up --tls keeps in --home, if any)."`
+	TLSCert string        `name:"tls-cert" env:"MESH_TLS_CERT" help:"A client certificate, where the bus asks for one."`
+	TLSKey  string        `name:"tls-key" env:"MESH_TLS_KEY" help:"The key of --tls-cert."`
+	Creds   string        `env:"MESH_CREDS" help:"A NATS credentials file, for an existing cluster that asks for one."`
 	Timeout time.Duration `help:"How long to wait for the controller's answer (default 5s; push 5m; audit, projections rebuild and verify 30m). A change whose answer does not come exits 3: it may have landed."`
 }
 

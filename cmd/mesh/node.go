@@ -63,7 +63,7 @@ func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 	}
 	fmt.Fprintf(out.Out, "enrolled %s at sequence %d (capabilities: %s; labels: %s)\n",
 		r.Node.Name, r.Seq, orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)))
-	fmt.Fprintf(out.Out, "join string (for mesh agent --join on %s):\n%s\n", r.Node.Name, joinString(cl, r.Identity))
+	fmt.Fprintf(out.Out, "join string (for mesh agent --join on %s):\n%s\n", r.Node.Name, joinString(g, cl, r.Identity))
 	return nil
 }
 

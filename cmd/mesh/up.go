@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,6 +33,9 @@ type UpCmd struct {
 	Root    string     `help:"With --node: the directory the local agent applies under."`
 	Memory  memoryFlag `embed:""`
 	HTTP    httpFlag   `embed:""`
+	TLS     bool       `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
+	// Insecure allows a bus on the network in clear, said to be so.
+	Insecure bool `help:"Allow --listen on an address other machines reach without --tls: join strings and declarations then cross the network in clear."`
 	// BusMonitor serves the embedded bus's own monitoring endpoints.
 	BusMonitor string `name:"bus-monitor" help:"Also serve the embedded bus's monitoring endpoints (/varz, /connz, /jsz) on this host:port."`
 }
@@ -133,6 +139,9 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
+	if !u.TLS && !u.Insecure && !loopback(host) {
+		return usagef("--listen %s reaches other machines, and without TLS every join string and declaration crosses the network in clear: give --tls (or --insecure to do it anyway)", u.Listen)
+	}
 	release, err := lockHome(g.Home, "this mesh up")
 	if err != nil {
 		return err
@@ -148,7 +157,15 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
-	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port, Auth: keys.Auth(), Monitor: u.BusMonitor})
+	var secure *tls.Config
+	if u.TLS {
+		var said string
+		if secure, _, said, err = embedded.EnsureTLS(filepath.Join(g.Home, "tls"), tlsHosts(host)); err != nil {
+			return err
+		}
+		log.Info(said)
+	}
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port, Auth: keys.Auth(), Monitor: u.BusMonitor, TLS: secure})
 	if err != nil {
 		return err
 	}
@@ -177,6 +194,8 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	// A full disk: said once, writes refused at once, and storing again by
 	// itself once there is room (issue 12).
 	go srv.KeepStorage(ctx, log, ctrl.Handlers.SetBusTrouble)
+	// With TLS the server names its URL tls://, which makes the commands
+	// of this home insist on it.
 	if err := writeBusRecord(g.Home, srv.ClientURL()); err != nil {
 		return err
 	}
@@ -257,6 +276,39 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	<-ctx.Done()
 	log.Info("stopping")
 	return nil
+}
+
+// loopback: host is reached from this machine only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tlsHosts are the names the bus's certificate covers: what it listens on
+// (every address of this machine when that is all of them), loopback, and
+// the machine's name.
+func tlsHosts(host string) []string {
+	hosts := []string{"127.0.0.1", "::1", "localhost"}
+	if name, err := os.Hostname(); err == nil {
+		hosts = append(hosts, name)
+	}
+	ip := net.ParseIP(host)
+	switch {
+	case ip != nil && ip.IsUnspecified():
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				hosts = append(hosts, n.IP.String())
+			}
+		}
+	default:
+		hosts = append(hosts, host)
+	}
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
 }
 
 // localAgent enrolls node if needed and runs its agent in this process, on
