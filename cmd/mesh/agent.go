@@ -16,9 +16,10 @@ import (
 
 // AgentCmd runs the node side.
 type AgentCmd struct {
-	Join  string `required:"" env:"MESH_JOIN" help:"The join string mesh node enroll (or mesh node join NAME) printed."`
-	Root  string `required:"" help:"The directory declared paths land under: /etc/app/app.conf is written to ROOT/etc/app/app.conf."`
-	State string `help:"Where the agent keeps what it applied and what the mesh owns (default: ROOT.state, beside the root)."`
+	Join     string `env:"MESH_JOIN" help:"The join string mesh node enroll (or mesh node join NAME) printed. A secret: prefer --join-file or MESH_JOIN, which ps does not show."`
+	JoinFile string `name:"join-file" env:"MESH_JOIN_FILE" help:"A file holding the join string (mode 0600): how a service unit gives it."`
+	Root     string `required:"" help:"The directory declared paths land under: /etc/app/app.conf is written to ROOT/etc/app/app.conf."`
+	State    string `help:"Where the agent keeps what it applied and what the mesh owns (default: ROOT.state, beside the root)."`
 	// CheckEvery is the drift check's interval (the declaration itself
 	// is heard as it is sent, and read again every 10 s besides).
 	CheckEvery time.Duration `default:"3m" help:"How often to check that what the mesh owns under the root is what was applied (and at start)."`
@@ -26,6 +27,18 @@ type AgentCmd struct {
 }
 
 func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	switch {
+	case c.Join != "" && c.JoinFile != "":
+		return usagef("give the join string once: --join (or MESH_JOIN) or --join-file, not both")
+	case c.JoinFile != "":
+		b, err := os.ReadFile(c.JoinFile)
+		if err != nil {
+			return usagef("cannot read the join string from %s: %v", c.JoinFile, err)
+		}
+		c.Join = strings.TrimSpace(string(b))
+	case c.Join == "":
+		return usagef("no join string: give --join-file FILE (or set MESH_JOIN); mesh node join NAME prints it")
+	}
 	j, err := agent.ParseJoin(c.Join)
 	if err != nil {
 		return usagef("%v", err)
@@ -43,7 +56,7 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			return usagef("the bus is configured two ways: the join string says %s and %s says %s; give one, or make them agree", j.Bus, given.From, given.URL)
 		}
 	}
-	log := newLogger(out.Err)
+	log := g.logger(out.Err)
 	identity, err := j.Options()
 	if err != nil {
 		return usagef("%v", err)
@@ -67,7 +80,15 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer nc.Close()
 	a, err := agent.Open(ctx, nc, agent.Config{Join: j, Root: c.Root, State: c.State, Log: log,
-		DriftEvery: c.CheckEvery, DriftReport: c.Drift == "report"})
+		DriftEvery: c.CheckEvery, DriftReport: c.Drift == "report",
+		// Under systemd (Type=notify), ready once it follows its node.
+		Observe: func(o agent.Observation) {
+			if o.Following {
+				if err := notifyReady(); err != nil {
+					log.Warn("cannot tell systemd this service is ready: " + err.Error())
+				}
+			}
+		}})
 	if err != nil {
 		return err
 	}

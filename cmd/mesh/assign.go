@@ -15,8 +15,8 @@ import (
 type AssignCmd struct {
 	Node     string            `arg:"" optional:"" help:"The node (with --selector or --from: leave it out and name only the module)."`
 	Module   string            `arg:"" optional:""`
-	Set      map[string]string `help:"A setting k=v for the module on this node (repeatable)."`
-	SetFile  map[string]string `name:"set-file" help:"A setting k=FILE read from FILE ('-': standard input), one trailing newline dropped: how a secret stays out of shell history and ps (repeatable)."`
+	Set      map[string]string `mapsep:"none" help:"A setting k=v for the module on this node (repeatable; the value is everything after the first =, ; included)."`
+	SetFile  map[string]string `name:"set-file" mapsep:"none" help:"A setting k=FILE read from FILE ('-': standard input), one trailing newline dropped: how a secret stays out of shell history and ps (repeatable)."`
 	Selector string            `help:"Assign to every active node this selects: *, name=NODE, or KEY=VALUE label and capability=NAME terms joined by commas (all must hold)."`
 	From     string            `help:"Assign to every node a file names, one name a line ('-': standard input)."`
 }

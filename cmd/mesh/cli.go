@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -16,29 +17,59 @@ import (
 type CLI struct {
 	Globals
 
-	Up          UpCmd          `cmd:"" help:"Run a single-box mesh: an embedded NATS bus and the controller."`
-	Serve       ServeCmd       `cmd:"" help:"Run the controller alone, on the bus named by --bus or MESH_NATS_URL."`
-	BusConfig   BusConfigCmd   `cmd:"" name:"bus-config" help:"Print the configuration that closes a NATS cluster for this mesh (mesh serve --closed)."`
-	Node        NodeCmd        `cmd:"" help:"Enroll, list, show and retire nodes."`
-	Module      ModuleCmd      `cmd:"" help:"Register, list and show modules."`
-	Assign      AssignCmd      `cmd:"" help:"Give a node a module's latest build (again: upgrade it)."`
-	Unassign    UnassignCmd    `cmd:"" help:"Take a module off a node."`
-	Plan        PlanCmd        `cmd:"" help:"What a node would be sent now, and how it differs from what it was sent."`
-	Push        PushCmd        `cmd:"" help:"Compose, sign and send each node its declaration."`
-	Declare     DeclareCmd     `cmd:"" help:"Send a node a hand-written declaration, numbered, chained and signed like any other."`
-	Rotate      RotateCmd      `cmd:"" help:"Move a provider's minted credentials for a consumer to a new generation, both ends together or neither."`
-	Secret      SecretCmd      `cmd:"" help:"Forget a secret setting's values for good."`
-	Agent       AgentCmd       `cmd:"" help:"Run a node's agent: verify, apply under --root, report."`
-	Status      StatusCmd      `cmd:"" help:"Is the mesh well, and if not, where: every node's state and every failing provider."`
-	Report      ReportCmd      `cmd:"" help:"Record a provider failing a consumer, or recovering."`
-	History     HistoryCmd     `cmd:"" help:"Every declaration a node was told, when, and what it reported back."`
-	Audit       AuditCmd       `cmd:"" help:"Prove a node's record, or the whole mesh's: signatures both ways, the chain, foreign messages."`
-	Foreign     ForeignCmd     `cmd:"" help:"Messages on the stream that are not their rightful writer's: list and acknowledge them."`
-	Backup      BackupCmd      `cmd:"" help:"Write the stream and the controller's key to a directory, while the mesh runs."`
-	Restore     RestoreCmd     `cmd:"" help:"Bring a backup into a home and bus that hold no mesh yet."`
-	Events      EventsCmd      `cmd:"" help:"Print the event log, with stream sequences."`
-	Projections ProjectionsCmd `cmd:"" help:"Inspect and rebuild the controller's read models."`
-	Fleet       FleetCmd       `cmd:"" help:"Run many real agents in this process and time what they are sent: the mesh's load harness."`
+	Up          UpCmd          `cmd:"" group:"run" help:"Run a single-box mesh: an embedded NATS bus and the controller."`
+	Serve       ServeCmd       `cmd:"" group:"run" help:"Run the controller alone, on the bus named by --bus or MESH_NATS_URL."`
+	BusConfig   BusConfigCmd   `cmd:"" group:"run" name:"bus-config" help:"Print the configuration that closes a NATS cluster for this mesh (mesh serve --closed)."`
+	Node        NodeCmd        `cmd:"" group:"fleet" help:"Enroll, list, show and retire nodes."`
+	Module      ModuleCmd      `cmd:"" group:"fleet" help:"Register, list and show modules."`
+	Assign      AssignCmd      `cmd:"" group:"fleet" help:"Give a node a module's latest build (again: upgrade it)."`
+	Unassign    UnassignCmd    `cmd:"" group:"fleet" help:"Take a module off a node."`
+	Plan        PlanCmd        `cmd:"" group:"send" help:"What a node would be sent now, and how it differs from what it was sent."`
+	Push        PushCmd        `cmd:"" group:"send" help:"Compose, sign and send each node its declaration."`
+	Declare     DeclareCmd     `cmd:"" group:"send" help:"Send a node a hand-written declaration, numbered, chained and signed like any other."`
+	Rotate      RotateCmd      `cmd:"" group:"secrets" help:"Move a provider's minted credentials for a consumer to a new generation, both ends together or neither."`
+	Secret      SecretCmd      `cmd:"" group:"secrets" help:"Forget a secret setting's values for good."`
+	Agent       AgentCmd       `cmd:"" group:"run" help:"Run a node's agent: verify, apply under --root, report."`
+	Status      StatusCmd      `cmd:"" group:"send" help:"Is the mesh well, and if not, where: every node's state and every failing provider."`
+	Report      ReportCmd      `cmd:"" group:"send" help:"Record a provider failing a consumer, or recovering."`
+	History     HistoryCmd     `cmd:"" group:"proof" help:"Every declaration a node was told, when, and what it reported back."`
+	Audit       AuditCmd       `cmd:"" group:"proof" help:"Prove a node's record, or the whole mesh's: signatures both ways, the chain, foreign messages."`
+	Foreign     ForeignCmd     `cmd:"" group:"proof" help:"Messages on the stream that are not their rightful writer's: list and acknowledge them."`
+	Backup      BackupCmd      `cmd:"" group:"care" help:"Write the stream and the controller's key to a directory, while the mesh runs."`
+	Restore     RestoreCmd     `cmd:"" group:"care" help:"Bring a backup into a home and bus that hold no mesh yet."`
+	Events      EventsCmd      `cmd:"" group:"proof" help:"Print the event log, with stream sequences."`
+	Projections ProjectionsCmd `cmd:"" group:"care" help:"Inspect and rebuild the controller's read models."`
+	Fleet       FleetCmd       `cmd:"" group:"run" help:"Run many real agents in this process and time what they are sent: the mesh's load harness."`
+	VersionCmd  VersionCmd     `cmd:"" group:"run" name:"version" help:"Print mesh's version: the module's, and the commit it was built from."`
+}
+
+// VersionCmd prints what --version prints.
+type VersionCmd struct{}
+
+func (VersionCmd) Run(out *Output) error {
+	fmt.Fprintln(out.Out, version())
+	return nil
+}
+
+// version is the build's module version and the commit it was built from
+// (with "+modified" when the tree had changes), as Go records them.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "mesh (no build information)"
+	}
+	v, commit, modified := info.Main.Version, "unknown", ""
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	return fmt.Sprintf("mesh %s, commit %s%s, %s", v, commit, modified, info.GoVersion)
 }
 
 // Globals are the flags every command takes.
@@ -52,11 +83,13 @@ type Globals struct {
 	// TLS of a bus that speaks it: mesh up --tls keeps its CA in the home,
 	// which the commands of that home trust by themselves; an existing
 	// cluster's is given.
-	TLSCA   string        `name:"tls-ca" env:"MESH_TLS_CA" help:"The CA that signs the bus's certificate (default: the one mesh up --tls keeps in --home, if any)."`
-	TLSCert string        `name:"tls-cert" env:"MESH_TLS_CERT" help:"A client certificate, where the bus asks for one."`
-	TLSKey  string        `name:"tls-key" env:"MESH_TLS_KEY" help:"The key of --tls-cert."`
-	Creds   string        `env:"MESH_CREDS" help:"A NATS credentials file, for an existing cluster that asks for one."`
-	Timeout time.Duration `help:"How long to wait for the controller's answer (default 5s; push 5m; audit, projections rebuild and verify 30m). A change whose answer does not come exits 3: it may have landed."`
+	TLSCA     string           `name:"tls-ca" env:"MESH_TLS_CA" help:"The CA that signs the bus's certificate (default: the one mesh up --tls keeps in --home, if any)."`
+	TLSCert   string           `name:"tls-cert" env:"MESH_TLS_CERT" help:"A client certificate, where the bus asks for one."`
+	TLSKey    string           `name:"tls-key" env:"MESH_TLS_KEY" help:"The key of --tls-cert."`
+	Creds     string           `env:"MESH_CREDS" help:"A NATS credentials file, for an existing cluster that asks for one."`
+	LogFormat string           `name:"log-format" env:"MESH_LOG_FORMAT" default:"text" enum:"text,json" help:"How up, serve and agent log: text for a person, or json (full timestamps, every field an attribute) for a collector."`
+	Version   kong.VersionFlag `help:"Print mesh's version and exit."`
+	Timeout   time.Duration    `help:"How long to wait for the controller's answer (default 5s; push 5m; audit, projections rebuild and verify 30m). A change whose answer does not come exits 3: it may have landed."`
 }
 
 // timeoutOr is --timeout when given, else the verb's default.
@@ -104,6 +137,15 @@ func newParser(ctx context.Context, cli *CLI, out *Output) (*kong.Kong, error) {
 		kong.Exit(func(code int) { panic(exitCode(code)) }),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(out),
+		kong.Vars{"version": version()},
+		kong.ExplicitGroups([]kong.Group{
+			{Key: "run", Title: "Run the mesh"},
+			{Key: "fleet", Title: "Machines and modules"},
+			{Key: "send", Title: "Tell machines, and see what they did"},
+			{Key: "secrets", Title: "Secrets"},
+			{Key: "proof", Title: "History and proof"},
+			{Key: "care", Title: "Backup, restore, read models"},
+		}),
 	)
 }
 
@@ -170,6 +212,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 
 // newLogger writes the controller's log as short human lines: the time, the
 // message, and key=value pairs; the level only when it is not INFO.
+// logger is the log of a long-running command, in --log-format.
+func (g *Globals) logger(w io.Writer) *slog.Logger {
+	if g.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return newLogger(w)
+}
+
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {

@@ -25,7 +25,7 @@ type FleetCmd struct {
 	Prefix   string            `default:"fleet" help:"Nodes are named PREFIX-00000 on; each is enrolled once (capability linux, label fleet=PREFIX) if it is not yet."`
 	Dir      string            `help:"Where the agents' roots and states go (default: a fresh temporary directory, removed at the end)."`
 	Assign   string            `help:"Assign this registered module to every fleet node before pushing."`
-	Set      map[string]string `help:"With --assign: a setting k=v for the module (repeatable)."`
+	Set      map[string]string `mapsep:"none" help:"With --assign: a setting k=v for the module (repeatable)."`
 	Push     int               `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
 	Simulate bool              `help:"Play the agents on one connection instead: record each node's report key, answer each declaration with the report applying it would make (signed and MAC'd as the node's), apply nothing. For fleets beyond one machine's processes; needs an open bus (mesh serve without --closed)."`
 }

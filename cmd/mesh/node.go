@@ -29,7 +29,7 @@ type NodeCmd struct {
 type NodeEnrollCmd struct {
 	Name       string            `arg:"" optional:"" help:"Lowercase letters, digits and '-', 1 to 63 characters."`
 	Capability []string          `short:"c" help:"A capability the machine has (repeatable), e.g. linux."`
-	Label      map[string]string `short:"l" help:"A label k=v (repeatable)."`
+	Label      map[string]string `short:"l" mapsep:"none" help:"A label k=v (repeatable)."`
 	From       string            `help:"Enroll every node a file lists ('-': standard input), in batches of a thousand, each all or nothing."`
 }
 
@@ -220,7 +220,7 @@ func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 type NodeSetCmd struct {
 	Name              string            `arg:""`
 	Capability        []string          `short:"c" help:"The node's declared capabilities, replacing those it had (repeatable)."`
-	Label             map[string]string `short:"l" help:"The node's labels k=v, replacing those it had (repeatable)."`
+	Label             map[string]string `short:"l" mapsep:"none" help:"The node's labels k=v, replacing those it had (repeatable)."`
 	ClearCapabilities bool              `help:"Declare no capabilities (those its agent detects stay)."`
 	ClearLabels       bool              `help:"Remove every label."`
 }

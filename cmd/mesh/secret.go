@@ -78,7 +78,7 @@ type SecretForgetCmd struct {
 	Node    string `arg:""`
 	Module  string `arg:""`
 	Setting string `arg:""`
-	Version int    `help:"Forget only this version (node show names the current one); without it, every version ever recorded."`
+	Version int    `name:"only-version" help:"Forget only this version (node show names the current one); without it, every version ever recorded."`
 }
 
 func (c *SecretForgetCmd) Help() string {
@@ -87,7 +87,7 @@ func (c *SecretForgetCmd) Help() string {
 
 func (c *SecretForgetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.Version < 0 {
-		return usagef("--version %d is not a version: give one of those node show names, or leave it out for all", c.Version)
+		return usagef("--only-version %d is not a version: give one of those node show names, or leave it out for all", c.Version)
 	}
 	var f commands.Forgotten
 	req := commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Setting: c.Setting, Version: c.Version}

@@ -16,13 +16,34 @@ import (
 
 // StatusCmd tells whether the mesh is well, and if not, where.
 type StatusCmd struct {
-	JSON bool   `help:"Print {well, nodes, standings} as JSON."`
-	AsOf string `help:"Answer as the mesh was then: RFC 3339, or a duration ago such as 2h."`
+	JSON  bool          `help:"Print {well, nodes, standings} as JSON."`
+	AsOf  string        `help:"Answer as the mesh was then: RFC 3339, or a duration ago such as 2h."`
+	Watch time.Duration `help:"Print status again every this long (such as 2s) until Ctrl-C, which ends it (exit 0)." placeholder:"EVERY"`
 }
 
 // Run prints a line per node, every standing, and the verdict. Exit 0 when
 // well, 1 when not, 2 when status itself could not be answered.
 func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	if c.Watch == 0 {
+		return c.once(ctx, g, out)
+	}
+	if c.Watch < 100*time.Millisecond || c.AsOf != "" {
+		return usagef("--watch %s: give an interval of 100ms or more, and no --as-of (the past does not change)", c.Watch)
+	}
+	for {
+		fmt.Fprintf(out.Out, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
+		if err := c.once(ctx, g, out); ctx.Err() == nil && exitFor(err) == exitNotUnders {
+			return err // status itself cannot be answered: say so, not again and again
+		}
+		select {
+		case <-ctx.Done():
+			return nil // Ctrl-C ends a watch; it is not a failure
+		case <-time.After(c.Watch):
+		}
+	}
+}
+
+func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
 	req := commands.StatusRequest{Brief: !c.JSON}
 	var err error
 	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {

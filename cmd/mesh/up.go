@@ -147,7 +147,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer release()
-	log := newLogger(out.Err)
+	log := g.logger(out.Err)
 	if err := u.Memory.apply(log); err != nil {
 		return err
 	}
@@ -208,6 +208,9 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		defer stop()
 	}
 	log.Info(fmt.Sprintf("ready: in another terminal, mesh node enroll NAME (commands find this bus through %s); Ctrl-C stops", busRecordPath(g.Home)))
+	if err := notifyReady(); err != nil {
+		log.Warn("cannot tell systemd this service is ready: " + err.Error())
+	}
 	<-ctx.Done()
 	log.Info("stopping: controller, then bus")
 	return nil
@@ -235,7 +238,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer release()
-	log := newLogger(out.Err)
+	log := g.logger(out.Err)
 	if err := s.Memory.apply(log); err != nil {
 		return err
 	}
@@ -273,6 +276,9 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer stopHTTP()
 	log.Info("ready; Ctrl-C stops")
+	if err := notifyReady(); err != nil {
+		log.Warn("cannot tell systemd this service is ready: " + err.Error())
+	}
 	<-ctx.Done()
 	log.Info("stopping")
 	return nil

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The command line people expect (issue 16): settings and labels that are
+// never split, a version, the join string from a file, JSON logs, a
+// status that watches, and a service that tells systemd it is ready.
+func TestTheCommandLinePeopleExpect(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	dir := t.TempDir()
+	// systemd's side of Type=notify: a datagram socket that hears READY=1.
+	sock := filepath.Join(dir, "notify")
+	l, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	home := t.TempDir()
+	up := start(t, "ready", "--home", home, "--log-format", "json", "up", "--listen", freeAddr(t))
+	l.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	if n, _, err := l.ReadFromUnix(buf); err != nil || string(buf[:n]) != "READY=1" {
+		t.Fatalf("systemd was told %q (%v), not READY=1", buf[:n], err)
+	}
+	t.Setenv("NOTIFY_SOCKET", "")
+	first := strings.SplitN(up.log.String(), "\n", 2)[0]
+	var line map[string]any
+	if err := json.Unmarshal([]byte(first), &line); err != nil || line["time"] == nil || line["msg"] == nil {
+		t.Fatalf("--log-format json wrote %q (%v)", first, err)
+	}
+
+	// A ';' in a value is part of it: never a second setting or label.
+	r := mustRun(t, home, "node", "enroll", "box", "--label", "note=a;b=c")
+	doc := filepath.Join(dir, "m.json")
+	if err := writeFile(doc, `{"module":"m","settings":{"opts":{"default":"x"}},"resources":[]}`); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, home, "module", "register", doc)
+	mustRun(t, home, "assign", "box", "m", "--set", "opts=-Xmx1g;gc=g1")
+	show := mustRun(t, home, "node", "show", "box").out
+	if !strings.Contains(show, "note=a;b=c") || !strings.Contains(show, "opts=-Xmx1g;gc=g1") {
+		t.Fatalf("a value with ';' was split:\n%s%s", r.out, show)
+	}
+
+	// The join string from a file, never on the command line.
+	join := filepath.Join(dir, "join")
+	if err := os.WriteFile(join, []byte(joinOf(t, home, "box")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start(t, "following", "--home", t.TempDir(), "agent", "--join-file", join, "--root", filepath.Join(dir, "root"))
+	mustRun(t, home, "push", "box", "--wait", "10s")
+
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if r := mesh(t, home, args...); r.code != 0 || !strings.HasPrefix(r.out, "mesh ") || !strings.Contains(r.out, "commit") {
+			t.Fatalf("mesh %v: %+v", args, r)
+		}
+	}
+	// A watch prints status again and again; Ctrl-C (here, a deadline)
+	// ends it with exit 0.
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var out bytes.Buffer
+	if code := run(ctx, []string{"--home", home, "status", "--watch", "100ms"}, &out, io.Discard); code != 0 || strings.Count(out.String(), "--- ") < 2 {
+		t.Fatalf("status --watch: exit %d\n%s", code, out.String())
+	}
+}
