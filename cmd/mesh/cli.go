@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"time"
 
 	"github.com/alecthomas/kong"
 	"github.com/meshctl/mesh/commands"
+	"github.com/willabides/kongplete"
 )
 
 // CLI is the whole grammar of mesh.
@@ -40,7 +42,36 @@ type CLI struct {
 	Events      EventsCmd      `cmd:"" group:"proof" help:"Print the event log, with stream sequences."`
 	Projections ProjectionsCmd `cmd:"" group:"care" help:"Inspect and rebuild the controller's read models."`
 	Fleet       FleetCmd       `cmd:"" group:"run" help:"Run many real agents in this process and time what they are sent: the mesh's load harness."`
+	Completion  CompletionCmd  `cmd:"" group:"run" help:"Print the script that completes mesh's commands and flags in bash, zsh or fish."`
 	VersionCmd  VersionCmd     `cmd:"" group:"run" name:"version" help:"Print mesh's version: the module's, and the commit it was built from."`
+}
+
+// CompletionCmd prints a shell's completion script. The script asks mesh
+// itself for completions (kongplete answers, from this very grammar), so
+// it never goes stale.
+type CompletionCmd struct {
+	Shell string `arg:"" enum:"bash,zsh,fish" help:"bash, zsh or fish."`
+}
+
+func (c *CompletionCmd) Help() string {
+	return "Examples:\n  source <(mesh completion bash)       # in ~/.bashrc\n  mesh completion fish > ~/.config/fish/completions/mesh.fish"
+}
+
+// completionScripts are posener/complete's protocol for each shell: set
+// COMP_LINE and run the binary, which prints the candidates.
+var completionScripts = map[string]string{
+	"bash": "complete -C %[1]q mesh\n",
+	"zsh":  "autoload -U +X bashcompinit && bashcompinit\ncomplete -C %[1]q mesh\n",
+	"fish": "function __complete_mesh\n    set -lx COMP_LINE (commandline -cp)\n    test -z (commandline -ct)\n    and set COMP_LINE \"$COMP_LINE \"\n    %[1]q\nend\ncomplete -f -c mesh -a \"(__complete_mesh)\"\n",
+}
+
+func (c *CompletionCmd) Run(out *Output) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find this binary's path for the script: %w", err)
+	}
+	fmt.Fprintf(out.Out, completionScripts[c.Shell], bin)
+	return nil
 }
 
 // VersionCmd prints what --version prints.
@@ -196,6 +227,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		fmt.Fprintln(stderr, "mesh:", err)
 		return 2
 	}
+	// A shell asking for completions (COMP_LINE set by the script mesh
+	// completion printed) is answered here, and nothing else runs.
+	kongplete.Complete(parser)
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "mesh: %v; see mesh --help\n", err)

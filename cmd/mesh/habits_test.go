@@ -67,6 +67,18 @@ func TestTheCommandLinePeopleExpect(t *testing.T) {
 			t.Fatalf("mesh %v: %+v", args, r)
 		}
 	}
+	// Completion: a script for each shell, and the answers it asks for.
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		if r := mesh(t, home, "completion", sh); r.code != 0 || !strings.Contains(r.out, "mesh") || !strings.Contains(r.out, "complete") {
+			t.Fatalf("mesh completion %s: %+v", sh, r)
+		}
+	}
+	t.Setenv("COMP_LINE", "mesh node s")
+	if r := mesh(t, home); r.code != 0 || !strings.Contains(r.out, "show") || !strings.Contains(r.out, "set") {
+		t.Fatalf("completing mesh node s: %+v", r)
+	}
+	os.Unsetenv("COMP_LINE") // t.Setenv puts back what was there when the test ends
+
 	// A watch prints status again and again; Ctrl-C (here, a deadline)
 	// ends it with exit 0.
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
