@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 )
 
 func controller(t *testing.T, srv *embedded.Server) *commands.Client {
@@ -194,5 +196,46 @@ func TestLargeAnswersArriveWhole(t *testing.T) {
 	var l commands.NodeList
 	if err := c.Call(ctx, commands.SubjectNodeList, commands.Empty{}, &l); err != nil || len(l.Nodes) != nodes {
 		t.Fatalf("node list: %v, %d nodes", err, len(l.Nodes))
+	}
+}
+
+// The micro service's stats tell the truth (issue 16): a refused request is
+// counted as an error, and a verb's processing time is the time it took to
+// answer, not the time it took to hand the request to a goroutine. Fails
+// when the handler answers after micro has measured it.
+func TestServiceStatsTellTheTruth(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	c := controller(t, srv)
+	if _, err := enroll(c, "Not A Name"); err == nil {
+		t.Fatal("an invalid name was enrolled")
+	}
+	for i := range 20 {
+		if _, err := enroll(c, fmt.Sprintf("n-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rebuilt commands.RebuildReply
+	if err := c.Call(context.Background(), commands.SubjectProjectionsRebuild, commands.FoldRequest{}, &rebuilt); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := c.NC.Request("$SRV.STATS."+commands.ServiceName, nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats micro.Stats
+	if err := json.Unmarshal(msg.Data, &stats); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range stats.Endpoints {
+		switch e.Name {
+		case "node-enroll":
+			if e.NumRequests != 21 || e.NumErrors != 1 {
+				t.Errorf("node-enroll: %d requests, %d errors; want 21 and 1", e.NumRequests, e.NumErrors)
+			}
+		case "projections-rebuild":
+			if e.ProcessingTime < time.Millisecond {
+				t.Errorf("a rebuild was measured at %s", e.ProcessingTime)
+			}
+		}
 	}
 }

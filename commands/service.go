@@ -85,12 +85,17 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 	return svc, nil
 }
 
-// endpoint adapts a typed handler. Each request runs on its own goroutine:
-// one verb waiting for its projection must not hold up the next request.
+// endpoint adapts a typed handler. It answers before it returns, so that
+// the micro service's own stats (nats micro stats: requests, errors,
+// processing time) are the truth: answered on a goroutine of its own, a
+// rebuild of 40 ms was counted as 4 microseconds and no failure as an
+// error. Each verb has a subscription of its own, so a long verb (an
+// audit, a push waiting for its fold) holds up only requests of the same
+// verb to this controller; several controllers share the queue group.
 func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
 	writes := Writes(subject)
 	return micro.HandlerFunc(func(r micro.Request) {
-		go func() {
+		func() {
 			var req Req
 			if len(r.Data()) > 0 {
 				if err := json.Unmarshal(r.Data(), &req); err != nil {
