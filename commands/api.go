@@ -43,6 +43,7 @@ const (
 	SubjectNodeAssignBatch    = APIPrefix + ".node.assign-batch"
 	SubjectNodeSelect         = APIPrefix + ".node.select"
 	SubjectRotate             = APIPrefix + ".rotate"
+	SubjectPushPlan           = APIPrefix + ".push.plan"
 	SubjectSecretForget       = APIPrefix + ".secret.forget"
 )
 
@@ -96,6 +97,9 @@ type StatusRequest struct {
 	// Brief leaves out each node's digests, which status's table does not
 	// show: two thirds of the answer's bytes at ten thousand nodes.
 	Brief bool `json:"brief,omitempty"`
+	// Selector, when set, answers only the active nodes it chooses (the
+	// standings, programs and causes stay the whole mesh's).
+	Selector string `json:"selector,omitempty"`
 }
 
 // Empty is a request with nothing in it.
@@ -374,6 +378,9 @@ type PushRequest struct {
 	CommandID string `json:"command_id"`
 	Node      string `json:"node,omitempty"`
 	Behind    bool   `json:"behind,omitempty"`
+	// Selector bounds the push to the active nodes it chooses (the
+	// selector of mesh assign --selector); with Behind, those behind.
+	Selector string `json:"selector,omitempty"`
 	// Progress, when set, is a subject the controller says on how many
 	// nodes it has sent to so far, a window at a time.
 	Progress string `json:"progress,omitempty"`

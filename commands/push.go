@@ -47,6 +47,10 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 			return PushReply{}, err
 		}
 	}
+	within, err := h.within(ctx, r)
+	if err != nil {
+		return PushReply{}, err
+	}
 	reply := PushReply{Sent: []PushedNode{}, Unsent: []UnsentNode{}}
 	var only map[string]bool // nil: every target the first round finds
 	if r.Node != "" {
@@ -61,7 +65,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 				return reply, err
 			}
 		}
-		sel, err := h.selectTargets(only, r, round)
+		sel, err := h.selectTargets(only, within, r, round)
 		if err != nil {
 			return reply, err
 		}
@@ -116,6 +120,26 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 	return reply, h.landed(ctx, last, events.DeclarationSent{})
 }
 
+// within is the set of nodes a push's selector chooses, nil for none.
+func (h *Handlers) within(ctx context.Context, r PushRequest) (map[string]bool, error) {
+	if r.Selector == "" {
+		return nil, nil
+	}
+	if r.Node != "" {
+		return nil, &aggregates.Error{Op: "push", ID: r.Node, Err: aggregates.ErrInvalid,
+			Detail: "name a node or give --selector, not both"}
+	}
+	sel, err := h.SelectNodes(ctx, SelectRequest{Selector: r.Selector})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(sel.Nodes))
+	for _, n := range sel.Nodes {
+		out[n] = true
+	}
+	return out, nil
+}
+
 type pushBatch struct {
 	items  []store.One
 	pushed []PushedNode
@@ -137,7 +161,8 @@ type targets struct {
 // selectTargets chooses the nodes this round sends to: those in only, or
 // when only is nil, every active node (that is behind, with r.Behind); a
 // named push adds the nodes its consequences changed.
-func (h *Handlers) selectTargets(only map[string]bool, r PushRequest, round int) (targets, error) {
+// within, when not nil (a push --selector), bounds every round.
+func (h *Handlers) selectTargets(only, within map[string]bool, r PushRequest, round int) (targets, error) {
 	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
 	var in compose.Input
 	var version uint64
@@ -168,6 +193,9 @@ func (h *Handlers) selectTargets(only map[string]bool, r PushRequest, round int)
 	}
 	for _, name := range t.w.Nodes() {
 		row := t.rows[name]
+		if within != nil && !within[name] {
+			continue
+		}
 		switch {
 		case only != nil && only[name]:
 		case only != nil && round == 0 && r.Node != "" && consequence(r.Node, name, row, composed):

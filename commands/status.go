@@ -166,11 +166,15 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 	if !r.AsOf.IsZero() {
 		var out StatusReport
 		err := h.inThePast(ctx, r.AsOf, func(past *Handlers) (err error) {
-			out, err = past.Status(ctx, StatusRequest{Brief: r.Brief})
+			out, err = past.Status(ctx, StatusRequest{Brief: r.Brief, Selector: r.Selector})
 			return err
 		})
 		out.AsOf = &r.AsOf
 		return out, err
+	}
+	within, err := h.within(ctx, PushRequest{Selector: r.Selector})
+	if err != nil {
+		return StatusReport{}, err
 	}
 	composed, err := h.composeAll()
 	if err != nil {
@@ -200,6 +204,9 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 				continue
 			}
 			active[n.Name] = true
+			if within != nil && !within[n.Name] {
+				continue
+			}
 			ns := nodeStatus(n, composed[n.Name])
 			ns.State, ns.Detail = drifted(ns.State, ns.Detail, n, drifts)
 			if ns.State != StateCurrent {

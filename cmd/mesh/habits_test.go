@@ -88,3 +88,40 @@ func TestTheCommandLinePeopleExpect(t *testing.T) {
 		t.Fatalf("status --watch: exit %d\n%s", code, out.String())
 	}
 }
+
+// Selectors on push, status and node list, and push --dry-run, the
+// mesh-wide plan that sends nothing (issue 16). Fails when a dry run
+// writes to the log, or a selector lets another node through.
+func TestSelectorsAndTheDryRun(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	up(t, home)
+	mustRun(t, home, "node", "enroll", "a-1", "--label", "zone=eu-1")
+	mustRun(t, home, "node", "enroll", "a-2", "--label", "zone=eu-2")
+	doc := filepath.Join(t.TempDir(), "m.json")
+	if err := writeFile(doc, `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hi\n"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, home, "module", "register", doc)
+	mustRun(t, home, "assign", "--selector", "*", "motd")
+	before := mustRun(t, home, "events").out
+	r := mustRun(t, home, "push", "--dry-run")
+	if !strings.Contains(r.out, "would send 2 of 2 node(s), 2 with changes; nothing was sent") || !strings.Contains(r.out, "added   /etc/motd") {
+		t.Fatalf("push --dry-run:\n%s", r.out)
+	}
+	if after := mustRun(t, home, "events").out; after != before {
+		t.Fatal("a dry run wrote to the log")
+	}
+	if r := mustRun(t, home, "push", "--selector", "zone=eu-1"); !strings.Contains(r.out, "sent a-1") || strings.Contains(r.out, "a-2") {
+		t.Fatalf("push --selector zone=eu-1:\n%s", r.out)
+	}
+	if r := mustRun(t, home, "push", "--dry-run", "--behind"); !strings.Contains(r.out, "would send a-2") || !strings.Contains(r.out, "would send 2 of 2") {
+		t.Fatalf("push --dry-run --behind (a-1 waits on an agent it does not have):\n%s", r.out)
+	}
+	if r := mesh(t, home, "status", "--selector", "zone=eu-2"); strings.Contains(r.out, "a-1") || !strings.Contains(r.out, "a-2") {
+		t.Fatalf("status --selector zone=eu-2:\n%s", r.out)
+	}
+	if r := mustRun(t, home, "node", "list", "--selector", "zone=eu-1"); !strings.Contains(r.out, "a-1") || strings.Contains(r.out, "a-2") {
+		t.Fatalf("node list --selector zone=eu-1:\n%s", r.out)
+	}
+}

@@ -68,13 +68,25 @@ func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 }
 
 type NodeListCmd struct {
-	JSON bool `help:"Print a JSON array of nodes."`
+	JSON     bool   `help:"Print a JSON array of nodes."`
+	Selector string `help:"Only the active nodes this selects (as push --selector)."`
 }
 
 func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var r commands.NodeList
 	if err := g.call(ctx, commands.SubjectNodeList, commands.ListRequest{Brief: !c.JSON}, &r); err != nil {
 		return err
+	}
+	if c.Selector != "" {
+		var sel commands.Selected
+		if err := g.call(ctx, commands.SubjectNodeSelect, commands.SelectRequest{Selector: c.Selector}, &sel); err != nil {
+			return err
+		}
+		chosen := map[string]bool{}
+		for _, n := range sel.Nodes {
+			chosen[n] = true
+		}
+		r.Nodes = slices.DeleteFunc(r.Nodes, func(n commands.NodeView) bool { return !chosen[n.Name] })
 	}
 	if c.JSON {
 		return printJSON(out.Out, r.Nodes)

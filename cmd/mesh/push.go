@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/commands"
@@ -16,14 +17,17 @@ type PushCmd struct {
 	Node   string        `arg:"" optional:"" help:"One node; without it, every active node."`
 	Behind bool          `help:"Only the nodes not doing what they were told: never sent, or the last report failed or refused."`
 	Wait   time.Duration `help:"With a node: wait this long for it to report applying exactly what it was sent."`
-	JSON   bool          `help:"Print what was sent and not sent as JSON."`
+	// Selector bounds the push to the nodes it chooses.
+	Selector string `help:"Only the active nodes this selects: *, name=NODE, or KEY=VALUE label and capability=NAME terms joined by commas (all must hold)."`
+	DryRun   bool   `name:"dry-run" help:"Send nothing: say which nodes would be sent, and what changes on each (the mesh-wide plan)."`
+	JSON     bool   `help:"Print what was sent and not sent as JSON."`
 	// Verbose: a push to ten thousand nodes is a summary and its
 	// exceptions; every node's line is asked for.
 	Verbose bool `short:"v" help:"Print a line for every node sent, and every node not sent."`
 }
 
 func (c *PushCmd) Help() string {
-	return "Examples:\n  mesh push\n  mesh push web-1 --wait 10s\n  mesh push --behind"
+	return "Examples:\n  mesh push\n  mesh push web-1 --wait 10s\n  mesh push --behind\n  mesh push --selector zone=eu-1 --dry-run"
 }
 
 func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -32,6 +36,13 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return usagef("name a node or give --behind, not both: a named node is pushed whether it is behind or not")
 	case c.Wait != 0 && c.Node == "":
 		return usagef("--wait needs a node: mesh push NODE --wait %s", c.Wait)
+	case c.Node != "" && c.Selector != "":
+		return usagef("name a node or give --selector, not both")
+	case c.DryRun && c.Wait != 0:
+		return usagef("--dry-run sends nothing, so there is nothing to --wait for")
+	}
+	if c.DryRun {
+		return c.dryRun(ctx, g, out)
 	}
 	cl, closeFn, err := g.client()
 	if err != nil {
@@ -40,7 +51,7 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	defer closeFn()
 	cl.Timeout = g.timeoutOr(5 * time.Minute)
 	var r commands.PushReply
-	req := commands.PushRequest{CommandID: commands.NewCommandID(), Node: c.Node, Behind: c.Behind}
+	req := commands.PushRequest{CommandID: commands.NewCommandID(), Node: c.Node, Behind: c.Behind, Selector: c.Selector}
 	// On a terminal, how many nodes are sent so far, as the push goes.
 	fr, done, err := followProgress(cl, out, "sent", "node(s)", true)
 	if err != nil {
@@ -73,6 +84,55 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		}
 	}
 	return nil
+}
+
+// dryRun prints the mesh-wide plan: what a push would send, and where.
+func (c *PushCmd) dryRun(ctx context.Context, g *Globals, out *Output) error {
+	var p commands.PushPlanReply
+	req := commands.PushRequest{Node: c.Node, Behind: c.Behind, Selector: c.Selector}
+	if err := g.call(ctx, commands.SubjectPushPlan, req, &p); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, p)
+	}
+	w := bufio.NewWriter(out.Out)
+	defer w.Flush()
+	each := c.Verbose || len(p.WouldSend)+len(p.Unsent) <= pushExceptions
+	changed := 0
+	for _, n := range p.WouldSend {
+		what := fmt.Sprintf("%d change(s)", len(n.Changes))
+		switch {
+		case n.Same:
+			what = "the content it was sent, again"
+		case n.Changes == nil:
+			what = "changes not read (over the first 1,000 nodes; --json counts them)"
+		default:
+			changed++
+		}
+		if n.Note != "" {
+			what += " (" + n.Note + ")"
+		}
+		if !each {
+			continue
+		}
+		fmt.Fprintf(w, "would send %s: %s\n", n.Node, what)
+		for _, ch := range n.Changes {
+			fmt.Fprintf(w, "  %-7s %s (%s)%s\n", ch.Change, ch.Path, ch.Module, whatOf(ch.What))
+		}
+	}
+	for _, u := range p.Unsent {
+		fmt.Fprintf(w, "would not send %s: %s\n", u.Node, u.Reason)
+	}
+	fmt.Fprintf(w, "would send %d of %d node(s), %d with changes; nothing was sent (a dry run)\n", len(p.WouldSend), p.Considered, changed)
+	return nil
+}
+
+func whatOf(what []string) string {
+	if len(what) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(what, ", ")
 }
 
 // pushExceptions is how many nodes not sent a push names without -v; the

@@ -16,9 +16,10 @@ import (
 
 // StatusCmd tells whether the mesh is well, and if not, where.
 type StatusCmd struct {
-	JSON  bool          `help:"Print {well, nodes, standings} as JSON."`
-	AsOf  string        `help:"Answer as the mesh was then: RFC 3339, or a duration ago such as 2h."`
-	Watch time.Duration `help:"Print status again every this long (such as 2s) until Ctrl-C, which ends it (exit 0)." placeholder:"EVERY"`
+	JSON     bool          `help:"Print {well, nodes, standings} as JSON."`
+	AsOf     string        `help:"Answer as the mesh was then: RFC 3339, or a duration ago such as 2h."`
+	Selector string        `help:"Only the nodes this selects (as push --selector); standings and causes stay the whole mesh's."`
+	Watch    time.Duration `help:"Print status again every this long (such as 2s) until Ctrl-C, which ends it (exit 0)." placeholder:"EVERY"`
 }
 
 // Run prints a line per node, every standing, and the verdict. Exit 0 when
@@ -44,7 +45,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.StatusRequest{Brief: !c.JSON}
+	req := commands.StatusRequest{Brief: !c.JSON, Selector: c.Selector}
 	var err error
 	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
 		return err
