@@ -19,6 +19,7 @@ type AssignCmd struct {
 	SetFile  map[string]string `name:"set-file" mapsep:"none" help:"A setting k=FILE read from FILE ('-': standard input), one trailing newline dropped: how a secret stays out of shell history and ps (repeatable)."`
 	Selector string            `help:"Assign to every active node this selects: *, name=NODE, or KEY=VALUE label and capability=NAME terms joined by commas (all must hold)."`
 	From     string            `help:"Assign to every node a file names, one name a line ('-': standard input)."`
+	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings} as JSON (one node)."`
 }
 
 func (c *AssignCmd) Help() string {
@@ -44,6 +45,9 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	req := commands.AssignRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set}
 	if err := g.call(ctx, commands.SubjectNodeAssign, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, r)
 	}
 	b := manifest.ShortBuild(r.Build)
 	switch {

@@ -22,6 +22,7 @@ type ModuleCmd struct {
 
 type ModuleRegisterCmd struct {
 	File string `arg:"" type:"existingfile" help:"The manifest, e.g. examples/postgres.json."`
+	JSON bool   `help:"Print {changed, seq, module, build, previous} as JSON."`
 }
 
 func (c *ModuleRegisterCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -33,6 +34,9 @@ func (c *ModuleRegisterCmd) Run(ctx context.Context, g *Globals, out *Output) er
 	req := commands.RegisterRequest{CommandID: commands.NewCommandID(), File: c.File, Manifest: string(data)}
 	if err := g.call(ctx, commands.SubjectModuleRegister, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, r)
 	}
 	b := manifest.ShortBuild(r.Build)
 	switch {

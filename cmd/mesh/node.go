@@ -31,6 +31,15 @@ type NodeEnrollCmd struct {
 	Capability []string          `short:"c" help:"A capability the machine has (repeatable), e.g. linux."`
 	Label      map[string]string `short:"l" mapsep:"none" help:"A label k=v (repeatable)."`
 	From       string            `help:"Enroll every node a file lists ('-': standard input), in batches of a thousand, each all or nothing."`
+	JSON       bool              `help:"Print {changed, seq, node, join} as JSON (the join string is the node's secret)."`
+}
+
+// Enrolled is node enroll --json: what was recorded, and the join string.
+type Enrolled struct {
+	Changed bool              `json:"changed"`
+	Seq     uint64            `json:"seq"`
+	Node    commands.NodeView `json:"node"`
+	Join    string            `json:"join"`
 }
 
 func (c *NodeEnrollCmd) Help() string {
@@ -60,6 +69,9 @@ func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 	req := commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label}
 	if err := cl.Call(ctx, commands.SubjectNodeEnroll, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, Enrolled{Changed: r.Changed, Seq: r.Seq, Node: r.Node, Join: joinString(g, cl, r.Identity)})
 	}
 	fmt.Fprintf(out.Out, "enrolled %s at sequence %d (capabilities: %s; labels: %s)\n",
 		r.Node.Name, r.Seq, orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)))
