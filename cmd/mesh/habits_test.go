@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alecthomas/kong"
 )
 
 // The command line people expect (issue 16): settings and labels that are
@@ -124,4 +126,29 @@ func TestSelectorsAndTheDryRun(t *testing.T) {
 	if r := mustRun(t, home, "node", "list", "--selector", "zone=eu-1"); !strings.Contains(r.out, "a-1") || strings.Contains(r.out, "a-2") {
 		t.Fatalf("node list --selector zone=eu-1:\n%s", r.out)
 	}
+}
+
+// Every command's help shows an example (issue 16): a command added
+// without one fails here.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	var cli CLI
+	parser, err := newParser(context.Background(), &cli, &Output{Out: io.Discard, Err: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk func(n *kong.Node, path []string)
+	walk = func(n *kong.Node, path []string) {
+		for _, c := range n.Children {
+			p := append(append([]string{}, path...), c.Name)
+			if len(c.Children) > 0 {
+				walk(c, p)
+				continue
+			}
+			r := mesh(t, t.TempDir(), append(p, "--help")...)
+			if !strings.Contains(r.out, "Examples:") {
+				t.Errorf("mesh %s --help shows no example", strings.Join(p, " "))
+			}
+		}
+	}
+	walk(parser.Model.Node, nil)
 }

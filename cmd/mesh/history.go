@@ -124,7 +124,11 @@ func (c *AuditCmd) Help() string {
 	return `Reads the log and proves both directions (rule 20): every declaration a node was told verifies
 against the controller key in force, chains and rises; every report it sent back verifies against
 the report key only its agent holds. Names every foreign message (rule 19). Exit 0 only when
-everything holds, 1 when something does not.`
+everything holds, 1 when something does not.
+
+Examples:
+  mesh audit
+  mesh audit web-1 --json`
 }
 
 func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {

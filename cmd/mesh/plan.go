@@ -13,13 +13,23 @@ import (
 
 // PlanCmd shows what a node would be sent now.
 type PlanCmd struct {
-	Node string `arg:""`
-	JSON bool   `help:"Print the plan as JSON: node, digest, resources, left_out, unresolved, changes."`
+	Node     string `arg:"" optional:""`
+	JSON     bool   `help:"Print the plan as JSON: node, digest, resources, left_out, unresolved, changes."`
+	Selector string `help:"Plan every active node this selects (as push --selector): which would be sent, and what changes on each."`
 }
 
 // Run prints the plan. A node that cannot be composed exits 1 after its plan
 // is printed: nothing could be sent to it as things stand.
 func (c *PlanCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	switch {
+	case c.Node != "" && c.Selector != "":
+		return usagef("name a node or give --selector, not both")
+	case c.Selector != "":
+		// The plan of many nodes is the plan of a push to them.
+		return (&PushCmd{Selector: c.Selector, JSON: c.JSON, DryRun: true, Verbose: true}).dryRun(ctx, g, out)
+	case c.Node == "":
+		return usagef("name the node to plan (mesh plan NODE), or give --selector")
+	}
 	var p commands.Plan
 	if err := g.call(ctx, commands.SubjectNodePlan, commands.NameRequest{Name: c.Node}, &p); err != nil {
 		return err

@@ -185,7 +185,7 @@ type ReportFailingCmd struct {
 }
 
 func (c *ReportFailingCmd) Help() string {
-	return `Example:
+	return `Examples:
   mesh report failing --provider idp --machine auth-1 --consumer app --word "token endpoint 503"
 
 A provider can publish the same event itself, on mesh.rp.<machine>.ProviderFailing (and

@@ -368,7 +368,10 @@ type BusConfigCmd struct{}
 func (c *BusConfigCmd) Help() string {
 	return `Put the block it prints into every server's configuration, then run the controller with
 mesh serve --closed against that cluster. It names keys derived from the controller key in
---home, so it prints the same block every time for the same key.`
+--home, so it prints the same block every time for the same key.
+
+Examples:
+  mesh bus-config > mesh-auth.conf   # include it in every server's configuration`
 }
 
 func (c *BusConfigCmd) Run(ctx context.Context, g *Globals, out *Output) error {
