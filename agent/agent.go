@@ -229,7 +229,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.checkDrift(ctx)
-	a.cfg.Log.Info(fmt.Sprintf("agent for %s following %s (applied up to sequence %d)", a.cfg.Join.Node, subject, a.LastSequence()))
+	a.cfg.Log.Info("agent following its declarations", "node", a.cfg.Join.Node, "subject", subject, "applied_up_to", a.LastSequence())
 	a.observe(Observation{Following: true})
 	// The retrier stops with Run: nothing touches the state after Run returns.
 	rctx, stopRetry := context.WithCancel(ctx)
@@ -261,7 +261,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		found, err := check()
 		if err != nil && ctx.Err() == nil {
-			a.cfg.Log.Warn("cannot read the newest declaration; trying again: " + err.Error())
+			a.cfg.Log.Warn("cannot read the newest declaration; trying again", "err", err)
 		}
 		if found || backoff == 0 || backoff > maxWakeRetry {
 			backoff = 0
@@ -357,9 +357,9 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) *applied {
 	var report events.Event = events.DeclarationApplied{Node: node, Sequence: d.Sequence, Digest: digest, Changed: changed}
 	if len(failed) > 0 {
 		report = events.DeclarationFailed{Node: node, Sequence: d.Sequence, Digest: digest, Failed: boundFailures(failed)}
-		a.cfg.Log.Warn(fmt.Sprintf("sequence %d: %d resource(s) failed, first %s: %s", d.Sequence, len(failed), failed[0].Path, failed[0].Reason))
+		a.cfg.Log.Warn("resources failed", "sequence", d.Sequence, "failed", len(failed), "first", failed[0].Path, "why", failed[0].Reason)
 	} else {
-		a.cfg.Log.Info(fmt.Sprintf("applied sequence %d: %d resource(s), %d changed", d.Sequence, len(d.Resources), changed))
+		a.cfg.Log.Info("applied", "sequence", d.Sequence, "resources", len(d.Resources), "changed", changed)
 	}
 	a.send(ctx, reportID("a", d.Sequence, digest), report)
 	return out
@@ -372,7 +372,7 @@ func (a *Agent) observe(o Observation) {
 }
 
 func (a *Agent) refuse(ctx context.Context, seq uint64, digest, reason string) {
-	a.cfg.Log.Warn(fmt.Sprintf("refused sequence %d: %s", seq, reason))
+	a.cfg.Log.Warn("refused", "sequence", seq, "why", reason)
 	ev := events.DeclarationRefused{Node: a.cfg.Join.Node, Sequence: seq, Digest: digest, Reason: bound(reason, maxReason*2), Highest: a.state.LastSequence}
 	// A refusal's id differs from an apply's of the same declaration: a
 	// replay refused after it was applied must not be taken for a resend.
@@ -393,7 +393,7 @@ func reportID(kind string, seq uint64, digest string) string {
 func (a *Agent) send(ctx context.Context, id string, ev events.Event) {
 	err := a.report(ctx, id, ev)
 	if err != nil {
-		a.cfg.Log.Warn("report kept to send later: " + err.Error())
+		a.cfg.Log.Warn("report kept to send later", "err", err)
 		b, _ := json.Marshal(ev)
 		a.state.Pending = append(a.state.Pending, Pending{ID: id, Type: ev.EventType(), Event: b})
 	}
@@ -410,7 +410,7 @@ func (a *Agent) flushPending(ctx context.Context) {
 		p := a.state.Pending[0]
 		ev, err := events.DecodeData(p.Type, p.Event)
 		if err != nil {
-			a.cfg.Log.Error("dropping a kept report that cannot be read: " + err.Error())
+			a.cfg.Log.Error("dropping a kept report that cannot be read", "err", err)
 		} else if err := a.report(ctx, p.ID, ev); err != nil {
 			return
 		} else {

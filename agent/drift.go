@@ -34,7 +34,7 @@ func (a *Agent) checkDrift(ctx context.Context) {
 	root, err := os.OpenRoot(a.cfg.Root)
 	if err != nil {
 		a.mu.Unlock()
-		a.cfg.Log.Warn("cannot check for drift: " + err.Error())
+		a.cfg.Log.Warn("cannot check for drift", "err", err)
 		return
 	}
 	if a.verified == nil {
@@ -64,7 +64,7 @@ func (a *Agent) checkDrift(ctx context.Context) {
 		ev.Corrected = true
 		for _, r := range drifted {
 			if _, err := ap.one(r); err != nil {
-				a.cfg.Log.Warn(fmt.Sprintf("drift: cannot put %s back: %v", r.Path, err))
+				a.cfg.Log.Warn("drift: cannot put a resource back", "path", r.Path, "err", err)
 				continue
 			}
 			ap.changedModules[r.Module] = true
@@ -76,7 +76,7 @@ func (a *Agent) checkDrift(ctx context.Context) {
 		ev.Paths = append(ev.Paths[:maxDriftPaths], fmt.Sprintf("... and %d more", len(ev.Paths)-maxDriftPaths))
 	}
 	if len(ev.Paths) > 0 {
-		a.cfg.Log.Warn(fmt.Sprintf("drift since sequence %d (corrected: %v): %s", d.Sequence, ev.Corrected, strings.Join(ev.Paths, ", ")))
+		a.cfg.Log.Warn("drift", "since_sequence", d.Sequence, "corrected", ev.Corrected, "paths", strings.Join(ev.Paths, ", "))
 		a.send(ctx, reportID("x", d.Sequence, d.Node), ev)
 	}
 	runs, changed := d.Runs, ap.changedModules

@@ -73,7 +73,7 @@ func (a *Agent) reportFacts(ctx context.Context) {
 		return
 	}
 	a.state.Facts, a.state.FactCaps = facts, caps
-	a.cfg.Log.Info("facts of this machine: " + factLine(facts))
+	a.cfg.Log.Info("facts of this machine", "facts", factLine(facts))
 	a.send(ctx, reportID("f", 0, a.cfg.Join.Node), events.NodeFactsReported{Node: a.cfg.Join.Node, Facts: facts, Capabilities: caps})
 }
 

@@ -153,7 +153,7 @@ func (v *supervisor) supervise(module string, p *proc) {
 			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound("cannot start: "+err.Error(), maxReason)})
 		} else {
 			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq})
-			v.log.Info(fmt.Sprintf("started %s (pid %d)", module, cmd.Process.Pid))
+			v.log.Info("program started", "module", module, "pid", cmd.Process.Pid)
 			waited := make(chan error, 1)
 			go func() { waited <- cmd.Wait() }()
 			steady := time.NewTimer(v.s.LoopWindow)
@@ -184,7 +184,7 @@ func (v *supervisor) supervise(module string, p *proc) {
 				// Why it ended, in its own words: its last line of errors.
 				ev.Reason = bound(exitDetailOf(ev)+": "+last, maxReason)
 			}
-			v.log.Warn(fmt.Sprintf("%s exited: %s", module, exitDetailOf(ev)))
+			v.log.Warn("program exited", "module", module, "how", exitDetailOf(ev))
 			v.report(ev)
 			if time.Since(started) >= v.s.LoopWindow {
 				wait = v.s.RestartMin

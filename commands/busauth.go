@@ -136,7 +136,7 @@ func ServeAuth(nc *nats.Conn, h *Handlers, issuer nkeys.KeyPair, lifetime time.D
 func (c *authCallout) answer(msg *nats.Msg) {
 	req, err := jwt.DecodeAuthorizationRequestClaims(string(msg.Data))
 	if err != nil {
-		c.log.Warn("the bus asked about a connection in a form this controller cannot read: " + err.Error())
+		c.log.Warn("the bus asked about a connection in a form this controller cannot read", "err", err)
 		return
 	}
 	resp := jwt.NewAuthorizationResponseClaims(req.UserNkey)
@@ -159,7 +159,7 @@ func (c *authCallout) answer(msg *nats.Msg) {
 	}
 	token, err := resp.Encode(c.issuer)
 	if err != nil {
-		c.log.Error("cannot sign an answer to the bus's auth callout: " + err.Error())
+		c.log.Error("cannot sign an answer to the bus's auth callout", "err", err)
 		return
 	}
 	_ = msg.Respond([]byte(token))
@@ -178,7 +178,7 @@ func (c *authCallout) logRefusal(host string, err error) {
 	}
 	c.mu.Unlock()
 	if say {
-		c.log.Info(fmt.Sprintf("refused a connection from %s: %v (said once a minute while it goes on)", host, err))
+		c.log.Info("refused a connection (said once a minute while it goes on)", "host", host, "why", err)
 	}
 }
 

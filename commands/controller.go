@@ -91,7 +91,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if err != nil {
 		return nil, err
 	}
-	log.Info("signing as " + pub)
+	log.Info("signing as the controller key", "key", pub)
 	keys, err := declaration.NewKeyring(kp)
 	if err != nil {
 		return nil, err
@@ -115,9 +115,9 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, err
 	}
 	if o.Fresh {
-		log.Info(fmt.Sprintf("projections %s: none in this home yet; folding them from the stream's %d event(s)", o.Generation, o.Stream.LastSeq))
+		log.Info("projections: none in this home yet; folding them from the stream", "generation", o.Generation, "events", o.Stream.LastSeq)
 	} else {
-		log.Info(fmt.Sprintf("projections %s: found %d node(s), folded up to event %d of %d", o.Generation, o.Nodes, o.Checkpoint, o.Stream.LastSeq))
+		log.Info("projections found", "generation", o.Generation, "nodes", o.Nodes, "folded", o.Checkpoint, "of", o.Stream.LastSeq)
 	}
 	start := time.Now()
 	proj.Start()
@@ -132,12 +132,12 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		case errors.As(err, &fe):
 			// Never a wedged start (rule 19): the controller serves what
 			// it has folded, refuses writes, and status says why.
-			log.Error(fmt.Sprintf("%v; serving the read models as folded up to event %d, and refusing writes", refusal(fe), proj.Checkpoint()))
+			log.Error("the fold stopped: serving the read models as folded, and refusing writes", "why", refusal(fe), "folded", proj.Checkpoint())
 		case err != nil:
 			proj.Close()
 			return nil, err
 		default:
-			log.Info(fmt.Sprintf("projections caught up: folded %d event(s) in %s", o.Stream.LastSeq-o.Checkpoint, time.Since(start).Round(time.Millisecond)))
+			log.Info("projections caught up", "folded", o.Stream.LastSeq-o.Checkpoint, "took", time.Since(start).Round(time.Millisecond))
 		}
 	} else {
 		log.Info("projections are current with the stream")
@@ -174,9 +174,9 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 			ctrl.Close()
 			return nil, err
 		}
-		log.Info(fmt.Sprintf("the bus is closed: nodes connect with their join strings, the command line with %s", filepath.Join(c.Home, OperatorKeyFile)))
+		log.Info("the bus is closed: nodes connect with their join strings, the command line with the operator key", "operator_key", filepath.Join(c.Home, OperatorKeyFile))
 	}
-	log.Info(fmt.Sprintf("serving %s %s on %s.>", ServiceName, ServiceVersion, APIPrefix))
+	log.Info("serving", "service", ServiceName, "version", ServiceVersion, "subjects", APIPrefix+".>")
 	return ctrl, nil
 }
 
@@ -243,7 +243,7 @@ func logProgress(log *slog.Logger, proj *projections.Engine, target uint64) func
 			case <-done:
 				return
 			case <-tick.C:
-				log.Info(fmt.Sprintf("projections catching up: folded to event %d of %d", proj.Checkpoint(), target))
+				log.Info("projections catching up", "folded", proj.Checkpoint(), "of", target)
 			}
 		}
 	}()

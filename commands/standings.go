@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -57,6 +56,6 @@ func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error
 	if err != nil {
 		return Reported{}, err
 	}
-	h.Log.Info(fmt.Sprintf("standing: %s", ev.EventType()), "provider", r.Provider, "machine", r.Machine, "consumer", r.Consumer)
+	h.Log.Info("standing", "type", ev.EventType(), "provider", r.Provider, "machine", r.Machine, "consumer", r.Consumer)
 	return Reported{Changed: true, Seq: seq}, h.landed(ctx, seq, ev)
 }

@@ -78,7 +78,7 @@ func (s *Server) KeepStorage(ctx context.Context, log *slog.Logger, trouble func
 			continue
 		}
 		if err := s.restartJetStream(); err != nil {
-			log.Warn("the bus's JetStream cannot start again yet: " + err.Error())
+			log.Warn("the bus's JetStream cannot start again yet", "err", err)
 			continue
 		}
 		down = false

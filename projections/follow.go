@@ -132,7 +132,7 @@ func (e *Engine) committed(last uint64) {
 	e.unsynced.Store(true)
 	e.checkpoint.Store(last)
 	if s := e.stalled.Load(); s != nil && last >= s.Seq && e.stalled.CompareAndSwap(s, nil) {
-		e.o.Log.Info(fmt.Sprintf("projections write again: folded past event %d", s.Seq))
+		e.o.Log.Info("projections write again", "folded_past", s.Seq)
 	}
 	e.broadcast()
 }

@@ -94,7 +94,7 @@ func (e *Engine) maybeSnapshot(db *pebble.DB, last uint64, latest int64) {
 	}
 	e.lastSnap.Store(last)
 	if err := e.takeSnapshot(db, last, latest); err != nil {
-		e.o.Log.Warn("cannot keep a snapshot of the read models for time travel (as-of answers fold from further back): " + err.Error())
+		e.o.Log.Warn("cannot keep a snapshot of the read models for time travel (as-of answers fold from further back)", "err", err)
 	}
 }
 

@@ -124,4 +124,4 @@ func nodePage(ctx context.Context, h *commands.Handlers, name string) (NodePage,
 // slogLogger lets promhttp say its errors in the controller's log.
 type slogLogger struct{ log *slog.Logger }
 
-func (l slogLogger) Println(v ...any) { l.log.Warn("metrics: " + fmt.Sprint(v...)) }
+func (l slogLogger) Println(v ...any) { l.log.Warn("metrics", "err", fmt.Sprint(v...)) }

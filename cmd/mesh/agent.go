@@ -85,7 +85,7 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		Observe: func(o agent.Observation) {
 			if o.Following {
 				if err := notifyReady(); err != nil {
-					log.Warn("cannot tell systemd this service is ready: " + err.Error())
+					log.Warn("cannot tell systemd this service is ready", "err", err)
 				}
 			}
 		}})
@@ -93,7 +93,7 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer a.Close()
-	log.Info(fmt.Sprintf("agent for %s in mesh %s, root %s, pinned controller key %s", j.Node, j.Mesh, c.Root, j.Key))
+	log.Info("agent starting", "node", j.Node, "mesh", j.Mesh, "root", c.Root, "controller_key", j.Key)
 	return a.Run(ctx)
 }
 
@@ -143,9 +143,9 @@ func busLog(log *slog.Logger) nats.Option {
 				log.Info("the bus ended this connection's lifetime; connecting again, to be decided afresh")
 				return
 			}
-			log.Warn("bus: " + err.Error())
+			log.Warn("bus", "err", err)
 		}
-		o.ReconnectedCB = func(nc *nats.Conn) { log.Info("connected again to " + nc.ConnectedUrlRedacted()) }
+		o.ReconnectedCB = func(nc *nats.Conn) { log.Info("connected again", "bus", nc.ConnectedUrlRedacted()) }
 		return nil
 	}
 }

@@ -14,7 +14,7 @@ func TestPushToAgents(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
 	home := t.TempDir()
 	dbRoot := filepath.Join(t.TempDir(), "db")
-	start(t, "following mesh.ev.node.db-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "db-1", "--root", dbRoot)
+	start(t, "subject=mesh.ev.node.db-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "db-1", "--root", dbRoot)
 	must := func(args ...string) result {
 		t.Helper()
 		r := mesh(t, home, args...)

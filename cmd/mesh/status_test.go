@@ -10,7 +10,7 @@ import (
 func TestStatusAndStandings(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
 	home := t.TempDir()
-	start(t, "following mesh.ev.node.auth-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "auth-1", "--root", filepath.Join(t.TempDir(), "r"))
+	start(t, "subject=mesh.ev.node.auth-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "auth-1", "--root", filepath.Join(t.TempDir(), "r"))
 	mesh(t, home, "module", "register", "../../examples/postgres.json")
 	mesh(t, home, "module", "register", "../../examples/app.json")
 	if r := mesh(t, home, "status"); r.code != 1 || !strings.Contains(r.out, "never sent") || !strings.Contains(r.out, "not well") {

@@ -55,7 +55,7 @@ func (f httpFlag) start(ctrl *commands.Controller, m *web.Metrics, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	log.Info(fmt.Sprintf("status page on http://%s/, metrics on /metrics, health on /healthz and /readyz", s.Addr))
+	log.Info("status page, /metrics, /healthz and /readyz", "url", "http://"+s.Addr+"/")
 	return func() { s.Close() }, nil
 }
 
@@ -95,7 +95,7 @@ func (m memoryFlag) apply(log *slog.Logger) error {
 		limit = mib << 20
 	}
 	debug.SetMemoryLimit(limit)
-	log.Info(fmt.Sprintf("soft memory limit %d MiB (--memory-limit)", limit>>20))
+	log.Info("soft memory limit (--memory-limit)", "mib", limit>>20)
 	return nil
 }
 
@@ -170,9 +170,9 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer srv.Close()
-	log.Info(fmt.Sprintf("bus listening on %s (JetStream data in %s)", srv.ClientURL(), dataDir))
+	log.Info("bus listening", "url", srv.ClientURL(), "data", dataDir)
 	if u.BusMonitor != "" {
-		log.Info(fmt.Sprintf("bus monitoring on http://%s/varz", u.BusMonitor))
+		log.Info("bus monitoring", "url", "http://"+u.BusMonitor+"/varz")
 	}
 	// In-process: the controller's own traffic never touches the network.
 	nc, err := srv.Connect(nats.Name("mesh controller"), keys.ControllerOption())
@@ -207,9 +207,9 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		}
 		defer stop()
 	}
-	log.Info(fmt.Sprintf("ready: in another terminal, mesh node enroll NAME (commands find this bus through %s); Ctrl-C stops", busRecordPath(g.Home)))
+	log.Info("ready: in another terminal, mesh node enroll NAME; Ctrl-C stops", "bus_record", busRecordPath(g.Home))
 	if err := notifyReady(); err != nil {
-		log.Warn("cannot tell systemd this service is ready: " + err.Error())
+		log.Warn("cannot tell systemd this service is ready", "err", err)
 	}
 	<-ctx.Done()
 	log.Info("stopping: controller, then bus")
@@ -261,7 +261,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer nc.Close()
-	log.Info("connected to the bus at " + addr.String())
+	log.Info("connected to the bus", "bus", addr.String())
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
@@ -277,7 +277,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	defer stopHTTP()
 	log.Info("ready; Ctrl-C stops")
 	if err := notifyReady(); err != nil {
-		log.Warn("cannot tell systemd this service is ready: " + err.Error())
+		log.Warn("cannot tell systemd this service is ready", "err", err)
 	}
 	<-ctx.Done()
 	log.Info("stopping")
@@ -330,7 +330,7 @@ func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Contro
 	case err != nil:
 		return nil, err
 	default:
-		log.Info("enrolled " + node + " for the local agent")
+		log.Info("enrolled for the local agent", "node", node)
 	}
 	id, err := h.Join(ctx, commands.NameRequest{Name: node})
 	if err != nil {
@@ -355,7 +355,7 @@ func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Contro
 	go func() {
 		defer close(done)
 		if err := a.Run(actx); err != nil {
-			log.Error("local agent stopped: " + err.Error())
+			log.Error("local agent stopped", "err", err)
 		}
 	}()
 	return func() { cancel(); <-done; a.Close(); nc.Close() }, nil
