@@ -404,44 +404,6 @@ type PushedNode struct {
 	Note      string `json:"note,omitempty"`
 }
 
-// RotateRequest moves the credentials Provider mints for Consumer to a new
-// generation and sends both ends together (rule 7).
-type RotateRequest struct {
-	CommandID string `json:"command_id"`
-	Provider  string `json:"provider"`
-	Consumer  string `json:"consumer"`
-}
-
-// RotateReply is the generation the credentials moved to, the event that
-// recorded it, and the declaration each end was sent in the same write.
-type RotateReply struct {
-	Provider   string       `json:"provider"`
-	Consumer   string       `json:"consumer"`
-	Generation uint64       `json:"generation"`
-	Seq        uint64       `json:"seq"`
-	Sent       []PushedNode `json:"sent"`
-}
-
-// ForgetRequest forgets versions of one secret setting (rule 21): every
-// version ever recorded, or only Version when it is given.
-type ForgetRequest struct {
-	CommandID string `json:"command_id"`
-	Node      string `json:"node"`
-	Module    string `json:"module"`
-	Setting   string `json:"setting"`
-	Version   int    `json:"version,omitempty"`
-}
-
-// Forgotten answers ForgetRequest: the versions forgotten now, those
-// forgotten before (nothing to do), and whether the current value was
-// among them (the assignment cannot be composed until it is set again).
-type Forgotten struct {
-	Forgotten []int  `json:"forgotten"`
-	Already   []int  `json:"already"`
-	Current   bool   `json:"current"`
-	Seq       uint64 `json:"seq,omitempty"`
-}
-
 // UnsentNode is a node the push could not send to, and why.
 type UnsentNode struct {
 	Node   string `json:"node"`

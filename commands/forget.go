@@ -13,6 +13,26 @@ import (
 	"github.com/meshctl/mesh/secret"
 )
 
+// ForgetRequest forgets versions of one secret setting (rule 21): every
+// version ever recorded, or only Version when it is given.
+type ForgetRequest struct {
+	CommandID string `json:"command_id"`
+	Node      string `json:"node"`
+	Module    string `json:"module"`
+	Setting   string `json:"setting"`
+	Version   int    `json:"version,omitempty"`
+}
+
+// Forgotten answers ForgetRequest: the versions forgotten now, those
+// forgotten before (nothing to do), and whether the current value was
+// among them (the assignment cannot be composed until it is set again).
+type Forgotten struct {
+	Forgotten []int  `json:"forgotten"`
+	Already   []int  `json:"already"`
+	Current   bool   `json:"current"`
+	Seq       uint64 `json:"seq,omitempty"`
+}
+
 // ForgetSecret forgets versions of a secret setting (rule 21): their salts
 // are erased from the secrets bucket, so no one (the controller included)
 // can open them from the log or from a backup taken after. The act is

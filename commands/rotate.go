@@ -15,6 +15,24 @@ import (
 	"github.com/meshctl/mesh/projections"
 )
 
+// RotateRequest moves the credentials Provider mints for Consumer to a new
+// generation and sends both ends together (rule 7).
+type RotateRequest struct {
+	CommandID string `json:"command_id"`
+	Provider  string `json:"provider"`
+	Consumer  string `json:"consumer"`
+}
+
+// RotateReply is the generation the credentials moved to, the event that
+// recorded it, and the declaration each end was sent in the same write.
+type RotateReply struct {
+	Provider   string       `json:"provider"`
+	Consumer   string       `json:"consumer"`
+	Generation uint64       `json:"generation"`
+	Seq        uint64       `json:"seq"`
+	Sent       []PushedNode `json:"sent"`
+}
+
 // Rotate moves the credentials a provider module mints for a consumer
 // module to the next generation, as one act (rule 7): every node holding
 // either end is composed at the new generation, and if any cannot be,
