@@ -183,7 +183,6 @@ func (a *Agent) LastSequence() uint64 {
 func (a *Agent) Run(ctx context.Context) error {
 	subject := events.DeclarationSubject(a.cfg.Join.Node)
 	a.recordKey(ctx)
-	a.reportFacts(ctx)
 	a.flushPendingLocked(ctx)
 	wake := make(chan struct{}, 1)
 	sub, err := a.st.NC().Subscribe(subject, func(*nats.Msg) {
@@ -231,6 +230,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.checkDrift(ctx)
 	a.cfg.Log.Info("agent following its declarations", "node", a.cfg.Join.Node, "subject", subject, "applied_up_to", a.LastSequence())
 	a.observe(Observation{Following: true})
+	// Facts after following, not before: a fleet starting at once (a
+	// harness, a data centre after a power cut) follows first, and its
+	// ten thousand fact reports do not delay any agent's first read. Its
+	// first declaration may then miss a capability only facts give: the
+	// report moves what it would be sent, and push --behind sends it.
+	a.reportFacts(ctx)
 	// The retrier stops with Run: nothing touches the state after Run returns.
 	rctx, stopRetry := context.WithCancel(ctx)
 	retried := make(chan struct{})
