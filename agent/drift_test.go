@@ -82,4 +82,5 @@ func TestDriftIsCorrectedOrReported(t *testing.T) {
 	if s := m.status()["watched"]; s.State != commands.StateCurrent || motd("watched") != "welcome\n" {
 		t.Fatalf("after the apply: %+v, motd %q", s, motd("watched"))
 	}
+	m.verified()
 }

@@ -67,4 +67,5 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 	if err != nil || again.Changed {
 		t.Fatalf("the same node set again: %+v %v (nothing to do)", again, err)
 	}
+	m.verified()
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 )
@@ -30,5 +31,15 @@ func eventually(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("after %s, still waiting for %s", settle, what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// verified folds the whole stream afresh and fails unless it equals the
+// live read models (rule 17): what a test's events built, a rebuild builds.
+func (m *mesh) verified() {
+	m.t.Helper()
+	v, err := m.h.VerifyProjections(m.ctx, commands.FoldRequest{})
+	if err != nil || v.Diff != "" {
+		m.t.Fatalf("a fresh fold differs from the live read models: %v\n%s", err, v.Diff)
 	}
 }

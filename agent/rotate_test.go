@@ -123,4 +123,5 @@ func TestRotationReachesBothEndsOrNeither(t *testing.T) {
 	if got := minted(t, appRoot); got != now {
 		t.Fatalf("a push after the rotation moved the credential from %q to %q", now, got)
 	}
+	m.verified()
 }

@@ -137,6 +137,7 @@ func TestAModuleRunsUnderItsAgent(t *testing.T) {
 	if alive(fourth) {
 		t.Fatalf("the agent stopped and its program (pid %d) still runs", fourth)
 	}
+	m.verified()
 }
 
 // A program that keeps exiting is named crash-looping in status, with its

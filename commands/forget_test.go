@@ -174,4 +174,7 @@ func TestForgettingASecret(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no sealed value") {
 		t.Fatalf("forgetting a setting that is no secret: %v", err)
 	}
+	if v, err := h.VerifyProjections(ctx, commands.FoldRequest{}); err != nil || v.Diff != "" {
+		t.Fatalf("a fresh fold differs from the live read models: %v\n%s", err, v.Diff)
+	}
 }
