@@ -44,6 +44,7 @@ const (
 	SubjectNodeSelect         = APIPrefix + ".node.select"
 	SubjectRotate             = APIPrefix + ".rotate"
 	SubjectPushPlan           = APIPrefix + ".push.plan"
+	SubjectRolloutPlan        = APIPrefix + ".rollout.plan"
 	SubjectSecretForget       = APIPrefix + ".secret.forget"
 )
 

@@ -18,12 +18,17 @@ import (
 )
 
 // pushAndWait pushes node and waits for its agent's report.
+// reportWait bounds a wait for a real agent's report. It bounds, it does
+// not time: under the whole suite on two cores (a browser, a go build and
+// fleets in other packages at once) a report was seen to take over 10 s.
+const reportWait = 30 * time.Second
+
 func (m *trustMesh) pushAndWait(node string) commands.PushedNode {
 	m.t.Helper()
 	r, err := m.h.Push(m.ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: node})
 	m.must(err)
 	p := r.Sent[0]
-	m.must(commands.WaitReport(m.ctx, m.h.Store, node, p.Digest, p.StreamSeq, 10*time.Second))
+	m.must(commands.WaitReport(m.ctx, m.h.Store, node, p.Digest, p.StreamSeq, reportWait))
 	return p
 }
 

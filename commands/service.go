@@ -60,6 +60,7 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"node-select", SubjectNodeSelect, endpoint(nc, h, SubjectNodeSelect, h.SelectNodes, verbTimeout)},
 		{"node-join", SubjectNodeJoin, endpoint(nc, h, SubjectNodeJoin, h.Join, verbTimeout)},
 		{"push", SubjectPush, endpoint(nc, h, SubjectPush, h.Push, pushTimeout)},
+		{"rollout-plan", SubjectRolloutPlan, endpoint(nc, h, SubjectRolloutPlan, h.PlanRollout, pushTimeout)},
 		{"push-plan", SubjectPushPlan, endpoint(nc, h, SubjectPushPlan, h.PushPlan, pushTimeout)},
 		{"rotate", SubjectRotate, endpoint(nc, h, SubjectRotate, h.Rotate, verbTimeout)},
 		{"secret-forget", SubjectSecretForget, endpoint(nc, h, SubjectSecretForget, h.ForgetSecret, verbTimeout)},

@@ -29,6 +29,7 @@ type CLI struct {
 	Plan        PlanCmd        `cmd:"" group:"send" help:"What a node would be sent now, and how it differs from what it was sent."`
 	Push        PushCmd        `cmd:"" group:"send" help:"Compose, sign and send each node its declaration."`
 	Declare     DeclareCmd     `cmd:"" group:"send" help:"Send a node a hand-written declaration, numbered, chained and signed like any other."`
+	Rollout     RolloutCmd     `cmd:"" group:"send" help:"Roll a new build out in waves: the plan of every wave, before anything is sent."`
 	Rotate      RotateCmd      `cmd:"" group:"secrets" help:"Move a provider's minted credentials for a consumer to a new generation, both ends together or neither."`
 	Secret      SecretCmd      `cmd:"" group:"secrets" help:"Forget a secret setting's values for good."`
 	Agent       AgentCmd       `cmd:"" group:"run" help:"Run a node's agent: verify, apply under --root, report."`

@@ -79,6 +79,7 @@ func TestJSONOutputsMatchTheirGoldenFiles(t *testing.T) {
 		{"assign", []string{"assign", "box", "motd", "--set", "greeting=hello", "--json"}},
 		{"plan", []string{"plan", "box", "--json"}},
 		{"push-dry-run", []string{"push", "--dry-run", "--json"}},
+		{"rollout-plan", []string{"rollout", "plan", "motd", "--wave", "all=*", "--json"}},
 		{"push", []string{"push", "--json"}},
 		{"status", []string{"status", "--json"}},
 		{"node-list", []string{"node", "list", "--json"}},

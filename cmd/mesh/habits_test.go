@@ -152,3 +152,44 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 	}
 	walk(parser.Model.Node, nil)
 }
+
+// The plan of a whole rollout (issue 17, part 4): every wave, its nodes,
+// and what would change on each, with nothing sent; * takes the nodes no
+// earlier wave chose; a wave that chooses nothing is refused.
+func TestTheRolloutPlanShowsEveryWave(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	up(t, home)
+	for _, n := range []string{"w-1", "w-2", "w-3", "w-4"} {
+		zone := "eu-1"
+		if n == "w-4" {
+			zone = "eu-2"
+		}
+		mustRun(t, home, "node", "enroll", n, "--label", "zone="+zone)
+	}
+	doc := filepath.Join(t.TempDir(), "m.json")
+	write := func(content string) {
+		if err := writeFile(doc, `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"`+content+`\n"}]}`); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, home, "module", "register", doc)
+	}
+	write("one")
+	mustRun(t, home, "assign", "--selector", "*", "motd")
+	mustRun(t, home, "push")
+	write("two")
+	before := mustRun(t, home, "events").out
+	r := mustRun(t, home, "rollout", "plan", "motd", "--wave", "canary=name=w-1", "--wave", "half=zone=eu-1", "--wave", "rest=*")
+	for _, want := range []string{"wave 1 canary (name=w-1): 1 node(s)", "w-1: 1 change(s)", "changed /etc/motd (motd): content",
+		"wave 2 half (zone=eu-1): 2 node(s)", "wave 3 rest (*): 1 node(s)", "w-4: 1 change(s)"} {
+		if !strings.Contains(r.out, want) {
+			t.Fatalf("rollout plan lacks %q:\n%s", want, r.out)
+		}
+	}
+	if after := mustRun(t, home, "events").out; after != before {
+		t.Fatal("a rollout plan wrote to the log")
+	}
+	if r := mesh(t, home, "rollout", "plan", "motd", "--wave", "all=*", "--wave", "more=zone=eu-1"); r.code != 2 || !strings.Contains(r.err, "wave more (zone=eu-1) chooses no node") {
+		t.Fatalf("a wave that chooses nothing: %+v", r)
+	}
+}
