@@ -45,6 +45,10 @@ const (
 	SubjectRotate             = APIPrefix + ".rotate"
 	SubjectPushPlan           = APIPrefix + ".push.plan"
 	SubjectRolloutPlan        = APIPrefix + ".rollout.plan"
+	SubjectRolloutStart       = APIPrefix + ".rollout.start"
+	SubjectRolloutControl     = APIPrefix + ".rollout.control"
+	SubjectRolloutList        = APIPrefix + ".rollout.list"
+	SubjectRolloutShow        = APIPrefix + ".rollout.show"
 	SubjectSecretForget       = APIPrefix + ".secret.forget"
 )
 
@@ -55,7 +59,7 @@ var writes = map[string]bool{
 	SubjectNodeEnroll: true, SubjectNodeRetire: true, SubjectNodeAssign: true, SubjectNodeUnassign: true,
 	SubjectPush: true, SubjectDeclare: true, SubjectReport: true, SubjectModuleRegister: true,
 	SubjectForeignAck: true, SubjectProjectionsRebuild: true, SubjectNodeEnrollBatch: true, SubjectNodeAssignBatch: true,
-	SubjectRotate: true, SubjectSecretForget: true, SubjectNodeChange: true,
+	SubjectRotate: true, SubjectSecretForget: true, SubjectNodeChange: true, SubjectRolloutStart: true, SubjectRolloutControl: true,
 }
 
 // Writes reports whether the verb on subject changes the mesh.
@@ -382,6 +386,8 @@ type PushRequest struct {
 	// Selector bounds the push to the active nodes it chooses (the
 	// selector of mesh assign --selector); with Behind, those behind.
 	Selector string `json:"selector,omitempty"`
+	// Nodes bounds the push to these nodes (a rollout's wave).
+	Nodes []string `json:"nodes,omitempty"`
 	// Progress, when set, is a subject the controller says on how many
 	// nodes it has sent to so far, a window at a time.
 	Progress string `json:"progress,omitempty"`
@@ -443,6 +449,9 @@ type StatusReport struct {
 	// Runtimes are the programs of modules that run, as their agents last
 	// reported them; the mesh is not well while one is not running.
 	Runtimes []projections.Runtime `json:"runtimes"`
+	// Rollouts are those under way, paused or halted (a halted one is a
+	// cause: the mesh is not well until it is aborted or started again).
+	Rollouts []projections.Rollout `json:"rollouts"`
 	// Table holds the nodes instead of Nodes when Brief was asked: what the
 	// table shows, a column at a time. A hundred thousand nodes as objects
 	// were 10.7 MB of JSON, most of the answer's time.

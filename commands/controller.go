@@ -39,6 +39,11 @@ type ControllerConfig struct {
 	// Metrics, when set, is told each verb answered and each push made
 	// (web.Metrics exports them); nil: nothing is measured.
 	Metrics Metrics
+	// RolloutEvery is how often this controller drives the rollouts
+	// (default every second; negative: never, for a test that drives them
+	// itself). Every controller on a stream drives them: each step is a
+	// checked append, so none is taken twice.
+	RolloutEvery time.Duration
 }
 
 // Metrics is what the controller tells of its work as it does it.
@@ -57,6 +62,8 @@ type Controller struct {
 	svc      micro.Service
 	auth     *nats.Subscription // nil on an open bus
 	log      *slog.Logger
+	// stopDrive ends the rollouts' drive.
+	stopDrive func()
 }
 
 // StartController asserts the stream, opens and catches up the read models,
@@ -166,6 +173,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", ServiceName, err)
 	}
 	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}
+	ctrl.stopDrive = driveRollouts(h, c.RolloutEvery)
 	if c.Callout != nil {
 		if ctrl.auth, err = ServeAuth(nc, h, c.Callout, c.Lifetime); err == nil {
 			err = WriteOperatorKey(c.Home, kp)
@@ -182,6 +190,9 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 
 // Close stops answering, then stops folding.
 func (c *Controller) Close() error {
+	if c.stopDrive != nil {
+		c.stopDrive()
+	}
 	if c.auth != nil {
 		_ = c.auth.Unsubscribe()
 	}
@@ -190,6 +201,40 @@ func (c *Controller) Close() error {
 		s.stop()
 	}
 	return c.Proj.Close()
+}
+
+// driveRollouts drives the rollouts every interval until stopped. A step
+// that fails is said once and tried again at the next tick.
+func driveRollouts(h *Handlers, every time.Duration) func() {
+	if every < 0 {
+		return func() {}
+	}
+	if every == 0 {
+		every = time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		said := ""
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+			err := h.DriveRollouts(dctx)
+			dcancel()
+			if err != nil && err.Error() != said && ctx.Err() == nil {
+				said = err.Error()
+				h.Log.Warn("cannot drive a rollout; trying again", "err", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // foldingGC lets the collector run half as often while a long fold runs (a

@@ -122,6 +122,13 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 
 // within is the set of nodes a push's selector chooses, nil for none.
 func (h *Handlers) within(ctx context.Context, r PushRequest) (map[string]bool, error) {
+	if len(r.Nodes) > 0 {
+		out := make(map[string]bool, len(r.Nodes))
+		for _, n := range r.Nodes {
+			out[n] = true
+		}
+		return out, nil
+	}
 	if r.Selector == "" {
 		return nil, nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 )
@@ -97,40 +98,19 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 	if err != nil {
 		return out, err
 	}
-	// The module's active nodes, in name order: what the waves choose from.
-	var pool []string
-	for _, a := range in.Assignments {
-		if a.Module == r.Module {
-			pool = append(pool, a.Node)
-		}
+	waves, left, err := resolveWaves(in, rows, r.Module, r.Waves)
+	if err != nil {
+		return out, err
 	}
-	slices.Sort(pool)
+	out.Left = left
 	taken := map[string]bool{}
-	for _, w := range r.Waves {
-		sel, err := ParseSelector(w.Selector)
-		if err != nil {
-			return out, err
-		}
+	for _, w := range waves {
 		wp := WavePlan{Name: w.Name, Selector: w.Selector, Nodes: []PlannedNode{}, Unsent: []UnsentNode{}}
-		var chosen []string
-		for _, n := range pool {
-			if !taken[n] && sel.Matches(rows[n]) {
-				chosen = append(chosen, n)
-				taken[n] = true
-			}
-		}
-		if len(chosen) == 0 {
-			return out, refuse("wave %s (%s) chooses no node of %s that an earlier wave did not", w.Name, w.Selector, r.Module)
-		}
-		for _, n := range chosen {
+		for _, n := range w.Nodes {
 			wp.Nodes = append(wp.Nodes, PlannedNode{Node: n})
+			taken[n] = true
 		}
 		out.Waves = append(out.Waves, wp)
-	}
-	for _, n := range pool {
-		if !taken[n] {
-			out.Left = append(out.Left, n)
-		}
 	}
 	// Every wave's nodes on the new build, at once: what the rollout
 	// leads to; each node is then diffed against what it holds now.
@@ -180,4 +160,45 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 		wp.Nodes = kept
 	}
 	return out, nil
+}
+
+// resolveWaves chooses each wave's nodes, in order, among the active nodes
+// the module is assigned to (in name order), each node in its first wave
+// only; a wave that chooses none is refused. It answers the waves and the
+// module's nodes no wave chose.
+func resolveWaves(in compose.Input, rows map[string]projections.Node, module string, specs []WaveSpec) ([]events.RolloutWave, []string, error) {
+	var pool []string
+	for _, a := range in.Assignments {
+		if a.Module == module {
+			pool = append(pool, a.Node)
+		}
+	}
+	slices.Sort(pool)
+	taken := map[string]bool{}
+	var waves []events.RolloutWave
+	for _, w := range specs {
+		sel, err := ParseSelector(w.Selector)
+		if err != nil {
+			return nil, nil, err
+		}
+		wave := events.RolloutWave{Name: w.Name, Selector: w.Selector, Nodes: []string{}}
+		for _, n := range pool {
+			if !taken[n] && sel.Matches(rows[n]) {
+				wave.Nodes = append(wave.Nodes, n)
+				taken[n] = true
+			}
+		}
+		if len(wave.Nodes) == 0 {
+			return nil, nil, &aggregates.Error{Op: "roll out", ID: module, Err: aggregates.ErrInvalid,
+				Detail: fmt.Sprintf("wave %s (%s) chooses no node of %s that an earlier wave did not", w.Name, w.Selector, module)}
+		}
+		waves = append(waves, wave)
+	}
+	left := []string{}
+	for _, n := range pool {
+		if !taken[n] {
+			left = append(left, n)
+		}
+	}
+	return waves, left, nil
 }

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,7 +181,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 	if err != nil {
 		return StatusReport{}, err
 	}
-	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}, Runtimes: []projections.Runtime{}}
+	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}, Runtimes: []projections.Runtime{}, Rollouts: []projections.Rollout{}}
 	notCurrent, down := 0, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
@@ -237,7 +238,19 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 				}
 			}
 		}
-		out.Causes, err = h.causes(ctx, v)
+		if out.Causes, err = h.causes(ctx, v); err != nil {
+			return err
+		}
+		rollouts, err := v.Rollouts()
+		for _, ro := range rollouts {
+			if ro.Open() || ro.State == projections.RolloutHalted {
+				out.Rollouts = append(out.Rollouts, ro)
+			}
+			if ro.State == projections.RolloutHalted {
+				out.Causes = append(out.Causes, fmt.Sprintf("rollout %s of %s halted at wave %d (%s): %s: %s (mesh rollout abort %s)",
+					ro.ID, ro.Module, ro.Wave+1, ro.Waves[ro.Wave].Name, ro.Node, ro.Why, ro.ID))
+			}
+		}
 		return err
 	})
 	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0 && notCurrent == 0 && down == 0

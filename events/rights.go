@@ -54,6 +54,8 @@ var Rights = map[string]Right{
 	"NodeEnrolled":          {ByController, KindNode, func(e Event) string { return e.(NodeEnrolled).Name }},
 	"NodeRetired":           {ByController, KindNode, func(e Event) string { return e.(NodeRetired).Name }},
 	"NodeChanged":           {ByController, KindNode, func(e Event) string { return e.(NodeChanged).Name }},
+	"RolloutStarted":        {ByController, KindRollout, func(e Event) string { return e.(RolloutStarted).ID }},
+	"RolloutStep":           {ByController, KindRollout, func(e Event) string { return e.(RolloutStep).ID }},
 	"ModuleAssigned":        {ByController, KindNode, func(e Event) string { return e.(ModuleAssigned).Node }},
 	"ModuleUnassigned":      {ByController, KindNode, func(e Event) string { return e.(ModuleUnassigned).Node }},
 	"DeclarationSent":       {ByController, KindNode, func(e Event) string { return e.(DeclarationSent).Node }},

@@ -22,6 +22,7 @@ import (
 //	2026-12-03  CredentialRotated v1, SecretForgotten v1.
 //	2026-12-04  reports RuntimeStarted v1, RuntimeExited v1, RuntimeCrashLooping v1, RuntimeSteady v1,
 //	            RuntimeStopped v1, DriftFound v1; NodeChanged v1; report NodeFactsReported v1.
+//	2026-12-04  RolloutStarted v1, RolloutStep v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -52,6 +53,8 @@ var table = map[string]entry{
 	"DriftFound":          current[DriftFound](1),
 	"NodeChanged":         current[NodeChanged](1),
 	"NodeFactsReported":   current[NodeFactsReported](1),
+	"RolloutStarted":      current[RolloutStarted](1),
+	"RolloutStep":         current[RolloutStep](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.

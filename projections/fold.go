@@ -31,7 +31,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
 var readModels = []func(*folder, events.Recorded) error{
-	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
+	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
 }
 
 // inBatch is a fold that needs only the batch.

@@ -22,6 +22,7 @@ const (
 	prefixRuntime        byte = 0x0c // node, module -> Runtime (runtimes.go)
 	prefixDrift          byte = 0x0d // node -> Drift, the last it reported
 	prefixFacts          byte = 0x0e // node -> Facts, the last its agent reported
+	prefixRollout        byte = 0x0f // id -> Rollout (rollouts.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -57,7 +58,8 @@ var (
 //	11 credential rotations
 //	12 runtimes and drift
 //	13 facts; declared capabilities and labels that change
-const schemaVersion = 13
+//	14 rollouts
+const schemaVersion = 14
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

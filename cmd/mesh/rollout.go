@@ -7,13 +7,20 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
 )
 
-// RolloutCmd groups what rolls a new build out in waves (issue 17). The
-// plan of the whole rollout is built; starting one is not yet.
+// RolloutCmd groups what rolls a new build out in waves (issue 17).
 type RolloutCmd struct {
-	Plan RolloutPlanCmd `cmd:"" help:"Every wave of a rollout, its nodes, and what would change on each, before anything is sent."`
+	Plan   RolloutPlanCmd   `cmd:"" help:"Every wave of a rollout, its nodes, and what would change on each, before anything is sent."`
+	Start  RolloutStartCmd  `cmd:"" help:"Start a rollout: each wave is sent the build once the one before applied it."`
+	List   RolloutListCmd   `cmd:"" help:"Every rollout and where it stands."`
+	Show   RolloutShowCmd   `cmd:"" help:"One rollout, wave by wave."`
+	Pause  RolloutPauseCmd  `cmd:"" help:"Hold a rollout where it is."`
+	Resume RolloutResumeCmd `cmd:"" help:"Move a paused rollout on."`
+	Abort  RolloutAbortCmd  `cmd:"" help:"End a rollout where it is (what was sent stays)."`
 }
 
 type RolloutPlanCmd struct {
@@ -31,13 +38,11 @@ func (c *RolloutPlanCmd) Help() string {
 
 func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	req := commands.RolloutPlanRequest{Module: c.Module, Build: c.Build}
-	for _, w := range c.Wave {
-		name, sel, ok := strings.Cut(w, "=")
-		if !ok || name == "" || sel == "" {
-			return usagef("--wave %q is not NAME=SELECTOR (for example canary=name=web-1, or rest=*)", w)
-		}
-		req.Waves = append(req.Waves, commands.WaveSpec{Name: name, Selector: sel})
+	waves, err := parseWaves(c.Wave)
+	if err != nil {
+		return err
 	}
+	req.Waves = waves
 	var p commands.RolloutPlan
 	if err := g.call(ctx, commands.SubjectRolloutPlan, req, &p); err != nil {
 		return err
@@ -70,4 +75,146 @@ func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		fmt.Fprintf(w, "left on the build they have (no wave chose them): %s\n", strings.Join(p.Left, ", "))
 	}
 	return nil
+}
+
+// RolloutStartCmd starts a rollout.
+type RolloutStartCmd struct {
+	Module     string   `arg:""`
+	Wave       []string `sep:"none" required:"" help:"A wave NAME=SELECTOR, in order (repeatable), as rollout plan takes them."`
+	Build      string   `help:"The build to roll out (default: the module's latest)."`
+	AutoRevert bool     `name:"auto-revert" help:"When a node of a wave fails or refuses the build, send that wave back to the builds it had."`
+}
+
+func (c *RolloutStartCmd) Help() string {
+	return "Examples:\n  mesh rollout start app --wave canary=name=web-1 --wave half=zone=eu-1 --wave rest='*' --auto-revert"
+}
+
+func (c *RolloutStartCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	req := commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: c.Module, Build: c.Build, AutoRevert: c.AutoRevert}
+	waves, err := parseWaves(c.Wave)
+	if err != nil {
+		return err
+	}
+	req.Waves = waves
+	var r projections.Rollout
+	if err := g.call(ctx, commands.SubjectRolloutStart, req, &r); err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "started rollout %s of %s build %s in %d wave(s); the controller moves it as each wave applies (mesh rollout show %s)\n",
+		r.ID, r.Module, manifest.ShortBuild(r.Build), len(r.Waves), r.ID)
+	return nil
+}
+
+func parseWaves(specs []string) ([]commands.WaveSpec, error) {
+	var out []commands.WaveSpec
+	for _, w := range specs {
+		name, sel, ok := strings.Cut(w, "=")
+		if !ok || name == "" || sel == "" {
+			return nil, usagef("--wave %q is not NAME=SELECTOR (for example canary=name=web-1, or rest=*)", w)
+		}
+		out = append(out, commands.WaveSpec{Name: name, Selector: sel})
+	}
+	return out, nil
+}
+
+// RolloutListCmd lists the rollouts.
+type RolloutListCmd struct {
+	JSON bool `help:"Print {rollouts} as JSON."`
+}
+
+func (c *RolloutListCmd) Help() string { return "Examples:\n  mesh rollout list" }
+
+func (c *RolloutListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var l commands.RolloutList
+	if err := g.call(ctx, commands.SubjectRolloutList, commands.Empty{}, &l); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, l)
+	}
+	if len(l.Rollouts) == 0 {
+		fmt.Fprintln(out.Out, "no rollouts yet; mesh rollout plan MODULE --wave ... shows one before it starts")
+	}
+	for _, r := range l.Rollouts {
+		fmt.Fprintln(out.Out, rolloutLine(r))
+	}
+	return nil
+}
+
+// rolloutLine says where a rollout stands, in one line.
+func rolloutLine(r projections.Rollout) string {
+	line := fmt.Sprintf("%s  %s build %s  %s", r.ID, r.Module, manifest.ShortBuild(r.Build), r.State)
+	if r.Wave >= 0 {
+		line += fmt.Sprintf(", wave %d of %d (%s)", r.Wave+1, len(r.Waves), r.Waves[r.Wave].Name)
+	}
+	if r.Node != "" {
+		line += fmt.Sprintf(": halted by %s: %s", r.Node, r.Why)
+	}
+	if r.Reverted {
+		line += "; that wave was sent back to the builds it had"
+	}
+	return line
+}
+
+// RolloutShowCmd shows one rollout, wave by wave.
+type RolloutShowCmd struct {
+	ID   string `arg:""`
+	JSON bool   `help:"Print the rollout as JSON."`
+}
+
+func (c *RolloutShowCmd) Help() string { return "Examples:\n  mesh rollout show r-0a1b2c3d4e" }
+
+func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r projections.Rollout
+	if err := g.call(ctx, commands.SubjectRolloutShow, commands.NameRequest{Name: c.ID}, &r); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, r)
+	}
+	fmt.Fprintln(out.Out, rolloutLine(r))
+	for i, w := range r.Waves {
+		mark := "waits"
+		switch {
+		case i < r.Wave || r.State == projections.RolloutFinished:
+			mark = "applied"
+		case i == r.Wave:
+			mark = "under way"
+		}
+		fmt.Fprintf(out.Out, "  wave %d %s (%s), %s: %s\n", i+1, w.Name, w.Selector, mark, strings.Join(w.Nodes, ", "))
+	}
+	return nil
+}
+
+// RolloutControlCmd pauses, resumes or aborts a rollout.
+type RolloutControlCmd struct {
+	ID string `arg:""`
+}
+
+func (c *RolloutControlCmd) control(ctx context.Context, g *Globals, out *Output, step string) error {
+	var r projections.Rollout
+	req := commands.RolloutControl{CommandID: commands.NewCommandID(), ID: c.ID, Step: step}
+	if err := g.call(ctx, commands.SubjectRolloutControl, req, &r); err != nil {
+		return err
+	}
+	fmt.Fprintln(out.Out, rolloutLine(r))
+	return nil
+}
+
+type RolloutPauseCmd struct{ RolloutControlCmd }
+type RolloutResumeCmd struct{ RolloutControlCmd }
+type RolloutAbortCmd struct{ RolloutControlCmd }
+
+func (c *RolloutPauseCmd) Help() string  { return "Examples:\n  mesh rollout pause r-0a1b2c3d4e" }
+func (c *RolloutResumeCmd) Help() string { return "Examples:\n  mesh rollout resume r-0a1b2c3d4e" }
+func (c *RolloutAbortCmd) Help() string  { return "Examples:\n  mesh rollout abort r-0a1b2c3d4e" }
+
+func (c *RolloutPauseCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	return c.control(ctx, g, out, events.StepPaused)
+}
+func (c *RolloutResumeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	return c.control(ctx, g, out, events.StepResumed)
+}
+func (c *RolloutAbortCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	return c.control(ctx, g, out, events.StepAborted)
 }

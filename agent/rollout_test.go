@@ -1,0 +1,161 @@
+package agent_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// rolloutState drives the rollouts once more and answers id's state.
+func (m *mesh) rolloutState(id string) projections.Rollout {
+	m.t.Helper()
+	m.must(m.h.DriveRollouts(m.ctx))
+	r, err := m.h.ShowRollout(m.ctx, commands.NameRequest{Name: id})
+	m.must(err)
+	return r
+}
+
+// steps counts the rollout's steps of each kind in the log, by wave.
+func (m *mesh) steps(id string) map[string]int {
+	m.t.Helper()
+	out := map[string]int{}
+	m.must(m.h.Store.Read(m.ctx, store.ReadOptions{Filter: events.RolloutAggregate(id).Filter()}, func(msg store.Msg) error {
+		if _, ev, err := events.Decode(msg.Data); err == nil {
+			if s, ok := ev.(events.RolloutStep); ok {
+				out[fmt.Sprintf("%s %d", s.Step, s.Wave)]++
+			}
+		}
+		return nil
+	}))
+	return out
+}
+
+// Rollouts with real agents (issue 17): three waves (a canary, the rest of
+// its zone, then everything else) move only once the wave before applied
+// the new build; a canary whose apply fails halts the rollout with the
+// node named, the later waves untouched, and --auto-revert sends it back;
+// pause holds a rollout where it is and resume moves it on. Fails when a
+// wave starts before the one before applied, or a step is taken twice.
+func TestRolloutsMoveWaveByWave(t *testing.T) {
+	m := newMesh(t)
+	// A second controller on the same stream, with the same key, drives
+	// the same rollouts, often: each step still lands once.
+	other := t.TempDir()
+	key, err := os.ReadFile(filepath.Join(m.home, commands.KeyFile))
+	m.must(err)
+	m.must(os.WriteFile(filepath.Join(other, commands.KeyFile), key, 0o600))
+	second, err := commands.StartController(m.ctx, embeddedtest.Conn(t, m.srv), commands.ControllerConfig{Home: other, RolloutEvery: 20 * time.Millisecond})
+	m.must(err)
+	t.Cleanup(func() { second.Close() })
+	roots := map[string]string{}
+	for i, n := range []string{"w-1", "w-2", "w-3", "w-4"} {
+		zone := "eu-1"
+		if i == 3 {
+			zone = "eu-2"
+		}
+		_, err := m.h.Enroll(m.ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n, Labels: map[string]string{"zone": zone}})
+		m.must(err)
+		roots[n] = filepath.Join(t.TempDir(), "root")
+		m.agentAt(n, roots[n])
+	}
+	motd := func(content string, extra string) {
+		m.writeModule(`{"module":"motd","resources":[{"kind":"directory","path":"/etc","mode":"0755"},{"kind":"file","path":"/etc/motd","mode":"0644","content":"` + content + `\n"}` + extra + `]}`)
+	}
+	motd("one", "")
+	for n := range roots {
+		m.assign(n, "motd", nil)
+	}
+	for _, s := range m.push("").Sent {
+		m.report(s.Node, s.Digest)
+	}
+	waves := []commands.WaveSpec{{Name: "canary", Selector: "name=w-1"}, {Name: "zone", Selector: "zone=eu-1"}, {Name: "rest", Selector: "*"}}
+	start := func(autoRevert bool) projections.Rollout {
+		t.Helper()
+		r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Waves: waves, AutoRevert: autoRevert})
+		m.must(err)
+		return r
+	}
+	read := func(n string) string {
+		b, _ := os.ReadFile(filepath.Join(roots[n], "etc/motd"))
+		return string(b)
+	}
+
+	// Three waves, each after the one before applied.
+	motd("two", "")
+	r := start(false)
+	eventually(t, "the rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
+	for n := range roots {
+		if got := read(n); got != "two\n" {
+			t.Fatalf("%s holds %q after the rollout", n, got)
+		}
+	}
+	applied := func(node string) uint64 { // stream seq of node's report applying its newest
+		h, err := m.h.History(m.ctx, commands.HistoryRequest{Node: node})
+		m.must(err)
+		var seq uint64
+		for _, e := range h.Entries {
+			if e.Kind == "applied" {
+				seq = e.Seq
+			}
+		}
+		return seq
+	}
+	sent := func(node string) uint64 { // stream seq of node's newest declaration
+		row, _, err := m.h.Proj.Node(node)
+		m.must(err)
+		return row.LastSent.StreamSeq
+	}
+	if !(sent("w-2") > applied("w-1") && sent("w-3") > applied("w-1") && sent("w-4") > applied("w-2") && sent("w-4") > applied("w-3")) {
+		t.Fatal("a wave was sent before the wave before it applied")
+	}
+	if s := m.steps(r.ID); s["wave started 0"] != 1 || s["wave started 1"] != 1 || s["wave started 2"] != 1 || s["finished 2"] != 1 {
+		t.Fatalf("steps of the rollout: %v (each once)", s)
+	}
+
+	// A canary that cannot apply: halted, named, the rest untouched, reverted.
+	m.must(os.Symlink(t.TempDir(), filepath.Join(roots["w-1"], "etc/link")))
+	motd("three", `,{"kind":"file","path":"/etc/link/x","mode":"0644","content":"x"}`)
+	r = start(true)
+	eventually(t, "the rollout to halt and revert", func() bool { ro := m.rolloutState(r.ID); return ro.State == projections.RolloutHalted && ro.Reverted })
+	ro := m.rolloutState(r.ID)
+	if ro.Node != "w-1" || !strings.Contains(ro.Why, "/etc/link/x") {
+		t.Fatalf("the halt: %+v", ro)
+	}
+	for _, n := range []string{"w-2", "w-3", "w-4"} {
+		if got := read(n); got != "two\n" {
+			t.Fatalf("%s of a later wave holds %q after the canary halted", n, got)
+		}
+	}
+	eventually(t, "the canary back on the build it had", func() bool {
+		row, _, _ := m.h.Proj.Node("w-1")
+		return row.LastReport != nil && row.LastReport.Outcome == "applied" && row.LastReport.Digest == row.LastSent.Digest && read("w-1") == "two\n"
+	})
+
+	// Pause holds it; resume moves it on.
+	m.must(os.Remove(filepath.Join(roots["w-1"], "etc/link")))
+	motd("four", "")
+	r = start(false)
+	paused, err := m.h.ControlRollout(m.ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepPaused})
+	m.must(err)
+	for range 3 {
+		if ro := m.rolloutState(r.ID); ro.State != projections.RolloutPaused || ro.Wave != paused.Wave {
+			t.Fatalf("a paused rollout moved from wave %d: %+v", paused.Wave, ro)
+		}
+	}
+	_, err = m.h.ControlRollout(m.ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepResumed})
+	m.must(err)
+	eventually(t, "the resumed rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
+	if got := read("w-4"); got != "four\n" {
+		t.Fatalf("w-4 holds %q after the resumed rollout", got)
+	}
+	m.verified()
+}

@@ -1,0 +1,307 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// RolloutRequest starts a rollout: the plan's waves, and whether a halted
+// wave goes back to the builds it had.
+type RolloutRequest struct {
+	CommandID  string     `json:"command_id"`
+	Module     string     `json:"module"`
+	Build      string     `json:"build,omitempty"`
+	Waves      []WaveSpec `json:"waves"`
+	AutoRevert bool       `json:"auto_revert,omitempty"`
+}
+
+// RolloutControl pauses, resumes or aborts a rollout.
+type RolloutControl struct {
+	CommandID string `json:"command_id"`
+	ID        string `json:"id"`
+	Step      string `json:"step"` // events.StepPaused, StepResumed or StepAborted
+}
+
+// RolloutList is every rollout, newest last.
+type RolloutList struct {
+	Rollouts []projections.Rollout `json:"rollouts"`
+}
+
+// StartRollout records a rollout (rule 23): its waves are chosen now, from
+// the nodes the module is assigned to, and the controllers' drive moves it
+// wave by wave, each only once the one before applied the new build.
+func (h *Handlers) StartRollout(ctx context.Context, r RolloutRequest) (projections.Rollout, error) {
+	if err := h.writable(); err != nil {
+		return projections.Rollout{}, err
+	}
+	plan, err := h.PlanRollout(ctx, RolloutPlanRequest{Module: r.Module, Build: r.Build, Waves: r.Waves})
+	if err != nil {
+		return projections.Rollout{}, err
+	}
+	ev := events.RolloutStarted{ID: "r-" + strings.ToLower(r.CommandID[:min(10, len(r.CommandID))]), Module: r.Module, Build: plan.Build,
+		Previous: map[string]string{}, AutoRevert: r.AutoRevert}
+	err = h.Proj.Read(func(v *projections.View) error {
+		for i, w := range plan.Waves {
+			wave := events.RolloutWave{Name: w.Name, Selector: w.Selector}
+			for _, n := range w.Nodes {
+				wave.Nodes = append(wave.Nodes, n.Node)
+			}
+			for _, u := range w.Unsent {
+				wave.Nodes = append(wave.Nodes, u.Node)
+			}
+			ev.Waves = append(ev.Waves, wave)
+			for _, n := range ev.Waves[i].Nodes {
+				as, err := v.AssignmentsOf(n)
+				if err != nil {
+					return err
+				}
+				for _, a := range as {
+					if a.Module == r.Module {
+						ev.Previous[n] = a.Build
+					}
+				}
+			}
+		}
+		open, err := v.Rollouts()
+		for _, o := range open {
+			if o.Open() && o.Module == r.Module {
+				return &aggregates.Error{Op: "roll out", ID: r.Module, Err: aggregates.ErrNameTaken,
+					Detail: fmt.Sprintf("rollout %s of it is %s; abort it first (mesh rollout abort %s)", o.ID, o.State, o.ID)}
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return projections.Rollout{}, err
+	}
+	seq, err := h.Store.Append(ctx, events.RolloutAggregate(ev.ID), 0, r.CommandID, ev)
+	if err != nil {
+		return projections.Rollout{}, err
+	}
+	h.Log.Info("rollout started", "id", ev.ID, "module", ev.Module, "waves", len(ev.Waves), "seq", seq)
+	if err := h.landed(ctx, seq, ev); err != nil {
+		return projections.Rollout{}, err
+	}
+	return h.rollout(ev.ID)
+}
+
+// ControlRollout pauses, resumes or aborts a rollout: a checked step.
+func (h *Handlers) ControlRollout(ctx context.Context, r RolloutControl) (projections.Rollout, error) {
+	for range maxAttempts {
+		if err := h.catchUp(ctx); err != nil {
+			return projections.Rollout{}, err
+		}
+		ro, err := h.rollout(r.ID)
+		if err != nil {
+			return ro, err
+		}
+		allowed := map[string]string{events.StepPaused: projections.RolloutRunning, events.StepResumed: projections.RolloutPaused}
+		switch from, ok := allowed[r.Step]; {
+		case r.Step == events.StepAborted && ro.Open():
+		case ok && ro.State == from:
+		case ok || r.Step == events.StepAborted:
+			return ro, &aggregates.Error{Op: "change rollout", ID: r.ID, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("it is %s, so it cannot be %s", ro.State, r.Step)}
+		default:
+			return ro, &aggregates.Error{Op: "change rollout", ID: r.ID, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("%q is not paused, resumed or aborted", r.Step)}
+		}
+		err = h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: r.Step, Wave: ro.Wave})
+		if errors.Is(err, store.ErrConflict) {
+			continue // a controller's drive took a step meanwhile: decide again on it
+		}
+		if err != nil {
+			return ro, err
+		}
+		return h.rollout(r.ID)
+	}
+	return projections.Rollout{}, fmt.Errorf("cannot change rollout %s: it moved under %d attempts in a row; try again", r.ID, maxAttempts)
+}
+
+// ListRollouts answers every rollout.
+func (h *Handlers) ListRollouts(context.Context, Empty) (RolloutList, error) {
+	var out RolloutList
+	err := h.Proj.Read(func(v *projections.View) (err error) {
+		out.Rollouts, err = v.Rollouts()
+		return err
+	})
+	if out.Rollouts == nil {
+		out.Rollouts = []projections.Rollout{}
+	}
+	return out, err
+}
+
+// ShowRollout answers one rollout.
+func (h *Handlers) ShowRollout(_ context.Context, r NameRequest) (projections.Rollout, error) {
+	return h.rollout(r.Name)
+}
+
+func (h *Handlers) rollout(id string) (projections.Rollout, error) {
+	var ro projections.Rollout
+	var found bool
+	err := h.Proj.Read(func(v *projections.View) (err error) {
+		ro, found, err = v.Rollout(id)
+		return err
+	})
+	if err == nil && !found {
+		err = &aggregates.Error{Op: "show rollout", ID: id, Err: aggregates.ErrUnknownNode, Detail: "there is no rollout of that id; mesh rollout list names them"}
+	}
+	return ro, err
+}
+
+// step appends one step of a rollout, expecting its version: of two
+// controllers taking the same step, one lands and the other conflicts.
+func (h *Handlers) step(ctx context.Context, ro projections.Rollout, ev events.RolloutStep) error {
+	seq, err := h.Store.Append(ctx, events.RolloutAggregate(ro.ID), ro.Version, NewCommandID(), ev)
+	if err != nil {
+		return err
+	}
+	h.Log.Info("rollout step", "id", ro.ID, "step", ev.Step, "wave", ev.Wave, "node", ev.Node, "seq", seq)
+	return h.landed(ctx, seq, ev)
+}
+
+// DriveRollouts moves every running rollout one step where it can: the
+// controller calls it on a timer (every controller: several may), and a
+// step taken by another meanwhile makes this one's append conflict, which
+// is nothing to do. A wave starts once the one before it applied the new
+// build everywhere; a node that failed or refused it halts the rollout.
+func (h *Handlers) DriveRollouts(ctx context.Context) error {
+	if h.writable() != nil || h.past {
+		return nil
+	}
+	if err := h.catchUp(ctx); err != nil {
+		return err
+	}
+	list, err := h.ListRollouts(ctx, Empty{})
+	if err != nil {
+		return err
+	}
+	for _, ro := range list.Rollouts {
+		if ro.State != projections.RolloutRunning {
+			continue
+		}
+		if err := h.driveOne(ctx, ro); err != nil && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("rollout %s: %w", ro.ID, err)
+		}
+	}
+	return nil
+}
+
+func (h *Handlers) driveOne(ctx context.Context, ro projections.Rollout) error {
+	if ro.Wave < 0 {
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepWaveStarted, Wave: 0})
+	}
+	wave := ro.Waves[ro.Wave]
+	done, err := h.moveWave(ctx, ro, wave.Nodes, func(string) string { return ro.Build })
+	var halt *waveHalt
+	switch {
+	case errors.As(err, &halt):
+		if err := h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepHalted, Wave: ro.Wave, Node: halt.node, Why: halt.why}); err != nil || !ro.AutoRevert {
+			return err
+		}
+		ro, err := h.rollout(ro.ID)
+		if err != nil {
+			return err
+		}
+		// Moved back, then (from read models that hold the move) sent.
+		for i := range 2 {
+			if i > 0 {
+				if err := h.catchUp(ctx); err != nil {
+					return err
+				}
+			}
+			if _, err := h.moveWave(ctx, ro, wave.Nodes, func(n string) string { return ro.Previous[n] }); err != nil && !errors.As(err, &halt) {
+				return err
+			}
+		}
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepReverted, Wave: ro.Wave})
+	case err != nil || !done:
+		return err
+	case ro.Wave == len(ro.Waves)-1:
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepFinished, Wave: ro.Wave})
+	}
+	return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepWaveStarted, Wave: ro.Wave + 1})
+}
+
+// waveHalt is a node of a wave that failed or refused its new build.
+type waveHalt struct{ node, why string }
+
+func (w *waveHalt) Error() string { return w.node + ": " + w.why }
+
+// moveWave moves each node of a wave to its build (build(node)), sends it
+// what it would be sent then, and answers whether every one applied it. A
+// node already moved, or already sent it, is not moved or sent again: a
+// step is safe to repeat, by this controller or another.
+func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string) (bool, error) {
+	var moved []string
+	err := h.Proj.Read(func(v *projections.View) error {
+		for _, n := range nodes {
+			row, found, err := v.Node(n)
+			if err != nil || !found || row.Retired {
+				continue // a node retired meanwhile is out of the rollout
+			}
+			as, err := v.AssignmentsOf(n)
+			if err != nil {
+				return err
+			}
+			for _, a := range as {
+				if a.Module != ro.Module || a.Build == build(n) || build(n) == "" {
+					continue
+				}
+				// The build moves; the settings stay as recorded (a sealed
+				// one stays sealed).
+				ev := events.ModuleAssigned{Node: n, Module: ro.Module, Build: build(n), Settings: orEmpty(a.Settings)}
+				if _, err := h.Store.Append(ctx, events.NodeAggregate(n), row.Version, NewCommandID(), ev); err != nil {
+					return err
+				}
+				moved = append(moved, n)
+			}
+		}
+		return nil
+	})
+	if err != nil || len(moved) > 0 {
+		return false, err // sent on the next step, from read models that hold the moves
+	}
+	composed, err := h.composeAll()
+	if err != nil {
+		return false, err
+	}
+	var send []string
+	done := true
+	err = h.Proj.Read(func(v *projections.View) error {
+		for _, n := range nodes {
+			row, found, err := v.Node(n)
+			if err != nil || !found || row.Retired {
+				continue
+			}
+			w := composed[n]
+			state, _, detail := stateOf(row, w)
+			switch state {
+			case StateCurrent:
+			case StateFailed, StateRefused:
+				return &waveHalt{node: n, why: fmt.Sprintf("%s: %s", state, detail)}
+			case StateCannotCompose:
+				return &waveHalt{node: n, why: "it cannot be composed: " + detail}
+			case StateWaiting:
+				done = false
+			default: // never sent, behind: what it would be sent is not what it was
+				send = append(send, n)
+				done = false
+			}
+		}
+		return nil
+	})
+	if err != nil || len(send) == 0 {
+		return done, err
+	}
+	r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: send})
+	if err == nil && len(r.Unsent) > 0 {
+		return false, &waveHalt{node: r.Unsent[0].Node, why: "it was not sent: " + r.Unsent[0].Reason}
+	}
+	return false, err
+}
