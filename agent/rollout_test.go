@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,4 +159,61 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		t.Fatalf("w-4 holds %q after the resumed rollout", got)
 	}
 	m.verified()
+}
+
+// A bake holds the next wave until the one before has stood its time, and
+// a deadline halts a wave that has not applied in time, naming the node;
+// read on an injected clock, with no sleeping.
+func TestRolloutBakeAndDeadline(t *testing.T) {
+	m := newMesh(t)
+	var ahead atomic.Int64 // how far the second controller's clock is ahead
+	other := t.TempDir()
+	key, err := os.ReadFile(filepath.Join(m.home, commands.KeyFile))
+	m.must(err)
+	m.must(os.WriteFile(filepath.Join(other, commands.KeyFile), key, 0o600))
+	c2, err := commands.StartController(m.ctx, embeddedtest.Conn(t, m.srv), commands.ControllerConfig{Home: other, RolloutEvery: -1})
+	m.must(err)
+	t.Cleanup(func() { c2.Close() })
+	c2.Handlers.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	for _, n := range []string{"b-1", "b-2", "b-3"} {
+		m.enroll(n)
+		if n != "b-3" { // b-3 has no agent: it never applies
+			m.agent(n)
+		}
+	}
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
+	for _, n := range []string{"b-1", "b-2", "b-3"} {
+		m.assign(n, "motd", nil)
+	}
+	m.push("")
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
+	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Bake: time.Hour, Deadline: 2 * time.Hour,
+		Waves: []commands.WaveSpec{{Name: "one", Selector: "name=b-1"}, {Name: "two", Selector: "name=b-2"}, {Name: "three", Selector: "name=b-3"}}})
+	m.must(err)
+	state := func() projections.Rollout {
+		t.Helper()
+		m.must(c2.Handlers.DriveRollouts(m.ctx))
+		ro, err := c2.Handlers.ShowRollout(m.ctx, commands.NameRequest{Name: r.ID})
+		m.must(err)
+		return ro
+	}
+	eventually(t, "b-1 to apply the new build", func() bool {
+		state()
+		return m.status()["b-1"].State == commands.StateCurrent && m.status()["b-1"].Sequence == 2
+	})
+	for range 3 {
+		if ro := state(); ro.Wave != 0 {
+			t.Fatalf("the next wave started before the bake: %+v", ro)
+		}
+	}
+	ahead.Store(int64(90 * time.Minute)) // the bake has passed
+	eventually(t, "the third wave to start", func() bool { return state().Wave == 2 })
+	if ro := state(); ro.State != projections.RolloutRunning {
+		t.Fatalf("halted before its deadline: %+v", ro)
+	}
+	ahead.Store(int64(3 * time.Hour)) // the third wave's deadline has passed
+	eventually(t, "the deadline to halt it", func() bool { return state().State == projections.RolloutHalted })
+	if ro := state(); ro.Node != "b-3" || !strings.Contains(ro.Why, "deadline of 2h0m0s") {
+		t.Fatalf("the halt: %+v", ro)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
@@ -20,6 +21,9 @@ type RolloutRequest struct {
 	Build      string     `json:"build,omitempty"`
 	Waves      []WaveSpec `json:"waves"`
 	AutoRevert bool       `json:"auto_revert,omitempty"`
+	// Bake and Deadline: see events.RolloutStarted.
+	Bake     time.Duration `json:"bake,omitempty"`
+	Deadline time.Duration `json:"deadline,omitempty"`
 }
 
 // RolloutControl pauses, resumes or aborts a rollout.
@@ -46,7 +50,7 @@ func (h *Handlers) StartRollout(ctx context.Context, r RolloutRequest) (projecti
 		return projections.Rollout{}, err
 	}
 	ev := events.RolloutStarted{ID: "r-" + strings.ToLower(r.CommandID[:min(10, len(r.CommandID))]), Module: r.Module, Build: plan.Build,
-		Previous: map[string]string{}, AutoRevert: r.AutoRevert}
+		Previous: map[string]string{}, AutoRevert: r.AutoRevert, BakeSeconds: int(r.Bake.Seconds()), DeadlineSeconds: int(r.Deadline.Seconds())}
 	err = h.Proj.Read(func(v *projections.View) error {
 		for i, w := range plan.Waves {
 			wave := events.RolloutWave{Name: w.Name, Selector: w.Selector}
@@ -220,12 +224,42 @@ func (h *Handlers) driveOne(ctx context.Context, ro projections.Rollout) error {
 			}
 		}
 		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepReverted, Wave: ro.Wave})
-	case err != nil || !done:
+	case err != nil:
 		return err
+	case !done && ro.DeadlineSeconds > 0 && h.Now().After(ro.WaveAt.Add(time.Duration(ro.DeadlineSeconds)*time.Second)):
+		late := h.notApplied(wave.Nodes)
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepHalted, Wave: ro.Wave, Node: late,
+			Why: fmt.Sprintf("it did not apply the build within the wave's deadline of %s", time.Duration(ro.DeadlineSeconds)*time.Second)})
+	case !done:
+		return nil
+	case ro.BakeSeconds > 0 && h.Now().Before(h.lastApplied(wave.Nodes).Add(time.Duration(ro.BakeSeconds)*time.Second)):
+		return nil // baking: the wave is watched a while before the next
 	case ro.Wave == len(ro.Waves)-1:
 		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepFinished, Wave: ro.Wave})
 	}
 	return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepWaveStarted, Wave: ro.Wave + 1})
+}
+
+// notApplied is the first node of nodes not current, for a halt's sentence.
+func (h *Handlers) notApplied(nodes []string) string {
+	for _, n := range nodes {
+		row, found, err := h.Proj.Node(n)
+		if err == nil && found && (row.LastReport == nil || row.LastSent == nil || row.LastReport.Digest != row.LastSent.Digest) {
+			return n
+		}
+	}
+	return nodes[0]
+}
+
+// lastApplied is when the last of nodes reported applying what it was sent.
+func (h *Handlers) lastApplied(nodes []string) time.Time {
+	var last time.Time
+	for _, n := range nodes {
+		if row, found, err := h.Proj.Node(n); err == nil && found && row.LastReport != nil && row.LastReport.At.After(last) {
+			last = row.LastReport.At
+		}
+	}
+	return last
 }
 
 // waveHalt is a node of a wave that failed or refused its new build.

@@ -27,6 +27,11 @@ type RolloutStarted struct {
 	Waves      []RolloutWave     `json:"waves"`
 	Previous   map[string]string `json:"previous"`
 	AutoRevert bool              `json:"auto_revert"`
+	// BakeSeconds: a wave that applied the build is watched this long
+	// before the next starts. DeadlineSeconds: a wave that has not applied
+	// it this long after it started halts the rollout. 0: none.
+	BakeSeconds     int `json:"bake_seconds,omitempty"`
+	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
 }
 
 // Rollout steps: what a RolloutStep says happened.

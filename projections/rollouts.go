@@ -23,7 +23,8 @@ type Rollout struct {
 	State string `json:"state"`
 	// Wave is the wave under way (its index), -1 before the first.
 	Wave     int       `json:"wave"`
-	Node     string    `json:"node,omitempty"` // the node that halted it
+	WaveAt   time.Time `json:"wave_at,omitzero"` // when the wave under way started
+	Node     string    `json:"node,omitempty"`   // the node that halted it
 	Why      string    `json:"why,omitempty"`
 	Reverted bool      `json:"reverted,omitempty"`
 	Started  time.Time `json:"started"`
@@ -49,7 +50,7 @@ func foldRollouts(b *pebble.Batch, rec events.Recorded) error {
 		}
 		switch ev.Step {
 		case events.StepWaveStarted:
-			r.Wave = ev.Wave
+			r.Wave, r.WaveAt = ev.Wave, at
 		case events.StepHalted:
 			r.State, r.Node, r.Why = RolloutHalted, ev.Node, ev.Why
 		case events.StepReverted:
