@@ -186,15 +186,41 @@ func (h *Handlers) DriveRollouts(ctx context.Context) error {
 		return err
 	}
 	for _, ro := range list.Rollouts {
-		if ro.State != projections.RolloutRunning {
-			continue
-		}
-		if err := h.driveOne(ctx, ro); err != nil && !errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("rollout %s: %w", ro.ID, err)
+		// Steps that need no agent (a wave's start, its nodes' moves) are
+		// taken one after another in this call, each from read models that
+		// hold the one before; it stops at what waits for agents.
+		for range chainedSteps {
+			if ro.State != projections.RolloutRunning {
+				break
+			}
+			err := h.driveOne(ctx, ro)
+			moved, taken := errors.Is(err, errMoved), errors.Is(err, store.ErrConflict)
+			if err != nil && !moved && !taken {
+				return fmt.Errorf("rollout %s: %w", ro.ID, err)
+			}
+			if err := h.catchUp(ctx); err != nil {
+				return err
+			}
+			next, err := h.rollout(ro.ID)
+			if err != nil {
+				return err
+			}
+			progressed := moved || next.Version != ro.Version
+			ro = next
+			if taken || !progressed {
+				break // another controller took the step, or it waits for agents
+			}
 		}
 	}
 	return nil
 }
+
+// chainedSteps bounds the steps one drive takes of one rollout.
+const chainedSteps = 4
+
+// errMoved: a wave's nodes were moved to their build just now; they are
+// sent from read models that hold the move.
+var errMoved = errors.New("rollout: nodes moved to their build; send next")
 
 func (h *Handlers) driveOne(ctx context.Context, ro projections.Rollout) error {
 	if ro.Wave < 0 {
@@ -219,7 +245,7 @@ func (h *Handlers) driveOne(ctx context.Context, ro projections.Rollout) error {
 					return err
 				}
 			}
-			if _, err := h.moveWave(ctx, ro, wave.Nodes, func(n string) string { return ro.Previous[n] }); err != nil && !errors.As(err, &halt) {
+			if _, err := h.moveWave(ctx, ro, wave.Nodes, func(n string) string { return ro.Previous[n] }); err != nil && !errors.As(err, &halt) && !errors.Is(err, errMoved) {
 				return err
 			}
 		}
@@ -298,8 +324,11 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 		}
 		return nil
 	})
-	if err != nil || len(moved) > 0 {
-		return false, err // sent on the next step, from read models that hold the moves
+	if err != nil {
+		return false, err
+	}
+	if len(moved) > 0 {
+		return false, errMoved // sent on the next step, from read models that hold the moves
 	}
 	composed, err := h.composeAll()
 	if err != nil {
