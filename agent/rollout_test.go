@@ -217,3 +217,46 @@ func TestRolloutBakeAndDeadline(t *testing.T) {
 		t.Fatalf("the halt: %+v", ro)
 	}
 }
+
+// --max-parallel bounds a wave's nodes sent the build and not yet applied:
+// with one node that never applies (no agent) and a bound of one, the
+// others of its wave are not sent. Fails when the bound is not held.
+func TestRolloutMaxParallel(t *testing.T) {
+	m := newMesh(t)
+	for _, n := range []string{"p-1", "p-2", "p-3"} {
+		m.enroll(n)
+		if n != "p-1" { // p-1, first by name, never applies
+			m.agent(n)
+		}
+	}
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
+	for _, n := range []string{"p-1", "p-2", "p-3"} {
+		m.assign(n, "motd", nil)
+	}
+	for _, s := range m.push("").Sent {
+		if s.Node != "p-1" {
+			m.report(s.Node, s.Digest)
+		}
+	}
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
+	// 25% of three nodes is less than one: one at a time.
+	_, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", MaxParallel: "25%",
+		Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
+	m.must(err)
+	eventually(t, "p-1 to be sent the build", func() bool {
+		m.must(m.h.DriveRollouts(m.ctx))
+		return m.status()["p-1"].Sequence == 2
+	})
+	for range 3 {
+		m.must(m.h.DriveRollouts(m.ctx))
+		for _, n := range []string{"p-2", "p-3"} {
+			if s := m.status()[n]; s.Sequence != 1 {
+				t.Fatalf("%s was sent the build while p-1, within the bound of one, had not applied it: %+v", n, s)
+			}
+		}
+	}
+	if _, err = m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", MaxParallel: "0",
+		Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}}); err == nil || !strings.Contains(err.Error(), "--max-parallel") {
+		t.Fatalf("a bound of 0: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,8 @@ type RolloutRequest struct {
 	// Bake and Deadline: see events.RolloutStarted.
 	Bake     time.Duration `json:"bake,omitempty"`
 	Deadline time.Duration `json:"deadline,omitempty"`
+	// MaxParallel: see events.RolloutStarted.
+	MaxParallel string `json:"max_parallel,omitempty"`
 }
 
 // RolloutControl pauses, resumes or aborts a rollout.
@@ -45,12 +48,15 @@ func (h *Handlers) StartRollout(ctx context.Context, r RolloutRequest) (projecti
 	if err := h.writable(); err != nil {
 		return projections.Rollout{}, err
 	}
+	if _, err := inFlightOf(r.MaxParallel, 1); err != nil {
+		return projections.Rollout{}, &aggregates.Error{Op: "roll out", ID: r.Module, Err: aggregates.ErrInvalid, Detail: err.Error()}
+	}
 	plan, err := h.PlanRollout(ctx, RolloutPlanRequest{Module: r.Module, Build: r.Build, Waves: r.Waves})
 	if err != nil {
 		return projections.Rollout{}, err
 	}
 	ev := events.RolloutStarted{ID: "r-" + strings.ToLower(r.CommandID[:min(10, len(r.CommandID))]), Module: r.Module, Build: plan.Build,
-		Previous: map[string]string{}, AutoRevert: r.AutoRevert, BakeSeconds: int(r.Bake.Seconds()), DeadlineSeconds: int(r.Deadline.Seconds())}
+		Previous: map[string]string{}, AutoRevert: r.AutoRevert, BakeSeconds: int(r.Bake.Seconds()), DeadlineSeconds: int(r.Deadline.Seconds()), MaxParallel: r.MaxParallel}
 	err = h.Proj.Read(func(v *projections.View) error {
 		for i, w := range plan.Waves {
 			wave := events.RolloutWave{Name: w.Name, Selector: w.Selector}
@@ -288,6 +294,23 @@ func (h *Handlers) lastApplied(nodes []string) time.Time {
 	return last
 }
 
+// inFlightOf reads --max-parallel for a wave of n nodes: a count, or a
+// percentage of the wave (at least one); "" is the whole wave.
+func inFlightOf(s string, n int) (int, error) {
+	if s == "" {
+		return max(n, 1), nil
+	}
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+	switch {
+	case err != nil || v < 1 || pct && v > 100:
+		return 0, fmt.Errorf("--max-parallel %q is not a count (such as 5) or a percentage (such as 25%%)", s)
+	case pct:
+		return max(n*v/100, 1), nil
+	}
+	return v, nil
+}
+
 // waveHalt is a node of a wave that failed or refused its new build.
 type waveHalt struct{ node, why string }
 
@@ -335,7 +358,7 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 		return false, err
 	}
 	var send []string
-	done := true
+	done, waiting := true, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		for _, n := range nodes {
 			row, found, err := v.Node(n)
@@ -352,6 +375,7 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 				return &waveHalt{node: n, why: "it cannot be composed: " + detail}
 			case StateWaiting:
 				done = false
+				waiting++
 			default: // never sent, behind: what it would be sent is not what it was
 				send = append(send, n)
 				done = false
@@ -361,6 +385,14 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 	})
 	if err != nil || len(send) == 0 {
 		return done, err
+	}
+	// At most max-parallel in flight: those sent and not yet applied count.
+	limit, _ := inFlightOf(ro.MaxParallel, len(nodes))
+	if room := limit - waiting; room < len(send) {
+		send = send[:max(room, 0)]
+		if len(send) == 0 {
+			return false, nil
+		}
 	}
 	r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: send})
 	if err == nil && len(r.Unsent) > 0 {

@@ -32,6 +32,10 @@ type RolloutStarted struct {
 	// it this long after it started halts the rollout. 0: none.
 	BakeSeconds     int `json:"bake_seconds,omitempty"`
 	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
+	// MaxParallel bounds how many nodes of a wave are sent the build and
+	// not yet applied it at once: a count, or a percentage of the wave
+	// ("25%"). Empty: the whole wave at once.
+	MaxParallel string `json:"max_parallel,omitempty"`
 }
 
 // Rollout steps: what a RolloutStep says happened.

@@ -80,12 +80,13 @@ func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error
 
 // RolloutStartCmd starts a rollout.
 type RolloutStartCmd struct {
-	Module     string        `arg:""`
-	Wave       []string      `sep:"none" required:"" help:"A wave NAME=SELECTOR, in order (repeatable), as rollout plan takes them."`
-	Build      string        `help:"The build to roll out (default: the module's latest)."`
-	AutoRevert bool          `name:"auto-revert" help:"When a node of a wave fails or refuses the build, send that wave back to the builds it had."`
-	Bake       time.Duration `help:"Watch a wave this long after it applied the build before the next starts."`
-	Deadline   time.Duration `help:"Halt the rollout when a wave has not applied the build this long after it started."`
+	Module      string        `arg:""`
+	Wave        []string      `sep:"none" required:"" help:"A wave NAME=SELECTOR, in order (repeatable), as rollout plan takes them."`
+	Build       string        `help:"The build to roll out (default: the module's latest)."`
+	AutoRevert  bool          `name:"auto-revert" help:"When a node of a wave fails or refuses the build, send that wave back to the builds it had."`
+	Bake        time.Duration `help:"Watch a wave this long after it applied the build before the next starts."`
+	Deadline    time.Duration `help:"Halt the rollout when a wave has not applied the build this long after it started."`
+	MaxParallel string        `name:"max-parallel" help:"At most this many nodes of a wave sent the build and not yet applied it: a count, or a percentage of the wave such as 25%."`
 }
 
 func (c *RolloutStartCmd) Help() string {
@@ -93,7 +94,7 @@ func (c *RolloutStartCmd) Help() string {
 }
 
 func (c *RolloutStartCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: c.Module, Build: c.Build, AutoRevert: c.AutoRevert, Bake: c.Bake, Deadline: c.Deadline}
+	req := commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: c.Module, Build: c.Build, AutoRevert: c.AutoRevert, Bake: c.Bake, Deadline: c.Deadline, MaxParallel: c.MaxParallel}
 	waves, err := parseWaves(c.Wave)
 	if err != nil {
 		return err
