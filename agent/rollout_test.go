@@ -193,7 +193,13 @@ func TestRolloutBakeAndDeadline(t *testing.T) {
 	state := func() projections.Rollout {
 		t.Helper()
 		m.must(c2.Handlers.DriveRollouts(m.ctx))
-		ro, err := c2.Handlers.ShowRollout(m.ctx, commands.NameRequest{Name: r.ID})
+		// Read where it started, once that has folded every step the
+		// second took: the second's read models may not hold the rollout
+		// yet, and its drive then waits for its next tick.
+		st, err := m.h.Store.State(m.ctx)
+		m.must(err)
+		m.must(m.h.Proj.WaitFor(m.ctx, st.LastSeq))
+		ro, err := m.h.ShowRollout(m.ctx, commands.NameRequest{Name: r.ID})
 		m.must(err)
 		return ro
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
@@ -105,13 +106,7 @@ func (v *supervisor) reconcile(runs []compose.Runtime, changed, hold map[string]
 			v.halt(module, p, "a resource of its module changed; starting it again")
 		}
 	}
-	for _, module := range slices.Sorted(func(yield func(string) bool) {
-		for m := range want {
-			if !yield(m) {
-				return
-			}
-		}
-	}) {
+	for _, module := range slices.Sorted(maps.Keys(want)) {
 		if _, running := v.procs[module]; !running {
 			p := &proc{spec: want[module], seq: seq, stop: make(chan string, 1), done: make(chan struct{})}
 			v.procs[module] = p
@@ -182,9 +177,9 @@ func (v *supervisor) supervise(module string, p *proc) {
 			ev := exitReport(v.node, module, cmd, werr)
 			if last := lastLine(cmd.Stderr.(*tail)); last != "" && ev.Reason == "" {
 				// Why it ended, in its own words: its last line of errors.
-				ev.Reason = bound(exitDetailOf(ev)+": "+last, maxReason)
+				ev.Reason = bound(ev.Detail()+": "+last, maxReason)
 			}
-			v.log.Warn("program exited", "module", module, "how", exitDetailOf(ev))
+			v.log.Warn("program exited", "module", module, "how", ev.Detail())
 			v.report(ev)
 			if time.Since(started) >= v.s.LoopWindow {
 				wait = v.s.RestartMin
@@ -226,13 +221,7 @@ func (v *supervisor) command(r compose.Runtime) (*exec.Cmd, error) {
 		return nil, err
 	}
 	cmd.Env = env
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range r.Env {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(r.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+r.Env[k])
 	}
 	// Its errors' last lines say why it ended; its output goes where the
@@ -326,15 +315,4 @@ func lastLine(t *tail) string {
 	defer t.mu.Unlock()
 	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// exitDetailOf says how a program ended, in the words status uses.
-func exitDetailOf(ev events.RuntimeExited) string {
-	switch {
-	case ev.Reason != "":
-		return ev.Reason
-	case ev.Signal != "":
-		return "killed by signal " + ev.Signal
-	}
-	return fmt.Sprintf("exited with code %d", ev.Code)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -79,12 +80,12 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r ForgetRequest) (Forgotten
 		}
 		if r.Version != 0 {
 			if _, ok := versions[r.Version]; !ok {
-				return Forgotten{}, refuse("it has no version %d; its versions are %v", r.Version, sortedKeys(versions))
+				return Forgotten{}, refuse("it has no version %d; its versions are %v", r.Version, slices.Sorted(maps.Keys(versions)))
 			}
 			versions = map[int][]string{r.Version: versions[r.Version]}
 		}
 		out := Forgotten{Forgotten: []int{}, Already: []int{}}
-		for _, v := range sortedKeys(versions) {
+		for _, v := range slices.Sorted(maps.Keys(versions)) {
 			here := false
 			for _, id := range versions[v] {
 				in, err := h.secrets.present(ctx, id)
@@ -157,13 +158,4 @@ func (h *Handlers) sealedVersions(ctx context.Context, r ForgetRequest) (map[int
 		return nil
 	})
 	return versions, current, err
-}
-
-func sortedKeys[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -38,24 +38,11 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 	if err := h.writable(); err != nil {
 		return PushReply{}, err
 	}
-	if r.Node != "" && r.Behind {
-		return PushReply{}, &aggregates.Error{Op: "push", ID: r.Node, Err: aggregates.ErrInvalid,
-			Detail: "name a node or give --behind, not both: a named node is pushed whether it is behind or not"}
-	}
-	if r.Node != "" {
-		if err := h.ActiveNode(ctx, "push to", r.Node); err != nil {
-			return PushReply{}, err
-		}
-	}
-	within, err := h.within(ctx, r)
+	only, within, err := h.pushScope(ctx, "push to", r)
 	if err != nil {
 		return PushReply{}, err
 	}
 	reply := PushReply{Sent: []PushedNode{}, Unsent: []UnsentNode{}}
-	var only map[string]bool // nil: every target the first round finds
-	if r.Node != "" {
-		only = map[string]bool{r.Node: true}
-	}
 	var last uint64
 	progress, started := h.progress(r.Progress), time.Now()
 	for round := range pushRounds {
@@ -118,6 +105,24 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 		return reply, nil
 	}
 	return reply, h.landed(ctx, last, events.DeclarationSent{})
+}
+
+// pushScope reads which nodes a push (or its plan, op) is about: only the
+// named node (nil: every target the first round finds), within the nodes
+// its selector or list chooses (nil: no bound).
+func (h *Handlers) pushScope(ctx context.Context, op string, r PushRequest) (only, within map[string]bool, err error) {
+	if r.Node != "" && r.Behind {
+		return nil, nil, &aggregates.Error{Op: op, ID: r.Node, Err: aggregates.ErrInvalid,
+			Detail: "name a node or give --behind, not both: a named node is pushed whether it is behind or not"}
+	}
+	if r.Node != "" {
+		if err := h.ActiveNode(ctx, op, r.Node); err != nil {
+			return nil, nil, err
+		}
+		only = map[string]bool{r.Node: true}
+	}
+	within, err = h.within(ctx, r)
+	return only, within, err
 }
 
 // within is the set of nodes a push's selector chooses, nil for none.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/projections"
 )
 
 // PushPlanReply is what a push would do now (push --dry-run): the
@@ -38,22 +38,9 @@ const maxPlanned = 1000
 // PushPlan answers what Push would do with the same request, and does
 // nothing: which nodes would be sent, and what changes on each.
 func (h *Handlers) PushPlan(ctx context.Context, r PushRequest) (PushPlanReply, error) {
-	if r.Node != "" && r.Behind {
-		return PushPlanReply{}, &aggregates.Error{Op: "plan a push", ID: r.Node, Err: aggregates.ErrInvalid,
-			Detail: "name a node or give --behind, not both: a named node is pushed whether it is behind or not"}
-	}
-	if r.Node != "" {
-		if err := h.ActiveNode(ctx, "plan a push to", r.Node); err != nil {
-			return PushPlanReply{}, err
-		}
-	}
-	within, err := h.within(ctx, r)
+	only, within, err := h.pushScope(ctx, "plan a push to", r)
 	if err != nil {
 		return PushPlanReply{}, err
-	}
-	var only map[string]bool
-	if r.Node != "" {
-		only = map[string]bool{r.Node: true}
 	}
 	if err := h.catchUp(ctx); err != nil {
 		return PushPlanReply{}, err
@@ -69,23 +56,34 @@ func (h *Handlers) PushPlan(ctx context.Context, r PushRequest) (PushPlanReply, 
 			out.Unsent = append(out.Unsent, UnsentNode{Node: name, Reason: res.Reason()})
 			continue
 		}
-		row := sel.rows[name]
-		p := PlannedNode{Node: name, Note: sel.notes[name]}
+		p, err := h.planned(ctx, sel.rows[name], res, &out.Detailed)
+		if err != nil {
+			return out, err
+		}
+		p.Note = sel.notes[name]
 		if len(res.LeftOut) > 0 {
 			p.Note = fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason)
-		}
-		switch {
-		case row.LastSent != nil && row.LastSent.ContentDigest == res.Digest:
-			p.Same = true
-		case out.Detailed < maxPlanned:
-			last, err := h.lastSent(ctx, row)
-			if err != nil {
-				return out, err
-			}
-			p.Changes = compose.Diff(last, res.Declaration)
-			out.Detailed++
 		}
 		out.WouldSend = append(out.WouldSend, p)
 	}
 	return out, nil
+}
+
+// planned is what a node would be sent against what it was sent: the
+// same content, or its changes, read from the log for the first
+// maxPlanned nodes that change (counted in detailed).
+func (h *Handlers) planned(ctx context.Context, row projections.Node, res compose.Result, detailed *int) (PlannedNode, error) {
+	p := PlannedNode{Node: row.Name}
+	switch {
+	case row.LastSent != nil && row.LastSent.ContentDigest == res.Digest:
+		p.Same = true
+	case *detailed < maxPlanned:
+		last, err := h.lastSent(ctx, row)
+		if err != nil {
+			return p, err
+		}
+		p.Changes = compose.Diff(last, res.Declaration)
+		*detailed++
+	}
+	return p, nil
 }

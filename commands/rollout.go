@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -184,11 +186,16 @@ func (h *Handlers) DriveRollouts(ctx context.Context) error {
 	if h.writable() != nil || h.past {
 		return nil
 	}
+	// Which run, from the read models as they are: a tick with none
+	// running (nearly every one) asks the bus nothing.
+	list, err := h.ListRollouts(ctx, Empty{})
+	if err != nil || !slices.ContainsFunc(list.Rollouts, func(r projections.Rollout) bool { return r.State == projections.RolloutRunning }) {
+		return err
+	}
 	if err := h.catchUp(ctx); err != nil {
 		return err
 	}
-	list, err := h.ListRollouts(ctx, Empty{})
-	if err != nil {
+	if list, err = h.ListRollouts(ctx, Empty{}); err != nil {
 		return err
 	}
 	for _, ro := range list.Rollouts {
@@ -324,26 +331,33 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 	var moved []string
 	err := h.Proj.Read(func(v *projections.View) error {
 		for _, n := range nodes {
-			row, found, err := v.Node(n)
-			if err != nil || !found || row.Retired {
-				continue // a node retired meanwhile is out of the rollout
-			}
-			as, err := v.AssignmentsOf(n)
+			node, err := nodeAggregateOf(v, n)
 			if err != nil {
 				return err
 			}
-			for _, a := range as {
-				if a.Module != ro.Module || a.Build == build(n) || build(n) == "" {
-					continue
-				}
-				// The build moves; the settings stay as recorded (a sealed
-				// one stays sealed).
-				ev := events.ModuleAssigned{Node: n, Module: ro.Module, Build: build(n), Settings: orEmpty(a.Settings)}
-				if _, err := h.Store.Append(ctx, events.NodeAggregate(n), row.Version, NewCommandID(), ev); err != nil {
-					return err
-				}
-				moved = append(moved, n)
+			have, assigned := node.Assignments[ro.Module]
+			if !node.Enrolled || node.Retired || !assigned || build(n) == "" || have.Build == build(n) {
+				continue // retired or unassigned meanwhile: out of the rollout
 			}
+			m, found, err := h.manifests.get(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
+			if err != nil || !found {
+				return fmt.Errorf("build %s of %s cannot be read: %v", build(n), ro.Module, err)
+			}
+			// The node aggregate decides, as for mesh assign: the build
+			// moves, the settings stay as recorded (a sealed one sealed),
+			// and a build they do not suit is refused, which halts the wave.
+			evs, err := node.Decide(aggregates.AssignModule{Node: n, Module: ro.Module, Build: build(n), Spec: m.Settings, Settings: have.Settings}, h.Now())
+			var refusal *aggregates.Error
+			if errors.As(err, &refusal) {
+				return &waveHalt{node: n, why: refusal.Detail}
+			}
+			if err != nil || len(evs) == 0 {
+				return err
+			}
+			if _, err := h.Store.Append(ctx, events.NodeAggregate(n), node.Version, NewCommandID(), evs...); err != nil {
+				return err
+			}
+			moved = append(moved, n)
 		}
 		return nil
 	})

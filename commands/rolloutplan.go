@@ -143,19 +143,11 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 				wp.Unsent = append(wp.Unsent, UnsentNode{Node: p.Node, Reason: res.Reason()})
 				continue
 			}
-			row := rows[p.Node]
-			switch {
-			case row.LastSent != nil && row.LastSent.ContentDigest == res.Digest:
-				p.Same = true
-			case detailed < maxPlanned:
-				last, err := h.lastSent(ctx, row)
-				if err != nil {
-					return out, err
-				}
-				p.Changes = compose.Diff(last, res.Declaration)
-				detailed++
+			planned, err := h.planned(ctx, rows[p.Node], res, &detailed)
+			if err != nil {
+				return out, err
 			}
-			kept = append(kept, p)
+			kept = append(kept, planned)
 		}
 		wp.Nodes = kept
 	}

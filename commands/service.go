@@ -101,43 +101,41 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
 	writes := Writes(subject)
 	return micro.HandlerFunc(func(r micro.Request) {
-		func() {
-			var req Req
-			if len(r.Data()) > 0 {
-				if err := json.Unmarshal(r.Data(), &req); err != nil {
-					r.Error(CodeBadRequest, "the request is not the JSON this endpoint takes: "+err.Error(), nil)
-					return
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			began := time.Now()
-			resp, err := fn(ctx, req)
-			if h.metrics != nil {
-				code := ""
-				if err != nil {
-					code = codeOf(err)
-				}
-				h.metrics.Command(verbOf(subject), time.Since(began), code)
-			}
-			if writes {
-				h.observe(err)
-			}
-			if err != nil {
-				r.Error(codeOf(err), err.Error(), nil)
+		var req Req
+		if len(r.Data()) > 0 {
+			if err := json.Unmarshal(r.Data(), &req); err != nil {
+				r.Error(CodeBadRequest, "the request is not the JSON this endpoint takes: "+err.Error(), nil)
 				return
 			}
-			b, err := json.Marshal(resp)
-			if err == nil {
-				err = respond(nc, r, b)
-			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		began := time.Now()
+		resp, err := fn(ctx, req)
+		if h.metrics != nil {
+			code := ""
 			if err != nil {
-				// Most often an answer over the bus's max payload: say so,
-				// rather than leave the client waiting for a reply that
-				// will never come.
-				r.Error(CodeInternal, "the controller could not send its answer: "+err.Error(), nil)
+				code = codeOf(err)
 			}
-		}()
+			h.metrics.Command(verbOf(subject), time.Since(began), code)
+		}
+		if writes {
+			h.observe(err)
+		}
+		if err != nil {
+			r.Error(codeOf(err), err.Error(), nil)
+			return
+		}
+		b, err := json.Marshal(resp)
+		if err == nil {
+			err = respond(nc, r, b)
+		}
+		if err != nil {
+			// Most often an answer over the bus's max payload: say so,
+			// rather than leave the client waiting for a reply that
+			// will never come.
+			r.Error(CodeInternal, "the controller could not send its answer: "+err.Error(), nil)
+		}
 	})
 }
 

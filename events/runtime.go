@@ -1,5 +1,7 @@
 package events
 
+import "fmt"
+
 // A module may run a program on each node it is on (its manifest's run).
 // The node's agent supervises it and says what happens as signed reports
 // of its own (rule 19: only the node's agent may say them of the node).
@@ -47,6 +49,18 @@ type RuntimeStopped struct {
 	Node   string `json:"node"`
 	Module string `json:"module"`
 	Reason string `json:"reason"`
+}
+
+// Detail says how the program ended, in the words status and the agent's
+// log use.
+func (e RuntimeExited) Detail() string {
+	switch {
+	case e.Reason != "":
+		return e.Reason
+	case e.Signal != "":
+		return "killed by signal " + e.Signal
+	}
+	return fmt.Sprintf("exited with code %d", e.Code)
 }
 
 func (RuntimeStarted) EventType() string      { return "RuntimeStarted" }

@@ -65,7 +65,7 @@ func foldRuntimes(b *pebble.Batch, rec events.Recorded) error {
 			r.State, r.Since = RuntimeRunning, at
 		}
 	case events.RuntimeExited:
-		r.PID, r.Detail = 0, exitDetail(ev)
+		r.PID, r.Detail = 0, ev.Detail()
 		if !looping {
 			r.State, r.Since = RuntimeExited, at
 		}
@@ -75,16 +75,6 @@ func foldRuntimes(b *pebble.Batch, rec events.Recorded) error {
 		r.State, r.Since, r.Detail = RuntimeRunning, at, "steady again after crash-looping"
 	}
 	return putJSON(b, key, r)
-}
-
-func exitDetail(ev events.RuntimeExited) string {
-	switch {
-	case ev.Reason != "":
-		return ev.Reason
-	case ev.Signal != "":
-		return "killed by signal " + ev.Signal
-	}
-	return fmt.Sprintf("exited with code %d", ev.Code)
 }
 
 // Runtimes lists every runtime the agents report, by node then module.

@@ -107,8 +107,16 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRuntimes, prometheus.GaugeValue, float64(n), st)
 	}
 	ch <- prometheus.MustNewConstMetric(descCauses, prometheus.GaugeValue, float64(len(s.Causes)))
-	if f, err := c.h.ListForeign(ctx, commands.Empty{}); err == nil {
-		ch <- prometheus.MustNewConstMetric(descForeign, prometheus.GaugeValue, float64(f.Open))
+	// The count alone: listing every foreign message to count them read
+	// each at every scrape.
+	if err := c.h.Proj.Read(func(v *projections.View) error {
+		n, _, err := v.OpenForeign()
+		if err == nil {
+			ch <- prometheus.MustNewConstMetric(descForeign, prometheus.GaugeValue, float64(n))
+		}
+		return err
+	}); err != nil {
+		ch <- prometheus.NewInvalidMetric(descForeign, err)
 	}
 	if p, err := c.h.ProjectionsStatus(ctx, commands.Empty{}); err == nil {
 		ch <- prometheus.MustNewConstMetric(descFolded, prometheus.CounterValue, float64(p.Checkpoint))
