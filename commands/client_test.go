@@ -27,7 +27,8 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 	// A controller that takes every request and never answers: a real
 	// service on the services protocol, as the controller is one.
 	taken := make(chan struct{}, 8)
-	svc, err := micro.AddService(embeddedtest.Conn(t, srv), micro.Config{Name: commands.ServiceName, Version: commands.ServiceVersion})
+	svcConn := embeddedtest.Conn(t, srv)
+	svc, err := micro.AddService(svcConn, micro.Config{Name: commands.ServiceName, Version: commands.ServiceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +37,12 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 			micro.WithEndpointSubject(subject)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The endpoints' subscriptions reach the server only when their
+	// connection flushes; without this the first request can find no
+	// responder at all, which is a different outcome from the one tested.
+	if err := svcConn.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	c := &commands.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: 2 * time.Second}
 
