@@ -18,6 +18,8 @@ type (
 		Build        string
 		Spec         map[string]manifest.Setting
 		Settings     map[string]string
+		// Policy "" keeps the assignment's policy (manual for a new one).
+		Policy events.Policy
 	}
 	UnassignModule struct {
 		Node, Module string
@@ -47,10 +49,18 @@ func (n *Node) assign(c AssignModule) ([]events.Event, error) {
 			return nil, refuse("assign", c.Module, ErrInvalid, "setting %s is required; give --set %s=VALUE", k, k)
 		}
 	}
-	if have, ok := n.Assignments[c.Module]; ok && have.Build == c.Build && maps.Equal(have.Settings, settings) {
+	have, ok := n.Assignments[c.Module]
+	policy := c.Policy
+	if policy == "" {
+		policy = have.Policy.Or()
+	}
+	if _, err := events.ParsePolicy(string(policy)); err != nil {
+		return nil, refuse("assign", c.Module, ErrInvalid, "%v; give --policy pinned, manual or auto", err)
+	}
+	if ok && have.Build == c.Build && maps.Equal(have.Settings, settings) && have.Policy.Or() == policy {
 		return nil, nil
 	}
-	return []events.Event{events.ModuleAssigned{Node: c.Node, Module: c.Module, Build: c.Build, Settings: settings}}, nil
+	return []events.Event{events.ModuleAssigned{Node: c.Node, Module: c.Module, Build: c.Build, Settings: settings, Policy: policy}}, nil
 }
 
 func (n *Node) unassign(c UnassignModule) ([]events.Event, error) {

@@ -18,6 +18,12 @@ func TestAssignDecide(t *testing.T) {
 	assign := func(build string, settings map[string]string) AssignModule {
 		return AssignModule{Node: "db-1", Module: "postgres", Build: build, Spec: spec, Settings: settings}
 	}
+	withPolicy := func(p events.Policy) AssignModule {
+		c := assign("b1", map[string]string{"password": "x"})
+		c.Policy = p
+		return c
+	}
+	pinned := events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b1", Settings: map[string]string{"password": "x"}, Policy: events.PolicyPinned}
 	cases := []struct {
 		name    string
 		given   []events.Event
@@ -26,12 +32,18 @@ func TestAssignDecide(t *testing.T) {
 		wantErr error
 		say     string
 	}{
-		{name: "assign", given: []events.Event{enrolled}, cmd: assign("b1", map[string]string{"password": "x"}), want: []events.Event{assigned}},
+		{name: "assign", given: []events.Event{enrolled}, cmd: assign("b1", map[string]string{"password": "x"}),
+			want: []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b1", Settings: map[string]string{"password": "x"}, Policy: events.PolicyManual}}},
+		{name: "an assignment from before policies is manual", given: []events.Event{enrolled, assigned}, cmd: withPolicy(events.PolicyManual)},
+		{name: "another policy replaces", given: []events.Event{enrolled, assigned}, cmd: withPolicy(events.PolicyPinned), want: []events.Event{pinned}},
+		{name: "no policy given keeps it", given: []events.Event{enrolled, pinned}, cmd: assign("b2", map[string]string{"password": "x"}),
+			want: []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b2", Settings: map[string]string{"password": "x"}, Policy: events.PolicyPinned}}},
+		{name: "an unknown policy", given: []events.Event{enrolled}, cmd: withPolicy("sometimes"), wantErr: ErrInvalid, say: "pinned, manual or auto"},
 		{name: "same build and settings is already assigned", given: []events.Event{enrolled, assigned}, cmd: assign("b1", map[string]string{"password": "x"})},
 		{name: "a new build is an upgrade", given: []events.Event{enrolled, assigned}, cmd: assign("b2", map[string]string{"password": "x"}),
-			want: []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b2", Settings: map[string]string{"password": "x"}}}},
+			want: []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b2", Settings: map[string]string{"password": "x"}, Policy: events.PolicyManual}}},
 		{name: "other settings replace", given: []events.Event{enrolled, assigned}, cmd: assign("b1", map[string]string{"password": "y", "port": "6543"}),
-			want: []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b1", Settings: map[string]string{"password": "y", "port": "6543"}}}},
+			want: []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b1", Settings: map[string]string{"password": "y", "port": "6543"}, Policy: events.PolicyManual}}},
 		{name: "unknown node", cmd: assign("b1", nil), wantErr: ErrUnknownNode, say: "no node db-1 is enrolled"},
 		{name: "retired node", given: []events.Event{enrolled, events.NodeRetired{Name: "db-1"}}, cmd: assign("b1", nil), wantErr: ErrRetired, say: "retired"},
 		{name: "unknown module", given: []events.Event{enrolled}, cmd: assign("", nil), wantErr: ErrUnknownModule, say: "mesh module list"},

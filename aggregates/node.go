@@ -38,6 +38,7 @@ func NewNode(name string) *Node { return &Node{Name: name, Assignments: map[stri
 type Assignment struct {
 	Build    string
 	Settings map[string]string
+	Policy   events.Policy // as recorded: "" before policies (manual)
 }
 
 // Commands on a node.
@@ -70,7 +71,7 @@ func (n *Node) Apply(rec events.Recorded) {
 	case events.NodeChanged:
 		n.Capabilities, n.Labels = ev.Capabilities, ev.Labels
 	case events.ModuleAssigned:
-		n.Assignments[ev.Module] = Assignment{Build: ev.Build, Settings: ev.Settings}
+		n.Assignments[ev.Module] = Assignment{Build: ev.Build, Settings: ev.Settings, Policy: ev.Policy}
 	case events.ModuleUnassigned:
 		delete(n.Assignments, ev.Module)
 	case events.DeclarationSent:

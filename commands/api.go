@@ -293,6 +293,11 @@ type AssignRequest struct {
 	Node      string            `json:"node"`
 	Module    string            `json:"module"`
 	Settings  map[string]string `json:"settings"`
+	// Build, when set, is the build to assign (full or short); the latest
+	// otherwise. Policy, when set, replaces the assignment's policy
+	// (pinned, manual or auto); it is kept otherwise (manual when new).
+	Build  string `json:"build,omitempty"`
+	Policy string `json:"policy,omitempty"`
 }
 
 // EnrollBatchRequest enrolls up to MaxBatch nodes, all or nothing. The
@@ -308,6 +313,9 @@ type AssignBatchRequest struct {
 	Module    string            `json:"module"`
 	Settings  map[string]string `json:"settings"`
 	Nodes     []string          `json:"nodes"`
+	// Build and Policy: as AssignRequest's.
+	Build  string `json:"build,omitempty"`
+	Policy string `json:"policy,omitempty"`
 }
 
 // BatchReply answers a bulk verb: the nodes it changed, at which last
@@ -346,6 +354,8 @@ type Assigned struct {
 	Build    string            `json:"build,omitempty"`
 	Previous string            `json:"previous,omitempty"`
 	Settings map[string]string `json:"settings,omitempty"`
+	// Policy is the assignment's upgrade policy now (unassign: none).
+	Policy events.Policy `json:"policy,omitempty"`
 }
 
 // Plan is what a node would be sent now, and how that differs from what it
@@ -391,6 +401,10 @@ type PushRequest struct {
 	// Progress, when set, is a subject the controller says on how many
 	// nodes it has sent to so far, a window at a time.
 	Progress string `json:"progress,omitempty"`
+	// by is what the declarations are recorded as sent by: "push" when
+	// empty, "rollout ID" from a rollout's drive. Never from the bus, so
+	// no client can make a push pass for a rollout's step.
+	by string
 }
 
 // PushReply says what a push did, node by node.

@@ -2,43 +2,37 @@ package commands
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
 	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
 )
 
-// Assign gives a node the latest build of a module. The catalogue is read
-// from the projections; the node aggregate decides. Assigning again after the
-// module was re-registered is how an upgrade reaches a node.
+// Assign gives a node a build of a module (the latest unless one is
+// named) under an upgrade policy. The catalogue is read from the
+// projections; the node aggregate decides. Assigning again after the module
+// was re-registered is how an upgrade reaches a node outside a rollout.
 func (h *Handlers) Assign(ctx context.Context, r AssignRequest) (Assigned, error) {
 	if err := validName("assign to", r.Node); err != nil {
 		return Assigned{}, err
 	}
-	cmd := aggregates.AssignModule{Node: r.Node, Module: r.Module, Settings: r.Settings}
-	err := h.Proj.Read(func(v *projections.View) error {
-		row, found, err := v.Module(r.Module)
-		if err != nil || !found {
-			return err
-		}
-		m, found, err := h.manifests.get(v, compose.BuildRef{Module: r.Module, Build: row.Latest})
-		if err != nil || !found {
-			return fmt.Errorf("the latest build of %s cannot be read: %v", r.Module, err)
-		}
-		cmd.Build, cmd.Spec = row.Latest, m.Settings
-		return nil
-	})
+	cmd, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
 	if err != nil {
 		return Assigned{}, err
 	}
+	cmd.Node = r.Node
 	var previous string
+	var policy events.Policy
 	seq, err := decide(ctx, h, events.NodeAggregate(r.Node), r.CommandID, newNode(r.Node),
 		func(n *aggregates.Node) ([]events.Event, error) {
 			previous = n.Assignments[r.Module].Build
+			policy = cmd.Policy
+			if policy == "" {
+				policy = n.Assignments[r.Module].Policy.Or()
+			}
 			c := cmd
 			var err error
 			if c.Settings, err = h.sealSettings(ctx, r.Node, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
@@ -52,7 +46,29 @@ func (h *Handlers) Assign(ctx context.Context, r AssignRequest) (Assigned, error
 	if seq != 0 {
 		h.Log.Info("module assigned", "node", r.Node, "module", r.Module, "build", manifest.ShortBuild(cmd.Build), "seq", seq)
 	}
-	return Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Build: cmd.Build, Previous: previous, Settings: shownSettings(r.Settings, cmd.Spec)}, nil
+	return Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Build: cmd.Build, Previous: previous,
+		Settings: shownSettings(r.Settings, cmd.Spec), Policy: policy}, nil
+}
+
+// assignCommand is the assignment asked for, its build resolved from the
+// catalogue. A module not registered leaves Build empty, for the node
+// aggregate to refuse after what it checks first (the node).
+func (h *Handlers) assignCommand(module, build, policy string, settings map[string]string) (aggregates.AssignModule, error) {
+	cmd := aggregates.AssignModule{Module: module, Settings: settings}
+	p, err := events.ParsePolicy(policy)
+	if err != nil {
+		return cmd, &aggregates.Error{Op: "assign", ID: module, Err: aggregates.ErrInvalid, Detail: err.Error() + "; give --policy pinned, manual or auto"}
+	}
+	cmd.Policy = p
+	err = h.Proj.Read(func(v *projections.View) error {
+		b, m, err := h.buildOf(v, "assign", module, build)
+		if errors.Is(err, aggregates.ErrUnknownModule) {
+			return nil
+		}
+		cmd.Build, cmd.Spec = b, m.Settings
+		return err
+	})
+	return cmd, err
 }
 
 // Unassign takes a module off a node; one it does not have is nothing to do.

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -95,17 +94,9 @@ func (h *Handlers) AssignBatch(ctx context.Context, r AssignBatchRequest) (Batch
 	}
 	var build string
 	reply, err := h.decideBatch(ctx, r.CommandID, "assigned", func(v *projections.View) ([]store.One, []string, error) {
-		cmd := aggregates.AssignModule{Module: r.Module, Settings: r.Settings}
-		row, found, err := v.Module(r.Module)
+		cmd, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
 		if err != nil {
 			return nil, nil, err
-		}
-		if found {
-			m, ok, err := h.manifests.get(v, compose.BuildRef{Module: r.Module, Build: row.Latest})
-			if err != nil || !ok {
-				return nil, nil, fmt.Errorf("the latest build of %s cannot be read: %v", r.Module, err)
-			}
-			cmd.Build, cmd.Spec = row.Latest, m.Settings
 		}
 		build = cmd.Build
 		var items []store.One
@@ -149,7 +140,7 @@ func nodeAggregateOf(v *projections.View, name string) (*aggregates.Node, error)
 	n.Capabilities, n.Labels = row.Capabilities, row.Labels
 	as, err := v.AssignmentsOf(name)
 	for _, a := range as {
-		n.Assignments[a.Module] = aggregates.Assignment{Build: a.Build, Settings: orEmpty(a.Settings)}
+		n.Assignments[a.Module] = aggregates.Assignment{Build: a.Build, Settings: orEmpty(a.Settings), Policy: a.Policy}
 	}
 	return n, err
 }

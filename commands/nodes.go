@@ -53,6 +53,10 @@ type Handlers struct {
 	// failed a write): writes are refused at once with it, rather than
 	// waiting for an answer the bus will not give.
 	busTrouble atomic.Pointer[error]
+	// autoSeen is the composition version at which no new build waited
+	// for its auto rollout: a drive's tick reads no assignment until a
+	// registration or an assignment moves it.
+	autoSeen atomic.Uint64
 }
 
 // SetBusTrouble says the bus takes no events now, and why (nil: it does
@@ -286,6 +290,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	var out NodeView
 	var row projections.Node
 	var drifts map[string]projections.Drift
+	var holds map[string]string
 	err := h.Proj.Read(func(v *projections.View) error {
 		causes, err := h.causes(ctx, v)
 		if err != nil {
@@ -326,6 +331,9 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 		if drifts, err = v.Drifts(); err != nil {
 			return err
 		}
+		if holds, err = holdsOf(v, n.Name); err != nil {
+			return err
+		}
 		row = n
 		out.Causes = causes
 		return nil
@@ -341,6 +349,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	state, since, detail := stateOf(row, w)
 	state, detail = partial(state, detail, w)
 	state, detail = drifted(state, detail, row, drifts)
+	state, detail = held(state, detail, holds[r.Name])
 	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.contentDigest
 	out.LeftOut, out.Unresolved = w.leftOut, w.unresolved
 	return out, nil

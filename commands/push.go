@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -239,7 +240,7 @@ func (h *Handlers) sealWindow(t targets, names []string, r PushRequest, round in
 	var unsent []UnsentNode
 	results := make([]sealedNode, len(names))
 	parallel(len(names), func(i int) {
-		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], t.now)
+		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], cmp.Or(r.by, "push"), t.now)
 	})
 	for i, res := range results {
 		name := names[i]
@@ -262,13 +263,13 @@ type sealedNode struct {
 	note   string
 }
 
-func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, now time.Time) sealedNode {
+func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, by string, now time.Time) sealedNode {
 	res := w.Compose(row.Name)
 	if !res.Composable() {
 		return sealedNode{unsent: res.Reason()}
 	}
 	var out sealedNode
-	out.ev, out.note = h.seal(*res.Declaration, row, "push", now)
+	out.ev, out.note = h.seal(*res.Declaration, row, by, now)
 	if len(res.LeftOut) > 0 {
 		out.note = strings.TrimPrefix(out.note+"; "+fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason), "; ")
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -27,6 +27,9 @@ type RolloutPlanRequest struct {
 	Module string     `json:"module"`
 	Build  string     `json:"build,omitempty"`
 	Waves  []WaveSpec `json:"waves"`
+	// auto: the rollout a new build starts by itself, over the nodes whose
+	// policy is auto; never set from the bus.
+	auto bool
 }
 
 // RolloutPlan is every wave, its nodes, and what would change on each
@@ -38,6 +41,16 @@ type RolloutPlan struct {
 	// Left are the module's nodes no wave chose: a rollout leaves them on
 	// the build they have.
 	Left []string `json:"left"`
+	// Held are the module's nodes whose policy keeps them out of this
+	// rollout (pinned; or, for the rollout a new build starts by itself,
+	// not auto), with the policy: no wave chooses them.
+	Held []HeldNode `json:"held"`
+}
+
+// HeldNode is a node a rollout leaves where it is, and why.
+type HeldNode struct {
+	Node   string        `json:"node"`
+	Policy events.Policy `json:"policy"`
 }
 
 // WavePlan is one wave's nodes, each with what it would be sent.
@@ -62,43 +75,23 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 	if err := h.catchUp(ctx); err != nil {
 		return RolloutPlan{}, err
 	}
-	out := RolloutPlan{Module: r.Module, Waves: []WavePlan{}, Left: []string{}}
+	out := RolloutPlan{Module: r.Module, Waves: []WavePlan{}, Left: []string{}, Held: []HeldNode{}}
 	var in compose.Input
-	var rows map[string]projections.Node
-	err := h.Proj.Read(func(v *projections.View) error {
-		row, found, err := v.Module(r.Module)
-		if err != nil {
+	var pool wavePool
+	err := h.Proj.Read(func(v *projections.View) (err error) {
+		if out.Build, _, err = h.buildOf(v, "plan a rollout of", r.Module, r.Build); err != nil {
 			return err
-		}
-		if !found {
-			return &aggregates.Error{Op: "plan a rollout of", ID: r.Module, Err: aggregates.ErrUnknownModule, Detail: "no module of that name is registered; see mesh module list"}
-		}
-		out.Build = row.Latest
-		if r.Build != "" {
-			out.Build = ""
-			for _, b := range row.Builds {
-				if b.Build == r.Build || manifest.ShortBuild(b.Build) == r.Build {
-					out.Build = b.Build
-				}
-			}
-			if out.Build == "" {
-				return refuse("it has no build %s; mesh module show %s lists its builds", r.Build, r.Module)
-			}
 		}
 		if in, err = h.input(v); err != nil {
 			return err
 		}
-		nodes, err := v.Nodes()
-		rows = map[string]projections.Node{}
-		for _, n := range nodes {
-			rows[n.Name] = n
-		}
+		pool, out.Held, err = poolOf(v, r.Module, r.auto)
 		return err
 	})
 	if err != nil {
 		return out, err
 	}
-	waves, left, err := resolveWaves(in, rows, r.Module, r.Waves)
+	waves, left, err := pool.resolve(r.Module, r.Waves, r.auto)
 	if err != nil {
 		return out, err
 	}
@@ -143,7 +136,7 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 				wp.Unsent = append(wp.Unsent, UnsentNode{Node: p.Node, Reason: res.Reason()})
 				continue
 			}
-			planned, err := h.planned(ctx, rows[p.Node], res, &detailed)
+			planned, err := h.planned(ctx, pool.rows[p.Node], res, &detailed)
 			if err != nil {
 				return out, err
 			}
@@ -154,43 +147,124 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 	return out, nil
 }
 
-// resolveWaves chooses each wave's nodes, in order, among the active nodes
-// the module is assigned to (in name order), each node in its first wave
-// only; a wave that chooses none is refused. It answers the waves and the
-// module's nodes no wave chose.
-func resolveWaves(in compose.Input, rows map[string]projections.Node, module string, specs []WaveSpec) ([]events.RolloutWave, []string, error) {
-	var pool []string
-	for _, a := range in.Assignments {
-		if a.Module == module {
-			pool = append(pool, a.Node)
+// wavePool is what waves choose among: the module's active nodes a
+// rollout may move (in name order), their rows and their facts.
+type wavePool struct {
+	names []string
+	rows  map[string]projections.Node
+	facts map[string]projections.Facts
+}
+
+// poolOf reads the nodes a rollout of module may move: every active one it
+// is assigned to whose policy allows (not pinned; for the rollout a new
+// build starts by itself, auto only). The others are held, with why.
+func poolOf(v *projections.View, module string, auto bool) (wavePool, []HeldNode, error) {
+	pool := wavePool{rows: map[string]projections.Node{}}
+	held := []HeldNode{}
+	nodes, err := v.Nodes()
+	if err != nil {
+		return pool, held, err
+	}
+	for _, n := range nodes {
+		if !n.Retired {
+			pool.rows[n.Name] = n
 		}
 	}
-	slices.Sort(pool)
+	if pool.facts, err = v.AllFacts(); err != nil {
+		return pool, held, err
+	}
+	names, err := v.AssignedTo(module)
+	if err != nil {
+		return pool, held, err
+	}
+	for _, name := range names {
+		if _, active := pool.rows[name]; !active {
+			continue
+		}
+		as, err := v.AssignmentsOf(name)
+		if err != nil {
+			return pool, held, err
+		}
+		for _, a := range as {
+			switch p := a.Policy.Or(); {
+			case a.Module != module:
+			case p == events.PolicyPinned || auto && p != events.PolicyAuto:
+				held = append(held, HeldNode{Node: name, Policy: p})
+			default:
+				pool.names = append(pool.names, name)
+			}
+		}
+	}
+	return pool, held, nil
+}
+
+// resolve chooses each wave's nodes, in order, among the pool, each node
+// in its first wave only; a wave that chooses none is refused. A wave's
+// selector is a selector (see Selector), or N% for that share of the
+// pool (rounded up) among the nodes no earlier wave chose, in name order.
+// It answers the waves and the pool's nodes no wave chose. For the
+// rollout a new build starts by itself (auto), a wave that chooses none is
+// left out and a last wave * takes the nodes the others leave: no operator
+// is there to be asked, and every auto node is to have the build.
+func (p wavePool) resolve(module string, specs []WaveSpec, auto bool) ([]events.RolloutWave, []string, error) {
 	taken := map[string]bool{}
 	var waves []events.RolloutWave
 	for _, w := range specs {
-		sel, err := ParseSelector(w.Selector)
+		wave := events.RolloutWave{Name: w.Name, Selector: w.Selector, Nodes: []string{}}
+		share, isShare, err := shareOf(w.Selector)
 		if err != nil {
 			return nil, nil, err
 		}
-		wave := events.RolloutWave{Name: w.Name, Selector: w.Selector, Nodes: []string{}}
-		for _, n := range pool {
-			if !taken[n] && sel.Matches(rows[n]) {
+		var sel Selector
+		if !isShare {
+			if sel, err = ParseSelector(w.Selector); err != nil {
+				return nil, nil, err
+			}
+		}
+		want := (len(p.names)*share + 99) / 100
+		for _, n := range p.names {
+			switch {
+			case taken[n]:
+			case isShare && len(wave.Nodes) < want, !isShare && sel.Matches(p.rows[n], p.facts[n]):
 				wave.Nodes = append(wave.Nodes, n)
 				taken[n] = true
 			}
 		}
+		if len(wave.Nodes) == 0 && auto {
+			continue
+		}
 		if len(wave.Nodes) == 0 {
 			return nil, nil, &aggregates.Error{Op: "roll out", ID: module, Err: aggregates.ErrInvalid,
-				Detail: fmt.Sprintf("wave %s (%s) chooses no node of %s that an earlier wave did not", w.Name, w.Selector, module)}
+				Detail: fmt.Sprintf("wave %s (%s) chooses no node of %s that an earlier wave did not, among those its policy lets a rollout move (a pinned one stays until assigned again)", w.Name, w.Selector, module)}
 		}
 		waves = append(waves, wave)
 	}
 	left := []string{}
-	for _, n := range pool {
+	for _, n := range p.names {
 		if !taken[n] {
 			left = append(left, n)
 		}
 	}
+	if auto && len(left) > 0 {
+		waves, left = append(waves, events.RolloutWave{Name: "rest", Selector: "*", Nodes: left}), []string{}
+	}
+	if len(waves) == 0 {
+		return nil, nil, &aggregates.Error{Op: "roll out", ID: module, Err: aggregates.ErrInvalid,
+			Detail: "no node of it has a policy that lets a rollout move it (each is pinned, or the module is assigned to none)"}
+	}
 	return waves, left, nil
+}
+
+// shareOf reads a wave selector of the form N% (1 to 100).
+func shareOf(s string) (int, bool, error) {
+	s = strings.TrimSpace(s)
+	if !strings.HasSuffix(s, "%") {
+		return 0, false, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+	if err != nil || n < 1 || n > 100 {
+		return 0, false, &aggregates.Error{Op: "select nodes by", ID: fmt.Sprintf("%q", s), Err: aggregates.ErrInvalid,
+			Detail: "a share of a module's nodes is a whole percentage from 1% to 100%"}
+	}
+	return n, true, nil
 }

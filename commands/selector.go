@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -11,9 +12,11 @@ import (
 
 // Selector chooses nodes by what the mesh knows of them. Its text is `*`
 // (every active node), `name=NODE` (that one node), or comma-separated
-// terms that must all hold: `KEY=VALUE` for a label, `capability=NAME` for
-// a capability the node was enrolled with. Retired nodes are never chosen:
-// nothing may be assigned or sent to them.
+// terms that must all hold: `KEY=VALUE` for a label, or, on a node with no
+// label KEY, for a fact its agent detected (os=linux, arch=arm64: the
+// operator's label wins over detection); `capability=NAME` for a
+// capability the node was declared or detected to have. Retired nodes are
+// never chosen: nothing may be assigned or sent to them.
 type Selector struct {
 	text  string
 	all   bool
@@ -58,14 +61,15 @@ func ParseSelector(s string) (Selector, error) {
 
 func selectorError(s, why string) error {
 	return &aggregates.Error{Op: "select nodes by", ID: fmt.Sprintf("%q", s), Err: aggregates.ErrInvalid,
-		Detail: why + `; a selector is *, name=NODE, or comma-separated KEY=VALUE label terms and capability=NAME terms, all of which must hold`}
+		Detail: why + `; a selector is *, name=NODE, or comma-separated KEY=VALUE label (or fact) terms and capability=NAME terms, all of which must hold`}
 }
 
 // String is the selector as it was given.
 func (s Selector) String() string { return s.text }
 
-// Matches reports whether the node is chosen.
-func (s Selector) Matches(n projections.Node) bool {
+// Matches reports whether the node, with the facts its agent last
+// reported, is chosen.
+func (s Selector) Matches(n projections.Node, f projections.Facts) bool {
 	if n.Retired {
 		return false
 	}
@@ -76,16 +80,16 @@ func (s Selector) Matches(n projections.Node) bool {
 		return false
 	}
 	for k, v := range s.label {
-		if have, ok := n.Labels[k]; !ok || have != v {
+		have, ok := n.Labels[k]
+		if !ok {
+			have, ok = f.Facts[k]
+		}
+		if !ok || have != v {
 			return false
 		}
 	}
 	for _, c := range s.caps {
-		found := false
-		for _, have := range n.Capabilities {
-			found = found || have == c
-		}
-		if !found {
+		if !slices.Contains(n.Capabilities, c) && !slices.Contains(f.Capabilities, c) {
 			return false
 		}
 	}
@@ -106,8 +110,12 @@ func (h *Handlers) SelectNodes(ctx context.Context, r SelectRequest) (Selected, 
 	out := Selected{Nodes: []string{}}
 	err = h.Proj.Read(func(v *projections.View) error {
 		nodes, err := v.Nodes()
+		if err != nil {
+			return err
+		}
+		facts, err := v.AllFacts()
 		for _, n := range nodes {
-			if sel.Matches(n) {
+			if sel.Matches(n, facts[n.Name]) {
 				out.Nodes = append(out.Nodes, n.Name)
 			}
 		}

@@ -199,6 +199,10 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if err != nil {
 			return err
 		}
+		holds, err := holdsOf(v, "")
+		if err != nil {
+			return err
+		}
 		active := map[string]bool{}
 		for _, n := range nodes {
 			if n.Retired {
@@ -210,7 +214,8 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			}
 			ns := nodeStatus(n, composed[n.Name])
 			ns.State, ns.Detail = drifted(ns.State, ns.Detail, n, drifts)
-			if ns.State != StateCurrent {
+			ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
+			if !WellState(ns.State) {
 				notCurrent++
 			}
 			if r.Brief {

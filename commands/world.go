@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 	"fmt"
+
+	"github.com/meshctl/mesh/aggregates"
 	"slices"
 	"sync"
 	"time"
@@ -151,4 +153,36 @@ func (h *Handlers) world() (*compose.World, error) {
 		return nil, err
 	}
 	return compose.NewWorld(in), nil
+}
+
+// buildOf resolves the build an operator names for a module (its full
+// digest or the short form lists show; "" is the latest) and reads its
+// manifest. A module or build the catalogue lacks is refused as op, with
+// where to look.
+func (h *Handlers) buildOf(v *projections.View, op, module, want string) (string, manifest.Manifest, error) {
+	row, found, err := v.Module(module)
+	if err != nil {
+		return "", manifest.Manifest{}, err
+	}
+	if !found {
+		return "", manifest.Manifest{}, &aggregates.Error{Op: op, ID: module, Err: aggregates.ErrUnknownModule, Detail: "no module of that name is registered; see mesh module list"}
+	}
+	build := row.Latest
+	if want != "" {
+		build = ""
+		for _, b := range row.Builds {
+			if b.Build == want || manifest.ShortBuild(b.Build) == want {
+				build = b.Build
+			}
+		}
+		if build == "" {
+			return "", manifest.Manifest{}, &aggregates.Error{Op: op, ID: module, Err: aggregates.ErrInvalid,
+				Detail: fmt.Sprintf("it has no build %s; mesh module show %s lists its builds", want, module)}
+		}
+	}
+	m, found, err := h.manifests.get(v, compose.BuildRef{Module: module, Build: build})
+	if err == nil && !found {
+		err = fmt.Errorf("build %s of %s cannot be read from the catalogue", manifest.ShortBuild(build), module)
+	}
+	return build, m, err
 }

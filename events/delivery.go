@@ -9,7 +9,7 @@ type DeclarationSent struct {
 	Sequence      uint64 `json:"sequence"`
 	Digest        string `json:"digest"`         // sha256 of exactly Declaration's bytes
 	ContentDigest string `json:"content_digest"` // sha256 of the content without sequence, chain, time
-	By            string `json:"by"`             // "push" or "declare"
+	By            string `json:"by"`             // "push", "declare" or "rollout ID" (the rollout whose step sent it)
 	Resources     int    `json:"resources"`
 	// The sealed declaration: the signed bytes, the signature, the signer.
 	Declaration []byte `json:"declaration"`

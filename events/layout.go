@@ -2,7 +2,9 @@ package events
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/base64"
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
@@ -54,6 +56,17 @@ type Skipped struct{}
 // UnmarshalJSON passes over the value.
 func (*Skipped) UnmarshalJSON([]byte) error { return nil }
 
+// marshals says whether t or *t has a method encoding/json would call.
+func marshals(t reflect.Type) bool {
+	for _, i := range []reflect.Type{reflect.TypeFor[json.Marshaler](), reflect.TypeFor[json.Unmarshaler](),
+		reflect.TypeFor[encoding.TextMarshaler](), reflect.TypeFor[encoding.TextUnmarshaler]()} {
+		if t.Implements(i) || reflect.PointerTo(t).Implements(i) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	timeType    = reflect.TypeFor[time.Time]()
 	byteType    = reflect.TypeFor[byte]()
@@ -92,6 +105,10 @@ func kindOf(t reflect.Type) (fieldKind, bool) {
 		return kindTime, true
 	case t == skippedType:
 		return kindSkip, true
+	case t.Name() != "" && t.PkgPath() != "" && t.Kind() == reflect.String && !marshals(t):
+		// A named string without JSON or text methods (events.Policy):
+		// encoding/json writes and reads it as a plain string.
+		return kindString, true
 	case t.Name() != "" && t.PkgPath() != "":
 		// A named type of its own (it may have JSON methods): not ours.
 		return 0, false

@@ -19,7 +19,7 @@ func layoutSamples() map[string]any {
 		"NodeEnrolled":          NodeEnrolled{Name: "web-1", Capabilities: []string{"linux", "zoné"}, Labels: map[string]string{"k": "a } {", "": "[]"}},
 		"NodeRetired":           NodeRetired{Name: "web-1", RetiredAt: at},
 		"ModuleRegistered":      ModuleRegistered{Module: "m", Build: "b", Manifest: json.RawMessage(`{"a":1}`)},
-		"ModuleAssigned":        ModuleAssigned{Node: "n", Module: "m", Build: "b", Settings: map[string]string{}},
+		"ModuleAssigned":        ModuleAssigned{Node: "n", Module: "m", Build: "b", Settings: map[string]string{}, Policy: PolicyAuto},
 		"ModuleUnassigned":      ModuleUnassigned{Node: "n", Module: "m"},
 		"DeclarationSent":       DeclarationSent{Node: "n", Sequence: 1<<64 - 1, Digest: "d", By: "push", Resources: -3, Declaration: []byte("{}"), Signature: []byte{}, Key: "K"},
 		"ControllerKeyRecorded": ControllerKeyRecorded{PublicKey: "A"},

@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // ModuleRegistered: a build of a module entered the catalogue. Manifest holds
 // the manifest's canonical bytes themselves, so the build (their sha256) can
@@ -12,13 +15,57 @@ type ModuleRegistered struct {
 }
 
 // ModuleAssigned: a node is to hold a build of a module, with these settings
-// (only those the operator set; defaults come from the build's manifest).
-// Assigning again with another build or other settings replaces the assignment.
+// (only those the operator set; defaults come from the build's manifest),
+// under an upgrade policy. Assigning again with another build, other
+// settings or another policy replaces the assignment.
 type ModuleAssigned struct {
 	Node     string            `json:"node"`
 	Module   string            `json:"module"`
 	Build    string            `json:"build"`
 	Settings map[string]string `json:"settings"`
+	// Policy: what a newer build of the module does to this assignment.
+	// Absent in events from before policies, which read as PolicyManual:
+	// then too a new build waited for the operator.
+	Policy Policy `json:"policy,omitempty"`
+}
+
+// Policy is an assignment's upgrade policy (rule 24): what a newer build
+// of its module registered does to it.
+type Policy string
+
+const (
+	// PolicyPinned: it stays on its build until assigned again; no
+	// rollout moves it.
+	PolicyPinned Policy = "pinned"
+	// PolicyManual: a newer build waits for a rollout (or an assign).
+	PolicyManual Policy = "manual"
+	// PolicyAuto: a newer build registered starts the module's rollout by
+	// itself, over the nodes whose policy is auto.
+	PolicyAuto Policy = "auto"
+)
+
+// Policies are every policy, in the order help lists them.
+var Policies = []Policy{PolicyPinned, PolicyManual, PolicyAuto}
+
+// Or is the policy, or PolicyManual when none was recorded.
+func (p Policy) Or() Policy {
+	if p == "" {
+		return PolicyManual
+	}
+	return p
+}
+
+// ParsePolicy reads a policy as an operator gives it ("" is none given).
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range Policies {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	if s == "" {
+		return "", nil
+	}
+	return "", fmt.Errorf("policy %q is not pinned, manual or auto", s)
 }
 
 // ModuleUnassigned: the node is no longer to hold the module.

@@ -36,6 +36,9 @@ type RolloutStarted struct {
 	// not yet applied it at once: a count, or a percentage of the wave
 	// ("25%"). Empty: the whole wave at once.
 	MaxParallel string `json:"max_parallel,omitempty"`
+	// Auto: no operator started it; Build was registered and the nodes
+	// whose policy is auto asked for it (rule 24).
+	Auto bool `json:"auto,omitempty"`
 }
 
 // Rollout steps: what a RolloutStep says happened.

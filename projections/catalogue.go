@@ -34,6 +34,8 @@ type AssignmentRow struct {
 	Settings   map[string]string `json:"settings"`
 	AssignedAt time.Time         `json:"assigned_at"`
 	Seq        uint64            `json:"seq"`
+	// Policy as recorded ("" before policies: manual; see Policy.Or).
+	Policy events.Policy `json:"policy,omitempty"`
 }
 
 // foldCatalogue applies registrations and assignments.
@@ -54,7 +56,7 @@ func foldCatalogue(b *pebble.Batch, rec events.Recorded) error {
 		return b.Set(pairKey(prefixBuild, ev.Module, ev.Build), ev.Manifest, nil)
 	case events.ModuleAssigned:
 		row := AssignmentRow{Node: ev.Node, Module: ev.Module, Build: ev.Build, Settings: ev.Settings,
-			AssignedAt: rec.Envelope.OccurredAt, Seq: rec.Seq}
+			AssignedAt: rec.Envelope.OccurredAt, Seq: rec.Seq, Policy: ev.Policy}
 		if err := b.Set(pairKey(prefixAssign, ev.Node, ev.Module), encodeAssignment(row), nil); err != nil {
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/meshctl/mesh/events"
 )
 
 // Assignment rows are the read model a composition reads most (five or more
@@ -12,12 +14,12 @@ import (
 // form rather than JSON: decoding them was over half of composing a mesh.
 // Node and module are in the key. The value is:
 //
-//	uvarint(version=1) | str(build) | uvarint(n) | n × (str(key) str(value)) |
-//	varint(assigned_at unix nanoseconds) | uvarint(seq)
+//	uvarint(version=2) | str(build) | uvarint(n) | n × (str(key) str(value)) |
+//	varint(assigned_at unix nanoseconds) | uvarint(seq) | str(policy)
 //
 // where str is a uvarint length followed by the bytes. Settings are written
 // in key order, so one assignment has one encoding.
-const assignmentCodec = 1
+const assignmentCodec = 2
 
 var errCorruptRow = errors.New("projections: corrupt assignment or history row")
 
@@ -34,7 +36,8 @@ func encodeAssignment(a AssignmentRow) []byte {
 		b = appendStr(appendStr(b, k), a.Settings[k])
 	}
 	b = binary.AppendVarint(b, a.AssignedAt.UnixNano())
-	return binary.AppendUvarint(b, a.Seq)
+	b = binary.AppendUvarint(b, a.Seq)
+	return appendStr(b, string(a.Policy))
 }
 
 func decodeAssignment(node, module string, b []byte) (AssignmentRow, error) {
@@ -54,6 +57,7 @@ func decodeAssignment(node, module string, b []byte) (AssignmentRow, error) {
 	}
 	a.AssignedAt = time.Unix(0, r.varint()).UTC()
 	a.Seq = r.uvarint()
+	a.Policy = events.Policy(r.str())
 	if r.bad || len(r.b) != 0 {
 		return AssignmentRow{}, errCorruptRow
 	}

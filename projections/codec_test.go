@@ -13,7 +13,7 @@ import (
 func TestAssignmentCodecRoundTrips(t *testing.T) {
 	for _, a := range []AssignmentRow{
 		{Node: "n", Module: "m", Build: "b", Settings: map[string]string{}, AssignedAt: time.Unix(0, 0).UTC()},
-		{Node: "web-1", Module: "app", Build: "d685561", Settings: map[string]string{"workers": "8", "": "", "k": "v\x00w"},
+		{Node: "web-1", Module: "app", Build: "d685561", Policy: events.PolicyPinned, Settings: map[string]string{"workers": "8", "": "", "k": "v\x00w"},
 			AssignedAt: time.Date(2026, 12, 2, 16, 0, 0, 123456789, time.UTC), Seq: 1 << 40},
 	} {
 		b := encodeAssignment(a)

@@ -59,7 +59,8 @@ var (
 //	12 runtimes and drift
 //	13 facts; declared capabilities and labels that change
 //	14 rollouts
-const schemaVersion = 14
+//	15 an assignment's upgrade policy in its row
+const schemaVersion = 15
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

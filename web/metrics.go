@@ -77,8 +77,7 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	states := map[string]int{}
-	for _, st := range []string{commands.StateCurrent, commands.StateWaiting, commands.StateFailed, commands.StateRefused,
-		commands.StateBehind, commands.StateNeverSent, commands.StateCannotCompose, commands.StateDrifted} {
+	for _, st := range commands.States {
 		states[st] = 0 // every state is exported, zero or not: an alert on one must see it go to 0
 	}
 	for _, n := range s.Nodes {

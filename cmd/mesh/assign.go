@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 )
 
@@ -17,14 +18,17 @@ type AssignCmd struct {
 	Module   string            `arg:"" optional:""`
 	Set      map[string]string `mapsep:"none" help:"A setting k=v for the module on this node (repeatable; the value is everything after the first =, ; included)."`
 	SetFile  map[string]string `name:"set-file" mapsep:"none" help:"A setting k=FILE read from FILE ('-': standard input), one trailing newline dropped: how a secret stays out of shell history and ps (repeatable)."`
-	Selector string            `help:"Assign to every active node this selects: *, name=NODE, or KEY=VALUE label and capability=NAME terms joined by commas (all must hold)."`
+	Selector string            `help:"Assign to every active node this selects: *, name=NODE, or KEY=VALUE label-or-fact and capability=NAME terms joined by commas (all must hold)."`
 	From     string            `help:"Assign to every node a file names, one name a line ('-': standard input)."`
-	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings} as JSON (one node)."`
+	Build    string            `help:"The build to assign (as mesh module show lists it); the latest when left out."`
+	Policy   string            `help:"The upgrade policy: pinned (stays on its build until assigned again), manual (a newer build waits for a rollout) or auto (a newer build starts the module's rollout by itself). Kept when left out; manual for a new assignment."`
+	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings, policy} as JSON (one node)."`
 }
 
 func (c *AssignCmd) Help() string {
 	return "Examples:\n  mesh assign db-1 postgres --set-file password=- --set port=5433   (the password on standard input)\n" +
-		"  mesh assign --selector zone=eu-1,capability=linux app\n  mesh assign --from nodes.txt app\n\n" +
+		"  mesh assign --selector zone=eu-1,capability=linux app\n  mesh assign --from nodes.txt app\n" +
+		"  mesh assign db-1 postgres --policy pinned --build 3f2a9c1e   (stay on this build until assigned again)\n\n" +
 		"With --selector or --from, nodes are assigned in batches of a thousand, each all or nothing."
 }
 
@@ -35,6 +39,9 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err := readSettingFiles(c.Set, c.SetFile); err != nil {
 		return err
 	}
+	if _, err := events.ParsePolicy(c.Policy); err != nil {
+		return usagef("%v; give --policy pinned, manual or auto", err)
+	}
 	if c.Selector != "" || c.From != "" {
 		return c.assignMany(ctx, g, out)
 	}
@@ -42,7 +49,7 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return usagef("name a node and a module: mesh assign NODE MODULE (or mesh assign --selector SELECTOR MODULE)")
 	}
 	var r commands.Assigned
-	req := commands.AssignRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set}
+	req := commands.AssignRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set, Build: c.Build, Policy: c.Policy}
 	if err := g.call(ctx, commands.SubjectNodeAssign, req, &r); err != nil {
 		return err
 	}
@@ -52,13 +59,13 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	b := manifest.ShortBuild(r.Build)
 	switch {
 	case !r.Changed:
-		fmt.Fprintf(out.Out, "%s is already assigned to %s as build %s with these settings; nothing to do\n", r.Module, r.Node, b)
+		fmt.Fprintf(out.Out, "%s is already assigned to %s as build %s with these settings, policy %s; nothing to do\n", r.Module, r.Node, b, r.Policy)
 	case r.Previous == "":
-		fmt.Fprintf(out.Out, "assigned %s (build %s) to %s at sequence %d\n", r.Module, b, r.Node, r.Seq)
+		fmt.Fprintf(out.Out, "assigned %s (build %s, policy %s) to %s at sequence %d\n", r.Module, b, r.Policy, r.Node, r.Seq)
 	case r.Previous != r.Build:
-		fmt.Fprintf(out.Out, "assigned %s build %s to %s at sequence %d (upgraded from %s)\n", r.Module, b, r.Node, r.Seq, manifest.ShortBuild(r.Previous))
+		fmt.Fprintf(out.Out, "assigned %s build %s (policy %s) to %s at sequence %d (from %s)\n", r.Module, b, r.Policy, r.Node, r.Seq, manifest.ShortBuild(r.Previous))
 	default:
-		fmt.Fprintf(out.Out, "assigned %s (build %s) to %s with new settings at sequence %d\n", r.Module, b, r.Node, r.Seq)
+		fmt.Fprintf(out.Out, "assigned %s (build %s, policy %s) to %s with new settings or policy at sequence %d\n", r.Module, b, r.Policy, r.Node, r.Seq)
 	}
 	return nil
 }

@@ -165,7 +165,7 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 			names = append(names, n.Name)
 		}
 	}
-	changed, unchanged, build, err := assignBatches(ctx, cl, out, module, c.Set, names)
+	changed, unchanged, build, err := assignBatches(ctx, cl, out, commands.AssignBatchRequest{Module: module, Settings: c.Set, Build: c.Build, Policy: c.Policy}, names)
 	if err != nil {
 		return err
 	}
@@ -186,10 +186,11 @@ func enrollBatches(ctx context.Context, cl *commands.Client, out *Output, list [
 
 // assignBatches assigns module to nodes a batch at a time (mesh assign
 // --selector and --from, mesh fleet), and answers the build assigned.
-func assignBatches(ctx context.Context, cl *commands.Client, out *Output, module string, settings map[string]string, nodes []string) (changed, unchanged int, build string, err error) {
+func assignBatches(ctx context.Context, cl *commands.Client, out *Output, as commands.AssignBatchRequest, nodes []string) (changed, unchanged int, build string, err error) {
 	changed, unchanged, err = inBatches(ctx, out, len(nodes), "assigned to", func(ctx context.Context, from, to int) (int, int, error) {
 		var r commands.BatchReply
-		req := commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: module, Settings: settings, Nodes: nodes[from:to]}
+		req := as
+		req.CommandID, req.Nodes = commands.NewCommandID(), nodes[from:to]
 		err := cl.Call(ctx, commands.SubjectNodeAssignBatch, req, &r)
 		build = cmp.Or(r.Build, build)
 		return len(r.Changed), len(r.Unchanged), err

@@ -96,7 +96,7 @@ func TestUpgradeByAssigningAgain(t *testing.T) {
 	if r := mesh(t, home, "node", "show", "n1"); !strings.Contains(r.out, "upgrades it") {
 		t.Fatalf("node show does not say a newer build exists:\n%s", r.out)
 	}
-	if r := mesh(t, home, "assign", "n1", "m"); r.code != 0 || !strings.Contains(r.out, "upgraded from") {
+	if r := mesh(t, home, "assign", "n1", "m"); r.code != 0 || !strings.Contains(r.out, "(from ") {
 		t.Fatalf("assign again: %+v", r)
 	}
 	if r := mesh(t, home, "plan", "n1"); !strings.Contains(r.out, "| v2") {

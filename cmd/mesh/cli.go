@@ -24,7 +24,7 @@ type CLI struct {
 	BusConfig   BusConfigCmd   `cmd:"" group:"run" name:"bus-config" help:"Print the configuration that closes a NATS cluster for this mesh (mesh serve --closed)."`
 	Node        NodeCmd        `cmd:"" group:"fleet" help:"Enroll, list, show and retire nodes."`
 	Module      ModuleCmd      `cmd:"" group:"fleet" help:"Register, list and show modules."`
-	Assign      AssignCmd      `cmd:"" group:"fleet" help:"Give a node a module's latest build (again: upgrade it)."`
+	Assign      AssignCmd      `cmd:"" group:"fleet" help:"Give a node a module's build (the latest unless --build) under an upgrade policy."`
 	Unassign    UnassignCmd    `cmd:"" group:"fleet" help:"Take a module off a node."`
 	Plan        PlanCmd        `cmd:"" group:"send" help:"What a node would be sent now, and how it differs from what it was sent."`
 	Push        PushCmd        `cmd:"" group:"send" help:"Compose, sign and send each node its declaration."`

@@ -68,7 +68,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		for i, n := range names {
 			nodes[i] = n.Name
 		}
-		changed, _, _, err := assignBatches(ctx, cl, out, c.Assign, c.Set, nodes)
+		changed, _, _, err := assignBatches(ctx, cl, out, commands.AssignBatchRequest{Module: c.Assign, Settings: c.Set}, nodes)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ type PushCmd struct {
 	Behind bool          `help:"Only the nodes not doing what they were told: never sent, or the last report failed or refused."`
 	Wait   time.Duration `help:"With a node: wait this long for it to report applying exactly what it was sent."`
 	// Selector bounds the push to the nodes it chooses.
-	Selector string `help:"Only the active nodes this selects: *, name=NODE, or KEY=VALUE label and capability=NAME terms joined by commas (all must hold)."`
+	Selector string `help:"Only the active nodes this selects: *, name=NODE, or KEY=VALUE label-or-fact and capability=NAME terms joined by commas (all must hold)."`
 	DryRun   bool   `name:"dry-run" help:"Send nothing: say which nodes would be sent, and what changes on each (the mesh-wide plan)."`
 	JSON     bool   `help:"Print what was sent and not sent as JSON."`
 	// Verbose: a push to ten thousand nodes is a summary and its

@@ -26,7 +26,7 @@ type RolloutCmd struct {
 
 type RolloutPlanCmd struct {
 	Module string   `arg:""`
-	Wave   []string `sep:"none" required:"" help:"A wave NAME=SELECTOR, in order (repeatable): the selector of push --selector, or * for every node of the module no earlier wave chose."`
+	Wave   []string `sep:"none" required:"" help:"A wave NAME=SELECTOR, in order (repeatable): the selector of push --selector, N% for that share of the module's nodes, or * for every node of the module no earlier wave chose."`
 	Build  string   `help:"The build to roll out (default: the module's latest)."`
 	JSON   bool     `help:"Print the plan as JSON."`
 	// Verbose: every node's changes, not only the first wave's.

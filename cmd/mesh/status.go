@@ -106,13 +106,16 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 		w.Write(line)
 	}
 	row("NODE", "SEQUENCE", "STATE", "SINCE", "DETAIL")
-	behind := 0
+	behind, heldBack := 0, 0
 	// A fleet's nodes mostly share a few moments: each is formatted once.
 	lastSince, sinceText := int64(0), ""
 	for i := range rows.Len() {
 		n := rows.At(i)
-		if n.State != commands.StateCurrent {
+		if !commands.WellState(n.State) {
 			behind++
+		}
+		if n.State == commands.StateHeld {
+			heldBack++
 		}
 		if since := n.Since.Unix(); i == 0 || since != lastSince {
 			lastSince, sinceText = since, n.Since.UTC().Format(time.RFC3339)
@@ -144,12 +147,20 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	case s.Well && nodes == 0:
 		fmt.Fprintln(w, "well: no active nodes, and nothing is failing")
 	case s.Well && len(s.Runtimes) > 0:
-		fmt.Fprintf(w, "well: all %d node(s) current, all %d program(s) running, nothing failing\n", nodes, len(s.Runtimes))
+		fmt.Fprintf(w, "well: all %d node(s) current%s, all %d program(s) running, nothing failing\n", nodes, heldNote(heldBack), len(s.Runtimes))
 	case s.Well:
-		fmt.Fprintf(w, "well: all %d node(s) current, nothing failing\n", nodes)
+		fmt.Fprintf(w, "well: all %d node(s) current%s, nothing failing\n", nodes, heldNote(heldBack))
 	default:
 		fmt.Fprintf(w, "not well: %d of %d node(s) not current, %d provider(s) failing a consumer\n", behind, nodes, len(s.Standings))
 	}
+}
+
+// heldNote says how many current nodes hold an older build on purpose.
+func heldNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d held on an older build by policy or a rollout)", n)
 }
 
 // statusRows are status's lines however the answer carried them: the brief

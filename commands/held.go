@@ -1,0 +1,104 @@
+package commands
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
+)
+
+// StateHeld: the node is current with what it was sent, and a newer build
+// of a module it holds waits, by its upgrade policy or for its wave of a
+// rollout (rule 24). Said with why, so a held node is never mistaken for
+// one a push forgot; the mesh is well with held nodes, which are where
+// the operator chose to keep them.
+const StateHeld = "held"
+
+// held turns a current node into held when some module it holds has a
+// newer build waiting (why is holdsOf's sentence for it).
+func held(state, detail, why string) (string, string) {
+	if state != StateCurrent || why == "" {
+		return state, detail
+	}
+	return StateHeld, why
+}
+
+// WellState says whether a node's state leaves the mesh well.
+func WellState(state string) bool { return state == StateCurrent || state == StateHeld }
+
+// States are every state a node can be in, for whoever lists them all
+// (metrics export each, zero or not).
+var States = []string{StateCurrent, StateHeld, StatePartial, StateDrifted, StateWaiting, StateFailed, StateRefused,
+	StateBehind, StateNeverSent, StateCannotCompose}
+
+// holdsOf reads why each node (or only the one named) holds a build older
+// than its module's newest: by node, one sentence per such module, joined.
+func holdsOf(v *projections.View, node string) (map[string]string, error) {
+	rows, err := v.Assignments()
+	if node != "" {
+		rows, err = v.AssignmentsOf(node)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rollouts, err := v.Rollouts()
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]string{}
+	out := map[string]string{}
+	for _, a := range rows {
+		if _, read := latest[a.Module]; !read {
+			m, _, err := v.Module(a.Module)
+			if err != nil {
+				return nil, err
+			}
+			latest[a.Module] = m.Latest
+		}
+		if a.Build == latest[a.Module] || latest[a.Module] == "" {
+			continue
+		}
+		why := holdOf(a, latest[a.Module], rollouts)
+		if have := out[a.Node]; have != "" {
+			why = have + "; " + why
+		}
+		out[a.Node] = why
+	}
+	return out, nil
+}
+
+// holdOf says why assignment a is not on build newest of its module: the
+// rollout of newest that has its node in a wave, else its policy.
+func holdOf(a projections.AssignmentRow, newest string, rollouts []projections.Rollout) string {
+	build := fmt.Sprintf("%s build %s", a.Module, manifest.ShortBuild(newest))
+	for _, ro := range slices.Backward(rollouts) {
+		if ro.Module != a.Module || ro.Build != newest {
+			continue
+		}
+		for i, w := range ro.Waves {
+			if !slices.Contains(w.Nodes, a.Node) {
+				continue
+			}
+			wave := fmt.Sprintf("wave %d (%s) of rollout %s", i+1, w.Name, ro.ID)
+			switch {
+			case ro.State == projections.RolloutHalted:
+				return fmt.Sprintf("%s is held: rollout %s halted (mesh rollout show %s)", build, ro.ID, ro.ID)
+			case ro.State == projections.RolloutPaused:
+				return fmt.Sprintf("%s waits for %s, which is paused", build, wave)
+			case ro.Open() && i > ro.Wave:
+				return fmt.Sprintf("%s waits for %s", build, wave)
+			case ro.Open() && i == ro.Wave:
+				return fmt.Sprintf("%s waits its turn in %s (max-parallel %s)", build, wave, ro.MaxParallel)
+			}
+		}
+	}
+	switch a.Policy.Or() {
+	case events.PolicyPinned:
+		return fmt.Sprintf("%s is registered; %s is pinned to %s (mesh assign %s %s takes the new one)", build, a.Module, manifest.ShortBuild(a.Build), a.Node, a.Module)
+	case events.PolicyAuto:
+		return fmt.Sprintf("%s waits for its rollout (policy auto)", build)
+	}
+	return fmt.Sprintf("%s waits for a rollout (policy manual: mesh rollout start %s --wave ...)", build, a.Module)
+}

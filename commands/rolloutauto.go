@@ -1,0 +1,129 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
+)
+
+// A module's newest build reaches the nodes whose policy is auto by a
+// rollout that starts by itself (rule 24). It is started once per build,
+// whatever becomes of it: a build whose rollout halted or was aborted is
+// not rolled out again until a newer one is registered, or an operator
+// starts one.
+//
+// Its waves are those of the module's most recent rollout (the operator's
+// canary plan, with its max-parallel, bake, deadline and auto-revert),
+// chosen again among the auto nodes; with no rollout before it, one wave
+// of every auto node.
+
+// autoDue is a module whose auto nodes wait for its newest build.
+type autoDue struct {
+	module, build string
+	last          *projections.Rollout // the module's most recent rollout
+}
+
+// startAutoRollouts starts the rollouts new builds ask for. Its id is the
+// module and the build, the same in every controller, so of two
+// controllers starting it one lands and the other conflicts.
+func (h *Handlers) startAutoRollouts(ctx context.Context) error {
+	due, version, err := h.autoRolloutsDue()
+	if err != nil || due == nil {
+		return err
+	}
+	blocked := false
+	for _, d := range due {
+		r := RolloutRequest{Module: d.module, Build: d.build, Waves: []WaveSpec{{Name: "all", Selector: "*"}}}
+		if l := d.last; l != nil {
+			r.Waves, r.AutoRevert, r.MaxParallel = nil, l.AutoRevert, l.MaxParallel
+			r.Bake, r.Deadline = seconds(l.BakeSeconds), seconds(l.DeadlineSeconds)
+			for _, w := range l.Waves {
+				r.Waves = append(r.Waves, WaveSpec{Name: w.Name, Selector: w.Selector})
+			}
+		}
+		_, err := h.startRollout(ctx, "auto-"+d.module+"-"+manifest.ShortBuild(d.build), r, true)
+		var refusal *aggregates.Error
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			// Another controller started it.
+		case errors.As(err, &refusal) && refusal.Err == aggregates.ErrNameTaken:
+			blocked = true // a rollout of the module is open: looked at again when it closes
+		case errors.As(err, &refusal):
+			h.Log.Warn("a new build's rollout cannot start", "module", d.module, "build", manifest.ShortBuild(d.build), "why", refusal.Detail)
+		case err != nil:
+			return err
+		}
+	}
+	if !blocked {
+		h.autoSeen.Store(version)
+	}
+	return nil
+}
+
+// autoRolloutsDue reads which modules' auto nodes wait for a build no
+// rollout has taken yet; nil when nothing was registered or assigned since
+// the last look found none (the composition version did not move).
+func (h *Handlers) autoRolloutsDue() ([]autoDue, uint64, error) {
+	var due []autoDue
+	var version uint64
+	err := h.Proj.Read(func(v *projections.View) error {
+		version = v.CompositionVersion()
+		if h.autoSeen.Load() == version {
+			return nil
+		}
+		rows, err := v.Assignments()
+		if err != nil {
+			return err
+		}
+		latest := map[string]string{}
+		var waiting []string
+		for _, a := range rows {
+			if a.Policy != events.PolicyAuto {
+				continue
+			}
+			if _, read := latest[a.Module]; !read {
+				m, _, err := v.Module(a.Module)
+				if err != nil {
+					return err
+				}
+				latest[a.Module] = m.Latest
+			}
+			if a.Build != latest[a.Module] && !slices.Contains(waiting, a.Module) {
+				if n, found, err := v.Node(a.Node); err != nil || found && !n.Retired {
+					waiting = append(waiting, a.Module)
+				}
+			}
+		}
+		rollouts, err := v.Rollouts()
+		for _, module := range waiting {
+			d := autoDue{module: module, build: latest[module]}
+			taken := false
+			for _, ro := range rollouts {
+				if ro.Module != module {
+					continue
+				}
+				taken = taken || ro.Build == d.build
+				if d.last == nil || ro.Started.After(d.last.Started) {
+					d.last = &ro
+				}
+			}
+			if !taken {
+				due = append(due, d)
+			}
+		}
+		return err
+	})
+	if err == nil && due == nil {
+		h.autoSeen.Store(version)
+	}
+	return due, version, err
+}
+
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }

@@ -1,0 +1,367 @@
+package commands
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// DriveRollouts moves every running rollout one step where it can, and
+// starts the rollout a new build of a module with auto nodes asks for: the
+// controller calls it on a timer (every controller: several may), and a
+// step taken by another meanwhile makes this one's append conflict, which
+// is nothing to do (rule 23). A wave starts once the one before it passed
+// its gate; a node that failed or refused the build, or whose program is
+// crash-looping, halts the rollout.
+func (h *Handlers) DriveRollouts(ctx context.Context) error {
+	if h.writable() != nil || h.past {
+		return nil
+	}
+	if err := h.startAutoRollouts(ctx); err != nil {
+		return err
+	}
+	// Which run, from the read models as they are: a tick with none
+	// running (nearly every one) asks the bus nothing.
+	list, err := h.ListRollouts(ctx, Empty{})
+	if err != nil || !slices.ContainsFunc(list.Rollouts, func(r projections.Rollout) bool { return r.State == projections.RolloutRunning }) {
+		return err
+	}
+	if err := h.catchUp(ctx); err != nil {
+		return err
+	}
+	if list, err = h.ListRollouts(ctx, Empty{}); err != nil {
+		return err
+	}
+	for _, ro := range list.Rollouts {
+		// Steps that need no agent (a wave's start, its nodes' moves, the
+		// sends) are taken one after another in this call, each from read
+		// models that hold the one before; it stops at what waits for
+		// agents.
+		for range chainedSteps {
+			if ro.State != projections.RolloutRunning {
+				break
+			}
+			err := h.driveOne(ctx, ro)
+			moved, taken := errors.Is(err, errMoved), errors.Is(err, store.ErrConflict)
+			if err != nil && !moved && !taken {
+				return fmt.Errorf("rollout %s: %w", ro.ID, err)
+			}
+			if err := h.catchUp(ctx); err != nil {
+				return err
+			}
+			next, err := h.rollout(ro.ID)
+			if err != nil {
+				return err
+			}
+			progressed := moved || next.Version != ro.Version
+			ro = next
+			if taken || !progressed {
+				break // another controller took the step, or it waits for agents
+			}
+		}
+	}
+	return nil
+}
+
+// chainedSteps bounds the steps one drive takes of one rollout.
+const chainedSteps = 4
+
+// errMoved: some of a wave's nodes were moved to their build just now;
+// they are sent on the next step, from read models that hold the moves.
+var errMoved = errors.New("rollout: nodes moved to their build; send next")
+
+func (h *Handlers) driveOne(ctx context.Context, ro projections.Rollout) error {
+	if ro.Wave < 0 {
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepWaveStarted, Wave: 0})
+	}
+	wave := ro.Waves[ro.Wave]
+	limit, _ := inFlightOf(ro.MaxParallel, len(wave.Nodes))
+	done, err := h.moveWave(ctx, ro, wave.Nodes, func(string) string { return ro.Build }, limit)
+	var held gateHold
+	if err == nil && done {
+		held, err = h.waveGate(ro, wave.Nodes)
+	}
+	deadline := time.Duration(ro.DeadlineSeconds) * time.Second
+	late := ro.DeadlineSeconds > 0 && h.Now().After(ro.WaveAt.Add(deadline))
+	var halt *waveHalt
+	switch {
+	case errors.As(err, &halt):
+		return h.halt(ctx, ro, halt)
+	case err != nil:
+		return err
+	case !done && late:
+		return h.halt(ctx, ro, &waveHalt{node: h.notApplied(wave.Nodes), why: fmt.Sprintf("it did not apply the build within the wave's deadline of %s", deadline)})
+	case held.node != "" && late && !held.baking:
+		return h.halt(ctx, ro, &waveHalt{node: held.node, why: fmt.Sprintf("%s, past the wave's deadline of %s", held.why, deadline)})
+	case !done || held.node != "":
+		return nil // waits for agents, a program, a standing, or the bake
+	case ro.Wave == len(ro.Waves)-1:
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepFinished, Wave: ro.Wave})
+	}
+	return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepWaveStarted, Wave: ro.Wave + 1})
+}
+
+// halt records the halt, and with --auto-revert sends the wave back to the
+// builds it had: moved back, then sent from read models that hold the move.
+func (h *Handlers) halt(ctx context.Context, ro projections.Rollout, halt *waveHalt) error {
+	if err := h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepHalted, Wave: ro.Wave, Node: halt.node, Why: halt.why}); err != nil || !ro.AutoRevert {
+		return err
+	}
+	ro, err := h.rollout(ro.ID)
+	if err != nil {
+		return err
+	}
+	nodes := ro.Waves[ro.Wave].Nodes
+	for i := range 2 {
+		if i > 0 {
+			if err := h.catchUp(ctx); err != nil {
+				return err
+			}
+		}
+		// Back all at once: max-parallel bounds a build going out, not
+		// a retreat from one that failed.
+		if _, err := h.moveWave(ctx, ro, nodes, func(n string) string { return ro.Previous[n] }, len(nodes)); err != nil &&
+			!errors.As(err, new(*waveHalt)) && !errors.Is(err, errMoved) {
+			return err
+		}
+	}
+	return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepReverted, Wave: ro.Wave})
+}
+
+// gateHold is the first node of a wave that holds the next wave back
+// though it applied the build, and why; baking when only the bake does.
+type gateHold struct {
+	node, why string
+	baking    bool
+}
+
+// waveGate is the gate a wave that applied its build passes before the
+// next starts (rule 23): each node's program, if the build runs one, is
+// running; no provider standing involving the node or the module is
+// failing; and each has stood the bake since it applied (and since its
+// program last started). A crash-looping program halts the rollout.
+func (h *Handlers) waveGate(ro projections.Rollout, nodes []string) (gateHold, error) {
+	var hold gateHold
+	bake := time.Duration(ro.BakeSeconds) * time.Second
+	err := h.Proj.Read(func(v *projections.View) error {
+		m, found, err := h.manifests.get(v, compose.BuildRef{Module: ro.Module, Build: ro.Build})
+		if err != nil || !found {
+			return fmt.Errorf("build %s of %s cannot be read: %v", ro.Build, ro.Module, err)
+		}
+		standings, err := v.Standings()
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			row, found, err := v.Node(n)
+			if err != nil || !found || row.Retired || row.LastReport == nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			since := row.LastReport.At
+			if m.Run != nil {
+				rt, err := runtimeOf(v, n, ro.Module)
+				switch {
+				case err != nil:
+					return err
+				case rt.State == projections.RuntimeCrashLooping:
+					return &waveHalt{node: n, why: "its program is crash-looping: " + rt.Detail}
+				case rt.State != projections.RuntimeRunning && hold.node == "":
+					hold = gateHold{node: n, why: "its program is not running (" + cmp.Or(rt.State, "not reported yet") + ")"}
+				}
+				since = later(since, rt.Since)
+			}
+			for _, s := range standings {
+				if (s.Machine == n || s.Provider == ro.Module || s.Consumer == ro.Module) && hold.node == "" {
+					hold = gateHold{node: n, why: fmt.Sprintf("%s on %s is failing %s: %s", s.Provider, s.Machine, s.Consumer, s.Word)}
+				}
+			}
+			if until := since.Add(bake); hold.node == "" && h.Now().Before(until) {
+				hold = gateHold{node: n, why: "baking until " + until.UTC().Format(time.RFC3339), baking: true}
+			}
+		}
+		return nil
+	})
+	return hold, err
+}
+
+// runtimeOf is a node's runtime of module; State "" when none is reported.
+func runtimeOf(v *projections.View, node, module string) (projections.Runtime, error) {
+	rts, err := v.RuntimesOf(node)
+	for _, rt := range rts {
+		if rt.Module == module {
+			return rt, err
+		}
+	}
+	return projections.Runtime{}, err
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// notApplied is the first node of nodes not current, for a halt's sentence.
+func (h *Handlers) notApplied(nodes []string) string {
+	for _, n := range nodes {
+		row, found, err := h.Proj.Node(n)
+		if err == nil && found && (row.LastReport == nil || row.LastSent == nil || row.LastReport.Digest != row.LastSent.Digest) {
+			return n
+		}
+	}
+	return nodes[0]
+}
+
+// inFlightOf reads --max-parallel for a wave of n nodes: a count, or a
+// percentage of the wave (at least one); "" is the whole wave.
+func inFlightOf(s string, n int) (int, error) {
+	if s == "" {
+		return max(n, 1), nil
+	}
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+	switch {
+	case err != nil || v < 1 || pct && v > 100:
+		return 0, fmt.Errorf("--max-parallel %q is not a count (such as 5) or a percentage (such as 25%%)", s)
+	case pct:
+		return max(n*v/100, 1), nil
+	}
+	return v, nil
+}
+
+// waveHalt is a node of a wave that failed or refused its new build, or
+// whose program crash-loops on it.
+type waveHalt struct{ node, why string }
+
+func (w *waveHalt) Error() string { return w.node + ": " + w.why }
+
+// moveWave takes one step of moving nodes to their build (build(node)):
+// it sends those moved and not yet sent, or else moves more; at most limit
+// are moved and not yet applied at once. A node is moved only when it is
+// about to be sent, so push --behind never finds one a wave has not
+// reached: the rollout, not a push, decides when each node goes. It
+// answers whether every node applied its build. A node already moved, or
+// already sent it, is not moved or sent again: a step is safe to repeat,
+// by this controller or another.
+func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string, limit int) (bool, error) {
+	composed, err := h.composeAll()
+	if err != nil {
+		return false, err
+	}
+	var toMove, toSend []string
+	done, inFlight := true, 0
+	err = h.Proj.Read(func(v *projections.View) error {
+		for _, n := range nodes {
+			row, found, err := v.Node(n)
+			if err != nil {
+				return err
+			}
+			have, assigned, err := assignmentOf(v, n, ro.Module)
+			if err != nil {
+				return err
+			}
+			if !found || row.Retired || !assigned || build(n) == "" {
+				continue // retired or unassigned meanwhile: out of the rollout
+			}
+			if have.Build != build(n) {
+				toMove, done = append(toMove, n), false
+				continue
+			}
+			state, _, detail := stateOf(row, composed[n])
+			switch state {
+			case StateCurrent:
+			case StateFailed, StateRefused:
+				return &waveHalt{node: n, why: fmt.Sprintf("%s: %s", state, detail)}
+			case StateCannotCompose:
+				return &waveHalt{node: n, why: "it cannot be composed: " + detail}
+			case StateWaiting:
+				inFlight, done = inFlight+1, false
+			default: // never sent, behind: what it would be sent is not what it was
+				toSend, done = append(toSend, n), false
+			}
+		}
+		return nil
+	})
+	room := limit - inFlight
+	switch {
+	case err != nil || room <= 0:
+		return false, err
+	case len(toSend) > 0:
+		return false, h.sendWave(ctx, ro, toSend[:min(room, len(toSend))])
+	case len(toMove) > 0:
+		return false, h.moveNodes(ctx, ro, toMove[:min(room, len(toMove))], build)
+	}
+	return done, nil
+}
+
+// assignmentOf is node's assignment of module, if it has one.
+func assignmentOf(v *projections.View, node, module string) (projections.AssignmentRow, bool, error) {
+	as, err := v.AssignmentsOf(node)
+	for _, a := range as {
+		if a.Module == module {
+			return a, true, err
+		}
+	}
+	return projections.AssignmentRow{}, false, err
+}
+
+// moveNodes moves each node to its build through the node aggregate's own
+// decision, as mesh assign does: the build moves, the settings and policy
+// stay as recorded (a sealed setting sealed), and a build they do not suit
+// is refused, which halts the wave. It answers errMoved.
+func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string) error {
+	err := h.Proj.Read(func(v *projections.View) error {
+		for _, n := range nodes {
+			node, err := nodeAggregateOf(v, n)
+			if err != nil {
+				return err
+			}
+			have := node.Assignments[ro.Module]
+			m, found, err := h.manifests.get(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
+			if err != nil || !found {
+				return fmt.Errorf("build %s of %s cannot be read: %v", build(n), ro.Module, err)
+			}
+			evs, err := node.Decide(aggregates.AssignModule{Node: n, Module: ro.Module, Build: build(n), Spec: m.Settings, Settings: have.Settings}, h.Now())
+			var refusal *aggregates.Error
+			if errors.As(err, &refusal) {
+				return &waveHalt{node: n, why: refusal.Detail}
+			}
+			if err != nil || len(evs) == 0 {
+				return err
+			}
+			if _, err := h.Store.Append(ctx, events.NodeAggregate(n), node.Version, NewCommandID(), evs...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return errMoved
+}
+
+// sendWave pushes nodes, recorded as sent by the rollout; one that could
+// not be sent halts the wave, named.
+func (h *Handlers) sendWave(ctx context.Context, ro projections.Rollout, nodes []string) error {
+	r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: nodes, by: "rollout " + ro.ID})
+	if err == nil && len(r.Unsent) > 0 {
+		return &waveHalt{node: r.Unsent[0].Node, why: "it was not sent: " + r.Unsent[0].Reason}
+	}
+	return err
+}
