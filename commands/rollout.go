@@ -178,4 +178,3 @@ func (h *Handlers) step(ctx context.Context, ro projections.Rollout, ev events.R
 	h.Log.Info("rollout step", "id", ro.ID, "step", ev.Step, "wave", ev.Wave, "node", ev.Node, "seq", seq)
 	return h.landed(ctx, seq, ev)
 }
-
