@@ -113,12 +113,8 @@ func (m *mesh) agentWith(node, root string, set func(*agent.Config)) func() {
 	return stop
 }
 
-// settle is how long a test waits for agents and the fold to reach a
-// state. It bounds a wait, not a speed: under the whole suite on two cores
-// (fleets of 2,000 agents and 3-server clusters in other packages at the
-// same time) 10 s was passed twice in a dozen runs by pushes that were
-// fine.
-const settle = 30 * time.Second
+// settle is embeddedtest.Settle: how long a test waits for agents and the fold.
+const settle = embeddedtest.Settle
 
 // report waits until node has reported on digest and answers its newest
 // report on it, from the history index: a report on something other than

@@ -1,10 +1,8 @@
 package agent_test
 
 import (
-	"testing"
-	"time"
-
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 )
@@ -21,18 +19,8 @@ func storeReadReports(node string) store.ReadOptions {
 
 func storeReadAll(filter string) store.ReadOptions { return store.ReadOptions{Filter: filter} }
 
-// eventually polls cond until it holds, failing the test after settle with
-// what it waited for. It bounds a wait; it orders nothing.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(settle)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s, still waiting for %s", settle, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// eventually is embeddedtest.Eventually: the one polling helper.
+var eventually = embeddedtest.Eventually
 
 // verified folds the whole stream afresh and fails unless it equals the
 // live read models (rule 17): what a test's events built, a rebuild builds.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,13 +18,33 @@ import (
 	"github.com/meshctl/mesh/projections"
 )
 
+// controller starts another controller on the mesh's stream, with its
+// key, driving rollouts every interval (negative: only when called).
+func (m *mesh) controller(every time.Duration) *commands.Controller {
+	m.t.Helper()
+	home := m.t.TempDir()
+	key, err := os.ReadFile(filepath.Join(m.home, commands.KeyFile))
+	m.must(err)
+	m.must(os.WriteFile(filepath.Join(home, commands.KeyFile), key, 0o600))
+	c, err := commands.StartController(m.ctx, embeddedtest.Conn(m.t, m.srv), commands.ControllerConfig{Home: home, RolloutEvery: every})
+	m.must(err)
+	m.t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // rolloutState drives the rollouts once more and answers id's state.
 func (m *mesh) rolloutState(id string) projections.Rollout {
 	m.t.Helper()
 	m.must(m.h.DriveRollouts(m.ctx))
-	r, err := m.h.ShowRollout(m.ctx, commands.NameRequest{Name: id})
+	list, err := m.h.ListRollouts(m.ctx, commands.Empty{})
 	m.must(err)
-	return r
+	for _, r := range list.Rollouts {
+		if r.ID == id {
+			return r
+		}
+	}
+	m.t.Fatalf("no rollout %s", id)
+	return projections.Rollout{}
 }
 
 // steps counts the rollout's steps of each kind in the log, by wave.
@@ -40,8 +62,8 @@ func (m *mesh) steps(id string) map[string]int {
 	return out
 }
 
-// Rollouts with real agents (issue 17): three waves (a canary, the rest of
-// its zone, then everything else) move only once the wave before applied
+// Rollouts with real agents (issue 17): three waves (a canary, then half
+// the nodes, then everything else) move only once the wave before applied
 // the new build; a canary whose apply fails halts the rollout with the
 // node named, the later waves untouched, and --auto-revert sends it back;
 // pause holds a rollout where it is and resume moves it on. Fails when a
@@ -50,13 +72,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 	m := newMesh(t)
 	// A second controller on the same stream, with the same key, drives
 	// the same rollouts, often: each step still lands once.
-	other := t.TempDir()
-	key, err := os.ReadFile(filepath.Join(m.home, commands.KeyFile))
-	m.must(err)
-	m.must(os.WriteFile(filepath.Join(other, commands.KeyFile), key, 0o600))
-	second, err := commands.StartController(m.ctx, embeddedtest.Conn(t, m.srv), commands.ControllerConfig{Home: other, RolloutEvery: 20 * time.Millisecond})
-	m.must(err)
-	t.Cleanup(func() { second.Close() })
+	m.controller(20 * time.Millisecond)
 	roots := map[string]string{}
 	for i, n := range []string{"w-1", "w-2", "w-3", "w-4"} {
 		zone := "eu-1"
@@ -78,7 +94,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 	for _, s := range m.push("").Sent {
 		m.report(s.Node, s.Digest)
 	}
-	waves := []commands.WaveSpec{{Name: "canary", Selector: "name=w-1"}, {Name: "zone", Selector: "zone=eu-1"}, {Name: "rest", Selector: "*"}}
+	waves := []commands.WaveSpec{{Name: "canary", Selector: "name=w-1"}, {Name: "half", Selector: "50%"}, {Name: "rest", Selector: "*"}}
 	start := func(autoRevert bool) projections.Rollout {
 		t.Helper()
 		r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Waves: waves, AutoRevert: autoRevert})
@@ -93,7 +109,23 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 	// Three waves, each after the one before applied.
 	motd("two", "")
 	r := start(false)
+	if w := r.Waves; len(w) != 3 || len(w[0].Nodes) != 1 || len(w[1].Nodes) != 2 || w[2].Nodes[0] != "w-4" {
+		t.Fatalf("the waves chosen: %+v", w)
+	}
+	during := time.Now()
 	eventually(t, "the rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
+	// status --as-of sees the rollout as it was, open.
+	then, err := m.h.Status(m.ctx, commands.StatusRequest{AsOf: during})
+	m.must(err)
+	if len(then.Rollouts) != 1 || then.Rollouts[0].ID != r.ID || !then.Rollouts[0].Open() {
+		t.Fatalf("status as of the rollout's start: %+v", then.Rollouts)
+	}
+	// history names the rollout that sent each declaration.
+	h, err := m.h.History(m.ctx, commands.HistoryRequest{Node: "w-4"})
+	m.must(err)
+	if last := h.Entries[len(h.Entries)-1]; last.Kind != "applied" || h.Entries[len(h.Entries)-2].By != "rollout "+r.ID {
+		t.Fatalf("w-4's history ends %+v, %+v", h.Entries[len(h.Entries)-2], last)
+	}
 	for n := range roots {
 		if got := read(n); got != "two\n" {
 			t.Fatalf("%s holds %q after the rollout", n, got)
@@ -167,13 +199,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 func TestRolloutBakeAndDeadline(t *testing.T) {
 	m := newMesh(t)
 	var ahead atomic.Int64 // how far the second controller's clock is ahead
-	other := t.TempDir()
-	key, err := os.ReadFile(filepath.Join(m.home, commands.KeyFile))
-	m.must(err)
-	m.must(os.WriteFile(filepath.Join(other, commands.KeyFile), key, 0o600))
-	c2, err := commands.StartController(m.ctx, embeddedtest.Conn(t, m.srv), commands.ControllerConfig{Home: other, RolloutEvery: -1})
-	m.must(err)
-	t.Cleanup(func() { c2.Close() })
+	c2 := m.controller(-1)
 	c2.Handlers.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	for _, n := range []string{"b-1", "b-2", "b-3"} {
 		m.enroll(n)
@@ -201,7 +227,7 @@ func TestRolloutBakeAndDeadline(t *testing.T) {
 		m.must(m.h.Proj.WaitFor(m.ctx, st.LastSeq))
 		ro, err := m.h.ShowRollout(m.ctx, commands.NameRequest{Name: r.ID})
 		m.must(err)
-		return ro
+		return ro.Rollout
 	}
 	eventually(t, "b-1 to apply the new build", func() bool {
 		state()
@@ -255,8 +281,13 @@ func TestRolloutMaxParallel(t *testing.T) {
 	})
 	for range 3 {
 		m.must(m.h.DriveRollouts(m.ctx))
+		// push --behind does not jump the bound: the others wait their
+		// turn, held, not behind.
+		if r, err := m.h.Push(m.ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil || slices.ContainsFunc(r.Sent, func(p commands.PushedNode) bool { return p.Node != "p-1" }) {
+			t.Fatalf("push --behind during the rollout sent %+v (%v)", r.Sent, err)
+		}
 		for _, n := range []string{"p-2", "p-3"} {
-			if s := m.status()[n]; s.Sequence != 1 {
+			if s := m.status()[n]; s.Sequence != 1 || s.State != commands.StateHeld || !strings.Contains(s.Detail, "waits its turn in wave 1 (all)") {
 				t.Fatalf("%s was sent the build while p-1, within the bound of one, had not applied it: %+v", n, s)
 			}
 		}
@@ -265,4 +296,148 @@ func TestRolloutMaxParallel(t *testing.T) {
 		Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}}); err == nil || !strings.Contains(err.Error(), "--max-parallel") {
 		t.Fatalf("a bound of 0: %v", err)
 	}
+}
+
+// A wave that applied its build still holds the next while a provider
+// standing involving it is failing, and lets it go when the provider
+// recovers; a program crash-looping on the new build halts the rollout,
+// naming the node. Fails when the gate lets a wave pass a failing
+// standing, or a crash loop does not halt.
+func TestRolloutGates(t *testing.T) {
+	m := newMesh(t)
+	for _, n := range []string{"g-1", "g-2"} {
+		m.enroll(n)
+		m.agent(n)
+	}
+	m.writeModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"one\n"}]}`)
+	m.writeModule(`{"module":"app","resources":[{"kind":"file","path":"/etc/app","mode":"0644","content":"one\n"}]}`)
+	for _, n := range []string{"g-1", "g-2"} {
+		m.assign(n, "db", nil)
+	}
+	for _, s := range m.push("").Sent {
+		m.report(s.Node, s.Digest)
+	}
+	_, err := m.h.Report(m.ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: true, Provider: "db", Machine: "g-1", Consumer: "app", Word: "refuses logins"})
+	m.must(err)
+	m.writeModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"two\n"}]}`)
+	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "db",
+		Waves: []commands.WaveSpec{{Name: "one", Selector: "name=g-1"}, {Name: "two", Selector: "name=g-2"}}})
+	m.must(err)
+	eventually(t, "g-1 to apply the build", func() bool {
+		m.rolloutState(r.ID)
+		s := m.status()["g-1"]
+		return s.Sequence == 2 && s.State == commands.StateCurrent
+	})
+	for range 3 {
+		if ro := m.rolloutState(r.ID); ro.Wave != 0 || ro.State != projections.RolloutRunning {
+			t.Fatalf("the next wave started while db on g-1 was failing app: %+v", ro)
+		}
+	}
+	_, err = m.h.Report(m.ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Provider: "db", Machine: "g-1", Consumer: "app"})
+	m.must(err)
+	eventually(t, "the next wave once db recovered", func() bool { return m.rolloutState(r.ID).Wave == 1 })
+
+	// A program crash-looping on its new build halts the rollout.
+	m.enroll("c-1")
+	m.agentWith("c-1", filepath.Join(t.TempDir(), "root"), fast)
+	m.writeModule(`{"module":"svc","run":{"command":"/bin/sh","args":["-c","sleep 600"]}}`)
+	m.assign("c-1", "svc", nil)
+	m.report("c-1", m.push("c-1").Sent[0].Digest)
+	eventually(t, "svc to run", func() bool { return m.runtimeState("c-1", "svc").State == projections.RuntimeRunning })
+	m.writeModule(`{"module":"svc","run":{"command":"/bin/sh","args":["-c","echo no config >&2; exit 3"]}}`)
+	r, err = m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "svc", Bake: time.Hour,
+		Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
+	m.must(err)
+	eventually(t, "the crash loop to halt the rollout", func() bool { return m.rolloutState(r.ID).State == projections.RolloutHalted })
+	if ro := m.rolloutState(r.ID); ro.Node != "c-1" || !strings.Contains(ro.Why, "crash-looping") {
+		t.Fatalf("the halt: %+v", ro)
+	}
+	m.verified()
+}
+
+// A wave's selector reads a node's facts where it has no label of that
+// key (the label wins: the operator's word over detection), and N% takes
+// that share of the module's nodes. Fails when facts are not read, or a
+// label does not win over a fact.
+func TestWaveSelectorsReadFacts(t *testing.T) {
+	m := newMesh(t)
+	for _, n := range []string{"f-1", "f-2", "f-3"} {
+		labels := map[string]string{}
+		if n == "f-2" {
+			labels["os"] = "plan9"
+		}
+		_, err := m.h.Enroll(m.ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n, Labels: labels})
+		m.must(err)
+		if n != "f-3" { // f-3 has no agent: no facts
+			m.agent(n)
+		}
+	}
+	eventually(t, "the agents' facts", func() bool {
+		found := 0
+		m.must(m.h.Proj.Read(func(v *projections.View) error {
+			for _, n := range []string{"f-1", "f-2"} {
+				if _, ok, _ := v.NodeFacts(n); ok {
+					found++
+				}
+			}
+			return nil
+		}))
+		return found == 2
+	})
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
+	for _, n := range []string{"f-1", "f-2", "f-3"} {
+		m.assign(n, "motd", nil)
+	}
+	plan, err := m.h.PlanRollout(m.ctx, commands.RolloutPlanRequest{Module: "motd",
+		Waves: []commands.WaveSpec{{Name: "here", Selector: "os=" + runtime.GOOS}, {Name: "third", Selector: "34%"}}})
+	m.must(err)
+	var got []string
+	for _, w := range plan.Waves {
+		var names []string
+		for _, p := range w.Nodes {
+			names = append(names, p.Node)
+		}
+		got = append(got, w.Name+"="+strings.Join(names, ","))
+	}
+	// 34% of three nodes, rounded up, is two.
+	if want := []string{"here=f-1", "third=f-2,f-3"}; !slices.Equal(got, want) {
+		t.Fatalf("waves %v", got)
+	}
+}
+
+// A rollout left by a stopped controller resumes in the next one, on the
+// same stream, with no wave started twice (rule 23). Fails when the
+// rollout's state lives anywhere but the log, or a step is retaken.
+func TestARolloutResumesInAnotherController(t *testing.T) {
+	m := newMesh(t)
+	for _, n := range []string{"k-1", "k-2", "k-3"} {
+		m.enroll(n)
+		m.agent(n)
+	}
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
+	for _, n := range []string{"k-1", "k-2", "k-3"} {
+		m.assign(n, "motd", nil)
+	}
+	m.push("")
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
+	// A bake of an hour stops the first controller after the canary.
+	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Bake: time.Hour,
+		Waves: []commands.WaveSpec{{Name: "canary", Selector: "name=k-1"}, {Name: "rest", Selector: "*"}}})
+	m.must(err)
+	eventually(t, "the canary to apply", func() bool {
+		m.rolloutState(r.ID)
+		s := m.status()["k-1"]
+		return s.Sequence == 2 && s.State == commands.StateCurrent
+	})
+	m.must(m.ctrl.Close())
+
+	// The next controller, its clock past the bake, takes it from there.
+	c2 := m.controller(-1)
+	c2.Handlers.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	m.h = c2.Handlers
+	eventually(t, "the rollout to finish in the next controller", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
+	if s := m.steps(r.ID); s["wave started 0"] != 1 || s["wave started 1"] != 1 || s["finished 1"] != 1 {
+		t.Fatalf("steps of the rollout: %v (each once)", s)
+	}
+	m.verified()
 }

@@ -172,6 +172,7 @@ type AssignmentView struct {
 	Build    string            `json:"build"`
 	Latest   string            `json:"latest"`
 	Settings map[string]string `json:"settings"`
+	Policy   events.Policy     `json:"policy"`
 }
 
 // ListRequest asks for every node; Brief only for what node list's table

@@ -12,8 +12,6 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 )
 
 // BenchmarkAudit audits the whole mesh over a stream of about
@@ -31,19 +29,7 @@ func BenchmarkAudit(b *testing.B) {
 	}
 	bm := newBenchMesh(b, false)
 	signer, _ := declaration.NewSigner(bm.kp)
-	agentKP, _ := nkeys.CreateUser()
-	agent, _ := declaration.NewSigner(agentKP)
-	report := func(node string, ev events.Event) {
-		data, _ := events.Encode(events.NodeAggregate(node), "r", 0, time.Now(), ev)
-		m := nats.NewMsg(events.ReportSubject(node, ev.EventType()))
-		m.Data = data
-		m.Header.Set(events.MACHeader, declaration.MAC(bm.keys.NodeMAC(node), m.Subject, data))
-		m.Header.Set(events.SignerHeader, agent.PublicKey())
-		m.Header.Set(events.SignatureHeader, agent.Sign(data))
-		if _, err := bm.js.PublishMsgAsync(m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	agent, report := bm.agent, bm.report
 	// The controller's key record first, as a controller's start writes it.
 	if _, err := bm.st.Append(ctx, events.ControllerAggregate(), 0, "key", events.ControllerKeyRecorded{PublicKey: signer.PublicKey()}); err != nil {
 		b.Fatal(err)

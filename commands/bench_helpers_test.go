@@ -30,6 +30,8 @@ type benchMesh struct {
 	h    *Handlers
 	kp   nkeys.KeyPair
 	keys *declaration.Keyring
+	// agent signs the reports the benchmark writes as every node's agent.
+	agent *declaration.Signer
 }
 
 // newBenchMesh connects in-process, as mesh up's controller does, or over TCP.
@@ -77,7 +79,25 @@ func benchMeshOn(b testing.TB, nc *nats.Conn, replicas int) *benchMesh {
 		b.Fatal(err)
 	}
 	st.MAC = keys.LogMAC()
-	return &benchMesh{b: b, st: st, js: js, kp: kp, keys: keys}
+	agentKP, _ := nkeys.CreateUser()
+	agent, _ := declaration.NewSigner(agentKP)
+	return &benchMesh{b: b, st: st, js: js, kp: kp, keys: keys, agent: agent}
+}
+
+// report publishes ev as node's agent would: under the node's report
+// subject, with its MAC and the agent's signature, without waiting for
+// the acknowledgement. The node's report key must be recorded first
+// (events.ReportKeyRecorded with m.agent's key).
+func (m *benchMesh) report(node string, ev events.Event) {
+	data, _ := events.Encode(events.NodeAggregate(node), "r", 0, time.Now(), ev)
+	msg := nats.NewMsg(events.ReportSubject(node, ev.EventType()))
+	msg.Data = data
+	msg.Header.Set(events.MACHeader, declaration.MAC(m.keys.NodeMAC(node), msg.Subject, data))
+	msg.Header.Set(events.SignerHeader, m.agent.PublicKey())
+	msg.Header.Set(events.SignatureHeader, m.agent.Sign(data))
+	if _, err := m.js.PublishMsgAsync(msg); err != nil {
+		m.b.Fatal(err)
+	}
 }
 
 // publish appends ev as the controller would (with its MAC), without

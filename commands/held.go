@@ -11,7 +11,7 @@ import (
 
 // StateHeld: the node is current with what it was sent, and a newer build
 // of a module it holds waits, by its upgrade policy or for its wave of a
-// rollout (rule 24). Said with why, so a held node is never mistaken for
+// rollout (rule 23). Said with why, so a held node is never mistaken for
 // one a push forgot; the mesh is well with held nodes, which are where
 // the operator chose to keep them.
 const StateHeld = "held"

@@ -267,7 +267,7 @@ func assignmentView(a projections.AssignmentRow, latest string) AssignmentView {
 	for k, v := range a.Settings {
 		settings[k] = secret.Shown(v) // a secret as set and its version (rule 21)
 	}
-	return AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: settings}
+	return AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: settings, Policy: a.Policy.Or()}
 }
 
 // ShowNode answers one node, or says it is not enrolled.

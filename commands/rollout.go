@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -56,21 +58,16 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r RolloutRequest
 	if _, err := inFlightOf(r.MaxParallel, 1); err != nil {
 		return projections.Rollout{}, &aggregates.Error{Op: "roll out", ID: r.Module, Err: aggregates.ErrInvalid, Detail: err.Error()}
 	}
-	plan, err := h.PlanRollout(ctx, RolloutPlanRequest{Module: r.Module, Build: r.Build, Waves: r.Waves, auto: auto})
+	// The waves only: what would change on each node is the plan's to
+	// show, and composing the fleet here would be most of a start's time.
+	plan, _, waves, err := h.chooseWaves(ctx, RolloutPlanRequest{Module: r.Module, Build: r.Build, Waves: r.Waves, auto: auto})
 	if err != nil {
 		return projections.Rollout{}, err
 	}
 	ev := events.RolloutStarted{ID: id, Module: r.Module, Build: plan.Build, Previous: map[string]string{}, AutoRevert: r.AutoRevert,
 		BakeSeconds: int(r.Bake.Seconds()), DeadlineSeconds: int(r.Deadline.Seconds()), MaxParallel: r.MaxParallel, Auto: auto}
 	err = h.Proj.Read(func(v *projections.View) error {
-		for _, w := range plan.Waves {
-			wave := events.RolloutWave{Name: w.Name, Selector: w.Selector}
-			for _, n := range w.Nodes {
-				wave.Nodes = append(wave.Nodes, n.Node)
-			}
-			for _, u := range w.Unsent {
-				wave.Nodes = append(wave.Nodes, u.Node)
-			}
+		for _, wave := range waves {
 			ev.Waves = append(ev.Waves, wave)
 			for _, n := range wave.Nodes {
 				a, _, err := assignmentOf(v, n, r.Module)
@@ -150,9 +147,80 @@ func (h *Handlers) ListRollouts(context.Context, Empty) (RolloutList, error) {
 	return out, err
 }
 
-// ShowRollout answers one rollout.
-func (h *Handlers) ShowRollout(_ context.Context, r NameRequest) (projections.Rollout, error) {
-	return h.rollout(r.Name)
+// RolloutView is one rollout as mesh rollout show says it: where it
+// stands, each of its nodes' state now (status's, with why a node is
+// held), and while it is open the plan of what is still to change.
+type RolloutView struct {
+	projections.Rollout
+	Nodes []NodeStatus `json:"nodes"`
+	// Gate: while it runs, what holds the wave under way from letting the
+	// next start ("" when nothing does, or none is under way).
+	Gate string `json:"gate,omitempty"`
+	// Plan: while the rollout is open, every wave's nodes and what would
+	// change on each were it to take the build now (no change: it has).
+	Plan *RolloutPlan `json:"plan,omitempty"`
+}
+
+// ShowRollout answers one rollout, its nodes' states, and while it is
+// open the plan of what is still to change.
+func (h *Handlers) ShowRollout(ctx context.Context, r NameRequest) (RolloutView, error) {
+	ro, err := h.rollout(r.Name)
+	if err != nil {
+		return RolloutView{}, err
+	}
+	out := RolloutView{Rollout: ro, Nodes: []NodeStatus{}}
+	in := map[string]bool{}
+	for _, w := range ro.Waves {
+		for _, n := range w.Nodes {
+			in[n] = true
+		}
+	}
+	s, err := h.Status(ctx, StatusRequest{})
+	if err != nil {
+		return out, err
+	}
+	waiting := 0
+	for _, n := range s.Nodes {
+		if in[n.Name] {
+			out.Nodes = append(out.Nodes, n)
+		}
+		if ro.Wave >= 0 && slices.Contains(ro.Waves[ro.Wave].Nodes, n.Name) && n.State != StateCurrent {
+			waiting++
+		}
+	}
+	if ro.State == projections.RolloutRunning && ro.Wave >= 0 {
+		if waiting > 0 {
+			out.Gate = fmt.Sprintf("%d node(s) of wave %d have not applied the build", waiting, ro.Wave+1)
+		} else if hold, err := h.waveGate(ro, ro.Waves[ro.Wave].Nodes); err == nil && hold.node != "" {
+			out.Gate = hold.node + ": " + hold.why
+		} else if err != nil {
+			out.Gate = err.Error()
+		}
+	}
+	if !ro.Open() {
+		return out, nil
+	}
+	plan := RolloutPlan{Module: ro.Module, Build: ro.Build, Waves: []WavePlan{}, Left: []string{}, Held: []HeldNode{}}
+	var world compose.Input
+	rows := map[string]projections.Node{}
+	err = h.Proj.Read(func(v *projections.View) (err error) {
+		if world, err = h.input(v); err != nil {
+			return err
+		}
+		for n := range in {
+			if row, found, err := v.Node(n); err != nil {
+				return err
+			} else if found {
+				rows[n] = row
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = h.planWaves(ctx, &plan, world, rows, ro.Waves)
+	}
+	out.Plan = &plan
+	return out, err
 }
 
 func (h *Handlers) rollout(id string) (projections.Rollout, error) {

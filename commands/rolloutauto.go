@@ -14,7 +14,7 @@ import (
 )
 
 // A module's newest build reaches the nodes whose policy is auto by a
-// rollout that starts by itself (rule 24). It is started once per build,
+// rollout that starts by itself (rule 23). It is started once per build,
 // whatever becomes of it: a build whose rollout halted or was aborted is
 // not rolled out again until a newer one is registered, or an operator
 // starts one.

@@ -259,13 +259,9 @@ func (w *waveHalt) Error() string { return w.node + ": " + w.why }
 // already sent it, is not moved or sent again: a step is safe to repeat,
 // by this controller or another.
 func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string, limit int) (bool, error) {
-	composed, err := h.composeAll()
-	if err != nil {
-		return false, err
-	}
 	var toMove, toSend []string
 	done, inFlight := true, 0
-	err = h.Proj.Read(func(v *projections.View) error {
+	err := h.Proj.Read(func(v *projections.View) error {
 		for _, n := range nodes {
 			row, found, err := v.Node(n)
 			if err != nil {
@@ -282,17 +278,20 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 				toMove, done = append(toMove, n), false
 				continue
 			}
-			state, _, detail := stateOf(row, composed[n])
-			switch state {
-			case StateCurrent:
-			case StateFailed, StateRefused:
-				return &waveHalt{node: n, why: fmt.Sprintf("%s: %s", state, detail)}
-			case StateCannotCompose:
-				return &waveHalt{node: n, why: "it cannot be composed: " + detail}
-			case StateWaiting:
-				inFlight, done = inFlight+1, false
-			default: // never sent, behind: what it would be sent is not what it was
+			// Read from what was sent since the node took the build and
+			// what it said of that, not from composing the fleet again
+			// (which a rollout of 10,000 nodes would do at every step):
+			// what the rollout waits for is its exact digest applied.
+			sent, rep := row.LastSent, row.LastReport
+			switch {
+			case sent == nil || sent.StreamSeq < have.Seq:
 				toSend, done = append(toSend, n), false
+			case rep == nil || rep.Digest != sent.Digest:
+				inFlight, done = inFlight+1, false
+			case rep.Outcome == "failed":
+				return &waveHalt{node: n, why: "failed: " + failedShort(rep)}
+			case rep.Outcome == "refused":
+				return &waveHalt{node: n, why: "refused: " + rep.Reason}
 			}
 		}
 		return nil
@@ -323,8 +322,12 @@ func assignmentOf(v *projections.View, node, module string) (projections.Assignm
 // moveNodes moves each node to its build through the node aggregate's own
 // decision, as mesh assign does: the build moves, the settings and policy
 // stay as recorded (a sealed setting sealed), and a build they do not suit
-// is refused, which halts the wave. It answers errMoved.
+// is refused, which halts the wave. The moves are appended together, each
+// expecting its node's version: one that moved meanwhile (another
+// controller's move) is left to the next step, which reads it again. It
+// answers errMoved.
 func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string) error {
+	var items []store.One
 	err := h.Proj.Read(func(v *projections.View) error {
 		for _, n := range nodes {
 			node, err := nodeAggregateOf(v, n)
@@ -341,17 +344,26 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 			if errors.As(err, &refusal) {
 				return &waveHalt{node: n, why: refusal.Detail}
 			}
-			if err != nil || len(evs) == 0 {
+			if err != nil {
 				return err
 			}
-			if _, err := h.Store.Append(ctx, events.NodeAggregate(n), node.Version, NewCommandID(), evs...); err != nil {
-				return err
+			for _, ev := range evs {
+				items = append(items, store.One{Aggregate: events.NodeAggregate(n), Expected: node.Version, CommandID: NewCommandID(), Event: ev})
 			}
 		}
 		return nil
 	})
+	if err != nil || len(items) == 0 {
+		return err
+	}
+	outcomes, err := h.Store.AppendMany(ctx, items)
 	if err != nil {
 		return err
+	}
+	for _, o := range outcomes {
+		if o.Err != nil && !errors.Is(o.Err, store.ErrConflict) {
+			return o.Err
+		}
 	}
 	return errMoved
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,36 +67,47 @@ type WavePlan struct {
 // as if its wave had taken the build, and diffs that against what the
 // node was last sent. Nothing is sent or recorded.
 func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (RolloutPlan, error) {
-	refuse := func(format string, args ...any) error {
-		return &aggregates.Error{Op: "plan a rollout of", ID: r.Module, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf(format, args...)}
+	out, pool, waves, err := h.chooseWaves(ctx, r)
+	if err != nil {
+		return out, err
 	}
+	var in compose.Input
+	if err := h.Proj.Read(func(v *projections.View) (err error) { in, err = h.input(v); return err }); err != nil {
+		return out, err
+	}
+	return out, h.planWaves(ctx, &out, in, pool.rows, waves)
+}
+
+// chooseWaves resolves a rollout's build and waves: the plan without what
+// would change on each node.
+func (h *Handlers) chooseWaves(ctx context.Context, r RolloutPlanRequest) (RolloutPlan, wavePool, []events.RolloutWave, error) {
+	out := RolloutPlan{Module: r.Module, Waves: []WavePlan{}, Left: []string{}, Held: []HeldNode{}}
+	var pool wavePool
 	if len(r.Waves) == 0 {
-		return RolloutPlan{}, refuse("it has no wave; give --wave NAME=SELECTOR, once for each wave, in order")
+		return out, pool, nil, &aggregates.Error{Op: "plan a rollout of", ID: r.Module, Err: aggregates.ErrInvalid,
+			Detail: "it has no wave; give --wave NAME=SELECTOR, once for each wave, in order"}
 	}
 	if err := h.catchUp(ctx); err != nil {
-		return RolloutPlan{}, err
+		return out, pool, nil, err
 	}
-	out := RolloutPlan{Module: r.Module, Waves: []WavePlan{}, Left: []string{}, Held: []HeldNode{}}
-	var in compose.Input
-	var pool wavePool
 	err := h.Proj.Read(func(v *projections.View) (err error) {
 		if out.Build, _, err = h.buildOf(v, "plan a rollout of", r.Module, r.Build); err != nil {
-			return err
-		}
-		if in, err = h.input(v); err != nil {
 			return err
 		}
 		pool, out.Held, err = poolOf(v, r.Module, r.auto)
 		return err
 	})
 	if err != nil {
-		return out, err
+		return out, pool, nil, err
 	}
 	waves, left, err := pool.resolve(r.Module, r.Waves, r.auto)
-	if err != nil {
-		return out, err
-	}
 	out.Left = left
+	return out, pool, waves, err
+}
+
+// planWaves fills out's waves: each wave's nodes composed as if every wave
+// had taken out.Build, and diffed against what each was last sent.
+func (h *Handlers) planWaves(ctx context.Context, out *RolloutPlan, in compose.Input, rows map[string]projections.Node, waves []events.RolloutWave) error {
 	taken := map[string]bool{}
 	for _, w := range waves {
 		wp := WavePlan{Name: w.Name, Selector: w.Selector, Nodes: []PlannedNode{}, Unsent: []UnsentNode{}}
@@ -105,24 +117,24 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 		}
 		out.Waves = append(out.Waves, wp)
 	}
-	// Every wave's nodes on the new build, at once: what the rollout
-	// leads to; each node is then diffed against what it holds now.
+	in.Assignments = slices.Clone(in.Assignments)
 	for i, a := range in.Assignments {
-		if a.Module == r.Module && taken[a.Node] {
+		if a.Module == out.Module && taken[a.Node] {
 			in.Assignments[i].Build = out.Build
 		}
 	}
-	if _, ok := in.Manifests[compose.BuildRef{Module: r.Module, Build: out.Build}]; !ok {
+	ref := compose.BuildRef{Module: out.Module, Build: out.Build}
+	if _, ok := in.Manifests[ref]; !ok {
 		err := h.Proj.Read(func(v *projections.View) error {
-			m, found, err := h.manifests.get(v, compose.BuildRef{Module: r.Module, Build: out.Build})
+			m, found, err := h.manifests.get(v, ref)
 			if found {
 				in.Manifests = maps.Clone(in.Manifests)
-				in.Manifests[compose.BuildRef{Module: r.Module, Build: out.Build}] = m
+				in.Manifests[ref] = m
 			}
 			return err
 		})
 		if err != nil {
-			return out, err
+			return err
 		}
 	}
 	w := compose.NewWorld(in)
@@ -136,15 +148,15 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 				wp.Unsent = append(wp.Unsent, UnsentNode{Node: p.Node, Reason: res.Reason()})
 				continue
 			}
-			planned, err := h.planned(ctx, pool.rows[p.Node], res, &detailed)
+			planned, err := h.planned(ctx, rows[p.Node], res, &detailed)
 			if err != nil {
-				return out, err
+				return err
 			}
 			kept = append(kept, planned)
 		}
 		wp.Nodes = kept
 	}
-	return out, nil
+	return nil
 }
 
 // wavePool is what waves choose among: the module's active nodes a

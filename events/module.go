@@ -29,7 +29,7 @@ type ModuleAssigned struct {
 	Policy Policy `json:"policy,omitempty"`
 }
 
-// Policy is an assignment's upgrade policy (rule 24): what a newer build
+// Policy is an assignment's upgrade policy (rule 23): what a newer build
 // of its module registered does to it.
 type Policy string
 

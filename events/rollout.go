@@ -37,7 +37,7 @@ type RolloutStarted struct {
 	// ("25%"). Empty: the whole wave at once.
 	MaxParallel string `json:"max_parallel,omitempty"`
 	// Auto: no operator started it; Build was registered and the nodes
-	// whose policy is auto asked for it (rule 24).
+	// whose policy is auto asked for it (rule 23).
 	Auto bool `json:"auto,omitempty"`
 }
 

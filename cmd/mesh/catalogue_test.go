@@ -93,7 +93,7 @@ func TestUpgradeByAssigningAgain(t *testing.T) {
 	if r := mesh(t, home, "module", "register", file); !strings.Contains(r.out, "was ") {
 		t.Fatalf("re-register: %+v", r)
 	}
-	if r := mesh(t, home, "node", "show", "n1"); !strings.Contains(r.out, "upgrades it") {
+	if r := mesh(t, home, "node", "show", "n1"); !strings.Contains(r.out, "moves it") {
 		t.Fatalf("node show does not say a newer build exists:\n%s", r.out)
 	}
 	if r := mesh(t, home, "assign", "n1", "m"); r.code != 0 || !strings.Contains(r.out, "(from ") {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"io"
 	"net"
 	"os"
@@ -176,12 +177,21 @@ func TestTheRolloutPlanShowsEveryWave(t *testing.T) {
 	}
 	write("one")
 	mustRun(t, home, "assign", "--selector", "*", "motd")
+	if r := mustRun(t, home, "assign", "w-3", "motd", "--policy", "pinned"); !strings.Contains(r.out, "policy pinned") {
+		t.Fatalf("assign --policy: %s", r.out)
+	}
+	if r := mesh(t, home, "assign", "w-3", "motd", "--policy", "sometimes"); r.code != 2 || !strings.Contains(r.err, "pinned, manual or auto") {
+		t.Fatalf("an unknown policy: %+v", r)
+	}
 	mustRun(t, home, "push")
 	write("two")
+	if r := mustRun(t, home, "node", "show", "w-3"); !strings.Contains(r.out, "policy pinned (the catalogue's latest is") {
+		t.Fatalf("node show names no policy:\n%s", r.out)
+	}
 	before := mustRun(t, home, "events").out
 	r := mustRun(t, home, "rollout", "plan", "motd", "--wave", "canary=name=w-1", "--wave", "half=zone=eu-1", "--wave", "rest=*")
 	for _, want := range []string{"wave 1 canary (name=w-1): 1 node(s)", "w-1: 1 change(s)", "changed /etc/motd (motd): content",
-		"wave 2 half (zone=eu-1): 2 node(s)", "wave 3 rest (*): 1 node(s)", "w-4: 1 change(s)"} {
+		"wave 2 half (zone=eu-1): 1 node(s)", "wave 3 rest (*): 1 node(s)", "w-4: 1 change(s)", "held by its policy (pinned), in no wave: w-3"} {
 		if !strings.Contains(r.out, want) {
 			t.Fatalf("rollout plan lacks %q:\n%s", want, r.out)
 		}
@@ -191,5 +201,18 @@ func TestTheRolloutPlanShowsEveryWave(t *testing.T) {
 	}
 	if r := mesh(t, home, "rollout", "plan", "motd", "--wave", "all=*", "--wave", "more=zone=eu-1"); r.code != 2 || !strings.Contains(r.err, "wave more (zone=eu-1) chooses no node") {
 		t.Fatalf("a wave that chooses nothing: %+v", r)
+	}
+	// Started, it waits for the canary (there is no agent to apply).
+	r = mustRun(t, home, "rollout", "start", "motd", "--wave", "canary=name=w-1", "--wave", "rest=*")
+	id := strings.Fields(r.out)[2]
+	embeddedtest.Eventually(t, "the controller to start the canary", func() bool {
+		r = mustRun(t, home, "rollout", "show", id)
+		return strings.Contains(r.out, "under way")
+	})
+	for _, want := range []string{"wave 1 canary (name=w-1), under way:", "the next wave waits: 1 node(s) of wave 1 have not applied the build",
+		"w-2  waiting; to change: 1 resource(s)"} {
+		if !strings.Contains(r.out, want) {
+			t.Fatalf("rollout show lacks %q:\n%s", want, r.out)
+		}
 	}
 }

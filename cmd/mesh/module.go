@@ -45,7 +45,7 @@ func (c *ModuleRegisterCmd) Run(ctx context.Context, g *Globals, out *Output) er
 	case r.Previous == "":
 		fmt.Fprintf(out.Out, "registered %s as build %s at sequence %d\n", r.Module, b, r.Seq)
 	default:
-		fmt.Fprintf(out.Out, "registered %s as build %s at sequence %d (was %s; mesh assign takes the new build to a node)\n",
+		fmt.Fprintf(out.Out, "registered %s as build %s at sequence %d (was %s; nodes whose policy is auto get it by a rollout that starts by itself, manual ones by mesh rollout start, any one by mesh assign)\n",
 			r.Module, b, r.Seq, manifest.ShortBuild(r.Previous))
 	}
 	return nil

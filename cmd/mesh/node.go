@@ -174,9 +174,9 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	for _, a := range n.Assignments {
 		note := ""
 		if a.Latest != a.Build {
-			note = fmt.Sprintf(" (the catalogue's latest is %s: mesh assign %s %s upgrades it)", manifest.ShortBuild(a.Latest), n.Name, a.Module)
+			note = fmt.Sprintf(" (the catalogue's latest is %s: a rollout or mesh assign %s %s moves it)", manifest.ShortBuild(a.Latest), n.Name, a.Module)
 		}
-		fmt.Fprintf(tw, "module\t%s build %s%s%s\n", a.Module, manifest.ShortBuild(a.Build), settingsNote(a.Settings), note)
+		fmt.Fprintf(tw, "module\t%s build %s, policy %s%s%s\n", a.Module, manifest.ShortBuild(a.Build), a.Policy, settingsNote(a.Settings), note)
 	}
 	if s := n.LastSent; s != nil {
 		fmt.Fprintf(tw, "last sent\tsequence %d by %s, %d resource(s), digest %s, %s\n", s.Sequence, s.By, s.Resources, short(s.Digest), s.At.UTC().Format(time.RFC3339))

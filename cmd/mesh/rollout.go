@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -74,6 +75,9 @@ func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error
 	}
 	if len(p.Left) > 0 {
 		fmt.Fprintf(w, "left on the build they have (no wave chose them): %s\n", strings.Join(p.Left, ", "))
+	}
+	for _, h := range p.Held {
+		fmt.Fprintf(w, "held by its policy (%s), in no wave: %s\n", h.Policy, h.Node)
 	}
 	return nil
 }
@@ -148,6 +152,9 @@ func (c *RolloutListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 // rolloutLine says where a rollout stands, in one line.
 func rolloutLine(r projections.Rollout) string {
 	line := fmt.Sprintf("%s  %s build %s  %s", r.ID, r.Module, manifest.ShortBuild(r.Build), r.State)
+	if r.Auto {
+		line = fmt.Sprintf("%s  %s build %s (started by itself: policy auto)  %s", r.ID, r.Module, manifest.ShortBuild(r.Build), r.State)
+	}
 	if r.Wave >= 0 {
 		line += fmt.Sprintf(", wave %d of %d (%s)", r.Wave+1, len(r.Waves), r.Waves[r.Wave].Name)
 	}
@@ -169,15 +176,37 @@ type RolloutShowCmd struct {
 func (c *RolloutShowCmd) Help() string { return "Examples:\n  mesh rollout show r-0a1b2c3d4e" }
 
 func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r projections.Rollout
+	var r commands.RolloutView
 	if err := g.call(ctx, commands.SubjectRolloutShow, commands.NameRequest{Name: c.ID}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
 		return printJSON(out.Out, r)
 	}
-	fmt.Fprintln(out.Out, rolloutLine(r))
-	for i, w := range r.Waves {
+	w := bufio.NewWriter(out.Out)
+	defer w.Flush()
+	fmt.Fprintln(w, rolloutLine(r.Rollout))
+	if r.Gate != "" {
+		fmt.Fprintf(w, "  the next wave waits: %s\n", r.Gate)
+	}
+	states := map[string]commands.NodeStatus{}
+	for _, n := range r.Nodes {
+		states[n.Name] = n
+	}
+	changes := map[string]string{}
+	if r.Plan != nil {
+		for _, wave := range r.Plan.Waves {
+			for _, n := range wave.Nodes {
+				if !n.Same {
+					changes[n.Node] = fmt.Sprintf("; to change: %d resource(s)", len(n.Changes))
+				}
+			}
+			for _, u := range wave.Unsent {
+				changes[u.Node] = "; cannot be composed with the build: " + u.Reason
+			}
+		}
+	}
+	for i, wave := range r.Waves {
 		mark := "waits"
 		switch {
 		case i < r.Wave || r.State == projections.RolloutFinished:
@@ -185,7 +214,15 @@ func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		case i == r.Wave:
 			mark = "under way"
 		}
-		fmt.Fprintf(out.Out, "  wave %d %s (%s), %s: %s\n", i+1, w.Name, w.Selector, mark, strings.Join(w.Nodes, ", "))
+		fmt.Fprintf(w, "  wave %d %s (%s), %s:\n", i+1, wave.Name, wave.Selector, mark)
+		for _, n := range wave.Nodes {
+			st := states[n]
+			line := cmp.Or(st.State, "retired")
+			if st.Detail != "" {
+				line += ": " + st.Detail
+			}
+			fmt.Fprintf(w, "    %s  %s%s\n", n, line, changes[n])
+		}
 	}
 	return nil
 }

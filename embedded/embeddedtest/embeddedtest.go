@@ -6,6 +6,7 @@ package embeddedtest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/meshctl/mesh/embedded"
 	"github.com/nats-io/nats.go"
@@ -47,4 +48,23 @@ func Cluster(t testing.TB, n int) []*embedded.Server {
 		}
 	})
 	return servers
+}
+
+// Settle is how long a test waits for agents, controllers and the fold to
+// reach a state: far above what any needs on a loaded 2-core machine, so
+// only a real failure reaches it.
+const Settle = 30 * time.Second
+
+// Eventually polls cond until it holds, failing the test after Settle with
+// what it waited for. It bounds a wait; it orders nothing. Every test of
+// the mesh polls with it.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Settle)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, still waiting for %s", Settle, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -1,0 +1,137 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
+)
+
+// pushClock sums the time the controller spends in pushes, as /metrics is
+// told it.
+type pushClock struct {
+	mu   sync.Mutex
+	in   time.Duration
+	sent int
+}
+
+func (p *pushClock) Command(string, time.Duration, string) {}
+func (p *pushClock) Push(sent, _ int, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.in += d
+	p.sent += sent
+}
+
+// BenchmarkRollout is a rollout over 10,000 nodes in 4 waves (a canary of
+// one, 10%, 50%, the rest), driven as a controller's timer drives it,
+// with every agent simulated by appending its signed report as soon as
+// its declaration is sent. Issue 17's target: its bookkeeping (starting
+// it, every step, moving each node's build, reading the reports, the
+// gates) under 2 s beyond the pushes themselves. It reports the whole
+// rollout's time, the time in its pushes, the time the simulated agents
+// took to publish their reports, and the bookkeeping: the first less the
+// other two. One push of the whole fleet in the same run is the ratio's
+// other side.
+func BenchmarkRollout(b *testing.B) {
+	ctx := context.Background()
+	bm := newBenchMesh(b, true)
+	build := func(i int) manifest.Manifest {
+		m, err := manifest.Parse([]byte(fmt.Sprintf(`{"module":"app","resources":[
+		  {"kind":"directory","path":"/etc/app","mode":"0755"},
+		  {"kind":"file","path":"/etc/app/app.conf","mode":"0644","template":"node = {{.Node.Name}}\nbuild = %d\n"}]}`, i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	register := func(m manifest.Manifest) {
+		bm.publish(events.ModuleAggregate("app"), events.ModuleRegistered{Module: "app", Build: m.Build(), Manifest: m.Canonical()})
+	}
+	first := build(0)
+	register(first)
+	nodes := benchNodes(10_000)
+	for i := range nodes {
+		name := fmt.Sprintf("web-%05d", i)
+		bm.publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})
+		bm.publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: "app", Build: first.Build(), Settings: map[string]string{}, Policy: events.PolicyManual})
+		bm.report(name, events.ReportKeyRecorded{Node: name, Key: bm.agent.PublicKey()})
+	}
+	h := bm.fold()
+	clock := &pushClock{}
+	h.metrics = clock
+
+	// applyAll is every agent applying what it was sent and not yet
+	// reported on, its report appended; answers how long publishing took.
+	applyAll := func() time.Duration {
+		var sent []projections.Node
+		if err := h.Proj.Read(func(v *projections.View) error {
+			rows, err := v.Nodes()
+			for _, r := range rows {
+				if r.LastSent != nil && (r.LastReport == nil || r.LastReport.Sequence < r.LastSent.Sequence) {
+					sent = append(sent, r)
+				}
+			}
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		for _, r := range sent {
+			bm.report(r.Name, events.DeclarationApplied{Node: r.Name, Sequence: r.LastSent.Sequence, Digest: r.LastSent.Digest})
+		}
+		<-bm.js.PublishAsyncComplete()
+		return time.Since(t0)
+	}
+	full := time.Now()
+	if r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID()}); err != nil || len(r.Sent) != nodes {
+		b.Fatalf("the first push: %v, %d sent", err, len(r.Sent))
+	}
+	fullPush := time.Since(full)
+	applyAll()
+
+	waves := []WaveSpec{{Name: "canary", Selector: "name=web-00000"}, {Name: "some", Selector: "10%"}, {Name: "half", Selector: "50%"}, {Name: "rest", Selector: "*"}}
+	var total, pushes, agents time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		register(build(i + 1))
+		<-bm.js.PublishAsyncComplete()
+		if err := h.catchUp(ctx); err != nil {
+			b.Fatal(err)
+		}
+		clock.in, clock.sent = 0, 0
+		b.StartTimer()
+		t0 := time.Now()
+		ro, err := h.StartRollout(ctx, RolloutRequest{CommandID: NewCommandID(), Module: "app", Waves: waves})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for ro.State == projections.RolloutRunning {
+			if err := h.DriveRollouts(ctx); err != nil {
+				b.Fatal(err)
+			}
+			agents += applyAll()
+			if ro, err = h.rollout(ro.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+		total += time.Since(t0)
+		pushes += clock.in
+		if ro.State != projections.RolloutFinished || clock.sent != nodes {
+			b.Fatalf("the rollout ended %s at wave %d (%s), %d of %d nodes sent", ro.State, ro.Wave, ro.Why, clock.sent, nodes)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(total.Seconds()/n, "s/rollout")
+	b.ReportMetric(pushes.Seconds()/n, "s-pushes/rollout")
+	b.ReportMetric(agents.Seconds()/n, "s-agents/rollout")
+	b.ReportMetric((total-pushes-agents).Seconds()/n, "s-bookkeeping/rollout")
+	b.ReportMetric(fullPush.Seconds(), "s/push-of-all")
+}
