@@ -32,6 +32,25 @@ func (m *mesh) controller(every time.Duration) *commands.Controller {
 	return c
 }
 
+// newBuildFor enrolls nodes (each with an agent when agent says so),
+// gives them motd "one", pushes, and registers motd "two": a build for a
+// rollout to take them to.
+func (m *mesh) newBuildFor(nodes []string, agent func(string) bool) {
+	m.t.Helper()
+	for _, n := range nodes {
+		m.enroll(n)
+		if agent(n) {
+			m.agent(n)
+		}
+	}
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
+	for _, n := range nodes {
+		m.assign(n, "motd", nil)
+	}
+	m.push("")
+	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
+}
+
 // rolloutState drives the rollouts once more and answers id's state.
 func (m *mesh) rolloutState(id string) projections.Rollout {
 	m.t.Helper()
@@ -201,18 +220,7 @@ func TestRolloutBakeAndDeadline(t *testing.T) {
 	var ahead atomic.Int64 // how far the second controller's clock is ahead
 	c2 := m.controller(-1)
 	c2.Handlers.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	for _, n := range []string{"b-1", "b-2", "b-3"} {
-		m.enroll(n)
-		if n != "b-3" { // b-3 has no agent: it never applies
-			m.agent(n)
-		}
-	}
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
-	for _, n := range []string{"b-1", "b-2", "b-3"} {
-		m.assign(n, "motd", nil)
-	}
-	m.push("")
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
+	m.newBuildFor([]string{"b-1", "b-2", "b-3"}, func(n string) bool { return n != "b-3" }) // b-3 has no agent: it never applies
 	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Bake: time.Hour, Deadline: 2 * time.Hour,
 		Waves: []commands.WaveSpec{{Name: "one", Selector: "name=b-1"}, {Name: "two", Selector: "name=b-2"}, {Name: "three", Selector: "name=b-3"}}})
 	m.must(err)
@@ -410,16 +418,7 @@ func TestWaveSelectorsReadFacts(t *testing.T) {
 // rollout's state lives anywhere but the log, or a step is retaken.
 func TestARolloutResumesInAnotherController(t *testing.T) {
 	m := newMesh(t)
-	for _, n := range []string{"k-1", "k-2", "k-3"} {
-		m.enroll(n)
-		m.agent(n)
-	}
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
-	for _, n := range []string{"k-1", "k-2", "k-3"} {
-		m.assign(n, "motd", nil)
-	}
-	m.push("")
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
+	m.newBuildFor([]string{"k-1", "k-2", "k-3"}, func(string) bool { return true })
 	// A bake of an hour stops the first controller after the canary.
 	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Bake: time.Hour,
 		Waves: []commands.WaveSpec{{Name: "canary", Selector: "name=k-1"}, {Name: "rest", Selector: "*"}}})
