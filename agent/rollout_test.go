@@ -192,6 +192,16 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		return row.LastReport != nil && row.LastReport.Outcome == "applied" && row.LastReport.Digest == row.LastSent.Digest && read("w-1") == "two\n"
 	})
 
+	// Halted, it keeps the mesh not well until the operator aborts it.
+	if s, _ := m.h.Status(m.ctx, commands.StatusRequest{}); s.Well || !strings.Contains(strings.Join(s.Causes, "\n"), "mesh rollout abort "+r.ID) {
+		t.Fatalf("status with a halted rollout: %+v", s.Causes)
+	}
+	_, err = m.h.ControlRollout(m.ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepAborted})
+	m.must(err)
+	if s, _ := m.h.Status(m.ctx, commands.StatusRequest{}); strings.Contains(strings.Join(s.Causes, "\n"), r.ID) {
+		t.Fatalf("an aborted rollout still a cause: %+v", s.Causes)
+	}
+
 	// Pause holds it; resume moves it on.
 	m.must(os.Remove(filepath.Join(roots["w-1"], "etc/link")))
 	motd("four", "")

@@ -115,7 +115,9 @@ func (h *Handlers) ControlRollout(ctx context.Context, r RolloutControl) (projec
 		}
 		allowed := map[string]string{events.StepPaused: projections.RolloutRunning, events.StepResumed: projections.RolloutPaused}
 		switch from, ok := allowed[r.Step]; {
-		case r.Step == events.StepAborted && ro.Open():
+		case r.Step == events.StepAborted && (ro.Open() || ro.State == projections.RolloutHalted):
+			// A halted rollout keeps the mesh not well until the operator
+			// ends it, which is what status tells them to do.
 		case ok && ro.State == from:
 		case ok || r.Step == events.StepAborted:
 			return ro, &aggregates.Error{Op: "change rollout", ID: r.ID, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("it is %s, so it cannot be %s", ro.State, r.Step)}
