@@ -465,8 +465,8 @@ type StatusReport struct {
 	// reported them; the mesh is not well while one is not running.
 	Runtimes []projections.Runtime `json:"runtimes"`
 	// Rollouts are those under way, paused or halted (a halted one is a
-	// cause: the mesh is not well until it is aborted or started again).
-	Rollouts []projections.Rollout `json:"rollouts"`
+	// cause: the mesh is not well until it is aborted), with progress.
+	Rollouts []RolloutProgress `json:"rollouts"`
 	// Table holds the nodes instead of Nodes when Brief was asked: what the
 	// table shows, a column at a time. A hundred thousand nodes as objects
 	// were 10.7 MB of JSON, most of the answer's time.
@@ -584,4 +584,15 @@ type FoldProgress struct {
 	Folded uint64  `json:"folded"`
 	Total  uint64  `json:"total"`
 	Rate   float64 `json:"rate"` // events a second so far
+}
+
+// RolloutProgress is a rollout as status lists it: where it stands, and
+// how many of its nodes hold its build and applied it.
+type RolloutProgress struct {
+	projections.Rollout
+	// Applied: nodes of its waves on its build and current (or held, or
+	// partial: what was asked of this module is what runs). Total: the
+	// nodes of its waves still active.
+	Applied int `json:"applied"`
+	Total   int `json:"total"`
 }

@@ -181,7 +181,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 	if err != nil {
 		return StatusReport{}, err
 	}
-	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}, Runtimes: []projections.Runtime{}, Rollouts: []projections.Rollout{}}
+	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}, Runtimes: []projections.Runtime{}, Rollouts: []RolloutProgress{}}
 	notCurrent, down := 0, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
@@ -249,7 +249,11 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		rollouts, err := v.Rollouts()
 		for _, ro := range rollouts {
 			if ro.Open() || ro.State == projections.RolloutHalted {
-				out.Rollouts = append(out.Rollouts, ro)
+				p, err := rolloutProgress(v, ro, composed)
+				if err != nil {
+					return err
+				}
+				out.Rollouts = append(out.Rollouts, p)
 			}
 			if ro.State == projections.RolloutHalted {
 				out.Causes = append(out.Causes, fmt.Sprintf("rollout %s of %s halted at wave %d (%s): %s: %s (mesh rollout abort %s)",
@@ -314,4 +318,30 @@ func (h *Handlers) progress(subject string) func(projections.Progress) {
 		b, _ := json.Marshal(FoldProgress{Folded: p.Folded, Total: p.Total, Rate: rate})
 		h.Store.NC().Publish(subject, b)
 	}
+}
+
+// rolloutProgress counts a rollout's active nodes, and those that hold its
+// build and applied what they would be sent now.
+func rolloutProgress(v *projections.View, ro projections.Rollout, composed map[string]wouldSend) (RolloutProgress, error) {
+	p := RolloutProgress{Rollout: ro}
+	for _, w := range ro.Waves {
+		for _, n := range w.Nodes {
+			row, found, err := v.Node(n)
+			if err != nil {
+				return p, err
+			}
+			if !found || row.Retired {
+				continue
+			}
+			p.Total++
+			a, ok, err := assignmentOf(v, n, ro.Module)
+			if err != nil {
+				return p, err
+			}
+			if state, _, _ := stateOf(row, composed[n]); ok && a.Build == ro.Build && state == StateCurrent {
+				p.Applied++
+			}
+		}
+	}
+	return p, nil
 }

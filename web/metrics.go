@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/meshctl/mesh/commands"
@@ -60,10 +61,12 @@ var (
 	descLag       = prometheus.NewDesc("mesh_fold_lag_events", "Events on the stream the read models do not hold yet.", nil, nil)
 	descLagAge    = prometheus.NewDesc("mesh_fold_lag_seconds", "Age of the oldest event not folded yet (0 when caught up).", nil, nil)
 	descCauses    = prometheus.NewDesc("mesh_not_well_causes", "Reasons beyond nodes and standings that the mesh is not well.", nil, nil)
+	descRollout   = prometheus.NewDesc("mesh_rollout_nodes", "Nodes of a rollout under way, paused or halted (by its state and wave, 1-based).", []string{"rollout", "module", "state", "wave"}, nil)
+	descRolledOut = prometheus.NewDesc("mesh_rollout_nodes_applied", "Nodes of that rollout that hold its build and applied it.", []string{"rollout", "module", "state", "wave"}, nil)
 )
 
 func (mesh) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses} {
+	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut} {
 		ch <- d
 	}
 }
@@ -106,6 +109,11 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRuntimes, prometheus.GaugeValue, float64(n), st)
 	}
 	ch <- prometheus.MustNewConstMetric(descCauses, prometheus.GaugeValue, float64(len(s.Causes)))
+	for _, r := range s.Rollouts {
+		labels := []string{r.ID, r.Module, r.State, strconv.Itoa(r.Wave + 1)}
+		ch <- prometheus.MustNewConstMetric(descRollout, prometheus.GaugeValue, float64(r.Total), labels...)
+		ch <- prometheus.MustNewConstMetric(descRolledOut, prometheus.GaugeValue, float64(r.Applied), labels...)
+	}
 	// The count alone: listing every foreign message to count them read
 	// each at every scrape.
 	if err := c.h.Proj.Read(func(v *projections.View) error {

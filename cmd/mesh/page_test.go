@@ -82,6 +82,17 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](state+`?.textContent === "current"`)); err != nil || verdict() != "well" {
 		t.Fatalf("the page after the push: verdict %q, %v", verdict(), err)
 	}
+	// A rollout under way is on the page, with its progress (the bake
+	// keeps it under way once box applied).
+	if err := writeFile(doc, `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hello\n"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, home, "module", "register", doc)
+	mustRun(t, home, "rollout", "start", "motd", "--wave", "all=*", "--bake", "1h")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#rollouts').textContent.includes("1 of 1 node(s) applied its build")`)); err != nil {
+		r, _ := chromedp.Run(ctx, chromedp.Text(`#rollouts`))
+		t.Fatalf("the page's rollouts: %q %v", r, err)
+	}
 	if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
 		png := filepath.Join(os.TempDir(), "mesh-status-page.png")
 		if os.WriteFile(png, shot, 0o644) == nil {
@@ -96,7 +107,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	history, err := chromedp.Run(ctx, chromedp.Text(`#history`))
-	if err != nil || !strings.Contains(history, "applied sequence 1") || !strings.Contains(history, "/etc/motd") {
+	if err != nil || !strings.Contains(history, "applied sequence 1") || !strings.Contains(history, "/etc/motd") || !strings.Contains(history, "by rollout r-") {
 		t.Fatalf("box's page: %q %v", history, err)
 	}
 }
@@ -149,6 +160,32 @@ func TestMetricsAgreeWithStatus(t *testing.T) {
 	}
 	if fams["mesh_command_duration_seconds"] == nil || fams["mesh_push_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
 		t.Errorf("the push was not measured: %v", fams["mesh_push_duration_seconds"])
+	}
+	// A rollout under way is exported with its progress.
+	doc := filepath.Join(t.TempDir(), "motd.json")
+	for _, content := range []string{"one", "two"} {
+		if err := writeFile(doc, `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"`+content+`\n"}]}`); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, home, "module", "register", doc)
+		if content == "one" {
+			mustRun(t, home, "assign", "--selector", "*", "motd")
+		}
+	}
+	id := strings.Fields(mustRun(t, home, "rollout", "start", "motd", "--wave", "all=*").out)[2]
+	var total, applied float64 = -1, -1
+	for _, m := range scrape()["mesh_rollout_nodes"].GetMetric() {
+		if m.GetLabel()[1].GetValue() == id { // labels sorted: module, rollout, state, wave
+			total = m.GetGauge().GetValue()
+		}
+	}
+	for _, m := range scrape()["mesh_rollout_nodes_applied"].GetMetric() {
+		if m.GetLabel()[1].GetValue() == id {
+			applied = m.GetGauge().GetValue()
+		}
+	}
+	if total != 3 || applied != 0 {
+		t.Errorf("rollout %s exported as %v of %v nodes applied; want 0 of 3 (no agents)", id, applied, total)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		r, err := http.Get("http://" + httpAddr + path)

@@ -134,7 +134,7 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 		fmt.Fprintf(w, "%s on %s %s since %s: %s\n", rt.Module, rt.Node, rt.State, rt.Since.UTC().Format("2006-01-02 15:04:05"), rt.Detail)
 	}
 	for _, r := range s.Rollouts {
-		fmt.Fprintf(w, "rollout %s\n", rolloutLine(r))
+		fmt.Fprintf(w, "rollout %s; %d of %d node(s) applied its build\n", rolloutLine(r.Rollout), r.Applied, r.Total)
 	}
 	for _, c := range s.Causes {
 		fmt.Fprintf(w, "not well: %s\n", c)

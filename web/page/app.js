@@ -51,6 +51,13 @@ function drawStatus(s) {
       return tr;
     });
   fill("nodes", rows);
+  fill("rollouts", (s.rollouts || []).map((r) => {
+    const wave = r.wave >= 0 ? `, wave ${r.wave + 1} of ${r.waves.length} (${r.waves[r.wave].name})` : "";
+    const halt = r.node ? `: halted by ${r.node}: ${r.why}` : "";
+    const li = el("li", `${r.id} ${r.module} build ${r.build.slice(0, 12)} `);
+    li.append(el("span", r.state, stateClass(r.state)), document.createTextNode(`${wave}; ${r.applied} of ${r.total} node(s) applied its build${halt}`));
+    return li;
+  }), "none under way");
   fill("standings", s.standings.map((st) => el("li", `${st.provider} on ${st.machine} failing ${st.consumer} since ${st.since}: ${st.word}`)), "none");
   fill("runtimes", (s.runtimes || []).map((rt) => {
     const li = el("li", `${rt.module} on ${rt.node}: `);
