@@ -50,6 +50,9 @@ const (
 	SubjectRolloutList        = APIPrefix + ".rollout.list"
 	SubjectRolloutShow        = APIPrefix + ".rollout.show"
 	SubjectSecretForget       = APIPrefix + ".secret.forget"
+	SubjectNetworkSet         = APIPrefix + ".network.set"
+	SubjectNetworkShow        = APIPrefix + ".network.show"
+	SubjectNetworkAddress     = APIPrefix + ".network.address"
 )
 
 // writes are the verbs that change the mesh: one whose answer does not
@@ -60,6 +63,7 @@ var writes = map[string]bool{
 	SubjectPush: true, SubjectDeclare: true, SubjectReport: true, SubjectModuleRegister: true,
 	SubjectForeignAck: true, SubjectProjectionsRebuild: true, SubjectNodeEnrollBatch: true, SubjectNodeAssignBatch: true,
 	SubjectRotate: true, SubjectSecretForget: true, SubjectNodeChange: true, SubjectRolloutStart: true, SubjectRolloutControl: true,
+	SubjectNetworkSet: true, SubjectNetworkAddress: true,
 }
 
 // Writes reports whether the verb on subject changes the mesh.
@@ -72,6 +76,9 @@ type EnrollRequest struct {
 	Name         string            `json:"name"`
 	Capabilities []string          `json:"capabilities"`
 	Labels       map[string]string `json:"labels"`
+	// Address, when set, is the overlay address the node is to have,
+	// rather than the pool's next free one.
+	Address string `json:"address,omitempty"`
 }
 
 // ChangeNodeRequest replaces a node's declared capabilities (when not
@@ -130,7 +137,9 @@ type NodeView struct {
 	RetiredAt    *time.Time        `json:"retired_at,omitempty"`
 	EnrolledSeq  uint64            `json:"enrolled_seq"`
 	Version      uint64            `json:"version"`
-	Assignments  []AssignmentView  `json:"assignments"`
+	// Address is its overlay address ("" before the network is set).
+	Address     string           `json:"address,omitempty"`
+	Assignments []AssignmentView `json:"assignments"`
 	LastSent     *SentView         `json:"last_sent"`
 	LastReport   *ReportView       `json:"last_report"`
 	// Filled by node show: the node's state, what it would be sent now
@@ -406,6 +415,10 @@ type PushRequest struct {
 	// empty, "rollout ID" from a rollout's drive. Never from the bus, so
 	// no client can make a push pass for a rollout's step.
 	by string
+	// once: a node whose aggregate moved between composing and appending
+	// is left out, not composed and sent again (a rollout's drive decides
+	// on it at its next step).
+	once bool
 }
 
 // PushReply says what a push did, node by node.
@@ -537,6 +550,7 @@ type NodeStatus struct {
 	WouldSend     string     `json:"would_send,omitempty"`
 	By            string     `json:"by,omitempty"`
 	FailingSince  *time.Time `json:"failing_since,omitempty"`
+	Address       string     `json:"address,omitempty"` // its overlay address
 }
 
 // StandingView is a provider failing a consumer.

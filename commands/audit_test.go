@@ -161,7 +161,7 @@ func TestANewerControllersEventMakesTheControllerReadOnly(t *testing.T) {
 // confirm says what landed, not that it failed.
 func TestACommandThatActedSaysSo(t *testing.T) {
 	m := newTrustMesh(t, false)
-	m.ctrl.Proj.Close() // the fold stops: nothing will confirm
+	m.ctrl.Proj.Stop() // the fold stops: nothing will confirm
 	ctx, cancel := context.WithTimeout(m.ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})

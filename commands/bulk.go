@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
@@ -13,10 +11,11 @@ import (
 	"github.com/meshctl/mesh/projections"
 )
 
-// MaxBatch is the most nodes one bulk request changes: JetStream's limit of
-// messages in one atomic batch, which is what makes the request all or
-// nothing. The command line sends a longer list as several requests.
-const MaxBatch = 1000
+// MaxBatch is the most nodes one bulk request changes: one less than
+// JetStream's limit of messages in one atomic batch (which is what makes
+// the request all or nothing), leaving room for the address pool's event.
+// The command line sends a longer list as several requests.
+const MaxBatch = 999
 
 // EnrollBatch enrolls many nodes all or nothing: either every node it
 // names that is not yet enrolled is enrolled, or none is. A node already
@@ -41,34 +40,11 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r EnrollBatchRequest) (Batch
 		seen[n.Name] = true
 	}
 	return h.decideBatch(ctx, r.CommandID, "enrolled", func(v *projections.View) ([]store.One, []string, error) {
-		var items []store.One
-		var unchanged []string
-		for _, req := range r.Nodes {
-			// A fresh aggregate decides: it validates and normalises
-			// the capabilities and labels as a single enrol would.
-			evs, err := aggregates.NewNode(req.Name).Decide(aggregates.EnrollNode{Name: req.Name, Capabilities: req.Capabilities, Labels: req.Labels}, h.Now())
-			if err != nil {
-				return nil, nil, err
-			}
-			want := evs[0].(events.NodeEnrolled)
-			row, found, err := v.Node(req.Name)
-			if err != nil {
-				return nil, nil, err
-			}
-			if found {
-				if row.Retired || !slices.Equal(row.Capabilities, want.Capabilities) || !maps.Equal(orEmpty(row.Labels), want.Labels) {
-					return nil, nil, &aggregates.Error{Op: "enroll", ID: req.Name, Err: aggregates.ErrNameTaken,
-						Detail: "a node of that name is already enrolled with other capabilities or labels, or retired; no node of this batch was enrolled; take it out of the list or choose another name"}
-				}
-				unchanged = append(unchanged, req.Name)
-				continue
-			}
-			// Expecting no event at all on the aggregate: a name enrolled
-			// since the read models last looked fails the whole batch,
-			// which is decided again.
-			items = append(items, store.One{Aggregate: events.NodeAggregate(req.Name), Expected: 0, Event: want})
+		pool, err := poolOf(v)
+		if err != nil {
+			return nil, nil, err
 		}
-		return items, unchanged, nil
+		return h.enrollItems(v, pool, r.Nodes, true)
 	})
 }
 
@@ -174,7 +150,9 @@ func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, deci
 			return BatchReply{}, err
 		}
 		for _, it := range items {
-			reply.Changed = append(reply.Changed, it.Aggregate.ID)
+			if it.Aggregate.Kind == events.KindNode { // not the address pool's
+				reply.Changed = append(reply.Changed, it.Aggregate.ID)
+			}
 		}
 		reply.Seq = seq
 		h.Log.Info("nodes "+verb+" in a batch", "nodes", len(items), "unchanged", len(unchanged), "seq", seq)

@@ -120,12 +120,16 @@ func (h *Handlers) decideNode(ctx context.Context, name, commandID string, cmd a
 		func(n *aggregates.Node) ([]events.Event, error) { return n.Decide(cmd, h.Now()) })
 }
 
-// Enroll adds a node. A name taken by any node, retired or not, is refused.
+// Enroll adds a node, with its overlay address when the network is set. A
+// name taken by any node, retired or not, is refused.
 func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error) {
 	if err := validName("enroll", r.Name); err != nil {
 		return Changed{}, err
 	}
-	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.EnrollNode{Name: r.Name, Capabilities: r.Capabilities, Labels: r.Labels})
+	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		items, _, err := h.enrollItems(v, pool, []EnrollRequest{r}, false)
+		return items, err
+	})
 	if err != nil {
 		return Changed{}, err
 	}
@@ -138,13 +142,15 @@ func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error)
 	return c, err
 }
 
-// Retire takes a node out of service for good; retiring a retired node is
-// answered as nothing to do.
+// Retire takes a node out of service for good, giving its overlay address
+// back; retiring a retired node is answered as nothing to do.
 func (h *Handlers) Retire(ctx context.Context, r RetireRequest) (Changed, error) {
 	if err := validName("retire", r.Name); err != nil {
 		return Changed{}, err
 	}
-	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.RetireNode{Name: r.Name})
+	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		return h.retireItems(v, pool, r.Name)
+	})
 	if err != nil {
 		return Changed{}, err
 	}
@@ -194,6 +200,10 @@ func (h *Handlers) changed(name string, seq uint64) (Changed, error) {
 // nodeView is a node's row with its assignments and, for each, the latest build.
 func nodeView(v *projections.View, n projections.Node) (NodeView, error) {
 	nv := viewOf(n)
+	var err error
+	if nv.Address, err = v.AddressOf(n.Name); err != nil {
+		return nv, err
+	}
 	as, err := v.AssignmentsOf(n.Name)
 	if err != nil {
 		return nv, err
@@ -220,10 +230,14 @@ func (h *Handlers) ListNodes(_ context.Context, r ListRequest) (NodeList, error)
 			return err
 		}
 		out.Nodes = make([]NodeView, 0, len(nodes))
+		addresses, err := v.NodeAddresses()
+		if err != nil {
+			return err
+		}
 		if r.Brief {
 			for _, n := range nodes {
 				out.Nodes = append(out.Nodes, NodeView{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels,
-					Retired: n.Retired, EnrolledAt: n.EnrolledAt})
+					Retired: n.Retired, EnrolledAt: n.EnrolledAt, Address: addresses[n.Name]})
 			}
 			return nil
 		}
@@ -237,6 +251,7 @@ func (h *Handlers) ListNodes(_ context.Context, r ListRequest) (NodeList, error)
 		}
 		for _, n := range nodes {
 			nv := viewOf(n)
+			nv.Address = addresses[n.Name]
 			// Both lists are in name order: walk them together.
 			for len(all) > 0 && all[0].Node < n.Name {
 				all = all[1:]

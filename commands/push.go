@@ -92,6 +92,13 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 		if len(only) == 0 {
 			break
 		}
+		if r.once {
+			// A node that moved since the read models looked was acted on
+			// by someone else (another controller's step): the caller
+			// decides on it again, rather than this push sending it twice.
+			only = nil
+			break
+		}
 	}
 	for n := range only {
 		reply.Unsent = append(reply.Unsent, UnsentNode{Node: n, Reason: fmt.Sprintf("it changed under %d compositions in a row; push it again", pushRounds)})

@@ -371,7 +371,7 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 // sendWave pushes nodes, recorded as sent by the rollout; one that could
 // not be sent halts the wave, named.
 func (h *Handlers) sendWave(ctx context.Context, ro projections.Rollout, nodes []string) error {
-	r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: nodes, by: "rollout " + ro.ID})
+	r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: nodes, by: "rollout " + ro.ID, once: true})
 	if err == nil && len(r.Unsent) > 0 {
 		return &waveHalt{node: r.Unsent[0].Node, why: "it was not sent: " + r.Unsent[0].Reason}
 	}

@@ -94,7 +94,7 @@ func (h *Handlers) chooseWaves(ctx context.Context, r RolloutPlanRequest) (Rollo
 		if out.Build, _, err = h.buildOf(v, "plan a rollout of", r.Module, r.Build); err != nil {
 			return err
 		}
-		pool, out.Held, err = poolOf(v, r.Module, r.auto)
+		pool, out.Held, err = wavePoolOf(v, r.Module, r.auto)
 		return err
 	})
 	if err != nil {
@@ -167,10 +167,10 @@ type wavePool struct {
 	facts map[string]projections.Facts
 }
 
-// poolOf reads the nodes a rollout of module may move: every active one it
+// wavePoolOf reads the nodes a rollout of module may move: every active one it
 // is assigned to whose policy allows (not pinned; for the rollout a new
 // build starts by itself, auto only). The others are held, with why.
-func poolOf(v *projections.View, module string, auto bool) (wavePool, []HeldNode, error) {
+func wavePoolOf(v *projections.View, module string, auto bool) (wavePool, []HeldNode, error) {
 	pool := wavePool{rows: map[string]projections.Node{}}
 	held := []HeldNode{}
 	nodes, err := v.Nodes()

@@ -203,6 +203,10 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if err != nil {
 			return err
 		}
+		addresses, err := v.NodeAddresses()
+		if err != nil {
+			return err
+		}
 		active := map[string]bool{}
 		for _, n := range nodes {
 			if n.Retired {
@@ -215,6 +219,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			ns := nodeStatus(n, composed[n.Name])
 			ns.State, ns.Detail = drifted(ns.State, ns.Detail, n, drifts)
 			ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
+			ns.Address = addresses[n.Name]
 			if !WellState(ns.State) {
 				notCurrent++
 			}

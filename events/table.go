@@ -23,6 +23,7 @@ import (
 //	2026-12-04  reports RuntimeStarted v1, RuntimeExited v1, RuntimeCrashLooping v1, RuntimeSteady v1,
 //	            RuntimeStopped v1, DriftFound v1; NodeChanged v1; report NodeFactsReported v1.
 //	2026-12-04  RolloutStarted v1, RolloutStep v1.
+//	2026-12-04  NetworkSet v1, AddressesAllotted v1, AddressesReleased v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -55,6 +56,9 @@ var table = map[string]entry{
 	"NodeFactsReported":   current[NodeFactsReported](1),
 	"RolloutStarted":      current[RolloutStarted](1),
 	"RolloutStep":         current[RolloutStep](1),
+	"NetworkSet":          current[NetworkSet](1),
+	"AddressesAllotted":   current[AddressesAllotted](1),
+	"AddressesReleased":   current[AddressesReleased](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.

@@ -81,6 +81,14 @@ func (e *Engine) syncLoop(ctx context.Context) {
 	}
 }
 
+// Stop ends the live fold and leaves the read models readable as they
+// are: a controller shutting down, as a command still in flight sees it.
+func (e *Engine) Stop() {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	e.stopLocked()
+}
+
 func (e *Engine) stopLocked() {
 	if e.runCancel == nil {
 		return

@@ -23,6 +23,8 @@ const (
 	prefixDrift          byte = 0x0d // node -> Drift, the last it reported
 	prefixFacts          byte = 0x0e // node -> Facts, the last its agent reported
 	prefixRollout        byte = 0x0f // id -> Rollout (rollouts.go)
+	prefixNetwork        byte = 0x10 // 'm' -> Network; 'a', address (16 bytes) -> AddressRow (network.go)
+	prefixNodeAddress    byte = 0x11 // node -> its overlay address
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -59,7 +61,7 @@ var (
 //	12 runtimes and drift
 //	13 facts; declared capabilities and labels that change
 //	14 rollouts
-//	15 an assignment's upgrade policy in its row
+//	15 an assignment's upgrade policy in its row; the overlay's addresses
 const schemaVersion = 15
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }

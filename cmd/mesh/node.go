@@ -31,6 +31,7 @@ type NodeEnrollCmd struct {
 	Capability []string          `short:"c" help:"A capability the machine has (repeatable), e.g. linux."`
 	Label      map[string]string `short:"l" mapsep:"none" help:"A label k=v (repeatable)."`
 	From       string            `help:"Enroll every node a file lists ('-': standard input), in batches of a thousand, each all or nothing."`
+	Address    string            `help:"The overlay address the node is to have (default: the next free one of mesh network set's range)."`
 	JSON       bool              `help:"Print {changed, seq, node, join} as JSON (the join string is the node's secret)."`
 }
 
@@ -66,15 +67,15 @@ func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 	}
 	defer closeFn()
 	var r commands.Changed
-	req := commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label}
+	req := commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label, Address: c.Address}
 	if err := cl.Call(ctx, commands.SubjectNodeEnroll, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
 		return printJSON(out.Out, Enrolled{Changed: r.Changed, Seq: r.Seq, Node: r.Node, Join: joinString(g, cl, r.Identity)})
 	}
-	fmt.Fprintf(out.Out, "enrolled %s at sequence %d (capabilities: %s; labels: %s)\n",
-		r.Node.Name, r.Seq, orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)))
+	fmt.Fprintf(out.Out, "enrolled %s at sequence %d (capabilities: %s; labels: %s; address: %s)\n",
+		r.Node.Name, r.Seq, orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)), orNone(r.Node.Address))
 	fmt.Fprintf(out.Out, "join string (for mesh agent --join on %s):\n%s\n", r.Node.Name, joinString(g, cl, r.Identity))
 	return nil
 }
@@ -112,13 +113,13 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	bw := bufio.NewWriterSize(out.Out, 64<<10)
 	defer bw.Flush()
 	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tCAPABILITIES\tLABELS\tENROLLED")
+	fmt.Fprintln(tw, "NAME\tSTATE\tADDRESS\tCAPABILITIES\tLABELS\tENROLLED")
 	retired := 0
 	for _, n := range r.Nodes {
 		if n.Retired {
 			retired++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, state(n), orDash(strings.Join(n.Capabilities, ",")),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, state(n), orDash(n.Address), orDash(strings.Join(n.Capabilities, ",")),
 			orDash(labelString(n.Labels)), n.EnrolledAt.UTC().Format(time.RFC3339))
 	}
 	tw.Flush()
@@ -164,6 +165,9 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	fmt.Fprintf(tw, "capabilities\t%s\n", orNone(strings.Join(n.Capabilities, ", ")))
 	fmt.Fprintf(tw, "labels\t%s\n", orNone(labelString(n.Labels)))
+	if n.Address != "" {
+		fmt.Fprintf(tw, "address\t%s (the overlay's)\n", n.Address)
+	}
 	fmt.Fprintf(tw, "enrolled\t%s (sequence %d)\n", n.EnrolledAt.UTC().Format(time.RFC3339), n.EnrolledSeq)
 	if n.RetiredAt != nil {
 		fmt.Fprintf(tw, "retired\t%s\n", n.RetiredAt.UTC().Format(time.RFC3339))

@@ -1,0 +1,308 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+)
+
+// The overlay network's verbs (issue 18). The address pool is one
+// aggregate: a node's enrolment and its address, a retirement and its
+// address given back, land together in one atomic batch expecting both
+// the node's and the pool's version, so no address is given twice and no
+// node is enrolled without one once the network is set.
+
+// NetworkRequest sets the overlay's range.
+type NetworkRequest struct {
+	CommandID  string        `json:"command_id"`
+	CIDR       string        `json:"cidr"`
+	Quarantine time.Duration `json:"quarantine,omitempty"` // 0: aggregates.DefaultQuarantine
+}
+
+// AddressRequest gives a node the address it asks for.
+type AddressRequest struct {
+	CommandID string `json:"command_id"`
+	Node      string `json:"node"`
+	Address   string `json:"address"`
+}
+
+// NetworkView is the overlay: its range, and every address not free.
+type NetworkView struct {
+	CIDR              string                   `json:"cidr,omitempty"`
+	QuarantineSeconds int                      `json:"quarantine_seconds,omitempty"`
+	Addresses         []projections.AddressRow `json:"addresses"`
+	// Changed and Allotted answer network set: whether the range changed,
+	// and how many nodes were given an address by it.
+	Changed  bool   `json:"changed"`
+	Allotted int    `json:"allotted"`
+	Seq      uint64 `json:"seq,omitempty"`
+}
+
+// poolAttempts bounds how often a write to the pool decides again because
+// another write to it landed first. Every enrolment writes to the pool, so
+// two controllers enrolling at full speed conflict often; each attempt
+// reads read models that hold the write that won.
+const poolAttempts = 64
+
+// poolOf is the address pool as the read models hold it.
+func poolOf(v *projections.View) (*aggregates.Pool, error) {
+	p := aggregates.NewPool()
+	n, found, err := v.Network()
+	if err != nil || !found {
+		if err == nil {
+			p.Version = n.Version
+		}
+		return p, err
+	}
+	p.Range, _ = netip.ParsePrefix(n.CIDR)
+	p.Quarantine, p.Version = time.Duration(n.QuarantineSeconds)*time.Second, n.Version
+	rows, err := v.Addresses()
+	for _, r := range rows {
+		addr, perr := netip.ParseAddr(r.Address)
+		if perr != nil {
+			continue
+		}
+		p.Used[addr] = aggregates.AddressUse{Node: r.Node, Fixed: r.Fixed, Released: r.Released}
+		if r.Node != "" {
+			p.Of[r.Node] = addr
+		}
+	}
+	return p, err
+}
+
+// withPool decides from the read models (the pool and whatever else
+// decide reads) and appends the items atomically; when any aggregate
+// moved meanwhile nothing landed, and it catches up and decides again,
+// after a short random pause so that two controllers racing part.
+func (h *Handlers) withPool(ctx context.Context, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
+	if err := h.writable(); err != nil {
+		return 0, nil, err
+	}
+	for attempt := range poolAttempts {
+		var items []store.One
+		err := h.Proj.Read(func(v *projections.View) error {
+			pool, err := poolOf(v)
+			if err != nil {
+				return err
+			}
+			items, err = decide(v, pool)
+			return err
+		})
+		if err != nil || len(items) == 0 {
+			return 0, nil, err
+		}
+		seq, err := h.Store.AppendAtomic(ctx, commandID, items)
+		if errors.Is(err, store.ErrConflict) {
+			if err := h.catchUp(ctx); err != nil {
+				return 0, nil, err
+			}
+			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5))))
+			continue
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		return seq, items, h.landed(ctx, seq, items[0].Event)
+	}
+	return 0, nil, fmt.Errorf("cannot change the address pool: it changed under %d attempts in a row; try again", poolAttempts)
+}
+
+// poolItem is the pool's events as one item of an atomic batch.
+func poolItem(pool *aggregates.Pool, evs []events.Event) []store.One {
+	var out []store.One
+	for _, ev := range evs {
+		out = append(out, store.One{Aggregate: events.PoolAggregate(), Expected: pool.Version, Event: ev})
+	}
+	return out
+}
+
+// SetNetwork sets the overlay's range and gives every active node without
+// an address one from it: the range and the first 998 addresses in one
+// batch, the rest in batches after it (a controller stopped between two
+// leaves some without, and network set again gives them theirs).
+func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkView, error) {
+	quarantine := r.Quarantine
+	if quarantine == 0 {
+		quarantine = aggregates.DefaultQuarantine
+	}
+	var out NetworkView
+	for first := true; ; first = false {
+		batch := 0
+		seq, items, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+			var evs []events.Event
+			if first {
+				set, err := pool.Set(r.CIDR, quarantine)
+				if err != nil {
+					return nil, err
+				}
+				for _, ev := range set {
+					pool.Apply(events.Recorded{Seq: pool.Version, Event: ev})
+				}
+				evs = set
+			}
+			nodes, err := v.Nodes()
+			if err != nil {
+				return nil, err
+			}
+			var without []string
+			for _, n := range nodes {
+				if _, has := pool.Of[n.Name]; !has && !n.Retired && len(without) < MaxBatch-1 {
+					without = append(without, n.Name)
+				}
+			}
+			allot, err := pool.Allot(without, nil, h.Now())
+			if err != nil {
+				return nil, err
+			}
+			if len(allot) > 0 {
+				batch = len(allot[0].(events.AddressesAllotted).Allotted)
+			}
+			return poolItem(pool, append(evs, allot...)), nil
+		})
+		if err != nil {
+			return out, err
+		}
+		if len(items) == 0 {
+			break
+		}
+		if _, ok := items[0].Event.(events.NetworkSet); ok {
+			out.Changed = true
+		}
+		out.Allotted += batch
+		out.Seq = seq
+		if batch == 0 {
+			break
+		}
+	}
+	if out.Changed || out.Allotted > 0 {
+		h.Log.Info("network set", "cidr", r.CIDR, "allotted", out.Allotted, "seq", out.Seq)
+	}
+	view, err := h.ShowNetwork(ctx, Empty{})
+	view.Changed, view.Allotted, view.Seq = out.Changed, out.Allotted, out.Seq
+	return view, err
+}
+
+// ShowNetwork answers the range and every address not free.
+func (h *Handlers) ShowNetwork(_ context.Context, _ Empty) (NetworkView, error) {
+	out := NetworkView{Addresses: []projections.AddressRow{}}
+	err := h.Proj.Read(func(v *projections.View) error {
+		n, found, err := v.Network()
+		if err != nil || !found {
+			return err
+		}
+		out.CIDR, out.QuarantineSeconds = n.CIDR, n.QuarantineSeconds
+		rows, err := v.Addresses()
+		out.Addresses = append(out.Addresses, rows...)
+		return err
+	})
+	return out, err
+}
+
+// FixAddress gives an active node the address it asks for, giving back
+// the one it had (quarantined like any other).
+func (h *Handlers) FixAddress(ctx context.Context, r AddressRequest) (NetworkView, error) {
+	addr, err := netip.ParseAddr(r.Address)
+	if err != nil {
+		return NetworkView{}, &aggregates.Error{Op: "give an address to", ID: r.Node, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("%q is not an address", r.Address)}
+	}
+	if err := h.ActiveNode(ctx, "give an address to", r.Node); err != nil {
+		return NetworkView{}, err
+	}
+	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		if pool.Of[r.Node] == addr {
+			return nil, nil
+		}
+		evs, err := pool.Allot([]string{r.Node}, map[string]netip.Addr{r.Node: addr}, h.Now())
+		return poolItem(pool, evs), err
+	})
+	if err != nil {
+		return NetworkView{}, err
+	}
+	view, err := h.ShowNetwork(ctx, Empty{})
+	view.Changed, view.Seq = seq != 0, seq
+	return view, err
+}
+
+// enrollItems decides an enrolment of each request (a fresh name, or one
+// enrolled the same way already: unchanged), with their addresses from the
+// pool in the same batch when the network is set.
+func (h *Handlers) enrollItems(v *projections.View, pool *aggregates.Pool, reqs []EnrollRequest, batch bool) ([]store.One, []string, error) {
+	var items []store.One
+	var unchanged, fresh []string
+	fixed := map[string]netip.Addr{}
+	for _, req := range reqs {
+		// A fresh aggregate decides: it validates and normalises the
+		// capabilities and labels.
+		evs, err := aggregates.NewNode(req.Name).Decide(aggregates.EnrollNode{Name: req.Name, Capabilities: req.Capabilities, Labels: req.Labels}, h.Now())
+		if err != nil {
+			return nil, nil, err
+		}
+		want := evs[0].(events.NodeEnrolled)
+		row, found, err := v.Node(req.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if found {
+			if !batch || row.Retired || !slices.Equal(row.Capabilities, want.Capabilities) || !maps.Equal(orEmpty(row.Labels), want.Labels) {
+				return nil, nil, takenName(row, batch)
+			}
+			unchanged = append(unchanged, req.Name)
+			continue
+		}
+		if req.Address != "" {
+			addr, err := netip.ParseAddr(req.Address)
+			if err != nil {
+				return nil, nil, &aggregates.Error{Op: "enroll", ID: req.Name, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("--address %q is not an address", req.Address)}
+			}
+			fixed[req.Name] = addr
+		}
+		// Expecting no event at all on the aggregate: a name enrolled since
+		// the read models last looked fails the whole batch, which is
+		// decided again.
+		items = append(items, store.One{Aggregate: events.NodeAggregate(req.Name), Expected: 0, Event: want})
+		fresh = append(fresh, req.Name)
+	}
+	allot, err := pool.Allot(fresh, fixed, h.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(items, poolItem(pool, allot)...), unchanged, nil
+}
+
+// takenName is the refusal of a name already enrolled.
+func takenName(row projections.Node, batch bool) error {
+	state := "enrolled"
+	if row.Retired {
+		state = "retired"
+	}
+	detail := fmt.Sprintf("the name is taken (a node of that name was %s on %s); choose another name", state, row.EnrolledAt.UTC().Format(time.RFC3339))
+	if batch {
+		detail = "a node of that name is already enrolled with other capabilities or labels, or retired; no node of this batch was enrolled; take it out of the list or choose another name"
+	}
+	return &aggregates.Error{Op: "enroll", ID: row.Name, Err: aggregates.ErrNameTaken, Detail: detail}
+}
+
+// retireItems decides a retirement, with the node's address given back in
+// the same batch.
+func (h *Handlers) retireItems(v *projections.View, pool *aggregates.Pool, name string) ([]store.One, error) {
+	node, err := nodeAggregateOf(v, name)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := node.Decide(aggregates.RetireNode{Name: name}, h.Now())
+	if err != nil || len(evs) == 0 {
+		return nil, err
+	}
+	items := []store.One{{Aggregate: events.NodeAggregate(name), Expected: node.Version, Event: evs[0]}}
+	return append(items, poolItem(pool, pool.Releases(name))...), nil
+}
