@@ -140,8 +140,8 @@ type NodeView struct {
 	// Address is its overlay address ("" before the network is set).
 	Address     string           `json:"address,omitempty"`
 	Assignments []AssignmentView `json:"assignments"`
-	LastSent     *SentView         `json:"last_sent"`
-	LastReport   *ReportView       `json:"last_report"`
+	LastSent    *SentView        `json:"last_sent"`
+	LastReport  *ReportView      `json:"last_report"`
 	// Filled by node show: the node's state, what it would be sent now
 	// (content digest) beside what it was sent, what composition left out
 	// or could not resolve, and the standings it is part of.
