@@ -119,6 +119,11 @@ func (c composeSecrets) Seal(node, path, content string) compose.Sealed {
 		Box: secret.Seal(c.keys.NodeSeal(node), secret.FilePlace(node, path), []byte(content))}
 }
 
+func (c composeSecrets) OverlayKey(node string) string {
+	private, _ := c.keys.NodeOverlay(node)
+	return private
+}
+
 func (c composeSecrets) Mint(r compose.CredentialRef) string {
 	return secret.Mint(c.keys.Mint(), r.Mesh, r.ProviderNode, r.Provider, r.Requirement, r.ConsumerNode, r.Consumer,
 		strconv.FormatUint(r.Generation, 10))

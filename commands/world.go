@@ -60,6 +60,17 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 	if err != nil {
 		return in, err
 	}
+	network, hasNetwork, err := v.Network()
+	if err != nil {
+		return in, err
+	}
+	var addresses map[string]string
+	if hasNetwork {
+		in.Network = network.CIDR
+		if addresses, err = v.NodeAddresses(); err != nil {
+			return in, err
+		}
+	}
 	active := map[string]bool{}
 	for _, n := range nodes {
 		if n.Retired {
@@ -67,6 +78,9 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 		}
 		active[n.Name] = true
 		cn := compose.Node{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels, Facts: map[string]string{}}
+		if a := addresses[n.Name]; a != "" && h.Keys != nil {
+			cn.Address, cn.Key = a, h.Keys.NodeOverlayPublic(n.Name)
+		}
 		if f, ok := facts[n.Name]; ok {
 			cn.Capabilities = union(n.Capabilities, f.Capabilities)
 			cn.Facts = f.Facts

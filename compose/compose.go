@@ -3,6 +3,7 @@ package compose
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -58,6 +59,9 @@ func (w *World) Compose(node string) Result {
 		return res
 	}
 	d := Declaration{Mesh: w.mesh, Node: node, Modules: []ModuleBuild{}, Resources: []Resource{}, Receives: []Receipt{}}
+	if w.network != "" && n.Address != "" {
+		d.Network = &Network{Range: w.network, Address: n.Address, Key: n.Key, Peers: w.peers(node)}
+	}
 	owner := map[string]string{} // path -> module, for conflicts
 	var buf bytes.Buffer
 	sl := &sealer{secrets: w.secrets}
@@ -81,7 +85,7 @@ func (w *World) Compose(node string) Result {
 		if r := p.m.Run; r != nil {
 			d.Runs = append(d.Runs, Runtime{Module: p.Module, Command: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, User: r.User})
 		}
-		data, err := w.templateData(p, n, receives, sl)
+		data, err := w.templateData(p, n, receives, sl, d.Network)
 		if err != nil {
 			res.Problems = append(res.Problems, err.Error())
 			continue
@@ -164,28 +168,45 @@ type templateData struct {
 	Settings  map[string]any
 	Receives  map[string]receivedData
 	Consumers []ConsumerCredential
+	// Peers are the nodes this node must reach on the overlay; Network
+	// its range and private key (a *Secret: a file that prints it is
+	// sealed). Empty, and Network.PrivateKey nil, without a network.
+	Peers   []Peer
+	Network networkData
+}
+
+type networkData struct {
+	Range      string
+	PrivateKey *Secret
 }
 
 type receivedData struct {
 	Node       string
+	Address    string // the provider's node's overlay address
 	Module     string
 	Labels     map[string]string
 	Settings   map[string]any
 	Credential *Credential // when the provider provisions this requirement
 }
 
-func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer) (templateData, error) {
+func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer, net *Network) (templateData, error) {
 	settings, err := effective(p, sl)
 	if err != nil {
 		return templateData{}, err
 	}
-	data := templateData{Node: n, Settings: settings, Receives: map[string]receivedData{}, Consumers: []ConsumerCredential{}}
+	data := templateData{Node: n, Settings: settings, Receives: map[string]receivedData{}, Consumers: []ConsumerCredential{}, Peers: []Peer{}}
+	if net != nil {
+		data.Peers, data.Network.Range = net.Peers, net.Range
+		if w.secrets != nil {
+			data.Network.PrivateKey = sl.secret(w.secrets.OverlayKey(n.Name))
+		}
+	}
 	for _, r := range receives {
 		ps, err := effective(r.placed, sl)
 		if err != nil {
 			return templateData{}, err
 		}
-		rd := receivedData{Node: r.Node, Module: r.Module, Labels: w.nodes[r.Node].Labels, Settings: ps}
+		rd := receivedData{Node: r.Node, Address: w.nodes[r.Node].Address, Module: r.Module, Labels: w.nodes[r.Node].Labels, Settings: ps}
 		if slices.Contains(r.m.Provisions, r.requirement) {
 			rd.Credential = w.credential(r.placed, r.requirement, p, sl)
 		}
@@ -295,4 +316,41 @@ func (b *boundedWriter) Write(p []byte) (int, error) {
 	}
 	b.left -= len(p)
 	return b.w.Write(p)
+}
+
+// peers are the nodes node must reach on the overlay (rule of issue 18):
+// those whose modules its modules receive from, and those whose modules
+// receive from its modules; never itself, each once, by name. A peer
+// without an address yet is left out until it has one.
+func (w *World) peers(node string) []Peer {
+	seen := map[string]bool{node: true}
+	add := func(other string) {
+		if !seen[other] && w.nodes[other].Address != "" {
+			seen[other] = true
+		}
+	}
+	for _, p := range w.byNode[node] {
+		if p.m == nil || p.err != nil || len(p.missing) > 0 {
+			continue
+		}
+		for _, r := range p.m.Consumes {
+			if cands := w.candidates(p, r); len(cands) == 1 {
+				add(cands[0].Node)
+			}
+		}
+		for _, r := range p.m.Provides {
+			for _, c := range w.consumers[r] {
+				if got := w.candidates(c, r); len(got) == 1 && got[0].Node == node && got[0].Module == p.Module {
+					add(c.Node)
+				}
+			}
+		}
+	}
+	delete(seen, node)
+	out := make([]Peer, 0, len(seen))
+	for _, name := range slices.Sorted(maps.Keys(seen)) {
+		n := w.nodes[name]
+		out = append(out, Peer{Node: name, Address: n.Address, Key: n.Key})
+	}
+	return out
 }

@@ -18,6 +18,29 @@ type Declaration struct {
 	// Runs are the programs of its modules that run, by module. Omitted
 	// when none, so a declaration of files alone keeps its digest.
 	Runs []Runtime `json:"runs,omitempty"`
+	// Network is the node's place on the mesh's overlay: omitted while the
+	// mesh has none, so a mesh without a network keeps its digests.
+	Network *Network `json:"network,omitempty"`
+}
+
+// Network is a node's place on the overlay (issue 18): its address and
+// public key, the range, and its peers: the nodes whose modules it
+// receives from and the nodes that receive from its modules, each with
+// its address and public key. The private key is never here: the node's
+// agent derives it from its join string (declaration.OverlayKey), and a
+// file that prints it (.Network.PrivateKey) is sealed to the node.
+type Network struct {
+	Range   string `json:"range"`
+	Address string `json:"address"`
+	Key     string `json:"key"`
+	Peers   []Peer `json:"peers"`
+}
+
+// Peer is one node a node must reach on the overlay.
+type Peer struct {
+	Node    string `json:"node"`
+	Address string `json:"address"`
+	Key     string `json:"key"`
 }
 
 // Runtime is one module's program as a declaration carries it (its

@@ -24,6 +24,9 @@ type Secrets interface {
 	Seal(node, path, content string) Sealed
 	// Mint is the credential of one consumer of one provider.
 	Mint(c CredentialRef) string
+	// OverlayKey is node's private overlay key (what its agent derives
+	// from its join string), for a file that configures the overlay.
+	OverlayKey(node string) string
 }
 
 // CredentialRef names one minted credential: one provider module on its

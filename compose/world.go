@@ -22,6 +22,9 @@ type Input struct {
 	// Generations is where the last rotation of each provider and consumer
 	// left their credentials (0 where none did).
 	Generations map[Pair]uint64
+	// Network is the overlay's range ("" while the mesh has none); each
+	// node's address and public key are on its Node.
+	Network string
 }
 
 // Node is a machine as templates see it.
@@ -34,6 +37,9 @@ type Node struct {
 	// Facts are what the node's agent detected of its machine (os, arch,
 	// ...): templates read .Node.Facts.os. Empty until it reports.
 	Facts map[string]string
+	// Address and Key are its overlay address and public key ("" before
+	// the network is set).
+	Address, Key string
 }
 
 // Assignment is one module on one node, with the settings the operator gave.
@@ -61,6 +67,7 @@ type World struct {
 	consumers map[string][]placed // requirement -> hostable consumers, sorted
 	secrets   Secrets
 	gens      map[Pair]uint64
+	network   string
 }
 
 // placed is an assignment with its manifest and what it lacks on its node.
@@ -76,7 +83,7 @@ type placed struct {
 func NewWorld(in Input) *World {
 	w := &World{mesh: in.Mesh, nodes: map[string]Node{}, byNode: map[string][]placed{},
 		providers: map[string][]placed{}, blocked: map[string][]placed{}, consumers: map[string][]placed{},
-		secrets: in.Secrets, gens: in.Generations}
+		secrets: in.Secrets, gens: in.Generations, network: in.Network}
 	for _, n := range in.Nodes {
 		w.nodes[n.Name] = n
 	}

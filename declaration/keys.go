@@ -1,6 +1,7 @@
 package declaration
 
 import (
+	"crypto/ecdh"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -21,7 +22,8 @@ import (
 //
 //	controller seed ─┬─ "node\0NAME"  → the node's bus key (its join string)
 //	                 │                   ├─ "report mac" → the node's MAC key
-//	                 │                   └─ "declaration seal" → the key of what is sealed to it
+//	                 │                   ├─ "declaration seal" → the key of what is sealed to it
+//	                 │                   └─ "overlay" → its overlay (WireGuard) curve key
 //	                 ├─ "operator"    → the operator's bus key
 //	                 ├─ "log mac"     → the controller's MAC key
 //	                 ├─ "secret settings" → seals secret settings in the log (with a
@@ -180,8 +182,9 @@ type Keyring struct {
 }
 
 type nodeKeys struct {
-	mac []byte
-	bus string // public
+	mac     []byte
+	bus     string // public
+	overlay string // public overlay key, once asked for
 }
 
 // NewKeyring derives from the controller key kp.
@@ -229,6 +232,52 @@ func (k *Keyring) NodeMAC(node string) []byte { return k.node(node).mac }
 
 // NodeBus is node's public bus key: the key in its join string.
 func (k *Keyring) NodeBus(node string) string { return k.node(node).bus }
+
+// overlayLabel derives a node's overlay key from its bus key.
+const overlayLabel = "overlay"
+
+// OverlayKey is the overlay (X25519, WireGuard's) key pair derived from a
+// node's bus key, both base64 as WireGuard writes them. The node's agent
+// derives it from its join string, the controller from its own key: no new
+// secret travels.
+func OverlayKey(bus nkeys.KeyPair) (private, public string, err error) {
+	raw, err := rawSeed(bus)
+	if err != nil {
+		return "", "", err
+	}
+	return overlayOf(raw)
+}
+
+func overlayOf(busRaw []byte) (private, public string, err error) {
+	k, err := ecdh.X25519().NewPrivateKey(deriveRaw(busRaw, overlayLabel))
+	if err != nil {
+		return "", "", err
+	}
+	return base64.StdEncoding.EncodeToString(k.Bytes()), base64.StdEncoding.EncodeToString(k.PublicKey().Bytes()), nil
+}
+
+// NodeOverlay is node's overlay key pair (see OverlayKey).
+func (k *Keyring) NodeOverlay(node string) (private, public string) {
+	private, public, _ = overlayOf(deriveRaw(k.seed, NodeLabel(node)))
+	return private, public
+}
+
+// NodeOverlayPublic is node's public overlay key, remembered: every
+// composition of a mesh with a network reads every node's.
+func (k *Keyring) NodeOverlayPublic(node string) string {
+	n := k.node(node)
+	if n.overlay != "" {
+		return n.overlay
+	}
+	_, n.overlay = k.NodeOverlay(node)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if have, ok := k.nodes[node]; ok {
+		have.overlay = n.overlay
+		k.nodes[node] = have
+	}
+	return n.overlay
+}
 
 // maxRemembered bounds what a keyring remembers: past it, it forgets all
 // and derives again (a few microseconds a node), rather than grow with

@@ -1,0 +1,100 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nkeys"
+)
+
+// The overlay with real agents (issue 18): each node's WireGuard file,
+// rendered from the example module, holds its own address and private key
+// (the one its agent derives from its join string) and lists its peers
+// (the nodes it receives from and those that receive from it) with their
+// addresses and public keys; a new consumer enrolled is among the
+// provider's peers on the next push; the private key is never in the log
+// in clear. Fails when a peer is missing or a key differs from the one the
+// node itself derives.
+func TestTheOverlayInEveryDeclaration(t *testing.T) {
+	m := newMesh(t)
+	_, err := m.h.SetNetwork(m.ctx, commands.NetworkRequest{CommandID: commands.NewCommandID(), CIDR: "10.50.0.0/24"})
+	m.must(err)
+	m.register("wireguard.json")
+	m.writeModule(`{"module":"svc","provides":["thing"],"settings":{"port":{"default":"7000"}}}`)
+	m.writeModule(`{"module":"cli","consumes":["thing"],"resources":[{"kind":"file","path":"/etc/cli.conf","mode":"0644","template":"server = {{.Receives.thing.Address}}:{{.Receives.thing.Settings.port}}\n"}]}`)
+	roots := map[string]string{}
+	start := func(node, module string) {
+		m.enroll(node)
+		roots[node], _ = m.agent(node)
+		m.assign(node, module, nil)
+		m.assign(node, "wireguard", nil)
+	}
+	start("hub", "svc")
+	start("edge-1", "cli")
+	pushAll := func() {
+		for _, s := range m.push("").Sent {
+			m.report(s.Node, s.Digest)
+		}
+	}
+	pushAll()
+	view := func(n string) commands.NodeView {
+		v, err := m.h.ShowNode(m.ctx, commands.NameRequest{Name: n})
+		m.must(err)
+		return v
+	}
+	wg := func(n string) string {
+		b, err := os.ReadFile(filepath.Join(roots[n], "etc/wireguard/mesh0.conf"))
+		m.must(err)
+		return string(b)
+	}
+	keys := func(n string) (private, public string) {
+		id, err := m.h.Join(m.ctx, commands.NameRequest{Name: n})
+		m.must(err)
+		kp, err := nkeys.FromSeed([]byte(id.Seed))
+		m.must(err)
+		private, public, err = declaration.OverlayKey(kp)
+		m.must(err)
+		return private, public
+	}
+	hub, edge := view("hub"), view("edge-1")
+	if hub.Address != "10.50.0.1" || edge.Address != "10.50.0.2" {
+		t.Fatalf("addresses: hub %q, edge-1 %q", hub.Address, edge.Address)
+	}
+	hubPrivate, hubPublic := keys("hub")
+	_, edgePublic := keys("edge-1")
+	if got := wg("hub"); !strings.Contains(got, "Address = 10.50.0.1\nPrivateKey = "+hubPrivate+"\n") ||
+		!strings.Contains(got, "# edge-1\nPublicKey = "+edgePublic+"\nAllowedIPs = 10.50.0.2/32") {
+		t.Fatalf("hub's WireGuard file:\n%s", got)
+	}
+	if got := wg("edge-1"); !strings.Contains(got, "# hub\nPublicKey = "+hubPublic+"\nAllowedIPs = 10.50.0.1/32") {
+		t.Fatalf("edge-1's WireGuard file:\n%s", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(roots["edge-1"], "etc/cli.conf")); string(b) != "server = 10.50.0.1:7000\n" {
+		t.Fatalf("edge-1's cli.conf: %q", b)
+	}
+
+	// A new consumer: the hub's peers grow on the next push.
+	start("edge-2", "cli")
+	pushAll()
+	_, edge2Public := keys("edge-2")
+	if got := wg("hub"); !strings.Contains(got, "# edge-2\nPublicKey = "+edge2Public+"\nAllowedIPs = 10.50.0.3/32") {
+		t.Fatalf("hub's WireGuard file after edge-2 joined:\n%s", got)
+	}
+	if got := wg("edge-2"); strings.Contains(got, "edge-1") {
+		t.Fatalf("edge-2 lists edge-1, which it neither receives from nor serves:\n%s", got)
+	}
+	// The private keys travel sealed: the log never holds one in clear.
+	m.must(m.h.Store.Read(m.ctx, store.ReadOptions{Filter: events.SubjectsEvents}, func(msg store.Msg) error {
+		if strings.Contains(string(msg.Data), hubPrivate) {
+			t.Fatalf("event %d holds hub's private overlay key in clear", msg.Seq)
+		}
+		return nil
+	}))
+	m.verified()
+}
