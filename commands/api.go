@@ -53,6 +53,9 @@ const (
 	SubjectNetworkSet         = APIPrefix + ".network.set"
 	SubjectNetworkShow        = APIPrefix + ".network.show"
 	SubjectNetworkAddress     = APIPrefix + ".network.address"
+	SubjectSeatList           = APIPrefix + ".seat.list"
+	SubjectSeatShow           = APIPrefix + ".seat.show"
+	SubjectSeatHandover       = APIPrefix + ".seat.handover"
 )
 
 // writes are the verbs that change the mesh: one whose answer does not
@@ -63,7 +66,7 @@ var writes = map[string]bool{
 	SubjectPush: true, SubjectDeclare: true, SubjectReport: true, SubjectModuleRegister: true,
 	SubjectForeignAck: true, SubjectProjectionsRebuild: true, SubjectNodeEnrollBatch: true, SubjectNodeAssignBatch: true,
 	SubjectRotate: true, SubjectSecretForget: true, SubjectNodeChange: true, SubjectRolloutStart: true, SubjectRolloutControl: true,
-	SubjectNetworkSet: true, SubjectNetworkAddress: true,
+	SubjectNetworkSet: true, SubjectNetworkAddress: true, SubjectSeatHandover: true,
 }
 
 // Writes reports whether the verb on subject changes the mesh.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
@@ -19,27 +20,36 @@ func (h *Handlers) Assign(ctx context.Context, r AssignRequest) (Assigned, error
 	if err := validName("assign to", r.Node); err != nil {
 		return Assigned{}, err
 	}
-	cmd, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
+	cmd, m, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
 	if err != nil {
 		return Assigned{}, err
 	}
 	cmd.Node = r.Node
 	var previous string
 	var policy events.Policy
-	seq, err := decide(ctx, h, events.NodeAggregate(r.Node), r.CommandID, newNode(r.Node),
-		func(n *aggregates.Node) ([]events.Event, error) {
-			previous = n.Assignments[r.Module].Build
-			policy = cmd.Policy
-			if policy == "" {
-				policy = n.Assignments[r.Module].Policy.Or()
-			}
-			c := cmd
-			var err error
-			if c.Settings, err = h.sealSettings(ctx, r.Node, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
-				return nil, err
-			}
-			return n.Decide(c, h.Now())
-		})
+	// Decided on the read models, expecting the node's version (and each
+	// seat's the build claims, in the same atomic batch: rule 24).
+	seq, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
+		n, err := nodeAggregateOf(v, r.Node)
+		if err != nil {
+			return nil, err
+		}
+		previous = n.Assignments[r.Module].Build
+		policy = cmd.Policy
+		if policy == "" {
+			policy = n.Assignments[r.Module].Policy.Or()
+		}
+		c := cmd
+		if c.Settings, err = h.sealSettings(ctx, r.Node, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
+			return nil, err
+		}
+		evs, err := n.Decide(c, h.Now())
+		if err != nil || len(evs) == 0 {
+			return nil, err
+		}
+		claims, err := claimItems(v, r.Node, r.Module, m, nil)
+		return append([]store.One{{Aggregate: events.NodeAggregate(r.Node), Expected: n.Version, Event: evs[0]}}, claims...), err
+	})
 	if err != nil {
 		return Assigned{}, err
 	}
@@ -53,22 +63,23 @@ func (h *Handlers) Assign(ctx context.Context, r AssignRequest) (Assigned, error
 // assignCommand is the assignment asked for, its build resolved from the
 // catalogue. A module not registered leaves Build empty, for the node
 // aggregate to refuse after what it checks first (the node).
-func (h *Handlers) assignCommand(module, build, policy string, settings map[string]string) (aggregates.AssignModule, error) {
+func (h *Handlers) assignCommand(module, build, policy string, settings map[string]string) (aggregates.AssignModule, manifest.Manifest, error) {
 	cmd := aggregates.AssignModule{Module: module, Settings: settings}
+	var m manifest.Manifest
 	p, err := events.ParsePolicy(policy)
 	if err != nil {
-		return cmd, &aggregates.Error{Op: "assign", ID: module, Err: aggregates.ErrInvalid, Detail: err.Error() + "; give --policy pinned, manual or auto"}
+		return cmd, m, &aggregates.Error{Op: "assign", ID: module, Err: aggregates.ErrInvalid, Detail: err.Error() + "; give --policy pinned, manual or auto"}
 	}
 	cmd.Policy = p
 	err = h.Proj.Read(func(v *projections.View) error {
-		b, m, err := h.buildOf(v, "assign", module, build)
+		b, got, err := h.buildOf(v, "assign", module, build)
 		if errors.Is(err, aggregates.ErrUnknownModule) {
 			return nil
 		}
-		cmd.Build, cmd.Spec = b, m.Settings
+		cmd.Build, cmd.Spec, m = b, got.Settings, got
 		return err
 	})
-	return cmd, err
+	return cmd, m, err
 }
 
 // Unassign takes a module off a node; one it does not have is nothing to do.
@@ -77,11 +88,20 @@ func (h *Handlers) Unassign(ctx context.Context, r UnassignRequest) (Assigned, e
 		return Assigned{}, err
 	}
 	var previous string
-	seq, err := decide(ctx, h, events.NodeAggregate(r.Node), r.CommandID, newNode(r.Node),
-		func(n *aggregates.Node) ([]events.Event, error) {
-			previous = n.Assignments[r.Module].Build
-			return n.Decide(aggregates.UnassignModule{Node: r.Node, Module: r.Module}, h.Now())
-		})
+	// Any seat the module holds there is let go in the same batch.
+	seq, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
+		n, err := nodeAggregateOf(v, r.Node)
+		if err != nil {
+			return nil, err
+		}
+		previous = n.Assignments[r.Module].Build
+		evs, err := n.Decide(aggregates.UnassignModule{Node: r.Node, Module: r.Module}, h.Now())
+		if err != nil || len(evs) == 0 {
+			return nil, err
+		}
+		released, err := releaseItems(v, r.Node, r.Module, "unassigned from "+r.Node)
+		return append([]store.One{{Aggregate: events.NodeAggregate(r.Node), Expected: n.Version, Event: evs[0]}}, released...), err
+	})
 	if err != nil {
 		return Assigned{}, err
 	}

@@ -70,13 +70,19 @@ func (h *Handlers) AssignBatch(ctx context.Context, r AssignBatchRequest) (Batch
 	}
 	var build string
 	reply, err := h.decideBatch(ctx, r.CommandID, "assigned", func(v *projections.View) ([]store.One, []string, error) {
-		cmd, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
+		cmd, m, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
 		if err != nil {
 			return nil, nil, err
 		}
 		build = cmd.Build
 		var items []store.One
 		var unchanged []string
+		seats := map[string]string{} // seat -> the node this batch gives it
+		claim := func(node string) error {
+			claims, err := claimItems(v, node, r.Module, m, seats)
+			items = append(items, claims...)
+			return err
+		}
 		for _, name := range r.Nodes {
 			n, err := nodeAggregateOf(v, name)
 			if err != nil {
@@ -95,6 +101,9 @@ func (h *Handlers) AssignBatch(ctx context.Context, r AssignBatchRequest) (Batch
 				continue
 			}
 			items = append(items, store.One{Aggregate: events.NodeAggregate(name), Expected: n.Version, Event: evs[0]})
+			if err := claim(name); err != nil {
+				return nil, nil, err
+			}
 		}
 		return items, unchanged, nil
 	})
@@ -125,6 +134,7 @@ func nodeAggregateOf(v *projections.View, name string) (*aggregates.Node, error)
 // atomic batch; when any aggregate of it moved meanwhile, nothing landed,
 // and it catches up and decides again.
 func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (BatchReply, error) {
+	caughtUp := false
 	for range maxAttempts {
 		var items []store.One
 		var unchanged []string
@@ -132,6 +142,16 @@ func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, deci
 			items, unchanged, err = decideFn(v)
 			return err
 		})
+		// As withPool: a refusal is the answer only once decided on read
+		// models caught up with the stream.
+		var refusal *aggregates.Error
+		if errors.As(err, &refusal) && !caughtUp {
+			if err := h.catchUp(ctx); err != nil {
+				return BatchReply{}, err
+			}
+			caughtUp = true
+			continue
+		}
 		if err != nil {
 			return BatchReply{}, err
 		}
@@ -150,7 +170,7 @@ func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, deci
 			return BatchReply{}, err
 		}
 		for _, it := range items {
-			if it.Aggregate.Kind == events.KindNode { // not the address pool's
+			if it.Aggregate.Kind == events.KindNode { // not the address pool's, nor a seat's
 				reply.Changed = append(reply.Changed, it.Aggregate.ID)
 			}
 		}

@@ -160,6 +160,11 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, err
 	}
 	log.Info(said)
+	if said, err = h.assertSeatQueues(ctx, c.Stream.Replicas); err != nil {
+		proj.Close()
+		return nil, err
+	}
+	log.Info(said)
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()
@@ -203,7 +208,8 @@ func (c *Controller) Close() error {
 	return c.Proj.Close()
 }
 
-// driveRollouts drives the rollouts every interval until stopped. A step
+// driveRollouts drives the rollouts and the seats' handovers every
+// interval until stopped. A step
 // that fails is said once and tried again at the next tick.
 func driveRollouts(h *Handlers, every time.Duration) func() {
 	if every < 0 {
@@ -226,7 +232,7 @@ func driveRollouts(h *Handlers, every time.Duration) func() {
 			case <-tick.C:
 			}
 			dctx, dcancel := context.WithTimeout(ctx, time.Minute)
-			err := h.DriveRollouts(dctx)
+			err := errors.Join(h.DriveRollouts(dctx), h.DriveSeats(dctx))
 			dcancel()
 			if err != nil && err.Error() != said && ctx.Err() == nil {
 				said = err.Error()

@@ -49,6 +49,15 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 	for _, r := range open {
 		out = append(out, r.String())
 	}
+	seats, err := v.Seats()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range seats {
+		if s.HandoverTo != "" {
+			out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, waitsFor(v, s)))
+		}
+	}
 	n, first, err := v.OpenForeign()
 	if err != nil {
 		return nil, err

@@ -20,7 +20,11 @@ import (
 // state bucket, and report its own standing as a provider on its node.
 // Nothing else: no other service, no stream, no other module's state, no
 // consumer of the event stream, no other inbox.
-func ModulePermissions(node, module string, m manifest.Manifest) jwt.Permissions {
+//
+// The holder of seats may also take work from each seat's queue (seats: the
+// seats this instance holds now; a handover stops its program, which ends
+// its connection, so a former holder does not keep the grant).
+func ModulePermissions(node, module string, m manifest.Manifest, seats ...string) jwt.Permissions {
 	bucket := events.StateBucket(module)
 	kv := "KV_" + bucket
 	pub := jwt.StringList{
@@ -41,6 +45,7 @@ func ModulePermissions(node, module string, m manifest.Manifest) jwt.Permissions
 		"$JS.FC." + kv + ".>",
 		"$JS.API.INFO",
 	}
+	pub = append(pub, seatGrants(seats)...)
 	sub := jwt.StringList{events.ModuleInbox(node, module) + ".>"}
 	for _, req := range m.Provides {
 		pub = append(pub, events.ServiceSubjects(req))
@@ -71,7 +76,17 @@ func (c *authCallout) moduleIdentity(pub, user string) (string, jwt.Permissions,
 		return "", jwt.Permissions{}, fmt.Errorf("the key presented is not that of %s on %s; a module's key is its agent's to hand it", module, node)
 	}
 	var m manifest.Manifest
+	var seats []string
 	err := c.h.Proj.Read(func(v *projections.View) error {
+		held, err := v.Seats()
+		if err != nil {
+			return err
+		}
+		for _, s := range held {
+			if s.Node == node && s.Module == module && s.HandoverTo == "" {
+				seats = append(seats, s.Seat)
+			}
+		}
 		row, found, err := v.Node(node)
 		switch {
 		case err != nil:
@@ -102,7 +117,7 @@ func (c *authCallout) moduleIdentity(pub, user string) (string, jwt.Permissions,
 	if err != nil {
 		return "", jwt.Permissions{}, err
 	}
-	return user, ModulePermissions(node, module, m), nil
+	return user, ModulePermissions(node, module, m, seats...), nil
 }
 
 // assertState makes the state bucket of a module that runs if it is not

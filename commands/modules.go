@@ -37,6 +37,12 @@ func (h *Handlers) RegisterModule(ctx context.Context, r RegisterRequest) (Regis
 			return Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
 		}
 	}
+	for _, seat := range m.Claims {
+		// Work can be asked of a seat before anyone holds it.
+		if _, err := assertSeatQueue(ctx, h.Store.JetStream(), h.replicas, seat); err != nil {
+			return Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
+		}
+	}
 	return Registered{Changed: seq != 0, Seq: seq, Module: m.Module, Build: m.Build(), Previous: previous}, nil
 }
 

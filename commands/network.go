@@ -88,6 +88,7 @@ func (h *Handlers) withPool(ctx context.Context, commandID string, decide func(*
 	if err := h.writable(); err != nil {
 		return 0, nil, err
 	}
+	caughtUp := false
 	for attempt := range poolAttempts {
 		var items []store.One
 		err := h.Proj.Read(func(v *projections.View) error {
@@ -98,6 +99,18 @@ func (h *Handlers) withPool(ctx context.Context, commandID string, decide func(*
 			items, err = decide(v, pool)
 			return err
 		})
+		// A refusal, or nothing to do, decided on read models that may not
+		// hold a write another controller answered a moment ago (the node
+		// enrolled there): decided again on read models caught up with
+		// the stream before it is the answer.
+		var refusal *aggregates.Error
+		if !caughtUp && (errors.As(err, &refusal) || err == nil && len(items) == 0) {
+			if err := h.catchUp(ctx); err != nil {
+				return 0, nil, err
+			}
+			caughtUp = true
+			continue
+		}
 		if err != nil || len(items) == 0 {
 			return 0, nil, err
 		}
@@ -106,6 +119,7 @@ func (h *Handlers) withPool(ctx context.Context, commandID string, decide func(*
 			if err := h.catchUp(ctx); err != nil {
 				return 0, nil, err
 			}
+			caughtUp = true
 			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5))))
 			continue
 		}
@@ -304,5 +318,7 @@ func (h *Handlers) retireItems(v *projections.View, pool *aggregates.Pool, name 
 		return nil, err
 	}
 	items := []store.One{{Aggregate: events.NodeAggregate(name), Expected: node.Version, Event: evs[0]}}
-	return append(items, poolItem(pool, pool.Releases(name))...), nil
+	released, err := releaseItems(v, name, "", name+" retired")
+	items = append(items, released...)
+	return append(items, poolItem(pool, pool.Releases(name))...), err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -338,6 +339,15 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 			m, found, err := h.manifests.get(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
 			if err != nil || !found {
 				return fmt.Errorf("build %s of %s cannot be read: %v", build(n), ro.Module, err)
+			}
+			// A build that claims a seat its node does not hold takes it
+			// only by mesh assign, whose batch expects the seat's version.
+			if claims, err := claimItems(v, n, ro.Module, m, nil); err != nil || len(claims) > 0 {
+				why := fmt.Sprintf("build %s claims seats %v, which a rollout does not take; assign it to the node that is to hold them", manifest.ShortBuild(build(n)), m.Claims)
+				if err != nil {
+					why = err.Error()
+				}
+				return &waveHalt{node: n, why: why}
 			}
 			evs, err := node.Decide(aggregates.AssignModule{Node: n, Module: ro.Module, Build: build(n), Spec: m.Settings, Settings: have.Settings}, h.Now())
 			var refusal *aggregates.Error

@@ -87,6 +87,18 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 		}
 		in.Nodes = append(in.Nodes, cn)
 	}
+	seats, err := v.Seats()
+	if err != nil {
+		return in, err
+	}
+	for _, s := range seats {
+		if s.HandoverTo != "" {
+			if in.Releasing == nil {
+				in.Releasing = map[string]string{}
+			}
+			in.Releasing[s.Node+"/"+s.Module] = fmt.Sprintf("%s lets seat %s go: it is being handed over to %s", s.Module, s.Seat, s.HandoverTo)
+		}
+	}
 	rows, err := v.Assignments()
 	if err != nil {
 		return in, err

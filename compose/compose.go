@@ -70,7 +70,7 @@ func (w *World) Compose(node string) Result {
 			res.Problems = append(res.Problems, p.err.Error())
 			continue
 		}
-		if len(p.missing) > 0 {
+		if len(p.missing) > 0 || p.releasing != "" {
 			res.LeftOut = append(res.LeftOut, LeftOut{Module: p.Module, Reason: needs(p, n)})
 			continue
 		}
@@ -275,6 +275,9 @@ func effective(p placed, sl *sealer) (map[string]any, error) {
 
 // needs says why a node cannot host a module: "postgres needs linux, web-1 has none".
 func needs(p placed, n Node) string {
+	if p.releasing != "" {
+		return p.releasing
+	}
 	has := "none"
 	if len(n.Capabilities) > 0 {
 		has = strings.Join(n.Capabilities, ", ")

@@ -25,6 +25,11 @@ type Input struct {
 	// Network is the overlay's range ("" while the mesh has none); each
 	// node's address and public key are on its Node.
 	Network string
+	// Releasing are the module instances ("node/module") whose seat is
+	// being handed over, with why: each is left out of its node (the
+	// holder lets the seat go before the next takes it), and nothing
+	// resolves to it meanwhile.
+	Releasing map[string]string
 }
 
 // Node is a machine as templates see it.
@@ -75,6 +80,7 @@ type placed struct {
 	Assignment
 	m         *manifest.Manifest
 	missing   []string // capabilities the node lacks; empty when hostable
+	releasing string   // why its seat is being handed over; "" when not
 	templates map[string]*template.Template
 	err       error // the build is not in the catalogue or a template will not parse
 }
@@ -93,7 +99,7 @@ func NewWorld(in Input) *World {
 		if !ok {
 			continue // a retired or unknown node holds nothing
 		}
-		p := placed{Assignment: a}
+		p := placed{Assignment: a, releasing: in.Releasing[a.Node+"/"+a.Module]}
 		ref := BuildRef{a.Module, a.Build}
 		if m, ok := in.Manifests[ref]; ok {
 			p.m = &m
@@ -113,12 +119,12 @@ func NewWorld(in Input) *World {
 			continue
 		}
 		for _, r := range p.m.Consumes {
-			if len(p.missing) == 0 && p.err == nil {
+			if len(p.missing) == 0 && p.err == nil && p.releasing == "" {
 				w.consumers[r] = append(w.consumers[r], p)
 			}
 		}
 		for _, r := range p.m.Provides {
-			if len(p.missing) == 0 {
+			if len(p.missing) == 0 && p.releasing == "" {
 				w.providers[r] = append(w.providers[r], p)
 			} else {
 				w.blocked[r] = append(w.blocked[r], p)

@@ -24,6 +24,7 @@ import (
 //	            RuntimeStopped v1, DriftFound v1; NodeChanged v1; report NodeFactsReported v1.
 //	2026-12-04  RolloutStarted v1, RolloutStep v1.
 //	2026-12-04  NetworkSet v1, AddressesAllotted v1, AddressesReleased v1.
+//	2026-12-04  SeatTaken v1, SeatHandoverStarted v1, SeatHandedOver v1, SeatReleased v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -59,6 +60,10 @@ var table = map[string]entry{
 	"NetworkSet":          current[NetworkSet](1),
 	"AddressesAllotted":   current[AddressesAllotted](1),
 	"AddressesReleased":   current[AddressesReleased](1),
+	"SeatTaken":           current[SeatTaken](1),
+	"SeatHandoverStarted": current[SeatHandoverStarted](1),
+	"SeatHandedOver":      current[SeatHandedOver](1),
+	"SeatReleased":        current[SeatReleased](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.

@@ -32,6 +32,11 @@ type Manifest struct {
 	// the node's agent supervises; nil for a module that is only files.
 	// Omitted when nil, so builds registered before it keep their digest.
 	Run *Run `json:"run,omitempty"`
+	// Claims are the seats the module holds where it is assigned: roles
+	// that one module instance holds mesh-wide at a time (issue 18, rule
+	// 24). Omitted when empty, so builds registered before keep their
+	// digest.
+	Claims []string `json:"claims,omitempty"`
 }
 
 // Run is a module's program: what the agent starts after applying a
@@ -101,6 +106,8 @@ func Parse(data []byte) (Manifest, error) {
 }
 
 func (m *Manifest) normalise() {
+	slices.Sort(m.Claims)
+	m.Claims = slices.Compact(m.Claims)
 	for _, l := range []*[]string{&m.Requires, &m.Provides, &m.Consumes} {
 		if *l == nil {
 			*l = []string{}

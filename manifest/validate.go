@@ -17,7 +17,7 @@ func (m Manifest) Validate() error {
 	if err := token("module", m.Module); err != nil {
 		return err
 	}
-	for field, list := range map[string][]string{"requires": m.Requires, "provides": m.Provides, "consumes": m.Consumes} {
+	for field, list := range map[string][]string{"requires": m.Requires, "provides": m.Provides, "consumes": m.Consumes, "claims": m.Claims} {
 		for _, v := range list {
 			if err := token(field, v); err != nil {
 				return fmt.Errorf("manifest %s: %w", m.Module, err)

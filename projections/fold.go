@@ -31,7 +31,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
 var readModels = []func(*folder, events.Recorded) error{
-	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
+	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
 }
 
 // inBatch is a fold that needs only the batch.
@@ -47,7 +47,8 @@ func movesComposition(ev events.Event) bool {
 	switch ev.(type) {
 	case events.NodeEnrolled, events.NodeRetired, events.ModuleRegistered, events.ModuleAssigned, events.ModuleUnassigned,
 		events.CredentialRotated, events.SecretForgotten, events.NodeChanged, events.NodeFactsReported,
-		events.NetworkSet, events.AddressesAllotted, events.AddressesReleased:
+		events.NetworkSet, events.AddressesAllotted, events.AddressesReleased,
+		events.SeatHandoverStarted, events.SeatHandedOver, events.SeatReleased:
 		return true
 	}
 	return false

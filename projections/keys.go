@@ -25,6 +25,7 @@ const (
 	prefixRollout        byte = 0x0f // id -> Rollout (rollouts.go)
 	prefixNetwork        byte = 0x10 // 'm' -> Network; 'a', address (16 bytes) -> AddressRow (network.go)
 	prefixNodeAddress    byte = 0x11 // node -> its overlay address
+	prefixSeat           byte = 0x12 // seat -> Seat (seats.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -61,7 +62,7 @@ var (
 //	12 runtimes and drift
 //	13 facts; declared capabilities and labels that change
 //	14 rollouts
-//	15 an assignment's upgrade policy in its row; the overlay's addresses
+//	15 an assignment's upgrade policy in its row; the overlay's addresses; seats
 const schemaVersion = 15
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }

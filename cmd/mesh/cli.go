@@ -27,6 +27,7 @@ type CLI struct {
 	Assign      AssignCmd      `cmd:"" group:"fleet" help:"Give a node a module's build (the latest unless --build) under an upgrade policy."`
 	Unassign    UnassignCmd    `cmd:"" group:"fleet" help:"Take a module off a node."`
 	Network     NetworkCmd     `cmd:"" group:"fleet" help:"The mesh's overlay network: its range, and each node's address."`
+	Seat        SeatCmd        `cmd:"" group:"fleet" help:"Seats: roles one module holds mesh-wide; their holders and handovers."`
 	Plan        PlanCmd        `cmd:"" group:"send" help:"What a node would be sent now, and how it differs from what it was sent."`
 	Push        PushCmd        `cmd:"" group:"send" help:"Compose, sign and send each node its declaration."`
 	Declare     DeclareCmd     `cmd:"" group:"send" help:"Send a node a hand-written declaration, numbered, chained and signed like any other."`

@@ -1,0 +1,81 @@
+package commands_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A seat's work queue on a real closed bus (issue 18): work put on it
+// while nobody holds the seat is kept, taken by the next holder once, and
+// by nobody else: another running module on the same node is refused.
+// Fails when the queue is not asserted, does not keep work, hands it out
+// twice, or the grant reaches a module that does not hold the seat.
+func TestASeatsWorkWaitsForItsHolder(t *testing.T) {
+	ctx := context.Background()
+	m := newTrustMesh(t, true)
+	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "box"})
+	m.must(err)
+	for _, doc := range []string{
+		`{"module":"builder","claims":["builder"],"run":{"command":"/bin/true"}}`,
+		`{"module":"other","run":{"command":"/bin/true"}}`,
+	} {
+		_, err := m.h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "m.json", Manifest: doc})
+		m.must(err)
+	}
+	// Nobody holds the seat yet: the work is kept.
+	op, err := nats.Connect(m.srv.ClientURL(), operatorOptions(t, m.home)...)
+	m.must(err)
+	defer op.Close()
+	ojs, err := jetstream.New(op)
+	m.must(err)
+	if _, err := ojs.Publish(ctx, events.SeatWork("builder"), []byte("build v2")); err != nil {
+		t.Fatalf("putting work on the seat's queue: %v", err)
+	}
+	for _, mod := range []string{"builder", "other"} {
+		_, err := m.h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "box", Module: mod})
+		m.must(err)
+	}
+
+	take := func(module string) (string, error) {
+		t.Helper()
+		nc, _, err := m.connectModule("box", module, nil, nil)
+		if err != nil {
+			return "", err
+		}
+		js, err := jetstream.New(nc)
+		m.must(err)
+		cctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer cancel()
+		c, err := js.CreateOrUpdateConsumer(cctx, events.SeatStream("builder"), jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy})
+		if err != nil {
+			return "", err
+		}
+		batch, err := c.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
+		if err != nil {
+			return "", err
+		}
+		for msg := range batch.Messages() {
+			if err := msg.DoubleAck(cctx); err != nil {
+				return "", err
+			}
+			return string(msg.Data()), nil
+		}
+		return "", batch.Error()
+	}
+	if got, err := take("other"); err == nil {
+		t.Fatalf("a module that does not hold the seat took %q from its queue", got)
+	}
+	if got, err := take("builder"); err != nil || got != "build v2" {
+		t.Fatalf("the holder taking the work kept for it: %q %v", got, err)
+	}
+	if got, err := take("builder"); err != nil || got != "" {
+		t.Fatalf("the work was handed out twice: %q %v", got, fmt.Sprint(err))
+	}
+}

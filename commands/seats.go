@@ -1,0 +1,509 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/secret"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Seats (issue 18, rule 24): a manifest's claims are roles one module
+// instance holds mesh-wide. The seat aggregate's version is expected in
+// the same atomic batch as the assignment that gives or takes the
+// claiming module, so two holders are never recorded; a handover releases
+// before it acquires, each step an event, driven by every controller's
+// timer like a rollout.
+
+// HandoverRequest moves a seat to a node.
+type HandoverRequest struct {
+	CommandID string `json:"command_id"`
+	Seat      string `json:"seat"`
+	To        string `json:"to"`
+	// Force: do not wait for the holder to apply its declaration without
+	// the seat: its machine is lost.
+	Force bool `json:"force,omitempty"`
+}
+
+// SeatView is a seat, where a handover stands, and its steps in the log.
+type SeatView struct {
+	projections.Seat
+	// Waiting says what a handover under way waits for ("" when none).
+	Waiting string     `json:"waiting,omitempty"`
+	Steps   []SeatStep `json:"steps"`
+}
+
+// SeatStep is one event of a seat, as seat show lists it.
+type SeatStep struct {
+	Seq  uint64    `json:"seq"`
+	At   time.Time `json:"at"`
+	Type string    `json:"type"`
+	What string    `json:"what"`
+}
+
+// SeatList is every seat ever claimed.
+type SeatList struct {
+	Seats []SeatView `json:"seats"`
+}
+
+// decideAtomic decides from the read models and appends the items as one
+// atomic batch; when any aggregate moved meanwhile nothing landed, and it
+// catches up and decides again after a short random pause, so that two
+// controllers racing part.
+func (h *Handlers) decideAtomic(ctx context.Context, commandID string, decide func(*projections.View) ([]store.One, error)) (uint64, []store.One, error) {
+	return h.withPool(ctx, commandID, func(v *projections.View, _ *aggregates.Pool) ([]store.One, error) { return decide(v) })
+}
+
+// seatOf is a seat's aggregate as the read models hold it.
+func seatOf(v *projections.View, name string) (*aggregates.Seat, error) {
+	s := aggregates.NewSeat(name)
+	row, found, err := v.Seat(name)
+	if err != nil || !found {
+		return s, err
+	}
+	s.Node, s.Module, s.HandoverTo, s.HandoverForced, s.Version = row.Node, row.Module, row.HandoverTo, row.Force, row.Version
+	return s, nil
+}
+
+// claimItems are the seat events of module on node taking the seats m
+// claims, each expecting its seat's version; taken names the seats this
+// batch already gives, so a batch never gives one seat twice. A seat held
+// by another is refused, naming the holder.
+func claimItems(v *projections.View, node, module string, m manifest.Manifest, taken map[string]string) ([]store.One, error) {
+	var items []store.One
+	for _, name := range m.Claims {
+		if other, dup := taken[name]; dup && other != node {
+			return nil, &aggregates.Error{Op: "claim seat", ID: name, Err: aggregates.ErrNameTaken,
+				Detail: fmt.Sprintf("this request gives %s to both %s and %s, and a seat has one holder; assign it to one node", module, other, node)}
+		}
+		s, err := seatOf(v, name)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := s.Claim(node, module)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			items = append(items, store.One{Aggregate: events.SeatAggregate(name), Expected: s.Version, Event: ev})
+		}
+		if taken != nil {
+			taken[name] = node
+		}
+	}
+	return items, nil
+}
+
+// releaseItems are the seat events of node letting go every seat module
+// (every module, when module is "") holds there.
+func releaseItems(v *projections.View, node, module, why string) ([]store.One, error) {
+	seats, err := v.Seats()
+	var items []store.One
+	for _, row := range seats {
+		if row.Node != node || module != "" && row.Module != module {
+			continue
+		}
+		s, err := seatOf(v, row.Seat)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range s.Release(node, why) {
+			items = append(items, store.One{Aggregate: events.SeatAggregate(row.Seat), Expected: s.Version, Event: ev})
+		}
+	}
+	return items, err
+}
+
+// ListSeats answers every seat, with where a handover stands.
+func (h *Handlers) ListSeats(ctx context.Context, _ Empty) (SeatList, error) {
+	out := SeatList{Seats: []SeatView{}}
+	var rows []projections.Seat
+	if err := h.Proj.Read(func(v *projections.View) (err error) { rows, err = v.Seats(); return err }); err != nil {
+		return out, err
+	}
+	for _, row := range rows {
+		out.Seats = append(out.Seats, SeatView{Seat: row, Waiting: h.handoverWaits(row), Steps: []SeatStep{}})
+	}
+	return out, nil
+}
+
+// ShowSeat answers one seat and its steps in the log.
+func (h *Handlers) ShowSeat(ctx context.Context, r NameRequest) (SeatView, error) {
+	var row projections.Seat
+	var found bool
+	if err := h.Proj.Read(func(v *projections.View) (err error) { row, found, err = v.Seat(r.Name); return err }); err != nil {
+		return SeatView{}, err
+	}
+	if !found {
+		return SeatView{}, &aggregates.Error{Op: "show seat", ID: r.Name, Err: aggregates.ErrUnknownNode,
+			Detail: "no module ever held a seat of that name; mesh seat list names those that exist"}
+	}
+	out := SeatView{Seat: row, Waiting: h.handoverWaits(row), Steps: []SeatStep{}}
+	err := h.Store.Read(ctx, store.ReadOptions{Filter: events.SeatAggregate(r.Name).Filter()}, func(m store.Msg) error {
+		env, ev, err := events.Decode(m.Data)
+		if err != nil {
+			return nil // the fold names a message it cannot read; this lists the seat's steps
+		}
+		out.Steps = append(out.Steps, SeatStep{Seq: m.Seq, At: env.OccurredAt, Type: env.Type, What: seatStep(ev)})
+		return nil
+	})
+	return out, err
+}
+
+// seatStep says one seat event in a sentence.
+func seatStep(ev events.Event) string {
+	switch e := ev.(type) {
+	case events.SeatTaken:
+		return fmt.Sprintf("%s on %s took it", e.Module, e.Node)
+	case events.SeatHandoverStarted:
+		if e.Force {
+			return fmt.Sprintf("handover of %s from %s to %s, forced: %s is not waited for", e.Module, e.From, e.To, e.From)
+		}
+		return fmt.Sprintf("handover of %s from %s to %s started: %s is sent a declaration without it", e.Module, e.From, e.To, e.From)
+	case events.SeatHandedOver:
+		how := e.From + " applied its declaration without it"
+		if e.Forced {
+			how = "forced: " + e.From + " was not waited for"
+		}
+		return fmt.Sprintf("%s handed over from %s to %s (%s)", e.Module, e.From, e.To, how)
+	case events.SeatReleased:
+		return fmt.Sprintf("%s on %s let it go: %s", e.Module, e.Node, e.Why)
+	}
+	return ev.EventType()
+}
+
+// handoverWaits says what a seat's handover under way waits for.
+func (h *Handlers) handoverWaits(s projections.Seat) string {
+	if s.HandoverTo == "" {
+		return ""
+	}
+	var why string
+	if err := h.Proj.Read(func(v *projections.View) error { why = waitsFor(v, s); return nil }); err != nil {
+		return err.Error()
+	}
+	return why
+}
+
+// waitsFor says what a seat's handover under way waits for, from v.
+func waitsFor(v *projections.View, s projections.Seat) string {
+	row, found, err := v.Node(s.Node)
+	switch {
+	case err != nil:
+		return err.Error()
+	case s.Force:
+		return fmt.Sprintf("forced: %s is handed the seat at the next step", s.HandoverTo)
+	case !found || row.LastSent == nil || row.LastSent.StreamSeq < s.HandoverSeq:
+		return fmt.Sprintf("%s is to be sent a declaration without %s", s.Node, s.Module)
+	case row.LastReport == nil || row.LastReport.Digest != row.LastSent.Digest:
+		return fmt.Sprintf("%s has not reported applying its declaration without %s (sequence %d, sent %s); if its machine is lost: mesh seat handover %s --to %s --force",
+			s.Node, s.Module, row.LastSent.Sequence, row.LastSent.At.UTC().Format(time.RFC3339), s.Seat, s.HandoverTo)
+	case row.LastReport.Outcome != "applied":
+		return fmt.Sprintf("%s %s its declaration without %s: %s; mend it, or if its machine is lost: mesh seat handover %s --to %s --force",
+			s.Node, row.LastReport.Outcome, s.Module, row.LastReport.Reason, s.Seat, s.HandoverTo)
+	}
+	return fmt.Sprintf("%s applied its declaration without %s: %s is handed the seat at the next step", s.Node, s.Module, s.HandoverTo)
+}
+
+// HandoverSeat starts moving a seat to a node: its steps are the
+// controllers' drive's to take (DriveSeats), and seat show says where it
+// stands.
+func (h *Handlers) HandoverSeat(ctx context.Context, r HandoverRequest) (SeatView, error) {
+	if err := h.ActiveNode(ctx, "hand over seat "+r.Seat+" to", r.To); err != nil {
+		return SeatView{}, err
+	}
+	_, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
+		row, found, err := v.Seat(r.Seat)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, &aggregates.Error{Op: "hand over seat", ID: r.Seat, Err: aggregates.ErrUnknownNode,
+				Detail: "no module ever held a seat of that name; mesh seat list names those that exist"}
+		}
+		s, err := seatOf(v, r.Seat)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := s.Handover(r.To, r.Force)
+		if err != nil || len(evs) == 0 {
+			return nil, err
+		}
+		if as, err := v.AssignmentsOf(r.To); err != nil {
+			return nil, err
+		} else if slices.ContainsFunc(as, func(a projections.AssignmentRow) bool { return a.Module == row.Module }) {
+			return nil, &aggregates.Error{Op: "hand over seat", ID: r.Seat, Err: aggregates.ErrInvalid,
+				Detail: fmt.Sprintf("%s is assigned %s already without holding the seat; unassign it there first", r.To, row.Module)}
+		}
+		return []store.One{{Aggregate: events.SeatAggregate(r.Seat), Expected: s.Version, Event: evs[0]}}, nil
+	})
+	if err != nil {
+		return SeatView{}, err
+	}
+	// The first step now, rather than at the next tick.
+	if err := h.DriveSeats(ctx); err != nil {
+		return SeatView{}, err
+	}
+	return h.ShowSeat(ctx, NameRequest{Name: r.Seat})
+}
+
+// DriveSeats takes the next step of every handover under way: sends the
+// holder its declaration without the seat; once it applied that (or the
+// operator forced it), moves the claiming module and the seat to the new
+// holder in one atomic batch; then sends the new holder and the nodes that
+// receive from its module their declarations in one more. Every step is
+// safe to take twice, by this controller or another: each expects the
+// versions it read.
+func (h *Handlers) DriveSeats(ctx context.Context) error {
+	if h.writable() != nil || h.past {
+		return nil
+	}
+	var seats []projections.Seat
+	if err := h.Proj.Read(func(v *projections.View) (err error) { seats, err = v.Seats(); return err }); err != nil {
+		return err
+	}
+	for _, s := range seats {
+		var err error
+		switch {
+		case s.HandoverTo != "":
+			err = h.handoverStep(ctx, s)
+		case s.TakenSeq != 0 && s.Node != "":
+			err = h.sendNewHolder(ctx, s)
+		}
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("seat %s: %w", s.Seat, err)
+		}
+	}
+	return nil
+}
+
+// handoverStep sends the holder its declaration without the seat, or,
+// once it applied it, hands the seat over.
+func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
+	row, found, err := h.Proj.Node(s.Node)
+	if err != nil {
+		return err
+	}
+	if !s.Force && found && !row.Retired {
+		switch {
+		case row.LastSent == nil || row.LastSent.StreamSeq < s.HandoverSeq:
+			_, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: []string{s.Node}, by: "handover " + s.Seat, once: true})
+			return err
+		case row.LastReport == nil || row.LastReport.Digest != row.LastSent.Digest || row.LastReport.Outcome != "applied":
+			return nil // waits for the holder: seat show says so
+		}
+	}
+	_, _, err = h.decideAtomic(ctx, NewCommandID(), func(v *projections.View) ([]store.One, error) {
+		seat, err := seatOf(v, s.Seat)
+		if err != nil || seat.HandoverTo == "" || seat.Version != s.Version {
+			return nil, err // taken meanwhile
+		}
+		from, err := nodeAggregateOf(v, s.Node)
+		if err != nil {
+			return nil, err
+		}
+		to, err := nodeAggregateOf(v, s.HandoverTo)
+		if err != nil {
+			return nil, err
+		}
+		have, ok := from.Assignments[s.Module]
+		if !ok {
+			return nil, fmt.Errorf("%s no longer holds %s", s.Node, s.Module)
+		}
+		m, found, err := h.manifests.get(v, compose.BuildRef{Module: s.Module, Build: have.Build})
+		if err != nil || !found {
+			return nil, fmt.Errorf("build %s of %s cannot be read: %v", have.Build, s.Module, err)
+		}
+		// A secret setting is sealed to its node's place: opened for the
+		// old holder, sealed again for the new one.
+		settings := map[string]string{}
+		for k, val := range have.Settings {
+			if secret.IsSealed(val) {
+				clear, err := h.openSetting(ctx, s.Node, s.Module, k, val)
+				if err != nil {
+					return nil, fmt.Errorf("the secret setting %s of %s on %s cannot be opened to move it: %v", k, s.Module, s.Node, err)
+				}
+				if val, err = h.sealSetting(ctx, s.HandoverTo, s.Module, k, clear, ""); err != nil {
+					return nil, err
+				}
+			}
+			settings[k] = val
+		}
+		off, err := from.Decide(aggregates.UnassignModule{Node: s.Node, Module: s.Module}, h.Now())
+		if err != nil {
+			return nil, err
+		}
+		on, err := to.Decide(aggregates.AssignModule{Node: s.HandoverTo, Module: s.Module, Build: have.Build, Spec: m.Settings, Settings: settings, Policy: have.Policy}, h.Now())
+		if err != nil || len(off) == 0 || len(on) == 0 {
+			return nil, cmpErr(err, fmt.Errorf("%s cannot take %s from %s", s.HandoverTo, s.Module, s.Node))
+		}
+		return []store.One{
+			{Aggregate: events.SeatAggregate(s.Seat), Expected: seat.Version,
+				Event: events.SeatHandedOver{Seat: s.Seat, Module: s.Module, From: s.Node, To: s.HandoverTo, Forced: s.Force || !found || row.Retired}},
+			{Aggregate: events.NodeAggregate(s.Node), Expected: from.Version, Event: off[0]},
+			{Aggregate: events.NodeAggregate(s.HandoverTo), Expected: to.Version, Event: on[0]},
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.Log.Info("seat handed over", "seat", s.Seat, "from", s.Node, "to", s.HandoverTo)
+	s, _, err = h.seatRow(s.Seat)
+	if err != nil || s.TakenSeq == 0 {
+		return err
+	}
+	return h.sendNewHolder(ctx, s)
+}
+
+func cmpErr(err, or error) error {
+	if err != nil {
+		return err
+	}
+	return or
+}
+
+func (h *Handlers) seatRow(name string) (projections.Seat, bool, error) {
+	var s projections.Seat
+	var found bool
+	err := h.Proj.Read(func(v *projections.View) (err error) { s, found, err = v.Seat(name); return err })
+	return s, found, err
+}
+
+// sendNewHolder sends the seat's new holder and every node that receives
+// from its module their declarations, in one atomic batch: the consumers
+// move to the holder in the same act as the holder takes it. Nothing to
+// do once the holder was sent a declaration since it took the seat.
+func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error {
+	row, found, err := h.Proj.Node(s.Node)
+	if err != nil || !found || row.LastSent != nil && row.LastSent.StreamSeq > s.TakenSeq {
+		return err
+	}
+	composed, err := h.composeAll()
+	if err != nil {
+		return err
+	}
+	nodes := []string{s.Node}
+	for n, w := range composed {
+		for _, r := range w.receives {
+			if r.Node == s.Node && r.Module == s.Module && n != s.Node && !slices.Contains(nodes, n) {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	slices.Sort(nodes[1:])
+	_, _, err = h.decideAtomic(ctx, NewCommandID(), func(v *projections.View) ([]store.One, error) {
+		in, err := h.input(v)
+		if err != nil {
+			return nil, err
+		}
+		w := compose.NewWorld(in)
+		var items []store.One
+		for _, n := range nodes {
+			res := w.Compose(n)
+			if !res.Composable() {
+				h.Log.Warn("after a handover, a node cannot be composed", "seat", s.Seat, "node", n, "why", res.Reason())
+				continue
+			}
+			r, _, err := v.Node(n)
+			if err != nil {
+				return nil, err
+			}
+			ev, _ := h.seal(*res.Declaration, r, "handover "+s.Seat, h.Now())
+			items = append(items, store.One{Aggregate: events.NodeAggregate(n), Expected: r.Version, Event: ev})
+		}
+		return items, nil
+	})
+	if err == nil {
+		h.Log.Info("seat's new holder and its consumers sent", "seat", s.Seat, "holder", s.Node, "nodes", len(nodes))
+	}
+	return err
+}
+
+// assertSeatQueue makes a seat's work queue if it is not there, with the
+// stream's replicas, and says which. Work-queue retention: a message is
+// kept until a holder takes and acknowledges it, whoever holds the seat
+// by then, and is taken once.
+func assertSeatQueue(ctx context.Context, js jetstream.JetStream, replicas int, seat string) (string, error) {
+	name := events.SeatStream(seat)
+	if _, err := js.Stream(ctx, name); err == nil {
+		return "found", nil
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return "", fmt.Errorf("cannot assert the work queue %s of seat %s: %w", name, seat, err)
+	}
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Description: "the work asked of seat " + seat + ", kept until its holder takes it",
+		Subjects: []string{events.SeatWork(seat)}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: max(replicas, 1)})
+	if err != nil {
+		return "", fmt.Errorf("cannot create the work queue %s of seat %s: %w", name, seat, err)
+	}
+	return "created", nil
+}
+
+// assertSeatQueues asserts the work queue of every seat a registered build
+// claims (a seat's queue keeps work before anyone ever held it), and says
+// what it found.
+func (h *Handlers) assertSeatQueues(ctx context.Context, replicas int) (string, error) {
+	seats := map[string]bool{}
+	err := h.Proj.Read(func(v *projections.View) error {
+		rows, err := v.Modules()
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			for _, b := range row.Builds {
+				m, _, err := h.manifests.get(v, compose.BuildRef{Module: row.Name, Build: b.Build})
+				if err != nil {
+					return err
+				}
+				for _, s := range m.Claims {
+					seats[s] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	var said []string
+	for _, seat := range slices.Sorted(maps.Keys(seats)) {
+		action, err := assertSeatQueue(ctx, h.Store.JetStream(), replicas, seat)
+		if err != nil {
+			return "", err
+		}
+		said = append(said, events.SeatStream(seat)+" "+action)
+	}
+	if len(said) == 0 {
+		return "seat work queues: no module claims a seat yet", nil
+	}
+	return "seat work queues: " + strings.Join(said, ", "), nil
+}
+
+// seatGrants are what the holder of seats may do besides its manifest's
+// grants: take work from each seat's queue (make and read its consumers,
+// fetch, acknowledge), nothing else of those streams.
+func seatGrants(seats []string) []string {
+	var pub []string
+	for _, s := range seats {
+		stream := events.SeatStream(s)
+		pub = append(pub,
+			"$JS.API.STREAM.INFO."+stream,
+			"$JS.API.CONSUMER.CREATE."+stream,
+			"$JS.API.CONSUMER.CREATE."+stream+".>",
+			"$JS.API.CONSUMER.DURABLE.CREATE."+stream+".>",
+			"$JS.API.CONSUMER.INFO."+stream+".>",
+			"$JS.API.CONSUMER.MSG.NEXT."+stream+".>",
+			"$JS.ACK."+stream+".>",
+		)
+	}
+	return pub
+}
