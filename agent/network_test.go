@@ -62,6 +62,13 @@ func TestTheOverlayInEveryDeclaration(t *testing.T) {
 		m.must(err)
 		return private, public
 	}
+	// The network is in what each node was sent, not only in its files:
+	// every node current with what it would be sent now.
+	for n, st := range m.status() {
+		if st.State != commands.StateCurrent {
+			t.Fatalf("%s is %s after the push: %s", n, st.State, st.Detail)
+		}
+	}
 	hub, edge := view("hub"), view("edge-1")
 	if hub.Address != "10.50.0.1" || edge.Address != "10.50.0.2" {
 		t.Fatalf("addresses: hub %q, edge-1 %q", hub.Address, edge.Address)

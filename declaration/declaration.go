@@ -28,17 +28,20 @@ type Declaration struct {
 	Resources  []compose.Resource    `json:"resources"`
 	Receives   []compose.Receipt     `json:"receives"`
 	Runs       []compose.Runtime     `json:"runs,omitempty"`
+	// Network is the node's place on the overlay: omitted while the mesh
+	// has none, so a declaration without one keeps its bytes.
+	Network *compose.Network `json:"network,omitempty"`
 }
 
 // New puts the envelope (sequence, chain, time) around composed content.
 func New(c compose.Declaration, seq uint64, previous string, at time.Time) Declaration {
 	return Declaration{Mesh: c.Mesh, Node: c.Node, Sequence: seq, ComposedAt: at.UTC(), Previous: previous,
-		Modules: c.Modules, Resources: c.Resources, Receives: c.Receives, Runs: c.Runs}
+		Modules: c.Modules, Resources: c.Resources, Receives: c.Receives, Runs: c.Runs, Network: c.Network}
 }
 
 // Content is the declaration without its envelope: what compose produced.
 func (d Declaration) Content() compose.Declaration {
-	return compose.Declaration{Mesh: d.Mesh, Node: d.Node, Modules: nonNil(d.Modules), Resources: nonNil(d.Resources), Receives: nonNil(d.Receives), Runs: d.Runs}
+	return compose.Declaration{Mesh: d.Mesh, Node: d.Node, Modules: nonNil(d.Modules), Resources: nonNil(d.Resources), Receives: nonNil(d.Receives), Runs: d.Runs, Network: d.Network}
 }
 
 // Canonical is the one byte form that is signed: fixed field order, no

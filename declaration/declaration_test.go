@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +150,28 @@ func BenchmarkBuilds(b *testing.B) {
 	b.ReportMetric(head, "ns/head")
 	b.ReportMetric(whole, "ns/whole")
 	b.ReportMetric(head/whole, "head/whole")
+}
+
+// Every field of composed content survives the envelope: a field added to
+// compose.Declaration and not to Declaration would be composed, never
+// sent, and the node would be behind for ever (the overlay's Network was,
+// once). Fails when New or Content drops one.
+func TestTheEnvelopeKeepsEveryFieldOfTheContent(t *testing.T) {
+	content := "x"
+	c := compose.Declaration{Mesh: "m", Node: "n",
+		Modules:   []compose.ModuleBuild{{Module: "a", Build: "b"}},
+		Resources: []compose.Resource{{Path: "/p", Kind: "file", Mode: "0644", Content: &content, Module: "a"}},
+		Receives:  []compose.Receipt{{Consumer: "a", Requirement: "r", Node: "o", Module: "p"}},
+		Runs:      []compose.Runtime{{Module: "a", Command: "/bin/true"}},
+		Network:   &compose.Network{Range: "10.0.0.0/24", Address: "10.0.0.1", Key: "k", Peers: []compose.Peer{{Node: "o", Address: "10.0.0.2", Key: "l"}}},
+	}
+	v := reflect.ValueOf(c)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the sample leaves compose.Declaration.%s empty: give it a value", v.Type().Field(i).Name)
+		}
+	}
+	if diff := cmp.Diff(c, New(c, 1, "", time.Now()).Content()); diff != "" {
+		t.Fatalf("content through the envelope (-composed +sent):\n%s", diff)
+	}
 }

@@ -100,9 +100,11 @@ func (c *SeatHandoverCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		if err := g.call(ctx, commands.SubjectSeatShow, commands.NameRequest{Name: c.Seat}, &r); err != nil {
+		var now commands.SeatView // fresh: a field the answer leaves out is empty, not the last one's
+		if err := g.call(ctx, commands.SubjectSeatShow, commands.NameRequest{Name: c.Seat}, &now); err != nil {
 			return err
 		}
+		r = now
 	}
 	switch {
 	case r.Node == c.To && r.HandoverTo == "":
