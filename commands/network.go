@@ -141,9 +141,9 @@ func poolItem(pool *aggregates.Pool, evs []events.Event) []store.One {
 }
 
 // SetNetwork sets the overlay's range and gives every active node without
-// an address one from it: the range and the first 998 addresses in one
-// batch, the rest in batches after it (a controller stopped between two
-// leaves some without, and network set again gives them theirs).
+// an address one from it: the range, then the addresses in batches of 998
+// (a controller stopped between two leaves some without, and network set
+// again gives them theirs).
 func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkView, error) {
 	quarantine := r.Quarantine
 	if quarantine == 0 {
@@ -153,16 +153,13 @@ func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkVie
 	for first := true; ; first = false {
 		batch := 0
 		seq, items, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
-			var evs []events.Event
 			if first {
+				// The range alone: the pool takes one event a batch, and
+				// the addresses follow in batches of their own.
 				set, err := pool.Set(r.CIDR, quarantine)
-				if err != nil {
-					return nil, err
+				if err != nil || len(set) > 0 {
+					return poolItem(pool, set), err
 				}
-				for _, ev := range set {
-					pool.Apply(events.Recorded{Seq: pool.Version, Event: ev})
-				}
-				evs = set
 			}
 			nodes, err := v.Nodes()
 			if err != nil {
@@ -181,7 +178,7 @@ func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkVie
 			if len(allot) > 0 {
 				batch = len(allot[0].(events.AddressesAllotted).Allotted)
 			}
-			return poolItem(pool, append(evs, allot...)), nil
+			return poolItem(pool, allot), nil
 		})
 		if err != nil {
 			return out, err
@@ -189,11 +186,12 @@ func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkVie
 		if len(items) == 0 {
 			break
 		}
+		out.Seq = seq
 		if _, ok := items[0].Event.(events.NetworkSet); ok {
 			out.Changed = true
+			continue
 		}
 		out.Allotted += batch
-		out.Seq = seq
 		if batch == 0 {
 			break
 		}
