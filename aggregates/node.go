@@ -21,12 +21,12 @@ type Node struct {
 	Labels       map[string]string
 	// Assignments are the modules the node is to hold, by module name.
 	Assignments map[string]Assignment
-	// LastSequence and LastDigest are of the last declaration sent: the next
-	// is numbered LastSequence+1 and chained to LastDigest.
-	LastSequence uint64
-	LastDigest   string
 	// Version is the stream sequence of the last event applied: the
-	// expectation of the next append.
+	// expectation of the next append. A send is numbered and chained from
+	// the nodes read model's row (commands' seal), appended expecting the
+	// row's version: right only while every event of a node's aggregate
+	// moves that version, which the fold does and
+	// projections.TestEveryNodeEventMovesItsVersion holds it to.
 	Version uint64
 }
 
@@ -74,8 +74,6 @@ func (n *Node) Apply(rec events.Recorded) {
 		n.Assignments[ev.Module] = Assignment{Build: ev.Build, Settings: ev.Settings, Policy: ev.Policy}
 	case events.ModuleUnassigned:
 		delete(n.Assignments, ev.Module)
-	case events.DeclarationSent:
-		n.LastSequence, n.LastDigest = ev.Sequence, ev.Digest
 	}
 	n.Version = rec.Seq
 }

@@ -128,7 +128,7 @@ func (h *Handlers) withPool(ctx context.Context, commandID string, decide func(*
 		}
 		return seq, items, h.landed(ctx, seq, items[0].Event)
 	}
-	return 0, nil, fmt.Errorf("cannot change the address pool: it changed under %d attempts in a row; try again", poolAttempts)
+	return 0, nil, fmt.Errorf("what this command changes was changed by other writes %d times in a row; nothing was recorded; try again", poolAttempts)
 }
 
 // poolItem is the pool's events as one item of an atomic batch.

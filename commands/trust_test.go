@@ -373,6 +373,14 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	if l, _ := m.h.ListForeign(ctx, commands.Empty{}); len(l.Foreign) != wantForeign || l.Open != 0 {
 		t.Fatalf("foreign list after the acknowledgement: %+v", l)
 	}
+	// db-1 can still be changed and sent to: the forgeries on its subjects
+	// moved the stream's last sequence for it, and its row followed (else
+	// every write to db-1 would conflict for good).
+	_, err = m.h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "y"}})
+	m.must(err)
+	if r, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "db-1"}); err != nil || len(r.Sent) != 1 {
+		t.Fatalf("a push to db-1 after the forgeries: %+v %v", r, err)
+	}
 }
 
 func containsForeign(list []projections.ForeignMessage, subject, reason string) bool {

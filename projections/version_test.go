@@ -1,0 +1,53 @@
+package projections
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/meshctl/mesh/events"
+)
+
+// Every event of a node's aggregate moves the node row's Version, which a
+// push expects when it appends a declaration (aggregates.Node.Version): a
+// row left behind would make every later append to that node conflict,
+// and the node could never be sent anything again. One sample per node
+// event type the controller writes (the send is foreign: its digest is
+// not that of the bytes it carries; it moves the version all the same,
+// since it moved the stream's last sequence for the node); a type added
+// to events.Rights without a sample here fails the test.
+func TestEveryNodeEventMovesItsVersion(t *testing.T) {
+	samples := []events.Event{
+		events.NodeEnrolled{Name: "web-1", Capabilities: []string{}, Labels: map[string]string{}},
+		events.ModuleAssigned{Node: "web-1", Module: "app", Build: "b1", Settings: map[string]string{}},
+		events.DeclarationSent{Node: "web-1", Sequence: 1, Digest: "d", ContentDigest: "c", By: "push", Declaration: []byte("{}"), Signature: []byte("s"), Key: "k"},
+		events.NodeChanged{Name: "web-1", Capabilities: []string{"linux"}, Labels: map[string]string{}},
+		events.SecretForgotten{Node: "web-1", Module: "app", Setting: "password", Versions: []int{1}},
+		events.ModuleUnassigned{Node: "web-1", Module: "app"},
+		events.NodeRetired{Name: "web-1"},
+	}
+	covered := map[string]bool{}
+	for _, ev := range samples {
+		covered[ev.EventType()] = true
+	}
+	for name, r := range events.Rights {
+		if r.Kind == events.KindNode && r.Writer == events.ByController && !covered[name] {
+			t.Fatalf("%s is an event of a node's aggregate with no sample here: add one", name)
+		}
+	}
+	s := newStore(t)
+	e := openEngine(t, s, vfs.NewMem(), 1)
+	var version uint64
+	for _, ev := range samples {
+		seq, err := s.Append(context.Background(), events.NodeAggregate("web-1"), version, "version-"+ev.EventType(), ev)
+		if err != nil {
+			t.Fatalf("%s: %v", ev.EventType(), err)
+		}
+		waitFor(t, e, seq)
+		row, found, err := e.Node("web-1")
+		if err != nil || !found || row.Version != seq {
+			t.Fatalf("after %s at %d the node row's version is %d (%v, found %v)", ev.EventType(), seq, row.Version, err, found)
+		}
+		version = seq
+	}
+}
