@@ -50,7 +50,8 @@ func OperatorKey(controller nkeys.KeyPair) (nkeys.KeyPair, error) {
 
 // NodePermissions is all a node's identity may do on the bus. A denied
 // publish is dropped without a word and a JetStream call then times out,
-// so the agent is built to need exactly these (nats-notes.md).
+// so the agent is built to need exactly these (ARCHITECTURE.md, "Who may
+// say what").
 func NodePermissions(node string) jwt.Permissions {
 	own := events.DeclarationSubject(node)
 	pub := jwt.StringList{

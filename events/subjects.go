@@ -10,8 +10,8 @@ import (
 //
 // Events the controller decides live under mesh.ev.<kind>.<id>.<type>: the
 // aggregate's canonical filter is mesh.ev.<kind>.<id>.> and every checked write
-// to that aggregate uses exactly that filter (see nats-notes: on R3 streams a
-// write under a different filter can slip past an expectation).
+// to that aggregate uses exactly that filter (ARCHITECTURE.md, "Subjects": on
+// R3 streams a write under a different filter can slip past an expectation).
 //
 // Events other parties write (a node's reports, a provider's standing) live
 // under mesh.rp.<node>.<type>, so they can never move an aggregate's version
