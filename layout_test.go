@@ -3,6 +3,7 @@
 package mesh_test
 
 import (
+	"encoding/json"
 	"go/parser"
 	"go/token"
 	"os"
@@ -132,5 +133,99 @@ func TestEveryCitationCanBeFollowed(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// What each package may import beyond the standard library: the mesh's own
+// packages by path, and the modules of external. A package importing
+// anything else, or a package not listed, fails the test below; the fix
+// is a line here, read by whoever reviews it.
+var mayImport = map[string][]string{
+	".":                     {},
+	"agent":                 {"compose", "declaration", "events", "events/store", "manifest", "secret", natsGo, nkeys},
+	"aggregates":            {"events", "manifest"},
+	"cmd/mesh":              {"agent", "aggregates", "commands", "compose", "embedded", "events", "events/store", "fleet", "manifest", "projections", "web", natsGo, nkeys, "github.com/alecthomas/kong", "github.com/willabides/kongplete"},
+	"commands":              {"aggregates", "compose", "declaration", "events", "events/store", "manifest", "projections", "secret", natsGo, nkeys, "github.com/nats-io/jwt/v2"},
+	"compose":               {"manifest"},
+	"declaration":           {"compose", nkeys},
+	"embedded":              {natsGo, "github.com/nats-io/nats-server/v2"},
+	"embedded/embeddedtest": {"embedded", natsGo},
+	"events":                {},
+	"events/store":          {"declaration", "events", natsGo},
+	"examples":              {},
+	"examples/mesh-greeter": {"events", "meshmod", natsGo},
+	"fleet":                 {"agent", "declaration", "events", "events/store", natsGo, nkeys},
+	"manifest":              {"events"},
+	"meshmod":               {"declaration", "events", "events/store", natsGo, nkeys},
+	"projections":           {"compose", "declaration", "events", "events/store", "github.com/cockroachdb/pebble/v2"},
+	"secret":                {},
+	"web":                   {"aggregates", "commands", "projections", "github.com/prometheus/client_golang"},
+}
+
+const (
+	natsGo = "github.com/nats-io/nats.go"
+	nkeys  = "github.com/nats-io/nkeys"
+)
+
+// external is every module outside the standard library the mesh's code
+// imports, and why it beats writing that part (ARCHITECTURE.md,
+// "Dependencies", says more). Tests may import more (go-cmp, chromedp).
+var external = map[string]string{
+	natsGo:                                "the bus's client: JetStream, key-value, the services protocol",
+	nkeys:                                 "the bus's ed25519 keys, which sign declarations and reports (nats-server requires it already)",
+	"github.com/nats-io/jwt/v2":           "the auth callout's answers (nats-server requires it already)",
+	"github.com/nats-io/nats-server/v2":   "the embedded bus that makes one box a whole mesh",
+	"github.com/cockroachdb/pebble/v2":    "the read models' store",
+	"github.com/alecthomas/kong":          "the command line",
+	"github.com/willabides/kongplete":     "shell completion for kong's commands, from their own definitions",
+	"github.com/prometheus/client_golang": "/metrics in the exposition format Prometheus itself reads",
+}
+
+func TestEachPackageImportsOnlyWhatItMay(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "github.com/meshctl/mesh"
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if rel == "" {
+			rel = "."
+		}
+		allowed, listed := mayImport[rel]
+		if !listed {
+			t.Errorf("package %s is not in mayImport: add it, with what it may import", rel)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.Contains(strings.Split(imp, "/")[0], ".") {
+				continue // the standard library
+			}
+			name := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			ok := false
+			for _, a := range allowed {
+				ok = ok || name == a || imp == a || strings.HasPrefix(imp, a+"/")
+			}
+			if !ok {
+				t.Errorf("%s imports %s, which mayImport does not let it", rel, imp)
+			}
+			if !strings.HasPrefix(imp, module) {
+				known := false
+				for m := range external {
+					known = known || imp == m || strings.HasPrefix(imp, m+"/")
+				}
+				if !known {
+					t.Errorf("%s imports %s, a module external does not give a reason for", rel, imp)
+				}
+			}
+		}
 	}
 }

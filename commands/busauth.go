@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/declaration"
-	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
@@ -269,7 +268,7 @@ func ClusterBusKeys(controller nkeys.KeyPair) (BusKeys, error) {
 // and answers the callout; every other connection is the controller's to
 // decide.
 func (k BusKeys) ServerConfig() string {
-	a := k.Auth()
+	issuer, controller := k.Public()
 	return fmt.Sprintf(`authorization {
   users: [ { nkey: %s } ]
   auth_callout {
@@ -277,14 +276,17 @@ func (k BusKeys) ServerConfig() string {
     auth_users: [ %s ]
   }
 }
-`, a.Controller, a.Issuer, a.Controller)
+`, controller, issuer, controller)
 }
 
-// Auth is the embedded server's configuration for these keys.
-func (k BusKeys) Auth() *embedded.Auth {
-	issuer, _ := k.Issuer.PublicKey()
-	user, _ := k.Controller.PublicKey()
-	return &embedded.Auth{Issuer: issuer, Controller: user}
+// Public is what a server closed for these keys is configured with: the
+// account key the callout's answers are signed with, and the controller's
+// user key, which connects without the callout. (An embedded server takes
+// them as embedded.Auth; the controller itself never needs the server.)
+func (k BusKeys) Public() (issuer, controller string) {
+	issuer, _ = k.Issuer.PublicKey()
+	controller, _ = k.Controller.PublicKey()
+	return issuer, controller
 }
 
 // ControllerOption connects as the controller's own user.

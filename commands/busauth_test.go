@@ -35,7 +35,7 @@ func newClosedMesh(t testing.TB, lifetime time.Duration) *closedMesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := embedded.Start(context.Background(), embedded.Options{Dir: t.TempDir(), Port: -1, Auth: keys.Auth()})
+	srv, err := embedded.Start(context.Background(), embedded.Options{Dir: t.TempDir(), Port: -1, Auth: embedded.AuthOf(keys.Public())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	servers, err := embedded.StartClosedCluster(ctx, t.TempDir(), 3, keys.Auth())
+	servers, err := embedded.StartClosedCluster(ctx, t.TempDir(), 3, embedded.AuthOf(keys.Public()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func newTrustMesh(t *testing.T, closed bool) *trustMesh {
 		if m.keys, err = commands.NewBusKeys(); err != nil {
 			t.Fatal(err)
 		}
-		o.Auth = m.keys.Auth()
+		o.Auth = embedded.AuthOf(m.keys.Public())
 		opts = append(opts, m.keys.ControllerOption())
 	}
 	srv, err := embedded.Start(m.ctx, o)

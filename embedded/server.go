@@ -52,6 +52,10 @@ type Options struct {
 	Auth *Auth
 }
 
+// AuthOf is the configuration of a bus closed for an issuer and a
+// controller key (commands.BusKeys.Public answers them).
+func AuthOf(issuer, controller string) *Auth { return &Auth{Issuer: issuer, Controller: controller} }
+
 // Auth is a closed bus's configuration.
 type Auth struct {
 	// Issuer is the account public key the callout's answers are signed with.

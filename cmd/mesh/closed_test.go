@@ -29,7 +29,7 @@ func TestClosedCluster(t *testing.T) {
 	if again := mesh(t, home, "bus-config"); again.out != r.out {
 		t.Fatal("bus-config printed another block for the same key")
 	}
-	servers, err := embedded.StartClosedCluster(context.Background(), t.TempDir(), 3, keys.Auth())
+	servers, err := embedded.StartClosedCluster(context.Background(), t.TempDir(), 3, embedded.AuthOf(keys.Public()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		}
 		log.Info(said)
 	}
-	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port, Auth: keys.Auth(), Monitor: u.BusMonitor, TLS: secure})
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: dataDir, Host: host, Port: port, Auth: embedded.AuthOf(keys.Public()), Monitor: u.BusMonitor, TLS: secure})
 	if err != nil {
 		return err
 	}
