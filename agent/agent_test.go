@@ -126,9 +126,9 @@ func (m *mesh) report(node, digest string) projections.Report {
 }
 
 // reportWhere is report, waiting for a report of that outcome ("" any).
-func (m *mesh) reportWhere(node, digest, outcome string) projections.Report {
+func (m *mesh) reportWhere(node, digest string, outcome events.Outcome) projections.Report {
 	m.t.Helper()
-	outcomes := map[byte]string{projections.HistoryApplied: "applied", projections.HistoryFailed: "failed", projections.HistoryRefused: "refused"}
+	outcomes := map[byte]events.Outcome{projections.HistoryApplied: events.OutcomeApplied, projections.HistoryFailed: events.OutcomeFailed, projections.HistoryRefused: events.OutcomeRefused}
 	deadline := time.Now().Add(settle)
 	for time.Now().Before(deadline) {
 		var found *projections.Report

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,19 +23,11 @@ func (m *mesh) status() map[string]commands.NodeStatus {
 }
 
 // waitState polls status until node is in state.
-func (m *mesh) waitState(node, state string) commands.NodeStatus {
+func (m *mesh) waitState(node string, state commands.State) commands.NodeStatus {
 	m.t.Helper()
-	deadline := time.Now().Add(settle)
-	for {
-		n := m.status()[node]
-		if n.State == state {
-			return n
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("%s is %q (%s), never %q", node, n.State, n.Detail, state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var n commands.NodeStatus
+	eventually(m.t, fmt.Sprintf("%s to be %s", node, state), func() bool { n = m.status()[node]; return n.State == state })
+	return n
 }
 
 func (m *mesh) writeModule(doc string) {

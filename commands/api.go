@@ -148,7 +148,7 @@ type NodeView struct {
 	// Filled by node show: the node's state, what it would be sent now
 	// (content digest) beside what it was sent, what composition left out
 	// or could not resolve, and the standings it is part of.
-	State      string                `json:"state,omitempty"`
+	State      State                 `json:"state,omitempty"`
 	Since      *time.Time            `json:"since,omitempty"`
 	Detail     string                `json:"detail,omitempty"`
 	WouldSend  string                `json:"would_send,omitempty"`
@@ -169,7 +169,7 @@ type NodeView struct {
 
 // ReportView is the last report a node sent back.
 type ReportView struct {
-	Outcome  string                   `json:"outcome"`
+	Outcome  events.Outcome           `json:"outcome"`
 	Sequence uint64                   `json:"sequence"`
 	Digest   string                   `json:"digest"`
 	Reason   string                   `json:"reason,omitempty"`
@@ -492,7 +492,7 @@ type StatusReport struct {
 // StatusTable is the nodes of a brief status by column, row i of each
 // column one node. State indexes States.
 type StatusTable struct {
-	States   []string `json:"states"`
+	States   []State  `json:"states"`
 	Name     []string `json:"name"`
 	State    []uint8  `json:"state"`
 	Sequence []uint64 `json:"sequence"`
@@ -502,7 +502,7 @@ type StatusTable struct {
 
 // newStatusTable is an empty table with room for n rows.
 func newStatusTable(n int) *StatusTable {
-	return &StatusTable{States: []string{}, Name: make([]string, 0, n), State: make([]uint8, 0, n),
+	return &StatusTable{States: []State{}, Name: make([]string, 0, n), State: make([]uint8, 0, n),
 		Sequence: make([]uint64, 0, n), Since: make([]int64, 0, n), Detail: make([]string, 0, n)}
 }
 
@@ -525,7 +525,7 @@ func (t *StatusTable) Len() int { return len(t.Name) }
 
 // Row is the table's row i, as Nodes would hold it without digests.
 func (t *StatusTable) Row(i int) NodeStatus {
-	state := ""
+	var state State
 	if int(t.State[i]) < len(t.States) {
 		state = t.States[t.State[i]]
 	}
@@ -544,7 +544,7 @@ func (t *StatusTable) Rows() []NodeStatus {
 // NodeStatus is one node's line in status.
 type NodeStatus struct {
 	Name          string     `json:"name"`
-	State         string     `json:"state"`
+	State         State      `json:"state"`
 	Sequence      uint64     `json:"sequence"`
 	Digest        string     `json:"digest"`
 	Since         time.Time  `json:"since"`

@@ -18,7 +18,7 @@ import (
 // StatePartial: the node is current with what could be composed for it, but
 // a module assigned to it was left out (its machine lacks a capability), so
 // what was asked is not what runs.
-const StatePartial = "partial"
+const StatePartial State = "partial"
 
 // lagTolerance is how far behind the stream the read models may be before
 // status says so: a busy mesh is always a few events behind for a moment.
@@ -90,7 +90,7 @@ func (h *Handlers) lag(ctx context.Context, checkpoint uint64) (string, error) {
 
 // partial turns a node that is current with what could be composed into
 // partial when a module assigned to it was left out.
-func partial(state, detail string, w wouldSend) (string, string) {
+func partial(state State, detail string, w wouldSend) (State, string) {
 	if state != StateCurrent || len(w.leftOut) == 0 {
 		return state, detail
 	}

@@ -14,23 +14,31 @@ import (
 // rollout (rule 23). Said with why, so a held node is never mistaken for
 // one a push forgot; the mesh is well with held nodes, which are where
 // the operator chose to keep them.
-const StateHeld = "held"
+const StateHeld State = "held"
 
 // held turns a current node into held when some module it holds has a
 // newer build waiting (why is holdsOf's sentence for it).
-func held(state, detail, why string) (string, string) {
+func held(state State, detail, why string) (State, string) {
 	if state != StateCurrent || why == "" {
 		return state, detail
 	}
 	return StateHeld, why
 }
 
-// WellState says whether a node's state leaves the mesh well.
-func WellState(state string) bool { return state == StateCurrent || state == StateHeld }
+// stateWell is every state, and whether a node in it leaves the mesh
+// well: the one place a new state must be said to be one or the other.
+var stateWell = map[State]bool{
+	StateCurrent: true, StateHeld: true,
+	StatePartial: false, StateDrifted: false, StateWaiting: false, StateFailed: false, StateRefused: false,
+	StateBehind: false, StateNeverSent: false, StateCannotCompose: false,
+}
 
-// States are every state a node can be in, for whoever lists them all
-// (metrics export each, zero or not).
-var States = []string{StateCurrent, StateHeld, StatePartial, StateDrifted, StateWaiting, StateFailed, StateRefused,
+// WellState says whether a node's state leaves the mesh well.
+func WellState(state State) bool { return stateWell[state] }
+
+// States are every state a node can be in, in the order status lists
+// them (metrics export each, zero or not).
+var States = []State{StateCurrent, StateHeld, StatePartial, StateDrifted, StateWaiting, StateFailed, StateRefused,
 	StateBehind, StateNeverSent, StateCannotCompose}
 
 // holdsOf reads why each node (or only the one named) holds a build older

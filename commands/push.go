@@ -300,7 +300,7 @@ func (h *Handlers) seal(content compose.Declaration, row projections.Node, by st
 		seq, previous = row.LastSent.Sequence+1, row.LastSent.Digest
 	}
 	switch r := row.LastReport; {
-	case r == nil || r.Outcome != "refused" || r.Highest < seq:
+	case r == nil || r.Outcome != events.OutcomeRefused || r.Highest < seq:
 	case r.Highest >= maxSequence:
 		// No mesh sends a node this many declarations: believing it would
 		// number the next near the end of uint64 and wrap to 0, and the

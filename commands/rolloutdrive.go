@@ -289,9 +289,9 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 				toSend, done = append(toSend, n), false
 			case rep == nil || rep.Digest != sent.Digest:
 				inFlight, done = inFlight+1, false
-			case rep.Outcome == "failed":
+			case rep.Outcome == events.OutcomeFailed:
 				return &waveHalt{node: n, why: "failed: " + failedShort(rep)}
-			case rep.Outcome == "refused":
+			case rep.Outcome == events.OutcomeRefused:
 				return &waveHalt{node: n, why: "refused: " + rep.Reason}
 			}
 		}

@@ -254,7 +254,7 @@ func openRotations(v *projections.View) ([]OpenRotation, error) {
 				continue // a retired end holds nothing any more
 			}
 			sent, rep := n.LastSent, n.LastReport
-			if sent != nil && sent.StreamSeq > r.Seq && rep != nil && rep.Outcome == "applied" && rep.Digest == sent.Digest {
+			if sent != nil && sent.StreamSeq > r.Seq && rep != nil && rep.Outcome == events.OutcomeApplied && rep.Digest == sent.Digest {
 				o.Applied = append(o.Applied, end)
 			} else {
 				o.Pending = append(o.Pending, end)

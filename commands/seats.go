@@ -208,7 +208,7 @@ func waitsFor(v *projections.View, s projections.Seat) string {
 	case row.LastReport == nil || row.LastReport.Digest != row.LastSent.Digest:
 		return fmt.Sprintf("%s has not reported applying its declaration without %s (sequence %d, sent %s); if its machine is lost: mesh seat handover %s --to %s --force",
 			s.Node, s.Module, row.LastSent.Sequence, row.LastSent.At.UTC().Format(time.RFC3339), s.Seat, s.HandoverTo)
-	case row.LastReport.Outcome != "applied":
+	case row.LastReport.Outcome != events.OutcomeApplied:
 		return fmt.Sprintf("%s %s its declaration without %s: %s; mend it, or if its machine is lost: mesh seat handover %s --to %s --force",
 			s.Node, row.LastReport.Outcome, s.Module, row.LastReport.Reason, s.Seat, s.HandoverTo)
 	}
@@ -299,7 +299,7 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 		case row.LastSent == nil || row.LastSent.StreamSeq < s.HandoverSeq:
 			_, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: []string{s.Node}, by: "handover " + s.Seat, once: true})
 			return err
-		case row.LastReport == nil || row.LastReport.Digest != row.LastSent.Digest || row.LastReport.Outcome != "applied":
+		case row.LastReport == nil || row.LastReport.Digest != row.LastSent.Digest || row.LastReport.Outcome != events.OutcomeApplied:
 			return nil // waits for the holder: seat show says so
 		}
 	}

@@ -10,26 +10,32 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
 )
 
+// State is the one state status gives each active node (rule 10). Every
+// state is a constant of this type and a key of stateWell (held.go), which
+// TestEveryStateIsHandled holds every constant to.
+type State string
+
 // Node states (rule 10): exactly one per active node.
 const (
-	StateCurrent       = "current"
-	StateWaiting       = "waiting"
-	StateFailed        = "failed"
-	StateRefused       = "refused"
-	StateBehind        = "behind"
-	StateNeverSent     = "never sent"
-	StateCannotCompose = "cannot be composed"
+	StateCurrent       State = "current"
+	StateWaiting       State = "waiting"
+	StateFailed        State = "failed"
+	StateRefused       State = "refused"
+	StateBehind        State = "behind"
+	StateNeverSent     State = "never sent"
+	StateCannotCompose State = "cannot be composed"
 	// StateDrifted: what it applied was changed behind its agent's back,
 	// and the agent (--drift report) left it as found. The next apply
 	// ends it; push --behind sends one.
-	StateDrifted = "drifted"
+	StateDrifted State = "drifted"
 )
 
 // drifted is state, or drifted when a current node's last drift still holds.
-func drifted(state, detail string, n projections.Node, drifts map[string]projections.Drift) (string, string) {
+func drifted(state State, detail string, n projections.Node, drifts map[string]projections.Drift) (State, string) {
 	d, ok := drifts[n.Name]
 	if state != StateCurrent || !ok || n.LastReport == nil || !d.Holds(n.LastReport.Sequence) {
 		return state, detail
@@ -126,7 +132,7 @@ func (c *composedCache) put(version uint64, nodes map[string]wouldSend) {
 // stateOf places a node in exactly one state: what a push cannot fix first,
 // then what a push would fix (never sent, behind), then what the node said
 // about what it was sent.
-func stateOf(n projections.Node, w wouldSend) (state string, since time.Time, detail string) {
+func stateOf(n projections.Node, w wouldSend) (state State, since time.Time, detail string) {
 	sent, rep := n.LastSent, n.LastReport
 	switch {
 	case !w.composable:
@@ -141,9 +147,9 @@ func stateOf(n projections.Node, w wouldSend) (state string, since time.Time, de
 		return StateBehind, sent.At, detail
 	case rep == nil || rep.Digest != sent.Digest:
 		return StateWaiting, sent.At, ""
-	case rep.Outcome == "failed":
+	case rep.Outcome == events.OutcomeFailed:
 		return StateFailed, rep.At, failedShort(rep)
-	case rep.Outcome == "refused":
+	case rep.Outcome == events.OutcomeRefused:
 		return StateRefused, rep.At, rep.Reason
 	}
 	return StateCurrent, rep.At, ""
@@ -278,7 +284,7 @@ func nodeStatus(n projections.Node, w wouldSend) NodeStatus {
 	if s := n.LastSent; s != nil {
 		ns.Sequence, ns.Digest, ns.ContentDigest, ns.By = s.Sequence, s.Digest, s.ContentDigest, s.By
 	}
-	if r := n.LastReport; r != nil && r.Outcome != "applied" && !r.FailingSince.IsZero() {
+	if r := n.LastReport; r != nil && r.Outcome != events.OutcomeApplied && !r.FailingSince.IsZero() {
 		ns.FailingSince = &r.FailingSince
 	}
 	return ns

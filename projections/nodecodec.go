@@ -54,7 +54,7 @@ func appendNode(dst []byte, n Node) []byte {
 	}
 	w.bool(n.LastReport != nil)
 	if r := n.LastReport; r != nil {
-		w.str(r.Outcome)
+		w.str(string(r.Outcome))
 		w.uint(r.Sequence)
 		w.str(r.Digest)
 		w.str(r.Reason)
@@ -109,7 +109,7 @@ func decodeNodeAs(b []byte, brief bool) (Node, error) {
 		n.LastSent = s
 	}
 	if r.bool() {
-		rep := &Report{Outcome: r.str(), Sequence: r.uvarint(), Digest: r.str(), Reason: r.str(), Failed: r.failures()}
+		rep := &Report{Outcome: events.Outcome(r.str()), Sequence: r.uvarint(), Digest: r.str(), Reason: r.str(), Failed: r.failures()}
 		rep.Highest = r.uvarint()
 		rep.At = r.time()
 		rep.StreamSeq = r.uvarint()

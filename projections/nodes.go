@@ -40,7 +40,7 @@ type Sent struct {
 
 // Report is one report a node sent back.
 type Report struct {
-	Outcome   string                   `json:"outcome"` // "applied", "failed", "refused"
+	Outcome   events.Outcome           `json:"outcome"`
 	Sequence  uint64                   `json:"sequence"`
 	Digest    string                   `json:"digest"`
 	Reason    string                   `json:"reason,omitempty"`
@@ -79,11 +79,11 @@ func (f *folder) foldNode(rec events.Recorded) error {
 				Resources: ev.Resources, At: rec.Envelope.OccurredAt, StreamSeq: rec.Seq}
 		})
 	case events.DeclarationApplied:
-		return f.report(ev.Node, Report{Outcome: "applied", Sequence: ev.Sequence, Digest: ev.Digest}, rec)
+		return f.report(ev.Node, Report{Outcome: events.OutcomeApplied, Sequence: ev.Sequence, Digest: ev.Digest}, rec)
 	case events.DeclarationFailed:
-		return f.report(ev.Node, Report{Outcome: "failed", Sequence: ev.Sequence, Digest: ev.Digest, Failed: ev.Failed}, rec)
+		return f.report(ev.Node, Report{Outcome: events.OutcomeFailed, Sequence: ev.Sequence, Digest: ev.Digest, Failed: ev.Failed}, rec)
 	case events.DeclarationRefused:
-		return f.report(ev.Node, Report{Outcome: "refused", Sequence: ev.Sequence, Digest: ev.Digest, Reason: ev.Reason, Highest: ev.Highest}, rec)
+		return f.report(ev.Node, Report{Outcome: events.OutcomeRefused, Sequence: ev.Sequence, Digest: ev.Digest, Reason: ev.Reason, Highest: ev.Highest}, rec)
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func (f *folder) report(node string, r Report, rec events.Recorded) error {
 	if err != nil || !found || n.LastSent == nil || r.Digest != n.LastSent.Digest {
 		return err
 	}
-	if r.Outcome != "applied" {
+	if r.Outcome != events.OutcomeApplied {
 		r.FailingSince = r.At
 		if p := n.LastReport; p != nil && p.Outcome == r.Outcome && sameFailure(*p, r) && !p.FailingSince.IsZero() {
 			r.FailingSince = p.FailingSince

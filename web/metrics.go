@@ -79,7 +79,7 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(descWell, err)
 		return
 	}
-	states := map[string]int{}
+	states := map[commands.State]int{}
 	for _, st := range commands.States {
 		states[st] = 0 // every state is exported, zero or not: an alert on one must see it go to 0
 	}
@@ -87,7 +87,7 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 		states[n.State]++
 	}
 	for st, n := range states {
-		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(n), st)
+		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(n), string(st))
 	}
 	well := 0.0
 	if s.Well {

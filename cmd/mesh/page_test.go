@@ -147,7 +147,7 @@ func TestMetricsAgreeWithStatus(t *testing.T) {
 	}
 	want := map[string]float64{}
 	for _, n := range s.Nodes {
-		want[n.State]++
+		want[string(n.State)]++
 	}
 	for _, m := range fams["mesh_nodes"].GetMetric() {
 		state := m.GetLabel()[0].GetValue()

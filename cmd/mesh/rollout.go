@@ -217,7 +217,7 @@ func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		fmt.Fprintf(w, "  wave %d %s (%s), %s:\n", i+1, wave.Name, wave.Selector, mark)
 		for _, n := range wave.Nodes {
 			st := states[n]
-			line := cmp.Or(st.State, "retired")
+			line := string(cmp.Or(st.State, "retired"))
 			if st.Detail != "" {
 				line += ": " + st.Detail
 			}

@@ -120,7 +120,7 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 		if since := n.Since.Unix(); i == 0 || since != lastSince {
 			lastSince, sinceText = since, n.Since.UTC().Format(time.RFC3339)
 		}
-		row(n.Name, strconv.FormatUint(n.Sequence, 10), n.State, sinceText, n.Detail)
+		row(n.Name, strconv.FormatUint(n.Sequence, 10), string(n.State), sinceText, n.Detail)
 	}
 	nodes := rows.Len()
 	for _, st := range s.Standings {

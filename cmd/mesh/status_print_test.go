@@ -21,7 +21,7 @@ func TestStatusPrintsTheTableAsTheNodes(t *testing.T) {
 		{Name: "naïve", State: commands.StateFailed, Sequence: 7, Since: at.Add(time.Second), Detail: "/etc/app/app.conf: permission denied"},
 		{Name: "new", State: commands.StateNeverSent},
 	}
-	table := &commands.StatusTable{States: []string{}}
+	table := &commands.StatusTable{States: []commands.State{}}
 	for _, n := range nodes {
 		table.Add(n)
 	}
