@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -80,18 +81,14 @@ func start(t *testing.T, until string, args ...string) *process {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{t: t, args: args, cancel: cancel, done: make(chan int, 1), log: &syncBuffer{}}
 	go func() { p.done <- run(ctx, args, io.Discard, p.log) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(p.log.String(), until) {
+	embeddedtest.Eventually(t, fmt.Sprintf("mesh %v to say %q", args, until), func() bool {
 		select {
 		case code := <-p.done:
 			t.Fatalf("mesh %v exited %d:\n%s", args, code, p.log)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mesh %v never said %q:\n%s", args, until, p.log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return strings.Contains(p.log.String(), until)
+	})
 	t.Cleanup(p.stop)
 	return p
 }

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+)
+
+var updateTranscript = flag.Bool("update-transcript", false, "write testdata/readme.transcript from this run")
+
+// The README's walkthrough as a transcript (issue 19): the commands are read
+// from README.md itself, run in order against a real mesh up and real agents
+// as the README says to start them, and each one's output (what varies
+// between runs masked) is compared with testdata/readme.transcript. A
+// command added to, dropped from or changed in the README, or a command
+// whose output changed, fails here until the transcript is written again
+// (go test ./cmd/mesh -run TestTheREADMEWalkthrough -update-transcript)
+// and the change is read in review. The run stops at the README's first
+// line this test cannot run (go install, the nats CLI).
+func TestTheREADMEWalkthrough(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	up(t, home)
+	work := t.TempDir()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var transcript bytes.Buffer
+	for _, line := range walkthrough(string(readme)) {
+		cmdline, _, _ := strings.Cut(line, "   #")
+		cmdline = strings.TrimSpace(cmdline)
+		stdin := ""
+		if before, after, ok := strings.Cut(cmdline, " | ./mesh "); ok && strings.HasPrefix(before, "echo ") {
+			stdin, cmdline = strings.TrimPrefix(before, "echo ")+"\n", "./mesh "+after
+		}
+		fmt.Fprintf(&transcript, "$ %s\n", line)
+		switch {
+		case strings.HasPrefix(cmdline, "cat "):
+			b, err := os.ReadFile(filepath.Join(work, strings.TrimPrefix(cmdline, "cat ")))
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", line, err, transcript.String())
+			}
+			transcript.Write(b)
+			continue
+		case strings.HasPrefix(cmdline, "./mesh agent "):
+			// In a terminal of its own: here, in the background, with the
+			// join string mesh node join prints and its root under work.
+			m := agentLine.FindStringSubmatch(cmdline)
+			if m == nil {
+				t.Fatalf("%s: not an agent line this test can start", line)
+			}
+			node := m[1]
+			start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, node), "--root", filepath.Join(work, m[2]))
+			fmt.Fprintf(&transcript, "(%s's agent follows its declarations)\n", node)
+			continue
+		}
+		args := readmeArgs(cmdline)
+		for i, a := range args {
+			// The README runs from the repository's root; this test from
+			// cmd/mesh.
+			if strings.HasPrefix(a, "examples/") {
+				args[i] = "../../" + a
+			}
+		}
+		r := meshWithStdin(t, home, stdin, args...)
+		transcript.WriteString(r.out)
+		if r.err != "" {
+			fmt.Fprintf(&transcript, "stderr: %s", r.err)
+		}
+		fmt.Fprintf(&transcript, "exit %d\n", r.code)
+		settle(t, home)
+	}
+	got := mask(transcript.String())
+	path := filepath.Join("testdata", "readme.transcript")
+	if *updateTranscript {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (write it with -update-transcript)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("the README's walkthrough no longer gives %s (-update-transcript writes it; read the diff):\n%s", path, lineDiff(string(want), got))
+	}
+}
+
+// agentLine is how the README starts an agent: a join string it cannot
+// know, and a root.
+var agentLine = regexp.MustCompile(`^\./mesh agent --join <([a-z0-9-]+)'s join string> --root (\S+)$`)
+
+// walkthrough is the README's command lines from its walk through, in
+// order, up to the first this test cannot run.
+func walkthrough(readme string) []string {
+	_, section, _ := strings.Cut(readme, "## A walk through")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var out []string
+	for _, l := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(l, "    ") {
+			continue
+		}
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "go build"):
+		case strings.HasPrefix(l, "./mesh "), strings.HasPrefix(l, "cat ./roots/"), strings.HasPrefix(l, "echo ") && strings.Contains(l, " | ./mesh "):
+			out = append(out, l)
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// readmeArgs splits a README command line as a shell would (quotes and all),
+// without its "./mesh".
+func readmeArgs(line string) []string {
+	var args []string
+	var cur strings.Builder
+	quote, in := rune(0), false
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, in = r, true
+		case r == ' ':
+			if in || cur.Len() > 0 {
+				args = append(args, cur.String())
+			}
+			cur.Reset()
+			in = false
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in || cur.Len() > 0 {
+		args = append(args, cur.String())
+	}
+	return args[1:]
+}
+
+// meshWithStdin is mesh with standard input (echo X | ./mesh ...).
+func meshWithStdin(t *testing.T, home, stdin string, args ...string) result {
+	t.Helper()
+	if stdin == "" {
+		return mesh(t, home, args...)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteString(stdin)
+	w.Close()
+	saved := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = saved; r.Close() }()
+	return mesh(t, home, args...)
+}
+
+// settle waits until no node is waiting for its agent: an operator reads
+// a command's answer slower than an agent applies, and the next command's
+// output should not depend on the race.
+func settle(t *testing.T, home string) {
+	t.Helper()
+	embeddedtest.Eventually(t, "the agents to report on what they were sent", func() bool {
+		var s commands.StatusReport
+		r := mesh(t, home, "status", "--json")
+		if json.Unmarshal([]byte(r.out), &s) != nil {
+			return false
+		}
+		for _, n := range s.Nodes {
+			if n.State == commands.StateWaiting {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// masks replace what differs between runs by its kind.
+var masks = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`), "<time>"},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?`), "<time>"},
+	{regexp.MustCompile(`meshjoin1\.[A-Za-z0-9_\-]+`), "<join string>"},
+	{regexp.MustCompile(`\b[0-9a-f]{12,64}\b`), "<digest>"},
+	{regexp.MustCompile(`\b[A-Z2-7]{56}\b`), "<key>"},
+	{regexp.MustCompile(`\d+(\.\d+)?(ms|µs|s)\b`), "<duration>"},
+	{regexp.MustCompile(`\d+/s\b`), "<rate>"},
+	{regexp.MustCompile(`(at sequence|event|events|at event|seq|\(sequence|version) \d+`), "$1 N"},
+	{regexp.MustCompile(`(?m)^(facts|detected) .*$`), "$1 <what this machine's agent detected>"},
+	{regexp.MustCompile(`(?m)^version(\s+)\d+$`), "version${1}N"},
+	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
+}
+
+func mask(s string) string {
+	for _, m := range masks {
+		s = m.re.ReplaceAllString(s, m.with)
+	}
+	return s
+}
+
+// lineDiff lists the lines that differ, with their numbers.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out []string
+	for i := range max(len(w), len(g)) {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			out = append(out, fmt.Sprintf("line %d\n  want %q\n  got  %q", i+1, a, b))
+		}
+		if len(out) == 20 {
+			break
+		}
+	}
+	return strings.Join(out, "\n")
+}
