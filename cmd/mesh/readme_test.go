@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,8 +214,21 @@ func mask(s string) string {
 	for _, m := range masks {
 		s = m.re.ReplaceAllString(s, m.with)
 	}
-	return s
+	// Agents report in whichever order they apply: a run of such lines is
+	// compared sorted.
+	lines := strings.Split(s, "\n")
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && appliedLine.MatchString(lines[j]) {
+			j++
+		}
+		slices.Sort(lines[i:j])
+		i = max(j, i+1)
+	}
+	return strings.Join(lines, "\n")
 }
+
+var appliedLine = regexp.MustCompile(`^\S+ applied sequence \d+`)
 
 // lineDiff lists the lines that differ, with their numbers.
 func lineDiff(want, got string) string {
