@@ -32,6 +32,34 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-func refuse(op, id string, err error, format string, args ...any) error {
-	return &Error{Op: op, ID: id, Err: err, Detail: fmt.Sprintf(format, args...)}
+// Refuse is the one way a refusal is made, in every layer: the command
+// (op), the thing it was about, its kind (one of the sentinels above, which
+// survives the bus: see Kind), and the sentence for a person, which names
+// the remedy.
+func Refuse(op, id string, kind error, detail string) *Error {
+	return &Error{Op: op, ID: id, Err: kind, Detail: detail}
 }
+
+func refuse(op, id string, err error, format string, args ...any) error {
+	return Refuse(op, id, err, fmt.Sprintf(format, args...))
+}
+
+// kinds names each refusal kind as it travels on the bus (a header of the
+// answer), so the client's error is of the same kind as the controller's.
+var kinds = map[string]error{
+	"name-taken": ErrNameTaken, "unknown-node": ErrUnknownNode, "retired": ErrRetired,
+	"unknown-module": ErrUnknownModule, "invalid": ErrInvalid, "uncomposable": ErrUncomposable,
+}
+
+// Kind names err's refusal kind ("" when it is not a refusal).
+func Kind(err error) string {
+	for name, k := range kinds {
+		if errors.Is(err, k) {
+			return name
+		}
+	}
+	return ""
+}
+
+// KindNamed is the refusal kind of a name Kind gave (nil for none).
+func KindNamed(name string) error { return kinds[name] }

@@ -68,7 +68,7 @@ func (h *Handlers) assignCommand(module, build, policy string, settings map[stri
 	var m manifest.Manifest
 	p, err := events.ParsePolicy(policy)
 	if err != nil {
-		return cmd, m, &aggregates.Error{Op: "assign", ID: module, Err: aggregates.ErrInvalid, Detail: err.Error() + "; give --policy pinned, manual or auto"}
+		return cmd, m, aggregates.Refuse("assign", module, aggregates.ErrInvalid, err.Error()+"; give --policy pinned, manual or auto")
 	}
 	cmd.Policy = p
 	err = h.Proj.Read(func(v *projections.View) error {

@@ -142,7 +142,7 @@ func (h *Handlers) Audit(ctx context.Context, r AuditRequest) (AuditReport, erro
 			return AuditReport{}, err
 		}
 		if !slices.ContainsFunc(nodes, func(n projections.Node) bool { return n.Name == r.Node }) {
-			return AuditReport{}, &aggregates.Error{Op: "audit", ID: r.Node, Err: aggregates.ErrUnknownNode, Detail: "no node of that name is enrolled; see mesh node list"}
+			return AuditReport{}, aggregates.Refuse("audit", r.Node, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 		}
 		nodes = []projections.Node{{Name: r.Node}}
 		o.Filters = []string{events.ControllerAggregate().Filter(), events.DeclarationSubject(r.Node), events.ReportFilter(r.Node)}

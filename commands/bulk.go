@@ -35,7 +35,7 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r EnrollBatchRequest) (Batch
 			return BatchReply{}, err
 		}
 		if seen[n.Name] {
-			return BatchReply{}, &aggregates.Error{Op: "enroll", ID: n.Name, Err: aggregates.ErrInvalid, Detail: "it is named twice in one list; name each node once"}
+			return BatchReply{}, aggregates.Refuse("enroll", n.Name, aggregates.ErrInvalid, "it is named twice in one list; name each node once")
 		}
 		seen[n.Name] = true
 	}
@@ -64,7 +64,7 @@ func (h *Handlers) AssignBatch(ctx context.Context, r AssignBatchRequest) (Batch
 			return BatchReply{}, err
 		}
 		if seen[n] {
-			return BatchReply{}, &aggregates.Error{Op: "assign to", ID: n, Err: aggregates.ErrInvalid, Detail: "it is named twice in one list; name each node once"}
+			return BatchReply{}, aggregates.Refuse("assign to", n, aggregates.ErrInvalid, "it is named twice in one list; name each node once")
 		}
 		seen[n] = true
 	}
@@ -184,10 +184,9 @@ func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, deci
 func batchSize(op string, n int) error {
 	switch {
 	case n == 0:
-		return &aggregates.Error{Op: op, ID: "a batch", Err: aggregates.ErrInvalid, Detail: "it names no node; give at least one"}
+		return aggregates.Refuse(op, "a batch", aggregates.ErrInvalid, "it names no node; give at least one")
 	case n > MaxBatch:
-		return &aggregates.Error{Op: op, ID: "a batch", Err: aggregates.ErrInvalid,
-			Detail: fmt.Sprintf("it names %d nodes, over the %d one batch may hold; send the list in batches (mesh does)", n, MaxBatch)}
+		return aggregates.Refuse(op, "a batch", aggregates.ErrInvalid, fmt.Sprintf("it names %d nodes, over the %d one batch may hold; send the list in batches (mesh does)", n, MaxBatch))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/meshctl/mesh/aggregates"
 	"maps"
 	"slices"
 	"strings"
@@ -30,13 +31,28 @@ type Client struct {
 	Timeout time.Duration
 }
 
-// RemoteError is a refusal or failure the controller answered.
+// RemoteError is a refusal or failure the controller answered: its code,
+// its sentence, and its kind (aggregates.Kind), which Unwrap gives back as
+// the refusal's sentinel, so errors.Is sees the same kind on both sides.
 type RemoteError struct {
 	Code        string
 	Description string
+	Kind        string
 }
 
 func (e *RemoteError) Error() string { return e.Description }
+
+// Unwrap is the refusal's kind, or ErrReadOnly for a controller that takes
+// no writes; nil for any other failure.
+func (e *RemoteError) Unwrap() error {
+	if k := aggregates.KindNamed(e.Kind); k != nil {
+		return k
+	}
+	if e.Code == CodeUnavailable {
+		return ErrReadOnly
+	}
+	return nil
+}
 
 // ErrNoController: the bus is up but nothing serves the verbs.
 var ErrNoController = errors.New("no mesh controller is answering")
@@ -104,7 +120,7 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 		return fmt.Errorf("cannot reach the controller on the bus at %s: %w", c.Where, err)
 	}
 	if desc := msg.Header.Get(micro.ErrorHeader); desc != "" {
-		return &RemoteError{Code: msg.Header.Get(micro.ErrorCodeHeader), Description: desc}
+		return &RemoteError{Code: msg.Header.Get(micro.ErrorCodeHeader), Description: desc, Kind: msg.Header.Get(KindHeader)}
 	}
 	body := msg.Data
 	if msg.Header.Get(chunkCountHeader) != "" {

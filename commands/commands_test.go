@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded"
@@ -236,6 +237,26 @@ func TestServiceStatsTellTheTruth(t *testing.T) {
 			if e.ProcessingTime < time.Millisecond {
 				t.Errorf("a rebuild was measured at %s", e.ProcessingTime)
 			}
+		}
+	}
+}
+
+// A refusal's kind survives the bus (issue 19): the client's error is of
+// the kind the controller's was, so one refusal exits one way whichever
+// side made it. Fails when the kind is not sent, or not given back.
+func TestARefusalsKindSurvivesTheBus(t *testing.T) {
+	c := controller(t, embeddedtest.Server(t))
+	if _, err := enroll(c, "web-1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		kind error
+	}{{"web-1", aggregates.ErrNameTaken}, {"Web_1", aggregates.ErrInvalid}} {
+		_, err := enroll(c, tc.name)
+		var remote *commands.RemoteError
+		if !errors.As(err, &remote) || !errors.Is(err, tc.kind) {
+			t.Fatalf("enrolling %q over the bus: %v (kind %q), want %v", tc.name, err, remote.Kind, tc.kind)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, e
 // declaration of each path.
 func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
 	invalid := func(format string, args ...any) error {
-		return &aggregates.Error{Op: "declare", ID: file, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf(format, args...)}
+		return aggregates.Refuse("declare", file, aggregates.ErrInvalid, fmt.Sprintf(format, args...))
 	}
 	if err := manifest.NoDuplicateKeys([]byte(text)); err != nil {
 		return compose.Declaration{}, invalid("%s", err.Error())

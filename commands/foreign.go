@@ -57,7 +57,7 @@ func (h *Handlers) AckForeign(ctx context.Context, r AckRequest) (Acked, error) 
 		return Acked{}, err
 	}
 	if len(r.Seqs) == 0 {
-		return Acked{}, &aggregates.Error{Op: "acknowledge", ID: "foreign messages", Err: aggregates.ErrInvalid, Detail: "name at least one by its sequence; see mesh foreign list"}
+		return Acked{}, aggregates.Refuse("acknowledge", "foreign messages", aggregates.ErrInvalid, "name at least one by its sequence; see mesh foreign list")
 	}
 	for range maxAttempts {
 		out := Acked{Acknowledged: []uint64{}, Already: []uint64{}}
@@ -70,8 +70,7 @@ func (h *Handlers) AckForeign(ctx context.Context, r AckRequest) (Acked, error) 
 				i := slices.IndexFunc(all, func(f projections.ForeignMessage) bool { return f.Seq == seq })
 				switch {
 				case i < 0:
-					return &aggregates.Error{Op: "acknowledge", ID: fmt.Sprintf("event %d", seq), Err: aggregates.ErrInvalid,
-						Detail: "it is not a foreign message; mesh foreign list names them"}
+					return aggregates.Refuse("acknowledge", fmt.Sprintf("event %d", seq), aggregates.ErrInvalid, "it is not a foreign message; mesh foreign list names them")
 				case all[i].Acked != 0:
 					out.Already = append(out.Already, seq)
 				case !slices.Contains(out.Acknowledged, seq):

@@ -52,8 +52,7 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r ForgetRequest) (Forgotten
 		return Forgotten{}, errNoSecrets
 	}
 	refuse := func(format string, args ...any) error {
-		return &aggregates.Error{Op: "forget", ID: fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), Err: aggregates.ErrInvalid,
-			Detail: fmt.Sprintf(format, args...)}
+		return aggregates.Refuse("forget", fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), aggregates.ErrInvalid, fmt.Sprintf(format, args...))
 	}
 	for attempt := range maxAttempts {
 		if err := h.catchUp(ctx); err != nil {
@@ -69,7 +68,7 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r ForgetRequest) (Forgotten
 			return Forgotten{}, err
 		}
 		if !found {
-			return Forgotten{}, &aggregates.Error{Op: "forget a secret of", ID: r.Node, Err: aggregates.ErrUnknownNode, Detail: "no node of that name was ever enrolled"}
+			return Forgotten{}, aggregates.Refuse("forget a secret of", r.Node, aggregates.ErrUnknownNode, "no node of that name was ever enrolled")
 		}
 		versions, current, err := h.sealedVersions(ctx, r)
 		if err != nil {

@@ -135,13 +135,12 @@ func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, erro
 		return History{}, err
 	}
 	if !r.Since.IsZero() && !r.Until.IsZero() && r.Since.After(r.Until) {
-		return History{}, &aggregates.Error{Op: "show the history of", ID: r.Node, Err: aggregates.ErrInvalid,
-			Detail: fmt.Sprintf("--since %s is after --until %s: nothing lies between them; swap them",
-				r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339))}
+		return History{}, aggregates.Refuse("show the history of", r.Node, aggregates.ErrInvalid, fmt.Sprintf("--since %s is after --until %s: nothing lies between them; swap them",
+			r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339)))
 	}
 	if _, found, err := h.Proj.Node(r.Node); err != nil || !found {
 		if err == nil {
-			err = &aggregates.Error{Op: "show the history of", ID: r.Node, Err: aggregates.ErrUnknownNode, Detail: "no node of that name is enrolled; see mesh node list"}
+			err = aggregates.Refuse("show the history of", r.Node, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 		}
 		return History{}, err
 	}

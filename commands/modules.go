@@ -16,7 +16,7 @@ import (
 func (h *Handlers) RegisterModule(ctx context.Context, r RegisterRequest) (Registered, error) {
 	m, err := manifest.Parse([]byte(r.Manifest))
 	if err != nil {
-		return Registered{}, &aggregates.Error{Op: "register", ID: r.File, Err: aggregates.ErrInvalid, Detail: err.Error()}
+		return Registered{}, aggregates.Refuse("register", r.File, aggregates.ErrInvalid, err.Error())
 	}
 	var previous string
 	seq, err := decide(ctx, h, events.ModuleAggregate(m.Module), r.CommandID,
@@ -75,7 +75,7 @@ func (h *Handlers) ShowModule(_ context.Context, r NameRequest) (ModuleView, err
 			return err
 		}
 		if !found {
-			return &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrUnknownModule, Detail: "no module of that name is registered; see mesh module list"}
+			return aggregates.Refuse("show", r.Name, aggregates.ErrUnknownModule, "no module of that name is registered; see mesh module list")
 		}
 		out, err = h.moduleView(v, row)
 		return err

@@ -225,7 +225,7 @@ func (h *Handlers) ShowNetwork(_ context.Context, _ Empty) (NetworkView, error) 
 func (h *Handlers) FixAddress(ctx context.Context, r AddressRequest) (NetworkView, error) {
 	addr, err := netip.ParseAddr(r.Address)
 	if err != nil {
-		return NetworkView{}, &aggregates.Error{Op: "give an address to", ID: r.Node, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("%q is not an address", r.Address)}
+		return NetworkView{}, aggregates.Refuse("give an address to", r.Node, aggregates.ErrInvalid, fmt.Sprintf("%q is not an address", r.Address))
 	}
 	if err := h.ActiveNode(ctx, "give an address to", r.Node); err != nil {
 		return NetworkView{}, err
@@ -274,7 +274,7 @@ func (h *Handlers) enrollItems(v *projections.View, pool *aggregates.Pool, reqs 
 		if req.Address != "" {
 			addr, err := netip.ParseAddr(req.Address)
 			if err != nil {
-				return nil, nil, &aggregates.Error{Op: "enroll", ID: req.Name, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("--address %q is not an address", req.Address)}
+				return nil, nil, aggregates.Refuse("enroll", req.Name, aggregates.ErrInvalid, fmt.Sprintf("--address %q is not an address", req.Address))
 			}
 			fixed[req.Name] = addr
 		}
@@ -301,7 +301,7 @@ func takenName(row projections.Node, batch bool) error {
 	if batch {
 		detail = "a node of that name is already enrolled with other capabilities or labels, or retired; no node of this batch was enrolled; take it out of the list or choose another name"
 	}
-	return &aggregates.Error{Op: "enroll", ID: row.Name, Err: aggregates.ErrNameTaken, Detail: detail}
+	return aggregates.Refuse("enroll", row.Name, aggregates.ErrNameTaken, detail)
 }
 
 // retireItems decides a retirement, with the node's address given back in

@@ -167,8 +167,7 @@ func (h *Handlers) ChangeNode(ctx context.Context, r ChangeNodeRequest) (Changed
 		return Changed{}, err
 	}
 	if r.Capabilities == nil && r.Labels == nil {
-		return Changed{}, &aggregates.Error{Op: "change", ID: r.Name, Err: aggregates.ErrInvalid,
-			Detail: "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change"}
+		return Changed{}, aggregates.Refuse("change", r.Name, aggregates.ErrInvalid, "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change")
 	}
 	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.ChangeNode{Name: r.Name, Capabilities: r.Capabilities, Labels: r.Labels})
 	if err != nil {
@@ -316,8 +315,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 			return err
 		}
 		if !found {
-			return &aggregates.Error{Op: "show", ID: r.Name, Err: aggregates.ErrUnknownNode,
-				Detail: "no node of that name is enrolled; see mesh node list"}
+			return aggregates.Refuse("show", r.Name, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 		}
 		if out, err = nodeView(v, n); err != nil {
 			return err
@@ -391,7 +389,7 @@ func (h *Handlers) RebuildProjections(ctx context.Context, req FoldRequest) (Reb
 // space or a dot would otherwise fail deep in the store as "invalid subject".
 func validName(op, name string) error {
 	if err := events.ValidateName("node", name); err != nil {
-		return &aggregates.Error{Op: op, ID: fmt.Sprintf("%q", name), Err: aggregates.ErrInvalid, Detail: err.Error()}
+		return aggregates.Refuse(op, fmt.Sprintf("%q", name), aggregates.ErrInvalid, err.Error())
 	}
 	return nil
 }
@@ -404,5 +402,5 @@ func (h *Handlers) notYetEnrolled(name string, at time.Time) error {
 	if n, found, err := h.Proj.Node(name); err == nil && found {
 		detail += "; it was enrolled at " + n.EnrolledAt.UTC().Format(time.RFC3339)
 	}
-	return &aggregates.Error{Op: "show", ID: name, Err: aggregates.ErrUnknownNode, Detail: detail}
+	return aggregates.Refuse("show", name, aggregates.ErrUnknownNode, detail)
 }

@@ -24,9 +24,9 @@ func (h *Handlers) Plan(ctx context.Context, r NameRequest) (Plan, error) {
 	}
 	switch {
 	case !found:
-		return Plan{}, &aggregates.Error{Op: "plan", ID: r.Name, Err: aggregates.ErrUnknownNode, Detail: "no node of that name is enrolled; see mesh node list"}
+		return Plan{}, aggregates.Refuse("plan", r.Name, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 	case n.Retired:
-		return Plan{}, &aggregates.Error{Op: "plan", ID: r.Name, Err: aggregates.ErrRetired, Detail: "it is retired, and a retired node is sent nothing"}
+		return Plan{}, aggregates.Refuse("plan", r.Name, aggregates.ErrRetired, "it is retired, and a retired node is sent nothing")
 	}
 	w, err := h.world()
 	if err != nil {

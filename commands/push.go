@@ -120,8 +120,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 // its selector or list chooses (nil: no bound).
 func (h *Handlers) pushScope(ctx context.Context, op string, r PushRequest) (only, within map[string]bool, err error) {
 	if r.Node != "" && r.Behind {
-		return nil, nil, &aggregates.Error{Op: op, ID: r.Node, Err: aggregates.ErrInvalid,
-			Detail: "name a node or give --behind, not both: a named node is pushed whether it is behind or not"}
+		return nil, nil, aggregates.Refuse(op, r.Node, aggregates.ErrInvalid, "name a node or give --behind, not both: a named node is pushed whether it is behind or not")
 	}
 	if r.Node != "" {
 		if err := h.ActiveNode(ctx, op, r.Node); err != nil {
@@ -146,8 +145,7 @@ func (h *Handlers) within(ctx context.Context, r PushRequest) (map[string]bool, 
 		return nil, nil
 	}
 	if r.Node != "" {
-		return nil, &aggregates.Error{Op: "push", ID: r.Node, Err: aggregates.ErrInvalid,
-			Detail: "name a node or give --selector, not both"}
+		return nil, aggregates.Refuse("push", r.Node, aggregates.ErrInvalid, "name a node or give --selector, not both")
 	}
 	sel, err := h.SelectNodes(ctx, SelectRequest{Selector: r.Selector})
 	if err != nil {
@@ -366,9 +364,9 @@ func (h *Handlers) ActiveNode(ctx context.Context, op, name string) error {
 	case err != nil:
 		return err
 	case !found:
-		return &aggregates.Error{Op: op, ID: name, Err: aggregates.ErrUnknownNode, Detail: "no node of that name is enrolled; see mesh node list"}
+		return aggregates.Refuse(op, name, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 	case n.Retired:
-		return &aggregates.Error{Op: op, ID: name, Err: aggregates.ErrRetired, Detail: "it is retired, and a retired node is sent nothing"}
+		return aggregates.Refuse(op, name, aggregates.ErrRetired, "it is retired, and a retired node is sent nothing")
 	}
 	return nil
 }

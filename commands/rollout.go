@@ -56,7 +56,7 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r RolloutRequest
 		return projections.Rollout{}, err
 	}
 	if _, err := inFlightOf(r.MaxParallel, 1); err != nil {
-		return projections.Rollout{}, &aggregates.Error{Op: "roll out", ID: r.Module, Err: aggregates.ErrInvalid, Detail: err.Error()}
+		return projections.Rollout{}, aggregates.Refuse("roll out", r.Module, aggregates.ErrInvalid, err.Error())
 	}
 	// The waves only: what would change on each node is the plan's to
 	// show, and composing the fleet here would be most of a start's time.
@@ -80,8 +80,7 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r RolloutRequest
 		open, err := v.Rollouts()
 		for _, o := range open {
 			if o.Open() && o.Module == r.Module {
-				return &aggregates.Error{Op: "roll out", ID: r.Module, Err: aggregates.ErrNameTaken,
-					Detail: fmt.Sprintf("rollout %s of it is %s; abort it first (mesh rollout abort %s)", o.ID, o.State, o.ID)}
+				return aggregates.Refuse("roll out", r.Module, aggregates.ErrNameTaken, fmt.Sprintf("rollout %s of it is %s; abort it first (mesh rollout abort %s)", o.ID, o.State, o.ID))
 			}
 		}
 		return err
@@ -120,9 +119,9 @@ func (h *Handlers) ControlRollout(ctx context.Context, r RolloutControl) (projec
 			// ends it, which is what status tells them to do.
 		case ok && ro.State == from:
 		case ok || r.Step == events.StepAborted:
-			return ro, &aggregates.Error{Op: "change rollout", ID: r.ID, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("it is %s, so it cannot be %s", ro.State, r.Step)}
+			return ro, aggregates.Refuse("change rollout", r.ID, aggregates.ErrInvalid, fmt.Sprintf("it is %s, so it cannot be %s", ro.State, r.Step))
 		default:
-			return ro, &aggregates.Error{Op: "change rollout", ID: r.ID, Err: aggregates.ErrInvalid, Detail: fmt.Sprintf("%q is not paused, resumed or aborted", r.Step)}
+			return ro, aggregates.Refuse("change rollout", r.ID, aggregates.ErrInvalid, fmt.Sprintf("%q is not paused, resumed or aborted", r.Step))
 		}
 		err = h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: r.Step, Wave: ro.Wave})
 		if errors.Is(err, store.ErrConflict) {
@@ -233,7 +232,7 @@ func (h *Handlers) rollout(id string) (projections.Rollout, error) {
 		return err
 	})
 	if err == nil && !found {
-		err = &aggregates.Error{Op: "show rollout", ID: id, Err: aggregates.ErrUnknownNode, Detail: "there is no rollout of that id; mesh rollout list names them"}
+		err = aggregates.Refuse("show rollout", id, aggregates.ErrUnknownNode, "there is no rollout of that id; mesh rollout list names them")
 	}
 	return ro, err
 }

@@ -84,8 +84,7 @@ func (h *Handlers) chooseWaves(ctx context.Context, r RolloutPlanRequest) (Rollo
 	out := RolloutPlan{Module: r.Module, Waves: []WavePlan{}, Left: []string{}, Held: []HeldNode{}}
 	var pool wavePool
 	if len(r.Waves) == 0 {
-		return out, pool, nil, &aggregates.Error{Op: "plan a rollout of", ID: r.Module, Err: aggregates.ErrInvalid,
-			Detail: "it has no wave; give --wave NAME=SELECTOR, once for each wave, in order"}
+		return out, pool, nil, aggregates.Refuse("plan a rollout of", r.Module, aggregates.ErrInvalid, "it has no wave; give --wave NAME=SELECTOR, once for each wave, in order")
 	}
 	if err := h.catchUp(ctx); err != nil {
 		return out, pool, nil, err
@@ -246,8 +245,7 @@ func (p wavePool) resolve(module string, specs []WaveSpec, auto bool) ([]events.
 			continue
 		}
 		if len(wave.Nodes) == 0 {
-			return nil, nil, &aggregates.Error{Op: "roll out", ID: module, Err: aggregates.ErrInvalid,
-				Detail: fmt.Sprintf("wave %s (%s) chooses no node of %s that an earlier wave did not, among those its policy lets a rollout move (a pinned one stays until assigned again)", w.Name, w.Selector, module)}
+			return nil, nil, aggregates.Refuse("roll out", module, aggregates.ErrInvalid, fmt.Sprintf("wave %s (%s) chooses no node of %s that an earlier wave did not, among those its policy lets a rollout move (a pinned one stays until assigned again)", w.Name, w.Selector, module))
 		}
 		waves = append(waves, wave)
 	}
@@ -261,8 +259,7 @@ func (p wavePool) resolve(module string, specs []WaveSpec, auto bool) ([]events.
 		waves, left = append(waves, events.RolloutWave{Name: "rest", Selector: "*", Nodes: left}), []string{}
 	}
 	if len(waves) == 0 {
-		return nil, nil, &aggregates.Error{Op: "roll out", ID: module, Err: aggregates.ErrInvalid,
-			Detail: "no node of it has a policy that lets a rollout move it (each is pinned, or the module is assigned to none)"}
+		return nil, nil, aggregates.Refuse("roll out", module, aggregates.ErrInvalid, "no node of it has a policy that lets a rollout move it (each is pinned, or the module is assigned to none)")
 	}
 	return waves, left, nil
 }
@@ -275,8 +272,7 @@ func shareOf(s string) (int, bool, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
 	if err != nil || n < 1 || n > 100 {
-		return 0, false, &aggregates.Error{Op: "select nodes by", ID: fmt.Sprintf("%q", s), Err: aggregates.ErrInvalid,
-			Detail: "a share of a module's nodes is a whole percentage from 1% to 100%"}
+		return 0, false, aggregates.Refuse("select nodes by", fmt.Sprintf("%q", s), aggregates.ErrInvalid, "a share of a module's nodes is a whole percentage from 1% to 100%")
 	}
 	return n, true, nil
 }

@@ -73,8 +73,7 @@ func (h *Handlers) Rotate(ctx context.Context, r RotateRequest) (RotateReply, er
 		items := []store.One{{Aggregate: agg, Expected: version, Event: plan.event}}
 		items = append(items, plan.sends...)
 		if len(items) > MaxBatch {
-			return RotateReply{}, &aggregates.Error{Op: "rotate", ID: plan.name(), Err: aggregates.ErrInvalid,
-				Detail: fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the rotation", len(plan.sends), MaxBatch-1)}
+			return RotateReply{}, aggregates.Refuse("rotate", plan.name(), aggregates.ErrInvalid, fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the rotation", len(plan.sends), MaxBatch-1))
 		}
 		seq, err := h.Store.AppendAtomic(ctx, r.CommandID, items)
 		if errors.Is(err, store.ErrConflict) {
@@ -112,7 +111,7 @@ func (p rotation) name() string {
 func (h *Handlers) planRotation(v *projections.View, r RotateRequest) (rotation, error) {
 	plan := rotation{event: events.CredentialRotated{Provider: r.Provider, Consumer: r.Consumer}}
 	refuse := func(err error, format string, args ...any) error {
-		return &aggregates.Error{Op: "rotate", ID: plan.name(), Err: err, Detail: fmt.Sprintf(format, args...)}
+		return aggregates.Refuse("rotate", plan.name(), err, fmt.Sprintf(format, args...))
 	}
 	for _, m := range []string{r.Provider, r.Consumer} {
 		if _, found, err := v.Module(m); err != nil || !found {

@@ -84,8 +84,7 @@ func claimItems(v *projections.View, node, module string, m manifest.Manifest, t
 	var items []store.One
 	for _, name := range m.Claims {
 		if other, dup := taken[name]; dup && other != node {
-			return nil, &aggregates.Error{Op: "claim seat", ID: name, Err: aggregates.ErrNameTaken,
-				Detail: fmt.Sprintf("this request gives %s to both %s and %s, and a seat has one holder; assign it to one node", module, other, node)}
+			return nil, aggregates.Refuse("claim seat", name, aggregates.ErrNameTaken, fmt.Sprintf("this request gives %s to both %s and %s, and a seat has one holder; assign it to one node", module, other, node))
 		}
 		s, err := seatOf(v, name)
 		if err != nil {
@@ -146,8 +145,7 @@ func (h *Handlers) ShowSeat(ctx context.Context, r NameRequest) (SeatView, error
 		return SeatView{}, err
 	}
 	if !found {
-		return SeatView{}, &aggregates.Error{Op: "show seat", ID: r.Name, Err: aggregates.ErrUnknownNode,
-			Detail: "no module ever held a seat of that name; mesh seat list names those that exist"}
+		return SeatView{}, aggregates.Refuse("show seat", r.Name, aggregates.ErrUnknownNode, "no module ever held a seat of that name; mesh seat list names those that exist")
 	}
 	out := SeatView{Seat: row, Waiting: h.handoverWaits(row), Steps: []SeatStep{}}
 	err := h.Store.Read(ctx, store.ReadOptions{Filter: events.SeatAggregate(r.Name).Filter()}, func(m store.Msg) error {
@@ -228,8 +226,7 @@ func (h *Handlers) HandoverSeat(ctx context.Context, r HandoverRequest) (SeatVie
 			return nil, err
 		}
 		if !found {
-			return nil, &aggregates.Error{Op: "hand over seat", ID: r.Seat, Err: aggregates.ErrUnknownNode,
-				Detail: "no module ever held a seat of that name; mesh seat list names those that exist"}
+			return nil, aggregates.Refuse("hand over seat", r.Seat, aggregates.ErrUnknownNode, "no module ever held a seat of that name; mesh seat list names those that exist")
 		}
 		s, err := seatOf(v, r.Seat)
 		if err != nil {
@@ -242,8 +239,7 @@ func (h *Handlers) HandoverSeat(ctx context.Context, r HandoverRequest) (SeatVie
 		if as, err := v.AssignmentsOf(r.To); err != nil {
 			return nil, err
 		} else if slices.ContainsFunc(as, func(a projections.AssignmentRow) bool { return a.Module == row.Module }) {
-			return nil, &aggregates.Error{Op: "hand over seat", ID: r.Seat, Err: aggregates.ErrInvalid,
-				Detail: fmt.Sprintf("%s is assigned %s already without holding the seat; unassign it there first", r.To, row.Module)}
+			return nil, aggregates.Refuse("hand over seat", r.Seat, aggregates.ErrInvalid, fmt.Sprintf("%s is assigned %s already without holding the seat; unassign it there first", r.To, row.Module))
 		}
 		return []store.One{{Aggregate: events.SeatAggregate(r.Seat), Expected: s.Version, Event: evs[0]}}, nil
 	})

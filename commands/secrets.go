@@ -29,8 +29,7 @@ func (h *Handlers) sealSettings(ctx context.Context, node, module string, spec m
 		switch {
 		case !known || !s.Secret:
 			if secret.IsSealed(v) {
-				return nil, &aggregates.Error{Op: "assign", ID: module, Err: aggregates.ErrInvalid,
-					Detail: fmt.Sprintf("setting %s begins with %q, which marks a sealed secret; a clear value may not", k, "sealed:")}
+				return nil, aggregates.Refuse("assign", module, aggregates.ErrInvalid, fmt.Sprintf("setting %s begins with %q, which marks a sealed secret; a clear value may not", k, "sealed:"))
 			}
 			out[k] = v
 		default:

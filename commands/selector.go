@@ -60,8 +60,7 @@ func ParseSelector(s string) (Selector, error) {
 }
 
 func selectorError(s, why string) error {
-	return &aggregates.Error{Op: "select nodes by", ID: fmt.Sprintf("%q", s), Err: aggregates.ErrInvalid,
-		Detail: why + `; a selector is *, name=NODE, or comma-separated KEY=VALUE label (or fact) terms and capability=NAME terms, all of which must hold`}
+	return aggregates.Refuse("select nodes by", fmt.Sprintf("%q", s), aggregates.ErrInvalid, why+`; a selector is *, name=NODE, or comma-separated KEY=VALUE label (or fact) terms and capability=NAME terms, all of which must hold`)
 }
 
 // String is the selector as it was given.

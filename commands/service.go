@@ -16,6 +16,9 @@ import (
 // Error codes on the wire (Nats-Service-Error-Code), HTTP-like so that
 // `nats micro` users read them at a glance.
 const (
+	// KindHeader carries a refusal's kind (aggregates.Kind) beside its
+	// code: the code says how a client treats it, the kind what it was.
+	KindHeader     = "Mesh-Error-Kind"
 	CodeBadRequest = "400"
 	CodeNotFound   = "404"
 	CodeConflict   = "409"
@@ -129,7 +132,9 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 			h.observe(err)
 		}
 		if err != nil {
-			r.Error(codeOf(err), err.Error(), nil)
+			// The refusal's kind travels with it, so the client's error is
+			// of the same kind (errors.Is) as the one the controller made.
+			r.Error(codeOf(err), err.Error(), nil, micro.WithHeaders(micro.Headers{KindHeader: {aggregates.Kind(err)}}))
 			return
 		}
 		b, err := json.Marshal(resp)

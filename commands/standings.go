@@ -25,7 +25,7 @@ func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error
 				if err != nil {
 					return err
 				}
-				return &aggregates.Error{Op: "report on", ID: m, Err: aggregates.ErrUnknownModule, Detail: "no module of that name is registered; see mesh module list"}
+				return aggregates.Refuse("report on", m, aggregates.ErrUnknownModule, "no module of that name is registered; see mesh module list")
 			}
 		}
 		standings, err := v.Standings()
@@ -43,7 +43,7 @@ func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error
 	if r.Failing {
 		word := strings.TrimSpace(r.Word)
 		if word == "" {
-			return Reported{}, &aggregates.Error{Op: "report", ID: "failing", Err: aggregates.ErrInvalid, Detail: "a failing report needs --word saying what fails"}
+			return Reported{}, aggregates.Refuse("report", "failing", aggregates.ErrInvalid, "a failing report needs --word saying what fails")
 		}
 		ev = events.ProviderFailing{Provider: r.Provider, Machine: r.Machine, Consumer: r.Consumer, Word: word}
 	} else if !failing {

@@ -191,7 +191,7 @@ func (h *Handlers) buildOf(v *projections.View, op, module, want string) (string
 		return "", manifest.Manifest{}, err
 	}
 	if !found {
-		return "", manifest.Manifest{}, &aggregates.Error{Op: op, ID: module, Err: aggregates.ErrUnknownModule, Detail: "no module of that name is registered; see mesh module list"}
+		return "", manifest.Manifest{}, aggregates.Refuse(op, module, aggregates.ErrUnknownModule, "no module of that name is registered; see mesh module list")
 	}
 	build := row.Latest
 	if want != "" {
@@ -202,8 +202,7 @@ func (h *Handlers) buildOf(v *projections.View, op, module, want string) (string
 			}
 		}
 		if build == "" {
-			return "", manifest.Manifest{}, &aggregates.Error{Op: op, ID: module, Err: aggregates.ErrInvalid,
-				Detail: fmt.Sprintf("it has no build %s; mesh module show %s lists its builds", want, module)}
+			return "", manifest.Manifest{}, aggregates.Refuse(op, module, aggregates.ErrInvalid, fmt.Sprintf("it has no build %s; mesh module show %s lists its builds", want, module))
 		}
 	}
 	m, found, err := h.manifests.get(v, compose.BuildRef{Module: module, Build: build})
