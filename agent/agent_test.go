@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,9 +130,8 @@ func (m *mesh) report(node, digest string) projections.Report {
 func (m *mesh) reportWhere(node, digest string, outcome events.Outcome) projections.Report {
 	m.t.Helper()
 	outcomes := map[byte]events.Outcome{projections.HistoryApplied: events.OutcomeApplied, projections.HistoryFailed: events.OutcomeFailed, projections.HistoryRefused: events.OutcomeRefused}
-	deadline := time.Now().Add(settle)
-	for time.Now().Before(deadline) {
-		var found *projections.Report
+	var found *projections.Report
+	eventually(m.t, fmt.Sprintf("%s to report on %s", node, digest), func() bool {
 		m.must(m.h.Proj.Read(func(v *projections.View) error {
 			entries, err := v.History(node, time.Time{}, time.Time{})
 			for _, e := range entries {
@@ -141,19 +141,14 @@ func (m *mesh) reportWhere(node, digest string, outcome events.Outcome) projecti
 			}
 			return err
 		}))
-		if found != nil {
-			// The node row's report, where it is this one, says more
-			// (since when it has been failing).
-			if n, _, _ := m.h.Proj.Node(node); n.LastReport != nil && n.LastReport.StreamSeq == found.StreamSeq {
-				return *n.LastReport
-			}
-			return *found
-		}
-		time.Sleep(10 * time.Millisecond)
+		return found != nil
+	})
+	// The node row's report, where it is this one, says more (since when
+	// it has been failing).
+	if n, _, _ := m.h.Proj.Node(node); n.LastReport != nil && n.LastReport.StreamSeq == found.StreamSeq {
+		return *n.LastReport
 	}
-	n, _, _ := m.h.Proj.Node(node)
-	m.t.Fatalf("%s never reported on %s; last report %+v", node, digest, n.LastReport)
-	return projections.Report{}
+	return *found
 }
 
 // publish puts a DeclarationSent on node's subject with a plain client, as
@@ -401,10 +396,14 @@ func TestOfflineAgentAppliesOnlyTheLatest(t *testing.T) {
 	stop()
 	before := countReports(t, m, "web-1")
 	stop = m.agentAt("web-1", root)
-	time.Sleep(300 * time.Millisecond) // give a wrong second apply the chance to show
-	stop()
-	if after := countReports(t, m, "web-1"); after != before {
-		t.Fatalf("a restarted agent reported again (%d reports, was %d): it applied sequence 3 twice", after, before)
+	defer stop()
+	// A restarted agent reads from after what it applied: the next push's
+	// report is the only one it makes (an agent applying 3 again would
+	// report that first, since it applies in order).
+	next := m.push("web-1").Sent[0]
+	m.report("web-1", next.Digest)
+	if after := countReports(t, m, "web-1"); after != before+1 {
+		t.Fatalf("a restarted agent reported %d times for one new declaration: it applied sequence 3 again", after-before)
 	}
 }
 

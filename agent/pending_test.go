@@ -57,19 +57,11 @@ func TestUnpublishedReportIsKeptAndSentLater(t *testing.T) {
 	go func() { defer close(done); b.Run(rctx) }()
 	// Sent means acknowledged and no longer kept: a report stored but not
 	// yet acknowledged stays kept and is sent again, stored once by its id.
-	deadline := time.Now().Add(30 * time.Second) // a bound under the whole suite's load, not a speed
-	for {
+	embeddedtest.Eventually(t, "the kept report to be sent", func() bool {
 		b.mu.Lock()
-		kept := len(b.state.Pending)
-		b.mu.Unlock()
-		if kept == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the kept report was never sent")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer b.mu.Unlock()
+		return len(b.state.Pending) == 0
+	})
 	cancel()
 	<-done
 	n := 0

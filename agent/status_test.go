@@ -231,8 +231,10 @@ func TestStatusAsOf(t *testing.T) {
 	m.agent("db-1")
 	m.push("db-1")
 	m.waitState("db-1", commands.StateCurrent)
+	// The controller's clock an hour on: what is appended now is after
+	// before, with no sleeping (the injected clock, not the wall's).
 	before := time.Now()
-	time.Sleep(5 * time.Millisecond)
+	m.h.Store.Now = func() time.Time { return before.Add(time.Hour) }
 	m.assign("db-1", "postgres", map[string]string{"password": "b"})
 	if m.status()["db-1"].State != commands.StateBehind {
 		t.Fatal("not behind after the change")

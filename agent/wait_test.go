@@ -85,12 +85,10 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 		ctrl.Handlers.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
 	}()
 	// Stop it as soon as the first declaration is on the stream.
-	for {
-		if _, found, _ := m.h.Store.Last(m.ctx, "mesh.ev.node.*.DeclarationSent"); found {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the first declaration on the stream", func() bool {
+		_, found, _ := m.h.Store.Last(m.ctx, "mesh.ev.node.*.DeclarationSent")
+		return found
+	})
 	cancel()
 	ctrl.Close()
 	<-done

@@ -3,8 +3,10 @@ package commands_test
 import (
 	"context"
 	"fmt"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,17 +86,11 @@ func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
 // waitFor polls until a violation naming what has been seen.
 func (v *violations) waitFor(t *testing.T, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	embeddedtest.Eventually(t, "a permissions violation for "+what, func() bool {
 		v.mu.Lock()
-		for _, s := range v.seen {
-			if strings.Contains(s, what) {
-				v.mu.Unlock()
-				return
-			}
-		}
-		v.mu.Unlock()
-	}
-	t.Fatalf("no permissions violation for %s; saw %v", what, v.seen)
+		defer v.mu.Unlock()
+		return slices.ContainsFunc(v.seen, func(s string) bool { return strings.Contains(s, what) })
+	})
 }
 
 func (m *closedMesh) connectAs(j agent.Join, v *violations) (*nats.Conn, error) {
@@ -312,11 +308,7 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 	defer a.Close()
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(ctx) }()
-	for deadline := time.Now().Add(4 * lifetime); nc.Stats().Reconnects == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the bus never closed the connection at the end of its lifetime")
-		}
-	}
+	embeddedtest.Eventually(t, "the bus to close the connection at the end of its lifetime", func() bool { return nc.Stats().Reconnects > 0 })
 	d, err := m.h.Declare(ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "app-1", File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/after","mode":"0644","content":"x"}]}`})
 	if err != nil {
@@ -329,11 +321,7 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 	if _, err := m.h.Retire(ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "app-1"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(4 * lifetime); nc.IsConnected(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("retired app-1 kept its connection")
-		}
-	}
+	embeddedtest.Eventually(t, "retired app-1 to lose its connection", func() bool { return !nc.IsConnected() })
 	if _, err := m.connectAs(j, nil); err == nil {
 		t.Fatal("retired app-1 connected again")
 	}

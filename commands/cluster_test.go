@@ -113,12 +113,13 @@ func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := ""
-	for deadline := time.Now().Add(20 * time.Second); leader == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	embeddedtest.Eventually(t, "the stream to have a leader", func() bool {
 		info, err := st.JetStream().Stream(ctx, "MESH")
 		if err == nil && info.CachedInfo().Cluster != nil {
 			leader = info.CachedInfo().Cluster.Leader
 		}
-	}
+		return leader != ""
+	})
 	// The controller on a server that is not the leader, so that what is
 	// lost is the stream's leader, not the controller's connection.
 	var ctrlURL string

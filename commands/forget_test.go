@@ -3,13 +3,13 @@ package commands_test
 import (
 	"bytes"
 	"context"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
@@ -156,12 +156,9 @@ func TestForgettingASecret(t *testing.T) {
 		t.Fatalf("after its current value was forgotten: %+v", s)
 	}
 	// The second learns it by its watch of the secrets stream: a moment.
-	for deadline := time.Now().Add(10 * time.Second); stateOn(second.Handlers).State != commands.StateCannotCompose; {
-		if time.Now().After(deadline) {
-			t.Fatalf("a second controller still composes a forgotten value: %+v", stateOn(second.Handlers))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	embeddedtest.Eventually(t, "the second controller to stop composing the forgotten value", func() bool {
+		return stateOn(second.Handlers).State == commands.StateCannotCompose
+	})
 	if a, err := h.Audit(ctx, commands.AuditRequest{}); err != nil || !a.OK {
 		t.Fatalf("audit after forgetting: %v %+v", err, a)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -106,15 +107,10 @@ func failedWriteScenario(t *testing.T) {
 	if err == nil {
 		t.Skip("the write was not refused: the block had room")
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	embeddedtest.Eventually(t, "KeepStorage to say the failure, then its recovery", func() bool {
 		s := saidNow()
-		if len(s) >= 2 && errors.Is(s[0], embedded.ErrStorageFailed) && s[1] == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("KeepStorage said %v; want the failure, then its recovery", s)
-		}
-	}
+		return len(s) >= 2 && errors.Is(s[0], embedded.ErrStorageFailed) && s[1] == nil
+	})
 	c, cancel = context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if ack, err := js.Publish(c, "s.x", []byte("after")); err != nil {

@@ -355,7 +355,7 @@ func TestVerifyAndFoldCopy(t *testing.T) {
 	mid := enrollMany(t, s, 0, 5)
 	waitFor(t, e, mid)
 	cut := time.Now()
-	time.Sleep(5 * time.Millisecond)
+	s.Now = func() time.Time { return cut.Add(time.Hour) } // what follows is after cut, on the injected clock
 	last := enrollMany(t, s, 5, 5)
 	waitFor(t, e, last)
 	if diff, at, err := e.Verify(ctx, nil); err != nil || diff != "" || at != last {

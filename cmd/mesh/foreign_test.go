@@ -1,9 +1,9 @@
 package main
 
 import (
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/nats-io/nats.go"
@@ -35,11 +35,12 @@ func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
 	nc.Flush()
 	// Its sequence, from the list.
 	var seq string
-	for deadline := time.Now().Add(10 * time.Second); seq == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	embeddedtest.Eventually(t, "the foreign message in foreign list", func() bool {
 		if r = mesh(t, home, "foreign", "list"); strings.Contains(r.out, "1 not acknowledged") {
 			seq = strings.Fields(strings.Split(r.out, "\n")[1])[0]
 		}
-	}
+		return seq != ""
+	})
 	if seq == "" || !strings.Contains(r.out, "not a mesh event") {
 		t.Fatalf("foreign list: %+v", r)
 	}

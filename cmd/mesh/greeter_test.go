@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,11 +53,7 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	}
 	until := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("after 30 s, still waiting for %s; status:\n%s", what, mesh(t, home, "status").out)
-			}
-		}
+		embeddedtest.Eventually(t, what, cond)
 	}
 	set := func(greeting string) {
 		t.Helper()

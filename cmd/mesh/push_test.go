@@ -1,11 +1,11 @@
 package main
 
 import (
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // From enrolment to files on disk: mesh up with a local agent, a second
@@ -34,11 +34,7 @@ func TestPushToAgents(t *testing.T) {
 	must("module", "register", "../../examples/app.json")
 	// db-1 was enrolled by mesh up without capabilities: its agent's
 	// facts say linux, so postgres is hosted there (issue 15).
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(must("node", "show", "db-1").out, "detected"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("db-1's agent never reported its facts")
-		}
-	}
+	embeddedtest.Eventually(t, "db-1's agent to report its facts", func() bool { return strings.Contains(must("node", "show", "db-1").out, "detected") })
 	must("assign", "db-1", "postgres", "--set", "password=p")
 	if r = must("push", "db-1"); strings.Contains(r.out, "left out") {
 		t.Fatalf("push to a node whose agent detected linux: %+v", r)
@@ -55,15 +51,10 @@ func TestPushToAgents(t *testing.T) {
 		t.Fatalf("push to a node that cannot host its module: %+v", r)
 	}
 	// What was asked is not what runs: partial, never current or well.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	embeddedtest.Eventually(t, "status to call db-1 partial, gpu-job left out", func() bool {
 		r = mesh(t, home, "status")
-		if r.code == 1 && strings.Contains(r.out, "partial") && strings.Contains(r.out, "gpu-job left out: gpu-job needs gpu") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status of a node with a module left out: %+v", r)
-		}
-	}
+		return r.code == 1 && strings.Contains(r.out, "partial") && strings.Contains(r.out, "gpu-job left out: gpu-job needs gpu")
+	})
 	must("unassign", "db-1", "gpu-job")
 	must("unassign", "db-1", "postgres")
 	must("assign", "app-1", "postgres", "--set", "password=p")
@@ -147,15 +138,7 @@ func TestPushToAgents(t *testing.T) {
 // waitWell polls mesh status until it says well (exit 0).
 func waitWell(t *testing.T, home string) result {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := mesh(t, home, "status")
-		if r.code == 0 {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the mesh never became well:\n%s%s", r.out, r.err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var r result
+	embeddedtest.Eventually(t, "the mesh to become well", func() bool { r = mesh(t, home, "status"); return r.code == 0 })
+	return r
 }

@@ -104,14 +104,13 @@ func TestClusterLeaderLossLosesNoAcknowledgedEvent(t *testing.T) {
 func streamLeader(t *testing.T, nc *nats.Conn) string {
 	t.Helper()
 	js, _ := nc.JetStream()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	leader := ""
+	embeddedtest.Eventually(t, "the stream to have a leader", func() bool {
 		info, err := js.StreamInfo(events.Stream)
-		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
-			return info.Cluster.Leader
+		if err == nil && info.Cluster != nil {
+			leader = info.Cluster.Leader
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("the stream has no leader")
-	return ""
+		return leader != ""
+	})
+	return leader
 }
