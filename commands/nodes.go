@@ -36,6 +36,7 @@ type Handlers struct {
 
 	manifests manifests
 	composed  composedCache
+	held      heldCache
 	// secrets are the salts of secret settings (nil: none can be sealed
 	// or opened, and a node that needs one is named as not composable).
 	secrets *secretKeys

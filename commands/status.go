@@ -205,7 +205,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if err != nil {
 			return err
 		}
-		holds, err := holdsOf(v, "")
+		holds, err := h.holdsAll(v)
 		if err != nil {
 			return err
 		}
