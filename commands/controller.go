@@ -232,7 +232,7 @@ func driveRollouts(h *Handlers, every time.Duration) func() {
 			case <-tick.C:
 			}
 			dctx, dcancel := context.WithTimeout(ctx, time.Minute)
-			err := errors.Join(h.DriveRollouts(dctx), h.DriveSeats(dctx))
+			err := errors.Join(h.DriveRollouts(dctx), h.DriveSeats(dctx), h.DriveNetwork(dctx))
 			dcancel()
 			if err != nil && err.Error() != said && ctx.Err() == nil {
 				said = err.Error()

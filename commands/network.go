@@ -150,17 +150,37 @@ func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkVie
 		quarantine = aggregates.DefaultQuarantine
 	}
 	var out NetworkView
-	for first := true; ; first = false {
+	// The range alone: the pool takes one event a batch, and the
+	// addresses follow in batches of their own.
+	seq, items, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		set, err := pool.Set(r.CIDR, quarantine)
+		return poolItem(pool, set), err
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Changed, out.Seq = len(items) > 0, seq
+	if out.Allotted, seq, err = h.allotMissing(ctx); err != nil {
+		return out, err
+	}
+	out.Seq = max(out.Seq, seq)
+	if out.Changed || out.Allotted > 0 {
+		h.Log.Info("network set", "cidr", r.CIDR, "allotted", out.Allotted, "seq", out.Seq)
+	}
+	view, err := h.ShowNetwork(ctx, Empty{})
+	view.Changed, view.Allotted, view.Seq = out.Changed, out.Allotted, out.Seq
+	return view, err
+}
+
+// allotMissing gives every active node without an address one, in batches
+// of 998, and answers how many it gave. An enrolment decided on read models
+// that did not hold the range yet has none; network set, and every
+// controller's drive, give it one.
+func (h *Handlers) allotMissing(ctx context.Context) (int, uint64, error) {
+	total, last := 0, uint64(0)
+	for {
 		batch := 0
 		seq, items, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
-			if first {
-				// The range alone: the pool takes one event a batch, and
-				// the addresses follow in batches of their own.
-				set, err := pool.Set(r.CIDR, quarantine)
-				if err != nil || len(set) > 0 {
-					return poolItem(pool, set), err
-				}
-			}
 			nodes, err := v.Nodes()
 			if err != nil {
 				return nil, err
@@ -180,28 +200,38 @@ func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkVie
 			}
 			return poolItem(pool, allot), nil
 		})
-		if err != nil {
-			return out, err
+		if err != nil || len(items) == 0 {
+			return total, last, err
 		}
-		if len(items) == 0 {
-			break
-		}
-		out.Seq = seq
-		if _, ok := items[0].Event.(events.NetworkSet); ok {
-			out.Changed = true
-			continue
-		}
-		out.Allotted += batch
-		if batch == 0 {
-			break
-		}
+		total, last = total+batch, seq
 	}
-	if out.Changed || out.Allotted > 0 {
-		h.Log.Info("network set", "cidr", r.CIDR, "allotted", out.Allotted, "seq", out.Seq)
+}
+
+// DriveNetwork gives an address to every active node that has none while
+// the network is set (see allotMissing); it reads the nodes only when
+// something that moves composition (an enrolment, the range) was folded
+// since it last found none missing.
+func (h *Handlers) DriveNetwork(ctx context.Context) error {
+	if h.writable() != nil || h.past {
+		return nil
 	}
-	view, err := h.ShowNetwork(ctx, Empty{})
-	view.Changed, view.Allotted, view.Seq = out.Changed, out.Allotted, out.Seq
-	return view, err
+	var version uint64
+	var set bool
+	if err := h.Proj.Read(func(v *projections.View) (err error) {
+		version = v.CompositionVersion()
+		_, set, err = v.Network()
+		return err
+	}); err != nil || !set || h.addressSeen.Load() == version {
+		return err
+	}
+	n, _, err := h.allotMissing(ctx)
+	if err == nil && n > 0 {
+		h.Log.Info("addresses given to nodes enrolled without one", "nodes", n)
+	}
+	if err == nil {
+		h.addressSeen.Store(version)
+	}
+	return err
 }
 
 // ShowNetwork answers the range and every address not free.

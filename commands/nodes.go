@@ -58,6 +58,9 @@ type Handlers struct {
 	// for its auto rollout: a drive's tick reads no assignment until a
 	// registration or an assignment moves it.
 	autoSeen atomic.Uint64
+	// addressSeen is the composition version at which no active node
+	// lacked an overlay address (DriveNetwork).
+	addressSeen atomic.Uint64
 }
 
 // SetBusTrouble says the bus takes no events now, and why (nil: it does
@@ -126,6 +129,18 @@ func (h *Handlers) decideNode(ctx context.Context, name, commandID string, cmd a
 func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error) {
 	if err := validName("enroll", r.Name); err != nil {
 		return Changed{}, err
+	}
+	// Read models that do not hold the network yet would enrol the node
+	// without an address: caught up first when they say there is none
+	// (the drive gives one to a node that slips past even so).
+	var set bool
+	if err := h.Proj.Read(func(v *projections.View) (err error) { _, set, err = v.Network(); return err }); err != nil {
+		return Changed{}, err
+	}
+	if !set {
+		if err := h.catchUp(ctx); err != nil {
+			return Changed{}, err
+		}
 	}
 	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		items, _, err := h.enrollItems(v, pool, []EnrollRequest{r}, false)
