@@ -133,6 +133,9 @@ func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error)
 	// Read models that do not hold the network yet would enrol the node
 	// without an address: caught up first when they say there is none
 	// (the drive gives one to a node that slips past even so).
+	if err := h.writable(); err != nil {
+		return Changed{}, err
+	}
 	var set bool
 	if err := h.Proj.Read(func(v *projections.View) (err error) { _, set, err = v.Network(); return err }); err != nil {
 		return Changed{}, err
