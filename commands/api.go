@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"slices"
 	"time"
 
@@ -612,4 +614,11 @@ type RolloutProgress struct {
 	// nodes of its waves still active.
 	Applied int `json:"applied"`
 	Total   int `json:"total"`
+}
+
+// NewCommandID makes the id that turns a retry of this invocation into a no-op.
+func NewCommandID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -7,19 +7,20 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/nats-io/nats.go"
 )
 
-func batchCall[Req, Resp any](t *testing.T, c *commands.Client, subject string, req Req) (Resp, error) {
+func batchCall[Req, Resp any](t *testing.T, c *client.Client, subject string, req Req) (Resp, error) {
 	t.Helper()
 	var out Resp
 	err := c.Call(context.Background(), subject, req, &out)
 	return out, err
 }
 
-func nodeCount(t *testing.T, c *commands.Client) int {
+func nodeCount(t *testing.T, c *client.Client) int {
 	t.Helper()
 	var l commands.NodeList
 	if err := c.Call(context.Background(), commands.SubjectNodeList, commands.Empty{}, &l); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded"
@@ -207,7 +208,7 @@ func TestThePermissionMatrix(t *testing.T) {
 	if _, err := st.Report(c3, "db-1", commands.NewCommandID(), forged, nodeSealing(t, app)); err == nil {
 		t.Fatal("app-1 published a report for db-1")
 	}
-	cl := commands.Client{NC: nc, Timeout: 500 * time.Millisecond}
+	cl := client.Client{NC: nc, Timeout: 500 * time.Millisecond}
 	var s commands.StatusReport
 	if err := cl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err == nil {
 		t.Fatal("app-1 called the controller's status")
@@ -233,7 +234,7 @@ func TestThePermissionMatrix(t *testing.T) {
 		t.Fatalf("the operator connecting: %v", err)
 	}
 	defer op.Close()
-	ocl := commands.Client{NC: op}
+	ocl := client.Client{NC: op}
 	if err := ocl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
 		t.Fatalf("the operator's status: %+v %v", s, err)
 	}
@@ -391,7 +392,7 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 	}
 	defer op.Close()
 	var s commands.StatusReport
-	if err := (&commands.Client{NC: op}).Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
+	if err := (&client.Client{NC: op}).Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
 		t.Fatalf("the operator's status: %+v %v", s, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
@@ -42,7 +43,7 @@ func TestTwoControllersOnAClusterWithoutSpuriousFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c0 := &commands.Client{NC: connect(2), Timeout: 30 * time.Second}
+	c0 := &client.Client{NC: connect(2), Timeout: 30 * time.Second}
 	var reg commands.Registered
 	if err := c0.Call(ctx, commands.SubjectModuleRegister, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "app.json", Manifest: string(manifest)}, &reg); err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func TestTwoControllersOnAClusterWithoutSpuriousFailures(t *testing.T) {
 	var failures []string
 	for c := range clients {
 		wg.Go(func() {
-			cl := &commands.Client{NC: connect(c), Timeout: 30 * time.Second}
+			cl := &client.Client{NC: connect(c), Timeout: 30 * time.Second}
 			for n := range nodes {
 				name := fmt.Sprintf("c%d-n%d", c, n)
 				steps := []struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded"
@@ -24,12 +25,12 @@ import (
 	"github.com/nats-io/nats.go/micro"
 )
 
-func controller(t *testing.T, srv *embedded.Server) *commands.Client {
+func controller(t *testing.T, srv *embedded.Server) *client.Client {
 	t.Helper()
 	return controllerIn(t, srv, t.TempDir())
 }
 
-func controllerIn(t *testing.T, srv *embedded.Server, home string) *commands.Client {
+func controllerIn(t *testing.T, srv *embedded.Server, home string) *client.Client {
 	t.Helper()
 	nc := embeddedtest.Conn(t, srv)
 	c, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: home})
@@ -37,10 +38,10 @@ func controllerIn(t *testing.T, srv *embedded.Server, home string) *commands.Cli
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &commands.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
+	return &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
 }
 
-func enroll(c *commands.Client, name string, caps ...string) (commands.Changed, error) {
+func enroll(c *client.Client, name string, caps ...string) (commands.Changed, error) {
 	var out commands.Changed
 	err := c.Call(context.Background(), commands.SubjectNodeEnroll,
 		commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: name, Capabilities: caps}, &out)
@@ -48,7 +49,7 @@ func enroll(c *commands.Client, name string, caps ...string) (commands.Changed, 
 }
 
 func code(err error) string {
-	var re *commands.RemoteError
+	var re *client.RemoteError
 	if errors.As(err, &re) {
 		return re.Code
 	}
@@ -61,7 +62,7 @@ func TestConcurrentEnrollsOneWinnerAcrossControllers(t *testing.T) {
 	srv := embeddedtest.Server(t)
 	// Controllers sharing a stream share its signing key.
 	first, second := t.TempDir(), t.TempDir()
-	clients := []*commands.Client{controllerIn(t, srv, first)}
+	clients := []*client.Client{controllerIn(t, srv, first)}
 	key, err := os.ReadFile(filepath.Join(first, commands.KeyFile))
 	if err != nil {
 		t.Fatal(err)
@@ -128,9 +129,9 @@ func TestEnrollListShowRetire(t *testing.T) {
 
 func TestNoControllerIsSaidQuickly(t *testing.T) {
 	srv := embeddedtest.Server(t)
-	c := &commands.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
+	c := &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
 	_, err := enroll(c, "web-1")
-	if !errors.Is(err, commands.ErrNoController) || !strings.Contains(err.Error(), srv.ClientURL()) || !strings.Contains(err.Error(), "mesh up") {
+	if !errors.Is(err, client.ErrNoController) || !strings.Contains(err.Error(), srv.ClientURL()) || !strings.Contains(err.Error(), "mesh up") {
 		t.Fatalf("no controller: %v", err)
 	}
 }
@@ -254,7 +255,7 @@ func TestARefusalsKindSurvivesTheBus(t *testing.T) {
 		kind error
 	}{{"web-1", aggregates.ErrNameTaken}, {"Web_1", aggregates.ErrInvalid}} {
 		_, err := enroll(c, tc.name)
-		var remote *commands.RemoteError
+		var remote *client.RemoteError
 		if !errors.As(err, &remote) || !errors.Is(err, tc.kind) {
 			t.Fatalf("enrolling %q over the bus: %v (kind %q), want %v", tc.name, err, remote.Kind, tc.kind)
 		}

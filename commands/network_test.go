@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
@@ -22,7 +23,7 @@ import (
 func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 	srv := embeddedtest.Server(t)
 	first, second := t.TempDir(), t.TempDir()
-	clients := []*commands.Client{controllerIn(t, srv, first)}
+	clients := []*client.Client{controllerIn(t, srv, first)}
 	writeKey(t, first, second)
 	clients = append(clients, controllerIn(t, srv, second))
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/nats-io/nats.go"
 )
@@ -119,7 +120,7 @@ func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // joinString is the identity with the bus this client reached it on.
 // On a bus that speaks TLS it carries the CA the command trusted (the
 // home's, or --tls-ca), so the agent needs nothing else.
-func joinString(g *Globals, cl *commands.Client, id commands.Identity) string {
+func joinString(g *Globals, cl *client.Client, id commands.Identity) string {
 	j := agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed}
 	if cl.NC.TLSRequired() || strings.HasPrefix(j.Bus, "tls://") {
 		ca := g.TLSCA

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 )
 
@@ -176,7 +177,7 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 
 // enrollBatches enrolls list a batch at a time (mesh node enroll --from,
 // mesh fleet).
-func enrollBatches(ctx context.Context, cl *commands.Client, out *Output, list []commands.EnrollRequest) (changed, unchanged int, err error) {
+func enrollBatches(ctx context.Context, cl *client.Client, out *Output, list []commands.EnrollRequest) (changed, unchanged int, err error) {
 	return inBatches(ctx, out, len(list), "enrolled", func(ctx context.Context, from, to int) (int, int, error) {
 		var r commands.BatchReply
 		err := cl.Call(ctx, commands.SubjectNodeEnrollBatch, commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list[from:to]}, &r)
@@ -186,7 +187,7 @@ func enrollBatches(ctx context.Context, cl *commands.Client, out *Output, list [
 
 // assignBatches assigns module to nodes a batch at a time (mesh assign
 // --selector and --from, mesh fleet), and answers the build assigned.
-func assignBatches(ctx context.Context, cl *commands.Client, out *Output, as commands.AssignBatchRequest, nodes []string) (changed, unchanged int, build string, err error) {
+func assignBatches(ctx context.Context, cl *client.Client, out *Output, as commands.AssignBatchRequest, nodes []string) (changed, unchanged int, build string, err error) {
 	changed, unchanged, err = inBatches(ctx, out, len(nodes), "assigned to", func(ctx context.Context, from, to int) (int, int, error) {
 		var r commands.BatchReply
 		req := as

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/nats-io/nats.go"
@@ -130,7 +131,7 @@ func (g *Globals) tlsOptions() ([]nats.Option, error) {
 }
 
 // client connects to the bus and returns a verb client; close releases it.
-func (g *Globals) client() (*commands.Client, func(), error) {
+func (g *Globals) client() (*client.Client, func(), error) {
 	addr, err := g.resolveBus(false)
 	if err != nil {
 		return nil, nil, err
@@ -139,7 +140,7 @@ func (g *Globals) client() (*commands.Client, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &commands.Client{NC: nc, Where: addr.String(), Timeout: g.timeoutOr(commands.DefaultTimeout)}, nc.Close, nil
+	return &client.Client{NC: nc, Where: addr.String(), Timeout: g.timeoutOr(client.DefaultTimeout)}, nc.Close, nil
 }
 
 // call runs one verb against the controller.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/willabides/kongplete"
 )
@@ -196,13 +197,13 @@ const (
 func exitFor(err error) int {
 	var ue usageError
 	var ee exitError
-	var re *commands.RemoteError
+	var re *client.RemoteError
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
 		return exitNotUnders
-	case errors.Is(err, commands.ErrUnknownOutcome):
+	case errors.Is(err, client.ErrUnknownOutcome):
 		return exitUnknown
 	case errors.As(err, &re) && re.Code == commands.CodeBadRequest:
 		return exitNotUnders

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/fleet"
@@ -122,7 +123,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // timedPush pushes to every node and waits for every fleet agent's report
 // on what it was sent: the figure an operator feels, from the command to
 // the last machine's answer.
-func timedPush(ctx context.Context, out *Output, cl *commands.Client, f *fleet.Fleet, round int) error {
+func timedPush(ctx context.Context, out *Output, cl *client.Client, f *fleet.Fleet, round int) error {
 	start := time.Now()
 	var r commands.PushReply
 	if err := cl.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r); err != nil {
@@ -185,7 +186,7 @@ func watchRounds(ctx context.Context, out *Output, f *fleet.Fleet) error {
 }
 
 // fleetJoins asks the controller for each node's identity, a few at once.
-func fleetJoins(ctx context.Context, cl *commands.Client, names []commands.EnrollRequest) ([]agent.Join, error) {
+func fleetJoins(ctx context.Context, cl *client.Client, names []commands.EnrollRequest) ([]agent.Join, error) {
 	joins := make([]agent.Join, len(names))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -211,7 +212,7 @@ func fleetJoins(ctx context.Context, cl *commands.Client, names []commands.Enrol
 }
 
 // consumers is how many consumers the stream has, as nats stream info says.
-func consumers(ctx context.Context, cl *commands.Client) string {
+func consumers(ctx context.Context, cl *client.Client) string {
 	js, err := jetstream.New(cl.NC)
 	if err != nil {
 		return "unknown"

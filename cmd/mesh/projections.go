@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 )
 
@@ -93,7 +94,7 @@ func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output)
 // followProgress subscribes to a fresh inbox the controller reports fold
 // progress on, and prints it: one line rewritten in place on a terminal,
 // plain lines otherwise (a log or a pipe keeps every one).
-func followProgress(cl *commands.Client, out *Output, verb, unit string, ttyOnly bool) (commands.FoldRequest, func(), error) {
+func followProgress(cl *client.Client, out *Output, verb, unit string, ttyOnly bool) (commands.FoldRequest, func(), error) {
 	inbox := cl.NC.NewRespInbox()
 	tty := isTerminal(out.Err)
 	var printed atomic.Bool

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events/store"
 )
@@ -172,7 +173,7 @@ func printPush(out *Output, r commands.PushReply, behind, verbose bool) {
 }
 
 // waitFor follows the node's reports until it reports on exactly what it was sent.
-func waitFor(ctx context.Context, cl *commands.Client, out *Output, s commands.PushedNode, d time.Duration) error {
+func waitFor(ctx context.Context, cl *client.Client, out *Output, s commands.PushedNode, d time.Duration) error {
 	st, err := store.Attach(ctx, cl.NC, "")
 	if err != nil {
 		return err

@@ -1,15 +1,20 @@
-package commands
+// Package client calls the controller's verbs over the bus: the request, an
+// answer in pieces when it is large, a controller that went away noticed
+// within a second, and an unknown outcome said with what the log holds
+// (rule 26). The command line and the tests use it; the controller never
+// does.
+package client
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,14 +47,14 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string { return e.Description }
 
-// Unwrap is the refusal's kind, or ErrReadOnly for a controller that takes
+// Unwrap is the refusal's kind, or commands.ErrReadOnly for a controller that takes
 // no writes; nil for any other failure.
 func (e *RemoteError) Unwrap() error {
 	if k := aggregates.KindNamed(e.Kind); k != nil {
 		return k
 	}
-	if e.Code == CodeUnavailable {
-		return ErrReadOnly
+	if e.Code == commands.CodeUnavailable {
+		return commands.ErrReadOnly
 	}
 	return nil
 }
@@ -67,13 +72,6 @@ var ErrUnknownOutcome = errors.New("the outcome is unknown")
 // controller is still there: one that died is noticed within it, not at
 // the end of a push's minutes-long timeout.
 const watchEvery = time.Second
-
-// NewCommandID makes the id that turns a retry of this invocation into a no-op.
-func NewCommandID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // Call sends req to subject and decodes the answer into resp.
 func (c *Client) Call(ctx context.Context, subject string, req, resp any) error {
@@ -99,18 +97,18 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 	defer sub.Unsubscribe()
 	out := nats.NewMsg(subject)
 	out.Data = data
-	out.Header.Set(chunksToHeader, inbox)
+	out.Header.Set(commands.ChunksToHeader, inbox)
 	from := noPosition
-	if Writes(subject) {
+	if commands.Writes(subject) {
 		from = c.streamEnd(ctx)
 	}
 	msg, err := c.request(ctx, out)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("%w on the bus at %s; start one with `mesh up` (one box) or `mesh serve`", ErrNoController, c.Where)
-	case errors.Is(err, errControllerGone) && Writes(subject):
+	case errors.Is(err, errControllerGone) && commands.Writes(subject):
 		return c.unknownOutcome("the controller went away before it answered", from)
-	case errors.Is(err, context.DeadlineExceeded) && Writes(subject), errors.Is(err, nats.ErrTimeout) && Writes(subject):
+	case errors.Is(err, context.DeadlineExceeded) && commands.Writes(subject), errors.Is(err, nats.ErrTimeout) && commands.Writes(subject):
 		return c.unknownOutcome(fmt.Sprintf("the controller did not answer within %s (--timeout)", timeout), from)
 	case errors.Is(err, errControllerGone):
 		return fmt.Errorf("%w: the controller went away before it answered; check that `mesh up` or `mesh serve` is running", ErrNoController)
@@ -120,10 +118,10 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 		return fmt.Errorf("cannot reach the controller on the bus at %s: %w", c.Where, err)
 	}
 	if desc := msg.Header.Get(micro.ErrorHeader); desc != "" {
-		return &RemoteError{Code: msg.Header.Get(micro.ErrorCodeHeader), Description: desc, Kind: msg.Header.Get(KindHeader)}
+		return &RemoteError{Code: msg.Header.Get(micro.ErrorCodeHeader), Description: desc, Kind: msg.Header.Get(commands.KindHeader)}
 	}
 	body := msg.Data
-	if msg.Header.Get(chunkCountHeader) != "" {
+	if msg.Header.Get(commands.ChunkCountHeader) != "" {
 		if body, err = assemble(ctx, msg, pieces); err != nil {
 			return err
 		}
@@ -165,7 +163,7 @@ func (c *Client) request(ctx context.Context, out *nats.Msg) (*nats.Msg, error) 
 }
 
 // pingSubject is where the services protocol answers for every controller.
-const pingSubject = "$SRV.PING." + ServiceName
+const pingSubject = "$SRV.PING." + commands.ServiceName
 
 // noPosition: the stream's position could not be read.
 const noPosition = ^uint64(0)
@@ -218,4 +216,31 @@ func (c *Client) unknownOutcome(why string, from uint64) error {
 		check = fmt.Sprintf("mesh events --from %d", from+1)
 	}
 	return fmt.Errorf("%w: %s; %s; see mesh status, mesh history NODE or %s before trying again", ErrUnknownOutcome, why, landed, check)
+}
+
+// assemble gathers the pieces an answer said were sent, in their order.
+func assemble(ctx context.Context, answer *nats.Msg, pieces <-chan *nats.Msg) ([]byte, error) {
+	n, err := strconv.Atoi(answer.Header.Get(commands.ChunkCountHeader))
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("the controller's answer says it came in %q pieces", answer.Header.Get(commands.ChunkCountHeader))
+	}
+	got := make([]*nats.Msg, 0, n)
+	for len(got) < n {
+		select {
+		case m := <-pieces:
+			got = append(got, m)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("only %d of the %d pieces of the controller's answer arrived", len(got), n)
+		}
+	}
+	slices.SortFunc(got, func(a, b *nats.Msg) int {
+		x, _ := strconv.Atoi(a.Header.Get(commands.ChunkIndexHeader))
+		y, _ := strconv.Atoi(b.Header.Get(commands.ChunkIndexHeader))
+		return x - y
+	})
+	var b []byte
+	for _, m := range got {
+		b = append(b, m.Data...)
+	}
+	return b, nil
 }

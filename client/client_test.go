@@ -1,4 +1,4 @@
-package commands_test
+package client_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
@@ -44,17 +45,17 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 	if err := svcConn.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c := &commands.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: 2 * time.Second}
+	c := &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: 2 * time.Second}
 
 	// Never answered: the timeout, and an unknown outcome for a change.
 	var r commands.PushReply
 	err = c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r)
-	if !errors.Is(err, commands.ErrUnknownOutcome) || !strings.Contains(err.Error(), "did not answer within 2s") ||
+	if !errors.Is(err, client.ErrUnknownOutcome) || !strings.Contains(err.Error(), "did not answer within 2s") ||
 		!strings.Contains(err.Error(), "nothing has landed in the log since the request") {
 		t.Fatalf("a push never answered: %v", err)
 	}
 	var s commands.StatusReport
-	if err := c.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); !errors.Is(err, commands.ErrNoController) || errors.Is(err, commands.ErrUnknownOutcome) {
+	if err := c.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); !errors.Is(err, client.ErrNoController) || errors.Is(err, client.ErrUnknownOutcome) {
 		t.Fatalf("a status never answered: %v", err)
 	}
 
@@ -68,7 +69,7 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 		svc.Stop()
 	}()
 	err = c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r)
-	if !errors.Is(err, commands.ErrUnknownOutcome) || !strings.Contains(err.Error(), "the controller went away before it answered") {
+	if !errors.Is(err, client.ErrUnknownOutcome) || !strings.Contains(err.Error(), "the controller went away before it answered") {
 		t.Fatalf("a push whose controller went away: %v", err)
 	}
 }
