@@ -324,6 +324,10 @@ func decodeRows[T any](r pebble.Reader, prefix ...byte) ([]T, error) {
 // one scan every read model's listing goes through: decoding is nearly all
 // the cost of reading a large read model (status reads every node row), so
 // it is spread over the cores; the iteration itself is cheap.
+//
+// decode runs on several goroutines at once (from parallelRows rows): it
+// must touch nothing but its own row. A decode that filled a shared map
+// crashed a controller with 5,000 node addresses (concurrent map writes).
 func scanRows[T any](r pebble.Reader, prefix []byte, decode func(key, value []byte) (T, error)) ([]T, error) {
 	lo, hi := prefixBounds(prefix...)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})

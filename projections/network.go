@@ -116,10 +116,14 @@ func (v *View) AddressOf(node string) (string, error) {
 
 // NodeAddresses is every node's overlay address, by node.
 func (v *View) NodeAddresses() (map[string]string, error) {
-	out := map[string]string{}
-	_, err := scanRows(v.r, []byte{prefixNodeAddress}, func(k, val []byte) (struct{}, error) {
-		out[string(k[1:])] = string(val)
-		return struct{}{}, nil
+	// scanRows decodes on several goroutines: each row is returned, and
+	// the map built here, on this one.
+	rows, err := scanRows(v.r, []byte{prefixNodeAddress}, func(k, val []byte) ([2]string, error) {
+		return [2]string{string(k[1:]), string(val)}, nil
 	})
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r[0]] = r[1]
+	}
 	return out, err
 }

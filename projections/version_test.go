@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -49,5 +50,29 @@ func TestEveryNodeEventMovesItsVersion(t *testing.T) {
 			t.Fatalf("after %s at %d the node row's version is %d (%v, found %v)", ev.EventType(), seq, row.Version, err, found)
 		}
 		version = seq
+	}
+}
+
+// The overlay's addresses read back whole past the size at which a scan
+// decodes on every core (the read once filled one map from every core and
+// crashed the controller).
+func TestManyAddressesReadBack(t *testing.T) {
+	s := newStore(t)
+	e := openEngine(t, s, vfs.NewMem(), 0)
+	ev := events.AddressesAllotted{}
+	const n = 3 * parallelRows
+	for i := range n {
+		ev.Allotted = append(ev.Allotted, events.Allotment{Node: fmt.Sprintf("n-%d", i), Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)})
+	}
+	seq, err := s.Append(context.Background(), events.PoolAggregate(), 0, "allot", events.NetworkSet{CIDR: "10.1.0.0/16"}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, e, seq)
+	for range 20 {
+		var got map[string]string
+		if err := e.Read(func(v *View) (err error) { got, err = v.NodeAddresses(); return err }); err != nil || len(got) != n || got["n-7"] != "10.1.0.8" {
+			t.Fatalf("%d addresses read back (%v), n-7 at %q", len(got), err, got["n-7"])
+		}
 	}
 }
