@@ -111,10 +111,6 @@ func (h *Handlers) Unassign(ctx context.Context, r UnassignRequest) (Assigned, e
 	return Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Previous: previous}, nil
 }
 
-func newNode(name string) func() *aggregates.Node {
-	return func() *aggregates.Node { return aggregates.NewNode(name) }
-}
-
 // shownSettings is settings as a reply may carry them: a secret one only
 // as set, never its value (rule 21).
 func shownSettings(settings map[string]string, spec map[string]manifest.Setting) map[string]string {

@@ -118,11 +118,6 @@ func decide[A aggregate](ctx context.Context, h *Handlers, id events.AggregateID
 	return 0, fmt.Errorf("cannot change %s: it changed under %d attempts in a row; try again", id, maxAttempts)
 }
 
-// decideNode runs cmd against the node aggregate called name.
-func (h *Handlers) decideNode(ctx context.Context, name, commandID string, cmd any) (uint64, error) {
-	return decide(ctx, h, events.NodeAggregate(name), commandID, newNode(name),
-		func(n *aggregates.Node) ([]events.Event, error) { return n.Decide(cmd, h.Now()) })
-}
 
 // Enroll adds a node, with its overlay address when the network is set. A
 // name taken by any node, retired or not, is refused.
@@ -188,7 +183,17 @@ func (h *Handlers) ChangeNode(ctx context.Context, r ChangeNodeRequest) (Changed
 	if r.Capabilities == nil && r.Labels == nil {
 		return Changed{}, aggregates.Refuse("change", r.Name, aggregates.ErrInvalid, "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change")
 	}
-	seq, err := h.decideNode(ctx, r.Name, r.CommandID, aggregates.ChangeNode{Name: r.Name, Capabilities: r.Capabilities, Labels: r.Labels})
+	seq, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
+		n, err := nodeAggregateOf(v, r.Name)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := n.Decide(aggregates.ChangeNode{Name: r.Name, Capabilities: r.Capabilities, Labels: r.Labels}, h.Now())
+		if err != nil || len(evs) == 0 {
+			return nil, err
+		}
+		return []store.One{{Aggregate: events.NodeAggregate(r.Name), Expected: n.Version, Event: evs[0]}}, nil
+	})
 	if err != nil {
 		return Changed{}, err
 	}
