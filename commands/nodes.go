@@ -118,7 +118,6 @@ func decide[A aggregate](ctx context.Context, h *Handlers, id events.AggregateID
 	return 0, fmt.Errorf("cannot change %s: it changed under %d attempts in a row; try again", id, maxAttempts)
 }
 
-
 // Enroll adds a node, with its overlay address when the network is set. A
 // name taken by any node, retired or not, is refused.
 func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error) {
