@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -131,54 +130,27 @@ func nodeAggregateOf(v *projections.View, name string) (*aggregates.Node, error)
 }
 
 // decideBatch decides a batch from the read models and appends it as one
-// atomic batch; when any aggregate of it moved meanwhile, nothing landed,
-// and it catches up and decides again.
+// atomic batch (decideAtomic): when any aggregate of it moved meanwhile,
+// nothing landed, and it catches up and decides again.
 func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (BatchReply, error) {
-	caughtUp := false
-	for range maxAttempts {
-		var items []store.One
-		var unchanged []string
-		err := h.Proj.Read(func(v *projections.View) (err error) {
-			items, unchanged, err = decideFn(v)
-			return err
-		})
-		// As withPool: a refusal is the answer only once decided on read
-		// models caught up with the stream.
-		var refusal *aggregates.Error
-		if errors.As(err, &refusal) && !caughtUp {
-			if err := h.catchUp(ctx); err != nil {
-				return BatchReply{}, err
-			}
-			caughtUp = true
-			continue
-		}
-		if err != nil {
-			return BatchReply{}, err
-		}
-		reply := BatchReply{Unchanged: orNone(unchanged), Changed: []string{}}
-		if len(items) == 0 {
-			return reply, nil
-		}
-		seq, err := h.Store.AppendAtomic(ctx, commandID, items)
-		if errors.Is(err, store.ErrConflict) {
-			if err := h.catchUp(ctx); err != nil {
-				return BatchReply{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return BatchReply{}, err
-		}
-		for _, it := range items {
-			if it.Aggregate.Kind == events.KindNode { // not the address pool's, nor a seat's
-				reply.Changed = append(reply.Changed, it.Aggregate.ID)
-			}
-		}
-		reply.Seq = seq
-		h.Log.Info("nodes "+verb+" in a batch", "nodes", len(items), "unchanged", len(unchanged), "seq", seq)
-		return reply, h.landed(ctx, seq, items[0].Event)
+	var unchanged []string
+	seq, items, err := h.decideAtomic(ctx, commandID, func(v *projections.View) (items []store.One, err error) {
+		items, unchanged, err = decideFn(v)
+		return items, err
+	})
+	if err != nil {
+		return BatchReply{}, err
 	}
-	return BatchReply{}, fmt.Errorf("cannot %s the batch: its nodes changed under %d attempts in a row; try again", verb, maxAttempts)
+	reply := BatchReply{Seq: seq, Unchanged: orNone(unchanged), Changed: []string{}}
+	for _, it := range items {
+		if it.Aggregate.Kind == events.KindNode { // not the address pool's, nor a seat's
+			reply.Changed = append(reply.Changed, it.Aggregate.ID)
+		}
+	}
+	if seq != 0 {
+		h.Log.Info("nodes "+verb+" in a batch", "nodes", len(reply.Changed), "unchanged", len(unchanged), "seq", seq)
+	}
+	return reply, nil
 }
 
 func batchSize(op string, n int) error {

@@ -2,10 +2,8 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"time"
@@ -48,12 +46,6 @@ type NetworkView struct {
 	Seq      uint64 `json:"seq,omitempty"`
 }
 
-// poolAttempts bounds how often a write to the pool decides again because
-// another write to it landed first. Every enrolment writes to the pool, so
-// two controllers enrolling at full speed conflict often; each attempt
-// reads read models that hold the write that won.
-const poolAttempts = 64
-
 // poolOf is the address pool as the read models hold it.
 func poolOf(v *projections.View) (*aggregates.Pool, error) {
 	p := aggregates.NewPool()
@@ -80,55 +72,16 @@ func poolOf(v *projections.View) (*aggregates.Pool, error) {
 	return p, err
 }
 
-// withPool decides from the read models (the pool and whatever else
-// decide reads) and appends the items atomically; when any aggregate
-// moved meanwhile nothing landed, and it catches up and decides again,
-// after a short random pause so that two controllers racing part.
+// withPool is decideAtomic with the address pool as the read models hold
+// it, for the writes that give or take addresses.
 func (h *Handlers) withPool(ctx context.Context, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
-	if err := h.writable(); err != nil {
-		return 0, nil, err
-	}
-	caughtUp := false
-	for attempt := range poolAttempts {
-		var items []store.One
-		err := h.Proj.Read(func(v *projections.View) error {
-			pool, err := poolOf(v)
-			if err != nil {
-				return err
-			}
-			items, err = decide(v, pool)
-			return err
-		})
-		// A refusal, or nothing to do, decided on read models that may not
-		// hold a write another controller answered a moment ago (the node
-		// enrolled there): decided again on read models caught up with
-		// the stream before it is the answer.
-		var refusal *aggregates.Error
-		if !caughtUp && (errors.As(err, &refusal) || err == nil && len(items) == 0) {
-			if err := h.catchUp(ctx); err != nil {
-				return 0, nil, err
-			}
-			caughtUp = true
-			continue
-		}
-		if err != nil || len(items) == 0 {
-			return 0, nil, err
-		}
-		seq, err := h.Store.AppendAtomic(ctx, commandID, items)
-		if errors.Is(err, store.ErrConflict) {
-			if err := h.catchUp(ctx); err != nil {
-				return 0, nil, err
-			}
-			caughtUp = true
-			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5))))
-			continue
-		}
+	return h.decideAtomic(ctx, commandID, func(v *projections.View) ([]store.One, error) {
+		pool, err := poolOf(v)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
-		return seq, items, h.landed(ctx, seq, items[0].Event)
-	}
-	return 0, nil, fmt.Errorf("what this command changes was changed by other writes %d times in a row; nothing was recorded; try again", poolAttempts)
+		return decide(v, pool)
+	})
 }
 
 // poolItem is the pool's events as one item of an atomic batch.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -116,6 +117,58 @@ func decide[A aggregate](ctx context.Context, h *Handlers, id events.AggregateID
 		return seq, h.landed(ctx, seq, evs...)
 	}
 	return 0, fmt.Errorf("cannot change %s: it changed under %d attempts in a row; try again", id, maxAttempts)
+}
+
+// atomicAttempts bounds how often decideAtomic decides again because
+// another write to what it changes landed first. Every enrolment writes to
+// the address pool, so two controllers enrolling at full speed conflict
+// often; each attempt reads read models that hold the write that won.
+const atomicAttempts = 64
+
+// decideAtomic decides from the read models and appends the items as one
+// atomic batch, each expecting the version its aggregate's row holds; when
+// any moved meanwhile nothing landed, and it catches up and decides again
+// after a short random pause, so that two controllers racing part. A
+// refusal, or nothing to do, is the answer only once decided on read models
+// caught up with the stream: they may not hold a write another controller
+// answered a moment ago (the node enrolled there).
+func (h *Handlers) decideAtomic(ctx context.Context, commandID string, decide func(*projections.View) ([]store.One, error)) (uint64, []store.One, error) {
+	if err := h.writable(); err != nil {
+		return 0, nil, err
+	}
+	caughtUp := false
+	for attempt := range atomicAttempts {
+		var items []store.One
+		err := h.Proj.Read(func(v *projections.View) (err error) {
+			items, err = decide(v)
+			return err
+		})
+		var refusal *aggregates.Error
+		if !caughtUp && (errors.As(err, &refusal) || err == nil && len(items) == 0) {
+			if err := h.catchUp(ctx); err != nil {
+				return 0, nil, err
+			}
+			caughtUp = true
+			continue
+		}
+		if err != nil || len(items) == 0 {
+			return 0, nil, err
+		}
+		seq, err := h.Store.AppendAtomic(ctx, commandID, items)
+		if errors.Is(err, store.ErrConflict) {
+			if err := h.catchUp(ctx); err != nil {
+				return 0, nil, err
+			}
+			caughtUp = true
+			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5))))
+			continue
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		return seq, items, h.landed(ctx, seq, items[0].Event)
+	}
+	return 0, nil, fmt.Errorf("what this command changes was changed by other writes %d times in a row; nothing was recorded; try again", atomicAttempts)
 }
 
 // Enroll adds a node, with its overlay address when the network is set. A

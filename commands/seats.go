@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,14 +56,6 @@ type SeatStep struct {
 // SeatList is every seat ever claimed.
 type SeatList struct {
 	Seats []SeatView `json:"seats"`
-}
-
-// decideAtomic decides from the read models and appends the items as one
-// atomic batch; when any aggregate moved meanwhile nothing landed, and it
-// catches up and decides again after a short random pause, so that two
-// controllers racing part.
-func (h *Handlers) decideAtomic(ctx context.Context, commandID string, decide func(*projections.View) ([]store.One, error)) (uint64, []store.One, error) {
-	return h.withPool(ctx, commandID, func(v *projections.View, _ *aggregates.Pool) ([]store.One, error) { return decide(v) })
 }
 
 // seatOf is a seat's aggregate as the read models hold it.
@@ -127,27 +120,31 @@ func releaseItems(v *projections.View, node, module, why string) ([]store.One, e
 // ListSeats answers every seat, with where a handover stands.
 func (h *Handlers) ListSeats(ctx context.Context, _ Empty) (SeatList, error) {
 	out := SeatList{Seats: []SeatView{}}
-	var rows []projections.Seat
-	if err := h.Proj.Read(func(v *projections.View) (err error) { rows, err = v.Seats(); return err }); err != nil {
-		return out, err
-	}
-	for _, row := range rows {
-		out.Seats = append(out.Seats, SeatView{Seat: row, Waiting: h.handoverWaits(row), Steps: []SeatStep{}})
-	}
-	return out, nil
+	err := h.Proj.Read(func(v *projections.View) error {
+		rows, err := v.Seats()
+		for _, row := range rows {
+			out.Seats = append(out.Seats, SeatView{Seat: row, Waiting: waitsFor(v, row), Steps: []SeatStep{}})
+		}
+		return err
+	})
+	return out, err
 }
 
 // ShowSeat answers one seat and its steps in the log.
 func (h *Handlers) ShowSeat(ctx context.Context, r NameRequest) (SeatView, error) {
-	var row projections.Seat
+	var out SeatView
 	var found bool
-	if err := h.Proj.Read(func(v *projections.View) (err error) { row, found, err = v.Seat(r.Name); return err }); err != nil {
+	if err := h.Proj.Read(func(v *projections.View) (err error) {
+		out.Seat, found, err = v.Seat(r.Name)
+		out.Waiting = waitsFor(v, out.Seat)
+		return err
+	}); err != nil {
 		return SeatView{}, err
 	}
 	if !found {
 		return SeatView{}, aggregates.Refuse("show seat", r.Name, aggregates.ErrUnknownNode, "no module ever held a seat of that name; mesh seat list names those that exist")
 	}
-	out := SeatView{Seat: row, Waiting: h.handoverWaits(row), Steps: []SeatStep{}}
+	out.Steps = []SeatStep{}
 	err := h.Store.Read(ctx, store.ReadOptions{Filter: events.SeatAggregate(r.Name).Filter()}, func(m store.Msg) error {
 		env, ev, err := events.Decode(m.Data)
 		if err != nil {
@@ -181,20 +178,12 @@ func seatStep(ev events.Event) string {
 	return ev.EventType()
 }
 
-// handoverWaits says what a seat's handover under way waits for.
-func (h *Handlers) handoverWaits(s projections.Seat) string {
+// waitsFor says what a seat's handover under way waits for, from v ("" when
+// none is under way).
+func waitsFor(v *projections.View, s projections.Seat) string {
 	if s.HandoverTo == "" {
 		return ""
 	}
-	var why string
-	if err := h.Proj.Read(func(v *projections.View) error { why = waitsFor(v, s); return nil }); err != nil {
-		return err.Error()
-	}
-	return why
-}
-
-// waitsFor says what a seat's handover under way waits for, from v.
-func waitsFor(v *projections.View, s projections.Seat) string {
 	row, found, err := v.Node(s.Node)
 	switch {
 	case err != nil:
@@ -341,7 +330,7 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 		}
 		on, err := to.Decide(aggregates.AssignModule{Node: s.HandoverTo, Module: s.Module, Build: have.Build, Spec: m.Settings, Settings: settings, Policy: have.Policy}, h.Now())
 		if err != nil || len(off) == 0 || len(on) == 0 {
-			return nil, cmpErr(err, fmt.Errorf("%s cannot take %s from %s", s.HandoverTo, s.Module, s.Node))
+			return nil, cmp.Or(err, fmt.Errorf("%s cannot take %s from %s", s.HandoverTo, s.Module, s.Node))
 		}
 		return []store.One{
 			{Aggregate: events.SeatAggregate(s.Seat), Expected: seat.Version,
@@ -359,13 +348,6 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 		return err
 	}
 	return h.sendNewHolder(ctx, s)
-}
-
-func cmpErr(err, or error) error {
-	if err != nil {
-		return err
-	}
-	return or
 }
 
 func (h *Handlers) seatRow(name string) (projections.Seat, bool, error) {

@@ -209,9 +209,13 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if err != nil {
 			return err
 		}
-		addresses, err := v.NodeAddresses()
-		if err != nil {
-			return err
+		// The brief table has no address column: it is read for the
+		// answer that carries it.
+		var addresses map[string]string
+		if !r.Brief {
+			if addresses, err = v.NodeAddresses(); err != nil {
+				return err
+			}
 		}
 		active := map[string]bool{}
 		for _, n := range nodes {
@@ -258,13 +262,18 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			return err
 		}
 		rollouts, err := v.Rollouts()
+		if err != nil {
+			return err
+		}
+		var progress func(projections.Rollout) RolloutProgress
 		for _, ro := range rollouts {
 			if ro.Open() || ro.State == projections.RolloutHalted {
-				p, err := rolloutProgress(v, ro, composed)
-				if err != nil {
-					return err
+				if progress == nil {
+					if progress, err = rolloutProgress(v, nodes, composed); err != nil {
+						return err
+					}
 				}
-				out.Rollouts = append(out.Rollouts, p)
+				out.Rollouts = append(out.Rollouts, progress(ro))
 			}
 			if ro.State == projections.RolloutHalted {
 				out.Causes = append(out.Causes, fmt.Sprintf("rollout %s of %s halted at wave %d (%s): %s: %s (mesh rollout abort %s)",
@@ -331,28 +340,37 @@ func (h *Handlers) progress(subject string) func(projections.Progress) {
 	}
 }
 
-// rolloutProgress counts a rollout's active nodes, and those that hold its
-// build and applied what they would be sent now.
-func rolloutProgress(v *projections.View, ro projections.Rollout, composed map[string]wouldSend) (RolloutProgress, error) {
-	p := RolloutProgress{Rollout: ro}
-	for _, w := range ro.Waves {
-		for _, n := range w.Nodes {
-			row, found, err := v.Node(n)
-			if err != nil {
-				return p, err
-			}
-			if !found || row.Retired {
-				continue
-			}
-			p.Total++
-			a, ok, err := assignmentOf(v, n, ro.Module)
-			if err != nil {
-				return p, err
-			}
-			if state, _, _ := stateOf(row, composed[n]); ok && a.Build == ro.Build && state == StateCurrent {
-				p.Applied++
+// rolloutProgress answers a rollout's progress: its active nodes, and
+// those that hold its build and applied what they would be sent now. The
+// rows and the assignments are read once for every rollout listed, not a
+// node at a time.
+func rolloutProgress(v *projections.View, nodes []projections.Node, composed map[string]wouldSend) (func(projections.Rollout) RolloutProgress, error) {
+	rows := make(map[string]projections.Node, len(nodes))
+	for _, n := range nodes {
+		rows[n.Name] = n
+	}
+	assigned, err := v.Assignments()
+	if err != nil {
+		return nil, err
+	}
+	builds := make(map[[2]string]string, len(assigned))
+	for _, a := range assigned {
+		builds[[2]string{a.Module, a.Node}] = a.Build
+	}
+	return func(ro projections.Rollout) RolloutProgress {
+		p := RolloutProgress{Rollout: ro}
+		for _, w := range ro.Waves {
+			for _, n := range w.Nodes {
+				row, found := rows[n]
+				if !found || row.Retired {
+					continue
+				}
+				p.Total++
+				if state, _, _ := stateOf(row, composed[n]); builds[[2]string{ro.Module, n}] == ro.Build && state == StateCurrent {
+					p.Applied++
+				}
 			}
 		}
-	}
-	return p, nil
+		return p
+	}, nil
 }

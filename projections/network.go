@@ -46,17 +46,19 @@ func nodeAddressKey(node string) []byte { return append([]byte{prefixNodeAddress
 // foldNetwork keeps the pool's rows.
 func foldNetwork(b *pebble.Batch, rec events.Recorded) error {
 	at := rec.Envelope.OccurredAt
+	switch rec.Event.(type) {
+	case events.NetworkSet, events.AddressesAllotted, events.AddressesReleased:
+	default:
+		return nil
+	}
 	var n Network
+	if _, err := getJSON(b, keyNetwork, &n); err != nil {
+		return err
+	}
 	switch ev := rec.Event.(type) {
 	case events.NetworkSet:
-		if _, err := getJSON(b, keyNetwork, &n); err != nil {
-			return err
-		}
 		n.CIDR, n.QuarantineSeconds = ev.CIDR, ev.QuarantineSeconds
 	case events.AddressesAllotted:
-		if _, err := getJSON(b, keyNetwork, &n); err != nil {
-			return err
-		}
 		for _, a := range ev.Allotted {
 			if err := releaseAddress(b, a.Node, at); err != nil {
 				return err
@@ -69,16 +71,11 @@ func foldNetwork(b *pebble.Batch, rec events.Recorded) error {
 			}
 		}
 	case events.AddressesReleased:
-		if _, err := getJSON(b, keyNetwork, &n); err != nil {
-			return err
-		}
 		for _, a := range ev.Released {
 			if err := releaseAddress(b, a.Node, at); err != nil {
 				return err
 			}
 		}
-	default:
-		return nil
 	}
 	n.Version = rec.Seq
 	return putJSON(b, keyNetwork, n)

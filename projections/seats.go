@@ -35,19 +35,11 @@ func seatKey(name string) []byte { return append([]byte{prefixSeat}, name...) }
 
 // foldSeats keeps each seat's row.
 func foldSeats(b *pebble.Batch, rec events.Recorded) error {
-	var name string
-	switch ev := rec.Event.(type) {
-	case events.SeatTaken:
-		name = ev.Seat
-	case events.SeatHandoverStarted:
-		name = ev.Seat
-	case events.SeatHandedOver:
-		name = ev.Seat
-	case events.SeatReleased:
-		name = ev.Seat
-	default:
+	r, ok := events.Rights[rec.Event.EventType()]
+	if !ok || r.Kind != events.KindSeat {
 		return nil
 	}
+	name := r.Name(rec.Event)
 	var s Seat
 	if _, err := getJSON(b, seatKey(name), &s); err != nil {
 		return err
