@@ -143,6 +143,7 @@ func TestEveryCitationCanBeFollowed(t *testing.T) {
 var mayImport = map[string][]string{
 	".":                     {},
 	"agent":                 {"compose", "declaration", "events", "events/store", "manifest", "secret", natsGo, nkeys},
+	"agent/agenttest":       {"agent", "commands", "declaration", "embedded", "embedded/embeddedtest", "events", "projections", natsGo, nkeys},
 	"aggregates":            {"events", "manifest"},
 	"client":                {"aggregates", "commands", "events/store", natsGo},
 	"cmd/mesh":              {"agent", "aggregates", "client", "commands", "compose", "embedded", "events", "events/store", "fleet", "manifest", "projections", "web", natsGo, nkeys, "github.com/alecthomas/kong", "github.com/willabides/kongplete"},

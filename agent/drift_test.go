@@ -17,9 +17,9 @@ const motdModule = `{"module":"motd","resources":[{"kind":"directory","path":"/e
 
 // historyDrift is node's drift entries in history.
 func (m *mesh) historyDrift(node string) []commands.HistoryEntry {
-	m.t.Helper()
-	h, err := m.h.History(m.ctx, commands.HistoryRequest{Node: node})
-	m.must(err)
+	m.T.Helper()
+	h, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: node})
+	m.Must(err)
 	var out []commands.HistoryEntry
 	for _, e := range h.Entries {
 		if e.Kind == "drift" {
@@ -36,25 +36,25 @@ func (m *mesh) historyDrift(node string) []commands.HistoryEntry {
 // not run, does not compare content, or the report is lost.
 func TestDriftIsCorrectedOrReported(t *testing.T) {
 	m := newMesh(t)
-	m.enroll("fixed")
-	m.enroll("watched")
+	m.Enroll("fixed")
+	m.Enroll("watched")
 	check := func(report bool) func(*agent.Config) {
 		return func(c *agent.Config) { c.DriftEvery, c.DriftReport = 20*time.Millisecond, report }
 	}
 	roots := map[string]string{"fixed": filepath.Join(t.TempDir(), "root"), "watched": filepath.Join(t.TempDir(), "root")}
-	m.agentWith("fixed", roots["fixed"], check(false))
-	m.agentWith("watched", roots["watched"], check(true))
-	m.writeModule(motdModule)
+	m.AgentWith("fixed", roots["fixed"], check(false))
+	m.AgentWith("watched", roots["watched"], check(true))
+	m.WriteModule(motdModule)
 	for _, n := range []string{"fixed", "watched"} {
-		m.assign(n, "motd", nil)
-		m.report(n, m.push(n).Sent[0].Digest)
+		m.Assign(n, "motd", nil)
+		m.Report(n, m.Push(n).Sent[0].Digest)
 	}
 	motd := func(node string) string {
 		b, _ := os.ReadFile(filepath.Join(roots[node], "etc/motd"))
 		return string(b)
 	}
 	for _, n := range []string{"fixed", "watched"} {
-		m.must(os.WriteFile(filepath.Join(roots[n], "etc/motd"), []byte("edited by hand\n"), 0o644))
+		m.Must(os.WriteFile(filepath.Join(roots[n], "etc/motd"), []byte("edited by hand\n"), 0o644))
 	}
 
 	eventually(t, "the hand edit to be put back", func() bool { return motd("fixed") == "welcome\n" })
@@ -62,25 +62,25 @@ func TestDriftIsCorrectedOrReported(t *testing.T) {
 	if d := m.historyDrift("fixed")[0]; !d.Corrected || !slices.Equal(d.Paths, []string{"/etc/motd"}) {
 		t.Fatalf("fixed's drift in history: %+v", d)
 	}
-	if s := m.status()["fixed"]; s.State != commands.StateCurrent {
+	if s := m.Status()["fixed"]; s.State != commands.StateCurrent {
 		t.Fatalf("a corrected node is %s: %+v", s.State, s)
 	}
 
-	eventually(t, "watched to be drifted", func() bool { return m.status()["watched"].State == commands.StateDrifted })
+	eventually(t, "watched to be drifted", func() bool { return m.Status()["watched"].State == commands.StateDrifted })
 	if got := motd("watched"); got != "edited by hand\n" {
 		t.Fatalf("--drift report put the file back: %q", got)
 	}
-	if d := m.historyDrift("watched"); len(d) != 1 || d[0].Corrected || !strings.Contains(m.status()["watched"].Detail, "/etc/motd") {
-		t.Fatalf("watched's drift: %+v, status %+v (said once, not at every check)", d, m.status()["watched"])
+	if d := m.historyDrift("watched"); len(d) != 1 || d[0].Corrected || !strings.Contains(m.Status()["watched"].Detail, "/etc/motd") {
+		t.Fatalf("watched's drift: %+v, status %+v (said once, not at every check)", d, m.Status()["watched"])
 	}
-	r, err := m.h.Push(m.ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true})
-	m.must(err)
+	r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true})
+	m.Must(err)
 	if len(r.Sent) != 1 || r.Sent[0].Node != "watched" {
 		t.Fatalf("push --behind with a drifted node sent %+v", r.Sent)
 	}
-	m.report("watched", r.Sent[0].Digest)
-	if s := m.status()["watched"]; s.State != commands.StateCurrent || motd("watched") != "welcome\n" {
+	m.Report("watched", r.Sent[0].Digest)
+	if s := m.Status()["watched"]; s.State != commands.StateCurrent || motd("watched") != "welcome\n" {
 		t.Fatalf("after the apply: %+v, motd %q", s, motd("watched"))
 	}
-	m.verified()
+	m.Verified()
 }

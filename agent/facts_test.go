@@ -18,30 +18,30 @@ import (
 // changes nothing.
 func TestFactsAndDeclaredCapabilities(t *testing.T) {
 	m := newMesh(t)
-	m.enroll("box")
-	m.writeModule(`{"module":"hello","requires":["linux"],"resources":[{"kind":"file","path":"/etc/hello","mode":"0644",
+	m.Enroll("box")
+	m.WriteModule(`{"module":"hello","requires":["linux"],"resources":[{"kind":"file","path":"/etc/hello","mode":"0644",
 	  "template":"{{.Node.Facts.os}} on {{.Node.Facts.arch}}\n"}]}`)
-	m.writeModule(`{"module":"gpu-job","requires":["gpu"],"resources":[{"kind":"file","path":"/etc/gpu","mode":"0644","content":"x\n"}]}`)
-	m.assign("box", "hello", nil)
-	m.assign("box", "gpu-job", nil)
-	plan, err := m.h.Plan(m.ctx, commands.NameRequest{Name: "box"})
-	m.must(err)
+	m.WriteModule(`{"module":"gpu-job","requires":["gpu"],"resources":[{"kind":"file","path":"/etc/gpu","mode":"0644","content":"x\n"}]}`)
+	m.Assign("box", "hello", nil)
+	m.Assign("box", "gpu-job", nil)
+	plan, err := m.H.Plan(m.Ctx, commands.NameRequest{Name: "box"})
+	m.Must(err)
 	if len(plan.LeftOut) != 2 {
 		t.Fatalf("before any facts, box should host neither module: %+v", plan.LeftOut)
 	}
 	root := filepath.Join(t.TempDir(), "root")
-	m.agentWith("box", root, func(c *agent.Config) {
+	m.AgentWith("box", root, func(c *agent.Config) {
 		c.Facts = func() (map[string]string, []string) {
 			return map[string]string{"os": "linux", "arch": "riscv64"}, []string{"linux", "riscv64"}
 		}
 	})
 	eventually(t, "box's facts", func() bool {
-		n, err := m.h.ShowNode(m.ctx, commands.NameRequest{Name: "box"})
-		m.must(err)
+		n, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: "box"})
+		m.Must(err)
 		return n.Facts["os"] == "linux"
 	})
-	r := m.push("box")
-	m.report("box", r.Sent[0].Digest)
+	r := m.Push("box")
+	m.Report("box", r.Sent[0].Digest)
 	b, err := os.ReadFile(filepath.Join(root, "etc/hello"))
 	if err != nil || string(b) != "linux on riscv64\n" {
 		t.Fatalf("the template reading facts wrote %q (%v)", b, err)
@@ -51,21 +51,21 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 	}
 
 	// The operator declares a gpu: gpu-job is hosted, and box is behind.
-	c, err := m.h.ChangeNode(m.ctx, commands.ChangeNodeRequest{CommandID: commands.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
-	m.must(err)
+	c, err := m.H.ChangeNode(m.Ctx, commands.ChangeNodeRequest{CommandID: commands.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
+	m.Must(err)
 	if !c.Changed {
 		t.Fatalf("node set: %+v", c)
 	}
-	if s := m.status()["box"]; s.State != commands.StateBehind {
+	if s := m.Status()["box"]; s.State != commands.StateBehind {
 		t.Fatalf("after node set box is %s", s.State)
 	}
-	m.report("box", m.push("box").Sent[0].Digest)
+	m.Report("box", m.Push("box").Sent[0].Digest)
 	if _, err := os.Stat(filepath.Join(root, "etc/gpu")); err != nil {
 		t.Fatalf("gpu-job not applied after the capability was declared: %v", err)
 	}
-	again, err := m.h.ChangeNode(m.ctx, commands.ChangeNodeRequest{CommandID: commands.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
+	again, err := m.H.ChangeNode(m.Ctx, commands.ChangeNodeRequest{CommandID: commands.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
 	if err != nil || again.Changed {
 		t.Fatalf("the same node set again: %+v %v (nothing to do)", again, err)
 	}
-	m.verified()
+	m.Verified()
 }

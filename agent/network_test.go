@@ -23,48 +23,48 @@ import (
 // node itself derives.
 func TestTheOverlayInEveryDeclaration(t *testing.T) {
 	m := newMesh(t)
-	_, err := m.h.SetNetwork(m.ctx, commands.NetworkRequest{CommandID: commands.NewCommandID(), CIDR: "10.50.0.0/24"})
-	m.must(err)
-	m.register("wireguard.json")
-	m.writeModule(`{"module":"svc","provides":["thing"],"settings":{"port":{"default":"7000"}}}`)
-	m.writeModule(`{"module":"cli","consumes":["thing"],"resources":[{"kind":"file","path":"/etc/cli.conf","mode":"0644","template":"server = {{.Receives.thing.Address}}:{{.Receives.thing.Settings.port}}\n"}]}`)
+	_, err := m.H.SetNetwork(m.Ctx, commands.NetworkRequest{CommandID: commands.NewCommandID(), CIDR: "10.50.0.0/24"})
+	m.Must(err)
+	m.Register("wireguard.json")
+	m.WriteModule(`{"module":"svc","provides":["thing"],"settings":{"port":{"default":"7000"}}}`)
+	m.WriteModule(`{"module":"cli","consumes":["thing"],"resources":[{"kind":"file","path":"/etc/cli.conf","mode":"0644","template":"server = {{.Receives.thing.Address}}:{{.Receives.thing.Settings.port}}\n"}]}`)
 	roots := map[string]string{}
 	start := func(node, module string) {
-		m.enroll(node)
-		roots[node], _ = m.agent(node)
-		m.assign(node, module, nil)
-		m.assign(node, "wireguard", nil)
+		m.Enroll(node)
+		roots[node], _ = m.Agent(node)
+		m.Assign(node, module, nil)
+		m.Assign(node, "wireguard", nil)
 	}
 	start("hub", "svc")
 	start("edge-1", "cli")
 	pushAll := func() {
-		for _, s := range m.push("").Sent {
-			m.report(s.Node, s.Digest)
+		for _, s := range m.Push("").Sent {
+			m.Report(s.Node, s.Digest)
 		}
 	}
 	pushAll()
 	view := func(n string) commands.NodeView {
-		v, err := m.h.ShowNode(m.ctx, commands.NameRequest{Name: n})
-		m.must(err)
+		v, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: n})
+		m.Must(err)
 		return v
 	}
 	wg := func(n string) string {
 		b, err := os.ReadFile(filepath.Join(roots[n], "etc/wireguard/mesh0.conf"))
-		m.must(err)
+		m.Must(err)
 		return string(b)
 	}
 	keys := func(n string) (private, public string) {
-		id, err := m.h.Join(m.ctx, commands.NameRequest{Name: n})
-		m.must(err)
+		id, err := m.H.Join(m.Ctx, commands.NameRequest{Name: n})
+		m.Must(err)
 		kp, err := nkeys.FromSeed([]byte(id.Seed))
-		m.must(err)
+		m.Must(err)
 		private, public, err = declaration.OverlayKey(kp)
-		m.must(err)
+		m.Must(err)
 		return private, public
 	}
 	// The network is in what each node was sent, not only in its files:
 	// every node current with what it would be sent now.
-	for n, st := range m.status() {
+	for n, st := range m.Status() {
 		if st.State != commands.StateCurrent {
 			t.Fatalf("%s is %s after the push: %s", n, st.State, st.Detail)
 		}
@@ -97,11 +97,11 @@ func TestTheOverlayInEveryDeclaration(t *testing.T) {
 		t.Fatalf("edge-2 lists edge-1, which it neither receives from nor serves:\n%s", got)
 	}
 	// The private keys travel sealed: the log never holds one in clear.
-	m.must(m.h.Store.Read(m.ctx, store.ReadOptions{Filter: events.SubjectsEvents}, func(msg store.Msg) error {
+	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: events.SubjectsEvents}, func(msg store.Msg) error {
 		if strings.Contains(string(msg.Data), hubPrivate) {
 			t.Fatalf("event %d holds hub's private overlay key in clear", msg.Seq)
 		}
 		return nil
 	}))
-	m.verified()
+	m.Verified()
 }

@@ -22,53 +22,53 @@ func TestUpgradePolicies(t *testing.T) {
 	m := newMesh(t)
 	roots := map[string]string{}
 	for _, n := range []string{"pin", "man", "auto"} {
-		m.enroll(n)
-		roots[n], _ = m.agent(n)
+		m.Enroll(n)
+		roots[n], _ = m.Agent(n)
 	}
 	motd := func(content string) {
-		m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"` + content + `\n"}]}`)
+		m.WriteModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"` + content + `\n"}]}`)
 	}
 	read := func(n string) string { b, _ := os.ReadFile(filepath.Join(roots[n], "etc/motd")); return string(b) }
 	motd("one")
 	for n, p := range map[string]events.Policy{"pin": events.PolicyPinned, "man": "", "auto": events.PolicyAuto} {
-		a, err := m.h.Assign(m.ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: n, Module: "motd", Policy: string(p)})
-		m.must(err)
+		a, err := m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: n, Module: "motd", Policy: string(p)})
+		m.Must(err)
 		if a.Policy != p.Or() {
 			t.Fatalf("%s assigned under policy %q, want %q", n, a.Policy, p.Or())
 		}
 	}
-	for _, s := range m.push("").Sent {
-		m.report(s.Node, s.Digest)
+	for _, s := range m.Push("").Sent {
+		m.Report(s.Node, s.Digest)
 	}
 
 	motd("two")
-	eventually(t, "the auto node to take the new build by itself", func() bool { return read("auto") == "two\n" && m.status()["auto"].State == commands.StateCurrent })
-	list, err := m.h.ListRollouts(m.ctx, commands.Empty{})
-	m.must(err)
+	eventually(t, "the auto node to take the new build by itself", func() bool { return read("auto") == "two\n" && m.Status()["auto"].State == commands.StateCurrent })
+	list, err := m.H.ListRollouts(m.Ctx, commands.Empty{})
+	m.Must(err)
 	if len(list.Rollouts) != 1 || !list.Rollouts[0].Auto || !onlyNode(list.Rollouts[0].Waves, "auto") {
 		t.Fatalf("the rollout the new build started: %+v", list.Rollouts)
 	}
-	st := m.status()
+	st := m.Status()
 	for n, why := range map[string]string{"pin": "motd is pinned to", "man": "waits for a rollout (policy manual"} {
 		if st[n].State != commands.StateHeld || !strings.Contains(st[n].Detail, why) || read(n) != "one\n" {
 			t.Fatalf("%s after a new build: %+v holding %q, want held: %s", n, st[n], read(n), why)
 		}
 	}
-	if s, err := m.h.Status(m.ctx, commands.StatusRequest{}); err != nil || !s.Well {
+	if s, err := m.H.Status(m.Ctx, commands.StatusRequest{}); err != nil || !s.Well {
 		t.Fatalf("held nodes made the mesh not well: %v %+v", err, s.Causes)
 	}
-	if r, err := m.h.Push(m.ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil || len(r.Sent) != 0 {
+	if r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil || len(r.Sent) != 0 {
 		t.Fatalf("push --behind sent held nodes %+v (%v)", r.Sent, err)
 	}
 	// The new build's rollout is not started twice, whatever the drive.
-	m.must(m.h.DriveRollouts(m.ctx))
-	if list, _ := m.h.ListRollouts(m.ctx, commands.Empty{}); len(list.Rollouts) != 1 {
+	m.Must(m.H.DriveRollouts(m.Ctx))
+	if list, _ := m.H.ListRollouts(m.Ctx, commands.Empty{}); len(list.Rollouts) != 1 {
 		t.Fatalf("the auto rollout was started again: %+v", list.Rollouts)
 	}
 
 	// An operator's rollout of every node moves the manual one only.
-	plan, err := m.h.PlanRollout(m.ctx, commands.RolloutPlanRequest{Module: "motd", Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
-	m.must(err)
+	plan, err := m.H.PlanRollout(m.Ctx, commands.RolloutPlanRequest{Module: "motd", Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
+	m.Must(err)
 	var planned []string
 	for _, p := range plan.Waves[0].Nodes {
 		if !p.Same {
@@ -78,41 +78,41 @@ func TestUpgradePolicies(t *testing.T) {
 	if len(plan.Held) != 1 || plan.Held[0].Node != "pin" || len(planned) != 1 || planned[0] != "man" {
 		t.Fatalf("the plan of a rollout: held %+v, wave %+v", plan.Held, plan.Waves[0].Nodes)
 	}
-	if _, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd",
+	if _, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd",
 		Waves: []commands.WaveSpec{{Name: "pinned", Selector: "name=pin"}}}); err == nil || !strings.Contains(err.Error(), "pinned one stays") {
 		t.Fatalf("a wave of only a pinned node: %v", err)
 	}
-	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
-	m.must(err)
+	r, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
+	m.Must(err)
 	eventually(t, "the operator's rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
-	if read("man") != "two\n" || read("pin") != "one\n" || m.status()["pin"].State != commands.StateHeld {
-		t.Fatalf("after the rollout: man %q, pin %q %+v", read("man"), read("pin"), m.status()["pin"])
+	if read("man") != "two\n" || read("pin") != "one\n" || m.Status()["pin"].State != commands.StateHeld {
+		t.Fatalf("after the rollout: man %q, pin %q %+v", read("man"), read("pin"), m.Status()["pin"])
 	}
 	// The declaration says which rollout sent it.
-	if row, _, _ := m.h.Proj.Node("man"); row.LastSent.By != "rollout "+r.ID {
+	if row, _, _ := m.H.Proj.Node("man"); row.LastSent.By != "rollout "+r.ID {
 		t.Fatalf("man's declaration recorded as sent by %q", row.LastSent.By)
 	}
 
 	// The policy changes without the build: assign names the build it has.
-	pinned := m.status()["pin"]
-	a, err := m.h.Assign(m.ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: plan.Held[0].Node})
+	pinned := m.Status()["pin"]
+	a, err := m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: plan.Held[0].Node})
 	if err == nil || !strings.Contains(err.Error(), "has no build pin") {
 		t.Fatalf("assign of a build that is not: %v %+v", err, a)
 	}
-	rows, err := m.h.ShowNode(m.ctx, commands.NameRequest{Name: "pin"})
-	m.must(err)
-	a, err = m.h.Assign(m.ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: rows.Assignments[0].Build})
-	m.must(err)
-	if !a.Changed || a.Build != a.Previous || a.Policy != events.PolicyManual || m.status()["pin"].Sequence != pinned.Sequence {
+	rows, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: "pin"})
+	m.Must(err)
+	a, err = m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: rows.Assignments[0].Build})
+	m.Must(err)
+	if !a.Changed || a.Build != a.Previous || a.Policy != events.PolicyManual || m.Status()["pin"].Sequence != pinned.Sequence {
 		t.Fatalf("the policy changed alone: %+v", a)
 	}
 	// And assign moves it to the newest.
-	m.assign("pin", "motd", nil)
-	m.report("pin", m.push("pin").Sent[0].Digest)
-	if read("pin") != "two\n" || m.status()["pin"].State != commands.StateCurrent {
-		t.Fatalf("pin after assign and push: %q %+v", read("pin"), m.status()["pin"])
+	m.Assign("pin", "motd", nil)
+	m.Report("pin", m.Push("pin").Sent[0].Digest)
+	if read("pin") != "two\n" || m.Status()["pin"].State != commands.StateCurrent {
+		t.Fatalf("pin after assign and push: %q %+v", read("pin"), m.Status()["pin"])
 	}
-	m.verified()
+	m.Verified()
 }
 
 // onlyNode says whether every wave of a rollout holds only node n.

@@ -21,14 +21,14 @@ import (
 // controller starts another controller on the mesh's stream, with its
 // key, driving rollouts every interval (negative: only when called).
 func (m *mesh) controller(every time.Duration) *commands.Controller {
-	m.t.Helper()
-	home := m.t.TempDir()
-	key, err := os.ReadFile(filepath.Join(m.home, commands.KeyFile))
-	m.must(err)
-	m.must(os.WriteFile(filepath.Join(home, commands.KeyFile), key, 0o600))
-	c, err := commands.StartController(m.ctx, embeddedtest.Conn(m.t, m.srv), commands.ControllerConfig{Home: home, RolloutEvery: every})
-	m.must(err)
-	m.t.Cleanup(func() { c.Close() })
+	m.T.Helper()
+	home := m.T.TempDir()
+	key, err := os.ReadFile(filepath.Join(m.Home, commands.KeyFile))
+	m.Must(err)
+	m.Must(os.WriteFile(filepath.Join(home, commands.KeyFile), key, 0o600))
+	c, err := commands.StartController(m.Ctx, embeddedtest.Conn(m.T, m.Srv), commands.ControllerConfig{Home: home, RolloutEvery: every})
+	m.Must(err)
+	m.T.Cleanup(func() { c.Close() })
 	return c
 }
 
@@ -36,41 +36,41 @@ func (m *mesh) controller(every time.Duration) *commands.Controller {
 // gives them motd "one", pushes, and registers motd "two": a build for a
 // rollout to take them to.
 func (m *mesh) newBuildFor(nodes []string, agent func(string) bool) {
-	m.t.Helper()
+	m.T.Helper()
 	for _, n := range nodes {
-		m.enroll(n)
+		m.Enroll(n)
 		if agent(n) {
-			m.agent(n)
+			m.Agent(n)
 		}
 	}
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
+	m.WriteModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
 	for _, n := range nodes {
-		m.assign(n, "motd", nil)
+		m.Assign(n, "motd", nil)
 	}
-	m.push("")
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
+	m.Push("")
+	m.WriteModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
 }
 
 // rolloutState drives the rollouts once more and answers id's state.
 func (m *mesh) rolloutState(id string) projections.Rollout {
-	m.t.Helper()
-	m.must(m.h.DriveRollouts(m.ctx))
-	list, err := m.h.ListRollouts(m.ctx, commands.Empty{})
-	m.must(err)
+	m.T.Helper()
+	m.Must(m.H.DriveRollouts(m.Ctx))
+	list, err := m.H.ListRollouts(m.Ctx, commands.Empty{})
+	m.Must(err)
 	for _, r := range list.Rollouts {
 		if r.ID == id {
 			return r
 		}
 	}
-	m.t.Fatalf("no rollout %s", id)
+	m.T.Fatalf("no rollout %s", id)
 	return projections.Rollout{}
 }
 
 // steps counts the rollout's steps of each kind in the log, by wave.
 func (m *mesh) steps(id string) map[string]int {
-	m.t.Helper()
+	m.T.Helper()
 	out := map[string]int{}
-	m.must(m.h.Store.Read(m.ctx, store.ReadOptions{Filter: events.RolloutAggregate(id).Filter()}, func(msg store.Msg) error {
+	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: events.RolloutAggregate(id).Filter()}, func(msg store.Msg) error {
 		if _, ev, err := events.Decode(msg.Data); err == nil {
 			if s, ok := ev.(events.RolloutStep); ok {
 				out[fmt.Sprintf("%s %d", s.Step, s.Wave)]++
@@ -98,26 +98,26 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		if i == 3 {
 			zone = "eu-2"
 		}
-		_, err := m.h.Enroll(m.ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n, Labels: map[string]string{"zone": zone}})
-		m.must(err)
+		_, err := m.H.Enroll(m.Ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n, Labels: map[string]string{"zone": zone}})
+		m.Must(err)
 		roots[n] = filepath.Join(t.TempDir(), "root")
-		m.agentAt(n, roots[n])
+		m.AgentAt(n, roots[n])
 	}
 	motd := func(content string, extra string) {
-		m.writeModule(`{"module":"motd","resources":[{"kind":"directory","path":"/etc","mode":"0755"},{"kind":"file","path":"/etc/motd","mode":"0644","content":"` + content + `\n"}` + extra + `]}`)
+		m.WriteModule(`{"module":"motd","resources":[{"kind":"directory","path":"/etc","mode":"0755"},{"kind":"file","path":"/etc/motd","mode":"0644","content":"` + content + `\n"}` + extra + `]}`)
 	}
 	motd("one", "")
 	for n := range roots {
-		m.assign(n, "motd", nil)
+		m.Assign(n, "motd", nil)
 	}
-	for _, s := range m.push("").Sent {
-		m.report(s.Node, s.Digest)
+	for _, s := range m.Push("").Sent {
+		m.Report(s.Node, s.Digest)
 	}
 	waves := []commands.WaveSpec{{Name: "canary", Selector: "name=w-1"}, {Name: "half", Selector: "50%"}, {Name: "rest", Selector: "*"}}
 	start := func(autoRevert bool) projections.Rollout {
 		t.Helper()
-		r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Waves: waves, AutoRevert: autoRevert})
-		m.must(err)
+		r, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Waves: waves, AutoRevert: autoRevert})
+		m.Must(err)
 		return r
 	}
 	read := func(n string) string {
@@ -134,14 +134,14 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 	during := time.Now()
 	eventually(t, "the rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
 	// status --as-of sees the rollout as it was, open.
-	then, err := m.h.Status(m.ctx, commands.StatusRequest{AsOf: during})
-	m.must(err)
+	then, err := m.H.Status(m.Ctx, commands.StatusRequest{AsOf: during})
+	m.Must(err)
 	if len(then.Rollouts) != 1 || then.Rollouts[0].ID != r.ID || !then.Rollouts[0].Open() {
 		t.Fatalf("status as of the rollout's start: %+v", then.Rollouts)
 	}
 	// history names the rollout that sent each declaration.
-	h, err := m.h.History(m.ctx, commands.HistoryRequest{Node: "w-4"})
-	m.must(err)
+	h, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: "w-4"})
+	m.Must(err)
 	if last := h.Entries[len(h.Entries)-1]; last.Kind != "applied" || h.Entries[len(h.Entries)-2].By != "rollout "+r.ID {
 		t.Fatalf("w-4's history ends %+v, %+v", h.Entries[len(h.Entries)-2], last)
 	}
@@ -151,8 +151,8 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		}
 	}
 	applied := func(node string) uint64 { // stream seq of node's report applying its newest
-		h, err := m.h.History(m.ctx, commands.HistoryRequest{Node: node})
-		m.must(err)
+		h, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: node})
+		m.Must(err)
 		var seq uint64
 		for _, e := range h.Entries {
 			if e.Kind == "applied" {
@@ -162,8 +162,8 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		return seq
 	}
 	sent := func(node string) uint64 { // stream seq of node's newest declaration
-		row, _, err := m.h.Proj.Node(node)
-		m.must(err)
+		row, _, err := m.H.Proj.Node(node)
+		m.Must(err)
 		return row.LastSent.StreamSeq
 	}
 	if !(sent("w-2") > applied("w-1") && sent("w-3") > applied("w-1") && sent("w-4") > applied("w-2") && sent("w-4") > applied("w-3")) {
@@ -174,7 +174,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 	}
 
 	// A canary that cannot apply: halted, named, the rest untouched, reverted.
-	m.must(os.Symlink(t.TempDir(), filepath.Join(roots["w-1"], "etc/link")))
+	m.Must(os.Symlink(t.TempDir(), filepath.Join(roots["w-1"], "etc/link")))
 	motd("three", `,{"kind":"file","path":"/etc/link/x","mode":"0644","content":"x"}`)
 	r = start(true)
 	eventually(t, "the rollout to halt and revert", func() bool { ro := m.rolloutState(r.ID); return ro.State == projections.RolloutHalted && ro.Reverted })
@@ -188,38 +188,38 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		}
 	}
 	eventually(t, "the canary back on the build it had", func() bool {
-		row, _, _ := m.h.Proj.Node("w-1")
+		row, _, _ := m.H.Proj.Node("w-1")
 		return row.LastReport != nil && row.LastReport.Outcome == "applied" && row.LastReport.Digest == row.LastSent.Digest && read("w-1") == "two\n"
 	})
 
 	// Halted, it keeps the mesh not well until the operator aborts it.
-	if s, _ := m.h.Status(m.ctx, commands.StatusRequest{}); s.Well || !strings.Contains(strings.Join(s.Causes, "\n"), "mesh rollout abort "+r.ID) {
+	if s, _ := m.H.Status(m.Ctx, commands.StatusRequest{}); s.Well || !strings.Contains(strings.Join(s.Causes, "\n"), "mesh rollout abort "+r.ID) {
 		t.Fatalf("status with a halted rollout: %+v", s.Causes)
 	}
-	_, err = m.h.ControlRollout(m.ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepAborted})
-	m.must(err)
-	if s, _ := m.h.Status(m.ctx, commands.StatusRequest{}); strings.Contains(strings.Join(s.Causes, "\n"), r.ID) {
+	_, err = m.H.ControlRollout(m.Ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepAborted})
+	m.Must(err)
+	if s, _ := m.H.Status(m.Ctx, commands.StatusRequest{}); strings.Contains(strings.Join(s.Causes, "\n"), r.ID) {
 		t.Fatalf("an aborted rollout still a cause: %+v", s.Causes)
 	}
 
 	// Pause holds it; resume moves it on.
-	m.must(os.Remove(filepath.Join(roots["w-1"], "etc/link")))
+	m.Must(os.Remove(filepath.Join(roots["w-1"], "etc/link")))
 	motd("four", "")
 	r = start(false)
-	paused, err := m.h.ControlRollout(m.ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepPaused})
-	m.must(err)
+	paused, err := m.H.ControlRollout(m.Ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepPaused})
+	m.Must(err)
 	for range 3 {
 		if ro := m.rolloutState(r.ID); ro.State != projections.RolloutPaused || ro.Wave != paused.Wave {
 			t.Fatalf("a paused rollout moved from wave %d: %+v", paused.Wave, ro)
 		}
 	}
-	_, err = m.h.ControlRollout(m.ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepResumed})
-	m.must(err)
+	_, err = m.H.ControlRollout(m.Ctx, commands.RolloutControl{CommandID: commands.NewCommandID(), ID: r.ID, Step: events.StepResumed})
+	m.Must(err)
 	eventually(t, "the resumed rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
 	if got := read("w-4"); got != "four\n" {
 		t.Fatalf("w-4 holds %q after the resumed rollout", got)
 	}
-	m.verified()
+	m.Verified()
 }
 
 // A bake holds the next wave until the one before has stood its time, and
@@ -231,25 +231,25 @@ func TestRolloutBakeAndDeadline(t *testing.T) {
 	c2 := m.controller(-1)
 	c2.Handlers.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	m.newBuildFor([]string{"b-1", "b-2", "b-3"}, func(n string) bool { return n != "b-3" }) // b-3 has no agent: it never applies
-	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Bake: time.Hour, Deadline: 2 * time.Hour,
+	r, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Bake: time.Hour, Deadline: 2 * time.Hour,
 		Waves: []commands.WaveSpec{{Name: "one", Selector: "name=b-1"}, {Name: "two", Selector: "name=b-2"}, {Name: "three", Selector: "name=b-3"}}})
-	m.must(err)
+	m.Must(err)
 	state := func() projections.Rollout {
 		t.Helper()
-		m.must(c2.Handlers.DriveRollouts(m.ctx))
+		m.Must(c2.Handlers.DriveRollouts(m.Ctx))
 		// Read where it started, once that has folded every step the
 		// second took: the second's read models may not hold the rollout
 		// yet, and its drive then waits for its next tick.
-		st, err := m.h.Store.State(m.ctx)
-		m.must(err)
-		m.must(m.h.Proj.WaitFor(m.ctx, st.LastSeq))
-		ro, err := m.h.ShowRollout(m.ctx, commands.NameRequest{Name: r.ID})
-		m.must(err)
+		st, err := m.H.Store.State(m.Ctx)
+		m.Must(err)
+		m.Must(m.H.Proj.WaitFor(m.Ctx, st.LastSeq))
+		ro, err := m.H.ShowRollout(m.Ctx, commands.NameRequest{Name: r.ID})
+		m.Must(err)
 		return ro.Rollout
 	}
 	eventually(t, "b-1 to apply the new build", func() bool {
 		state()
-		return m.status()["b-1"].State == commands.StateCurrent && m.status()["b-1"].Sequence == 2
+		return m.Status()["b-1"].State == commands.StateCurrent && m.Status()["b-1"].Sequence == 2
 	})
 	for range 3 {
 		if ro := state(); ro.Wave != 0 {
@@ -274,43 +274,43 @@ func TestRolloutBakeAndDeadline(t *testing.T) {
 func TestRolloutMaxParallel(t *testing.T) {
 	m := newMesh(t)
 	for _, n := range []string{"p-1", "p-2", "p-3"} {
-		m.enroll(n)
+		m.Enroll(n)
 		if n != "p-1" { // p-1, first by name, never applies
-			m.agent(n)
+			m.Agent(n)
 		}
 	}
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
+	m.WriteModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
 	for _, n := range []string{"p-1", "p-2", "p-3"} {
-		m.assign(n, "motd", nil)
+		m.Assign(n, "motd", nil)
 	}
-	for _, s := range m.push("").Sent {
+	for _, s := range m.Push("").Sent {
 		if s.Node != "p-1" {
-			m.report(s.Node, s.Digest)
+			m.Report(s.Node, s.Digest)
 		}
 	}
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
+	m.WriteModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
 	// 25% of three nodes is less than one: one at a time.
-	_, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", MaxParallel: "25%",
+	_, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", MaxParallel: "25%",
 		Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
-	m.must(err)
+	m.Must(err)
 	eventually(t, "p-1 to be sent the build", func() bool {
-		m.must(m.h.DriveRollouts(m.ctx))
-		return m.status()["p-1"].Sequence == 2
+		m.Must(m.H.DriveRollouts(m.Ctx))
+		return m.Status()["p-1"].Sequence == 2
 	})
 	for range 3 {
-		m.must(m.h.DriveRollouts(m.ctx))
+		m.Must(m.H.DriveRollouts(m.Ctx))
 		// push --behind does not jump the bound: the others wait their
 		// turn, held, not behind.
-		if r, err := m.h.Push(m.ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil || slices.ContainsFunc(r.Sent, func(p commands.PushedNode) bool { return p.Node != "p-1" }) {
+		if r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil || slices.ContainsFunc(r.Sent, func(p commands.PushedNode) bool { return p.Node != "p-1" }) {
 			t.Fatalf("push --behind during the rollout sent %+v (%v)", r.Sent, err)
 		}
 		for _, n := range []string{"p-2", "p-3"} {
-			if s := m.status()[n]; s.Sequence != 1 || s.State != commands.StateHeld || !strings.Contains(s.Detail, "waits its turn in wave 1 (all)") {
+			if s := m.Status()[n]; s.Sequence != 1 || s.State != commands.StateHeld || !strings.Contains(s.Detail, "waits its turn in wave 1 (all)") {
 				t.Fatalf("%s was sent the build while p-1, within the bound of one, had not applied it: %+v", n, s)
 			}
 		}
 	}
-	if _, err = m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", MaxParallel: "0",
+	if _, err = m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", MaxParallel: "0",
 		Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}}); err == nil || !strings.Contains(err.Error(), "--max-parallel") {
 		t.Fatalf("a bound of 0: %v", err)
 	}
@@ -324,26 +324,26 @@ func TestRolloutMaxParallel(t *testing.T) {
 func TestRolloutGates(t *testing.T) {
 	m := newMesh(t)
 	for _, n := range []string{"g-1", "g-2"} {
-		m.enroll(n)
-		m.agent(n)
+		m.Enroll(n)
+		m.Agent(n)
 	}
-	m.writeModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"one\n"}]}`)
-	m.writeModule(`{"module":"app","resources":[{"kind":"file","path":"/etc/app","mode":"0644","content":"one\n"}]}`)
+	m.WriteModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"one\n"}]}`)
+	m.WriteModule(`{"module":"app","resources":[{"kind":"file","path":"/etc/app","mode":"0644","content":"one\n"}]}`)
 	for _, n := range []string{"g-1", "g-2"} {
-		m.assign(n, "db", nil)
+		m.Assign(n, "db", nil)
 	}
-	for _, s := range m.push("").Sent {
-		m.report(s.Node, s.Digest)
+	for _, s := range m.Push("").Sent {
+		m.Report(s.Node, s.Digest)
 	}
-	_, err := m.h.Report(m.ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: true, Provider: "db", Machine: "g-1", Consumer: "app", Word: "refuses logins"})
-	m.must(err)
-	m.writeModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"two\n"}]}`)
-	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "db",
+	_, err := m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: true, Provider: "db", Machine: "g-1", Consumer: "app", Word: "refuses logins"})
+	m.Must(err)
+	m.WriteModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"two\n"}]}`)
+	r, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "db",
 		Waves: []commands.WaveSpec{{Name: "one", Selector: "name=g-1"}, {Name: "two", Selector: "name=g-2"}}})
-	m.must(err)
+	m.Must(err)
 	eventually(t, "g-1 to apply the build", func() bool {
 		m.rolloutState(r.ID)
-		s := m.status()["g-1"]
+		s := m.Status()["g-1"]
 		return s.Sequence == 2 && s.State == commands.StateCurrent
 	})
 	for range 3 {
@@ -351,26 +351,26 @@ func TestRolloutGates(t *testing.T) {
 			t.Fatalf("the next wave started while db on g-1 was failing app: %+v", ro)
 		}
 	}
-	_, err = m.h.Report(m.ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Provider: "db", Machine: "g-1", Consumer: "app"})
-	m.must(err)
+	_, err = m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Provider: "db", Machine: "g-1", Consumer: "app"})
+	m.Must(err)
 	eventually(t, "the next wave once db recovered", func() bool { return m.rolloutState(r.ID).Wave == 1 })
 
 	// A program crash-looping on its new build halts the rollout.
-	m.enroll("c-1")
-	m.agentWith("c-1", filepath.Join(t.TempDir(), "root"), fast)
-	m.writeModule(`{"module":"svc","run":{"command":"/bin/sh","args":["-c","sleep 600"]}}`)
-	m.assign("c-1", "svc", nil)
-	m.report("c-1", m.push("c-1").Sent[0].Digest)
+	m.Enroll("c-1")
+	m.AgentWith("c-1", filepath.Join(t.TempDir(), "root"), fast)
+	m.WriteModule(`{"module":"svc","run":{"command":"/bin/sh","args":["-c","sleep 600"]}}`)
+	m.Assign("c-1", "svc", nil)
+	m.Report("c-1", m.Push("c-1").Sent[0].Digest)
 	eventually(t, "svc to run", func() bool { return m.runtimeState("c-1", "svc").State == projections.RuntimeRunning })
-	m.writeModule(`{"module":"svc","run":{"command":"/bin/sh","args":["-c","echo no config >&2; exit 3"]}}`)
-	r, err = m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "svc", Bake: time.Hour,
+	m.WriteModule(`{"module":"svc","run":{"command":"/bin/sh","args":["-c","echo no config >&2; exit 3"]}}`)
+	r, err = m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "svc", Bake: time.Hour,
 		Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
-	m.must(err)
+	m.Must(err)
 	eventually(t, "the crash loop to halt the rollout", func() bool { return m.rolloutState(r.ID).State == projections.RolloutHalted })
 	if ro := m.rolloutState(r.ID); ro.Node != "c-1" || !strings.Contains(ro.Why, "crash-looping") {
 		t.Fatalf("the halt: %+v", ro)
 	}
-	m.verified()
+	m.Verified()
 }
 
 // A wave's selector reads a node's facts where it has no label of that
@@ -384,15 +384,15 @@ func TestWaveSelectorsReadFacts(t *testing.T) {
 		if n == "f-2" {
 			labels["os"] = "plan9"
 		}
-		_, err := m.h.Enroll(m.ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n, Labels: labels})
-		m.must(err)
+		_, err := m.H.Enroll(m.Ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n, Labels: labels})
+		m.Must(err)
 		if n != "f-3" { // f-3 has no agent: no facts
-			m.agent(n)
+			m.Agent(n)
 		}
 	}
 	eventually(t, "the agents' facts", func() bool {
 		found := 0
-		m.must(m.h.Proj.Read(func(v *projections.View) error {
+		m.Must(m.H.Proj.Read(func(v *projections.View) error {
 			for _, n := range []string{"f-1", "f-2"} {
 				if _, ok, _ := v.NodeFacts(n); ok {
 					found++
@@ -402,13 +402,13 @@ func TestWaveSelectorsReadFacts(t *testing.T) {
 		}))
 		return found == 2
 	})
-	m.writeModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
+	m.WriteModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"one\n"}]}`)
 	for _, n := range []string{"f-1", "f-2", "f-3"} {
-		m.assign(n, "motd", nil)
+		m.Assign(n, "motd", nil)
 	}
-	plan, err := m.h.PlanRollout(m.ctx, commands.RolloutPlanRequest{Module: "motd",
+	plan, err := m.H.PlanRollout(m.Ctx, commands.RolloutPlanRequest{Module: "motd",
 		Waves: []commands.WaveSpec{{Name: "here", Selector: "os=" + runtime.GOOS}, {Name: "third", Selector: "34%"}}})
-	m.must(err)
+	m.Must(err)
 	var got []string
 	for _, w := range plan.Waves {
 		var names []string
@@ -430,23 +430,23 @@ func TestARolloutResumesInAnotherController(t *testing.T) {
 	m := newMesh(t)
 	m.newBuildFor([]string{"k-1", "k-2", "k-3"}, func(string) bool { return true })
 	// A bake of an hour stops the first controller after the canary.
-	r, err := m.h.StartRollout(m.ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Bake: time.Hour,
+	r, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Bake: time.Hour,
 		Waves: []commands.WaveSpec{{Name: "canary", Selector: "name=k-1"}, {Name: "rest", Selector: "*"}}})
-	m.must(err)
+	m.Must(err)
 	eventually(t, "the canary to apply", func() bool {
 		m.rolloutState(r.ID)
-		s := m.status()["k-1"]
+		s := m.Status()["k-1"]
 		return s.Sequence == 2 && s.State == commands.StateCurrent
 	})
-	m.must(m.ctrl.Close())
+	m.Must(m.Ctrl.Close())
 
 	// The next controller, its clock past the bake, takes it from there.
 	c2 := m.controller(-1)
 	c2.Handlers.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
-	m.h = c2.Handlers
+	m.H = c2.Handlers
 	eventually(t, "the rollout to finish in the next controller", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
 	if s := m.steps(r.ID); s["wave started 0"] != 1 || s["wave started 1"] != 1 || s["finished 1"] != 1 {
 		t.Fatalf("steps of the rollout: %v (each once)", s)
 	}
-	m.verified()
+	m.Verified()
 }

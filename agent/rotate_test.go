@@ -28,14 +28,14 @@ func minted(t *testing.T, appRoot string) string {
 }
 
 func (m *mesh) rotate() (commands.RotateReply, error) {
-	return m.h.Rotate(m.ctx, commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: "postgres", Consumer: "app"})
+	return m.H.Rotate(m.Ctx, commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: "postgres", Consumer: "app"})
 }
 
 // openRotations are status's causes that name a rotation.
 func (m *mesh) openRotations() []string {
-	m.t.Helper()
-	s, err := m.h.Status(m.ctx, commands.StatusRequest{})
-	m.must(err)
+	m.T.Helper()
+	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	m.Must(err)
 	var out []string
 	for _, c := range s.Causes {
 		if strings.Contains(c, "rotation") {
@@ -53,63 +53,58 @@ func (m *mesh) openRotations() []string {
 // credential (the password stays), or when status forgets an open one.
 func TestRotationReachesBothEndsOrNeither(t *testing.T) {
 	m := newMesh(t)
-	m.enroll("db-1", "linux")
-	m.enroll("app-1", "linux")
-	dbRoot, _ := m.agent("db-1")
-	appRoot, stopApp := m.agent("app-1")
-	m.register("postgres.json")
-	m.register("app.json")
-	m.assign("db-1", "postgres", map[string]string{"password": "pw"})
-	m.assign("app-1", "app", nil)
-	for _, s := range m.push("").Sent {
-		if rep := m.report(s.Node, s.Digest); rep.Outcome != "applied" {
+	dbRoot, appRoot, stopApp := m.dbAndApp()
+	m.Assign("db-1", "postgres", map[string]string{"password": "pw"})
+	m.Assign("app-1", "app", nil)
+	for _, s := range m.Push("").Sent {
+		if rep := m.Report(s.Node, s.Digest); rep.Outcome != "applied" {
 			t.Fatalf("%s: %+v", s.Node, rep)
 		}
 	}
 	before := minted(t, appRoot)
 
 	// app-1 cannot be composed: a module of it consumes what no one provides.
-	m.writeModule(`{"module":"lonely","consumes":["queue"]}`)
-	m.assign("app-1", "lonely", nil)
-	st, err := m.h.Store.State(m.ctx)
-	m.must(err)
+	m.WriteModule(`{"module":"lonely","consumes":["queue"]}`)
+	m.Assign("app-1", "lonely", nil)
+	st, err := m.H.Store.State(m.Ctx)
+	m.Must(err)
 	_, err = m.rotate()
 	if !errors.Is(err, aggregates.ErrUncomposable) || !strings.Contains(err.Error(), "app-1: ") || !strings.Contains(err.Error(), "nothing was sent") {
 		t.Fatalf("a rotation with an uncomposable end: %v", err)
 	}
-	after, err := m.h.Store.State(m.ctx)
-	m.must(err)
+	after, err := m.H.Store.State(m.Ctx)
+	m.Must(err)
 	if after.LastSeq != st.LastSeq {
 		t.Fatalf("a refused rotation wrote to the log: last event %d, then %d", st.LastSeq, after.LastSeq)
 	}
 
-	_, err = m.h.Unassign(m.ctx, commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: "app-1", Module: "lonely"})
-	m.must(err)
+	_, err = m.H.Unassign(m.Ctx, commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: "app-1", Module: "lonely"})
+	m.Must(err)
 	// app-1's agent is down: the rotation reaches db-1 first.
 	stopApp()
 	r, err := m.rotate()
-	m.must(err)
+	m.Must(err)
 	if r.Generation != 1 || len(r.Sent) != 2 {
 		t.Fatalf("rotate: %+v", r)
 	}
 	for _, s := range r.Sent {
 		if s.Node == "db-1" {
-			m.report(s.Node, s.Digest)
+			m.Report(s.Node, s.Digest)
 		}
 	}
 	open := m.openRotations()
 	if len(open) != 1 || !strings.Contains(open[0], "half applied: applied on db-1, not on app-1") {
 		t.Fatalf("status while one end applied: %q", open)
 	}
-	m.agentAt("app-1", appRoot)
+	m.AgentAt("app-1", appRoot)
 	for _, s := range r.Sent {
-		if rep := m.report(s.Node, s.Digest); rep.Outcome != "applied" {
+		if rep := m.Report(s.Node, s.Digest); rep.Outcome != "applied" {
 			t.Fatalf("%s: %+v", s.Node, rep)
 		}
 	}
 	now := minted(t, appRoot)
 	users, err := os.ReadFile(filepath.Join(dbRoot, "etc/postgres/users.conf"))
-	m.must(err)
+	m.Must(err)
 	if now == before || !strings.Contains(string(users), "app_app_1 "+now) || strings.Contains(string(users), before) {
 		t.Fatalf("after the rotation app-1 holds %q (had %q); db-1 lists %q", now, before, users)
 	}
@@ -117,11 +112,11 @@ func TestRotationReachesBothEndsOrNeither(t *testing.T) {
 		t.Fatalf("status after both ends applied: %q", open)
 	}
 	// Nothing else moves the generation: a push sends what they hold.
-	for _, s := range m.push("").Sent {
-		m.report(s.Node, s.Digest)
+	for _, s := range m.Push("").Sent {
+		m.Report(s.Node, s.Digest)
 	}
 	if got := minted(t, appRoot); got != now {
 		t.Fatalf("a push after the rotation moved the credential from %q to %q", now, got)
 	}
-	m.verified()
+	m.Verified()
 }

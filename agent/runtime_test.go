@@ -55,9 +55,9 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // runtimeReports counts node's runtime reports of each type in the stream.
 func (m *mesh) runtimeReports(node string) map[string]int {
-	m.t.Helper()
+	m.T.Helper()
 	out := map[string]int{}
-	m.must(m.h.Store.Read(m.ctx, store.ReadOptions{Filter: events.ReportFilter(node)}, func(msg store.Msg) error {
+	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: events.ReportFilter(node)}, func(msg store.Msg) error {
 		if _, ev, err := events.DecodeFromSubject(msg.Subject, msg.Data); err == nil && events.RuntimeModule(ev) != "" {
 			out[ev.EventType()]++
 		}
@@ -68,9 +68,9 @@ func (m *mesh) runtimeReports(node string) map[string]int {
 
 // runtimeState is the status of module's program on node ("" for none).
 func (m *mesh) runtimeState(node, module string) projections.Runtime {
-	m.t.Helper()
-	s, err := m.h.Status(m.ctx, commands.StatusRequest{})
-	m.must(err)
+	m.T.Helper()
+	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	m.Must(err)
 	for _, rt := range s.Runtimes {
 		if rt.Node == node && rt.Module == module {
 			return rt
@@ -87,19 +87,19 @@ func (m *mesh) runtimeState(node, module string) projections.Runtime {
 // outlives its module or its agent.
 func TestAModuleRunsUnderItsAgent(t *testing.T) {
 	m := newMesh(t)
-	m.enroll("box")
+	m.Enroll("box")
 	root := filepath.Join(t.TempDir(), "root")
-	stop := m.agentWith("box", root, fast)
-	m.writeModule(svcModule)
-	m.assign("box", "svc", nil)
-	m.report("box", m.push("box").Sent[0].Digest)
+	stop := m.AgentWith("box", root, fast)
+	m.WriteModule(svcModule)
+	m.Assign("box", "svc", nil)
+	m.Report("box", m.Push("box").Sent[0].Digest)
 	eventually(t, "the program to start", func() bool { return len(pids(t, root)) == 1 })
 	eventually(t, "status to say it runs", func() bool { return m.runtimeState("box", "svc").State == projections.RuntimeRunning })
 	first := pids(t, root)[0]
 
 	// A config change: the program reads it again, so it starts again, once.
-	m.assign("box", "svc", map[string]string{"greeting": "hi"})
-	m.report("box", m.push("box").Sent[0].Digest)
+	m.Assign("box", "svc", map[string]string{"greeting": "hi"})
+	m.Report("box", m.Push("box").Sent[0].Digest)
 	eventually(t, "the program to start again", func() bool { return len(pids(t, root)) == 2 })
 	if alive(first) {
 		t.Fatalf("the program before the change (pid %d) still runs", first)
@@ -109,11 +109,11 @@ func TestAModuleRunsUnderItsAgent(t *testing.T) {
 		t.Fatalf("a config change was reported as %v, not one stop and one start", r)
 	}
 	// A push that changes nothing of it does not restart it.
-	m.report("box", m.push("box").Sent[0].Digest)
+	m.Report("box", m.Push("box").Sent[0].Digest)
 
 	// Killed from outside: the exit is reported and it is started again.
 	second := pids(t, root)[1]
-	m.must(syscall.Kill(second, syscall.SIGKILL))
+	m.Must(syscall.Kill(second, syscall.SIGKILL))
 	eventually(t, "the killed program to start again", func() bool { return len(pids(t, root)) == 3 })
 	eventually(t, "the kill to be reported", func() bool { return m.runtimeReports("box")["RuntimeExited"] == 1 })
 	if n := len(pids(t, root)); n != 3 {
@@ -122,36 +122,36 @@ func TestAModuleRunsUnderItsAgent(t *testing.T) {
 
 	// Unassigned: stopped, and status no longer lists it.
 	third := pids(t, root)[2]
-	_, err := m.h.Unassign(m.ctx, commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: "box", Module: "svc"})
-	m.must(err)
-	m.report("box", m.push("box").Sent[0].Digest)
+	_, err := m.H.Unassign(m.Ctx, commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: "box", Module: "svc"})
+	m.Must(err)
+	m.Report("box", m.Push("box").Sent[0].Digest)
 	eventually(t, "the unassigned program to stop", func() bool { return !alive(third) })
 	eventually(t, "status to forget it", func() bool { return m.runtimeState("box", "svc").Module == "" })
 
 	// The agent stopped: its programs stop with it.
-	m.assign("box", "svc", nil)
-	m.report("box", m.push("box").Sent[0].Digest)
+	m.Assign("box", "svc", nil)
+	m.Report("box", m.Push("box").Sent[0].Digest)
 	eventually(t, "the program to start for the last time", func() bool { return len(pids(t, root)) == 4 })
 	fourth := pids(t, root)[3]
 	stop()
 	if alive(fourth) {
 		t.Fatalf("the agent stopped and its program (pid %d) still runs", fourth)
 	}
-	m.verified()
+	m.Verified()
 }
 
 // A program that keeps exiting is named crash-looping in status, with its
 // last line of errors, and the mesh is not well.
 func TestACrashLoopIsNamed(t *testing.T) {
 	m := newMesh(t)
-	m.enroll("box")
-	m.agentWith("box", filepath.Join(t.TempDir(), "root"), fast)
-	m.writeModule(`{"module":"crashy","run":{"command":"/bin/sh","args":["-c","echo cannot bind port 80 >&2; exit 3"]}}`)
-	m.assign("box", "crashy", nil)
-	m.report("box", m.push("box").Sent[0].Digest)
+	m.Enroll("box")
+	m.AgentWith("box", filepath.Join(t.TempDir(), "root"), fast)
+	m.WriteModule(`{"module":"crashy","run":{"command":"/bin/sh","args":["-c","echo cannot bind port 80 >&2; exit 3"]}}`)
+	m.Assign("box", "crashy", nil)
+	m.Report("box", m.Push("box").Sent[0].Digest)
 	eventually(t, "the crash loop to be named", func() bool { return m.runtimeState("box", "crashy").State == projections.RuntimeCrashLooping })
-	s, err := m.h.Status(m.ctx, commands.StatusRequest{})
-	m.must(err)
+	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	m.Must(err)
 	// Why it ended, in its own words: its last line of errors.
 	if d := m.runtimeState("box", "crashy").Detail; s.Well || !strings.Contains(d, "exited with code 3: cannot bind port 80") {
 		t.Fatalf("status with a crash loop: well %v, %+v", s.Well, m.runtimeState("box", "crashy"))
@@ -165,20 +165,20 @@ func TestAProgramRunsAsItsUser(t *testing.T) {
 		t.Skip("running a program as another user needs an agent running as root")
 	}
 	m := newMesh(t)
-	m.enroll("box")
+	m.Enroll("box")
 	base := t.TempDir()
 	// The temporary directories are 0700: the user must pass through them.
 	// Only those the test made: from base up to, not including, the
 	// system's temporary directory.
 	for d := base; strings.HasPrefix(d, os.TempDir()+string(filepath.Separator)); d = filepath.Dir(d) {
-		m.must(os.Chmod(d, 0o755))
+		m.Must(os.Chmod(d, 0o755))
 	}
 	root := filepath.Join(base, "root")
-	m.agentWith("box", root, fast)
-	m.writeModule(`{"module":"nobodys","resources":[{"kind":"directory","path":"/work","mode":"0777"}],
+	m.AgentWith("box", root, fast)
+	m.WriteModule(`{"module":"nobodys","resources":[{"kind":"directory","path":"/work","mode":"0777"}],
 	  "run":{"command":"/bin/sh","args":["-c","test -r \"$MESH_NKEY\" && id -u > uid; exec sleep 600"],"dir":"/work","user":"nobody"}}`)
-	m.assign("box", "nobodys", nil)
-	m.report("box", m.push("box").Sent[0].Digest)
+	m.Assign("box", "nobodys", nil)
+	m.Report("box", m.Push("box").Sent[0].Digest)
 	eventually(t, "the program to say who it runs as", func() bool {
 		b, _ := os.ReadFile(filepath.Join(root, "work/uid"))
 		return strings.TrimSpace(string(b)) != ""

@@ -26,32 +26,32 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	m := newMesh(t)
 	roots, stops := map[string]string{}, map[string]func(){}
 	for _, n := range []string{"b-1", "b-2", "c-1"} {
-		m.enroll(n)
+		m.Enroll(n)
 		roots[n] = filepath.Join(t.TempDir(), "root")
-		stops[n] = m.agentAt(n, roots[n])
+		stops[n] = m.AgentAt(n, roots[n])
 	}
-	m.writeModule(`{"module":"builder","claims":["builder"],"provides":["build"],"resources":[{"kind":"file","path":"/etc/builder.conf","mode":"0644","content":"i build\n"}]}`)
-	m.writeModule(`{"module":"client","consumes":["build"],"resources":[{"kind":"file","path":"/etc/client.conf","mode":"0644","template":"builder = {{.Receives.build.Node}}\n"}]}`)
-	m.assign("b-1", "builder", nil)
-	if _, err := m.h.Assign(m.ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "b-2", Module: "builder"}); err == nil ||
+	m.WriteModule(`{"module":"builder","claims":["builder"],"provides":["build"],"resources":[{"kind":"file","path":"/etc/builder.conf","mode":"0644","content":"i build\n"}]}`)
+	m.WriteModule(`{"module":"client","consumes":["build"],"resources":[{"kind":"file","path":"/etc/client.conf","mode":"0644","template":"builder = {{.Receives.build.Node}}\n"}]}`)
+	m.Assign("b-1", "builder", nil)
+	if _, err := m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "b-2", Module: "builder"}); err == nil ||
 		!strings.Contains(err.Error(), "builder on b-1 holds it") {
 		t.Fatalf("a second holder: %v", err)
 	}
-	m.assign("c-1", "client", nil)
-	for _, s := range m.push("").Sent {
-		m.report(s.Node, s.Digest)
+	m.Assign("c-1", "client", nil)
+	for _, s := range m.Push("").Sent {
+		m.Report(s.Node, s.Digest)
 	}
 	has := func(n, path string) bool { _, err := os.Stat(filepath.Join(roots[n], path)); return err == nil }
 	client := func() string { b, _ := os.ReadFile(filepath.Join(roots["c-1"], "etc/client.conf")); return string(b) }
 	seat := func() projections.Seat {
-		s, err := m.h.ShowSeat(m.ctx, commands.NameRequest{Name: "builder"})
-		m.must(err)
+		s, err := m.H.ShowSeat(m.Ctx, commands.NameRequest{Name: "builder"})
+		m.Must(err)
 		return s.Seat
 	}
 	handover := func(to string, force bool) {
 		t.Helper()
-		_, err := m.h.HandoverSeat(m.ctx, commands.HandoverRequest{CommandID: commands.NewCommandID(), Seat: "builder", To: to, Force: force})
-		m.must(err)
+		_, err := m.H.HandoverSeat(m.Ctx, commands.HandoverRequest{CommandID: commands.NewCommandID(), Seat: "builder", To: to, Force: force})
+		m.Must(err)
 	}
 
 	// b-1 to b-2, both agents running.
@@ -65,8 +65,8 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	// In the log's order: b-1 applied its declaration without builder
 	// before b-2 was sent one with it.
 	released, taken := uint64(0), uint64(0)
-	h1, err := m.h.History(m.ctx, commands.HistoryRequest{Node: "b-1"})
-	m.must(err)
+	h1, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: "b-1"})
+	m.Must(err)
 	for i, e := range h1.Entries {
 		if e.Kind == "declaration" && !slices.ContainsFunc(e.Builds, func(b compose.ModuleBuild) bool { return b.Module == "builder" }) {
 			for _, r := range h1.Entries[i+1:] {
@@ -76,8 +76,8 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 			}
 		}
 	}
-	h2, err := m.h.History(m.ctx, commands.HistoryRequest{Node: "b-2"})
-	m.must(err)
+	h2, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: "b-2"})
+	m.Must(err)
 	for _, e := range h2.Entries {
 		if e.Kind == "declaration" && taken == 0 && slices.ContainsFunc(e.Builds, func(b compose.ModuleBuild) bool { return b.Module == "builder" }) {
 			taken = e.Seq
@@ -91,22 +91,22 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	stops["b-2"]()
 	handover("b-1", false)
 	for range 3 {
-		m.must(m.h.DriveSeats(m.ctx))
+		m.Must(m.H.DriveSeats(m.Ctx))
 		if s := seat(); s.Node != "b-2" || s.HandoverTo != "b-1" {
 			t.Fatalf("the handover did not wait for b-2: %+v", s)
 		}
 	}
-	st, err := m.h.Status(m.ctx, commands.StatusRequest{})
-	m.must(err)
+	st, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	m.Must(err)
 	if st.Well || !strings.Contains(strings.Join(st.Causes, "\n"), "b-2 has not reported applying its declaration without builder") {
 		t.Fatalf("status during a waiting handover: %v", st.Causes)
 	}
 	// A controller stopped mid-handover: the next one takes it from there
 	// once b-2's agent is back and lets the seat go.
-	m.must(m.ctrl.Close())
+	m.Must(m.Ctrl.Close())
 	c2 := m.controller(20 * time.Millisecond)
-	m.h = c2.Handlers
-	stops["b-2"] = m.agentAt("b-2", roots["b-2"])
+	m.H = c2.Handlers
+	stops["b-2"] = m.AgentAt("b-2", roots["b-2"])
 	eventually(t, "the handover to b-1 finished by the next controller", func() bool {
 		return seat().Node == "b-1" && client() == "builder = b-1\n" && has("b-1", "etc/builder.conf") && !has("b-2", "etc/builder.conf")
 	})
@@ -114,16 +114,16 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	// The holder's machine lost: --force does not wait for it.
 	stops["b-1"]()
 	handover("b-2", false)
-	m.must(m.h.DriveSeats(m.ctx))
+	m.Must(m.H.DriveSeats(m.Ctx))
 	if s := seat(); s.Node != "b-1" {
 		t.Fatalf("the handover did not wait for b-1: %+v", s)
 	}
 	handover("b-2", true)
 	eventually(t, "the forced handover to b-2", func() bool { return seat().Node == "b-2" && client() == "builder = b-2\n" })
-	show, err := m.h.ShowSeat(m.ctx, commands.NameRequest{Name: "builder"})
-	m.must(err)
+	show, err := m.H.ShowSeat(m.Ctx, commands.NameRequest{Name: "builder"})
+	m.Must(err)
 	if last := show.Steps[len(show.Steps)-1]; !strings.Contains(last.What, "forced: b-1 was not waited for") {
 		t.Fatalf("the seat's last step: %+v", last)
 	}
-	m.verified()
+	m.Verified()
 }

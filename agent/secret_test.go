@@ -17,28 +17,23 @@ import (
 // read a secret is sent in clear, or when the two ends mint differently.
 func TestSecretsReachTheirFilesAndNeverTheStream(t *testing.T) {
 	m := newMesh(t)
-	m.enroll("db-1", "linux")
-	m.enroll("app-1", "linux")
-	dbRoot, _ := m.agent("db-1")
-	appRoot, _ := m.agent("app-1")
-	m.register("postgres.json")
-	m.register("app.json")
+	dbRoot, appRoot, _ := m.dbAndApp()
 	const pw = "hunter2-very-secret"
-	m.assign("db-1", "postgres", map[string]string{"password": pw})
-	m.assign("app-1", "app", nil)
-	r := m.push("")
+	m.Assign("db-1", "postgres", map[string]string{"password": pw})
+	m.Assign("app-1", "app", nil)
+	r := m.Push("")
 	if len(r.Sent) != 2 {
 		t.Fatalf("push: %+v", r)
 	}
 	for _, s := range r.Sent {
-		if rep := m.report(s.Node, s.Digest); rep.Outcome != "applied" {
+		if rep := m.Report(s.Node, s.Digest); rep.Outcome != "applied" {
 			t.Fatalf("%s: %+v", s.Node, rep)
 		}
 	}
 	users, err := os.ReadFile(filepath.Join(dbRoot, "etc/postgres/users.conf"))
-	m.must(err)
+	m.Must(err)
 	cred, err := os.ReadFile(filepath.Join(appRoot, "etc/app/database.secret"))
-	m.must(err)
+	m.Must(err)
 	if !strings.Contains(string(users), "postgres "+pw) {
 		t.Fatalf("users.conf lacks the secret setting: %q", users)
 	}
@@ -53,7 +48,7 @@ func TestSecretsReachTheirFilesAndNeverTheStream(t *testing.T) {
 		t.Fatalf("the two ends disagree: app-1 holds %q, db-1 lists %q", cred, users)
 	}
 	var held [][]byte
-	err = m.h.Store.Read(m.ctx, store.ReadOptions{}, func(msg store.Msg) error {
+	err = m.H.Store.Read(m.Ctx, store.ReadOptions{}, func(msg store.Msg) error {
 		held = append(held, msg.Data)
 		// A declaration travels base64 inside its event: scan its bytes too.
 		if _, ev, err := events.DecodeFromSubject(msg.Subject, msg.Data); err == nil {
@@ -63,7 +58,7 @@ func TestSecretsReachTheirFilesAndNeverTheStream(t *testing.T) {
 		}
 		return nil
 	})
-	m.must(err)
+	m.Must(err)
 	if len(held) == 0 {
 		t.Fatal("read nothing from the stream")
 	}

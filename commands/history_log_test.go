@@ -1,4 +1,4 @@
-package agent_test
+package commands_test
 
 import (
 	"bytes"
@@ -9,11 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshctl/mesh/agent/agenttest"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
@@ -21,32 +23,32 @@ import (
 )
 
 func TestHistoryAndAudit(t *testing.T) {
-	m := newMesh(t)
-	m.enroll("db-1", "linux")
-	m.enroll("app-1", "linux")
-	m.agent("app-1")
-	m.register("postgres.json")
-	m.register("app.json")
-	m.assign("db-1", "postgres", map[string]string{"password": "x"})
-	m.assign("app-1", "app", nil)
+	m := agenttest.New(t)
+	m.Enroll("db-1", "linux")
+	m.Enroll("app-1", "linux")
+	m.Agent("app-1")
+	m.Register("postgres.json")
+	m.Register("app.json")
+	m.Assign("db-1", "postgres", map[string]string{"password": "x"})
+	m.Assign("app-1", "app", nil)
 	for _, port := range []string{"", "6000", "7000"} {
 		if port != "" {
-			m.assign("db-1", "postgres", map[string]string{"password": "x", "port": port})
+			m.Assign("db-1", "postgres", map[string]string{"password": "x", "port": port})
 		}
-		s := m.push("app-1").Sent[0]
-		m.report("app-1", s.Digest)
+		s := m.Push("app-1").Sent[0]
+		m.Report("app-1", s.Digest)
 	}
 	// Twice the same hand-written content, then the composed content again:
 	// the second is no change, which history tells from the index without
 	// reading it back, and the push after it is diffed against it.
 	for range 2 {
-		_, err := m.h.Declare(m.ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "app-1", File: "f.json",
+		_, err := m.H.Declare(m.Ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "app-1", File: "f.json",
 			Body: `{"resources":[{"kind":"file","path":"/etc/hand","mode":"0644","content":"x"}]}`})
-		m.must(err)
+		m.Must(err)
 	}
-	m.push("app-1")
-	h, err := m.h.History(m.ctx, commands.HistoryRequest{Node: "app-1", Diff: true})
-	m.must(err)
+	m.Push("app-1")
+	h, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: "app-1", Diff: true})
+	m.Must(err)
 	if diff := cmp.Diff(historyFromLog(t, m, h.Entries), h.Entries); diff != "" {
 		t.Fatalf("history from the index is not what the log says (-log +history):\n%s", diff)
 	}
@@ -83,8 +85,8 @@ func TestHistoryAndAudit(t *testing.T) {
 		!strings.Contains(lastChanges[0], "- database = db-1:6000|+ database = db-1:7000") {
 		t.Fatalf("the last declaration's diff: %v", lastChanges)
 	}
-	rep, err := m.h.Audit(m.ctx, commands.AuditRequest{Node: "app-1"})
-	m.must(err)
+	rep, err := m.H.Audit(m.Ctx, commands.AuditRequest{Node: "app-1"})
+	m.Must(err)
 	if a := rep.Nodes[0]; !rep.OK || a.Declarations != 6 {
 		t.Fatalf("audit: %+v", rep)
 	}
@@ -93,13 +95,13 @@ func TestHistoryAndAudit(t *testing.T) {
 	// second declaration's payload on the way, and audit the copy.
 	target := embeddedtest.Server(t)
 	tnc := embeddedtest.Conn(t, target)
-	if _, _, err := store.Open(m.ctx, tnc, store.StreamConfig{}); err != nil {
+	if _, _, err := store.Open(m.Ctx, tnc, store.StreamConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	tjs, _ := jetstream.New(tnc)
 	var tampered uint64
 	seen := 0
-	m.must(m.h.Store.Read(m.ctx, store.ReadOptions{}, func(msg store.Msg) error {
+	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{}, func(msg store.Msg) error {
 		data := msg.Data
 		if strings.HasSuffix(msg.Subject, "app-1.DeclarationSent") {
 			if seen++; seen == 2 {
@@ -123,20 +125,20 @@ func TestHistoryAndAudit(t *testing.T) {
 				out.Header[k] = v
 			}
 		}
-		_, err := tjs.PublishMsg(m.ctx, out)
+		_, err := tjs.PublishMsg(m.Ctx, out)
 		return err
 	}))
 	home := t.TempDir()
-	key, err := os.ReadFile(filepath.Join(m.homeDir(), commands.KeyFile))
-	m.must(err)
-	m.must(os.WriteFile(filepath.Join(home, commands.KeyFile), key, 0o600))
+	key, err := os.ReadFile(filepath.Join(m.Home, commands.KeyFile))
+	m.Must(err)
+	m.Must(os.WriteFile(filepath.Join(home, commands.KeyFile), key, 0o600))
 	copyCtrl, err := commands.StartController(context.Background(), tnc, commands.ControllerConfig{Home: home})
-	m.must(err)
+	m.Must(err)
 	defer copyCtrl.Close()
 	// The edited send no longer carries the controller's MAC: the copy's
 	// fold set it aside, audit names it, and the chain breaks after it.
-	rep, err = copyCtrl.Handlers.Audit(m.ctx, commands.AuditRequest{Node: "app-1"})
-	m.must(err)
+	rep, err = copyCtrl.Handlers.Audit(m.Ctx, commands.AuditRequest{Node: "app-1"})
+	m.Must(err)
 	if a := rep.Nodes[0]; rep.OK || len(a.Foreign) != 1 || a.Foreign[0].Seq != tampered || !strings.Contains(a.Foreign[0].Reason, "MAC") ||
 		!strings.Contains(a.Break, "chains to") {
 		t.Fatalf("audit of the edited copy (edited event %d): %+v", tampered, rep)
@@ -146,20 +148,20 @@ func TestHistoryAndAudit(t *testing.T) {
 // historyFromLog is what history shows of entries, read from the log itself:
 // each event by its sequence, every declaration decoded whole, and each
 // diffed against the declaration before it.
-func historyFromLog(t *testing.T, m *mesh, entries []commands.HistoryEntry) []commands.HistoryEntry {
+func historyFromLog(t *testing.T, m *agenttest.Mesh, entries []commands.HistoryEntry) []commands.HistoryEntry {
 	t.Helper()
 	var out []commands.HistoryEntry
 	var previous *compose.Declaration
 	for _, e := range entries {
-		msg, err := m.h.Store.Get(m.ctx, e.Seq)
-		m.must(err)
+		msg, err := m.H.Store.Get(m.Ctx, e.Seq)
+		m.Must(err)
 		env, ev, err := events.Decode(msg.Data)
-		m.must(err)
+		m.Must(err)
 		w := commands.HistoryEntry{Seq: e.Seq, At: env.OccurredAt}
 		switch ev := ev.(type) {
 		case events.DeclarationSent:
 			var d declaration.Declaration
-			m.must(json.Unmarshal(ev.Declaration, &d))
+			m.Must(json.Unmarshal(ev.Declaration, &d))
 			c := d.Content()
 			w.Kind, w.Sequence, w.Digest, w.By, w.Resources, w.Builds = "declaration", ev.Sequence, ev.Digest, ev.By, ev.Resources, c.Modules
 			w.Changes, previous = compose.Diff(previous, &c), &c

@@ -1,4 +1,4 @@
-package agent_test
+package commands_test
 
 import (
 	"context"
@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/agent/agenttest"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events/store"
+
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/nats-io/nkeys"
 )
@@ -20,38 +23,38 @@ import (
 // push --wait: returns on applied, errors at once with the node's reason on
 // failed or refused, and on timeout says the node may still be converging.
 func TestWaitForTheNodesReport(t *testing.T) {
-	m := newMesh(t)
-	m.enroll("web-1")
-	m.enroll("idle")
-	root, _ := m.agent("web-1")
-	s := m.push("web-1").Sent[0]
-	if err := commands.WaitReport(m.ctx, m.h.Store, "web-1", s.Digest, s.StreamSeq, 10*time.Second); err != nil {
+	m := agenttest.New(t)
+	m.Enroll("web-1")
+	m.Enroll("idle")
+	root, _ := m.Agent("web-1")
+	s := m.Push("web-1").Sent[0]
+	if err := commands.WaitReport(m.Ctx, m.H.Store, "web-1", s.Digest, s.StreamSeq, 10*time.Second); err != nil {
 		t.Fatalf("applied: %v", err)
 	}
 
 	outside := t.TempDir()
-	m.must(os.Symlink(outside, filepath.Join(root, "link")))
-	d, err := m.h.Declare(m.ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "web-1", File: "f.json",
+	m.Must(os.Symlink(outside, filepath.Join(root, "link")))
+	d, err := m.H.Declare(m.Ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "web-1", File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/link/x","mode":"0644","content":"x"}]}`})
-	m.must(err)
+	m.Must(err)
 	start := time.Now()
-	err = commands.WaitReport(m.ctx, m.h.Store, "web-1", d.Digest, d.StreamSeq, 30*time.Second)
+	err = commands.WaitReport(m.Ctx, m.H.Store, "web-1", d.Digest, d.StreamSeq, 30*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "failed sequence") || !strings.Contains(err.Error(), "/link/x") || time.Since(start) > 10*time.Second {
 		t.Fatalf("failed: %v after %s", err, time.Since(start))
 	}
 
 	forger, _ := nkeys.CreateAccount()
-	ev := sealedEvent(t, forger, declaration.Declaration{Mesh: m.h.Mesh, Node: "web-1", Sequence: 50, ComposedAt: time.Now(),
+	ev := agenttest.Sealed(t, forger, declaration.Declaration{Mesh: m.H.Mesh, Node: "web-1", Sequence: 50, ComposedAt: time.Now(),
 		Resources: []compose.Resource{}})
-	st, _ := m.h.Store.State(m.ctx)
-	m.publish("web-1", ev)
-	err = commands.WaitReport(m.ctx, m.h.Store, "web-1", ev.Digest, st.LastSeq+1, 30*time.Second)
+	st, _ := m.H.Store.State(m.Ctx)
+	m.Publish("web-1", ev)
+	err = commands.WaitReport(m.Ctx, m.H.Store, "web-1", ev.Digest, st.LastSeq+1, 30*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "refused sequence 50") || !strings.Contains(err.Error(), "signature") {
 		t.Fatalf("refused: %v", err)
 	}
 
-	idle := m.push("idle").Sent[0]
-	err = commands.WaitReport(m.ctx, m.h.Store, "idle", idle.Digest, idle.StreamSeq, 300*time.Millisecond)
+	idle := m.Push("idle").Sent[0]
+	err = commands.WaitReport(m.Ctx, m.H.Store, "idle", idle.Digest, idle.StreamSeq, 300*time.Millisecond)
 	if !errors.Is(err, commands.ErrStillConverging) || !strings.Contains(err.Error(), "may still be converging") {
 		t.Fatalf("timeout: %v", err)
 	}
@@ -70,13 +73,13 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 		return c
 	}
 	ctrl := start()
-	m := &mesh{t: t, srv: srv, ctrl: ctrl, h: ctrl.Handlers, ctx: context.Background()}
+	m := &agenttest.Mesh{T: t, Srv: srv, Ctrl: ctrl, H: ctrl.Handlers, Ctx: context.Background(), Home: home}
 	var nodes []string
 	for i := range 30 {
 		n := "n" + string(rune('a'+i%26)) + string(rune('a'+i/26))
 		nodes = append(nodes, n)
-		m.enroll(n)
-		m.agent(n)
+		m.Enroll(n)
+		m.Agent(n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -85,8 +88,8 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 		ctrl.Handlers.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
 	}()
 	// Stop it as soon as the first declaration is on the stream.
-	eventually(t, "the first declaration on the stream", func() bool {
-		_, found, _ := m.h.Store.Last(m.ctx, "mesh.ev.node.*.DeclarationSent")
+	embeddedtest.Eventually(t, "the first declaration on the stream", func() bool {
+		_, found, _ := m.H.Store.Last(m.Ctx, "mesh.ev.node.*.DeclarationSent")
 		return found
 	})
 	cancel()
@@ -95,26 +98,26 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 
 	ctrl = start()
 	defer ctrl.Close()
-	m.h, m.ctrl = ctrl.Handlers, ctrl
-	r := m.push("")
+	m.H, m.Ctrl = ctrl.Handlers, ctrl
+	r := m.Push("")
 	if len(r.Sent) != len(nodes) {
 		t.Fatalf("the second push sent %d of %d: %+v", len(r.Sent), len(nodes), r.Unsent)
 	}
 	for _, s := range r.Sent {
-		if rep := m.report(s.Node, s.Digest); rep.Outcome != "applied" {
+		if rep := m.Report(s.Node, s.Digest); rep.Outcome != "applied" {
 			t.Fatalf("%s: %+v", s.Node, rep)
 		}
 	}
 	// Every digest any agent reported on is a declaration in the log.
 	sent := map[string]bool{}
-	m.must(m.h.Store.Read(m.ctx, storeReadAll("mesh.ev.node.*.DeclarationSent"), func(msg storeMsg) error {
+	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: events.DeclarationSubject("*")}, func(msg store.Msg) error {
 		_, ev, err := events.Decode(msg.Data)
 		if err == nil {
 			sent[ev.(events.DeclarationSent).Digest] = true
 		}
 		return err
 	}))
-	m.must(m.h.Store.Read(m.ctx, storeReadAll("mesh.rp.>"), func(msg storeMsg) error {
+	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: "mesh.rp.>"}, func(msg store.Msg) error {
 		_, ev, err := events.Decode(msg.Data)
 		if a, ok := ev.(events.DeclarationApplied); ok && !sent[a.Digest] {
 			t.Errorf("%s applied %s, which is not in the log", a.Node, a.Digest)

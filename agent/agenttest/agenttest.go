@@ -1,0 +1,217 @@
+// Package agenttest is a whole mesh in one test process: a real embedded
+// bus, a real controller with its Pebble read models, and real agents each
+// on its own connection and root. The tests of what agents make visible
+// (status, history, audit, push --wait) sit beside the commands that show
+// it and use this harness, as the agent's own tests do; a fake of any part
+// would hide exactly the bugs those tests exist to catch.
+package agenttest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+)
+
+// Mesh is a controller and agents on one embedded server, in this process.
+type Mesh struct {
+	T    *testing.T
+	Srv  *embedded.Server
+	Ctrl *commands.Controller
+	H    *commands.Handlers
+	Ctx  context.Context
+	Home string // the controller's home: its key and read models
+}
+
+// New starts a bus and a controller for t; both stop when t ends.
+func New(t *testing.T) *Mesh {
+	t.Helper()
+	srv := embeddedtest.Server(t)
+	home := t.TempDir()
+	ctrl, err := commands.StartController(context.Background(), embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+	return &Mesh{T: t, Srv: srv, Ctrl: ctrl, H: ctrl.Handlers, Ctx: context.Background(), Home: home}
+}
+
+// Must fails the test on err.
+func (m *Mesh) Must(err error) {
+	m.T.Helper()
+	if err != nil {
+		m.T.Fatal(err)
+	}
+}
+
+// Enroll enrols node with caps.
+func (m *Mesh) Enroll(name string, caps ...string) {
+	m.T.Helper()
+	_, err := m.H.Enroll(m.Ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: name, Capabilities: caps})
+	m.Must(err)
+}
+
+// Register registers the example manifest file (examples/ at the
+// repository's top, seen from a package one level down).
+func (m *Mesh) Register(file string) {
+	m.T.Helper()
+	data, err := os.ReadFile("../examples/" + file)
+	m.Must(err)
+	_, err = m.H.RegisterModule(m.Ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: file, Manifest: string(data)})
+	m.Must(err)
+}
+
+// WriteModule registers the manifest doc.
+func (m *Mesh) WriteModule(doc string) {
+	m.T.Helper()
+	_, err := m.H.RegisterModule(m.Ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "m.json", Manifest: doc})
+	m.Must(err)
+}
+
+// Assign assigns module to node with settings.
+func (m *Mesh) Assign(node, module string, settings map[string]string) {
+	m.T.Helper()
+	_, err := m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: node, Module: module, Settings: settings})
+	m.Must(err)
+}
+
+// Push pushes node ("" every node).
+func (m *Mesh) Push(node string) commands.PushReply {
+	m.T.Helper()
+	r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: node})
+	m.Must(err)
+	return r
+}
+
+// Agent starts node's agent on its own connection, with a root of its own.
+func (m *Mesh) Agent(node string) (root string, stop func()) {
+	m.T.Helper()
+	root = filepath.Join(m.T.TempDir(), "root")
+	return root, m.AgentAt(node, root)
+}
+
+// AgentAt starts node's agent on root.
+func (m *Mesh) AgentAt(node, root string) func() {
+	m.T.Helper()
+	return m.AgentWith(node, root, func(*agent.Config) {})
+}
+
+// AgentWith starts node's agent on root with its configuration changed
+// by set (the supervision's and drift check's times, for a test).
+func (m *Mesh) AgentWith(node, root string, set func(*agent.Config)) func() {
+	m.T.Helper()
+	id, err := m.H.Join(m.Ctx, commands.NameRequest{Name: node})
+	m.Must(err)
+	j := agent.Join{Mesh: id.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
+	cfg := agent.Config{Join: j, Root: root}
+	set(&cfg)
+	a, err := agent.Open(m.Ctx, embeddedtest.Conn(m.T, m.Srv), cfg)
+	m.Must(err)
+	ctx, cancel := context.WithCancel(m.Ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done; a.Close() }) }
+	m.T.Cleanup(stop)
+	return stop
+}
+
+// Report waits until node has reported on digest and answers its newest
+// report on it, from the history index: a report on something other than
+// what the node was last sent (a forged or replayed declaration) is there,
+// though it does not displace the node's report on its last send.
+func (m *Mesh) Report(node, digest string) projections.Report {
+	m.T.Helper()
+	return m.ReportWhere(node, digest, "")
+}
+
+// ReportWhere is Report, waiting for a report of that outcome ("" any).
+func (m *Mesh) ReportWhere(node, digest string, outcome events.Outcome) projections.Report {
+	m.T.Helper()
+	outcomes := map[byte]events.Outcome{projections.HistoryApplied: events.OutcomeApplied, projections.HistoryFailed: events.OutcomeFailed, projections.HistoryRefused: events.OutcomeRefused}
+	var found *projections.Report
+	embeddedtest.Eventually(m.T, fmt.Sprintf("%s to report on %s", node, digest), func() bool {
+		m.Must(m.H.Proj.Read(func(v *projections.View) error {
+			entries, err := v.History(node, time.Time{}, time.Time{})
+			for _, e := range entries {
+				if o, ok := outcomes[e.Kind]; ok && e.Digest == digest && (outcome == "" || o == outcome) {
+					found = &projections.Report{Outcome: o, Sequence: e.Sequence, Digest: e.Digest, Reason: e.Reason, Failed: e.Failed, Highest: e.Highest, At: e.At, StreamSeq: e.Seq}
+				}
+			}
+			return err
+		}))
+		return found != nil
+	})
+	// The node row's report, where it is this one, says more (since when
+	// it has been failing).
+	if n, _, _ := m.H.Proj.Node(node); n.LastReport != nil && n.LastReport.StreamSeq == found.StreamSeq {
+		return *n.LastReport
+	}
+	return *found
+}
+
+// Publish puts a DeclarationSent on node's subject with a plain client, as
+// anyone who can reach the bus could.
+func (m *Mesh) Publish(node string, ev events.DeclarationSent) {
+	m.T.Helper()
+	data, err := events.Encode(events.NodeAggregate(node), "forged-"+commands.NewCommandID(), 0, time.Now(), ev)
+	m.Must(err)
+	js, _ := jetstream.New(embeddedtest.Conn(m.T, m.Srv))
+	_, err = js.Publish(m.Ctx, events.DeclarationSubject(node), data)
+	m.Must(err)
+}
+
+// Status is each node's status, by name.
+func (m *Mesh) Status() map[string]commands.NodeStatus {
+	m.T.Helper()
+	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	m.Must(err)
+	out := map[string]commands.NodeStatus{}
+	for _, n := range s.Nodes {
+		out[n.Name] = n
+	}
+	return out
+}
+
+// WaitState polls status until node is in state.
+func (m *Mesh) WaitState(node string, state commands.State) commands.NodeStatus {
+	m.T.Helper()
+	var n commands.NodeStatus
+	embeddedtest.Eventually(m.T, fmt.Sprintf("%s to be %s", node, state), func() bool { n = m.Status()[node]; return n.State == state })
+	return n
+}
+
+// Verified folds the whole stream afresh and fails unless it equals the
+// live read models (rule 17): what a test's events built, a rebuild builds.
+func (m *Mesh) Verified() {
+	m.T.Helper()
+	v, err := m.H.VerifyProjections(m.Ctx, commands.FoldRequest{})
+	if err != nil || v.Diff != "" {
+		m.T.Fatalf("a fresh fold differs from the live read models: %v\n%s", err, v.Diff)
+	}
+}
+
+// Sealed is d sealed with kp as the DeclarationSent that carries it: a
+// declaration signed by a key of the test's choosing (the controller's, or
+// a forger's).
+func Sealed(t *testing.T, kp nkeys.KeyPair, d declaration.Declaration) events.DeclarationSent {
+	t.Helper()
+	s, err := declaration.Seal(kp, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events.DeclarationSent{Node: d.Node, Sequence: d.Sequence, Digest: s.Digest(), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key}
+}
