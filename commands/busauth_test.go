@@ -3,7 +3,6 @@ package commands_test
 import (
 	"context"
 	"fmt"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/client"
@@ -34,7 +36,7 @@ type closedMesh struct {
 
 func newClosedMesh(t testing.TB, lifetime time.Duration) *closedMesh {
 	t.Helper()
-	keys, err := commands.NewBusKeys()
+	keys, err := busauth.NewBusKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +226,7 @@ func TestThePermissionMatrix(t *testing.T) {
 	}
 
 	// The operator, from the home: asks the controller, reads the stream.
-	opts, err := commands.OperatorOptions(m.home)
+	opts, err := busauth.OperatorOptions(m.home)
 	if err != nil || len(opts) == 0 {
 		t.Fatalf("the operator key in the home: %v", err)
 	}
@@ -340,7 +342,7 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, commands.KeyFile), seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := commands.ClusterBusKeys(key)
+	keys, err := busauth.ClusterBusKeys(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +387,7 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 	if _, err := nats.Connect(servers[1].ClientURL()); err == nil {
 		t.Fatal("a connection with no identity was let in")
 	}
-	opts, _ := commands.OperatorOptions(home)
+	opts, _ := busauth.OperatorOptions(home)
 	op, err := nats.Connect(servers[1].ClientURL(), opts...)
 	if err != nil {
 		t.Fatalf("the operator connecting: %v", err)

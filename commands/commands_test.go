@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
@@ -165,7 +166,7 @@ func TestLargeAnswersArriveWhole(t *testing.T) {
 	}
 	// The controller's key first: the enrolments are its events, MAC'd.
 	home := t.TempDir()
-	kp, err := commands.HomeKey(home, true)
+	kp, err := busauth.HomeKey(home, true)
 	if err != nil {
 		t.Fatal(err)
 	}

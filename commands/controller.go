@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -34,7 +35,7 @@ type ControllerConfig struct {
 	// writes the operator's key into Home for the command line.
 	Callout nkeys.KeyPair
 	// Lifetime of a connection's permissions on a closed bus (default
-	// DefaultLifetime): how soon a retired node loses the bus.
+	// busauth.DefaultLifetime): how soon a retired node loses the bus.
 	Lifetime time.Duration
 	// Metrics, when set, is told each verb answered and each push made
 	// (web.Metrics exports them); nil: nothing is measured.
@@ -180,14 +181,15 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}
 	ctrl.stopDrive = driveRollouts(h, c.RolloutEvery)
 	if c.Callout != nil {
-		if ctrl.auth, err = ServeAuth(nc, h, c.Callout, c.Lifetime); err == nil {
-			err = WriteOperatorKey(c.Home, kp)
+		callout := busauth.Callout{Directory: directory{h}, Controller: h.Key, Issuer: c.Callout, Lifetime: c.Lifetime, Log: h.Log}
+		if ctrl.auth, err = busauth.Serve(nc, callout); err == nil {
+			err = busauth.WriteOperatorKey(c.Home, kp)
 		}
 		if err != nil {
 			ctrl.Close()
 			return nil, err
 		}
-		log.Info("the bus is closed: nodes connect with their join strings, the command line with the operator key", "operator_key", filepath.Join(c.Home, OperatorKeyFile))
+		log.Info("the bus is closed: nodes connect with their join strings, the command line with the operator key", "operator_key", filepath.Join(c.Home, busauth.OperatorKeyFile))
 	}
 	log.Info("serving", "service", ServiceName, "version", ServiceVersion, "subjects", APIPrefix+".>")
 	return ctrl, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -127,7 +128,7 @@ func (h *Handlers) Join(ctx context.Context, r NameRequest) (Identity, error) {
 // identity is what node's agent needs to join: the key it pins, and the
 // seed of its identity on a closed bus.
 func (h *Handlers) identity(node string) (Identity, error) {
-	kp, err := NodeKey(h.Key, node)
+	kp, err := busauth.NodeKey(h.Key, node)
 	if err != nil {
 		return Identity{}, err
 	}

@@ -5,17 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nkeys"
 )
 
-// KeyFile is the controller's signing key in its home: an nkeys seed, mode 0600.
-const KeyFile = "controller.nk"
+// KeyFile is the controller's signing key in its home (busauth.KeyFile).
+const KeyFile = busauth.KeyFile
 
 // loadKey opens the controller's key, creating it on the first start of a
 // mesh, and holds it to the key the log says the mesh signs with. A
@@ -28,7 +28,7 @@ func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, 
 		return nil, "", err
 	}
 	// Created only for a mesh that has signed nothing yet.
-	kp, err := HomeKey(home, recorded == "")
+	kp, err := busauth.HomeKey(home, recorded == "")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", fmt.Errorf("the controller key %s is missing, but this mesh signs with %s and its nodes pinned that key; restore %s from a backup of the home", path, recorded, KeyFile)
 	}
@@ -63,22 +63,6 @@ func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, 
 	return kp, pub, nil
 }
 
-// HomeKey reads the controller key in home, creating it when create is set
-// and there is none: for what must know the key before the controller
-// starts (a closed cluster's configuration names keys derived from it).
-// The controller's start still holds it to the key the log records.
-func HomeKey(home string, create bool) (nkeys.KeyPair, error) {
-	path := filepath.Join(home, KeyFile)
-	kp, err := readKey(path)
-	if errors.Is(err, fs.ErrNotExist) && create {
-		return createKey(path)
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("there is no controller key in %s; mesh bus-config creates it (and prints the cluster's configuration), or restore it from a backup: %w", path, err)
-	}
-	return kp, err
-}
-
 // recordedKey reads the controller key the log records (the first record
 // that is one) and the version of the controller's aggregate. A message on
 // the record's subject that is not a record (rule 19: a reply aimed into the
@@ -101,34 +85,4 @@ func recordedKey(ctx context.Context, st *store.Store) (string, uint64, error) {
 		return "", 0, fmt.Errorf("cannot read the log's record of the controller key: %w", err)
 	}
 	return key, version, nil
-}
-
-func readKey(path string) (nkeys.KeyPair, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if info.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("the controller key %s is readable by others (mode %04o); chmod 600 it", path, info.Mode().Perm())
-	}
-	seed, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the controller key %s: %v", path, err)
-	}
-	kp, err := nkeys.FromSeed(seed)
-	if err != nil {
-		return nil, fmt.Errorf("the controller key %s is not an nkeys seed: %v", path, err)
-	}
-	return kp, nil
-}
-
-func createKey(path string) (nkeys.KeyPair, error) {
-	kp, err := nkeys.CreateAccount()
-	if err != nil {
-		return nil, fmt.Errorf("cannot create the controller key: %w", err)
-	}
-	if err := declaration.WriteNewKey(path, kp); err != nil {
-		return nil, fmt.Errorf("cannot create the controller key %s: %v", path, err)
-	}
-	return kp, nil
 }

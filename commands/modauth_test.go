@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -165,7 +166,7 @@ func mustUser(t *testing.T) nkeys.KeyPair {
 
 func operatorOptions(t *testing.T, home string) []nats.Option {
 	t.Helper()
-	opts, err := commands.OperatorOptions(home)
+	opts, err := busauth.OperatorOptions(home)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -465,23 +465,3 @@ func (h *Handlers) assertSeatQueues(ctx context.Context, replicas int) (string, 
 	}
 	return "seat work queues: " + strings.Join(said, ", "), nil
 }
-
-// seatGrants are what the holder of seats may do besides its manifest's
-// grants: take work from each seat's queue (make and read its consumers,
-// fetch, acknowledge), nothing else of those streams.
-func seatGrants(seats []string) []string {
-	var pub []string
-	for _, s := range seats {
-		stream := events.SeatStream(s)
-		pub = append(pub,
-			"$JS.API.STREAM.INFO."+stream,
-			"$JS.API.CONSUMER.CREATE."+stream,
-			"$JS.API.CONSUMER.CREATE."+stream+".>",
-			"$JS.API.CONSUMER.DURABLE.CREATE."+stream+".>",
-			"$JS.API.CONSUMER.INFO."+stream+".>",
-			"$JS.API.CONSUMER.MSG.NEXT."+stream+".>",
-			"$JS.ACK."+stream+".>",
-		)
-	}
-	return pub
-}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/secret"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,10 +27,10 @@ import (
 // overwrites the bytes where the bus keeps them forgets: a purge leaves
 // them on disk (TestForgettingASecret scans the disk for them). Unlike the
 // event stream, this one may lose a message: that is its purpose.
-const SecretsStream = "MESH_SECRETS"
+const SecretsStream = events.SecretsStream
 
 const (
-	secretSubject = "mesh.secret."
+	secretSubject = events.SecretPrefix + "."
 	// forgottenHeader marks the message that replaces an erased salt:
 	// every controller's watch sees it and drops the key it derived.
 	forgottenHeader = "Mesh-Forgotten"

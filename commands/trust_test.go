@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
@@ -26,7 +27,7 @@ type trustMesh struct {
 	ctx    context.Context
 	closed bool
 	srv    *embedded.Server
-	keys   commands.BusKeys
+	keys   busauth.BusKeys
 	nc     *nats.Conn
 	home   string
 	ctrl   *commands.Controller
@@ -40,7 +41,7 @@ func newTrustMesh(t *testing.T, closed bool) *trustMesh {
 	var opts []nats.Option
 	if closed {
 		var err error
-		if m.keys, err = commands.NewBusKeys(); err != nil {
+		if m.keys, err = busauth.NewBusKeys(); err != nil {
 			t.Fatal(err)
 		}
 		o.Auth = embedded.AuthOf(m.keys.Public())

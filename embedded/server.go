@@ -53,7 +53,7 @@ type Options struct {
 }
 
 // AuthOf is the configuration of a bus closed for an issuer and a
-// controller key (commands.BusKeys.Public answers them).
+// controller key (busauth.BusKeys.Public answers them).
 func AuthOf(issuer, controller string) *Auth { return &Auth{Issuer: issuer, Controller: controller} }
 
 // Auth is a closed bus's configuration.

@@ -10,7 +10,7 @@ import (
 // Rule 19, only the rightful writer's word is a fact. Every event type has
 // the subjects it may arrive on and the writer who may say it, and the names
 // inside it must agree with its subject. Rights is that table; Check holds a
-// message to it. The bus enforces the same (commands/busauth.go), and the
+// message to it. The bus enforces the same (busauth/permissions.go), and the
 // fold enforces it again, so that an open cluster, a stray writer, or a reply
 // subject aimed into the stream cannot change a read model.
 

@@ -24,6 +24,14 @@ const (
 	SubjectsReports = ReportPrefix + ".>"
 )
 
+// The secrets stream (commands/secretstore.go says why it is a stream of
+// its own): one salt a message, on SecretPrefix.<id>.
+const (
+	SecretsStream   = "MESH_SECRETS"
+	SecretPrefix    = "mesh.secret"
+	SubjectsSecrets = SecretPrefix + ".>"
+)
+
 // Aggregate kinds: the second token of an event subject.
 const (
 	KindNode   = "node"

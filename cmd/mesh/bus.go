@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/nats-io/nats.go"
 )
@@ -74,7 +74,7 @@ func connect(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error)
 // dial connects as the operator: with the operator key mesh up keeps in
 // the home, when there is one (a closed bus refuses anyone else).
 func (g *Globals) dial(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
-	operator, err := commands.OperatorOptions(g.Home)
+	operator, err := busauth.OperatorOptions(g.Home)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (g *Globals) dial(addr busAddr, name string, opts ...nats.Option) (*nats.Co
 	nc, err := connect(addr, name, append(operator, opts...)...)
 	if errors.Is(err, nats.ErrAuthorization) && len(operator) == 0 {
 		return nil, fmt.Errorf("the bus at %s refused this command: it lets in only its nodes and its operator, and the home %s holds no operator key (%s); give the --home of the mesh up that runs it",
-			addr, g.Home, commands.OperatorKeyFile)
+			addr, g.Home, busauth.OperatorKeyFile)
 	}
 	if errors.Is(err, nats.ErrAuthorization) {
 		return nil, fmt.Errorf("the bus at %s refused the operator key in %s: its controller is not answering yet (wait for ready), or that key is another mesh's; give the --home of the mesh up that runs it",

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/embedded"
 )
 
@@ -18,11 +18,11 @@ func TestClosedCluster(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
 	home := t.TempDir()
 	r := mesh(t, home, "bus-config")
-	key, err := commands.HomeKey(home, false)
+	key, err := busauth.HomeKey(home, false)
 	if r.code != 0 || err != nil {
 		t.Fatalf("bus-config: %+v %v", r, err)
 	}
-	keys, _ := commands.ClusterBusKeys(key)
+	keys, _ := busauth.ClusterBusKeys(key)
 	if r.out != keys.ServerConfig() || !strings.Contains(r.out, "auth_callout") {
 		t.Fatalf("bus-config printed:\n%s", r.out)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+
 	"github.com/meshctl/mesh/events"
 	"github.com/nats-io/nats.go"
 )
@@ -33,7 +34,7 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	mustRun(t, home, "node", "enroll", "box")
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
 	mustRun(t, home, "module", "register", "../../examples/greeter.json")
-	opts, err := commands.OperatorOptions(home)
+	opts, err := busauth.OperatorOptions(home)
 	if err != nil {
 		t.Fatal(err)
 	}

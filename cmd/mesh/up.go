@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/busauth"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
@@ -153,7 +154,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	dataDir := filepath.Join(g.Home, "nats")
 	// A closed bus (rule 18): the controller decides every other connection.
-	keys, err := commands.NewBusKeys()
+	keys, err := busauth.NewBusKeys()
 	if err != nil {
 		return err
 	}
@@ -386,10 +387,10 @@ func (c *BusConfigCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 // clusterKeys are the closed-cluster keys of the controller key in home.
-func clusterKeys(home string, create bool) (commands.BusKeys, error) {
-	key, err := commands.HomeKey(home, create)
+func clusterKeys(home string, create bool) (busauth.BusKeys, error) {
+	key, err := busauth.HomeKey(home, create)
 	if err != nil {
-		return commands.BusKeys{}, err
+		return busauth.BusKeys{}, err
 	}
-	return commands.ClusterBusKeys(key)
+	return busauth.ClusterBusKeys(key)
 }

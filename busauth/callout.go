@@ -1,0 +1,187 @@
+package busauth
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/manifest"
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// AuthSubject is where the bus asks who a connection is.
+const AuthSubject = "$SYS.REQ.USER.AUTH"
+
+// Directory is what the callout asks of the mesh's read models. Each
+// answer is read when a connection is decided, so an enrolment, a
+// retirement or an assignment counts from the next connection on.
+type Directory interface {
+	// ActiveNode is nil for an enrolled node that is not retired, or why
+	// the node may not connect, in one sentence.
+	ActiveNode(node string) error
+	// ModuleKey is the public key module's instance on node connects with.
+	ModuleKey(node, module string) string
+	// RunningModule is the manifest of the build of module assigned to
+	// node, which runs, and the seats that instance holds now; or why it
+	// may not connect.
+	RunningModule(node, module string) (manifest.Manifest, []string, error)
+}
+
+// Callout is what the controller answers the bus's auth callout with.
+type Callout struct {
+	Directory  Directory
+	Controller nkeys.KeyPair // the controller key: nodes' and the operator's keys derive from it
+	Issuer     nkeys.KeyPair // signs the answers: the key the bus was configured with
+	Lifetime   time.Duration // how long a connection's permissions last (DefaultLifetime when 0)
+	Log        *slog.Logger
+}
+
+// authCallout answers the bus's questions about connections.
+type authCallout struct {
+	Callout
+	operator string // the operator's public key
+	// refused is when each refusal (host and reason) was last logged: an
+	// agent left running for a retired node asks again every 2 seconds,
+	// and its refusal is worth a line a minute, not thirty.
+	mu      sync.Mutex
+	refused map[string]time.Time
+}
+
+// Serve answers the auth callout of a closed bus on nc as c says, until
+// the subscription ends.
+func Serve(nc *nats.Conn, c Callout) (*nats.Subscription, error) {
+	op, err := OperatorKey(c.Controller)
+	if err != nil {
+		return nil, err
+	}
+	opPub, _ := op.PublicKey()
+	if c.Lifetime <= 0 {
+		c.Lifetime = DefaultLifetime
+	}
+	a := &authCallout{Callout: c, operator: opPub, refused: map[string]time.Time{}}
+	sub, err := nc.Subscribe(AuthSubject, a.answer)
+	if err != nil {
+		return nil, fmt.Errorf("cannot answer the bus's auth callout: %w", err)
+	}
+	return sub, nc.Flush()
+}
+
+func (c *authCallout) answer(msg *nats.Msg) {
+	req, err := jwt.DecodeAuthorizationRequestClaims(string(msg.Data))
+	if err != nil {
+		c.Log.Warn("the bus asked about a connection in a form this controller cannot read", "err", err)
+		return
+	}
+	resp := jwt.NewAuthorizationResponseClaims(req.UserNkey)
+	resp.Audience = req.Server.ID
+	who, perms, err := c.decide(req)
+	if err != nil {
+		resp.Error = err.Error()
+		c.logRefusal(req.ClientInformation.Host, err)
+	} else {
+		uc := jwt.NewUserClaims(req.UserNkey)
+		uc.Name, uc.Audience, uc.Permissions = who, "$G", perms
+		if who != "operator" {
+			// A node publishes only reports: none larger than one may be.
+			uc.Limits.Payload = events.MaxReport
+		}
+		uc.Expires = time.Now().Add(c.Lifetime).Unix()
+		if resp.Jwt, err = uc.Encode(c.Issuer); err != nil {
+			resp.Jwt, resp.Error = "", "the controller cannot sign the connection's permissions"
+		}
+	}
+	token, err := resp.Encode(c.Issuer)
+	if err != nil {
+		c.Log.Error("cannot sign an answer to the bus's auth callout", "err", err)
+		return
+	}
+	_ = msg.Respond([]byte(token))
+}
+
+func (c *authCallout) logRefusal(host string, err error) {
+	key, now := host+"\x00"+err.Error(), time.Now()
+	c.mu.Lock()
+	last, seen := c.refused[key]
+	say := !seen || now.Sub(last) >= time.Minute
+	if say {
+		if len(c.refused) >= 1024 {
+			clear(c.refused) // bounded: many hosts at once are logged again, not remembered for ever
+		}
+		c.refused[key] = now
+	}
+	c.mu.Unlock()
+	if say {
+		c.Log.Info("refused a connection (said once a minute while it goes on)", "host", host, "why", err)
+	}
+}
+
+var errNoIdentity = errors.New("this bus is closed: connect with a node's join string (mesh node join NAME) or with the operator key in the mesh's home")
+
+// decide names who connects and what it may do, or why it may not.
+func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.Permissions, error) {
+	pub := req.ConnectOptions.Nkey
+	if pub == "" || !signedNonce(pub, req.ClientInformation.Nonce, req.ConnectOptions.SignedNonce) {
+		return "", jwt.Permissions{}, errNoIdentity
+	}
+	if pub == c.operator {
+		return "operator", OperatorPermissions(), nil
+	}
+	node := req.ConnectOptions.Username
+	if node == "" {
+		return "", jwt.Permissions{}, errNoIdentity
+	}
+	if strings.Contains(node, "/") {
+		return c.moduleIdentity(pub, node)
+	}
+	want, err := NodeKey(c.Controller, node)
+	if err != nil {
+		return "", jwt.Permissions{}, err
+	}
+	if wantPub, _ := want.PublicKey(); wantPub != pub {
+		return "", jwt.Permissions{}, fmt.Errorf("the key presented is not %s's; copy the join string again from mesh node join %s", node, node)
+	}
+	if err := c.Directory.ActiveNode(node); err != nil {
+		return "", jwt.Permissions{}, err
+	}
+	return node, NodePermissions(node), nil
+}
+
+// moduleIdentity decides a connection that names itself NODE/MODULE: its
+// key must be that module's on that node, the node active, and the
+// module assigned there in a build that runs.
+func (c *authCallout) moduleIdentity(pub, user string) (string, jwt.Permissions, error) {
+	node, module, _ := strings.Cut(user, "/")
+	if events.ValidateName("node", node) != nil || events.ValidateName("module", module) != nil {
+		return "", jwt.Permissions{}, fmt.Errorf("%q is not a node and module (NODE/MODULE)", user)
+	}
+	if c.Directory.ModuleKey(node, module) != pub {
+		return "", jwt.Permissions{}, fmt.Errorf("the key presented is not that of %s on %s; a module's key is its agent's to hand it", module, node)
+	}
+	m, seats, err := c.Directory.RunningModule(node, module)
+	if err != nil {
+		return "", jwt.Permissions{}, err
+	}
+	return user, ModulePermissions(node, module, m, seats...), nil
+}
+
+// signedNonce checks that the client signed the server's nonce with pub.
+func signedNonce(pub, nonce, sig string) bool {
+	kp, err := nkeys.FromPublicKey(pub)
+	if err != nil || nonce == "" {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		if raw, err = base64.StdEncoding.DecodeString(sig); err != nil {
+			return false
+		}
+	}
+	return kp.Verify([]byte(nonce), raw) == nil
+}

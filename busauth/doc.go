@@ -1,0 +1,17 @@
+// Package busauth is the controller's authority over a closed bus (rule
+// 18, a node only hears its own): who each connection is, decided through
+// the bus's auth callout, and what each identity may do.
+//
+// A node proves its identity with an nkey derived from the controller key
+// and its name, so the controller can check it without keeping a secret
+// per node, and prints it again in the node's join string at any time. It
+// may read its own declarations and publish its own reports, nothing else.
+// A module's running instance connects as NODE/MODULE with the key its
+// agent hands it, and may do what its manifest says. The operator's key,
+// derived the same way, may do anything but write the stream. Anything
+// else is refused at connect.
+//
+// The callout decides from the mesh's read models, which it reaches only
+// through Directory: this package imports neither the verbs nor the read
+// models, and the controller (commands) wires the two.
+package busauth
