@@ -156,6 +156,14 @@ func TestACrashLoopIsNamed(t *testing.T) {
 	if d := m.runtimeState("box", "crashy").Detail; s.Well || !strings.Contains(d, "exited with code 3: cannot bind port 80") {
 		t.Fatalf("status with a crash loop: well %v, %+v", s.Well, m.runtimeState("box", "crashy"))
 	}
+	// Retired, the node's programs are no longer the mesh's: status lists
+	// none of them, and the crash loop no longer keeps the mesh unwell.
+	_, err = m.H.Retire(m.Ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "box"})
+	m.Must(err)
+	eventually(t, "status to drop the retired node's program", func() bool { return m.runtimeState("box", "crashy").Module == "" })
+	if s, err = m.H.Status(m.Ctx, commands.StatusRequest{}); err != nil || !s.Well {
+		t.Fatalf("status with only a retired node's crash loop: well %v, causes %v (%v)", s.Well, s.Causes, err)
+	}
 }
 
 // A program run as another user runs as that user and can read its own
