@@ -202,6 +202,9 @@ func (e *Engine) pebbleOptions(rebuilding bool) *pebble.Options {
 	// holds up to l0Compaction tables that each span every key, so without
 	// one a lookup read an index block of each.
 	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	if e.o.Brief {
+		o.MemTableSize = 0 // Pebble's default: 4 MiB
+	}
 	return o
 }
 

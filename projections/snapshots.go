@@ -156,7 +156,7 @@ func (e *Engine) copyFromSnapshot(ctx context.Context, at time.Time) (*Engine, e
 		e.fs.RemoveAll(dir)
 		return nil, err
 	}
-	cp, _, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Log: e.o.Log})
+	cp, _, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Log: e.o.Log, Brief: true})
 	if err != nil {
 		e.fs.RemoveAll(dir)
 		return nil, err
