@@ -108,7 +108,7 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	// waiting on its own would: publishing one at a time and waiting for
 	// each ack cost the harness and the bus a round trip a report (a
 	// hundred thousand flushes a push on each side).
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncWindow), jetstream.WithPublishAsyncTimeout(30*time.Second))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncWindow), jetstream.WithPublishAsyncTimeout(reportWait))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -130,8 +130,16 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	return f, nil
 }
 
-// asyncWindow is how many simulated reports may await their ack at once.
-const asyncWindow = 4096
+// asyncWindow is how many simulated reports may await their ack at once,
+// stallWait how long one publish waits for room before trying again, and
+// reportWait how long a report waits for its ack. (Variables: a test makes
+// the window small enough to fill and the wait short enough to run out.)
+var (
+	asyncWindow = 4096
+	stallWait   = time.Second
+)
+
+const reportWait = 30 * time.Second
 
 // pendingReport is a report published and not yet acknowledged.
 type pendingReport struct {
@@ -167,18 +175,27 @@ func (f *Fleet) answer(ctx context.Context, st *store.Store, js jetstream.JetStr
 	report := events.DeclarationApplied{Node: sent.Node, Sequence: sent.Sequence, Digest: sent.Digest, Changed: sent.Resources}
 	id := "rep.a." + strconv.FormatUint(sent.Sequence, 10) + "." + sent.Digest[:min(16, len(sent.Digest))]
 	msg, err := st.ReportMsg(sent.Node, id, report, sealings[sent.Node])
-	if err == nil {
-		var ack jetstream.PubAckFuture
-		if ack, err = js.PublishMsgAsync(msg); err == nil {
-			select {
-			case acks <- pendingReport{ack: ack, member: m, report: report}:
-			case <-ctx.Done():
-			}
+	if err != nil {
+		f.warnings.note(sent.Node + ": " + err.Error())
+		return
+	}
+	// A full window is waited out, as an agent waits for its ack: the
+	// client gives up on room after stallWait, and a report dropped there
+	// would be lost to the measure (the push would never be all reported).
+	for ctx.Err() == nil {
+		ack, err := js.PublishMsgAsync(msg, jetstream.WithStallWait(stallWait))
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			continue
+		}
+		if err != nil {
+			f.warnings.note(sent.Node + ": " + err.Error())
 			return
 		}
-	}
-	if !errors.Is(err, context.Canceled) {
-		f.warnings.note(sent.Node + ": " + err.Error())
+		select {
+		case acks <- pendingReport{ack: ack, member: m, report: report}:
+		case <-ctx.Done():
+		}
+		return
 	}
 }
 

@@ -1,0 +1,83 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+)
+
+// A simulated fleet whose reports overflow its window of unacknowledged
+// publishes many times over still answers every declaration: a report
+// waits for room rather than being dropped. Fails when a full window loses
+// a report (the await then never completes) or a report is not believed.
+func TestASimulatedFleetWaitsForRoom(t *testing.T) {
+	window, stall := asyncWindow, stallWait
+	asyncWindow, stallWait = 8, time.Microsecond
+	t.Cleanup(func() { asyncWindow, stallWait = window, stall })
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	ctrl, err := commands.StartController(ctx, embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+	h := ctrl.Handlers
+	const n = 300
+	var enrol commands.EnrollBatchRequest
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("sim-%03d", i)
+		names = append(names, name)
+		enrol.Nodes = append(enrol.Nodes, commands.EnrollRequest{Name: name, Capabilities: []string{"linux"}})
+	}
+	enrol.CommandID = commands.NewCommandID()
+	if _, err := h.EnrollBatch(ctx, enrol); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "motd.json",
+		Manifest: `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","template":"hello {{.Node.Name}}\n"}]}`}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.AssignBatch(ctx, commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "motd", Nodes: names}); err != nil {
+		t.Fatal(err)
+	}
+	var joins []agent.Join
+	for _, name := range names {
+		id, err := h.Join(ctx, commands.NameRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		joins = append(joins, agent.Join{Mesh: id.Mesh, Bus: srv.ClientURL(), Node: id.Node, Key: id.Key, Seed: id.Seed})
+	}
+	f, err := Simulate(ctx, embeddedtest.Conn(t, srv), joins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	r, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	if err != nil || len(r.Sent) != n {
+		t.Fatalf("push: %v, %d of %d sent", err, len(r.Sent), n)
+	}
+	want := map[string]uint64{}
+	for _, s := range r.Sent {
+		want[s.Node] = s.Sequence
+	}
+	wctx, cancel := context.WithTimeout(ctx, embeddedtest.Settle)
+	defer cancel()
+	got, err := f.Await(wctx, want)
+	if err != nil || got.Applied != n {
+		t.Fatalf("%d of %d simulated reports acknowledged (%v)", got.Applied, n, err)
+	}
+	if warnings, first := f.Warnings(); warnings > 0 {
+		t.Fatalf("%d warning(s), the first: %s", warnings, first)
+	}
+	embeddedtest.Eventually(t, "status to believe every simulated report", func() bool {
+		s, err := h.Status(ctx, commands.StatusRequest{})
+		return err == nil && s.Well && len(s.Nodes) == n
+	})
+}
