@@ -180,6 +180,11 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	}
 	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}
 	ctrl.stopDrive = driveRollouts(h, c.RolloutEvery)
+	// What every node would be sent, composed once now rather than by the
+	// operator's first status or push: at 100,000 nodes that first status
+	// took 1.0 s, against 0.2-0.26 s once composed. A controller closed
+	// meanwhile answers an error here, which nobody needs to hear.
+	go h.composeAll()
 	if c.Callout != nil {
 		callout := busauth.Callout{Directory: directory{h}, Controller: h.Key, Issuer: c.Callout, Lifetime: c.Lifetime, Log: h.Log}
 		if ctrl.auth, err = busauth.Serve(nc, callout); err == nil {
