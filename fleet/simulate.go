@@ -23,11 +23,14 @@ import (
 // than one machine's processes can run as real agents (a hundred thousand):
 // for each declaration sent to one of its nodes, it appends the report an
 // agent that applied it would, signed by the node's own report key (which
-// it records first, as an agent does) and MAC'd with the key the node's join
-// string gives. It applies nothing and checks no signature: it measures what a fleet of that size costs the controller and the bus, not
-// the agents. (It reads what was sent from the stream, as an agent does,
-// but by one ordered consumer rather than by direct gets.) It needs an open bus (mesh serve without --closed): on a
-// closed one, a node's reports are its own identity's to publish.
+// it records first, as an agent does) and MAC'd with the key the node's
+// join string gives, and counts it once the bus acknowledges it. It applies
+// nothing and checks no signature: it measures what a fleet of that size
+// costs the controller and the bus, not the agents. (It reads what was sent
+// from the stream, as an agent does, but by one ordered consumer rather
+// than by direct gets.) It needs an open bus (mesh serve without
+// --closed): on a closed one, a node's reports are its own identity's to
+// publish.
 func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, error) {
 	f := &Fleet{byNode: map[string]*member{}, changed: make(chan struct{}, 1)}
 	sealings := make([]store.Sealing, len(joins))
