@@ -47,8 +47,8 @@ type Options struct {
 	// Brief opens read models for one answer (a snapshot and a short fold,
 	// for time travel) with Pebble's default memtable (4 MiB) rather than
 	// the live models' 16 MiB: twenty as-of statuses at a million events
-	// left the controller at 182-286 MiB (memory the C allocator keeps
-	// after each copy closes) and now at 120-166 MiB, in the same time
+	// left the controller at 178-279 MiB (memory the C allocator keeps
+	// after each copy closes) and now at 118-162 MiB, in the same time
 	// (0.4-0.7 s each on this noisy box, both ways). The block cache stays:
 	// with Pebble's 8 MiB one they took 0.6-0.7 s.
 	Brief bool
