@@ -155,17 +155,14 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	}
 	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
 		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas, metrics: c.Metrics}
-	said, err = h.assertStates(ctx, c.Stream.Replicas)
+	asserted, err := h.assertModuleStreams(ctx, c.Stream.Replicas)
 	if err != nil {
 		proj.Close()
 		return nil, err
 	}
-	log.Info(said)
-	if said, err = h.assertSeatQueues(ctx, c.Stream.Replicas); err != nil {
-		proj.Close()
-		return nil, err
+	for _, line := range asserted {
+		log.Info(line)
 	}
-	log.Info(said)
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()

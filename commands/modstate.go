@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/meshctl/mesh/compose"
@@ -30,36 +32,66 @@ func assertState(ctx context.Context, js jetstream.JetStream, replicas int, modu
 	return "created", nil
 }
 
-// assertStates asserts the state bucket of every module whose latest build
-// runs, and says what it found.
-func (h *Handlers) assertStates(ctx context.Context, replicas int) (string, error) {
+// assertModuleStreams asserts, at a start, the state bucket of every
+// module whose latest build runs and the work queue of every seat a
+// registered build claims (a seat's queue keeps work before anyone ever
+// held it), from one pass over the modules, and says what it found: a line
+// for the buckets, one for the queues.
+func (h *Handlers) assertModuleStreams(ctx context.Context, replicas int) ([]string, error) {
 	var running []string
+	claimed := map[string]bool{}
 	err := h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Modules()
 		if err != nil {
 			return err
 		}
 		for _, row := range rows {
-			m, found, err := h.manifests.get(v, compose.BuildRef{Module: row.Name, Build: row.Latest})
-			if err == nil && found && m.Run != nil {
-				running = append(running, row.Name)
+			for _, b := range row.Builds {
+				m, found, err := h.manifests.get(v, compose.BuildRef{Module: row.Name, Build: b.Build})
+				if err != nil {
+					return err
+				}
+				if found && b.Build == row.Latest && m.Run != nil {
+					running = append(running, row.Name)
+				}
+				for _, s := range m.Claims {
+					claimed[s] = true
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var said []string
-	for _, module := range running {
-		action, err := assertState(ctx, h.Store.JetStream(), replicas, module)
+	js := h.Store.JetStream()
+	buckets, err := sayAsserted("state buckets", "no module runs yet", running, func(module string) (string, string, error) {
+		action, err := assertState(ctx, js, replicas, module)
+		return events.StateBucket(module), action, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	queues, err := sayAsserted("seat work queues", "no module claims a seat yet", slices.Sorted(maps.Keys(claimed)), func(seat string) (string, string, error) {
+		action, err := assertSeatQueue(ctx, js, replicas, seat)
+		return events.SeatStream(seat), action, err
+	})
+	return []string{buckets, queues}, err
+}
+
+// sayAsserted asserts each of names and says in one line, headed what,
+// what each assertion found (none when there are no names).
+func sayAsserted(what, none string, names []string, assert func(string) (stream, action string, err error)) (string, error) {
+	if len(names) == 0 {
+		return what + ": " + none, nil
+	}
+	said := make([]string, 0, len(names))
+	for _, name := range names {
+		stream, action, err := assert(name)
 		if err != nil {
 			return "", err
 		}
-		said = append(said, events.StateBucket(module)+" "+action)
+		said = append(said, stream+" "+action)
 	}
-	if len(said) == 0 {
-		return "state buckets: no module runs yet", nil
-	}
-	return "state buckets: " + strings.Join(said, ", "), nil
+	return what + ": " + strings.Join(said, ", "), nil
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -424,44 +422,4 @@ func assertSeatQueue(ctx context.Context, js jetstream.JetStream, replicas int, 
 		return "", fmt.Errorf("cannot create the work queue %s of seat %s: %w", name, seat, err)
 	}
 	return "created", nil
-}
-
-// assertSeatQueues asserts the work queue of every seat a registered build
-// claims (a seat's queue keeps work before anyone ever held it), and says
-// what it found.
-func (h *Handlers) assertSeatQueues(ctx context.Context, replicas int) (string, error) {
-	seats := map[string]bool{}
-	err := h.Proj.Read(func(v *projections.View) error {
-		rows, err := v.Modules()
-		if err != nil {
-			return err
-		}
-		for _, row := range rows {
-			for _, b := range row.Builds {
-				m, _, err := h.manifests.get(v, compose.BuildRef{Module: row.Name, Build: b.Build})
-				if err != nil {
-					return err
-				}
-				for _, s := range m.Claims {
-					seats[s] = true
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	var said []string
-	for _, seat := range slices.Sorted(maps.Keys(seats)) {
-		action, err := assertSeatQueue(ctx, h.Store.JetStream(), replicas, seat)
-		if err != nil {
-			return "", err
-		}
-		said = append(said, events.SeatStream(seat)+" "+action)
-	}
-	if len(said) == 0 {
-		return "seat work queues: no module claims a seat yet", nil
-	}
-	return "seat work queues: " + strings.Join(said, ", "), nil
 }
