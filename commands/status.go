@@ -224,16 +224,15 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if err != nil {
 			return err
 		}
-		hasRuntime := make(map[string]bool, len(runtimes))
+		active := make(map[string]bool, len(runtimes)) // of the nodes with a runtime
 		for _, rt := range runtimes {
-			hasRuntime[rt.Node] = true
+			active[rt.Node] = false
 		}
-		active := make(map[string]bool, len(hasRuntime))
 		for _, n := range nodes {
 			if n.Retired {
 				continue
 			}
-			if hasRuntime[n.Name] {
+			if _, ok := active[n.Name]; ok {
 				active[n.Name] = true
 			}
 			if within != nil && !within[n.Name] {
