@@ -51,6 +51,10 @@ type Config struct {
 	// Facts detects the machine's facts and capabilities (default: the
 	// detectors of facts.go); a test gives its own.
 	Facts func() (map[string]string, []string)
+	// LiveEvery is how often the agent says it is alive (default
+	// events.LiveEvery); the controller calls a node silent for a few of
+	// these unreachable.
+	LiveEvery time.Duration
 	// Slots, when set, is shared by agents in one process: an agent holds
 	// a slot from opening its root until its report is saved. Thousands of
 	// agents standing in for thousands of machines share one descriptor
@@ -129,6 +133,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if cfg.DriftEvery == 0 {
 		cfg.DriftEvery = 3 * time.Minute
 	}
+	if cfg.LiveEvery == 0 {
+		cfg.LiveEvery = events.LiveEvery
+	}
 	if cfg.Facts == nil {
 		cfg.Facts = detectFacts
 	}
@@ -182,6 +189,11 @@ func (a *Agent) LastSequence() uint64 {
 // thousand consumers on one stream (rule 25).
 func (a *Agent) Run(ctx context.Context) error {
 	subject := events.DeclarationSubject(a.cfg.Join.Node)
+	// Alive first: a node whose first read waits on a slow bus is not lost.
+	bctx, stopBeat := context.WithCancel(ctx)
+	beating := make(chan struct{})
+	go func() { defer close(beating); a.beat(bctx) }()
+	defer func() { stopBeat(); <-beating }()
 	a.recordKey(ctx)
 	a.flushPendingLocked(ctx)
 	wake := make(chan struct{}, 1)

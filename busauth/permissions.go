@@ -18,6 +18,9 @@ func NodePermissions(node string) jwt.Permissions {
 		// Its newest declaration, by subject: a direct get names the
 		// subject in its own, so no other can be asked for.
 		"$JS.API.DIRECT.GET." + events.Stream + "." + own,
+		// That it is alive (issue 28): its own liveness subject only, so
+		// one node cannot keep another looking alive.
+		events.LivenessSubject(node),
 	}
 	// Its reports, each type on its own subject (rule 19): nothing else
 	// under its prefix, and nothing under another node's.
@@ -46,7 +49,8 @@ func NodePermissions(node string) jwt.Permissions {
 // permission the bus can refuse; the fold sets such a message aside.)
 func OperatorPermissions() jwt.Permissions {
 	api := "$JS.API.STREAM."
-	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports, events.SubjectsSecrets}
+	// Nor say a node is alive: only the node's own agent may.
+	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports, events.SubjectsSecrets, events.LivenessPrefix + ".>"}
 	for _, stream := range []string{events.Stream, events.SecretsStream} {
 		for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE"} {
 			deny = append(deny, api+verb+"."+stream)

@@ -163,6 +163,11 @@ type NodeView struct {
 	Facts    map[string]string `json:"facts,omitempty"`
 	Detected []string          `json:"detected,omitempty"`
 	AsOf     *time.Time        `json:"as_of,omitempty"`
+	// LastHeard is when this controller last heard its agent say it is
+	// alive (nil: not since it started); UnreachableSince is set while the
+	// log records it unreachable (issue 28).
+	LastHeard        *time.Time `json:"last_heard,omitempty"`
+	UnreachableSince *time.Time `json:"unreachable_since,omitempty"`
 	// Causes: why the read models this answer comes from cannot be
 	// trusted, or what else keeps the mesh from being well (as in status).
 	Causes []string `json:"causes,omitempty"`

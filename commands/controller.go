@@ -45,6 +45,13 @@ type ControllerConfig struct {
 	// itself). Every controller on a stream drives them: each step is a
 	// checked append, so none is taken twice.
 	RolloutEvery time.Duration
+	// UnreachableAfter is how long a node that said anything may be
+	// silent before it is recorded unreachable (0: the default; negative:
+	// liveness off, nothing heard or recorded).
+	UnreachableAfter time.Duration
+	// Now is the controller's clock (default time.Now): a test moves it
+	// past a bound instead of waiting it out.
+	Now func() time.Time
 }
 
 // Metrics is what the controller tells of its work as it does it.
@@ -63,8 +70,8 @@ type Controller struct {
 	svc      micro.Service
 	auth     *nats.Subscription // nil on an open bus
 	log      *slog.Logger
-	// stopDrive ends the rollouts' drive.
-	stopDrive func()
+	// stopDrive ends the rollouts' drive; stopLive the hearing of agents.
+	stopDrive, stopLive func()
 }
 
 // StartController asserts the stream, opens and catches up the read models,
@@ -153,7 +160,10 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	h := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	h := &Handlers{Store: st, Proj: proj, Now: c.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
 		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas, metrics: c.Metrics}
 	asserted, err := h.assertModuleStreams(ctx, c.Stream.Replicas)
 	if err != nil {
@@ -176,6 +186,10 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", ServiceName, err)
 	}
 	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}
+	if ctrl.stopLive, err = startLiveness(h, c.UnreachableAfter, 0); err != nil {
+		ctrl.Close()
+		return nil, err
+	}
 	ctrl.stopDrive = driveRollouts(h, c.RolloutEvery)
 	// What every node would be sent, composed once now rather than by the
 	// operator's first status or push: at 100,000 nodes that first status
@@ -201,6 +215,9 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 func (c *Controller) Close() error {
 	if c.stopDrive != nil {
 		c.stopDrive()
+	}
+	if c.stopLive != nil {
+		c.stopLive()
 	}
 	if c.auth != nil {
 		_ = c.auth.Unsubscribe()

@@ -31,7 +31,7 @@ func held(state State, detail, why string) (State, string) {
 var stateWell = map[State]bool{
 	StateCurrent: true, StateHeld: true,
 	StatePartial: false, StateDrifted: false, StateWaiting: false, StateFailed: false, StateRefused: false,
-	StateBehind: false, StateNeverSent: false, StateCannotCompose: false,
+	StateBehind: false, StateNeverSent: false, StateCannotCompose: false, StateUnreachable: false,
 }
 
 // WellState says whether a node's state leaves the mesh well.
@@ -40,7 +40,7 @@ func WellState(state State) bool { return stateWell[state] }
 // States are every state a node can be in, in the order status lists
 // them (metrics export each, zero or not).
 var States = []State{StateCurrent, StateHeld, StatePartial, StateDrifted, StateWaiting, StateFailed, StateRefused,
-	StateBehind, StateNeverSent, StateCannotCompose}
+	StateBehind, StateNeverSent, StateCannotCompose, StateUnreachable}
 
 // heldCache keeps holdsOf's answer for the whole mesh between the events
 // that can change it: assignments and registrations (the composition

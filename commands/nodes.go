@@ -59,6 +59,10 @@ type Handlers struct {
 	// for its auto rollout: a drive's tick reads no assignment until a
 	// registration or an assignment moves it.
 	autoSeen atomic.Uint64
+	// live is what this controller hears of the agents (nil: liveness is
+	// off, or these handlers answer from the past, which has only what
+	// the log recorded).
+	live *liveness
 	// addressSeen is the composition version at which no active node
 	// lacked an overlay address (DriveNetwork).
 	addressSeen atomic.Uint64
@@ -309,10 +313,26 @@ func (h *Handlers) ListNodes(_ context.Context, r ListRequest) (NodeList, error)
 		if err != nil {
 			return err
 		}
+		lives, err := v.Liveness()
+		if err != nil {
+			return err
+		}
+		heard := h.LastHeardAll()
+		// reach is what node list says of a node's liveness.
+		reach := func(nv *NodeView) {
+			if lv := lives[nv.Name]; lv.Unreachable && !nv.Retired {
+				nv.UnreachableSince = &lv.Since
+			}
+			if at, ok := heard[nv.Name]; ok {
+				nv.LastHeard = &at
+			}
+		}
 		if r.Brief {
 			for _, n := range nodes {
-				out.Nodes = append(out.Nodes, NodeView{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels,
-					Retired: n.Retired, EnrolledAt: n.EnrolledAt, Address: addresses[n.Name]})
+				nv := NodeView{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels,
+					Retired: n.Retired, EnrolledAt: n.EnrolledAt, Address: addresses[n.Name]}
+				reach(&nv)
+				out.Nodes = append(out.Nodes, nv)
 			}
 			return nil
 		}
@@ -327,6 +347,7 @@ func (h *Handlers) ListNodes(_ context.Context, r ListRequest) (NodeList, error)
 		for _, n := range nodes {
 			nv := viewOf(n)
 			nv.Address = addresses[n.Name]
+			reach(&nv)
 			// Both lists are in name order: walk them together.
 			for len(all) > 0 && all[0].Node < n.Name {
 				all = all[1:]
@@ -381,6 +402,8 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	var row projections.Node
 	var drifts map[string]projections.Drift
 	var holds map[string]string
+	var live projections.Liveness
+	var lost bool
 	err := h.Proj.Read(func(v *projections.View) error {
 		causes, err := h.causes(ctx, v)
 		if err != nil {
@@ -423,6 +446,18 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 		if holds, err = holdsOf(v, n.Name); err != nil {
 			return err
 		}
+		if live, lost, err = v.NodeLiveness(n.Name); err != nil {
+			return err
+		}
+		if lost && live.Unreachable {
+			out.UnreachableSince = &live.Since
+			for i, rt := range out.Runtimes {
+				out.Runtimes[i] = runtimeOn(rt, live)
+			}
+		}
+		if at := h.LastHeard(n.Name); !at.IsZero() {
+			out.LastHeard = &at
+		}
 		row = n
 		out.Causes = causes
 		return nil
@@ -439,6 +474,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	state, detail = partial(state, detail, w)
 	state, detail = drifted(state, detail, row, drifts)
 	state, detail = held(state, detail, holds[r.Name])
+	state, since, detail = unreachable(state, since, detail, live, lost)
 	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.contentDigest
 	out.LeftOut, out.Unresolved = w.leftOut, w.unresolved
 	return out, nil

@@ -228,6 +228,12 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		for _, rt := range runtimes {
 			active[rt.Node] = false
 		}
+		// Only nodes once unreachable have a row: a handful.
+		lives, err := v.Liveness()
+		if err != nil {
+			return err
+		}
+		heard := h.LastHeardAll()
 		for _, n := range nodes {
 			if n.Retired {
 				continue
@@ -241,7 +247,12 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			ns := nodeStatus(n, composed[n.Name])
 			ns.State, ns.Detail = drifted(ns.State, ns.Detail, n, drifts)
 			ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
+			lv, ok := lives[n.Name]
+			ns.State, ns.Since, ns.Detail = unreachable(ns.State, ns.Since, ns.Detail, lv, ok)
 			ns.Address = addresses[n.Name]
+			if at, ok := heard[n.Name]; ok {
+				ns.LastHeard = &at
+			}
 			if !WellState(ns.State) {
 				notCurrent++
 			}
@@ -260,6 +271,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		}
 		for _, rt := range runtimes {
 			if active[rt.Node] {
+				rt = runtimeOn(rt, lives[rt.Node])
 				out.Runtimes = append(out.Runtimes, rt)
 				if rt.State != projections.RuntimeRunning {
 					down++
@@ -291,6 +303,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		return err
 	})
 	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0 && notCurrent == 0 && down == 0
+	out.UnreachableAfter = h.UnreachableAfter().Seconds()
 	return out, err
 }
 

@@ -32,6 +32,9 @@ type StatusReport struct {
 	// table shows, a column at a time. A hundred thousand nodes as objects
 	// were 10.7 MB of JSON, most of the answer's time.
 	Table *StatusTable `json:"table,omitempty"`
+	// UnreachableAfter is the silence, in seconds, after which a node
+	// that said anything is unreachable (0: liveness is off, or the past).
+	UnreachableAfter float64 `json:"unreachable_after_seconds"`
 }
 
 // StatusTable is the nodes of a brief status by column, row i of each
@@ -99,6 +102,9 @@ type NodeStatus struct {
 	By            string     `json:"by,omitempty"`
 	FailingSince  *time.Time `json:"failing_since,omitempty"`
 	Address       string     `json:"address,omitempty"` // its overlay address
+	// LastHeard is when this controller last heard the node's agent (nil:
+	// not since it started).
+	LastHeard *time.Time `json:"last_heard,omitempty"`
 }
 
 // RolloutProgress is a rollout as status lists it: where it stands, and

@@ -71,6 +71,8 @@ var Rights = map[string]Right{
 	"SecretForgotten":       {ByController, KindNode, func(e Event) string { return e.(SecretForgotten).Node }},
 	"ControllerKeyRecorded": {ByController, KindController, func(Event) string { return ControllerAggregate().ID }},
 	"ForeignAcknowledged":   {ByController, KindForeign, func(Event) string { return ForeignAggregate().ID }},
+	"NodeUnreachable":       {ByController, KindLiveness, func(e Event) string { return e.(NodeUnreachable).Node }},
+	"NodeReachable":         {ByController, KindLiveness, func(e Event) string { return e.(NodeReachable).Node }},
 
 	"DeclarationApplied": {ByNode, "", func(e Event) string { return e.(DeclarationApplied).Node }},
 	"DeclarationFailed":  {ByNode, "", func(e Event) string { return e.(DeclarationFailed).Node }},

@@ -106,6 +106,9 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 			f.warnings.note("the simulated fleet stopped reading declarations: " + err.Error())
 		}
 	})
+	// Each simulated node says it is alive as an agent does (issue 28),
+	// or the controller would call the whole fleet unreachable.
+	f.running.Go(func() { beatAll(runCtx, nc, joins) })
 	// Reports are published asynchronously and their acknowledgements
 	// awaited in order by one goroutine, as a hundred thousand agents each
 	// waiting on its own would: publishing one at a time and waiting for
@@ -252,4 +255,27 @@ func parallelN(workers, n int, fn func(i int)) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// beatAll says every node of joins is alive once every events.LiveEvery,
+// spread over the interval as agents started at different moments are: a
+// hundred thousand beats at once would be a burst the controller's
+// subscription must buffer.
+func beatAll(ctx context.Context, nc *nats.Conn, joins []agent.Join) {
+	if len(joins) == 0 {
+		return
+	}
+	const slices = 50
+	t := time.NewTicker(events.LiveEvery / slices)
+	defer t.Stop()
+	for i := 0; ; i = (i + 1) % slices {
+		for j := i; j < len(joins); j += slices {
+			_ = nc.Publish(events.LivenessSubject(joins[j].Node), nil)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -31,7 +31,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
 var readModels = []func(*folder, events.Recorded) error{
-	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
+	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), inBatch(foldLiveness), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
 }
 
 // inBatch is a fold that needs only the batch.
@@ -282,6 +282,8 @@ func (f *folder) followVersion(rec events.Recorded) error {
 		return bumpJSON(f.b, seatKey(id), func(r *Seat) { r.Version = rec.Seq })
 	case events.KindNetwork:
 		return bumpJSON(f.b, keyNetwork, func(r *Network) { r.Version = rec.Seq })
+	case events.KindLiveness:
+		return bumpJSON(f.b, livenessKey(id), func(r *Liveness) { r.Version = rec.Seq })
 	}
 	return nil
 }

@@ -158,6 +158,10 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		}
 	case events.ReportKeyRecorded:
 		return f.needNode(ev.Node, false)
+	case events.NodeUnreachable, events.NodeReachable:
+		// Not only active nodes: a node may be retired between the
+		// controller's reading of its silence and this append.
+		return f.needNode(events.Rights[ev.EventType()].Name(ev), false)
 	}
 	return nil, nil
 }

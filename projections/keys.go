@@ -26,6 +26,7 @@ const (
 	prefixNetwork        byte = 0x10 // 'm' -> Network; 'a', address (16 bytes) -> AddressRow (network.go)
 	prefixNodeAddress    byte = 0x11 // node -> its overlay address
 	prefixSeat           byte = 0x12 // seat -> Seat (seats.go)
+	prefixLiveness       byte = 0x13 // node -> Liveness (liveness.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see

@@ -62,11 +62,13 @@ var (
 	descLagAge    = prometheus.NewDesc("mesh_fold_lag_seconds", "Age of the oldest event not folded yet (0 when caught up).", nil, nil)
 	descCauses    = prometheus.NewDesc("mesh_not_well_causes", "Reasons beyond nodes and standings that the mesh is not well.", nil, nil)
 	descRollout   = prometheus.NewDesc("mesh_rollout_nodes", "Nodes of a rollout under way, paused or halted (by its state and wave, 1-based).", []string{"rollout", "module", "state", "wave"}, nil)
+	descLastHeard = prometheus.NewDesc("mesh_node_last_heard_timestamp_seconds", "When the controller last heard each node's agent say it is alive (unix seconds; only nodes heard since it started).", []string{"node"}, nil)
+	descBound     = prometheus.NewDesc("mesh_node_unreachable_after_seconds", "The silence after which a node is unreachable (0: liveness off).", nil, nil)
 	descRolledOut = prometheus.NewDesc("mesh_rollout_nodes_applied", "Nodes of that rollout that hold its build and applied it.", []string{"rollout", "module", "state", "wave"}, nil)
 )
 
 func (mesh) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut} {
+	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut, descLastHeard, descBound} {
 		ch <- d
 	}
 }
@@ -101,7 +103,11 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	for p, n := range failing {
 		ch <- prometheus.MustNewConstMetric(descStandings, prometheus.GaugeValue, float64(n), p)
 	}
-	runtimes := map[string]int{projections.RuntimeRunning: 0, projections.RuntimeExited: 0, projections.RuntimeCrashLooping: 0}
+	for node, at := range c.h.LastHeardAll() {
+		ch <- prometheus.MustNewConstMetric(descLastHeard, prometheus.GaugeValue, float64(at.UnixMilli())/1000, node)
+	}
+	ch <- prometheus.MustNewConstMetric(descBound, prometheus.GaugeValue, s.UnreachableAfter)
+	runtimes := map[string]int{projections.RuntimeRunning: 0, projections.RuntimeExited: 0, projections.RuntimeCrashLooping: 0, commands.RuntimeUnreachable: 0}
 	for _, rt := range s.Runtimes {
 		runtimes[rt.State]++
 	}

@@ -39,9 +39,18 @@ type Mesh struct {
 // New starts a bus and a controller for t; both stop when t ends.
 func New(t *testing.T) *Mesh {
 	t.Helper()
+	return NewWith(t, func(*commands.ControllerConfig) {})
+}
+
+// NewWith is New with the controller's configuration changed by set (its
+// clock, its bounds, for a test).
+func NewWith(t *testing.T, set func(*commands.ControllerConfig)) *Mesh {
+	t.Helper()
 	srv := embeddedtest.Server(t)
 	home := t.TempDir()
-	ctrl, err := commands.StartController(context.Background(), embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: home})
+	cfg := commands.ControllerConfig{Home: home}
+	set(&cfg)
+	ctrl, err := commands.StartController(context.Background(), embeddedtest.Conn(t, srv), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,13 +113,13 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	bw := bufio.NewWriterSize(out.Out, 64<<10)
 	defer bw.Flush()
 	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tADDRESS\tCAPABILITIES\tLABELS\tENROLLED")
+	fmt.Fprintln(tw, "NAME\tSTATE\tHEARD\tADDRESS\tCAPABILITIES\tLABELS\tENROLLED")
 	retired := 0
 	for _, n := range r.Nodes {
 		if n.Retired {
 			retired++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, state(n), orDash(n.Address), orDash(strings.Join(n.Capabilities, ",")),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, state(n), heardText(n), orDash(n.Address), orDash(strings.Join(n.Capabilities, ",")),
 			orDash(labelString(n.Labels)), n.EnrolledAt.UTC().Format(time.RFC3339))
 	}
 	tw.Flush()
@@ -162,6 +162,9 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		fmt.Fprintf(tw, "state\t%s since %s%s\n", n.State, n.Since.UTC().Format(time.RFC3339), detail)
 	} else {
 		fmt.Fprintf(tw, "state\t%s\n", state(n))
+	}
+	if n.AsOf == nil && !n.Retired {
+		fmt.Fprintf(tw, "last heard\t%s\n", heardText(n))
 	}
 	fmt.Fprintf(tw, "capabilities\t%s\n", orNone(strings.Join(n.Capabilities, ", ")))
 	fmt.Fprintf(tw, "labels\t%s\n", orNone(labelString(n.Labels)))
@@ -294,10 +297,21 @@ func settingsNote(s map[string]string) string {
 }
 
 func state(n commands.NodeView) string {
-	if n.Retired {
+	switch {
+	case n.Retired:
 		return "retired"
+	case n.UnreachableSince != nil:
+		return "unreachable since " + n.UnreachableSince.UTC().Format(time.RFC3339)
 	}
 	return "enrolled"
+}
+
+// heardText says when the controller last heard a node's agent.
+func heardText(n commands.NodeView) string {
+	if n.LastHeard == nil {
+		return "-"
+	}
+	return time.Since(*n.LastHeard).Round(time.Second).String() + " ago"
 }
 
 func labelString(m map[string]string) string {

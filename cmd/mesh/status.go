@@ -106,7 +106,7 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 		w.Write(line)
 	}
 	row("NODE", "SEQUENCE", "STATE", "SINCE", "DETAIL")
-	behind, heldBack := 0, 0
+	behind, heldBack, lost := 0, 0, 0
 	// A fleet's nodes mostly share a few moments: each is formatted once.
 	lastSince, sinceText := int64(0), ""
 	for i := range rows.Len() {
@@ -114,8 +114,11 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 		if !commands.WellState(n.State) {
 			behind++
 		}
-		if n.State == commands.StateHeld {
+		switch n.State {
+		case commands.StateHeld:
 			heldBack++
+		case commands.StateUnreachable:
+			lost++
 		}
 		if since := n.Since.Unix(); i == 0 || since != lastSince {
 			lastSince, sinceText = since, n.Since.UTC().Format(time.RFC3339)
@@ -139,6 +142,10 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	for _, c := range s.Causes {
 		fmt.Fprintf(w, "not well: %s\n", c)
 	}
+	if s.UnreachableAfter > 0 {
+		// The bound, where the operator sees the states it decides.
+		fmt.Fprintf(w, "a node silent for %s is unreachable (mesh up or serve --unreachable-after)\n", time.Duration(s.UnreachableAfter*float64(time.Second)))
+	}
 	switch {
 	case !s.Well && behind == 0 && len(s.Standings) == 0 && down > 0:
 		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but %d program(s) not running\n", nodes, down)
@@ -150,6 +157,8 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 		fmt.Fprintf(w, "well: all %d node(s) current%s, all %d program(s) running, nothing failing\n", nodes, heldNote(heldBack), len(s.Runtimes))
 	case s.Well:
 		fmt.Fprintf(w, "well: all %d node(s) current%s, nothing failing\n", nodes, heldNote(heldBack))
+	case lost > 0:
+		fmt.Fprintf(w, "not well: %d of %d node(s) not current, %d of them unreachable, %d provider(s) failing a consumer\n", behind, nodes, lost, len(s.Standings))
 	default:
 		fmt.Fprintf(w, "not well: %d of %d node(s) not current, %d provider(s) failing a consumer\n", behind, nodes, len(s.Standings))
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/aggregates"
@@ -34,11 +35,29 @@ type UpCmd struct {
 	Root    string     `help:"With --node: the directory the local agent applies under."`
 	Memory  memoryFlag `embed:""`
 	HTTP    httpFlag   `embed:""`
+	Live    liveFlag   `embed:""`
 	TLS     bool       `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
 	// Insecure allows a bus on the network in clear, said to be so.
 	Insecure bool `help:"Allow --listen on an address other machines reach without --tls: join strings and declarations then cross the network in clear."`
 	// BusMonitor serves the embedded bus's own monitoring endpoints.
 	BusMonitor string `name:"bus-monitor" help:"Also serve the embedded bus's monitoring endpoints (/varz, /connz, /jsz) on this host:port."`
+}
+
+// liveFlag is how long a node may be silent before it is unreachable.
+type liveFlag struct {
+	UnreachableAfter string `name:"unreachable-after" default:"20s" help:"A node whose agent said anything and is then silent this long is unreachable: status is not well and names it (at least 10s; 'off' records nothing)."`
+}
+
+// bound is the flag as StartController takes it (negative: off).
+func (f liveFlag) bound() (time.Duration, error) {
+	if f.UnreachableAfter == "off" {
+		return -1, nil
+	}
+	d, err := time.ParseDuration(f.UnreachableAfter)
+	if err != nil || d < commands.MinUnreachableAfter {
+		return 0, usagef("--unreachable-after %s: give a duration of at least %s (two of an agent's beats), such as 30s, or off", f.UnreachableAfter, commands.MinUnreachableAfter)
+	}
+	return d, nil
 }
 
 // httpFlag is the controller's HTTP listener: metrics, health, the page.
@@ -136,6 +155,10 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if (u.Node == "") != (u.Root == "") {
 		return usagef("--node and --root go together: mesh up --node NAME --root DIR runs an agent for this machine")
 	}
+	bound, err := u.Live.bound()
+	if err != nil {
+		return err
+	}
 	host, port, err := splitListen(u.Listen)
 	if err != nil {
 		return err
@@ -182,7 +205,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer nc.Close()
 	metrics := web.NewMetrics()
-	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics})
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics, UnreachableAfter: bound})
 	if err != nil {
 		return err
 	}
@@ -224,6 +247,7 @@ type ServeCmd struct {
 	Rebuild  bool       `help:"Fold the read models again from the stream before serving."`
 	Memory   memoryFlag `embed:""`
 	HTTP     httpFlag   `embed:""`
+	Live     liveFlag   `embed:""`
 }
 
 func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -233,6 +257,10 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	if s.Replicas < 1 {
 		return usagef("--replicas %d: a stream needs at least 1 replica (3 on a cluster)", s.Replicas)
+	}
+	bound, err := s.Live.bound()
+	if err != nil {
+		return err
 	}
 	release, err := lockHome(g.Home, "this mesh serve")
 	if err != nil {
@@ -266,6 +294,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
+		UnreachableAfter: bound,
 	})
 	if err != nil {
 		return err

@@ -73,7 +73,7 @@ function drawNode(p) {
   st.textContent = n.state || (n.retired ? "retired" : "");
   st.className = "verdict " + stateClass(n.state);
   const facts = [["capabilities", n.capabilities.join(", ")], ["labels", Object.entries(n.labels).map(([k, v]) => k + "=" + v).join(", ")],
-    ["detail", n.detail || ""], ["would send", n.would_send || ""],
+    ["detail", n.detail || ""], ["would send", n.would_send || ""], ["last heard", n.last_heard || "not since the controller started"],
     ["facts", Object.entries(n.facts || {}).map(([k, v]) => k + "=" + v).join(", ")]];
   for (const a of n.assignments) facts.push(["module " + a.module, a.build.slice(0, 12)]);
   for (const rt of n.runtimes || []) facts.push(["runs " + rt.module, rt.state + ": " + rt.detail]);

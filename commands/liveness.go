@@ -1,0 +1,401 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nats.go"
+)
+
+// Liveness (issue 28): the controller hears each agent say it is alive on
+// events.LivenessSubject, a core NATS message every events.LiveEvery that
+// never enters the stream, and keeps when it last heard each node in
+// memory. Only the changes are facts: a node heard before and silent for
+// longer than the bound is recorded NodeUnreachable, and NodeReachable once
+// heard again. Status reads the recorded facts, so every controller of a
+// stream, status --as-of and a rebuild agree on them.
+
+// DefaultUnreachableAfter is how long a node may be silent before it is
+// unreachable: four of its agent's beats, so one or two lost on a busy bus
+// do not make it so.
+const DefaultUnreachableAfter = 4 * events.LiveEvery
+
+// MinUnreachableAfter is the shortest bound: two beats. A bound shorter
+// than an agent's beat would call every node lost between two.
+const MinUnreachableAfter = 2 * events.LiveEvery
+
+// liveness is what this controller hears of the agents.
+type liveness struct {
+	bound time.Duration
+	nc    *nats.Conn
+	sub   *nats.Subscription
+	// now is the controller's clock as it started (ControllerConfig.Now),
+	// not Handlers.Now read later: a test that moves Handlers.Now hours
+	// ahead to age a report must not make every agent look silent.
+	now func() time.Time
+
+	mu sync.Mutex
+	// heard is when each node's agent was last heard by this controller.
+	heard map[string]time.Time
+	// lost is the nodes recorded unreachable, as this controller last
+	// knew the read models (another controller may record them too:
+	// every change is an append expecting the aggregate's version).
+	lost map[string]projections.Liveness
+	// hearing is when this controller began to hear (its start, and its
+	// connection's last reconnect): a node silent since before it was
+	// silent to a controller that could not hear, which says nothing of
+	// the node, so its silence counts from here.
+	hearing    time.Time
+	reconnects uint64
+	// known are the nodes that ever said anything (a report key
+	// recorded) when this controller began to hear: each must be heard
+	// within the bound or is lost. A node that never said anything is
+	// not lost, only never heard.
+	known map[string]time.Time
+}
+
+// startLiveness hears the agents and checks their silence every tick until
+// stopped. bound 0 is DefaultUnreachableAfter; a negative bound hears
+// nothing and records nothing (a test, or an operator who said off).
+func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err error) {
+	if bound < 0 {
+		return func() {}, nil
+	}
+	if bound == 0 {
+		bound = DefaultUnreachableAfter
+	}
+	if bound < MinUnreachableAfter {
+		return nil, fmt.Errorf("an unreachable bound of %s is shorter than two of an agent's beats (%s); give at least %s", bound, events.LiveEvery, MinUnreachableAfter)
+	}
+	if every <= 0 {
+		every = time.Second
+	}
+	nc := h.Store.NC()
+	l := &liveness{bound: bound, nc: nc, now: h.Now, heard: map[string]time.Time{}, hearing: h.Now(), reconnects: nc.Stats().Reconnects}
+	if err := l.load(h); err != nil {
+		return nil, err
+	}
+	// The handler only notes the time: at 100,000 nodes a beat every
+	// five seconds is 20,000 messages a second on this one subscription.
+	l.sub, err = nc.Subscribe(events.SubjectsLiveness, func(m *nats.Msg) {
+		node := m.Subject[len(events.LivenessPrefix)+1:]
+		if events.ValidateName("node", node) != nil {
+			return
+		}
+		now := l.now()
+		l.mu.Lock()
+		l.heard[node] = now
+		l.mu.Unlock()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot hear the agents on %s: %w", events.SubjectsLiveness, err)
+	}
+	// Pending limits: a burst of beats after a bus restart must not be
+	// dropped as a slow consumer, which would call live nodes lost.
+	_ = l.sub.SetPendingLimits(1<<20, 64<<20)
+	h.live = l
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		said := ""
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+			err := h.checkLiveness(cctx)
+			ccancel()
+			if err != nil && err.Error() != said && ctx.Err() == nil {
+				said = err.Error()
+				h.Log.Warn("cannot record a node's liveness; trying again", "err", err)
+			} else if err == nil {
+				said = ""
+			}
+		}
+	}()
+	return func() { cancel(); <-done; _ = l.sub.Unsubscribe() }, nil
+}
+
+// load reads what the log says: the nodes recorded unreachable, and the
+// nodes that ever said anything, whose silence from now on counts.
+func (l *liveness) load(h *Handlers) error {
+	return h.Proj.Read(func(v *projections.View) error {
+		rows, err := v.Liveness()
+		if err != nil {
+			return err
+		}
+		l.lost = map[string]projections.Liveness{}
+		for n, r := range rows {
+			if r.Unreachable {
+				l.lost[n] = r
+			}
+		}
+		known, err := v.ReportKeyNodes()
+		if err != nil {
+			return err
+		}
+		nodes, err := v.NodesBrief()
+		if err != nil {
+			return err
+		}
+		l.known = map[string]time.Time{}
+		for _, n := range nodes {
+			if !n.Retired && known[n.Name] {
+				var last time.Time
+				if n.LastReport != nil {
+					last = n.LastReport.At
+				}
+				l.known[n.Name] = last
+			}
+		}
+		return nil
+	})
+}
+
+// LastHeard is when this controller last heard node's agent (zero: not
+// since it started, or liveness is off).
+func (h *Handlers) LastHeard(node string) time.Time {
+	if h.live == nil {
+		return time.Time{}
+	}
+	h.live.mu.Lock()
+	defer h.live.mu.Unlock()
+	return h.live.heard[node]
+}
+
+// LastHeardAll is LastHeard of every node heard (nil when liveness is off).
+func (h *Handlers) LastHeardAll() map[string]time.Time {
+	if h.live == nil {
+		return nil
+	}
+	h.live.mu.Lock()
+	defer h.live.mu.Unlock()
+	out := make(map[string]time.Time, len(h.live.heard))
+	for n, t := range h.live.heard {
+		out[n] = t
+	}
+	return out
+}
+
+// UnreachableAfter is the bound in force (0: liveness is off, or this is
+// the past).
+func (h *Handlers) UnreachableAfter() time.Duration {
+	if h.live == nil {
+		return 0
+	}
+	return h.live.bound
+}
+
+// change is one liveness change to record.
+type change struct {
+	node string
+	ev   events.Event
+}
+
+// checkLiveness records the nodes that fell silent and those heard again.
+// Each change is an append expecting the node's liveness version, so two
+// controllers never record one change twice; one that lost the race reads
+// the row again at the next tick.
+func (h *Handlers) checkLiveness(ctx context.Context) error {
+	l := h.live
+	if l == nil || h.writable() != nil {
+		return nil
+	}
+	now := l.now()
+	if !l.nc.IsConnected() {
+		// Deaf, not the nodes: their silence counts from when this
+		// controller hears again.
+		l.mu.Lock()
+		l.hearing = now
+		l.mu.Unlock()
+		return nil
+	}
+	changes := l.changes(now)
+	if len(changes) == 0 {
+		return nil
+	}
+	items := make([]store.One, 0, len(changes))
+	var rows map[string]projections.Liveness
+	var retired map[string]bool
+	err := h.Proj.Read(func(v *projections.View) (err error) {
+		rows, retired = map[string]projections.Liveness{}, map[string]bool{}
+		for _, c := range changes {
+			n, found, err := v.Node(c.node)
+			if err != nil {
+				return err
+			}
+			if !found || n.Retired {
+				retired[c.node] = true
+				continue
+			}
+			r, _, err := v.NodeLiveness(c.node)
+			if err != nil {
+				return err
+			}
+			rows[c.node] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if retired[c.node] {
+			// A retired node is not lost: it is forgotten.
+			l.forget(c.node)
+			continue
+		}
+		r := rows[c.node]
+		if _, down := c.ev.(events.NodeUnreachable); down == r.Unreachable {
+			// The read models already say so (another controller).
+			l.settle(c.node, r)
+			continue
+		}
+		items = append(items, store.One{Aggregate: events.LivenessAggregate(c.node), Expected: r.Version,
+			CommandID: fmt.Sprintf("live.%s.%d", c.node, r.Version), Event: c.ev})
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	out, err := h.Store.AppendMany(ctx, items)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i, o := range out {
+		it := items[i]
+		switch {
+		case o.Err == nil:
+			l.settle(it.Aggregate.ID, livenessRow(it.Event, o.Seq, now))
+			if ev, down := it.Event.(events.NodeUnreachable); down {
+				h.Log.Warn("node unreachable", "node", ev.Node, "last_heard", ev.LastHeard, "bound", ev.Bound)
+			} else {
+				h.Log.Info("node reachable again", "node", it.Aggregate.ID)
+			}
+		case errors.Is(o.Err, store.ErrConflict):
+			// Another controller recorded it first: the next tick reads it.
+		default:
+			errs = append(errs, o.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// changes are the nodes silent past the bound and not yet recorded lost,
+// and those recorded lost and heard since.
+func (l *liveness) changes(now time.Time) []change {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.nc.Stats().Reconnects; r != l.reconnects {
+		l.reconnects, l.hearing = r, now
+	}
+	var out []change
+	silent := func(node string, last time.Time) {
+		if _, down := l.lost[node]; down {
+			return
+		}
+		from := last
+		if l.hearing.After(from) {
+			from = l.hearing
+		}
+		if now.Sub(from) > l.bound {
+			out = append(out, change{node, events.NodeUnreachable{Node: node, LastHeard: last, Bound: l.bound}})
+		}
+	}
+	for node, at := range l.heard {
+		silent(node, at)
+	}
+	for node, last := range l.known {
+		if _, heard := l.heard[node]; !heard {
+			silent(node, last)
+		}
+	}
+	for node, r := range l.lost {
+		if at, ok := l.heard[node]; ok && at.After(r.Since) {
+			out = append(out, change{node, events.NodeReachable{Node: node, Heard: at}})
+		}
+	}
+	return out
+}
+
+// livenessRow is the row a change appended at seq makes.
+func livenessRow(ev events.Event, seq uint64, at time.Time) projections.Liveness {
+	switch e := ev.(type) {
+	case events.NodeUnreachable:
+		return projections.Liveness{Node: e.Node, Unreachable: true, LastHeard: e.LastHeard, Bound: e.Bound, Since: at, Version: seq}
+	case events.NodeReachable:
+		return projections.Liveness{Node: e.Node, LastHeard: e.Heard, Since: at, Version: seq}
+	}
+	return projections.Liveness{}
+}
+
+// settle notes what the read models now say of node.
+func (l *liveness) settle(node string, r projections.Liveness) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.Unreachable {
+		l.lost[node] = r
+	} else {
+		delete(l.lost, node)
+	}
+	delete(l.known, node)
+}
+
+// forget drops a retired node: it is neither heard nor lost any more.
+func (l *liveness) forget(node string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.heard, node)
+	delete(l.known, node)
+	delete(l.lost, node)
+}
+
+// unreachable turns a node recorded unreachable into that state, saying
+// what it was last known to be: its agent may have died, or its machine,
+// or the network between, and its last report may no longer hold.
+func unreachable(state State, since time.Time, detail string, lv projections.Liveness, ok bool) (State, time.Time, string) {
+	if !ok || !lv.Unreachable {
+		return state, since, detail
+	}
+	last := "never heard by this controller"
+	if !lv.LastHeard.IsZero() {
+		last = "last heard " + lv.LastHeard.UTC().Format(time.RFC3339)
+	}
+	why := fmt.Sprintf("silent for over %s (%s); its last state: %s", lv.Bound, last, state)
+	if detail != "" {
+		why += " (" + detail + ")"
+	}
+	return StateUnreachable, lv.Since, why
+}
+
+// StateUnreachable: the node's agent has not been heard within the bound
+// (mesh up --unreachable-after). What it last reported may no longer be
+// true of it; it is not well until heard again.
+const StateUnreachable State = "unreachable"
+
+// RuntimeUnreachable is how status shows a program on an unreachable
+// node: its agent cannot say whether it runs.
+const RuntimeUnreachable = "unknown"
+
+// runtimeOn is a program as status shows it: on an unreachable node its
+// last report may no longer hold (a pid that is gone), so it is not
+// running but unknown.
+func runtimeOn(rt projections.Runtime, lv projections.Liveness) projections.Runtime {
+	if !lv.Unreachable {
+		return rt
+	}
+	rt.Detail = fmt.Sprintf("its node has been unreachable since %s; last reported %s", lv.Since.UTC().Format(time.RFC3339), rt.State)
+	rt.State, rt.PID = RuntimeUnreachable, 0
+	return rt
+}

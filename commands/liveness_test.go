@@ -1,0 +1,148 @@
+package commands_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/agent/agenttest"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// clock is the controller's clock in a liveness test: real time plus an
+// offset the test moves, so a bound is passed without waiting it out.
+type clock struct{ ahead atomic.Int64 }
+
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *clock) Advance(d time.Duration) { c.ahead.Add(int64(d)) }
+func beatFast(cfg *agent.Config)         { cfg.LiveEvery = 20 * time.Millisecond }
+
+// pass moves the clock on by d a second at a time, each step waiting until
+// every node of beating was heard after it: a live agent's beat lands
+// between the controller's checks, as it does in real time.
+func (c *clock) pass(t *testing.T, m *agenttest.Mesh, d time.Duration, beating ...string) {
+	t.Helper()
+	for moved := time.Duration(0); moved < d; moved += time.Second {
+		c.Advance(time.Second)
+		at := c.Now()
+		for _, n := range beating {
+			embeddedtest.Eventually(t, n+" to be heard on the moved clock", func() bool { return !m.H.LastHeard(n).Before(at) })
+		}
+	}
+}
+
+// livenessEvents are the liveness changes the log holds of node, in order.
+func livenessEvents(t *testing.T, m *agenttest.Mesh, node string) []string {
+	t.Helper()
+	st, err := store.Attach(m.Ctx, embeddedtest.Conn(t, m.Srv), "")
+	m.Must(err)
+	recs, _, err := st.Load(m.Ctx, events.LivenessAggregate(node))
+	m.Must(err)
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Event.EventType())
+	}
+	return out
+}
+
+// Issue 28: an agent that stops is unreachable once silent past the bound,
+// status is not well and names it, and only the changes are recorded;
+// heard again, it is current. A node that never said anything, and one
+// that keeps beating, are never called lost.
+func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
+	var c clock
+	m := agenttest.NewWith(t, func(cfg *commands.ControllerConfig) { cfg.Now = c.Now })
+	for _, n := range []string{"web-1", "web-2", "web-3"} {
+		m.Enroll(n)
+	}
+	root1 := t.TempDir() + "/root"
+	stop1 := m.AgentWith("web-1", root1, beatFast)
+	stop2 := m.AgentWith("web-2", t.TempDir()+"/root", beatFast)
+	defer stop2()
+	m.Push("")
+	m.WaitState("web-1", commands.StateCurrent)
+	m.WaitState("web-2", commands.StateCurrent)
+	embeddedtest.Eventually(t, "the controller to hear web-1", func() bool { return !m.H.LastHeard("web-1").IsZero() })
+
+	// web-1's agent stops; the clock runs on past the bound.
+	stop1()
+	c.pass(t, m, commands.DefaultUnreachableAfter+2*time.Second, "web-2")
+	n := m.WaitState("web-1", commands.StateUnreachable)
+	if !strings.Contains(n.Detail, "its last state: current") {
+		t.Fatalf("web-1's detail says not what it was last: %q", n.Detail)
+	}
+	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	m.Must(err)
+	if s.Well {
+		t.Fatal("status is well with web-1 unreachable")
+	}
+	if s.UnreachableAfter != commands.DefaultUnreachableAfter.Seconds() {
+		t.Fatalf("status says the bound is %vs, not %v", s.UnreachableAfter, commands.DefaultUnreachableAfter)
+	}
+	// node show and node list say so too.
+	show, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: "web-1"})
+	m.Must(err)
+	if show.State != commands.StateUnreachable || show.UnreachableSince == nil || show.LastHeard == nil {
+		t.Fatalf("node show: state %s, unreachable since %v, last heard %v", show.State, show.UnreachableSince, show.LastHeard)
+	}
+	list, err := m.H.ListNodes(m.Ctx, commands.ListRequest{Brief: true})
+	m.Must(err)
+	for _, nv := range list.Nodes {
+		if (nv.UnreachableSince != nil) != (nv.Name == "web-1") {
+			t.Fatalf("node list: %s unreachable since %v", nv.Name, nv.UnreachableSince)
+		}
+	}
+
+	// Back: the same root and state, beating again.
+	m.AgentWith("web-1", root1, beatFast)
+	m.WaitState("web-1", commands.StateCurrent)
+	if got := strings.Join(livenessEvents(t, m, "web-1"), ","); got != "NodeUnreachable,NodeReachable" {
+		t.Fatalf("web-1's liveness in the log: %s, want one loss and one return", got)
+	}
+	// web-2 beat throughout; web-3 never said anything: neither was lost.
+	for _, n := range []string{"web-2", "web-3"} {
+		if got := livenessEvents(t, m, n); len(got) != 0 {
+			t.Fatalf("%s's liveness in the log: %v, want nothing", n, got)
+		}
+		if st := m.Status()[n].State; st == commands.StateUnreachable {
+			t.Fatalf("%s is %s", n, st)
+		}
+	}
+}
+
+// A node silent through a controller's restart is lost all the same: the
+// new controller knows from the log that it once spoke (its report key),
+// and gives it the bound from its own start to be heard. A retired node is
+// never lost.
+func TestANodeSilentAcrossARestartIsUnreachable(t *testing.T) {
+	var c clock
+	m := agenttest.NewWith(t, func(cfg *commands.ControllerConfig) { cfg.Now = c.Now })
+	m.Enroll("db-1")
+	m.Enroll("gone")
+	stopDB := m.AgentWith("db-1", t.TempDir()+"/root", beatFast)
+	stopGone := m.AgentWith("gone", t.TempDir()+"/root", beatFast)
+	m.Push("")
+	m.WaitState("db-1", commands.StateCurrent)
+	m.WaitState("gone", commands.StateCurrent)
+	stopDB()
+	stopGone()
+	_, err := m.H.Retire(m.Ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "gone"})
+	m.Must(err)
+	m.Ctrl.Close()
+
+	ctrl, err := commands.StartController(context.Background(), embeddedtest.Conn(t, m.Srv), commands.ControllerConfig{Home: m.Home, Now: c.Now})
+	m.Must(err)
+	defer ctrl.Close()
+	m.H = ctrl.Handlers
+	c.Advance(commands.DefaultUnreachableAfter + time.Second)
+	m.WaitState("db-1", commands.StateUnreachable)
+	if got := livenessEvents(t, m, "gone"); len(got) != 0 {
+		t.Fatalf("a retired node's liveness in the log: %v", got)
+	}
+}
