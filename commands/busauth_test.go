@@ -165,6 +165,12 @@ func TestThePermissionMatrix(t *testing.T) {
 		}
 	}
 
+	// Saying it is alive, on its own liveness subject: the controller hears it.
+	if err := nc.Publish(events.LivenessSubject("app-1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	embeddedtest.Eventually(t, "the controller to hear app-1 alive", func() bool { return !m.h.LastHeard("app-1").IsZero() })
+
 	// Refused to a node: each a publish the server drops with a violation.
 	refusedPub := []string{
 		"mesh.rp.db-1.DeclarationApplied",                                   // another node's report
@@ -182,12 +188,16 @@ func TestThePermissionMatrix(t *testing.T) {
 		"$JS.API.CONSUMER.LIST.MESH",                                        // listing them
 		"$JS.API.DIRECT.GET.MESH_SECRETS",                                   // the secrets' salts
 		"mesh.secret.x",                                                     // writing one
+		"mesh.live.db-1",                                                    // keeping another node looking alive (issue 28)
 	}
 	for _, subject := range refusedPub {
 		if err := nc.Publish(subject, []byte("{}")); err != nil {
 			t.Fatal(err)
 		}
 		v.waitFor(t, fmt.Sprintf("Publish to %q", subject))
+	}
+	if !m.h.LastHeard("db-1").IsZero() {
+		t.Fatal("app-1's publish on db-1's liveness subject was heard as db-1")
 	}
 	for _, subject := range []string{"mesh.ev.>", "mesh.ev.node.db-1.DeclarationSent", "mesh.rp.>", "_INBOX.>", "_INBOX_db-1.>"} {
 		if _, err := nc.Subscribe(subject, func(*nats.Msg) {}); err == nil {
