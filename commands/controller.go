@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -230,15 +231,21 @@ func (c *Controller) Close() error {
 }
 
 // driveRollouts drives the rollouts and the seats' handovers every
-// interval until stopped. A step
-// that fails is said once and tried again at the next tick.
+// interval until stopped.
 func driveRollouts(h *Handlers, every time.Duration) func() {
 	if every < 0 {
 		return func() {}
 	}
-	if every == 0 {
-		every = time.Second
-	}
+	return tickUntilStopped(h, cmp.Or(every, time.Second), "cannot drive a rollout; trying again", func(ctx context.Context) error {
+		return errors.Join(h.DriveRollouts(ctx), h.DriveSeats(ctx), h.DriveNetwork(ctx))
+	})
+}
+
+// tickUntilStopped runs step every interval, each run bounded by a minute
+// (rule 26), until stop is called. A step that fails is said once, with
+// what, and tried again at the next tick; the same failure again is not
+// said again until a step has succeeded.
+func tickUntilStopped(h *Handlers, every time.Duration, what string, step func(context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -252,12 +259,15 @@ func driveRollouts(h *Handlers, every time.Duration) func() {
 				return
 			case <-tick.C:
 			}
-			dctx, dcancel := context.WithTimeout(ctx, time.Minute)
-			err := errors.Join(h.DriveRollouts(dctx), h.DriveSeats(dctx), h.DriveNetwork(dctx))
-			dcancel()
-			if err != nil && err.Error() != said && ctx.Err() == nil {
+			sctx, scancel := context.WithTimeout(ctx, time.Minute)
+			err := step(sctx)
+			scancel()
+			switch {
+			case err == nil:
+				said = ""
+			case err.Error() != said && ctx.Err() == nil:
 				said = err.Error()
-				h.Log.Warn("cannot drive a rollout; trying again", "err", err)
+				h.Log.Warn(what, "err", err)
 			}
 		}
 	}()

@@ -100,31 +100,8 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 	// dropped as a slow consumer, which would call live nodes lost.
 	_ = l.sub.SetPendingLimits(1<<20, 64<<20)
 	h.live = l
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		said := ""
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			cctx, ccancel := context.WithTimeout(ctx, time.Minute)
-			err := h.checkLiveness(cctx)
-			ccancel()
-			if err != nil && err.Error() != said && ctx.Err() == nil {
-				said = err.Error()
-				h.Log.Warn("cannot record a node's liveness; trying again", "err", err)
-			} else if err == nil {
-				said = ""
-			}
-		}
-	}()
-	return func() { cancel(); <-done; _ = l.sub.Unsubscribe() }, nil
+	stopTicking := tickUntilStopped(h, every, "cannot record a node's liveness; trying again", h.checkLiveness)
+	return func() { stopTicking(); _ = l.sub.Unsubscribe() }, nil
 }
 
 // load reads what the log says: the nodes recorded unreachable, and the
