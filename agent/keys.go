@@ -81,7 +81,11 @@ func createReportKey(path string) (nkeys.KeyPair, error) {
 // recordKey records the report key at every start, before any report: the
 // log may have lost the record (an older backup restored), and recording
 // the same key again changes nothing. Kept to send later, like any report,
-// when the bus is away.
+// when the bus is away. Each recording is its own act under its own id (a
+// resend of a kept one keeps its id): under one fixed id, a start minutes
+// after the last stored a second message under an id the first already
+// had, and a restore that republished both inside the duplicates window
+// lost the second (store.RestoredIDHeader says how restores cope now).
 func (a *Agent) recordKey(ctx context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -96,5 +100,5 @@ func (a *Agent) recordKeyLocked(ctx context.Context) {
 			return // already waiting to go, ahead of the reports after it
 		}
 	}
-	a.send(ctx, "key."+key[:20], ev)
+	a.send(ctx, reportID("k", 0, key), ev)
 }

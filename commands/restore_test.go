@@ -7,10 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Restore is all or nothing (rule 26): a restore stopped part way leaves a
@@ -124,5 +128,93 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 	m.must(err)
 	if !s.Well {
 		t.Fatalf("the mesh after an older backup under running agents: %+v", s)
+	}
+}
+
+// A restore keeps the log's own sequence of events whatever the bus's
+// duplicates window (rule 26, issue 28): an agent that restarted minutes
+// after its first start recorded its report key again under the same
+// Nats-Msg-Id (agents did, before their key's id changed at every start),
+// and a restore that republished it inside the window was answered
+// "duplicate", stored nothing, and then waited for ever. Such a log
+// restores whole into a fresh bus, and the controller serves it.
+func TestARepeatedMessageIDRestores(t *testing.T) {
+	ctx := context.Background()
+	m := newTrustMesh(t, false)
+	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	m.must(err)
+	m.runAgent("web-1", t.TempDir())
+	m.pushAndWait("web-1")
+	key, found, err := m.h.Store.Last(ctx, events.ReportSubject("web-1", "ReportKeyRecorded"))
+	if err != nil || !found || key.Header.Get(jetstream.MsgIDHeader) == "" {
+		t.Fatalf("the agent's key record: found %t, %v, headers %v", found, err, key.Header)
+	}
+	// The same record again, under its id, once the source stream no
+	// longer remembers that id: as the log of a restarted agent holds it.
+	js := m.h.Store.JetStream()
+	info, err := js.Stream(ctx, m.h.Store.Name())
+	m.must(err)
+	cfg := info.CachedInfo().Config
+	cfg.Duplicates = 100 * time.Millisecond // the least the server takes
+	_, err = js.UpdateStream(ctx, cfg)
+	m.must(err)
+	embeddedtest.Eventually(t, "the key record stored again under its id", func() bool {
+		again := nats.NewMsg(key.Subject)
+		again.Data, again.Header = key.Data, key.Header
+		ack, err := js.PublishMsg(ctx, again)
+		m.must(err)
+		return !ack.Duplicate
+	})
+	want := m.pushAndWait("web-1") // events after the repeat
+	m.settle()
+	var backup bytes.Buffer
+	manifest, err := m.h.Store.Export(ctx, &backup)
+	m.must(err)
+	if n := bytes.Count(backup.Bytes(), []byte(`"Nats-Msg-Id":["`+key.Header.Get(jetstream.MsgIDHeader)+`"]`)); n != 2 {
+		t.Fatalf("the backup holds the key's id %d time(s), want 2", n)
+	}
+
+	srv := embeddedtest.Server(t)
+	nc := embeddedtest.Conn(t, srv)
+	st, _, err := store.Open(ctx, nc, store.StreamConfig{})
+	m.must(err)
+	done := make(chan error, 1)
+	go func() { _, _, err := st.Import(ctx, manifest, bytes.NewReader(backup.Bytes())); done <- err }()
+	var ierr error
+	embeddedtest.Eventually(t, "the restore to return", func() bool {
+		select {
+		case ierr = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if ierr != nil {
+		t.Fatalf("the restore of a log with a repeated id: %v", ierr)
+	}
+	state, err := st.State(ctx)
+	m.must(err)
+	if state.LastSeq != manifest.LastSeq || state.Msgs != manifest.Messages {
+		t.Fatalf("restored %d event(s) up to %d, backed up %d up to %d", state.Msgs, state.LastSeq, manifest.Messages, manifest.LastSeq)
+	}
+	home := t.TempDir()
+	writeKey(t, m.home, home)
+	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
+	if err != nil {
+		t.Fatalf("a controller on the restored log: %v", err)
+	}
+	defer ctrl.Close()
+	m.must(ctrl.Handlers.Proj.WaitFor(ctx, manifest.LastSeq))
+	s, err := ctrl.Handlers.Status(ctx, commands.StatusRequest{})
+	m.must(err)
+	if len(s.Nodes) != 1 || s.Nodes[0].Digest != want.Digest || s.Nodes[0].State != commands.StateCurrent ||
+		strings.Contains(strings.Join(s.Causes, " "), "foreign") {
+		t.Fatalf("the restored mesh: %+v", s)
+	}
+	// An append that checks its own retry reads the restored id back.
+	last, err := st.Get(ctx, key.Seq)
+	m.must(err)
+	if store.MsgID(last.Header) != key.Header.Get(jetstream.MsgIDHeader) {
+		t.Fatalf("the restored key record's id: %v", last.Header)
 	}
 }

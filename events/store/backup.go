@@ -91,6 +91,56 @@ const restoringKey = "mesh_restoring"
 // restoreWindow bounds the publishes of a restore in flight at once.
 const restoreWindow = 1000
 
+// restoreAckWait bounds the wait for the oldest publish in flight to be
+// acknowledged (a window of a thousand lands in milliseconds): a bus that
+// stops answering ends the restore with an error in seconds, never a wait
+// for ever. restoreDrainWait bounds the wait, on the way out, for what is
+// still in flight.
+var (
+	restoreAckWait   = 10 * time.Second
+	restoreDrainWait = 5 * time.Second
+)
+
+// RestoredIDHeader carries, on a restored message, the Nats-Msg-Id it was
+// first written under. A restore publishes without Nats-Msg-Id: JetStream
+// keeps one record per id for its duplicates window, counted from when the
+// message is stored, so a log in which one id repeats further apart than
+// the window (an agent that recorded its key again after minutes, before
+// its ids changed at every start) would lose the repeat, and the restore
+// would no longer be the log. MsgID reads either header.
+const RestoredIDHeader = "Mesh-Restored-Msg-Id"
+
+// MsgID is the id a stored message was written under: its Nats-Msg-Id, or
+// a restored message's first one. An append that checks whether its own
+// retry landed compares this, so the check holds across a restore.
+func MsgID(h nats.Header) string {
+	if id := h.Get(jetstream.MsgIDHeader); id != "" {
+		return id
+	}
+	return h.Get(RestoredIDHeader)
+}
+
+// ImportError is a restore that stopped part way: how much of the backup
+// is in the stream, and why it stopped. The stream stays marked as a
+// restore under way, so no controller serves it, and the same restore run
+// again resumes after Landed.
+type ImportError struct {
+	Stream string
+	Landed uint64 // the last sequence known to hold the backup's event
+	Total  uint64 // the backup's events
+	Err    error
+}
+
+func (e *ImportError) Error() string {
+	return fmt.Sprintf("store: the restore stopped with %d of %d event(s) in stream %s: %v; run the same restore again to resume after event %d (or with --force to start over)",
+		e.Landed, e.Total, e.Stream, e.Err, e.Landed)
+}
+
+func (e *ImportError) Unwrap() error { return e.Err }
+
+// ErrInterrupted is why a restore whose context ended stopped (a signal).
+var ErrInterrupted = errors.New("interrupted")
+
 // Restoring answers the manifest of a restore into this stream that has not
 // finished, or nil.
 func (s *Store) Restoring(ctx context.Context) (*BackupManifest, error) {
@@ -168,43 +218,22 @@ func (s *Store) Import(ctx context.Context, m BackupManifest, r io.Reader) (n, f
 		}
 	}
 	from = st.LastSeq + 1
-	dec := json.NewDecoder(bufio.NewReader(r))
-	var pending []pendingRestore
-	settle := func(all bool) error {
-		for len(pending) > 0 && (all || len(pending) >= restoreWindow) {
-			p := pending[0]
-			select {
-			case ack := <-p.future.Ok():
-				if ack.Sequence != p.seq {
-					return fmt.Errorf("store: restored event %d landed at %d; the backup has gaps", p.seq, ack.Sequence)
-				}
-			case err := <-p.future.Err():
-				return fmt.Errorf("store: cannot restore event %d: %w; the restore stopped there, and mesh restore again resumes it", p.seq, err)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			pending = pending[1:]
+	w := &restoreFlight{s: s, landed: st.LastSeq}
+	stopped := func(err error) (uint64, uint64, error) {
+		if ctx.Err() != nil {
+			err = ErrInterrupted
 		}
-		return nil
+		w.drain()
+		return n, from, &ImportError{Stream: s.name, Landed: w.landed, Total: m.Messages, Err: err}
 	}
-	// However the restore ends, it returns only once every publish it set
-	// in flight has landed or failed: one still landing after a return
-	// met the next run's resume as "wrong last sequence" (seen under load).
-	defer func() {
-		for _, p := range pending {
-			select {
-			case <-p.future.Ok():
-			case <-p.future.Err():
-			}
-		}
-	}()
+	dec := json.NewDecoder(bufio.NewReader(r))
 	var lines uint64
 	for {
 		var line backupLine
 		if err := dec.Decode(&line); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return n, from, fmt.Errorf("store: the backup's line %d is damaged: %w", lines+1, err)
+			return stopped(fmt.Errorf("the backup's line %d is damaged: %w", lines+1, err))
 		}
 		lines++
 		if line.Seq < from {
@@ -218,39 +247,136 @@ func (s *Store) Import(ctx context.Context, m BackupManifest, r io.Reader) (n, f
 			}
 			continue
 		}
-		msg := nats.NewMsg(line.Subject)
-		msg.Data = line.Data
-		for k, vs := range line.Header {
-			if strings.HasPrefix(k, "Nats-Expected-") || strings.HasPrefix(k, "Nats-Batch-") {
-				continue
-			}
-			for _, v := range vs {
-				msg.Header.Add(k, v)
-			}
+		if ctx.Err() != nil {
+			return stopped(ctx.Err())
 		}
-		msg.Header.Set(jetstream.ExpectedLastSeqHeader, strconv.FormatUint(line.Seq-1, 10))
-		f, err := s.js.PublishMsgAsync(msg)
+		f, err := s.js.PublishMsgAsync(restoredMsg(line))
 		if err != nil {
-			return n, from, fmt.Errorf("store: cannot restore event %d: %w", line.Seq, err)
+			return stopped(fmt.Errorf("cannot publish event %d: %w", line.Seq, storageFault(err)))
 		}
-		pending = append(pending, pendingRestore{seq: line.Seq, future: f})
+		w.pending = append(w.pending, pendingRestore{seq: line.Seq, future: f})
 		n++
-		if err := settle(false); err != nil {
-			return n, from, err
+		if err := w.settle(ctx, restoreWindow-1); err != nil {
+			return stopped(err)
 		}
 	}
-	if err := settle(true); err != nil {
-		return n, from, err
+	if err := w.settle(ctx, 0); err != nil {
+		return stopped(err)
 	}
 	if lines != m.Messages {
-		return n, from, fmt.Errorf("store: the backup holds %d event(s), but its manifest says %d", lines, m.Messages)
+		return n, from, &ImportError{Stream: s.name, Landed: w.landed, Total: m.Messages,
+			Err: fmt.Errorf("the backup holds %d event(s), but its manifest says %d", lines, m.Messages)}
 	}
 	return n, from, s.mark(ctx, nil)
+}
+
+// restoredMsg is a backup's line as the restore publishes it: its subject,
+// bytes and headers, without what was checked when it was first written
+// (expectations, batch headers), its Nats-Msg-Id carried as
+// RestoredIDHeader, and expecting the sequence before its own, so it lands
+// exactly where it was or not at all.
+func restoredMsg(line backupLine) *nats.Msg {
+	msg := nats.NewMsg(line.Subject)
+	msg.Data = line.Data
+	for k, vs := range line.Header {
+		switch {
+		case strings.HasPrefix(k, "Nats-Expected-"), strings.HasPrefix(k, "Nats-Batch-"):
+			continue
+		case k == jetstream.MsgIDHeader:
+			// A second message under an id the stream still remembers
+			// would be answered "duplicate" and not stored: the log
+			// would lose an event and every later one would miss its
+			// sequence. See RestoredIDHeader.
+			if len(vs) > 0 && line.Header.Get(RestoredIDHeader) == "" {
+				msg.Header.Set(RestoredIDHeader, vs[0])
+			}
+			continue
+		}
+		for _, v := range vs {
+			msg.Header.Add(k, v)
+		}
+	}
+	msg.Header.Set(jetstream.ExpectedLastSeqHeader, strconv.FormatUint(line.Seq-1, 10))
+	return msg
+}
+
+// restoreFlight is a restore's publishes in flight, oldest first, and the
+// last sequence acknowledged in order.
+type restoreFlight struct {
+	s       *Store
+	pending []pendingRestore
+	landed  uint64
 }
 
 type pendingRestore struct {
 	seq    uint64
 	future jetstream.PubAckFuture
+}
+
+// settle takes acknowledgements, oldest first, until at most keep publishes
+// are in flight. A publish leaves pending as soon as its answer is taken,
+// whatever it says: an answer is read once, and waiting on it again (as
+// drain would) waits for ever. Each wait is bounded by restoreAckWait.
+func (w *restoreFlight) settle(ctx context.Context, keep int) error {
+	for len(w.pending) > keep {
+		p := w.pending[0]
+		var (
+			ack *jetstream.PubAck
+			err error
+		)
+		select { // most answers are in already: no timer for those
+		case ack = <-p.future.Ok():
+		case err = <-p.future.Err():
+		default:
+			t := time.NewTimer(restoreAckWait)
+			select {
+			case ack = <-p.future.Ok():
+			case err = <-p.future.Err():
+			case <-t.C:
+				return fmt.Errorf("the bus did not acknowledge event %d within %s", p.seq, restoreAckWait)
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+			t.Stop()
+		}
+		w.pending = w.pending[1:]
+		if err != nil {
+			return fmt.Errorf("cannot restore event %d: %w", p.seq, storageFault(err))
+		}
+		if ack.Duplicate || ack.Sequence != p.seq {
+			return fmt.Errorf("event %d landed at %d (duplicate: %t); the stream is not this backup's", p.seq, ack.Sequence, ack.Duplicate)
+		}
+		w.landed = p.seq
+	}
+	return ctx.Err()
+}
+
+// drain waits, at most restoreDrainWait in all, for the publishes still in
+// flight to land or fail, so a restore that stopped returns with nothing
+// of its own still landing: one that landed after the return met the next
+// run's resume as "wrong last sequence" (seen under load). Those that land
+// in order still count as landed.
+func (w *restoreFlight) drain() {
+	deadline := time.NewTimer(restoreDrainWait)
+	defer deadline.Stop()
+	ordered := true
+	for _, p := range w.pending {
+		select {
+		case ack := <-p.future.Ok():
+			if ordered && !ack.Duplicate && ack.Sequence == p.seq && p.seq == w.landed+1 {
+				w.landed = p.seq
+			} else {
+				ordered = false
+			}
+		case <-p.future.Err():
+			ordered = false
+		case <-deadline.C:
+			w.pending = nil
+			return
+		}
+	}
+	w.pending = nil
 }
 
 // Replace deletes the stream and asserts it again, empty: restore --force.

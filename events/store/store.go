@@ -385,7 +385,7 @@ func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string
 	if err != nil {
 		return 0, false
 	}
-	return m.Sequence, m.Header.Get(jetstream.MsgIDHeader) == msgID
+	return m.Sequence, MsgID(m.Header) == msgID
 }
 
 // Version is the stream sequence of agg's last event, 0 when it has none.
