@@ -196,6 +196,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer func() { stopBeat(); <-beating }()
 	a.recordKey(ctx)
 	a.flushPendingLocked(ctx)
+	a.reportInterrupted(ctx) // after the reports kept before it, before any apply
 	wake := make(chan struct{}, 1)
 	sub, err := a.st.NC().Subscribe(subject, func(*nats.Msg) {
 		select {
@@ -361,6 +362,7 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) *applied {
 		return nil
 	}
 	defer root.Close()
+	a.beginApply(d.Sequence, digest)
 	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, owners: owners(a.applied), changedModules: map[string]bool{}}
 	changed, failed := ap.apply(d.Resources)
 	a.applied, a.failed, a.drifted, a.verified = &d, map[string]bool{}, "", map[string]fileStat{}
@@ -370,7 +372,7 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) *applied {
 		a.failed[f.Path] = true
 		out.hold[owner[f.Path]] = true
 	}
-	a.state.LastSequence, a.state.LastDigest = d.Sequence, digest
+	a.state.LastSequence, a.state.LastDigest, a.state.Applying = d.Sequence, digest, nil
 	var report events.Event = events.DeclarationApplied{Node: node, Sequence: d.Sequence, Digest: digest, Changed: changed}
 	if len(failed) > 0 {
 		report = events.DeclarationFailed{Node: node, Sequence: d.Sequence, Digest: digest, Failed: boundFailures(failed)}

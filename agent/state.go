@@ -1,12 +1,16 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/meshctl/mesh/events"
 )
 
 // State is what the agent keeps between runs, in its state directory: where
@@ -25,6 +29,46 @@ type State struct {
 	// reports again only when they change.
 	Facts    map[string]string `json:"facts,omitempty"`
 	FactCaps []string          `json:"fact_capabilities,omitempty"`
+	// Applying is the apply under way: saved before the first resource is
+	// written, and cleared in the same save that keeps its report (send),
+	// so a state that holds it after a restart is an apply that was cut
+	// part way. Nil between applies.
+	Applying *Applying `json:"applying,omitempty"`
+}
+
+// Applying is an apply the agent began: which declaration, and when.
+type Applying struct {
+	Sequence uint64    `json:"sequence"`
+	Digest   string    `json:"digest"`
+	BeganAt  time.Time `json:"began_at"`
+}
+
+// beginApply records, durably, that the declaration of seq is about to be
+// applied. It costs a state save per apply; without it a kill part way
+// through leaves a root of new and old files that nothing names.
+func (a *Agent) beginApply(seq uint64, digest string) {
+	a.state.Applying = &Applying{Sequence: seq, Digest: digest, BeganAt: time.Now().UTC()}
+	if err := a.state.save(a.cfg.State); err != nil {
+		a.cfg.Log.Error(err.Error())
+	}
+}
+
+// reportInterrupted says, once, that the apply the state holds as begun was
+// cut part way (ApplyInterrupted), before the agent applies anything again.
+// The record is cleared in the save that keeps the report, so it is said
+// once even when the bus is away (kept, then sent like any report).
+func (a *Agent) reportInterrupted(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ap := a.state.Applying
+	if ap == nil {
+		return
+	}
+	a.cfg.Log.Warn("the last apply was cut part way: its files were part new, part old; applying again",
+		"sequence", ap.Sequence, "began_at", ap.BeganAt)
+	a.state.Applying = nil
+	a.send(ctx, reportID("i", ap.Sequence, ap.Digest), events.ApplyInterrupted{Node: a.cfg.Join.Node,
+		Sequence: ap.Sequence, Digest: ap.Digest, BeganAt: ap.BeganAt})
 }
 
 // Pending is a report that could not be published yet.

@@ -34,7 +34,7 @@ type History struct {
 type HistoryEntry struct {
 	Seq       uint64                `json:"seq"` // stream sequence
 	At        time.Time             `json:"at"`
-	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused", "drift"
+	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused", "drift", "interrupted"
 	Sequence  uint64                `json:"sequence"`
 	Digest    string                `json:"digest"`
 	By        string                `json:"by,omitempty"`
@@ -51,6 +51,8 @@ type HistoryEntry struct {
 	// put them back (a corrective change) or only said so.
 	Paths     []string `json:"paths,omitempty"`
 	Corrected bool     `json:"corrected,omitempty"`
+	// Interrupted's: when the agent began the apply it did not finish.
+	BeganAt time.Time `json:"began_at,omitzero"`
 }
 
 // recorded is one indexed declaration read back by its sequence.
@@ -125,6 +127,7 @@ func inFlight(n, k int, fn func(int)) {
 var historyKinds = map[byte]string{
 	projections.HistoryDeclaration: "declaration", projections.HistoryApplied: "applied",
 	projections.HistoryFailed: "failed", projections.HistoryRefused: "refused", projections.HistoryDrift: "drift",
+	projections.HistoryInterrupted: "interrupted",
 }
 
 // History answers every declaration the node was told and every report it
@@ -153,7 +156,7 @@ func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, erro
 		out.Entries = append(out.Entries, HistoryEntry{Seq: row.Seq, At: row.At, Kind: historyKinds[row.Kind],
 			Sequence: row.Sequence, Digest: row.Digest, By: row.By, Builds: row.Builds, BuildsUnknown: row.Kind == projections.HistoryDeclaration && row.Builds == nil,
 			Resources: row.Resources, Changed: row.Changed, Reason: row.Reason, Highest: row.Highest, Failed: row.Failed,
-			Paths: row.Paths, Corrected: row.Corrected})
+			Paths: row.Paths, Corrected: row.Corrected, BeganAt: row.BeganAt})
 	}
 	if r.Diff {
 		if err := h.diff(ctx, idx, out.Entries); err != nil {

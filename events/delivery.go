@@ -1,5 +1,7 @@
 package events
 
+import "time"
+
 // DeclarationSent: the controller signed a declaration for a node and this
 // event is its delivery: the agent reads it from the stream, so sending and
 // recording are one act. It is an event of the node's aggregate, appended
@@ -57,6 +59,21 @@ type DeclarationRefused struct {
 	Reason   string `json:"reason"`
 	Highest  uint64 `json:"highest"`
 }
+
+// ApplyInterrupted: the node's agent began applying the declaration of
+// Sequence (Digest) at BeganAt and stopped before it finished (killed, its
+// machine lost power). Each file is written whole, so the root held some
+// of that declaration's files and some of the one before: this says the
+// window existed. Said by the agent's next start, before it applies again;
+// the report of the apply that completes it follows.
+type ApplyInterrupted struct {
+	Node     string    `json:"node"`
+	Sequence uint64    `json:"sequence"`
+	Digest   string    `json:"digest"`
+	BeganAt  time.Time `json:"began_at"`
+}
+
+func (ApplyInterrupted) EventType() string { return "ApplyInterrupted" }
 
 func (DeclarationSent) EventType() string       { return "DeclarationSent" }
 func (ControllerKeyRecorded) EventType() string { return "ControllerKeyRecorded" }

@@ -28,6 +28,7 @@ func layoutSamples() map[string]any {
 		"DeclarationRefused":    DeclarationRefused{Node: "n", Sequence: 2, Reason: "é, b", Highest: 9},
 		"ProviderFailing":       ProviderFailing{Provider: "db", Machine: "m", Consumer: "c", Word: "w"},
 		"ProviderRecovered":     ProviderRecovered{Provider: "db", Machine: "m", Consumer: "c"},
+		"ApplyInterrupted":      ApplyInterrupted{Node: "n", Sequence: 1<<64 - 1, Digest: "d", BeganAt: at},
 		"sentForFold":           sentForFold{Node: "n", Sequence: 1<<64 - 1, Digest: "d", By: "push", Resources: -3, Declaration: []byte("{}"), Signature: []byte{}, Key: "K"},
 	}
 }

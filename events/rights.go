@@ -88,6 +88,7 @@ var Rights = map[string]Right{
 	"RuntimeStopped":      {ByNode, "", func(e Event) string { return e.(RuntimeStopped).Node }},
 	"DriftFound":          {ByNode, "", func(e Event) string { return e.(DriftFound).Node }},
 	"NodeFactsReported":   {ByNode, "", func(e Event) string { return e.(NodeFactsReported).Node }},
+	"ApplyInterrupted":    {ByNode, "", func(e Event) string { return e.(ApplyInterrupted).Node }},
 }
 
 // AgentReport says whether an event type is the word of a node's agent
@@ -96,7 +97,7 @@ var Rights = map[string]Right{
 // operator's; a report key's record signs itself.)
 func AgentReport(typ string) bool {
 	switch typ {
-	case "DeclarationApplied", "DeclarationFailed", "DeclarationRefused", "DriftFound", "NodeFactsReported",
+	case "DeclarationApplied", "DeclarationFailed", "DeclarationRefused", "DriftFound", "NodeFactsReported", "ApplyInterrupted",
 		"RuntimeStarted", "RuntimeExited", "RuntimeCrashLooping", "RuntimeSteady", "RuntimeStopped":
 		return true
 	}

@@ -26,6 +26,7 @@ import (
 //	2026-12-04  NetworkSet v1, AddressesAllotted v1, AddressesReleased v1.
 //	2026-12-04  SeatTaken v1, SeatHandoverStarted v1, SeatHandedOver v1, SeatReleased v1.
 //	2026-12-04  NodeUnreachable v1, NodeReachable v1.
+//	2026-12-04  report ApplyInterrupted v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -67,6 +68,7 @@ var table = map[string]entry{
 	"SeatReleased":        current[SeatReleased](1),
 	"NodeUnreachable":     current[NodeUnreachable](1),
 	"NodeReachable":       current[NodeReachable](1),
+	"ApplyInterrupted":    current[ApplyInterrupted](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.

@@ -81,6 +81,7 @@ func TestHistoryCodecRoundTrips(t *testing.T) {
 		{Seq: 7, Kind: HistoryRefused, At: at, Sequence: 2, Digest: "d", Reason: "replay", Highest: 9},
 		{Seq: 8, Kind: HistoryDrift, At: at, Sequence: 2, Paths: []string{"/etc/a", "/etc/b"}, Corrected: true},
 		{Seq: 9, Kind: HistoryDrift, At: at, Sequence: 3, Paths: []string{}},
+		{Seq: 10, Kind: HistoryInterrupted, At: at, Sequence: 4, Digest: "d", BeganAt: at.Add(-time.Minute)},
 	} {
 		b := encodeHistory(e)
 		got, err := decodeHistory(e.Seq, b)

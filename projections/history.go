@@ -29,6 +29,7 @@ import (
 //	failed:      uvarint(n) n × (str(path) str(reason))
 //	refused:     str(reason) uvarint(highest)
 //	drift:       bool(corrected) uvarint(n) n × str(path)
+//	interrupted: time(began at)
 //
 // A declaration whose builds could not be read from its bytes is written
 // with builds unknown, so that history says so instead of showing none.
@@ -41,6 +42,9 @@ const (
 	HistoryFailed      byte = 'f'
 	HistoryRefused     byte = 'r'
 	HistoryDrift       byte = 'x' // what drifted under the root since an apply
+	// HistoryInterrupted: an apply the agent began and did not finish
+	// (killed part way); the report of the apply that completed it follows.
+	HistoryInterrupted byte = 'i'
 )
 
 // HistoryEntry is one indexed event of a node: what history shows of it.
@@ -64,6 +68,8 @@ type HistoryEntry struct {
 	// put them back.
 	Paths     []string
 	Corrected bool
+	// An interrupted apply's: when the agent began it.
+	BeganAt time.Time
 }
 
 func historyKey(node string, seq uint64) []byte {
@@ -92,6 +98,8 @@ func (f *folder) foldHistory(rec events.Recorded) error {
 		node, e.Kind, e.Sequence, e.Digest, e.Reason, e.Highest = ev.Node, HistoryRefused, ev.Sequence, ev.Digest, ev.Reason, ev.Highest
 	case events.DriftFound:
 		node, e.Kind, e.Sequence, e.Paths, e.Corrected = ev.Node, HistoryDrift, ev.Sequence, ev.Paths, ev.Corrected
+	case events.ApplyInterrupted:
+		node, e.Kind, e.Sequence, e.Digest, e.BeganAt = ev.Node, HistoryInterrupted, ev.Sequence, ev.Digest, ev.BeganAt
 	default:
 		return nil
 	}
@@ -130,6 +138,8 @@ func encodeHistory(e HistoryEntry) []byte {
 		for _, p := range e.Paths {
 			w.str(p)
 		}
+	case HistoryInterrupted:
+		w.time(e.BeganAt)
 	}
 	return w.b
 }
@@ -165,6 +175,8 @@ func decodeHistory(seq uint64, v []byte) (HistoryEntry, error) {
 		for range n {
 			e.Paths = append(e.Paths, r.str())
 		}
+	case HistoryInterrupted:
+		e.BeganAt = r.time()
 	default:
 		r.bad = true
 	}

@@ -69,6 +69,9 @@ func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
 			detail = "changed behind the agent's back, put back (a corrective change): " + strings.Join(e.Paths, ", ")
 		case e.Kind == "drift":
 			detail = "changed behind the agent's back, left as found (--drift report): " + strings.Join(e.Paths, ", ")
+		case e.Kind == "interrupted":
+			detail = "the agent began applying it at " + e.BeganAt.UTC().Format(time.RFC3339) +
+				" and stopped part way: its files were part new, part old, until the apply after this line"
 		}
 		if e.Highest > 0 {
 			detail += fmt.Sprintf(" (it had applied up to sequence %d)", e.Highest)

@@ -1,0 +1,111 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/events"
+)
+
+// An interrupted apply is a fact (issue 28): an agent killed part way
+// through an apply leaves its state holding the apply it began (saved
+// before the first file is written) and some files new, some old. Started
+// again, it says so (ApplyInterrupted) before it applies again, and
+// history shows the interrupted apply and then the one that completed it;
+// said once, not at every start.
+func TestAnInterruptedApplyIsInHistory(t *testing.T) {
+	m := newMesh(t)
+	m.Enroll("web-1")
+	root := filepath.Join(t.TempDir(), "root")
+	stateFile := filepath.Join(root+".state", "state.json")
+	// Until the report of an apply is saved, the state on disk says the
+	// apply is under way: what a kill in that window leaves.
+	onDisk := make(chan *agent.Applying, 1)
+	stop := m.AgentWith("web-1", root, func(c *agent.Config) {
+		c.Observe = func(o agent.Observation) {
+			if _, ok := o.Report.(events.DeclarationApplied); ok {
+				var st agent.State
+				b, _ := os.ReadFile(stateFile)
+				json.Unmarshal(b, &st)
+				select {
+				case onDisk <- st.Applying:
+				default:
+				}
+			}
+		}
+	})
+	m.WriteModule(motdModule)
+	m.Assign("web-1", "motd", nil)
+	first := m.Push("web-1").Sent[0]
+	m.Report("web-1", first.Digest)
+	stop()
+	if ap := <-onDisk; ap == nil || ap.Sequence != first.Sequence || ap.Digest != first.Digest || ap.BeganAt.IsZero() {
+		t.Fatalf("the state on disk while the apply of %d was reported: applying %+v", first.Sequence, ap)
+	}
+
+	m.WriteModule(`{"module":"banner","resources":[{"kind":"file","path":"/etc/banner","mode":"0644","content":"new\n"}]}`)
+	m.Assign("web-1", "banner", nil)
+	cut := m.Push("web-1").Sent[0]
+	// The agent killed while applying cut: its state as beginApply saved
+	// it, and one of cut's files written.
+	var st agent.State
+	b, err := os.ReadFile(stateFile)
+	m.Must(err)
+	m.Must(json.Unmarshal(b, &st))
+	began := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	st.Applying = &agent.Applying{Sequence: cut.Sequence, Digest: cut.Digest, BeganAt: began}
+	b, _ = json.Marshal(st)
+	m.Must(os.WriteFile(stateFile, b, 0o600))
+	m.Must(os.WriteFile(filepath.Join(root, "etc/banner"), []byte("new\n"), 0o644))
+
+	stop = m.AgentAt("web-1", root)
+	if r := m.Report("web-1", cut.Digest); r.Outcome != "applied" {
+		t.Fatalf("the apply after the cut: %+v", r)
+	}
+	kinds := func() (out []commands.HistoryEntry) {
+		h, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: "web-1"})
+		m.Must(err)
+		for _, e := range h.Entries {
+			if e.Sequence == cut.Sequence {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	got := kinds()
+	if len(got) != 3 || got[0].Kind != "declaration" || got[1].Kind != "interrupted" || got[2].Kind != "applied" ||
+		got[1].Digest != cut.Digest || !got[1].BeganAt.Equal(began) {
+		t.Fatalf("history of sequence %d: %+v, want sent, interrupted (began %s), applied", cut.Sequence, got, began)
+	}
+	b, err = os.ReadFile(stateFile)
+	m.Must(err)
+	st = agent.State{}
+	m.Must(json.Unmarshal(b, &st))
+	if st.Applying != nil {
+		t.Fatalf("the state after the completed apply still holds %+v", st.Applying)
+	}
+
+	// Started again, it has nothing to say of it: the next push's report
+	// comes after anything the start said.
+	stop()
+	m.AgentAt("web-1", root)
+	m.WriteModule(`{"module":"banner","resources":[{"kind":"file","path":"/etc/banner","mode":"0644","content":"newer\n"}]}`)
+	m.Assign("web-1", "banner", nil)
+	m.Report("web-1", m.Push("web-1").Sent[0].Digest)
+	h, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: "web-1"})
+	m.Must(err)
+	n := 0
+	for _, e := range h.Entries {
+		if e.Kind == "interrupted" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d interrupted applies in history, want 1: %+v", n, h.Entries)
+	}
+}
