@@ -31,6 +31,9 @@ const lagTolerance = 3 * time.Second
 func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, error) {
 	out := []string{}
 	if !h.past {
+		if bus := h.busCause(); bus != "" {
+			out = append(out, bus)
+		}
 		var fe *projections.FoldError
 		if errors.As(h.Proj.Failure(), &fe) {
 			out = append(out, fmt.Sprintf("the read models stopped at event %d and hold nothing after it: %v", fe.Seq, strings.TrimPrefix(refusal(fe).Error(), ErrReadOnly.Error()+": ")))
