@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
 func TestStatusAndStandings(t *testing.T) {
