@@ -68,6 +68,18 @@ var ErrNoController = errors.New("no mesh controller is answering")
 // how to check. Rule 26: every wait is bounded and every outcome said.
 var ErrUnknownOutcome = errors.New("the outcome is unknown")
 
+// ErrNoAnswer: a question (a read: status, a listing) went unanswered, so
+// the command cannot say what was asked: whether the mesh is well is
+// unknown, not "no" (exit 3, as for a change whose outcome is unknown).
+var ErrNoAnswer = errors.New("no controller answered the question")
+
+// noAnswer is an unanswered read: its sentence, and of kind ErrNoAnswer
+// beside what it wraps (ErrNoController).
+type noAnswer struct{ error }
+
+func (e noAnswer) Is(target error) bool { return target == ErrNoAnswer }
+func (e noAnswer) Unwrap() error        { return e.error }
+
 // watchEvery is how often a client waiting for an answer asks whether a
 // controller is still there: one that died is noticed within it, not at
 // the end of a push's minutes-long timeout.
@@ -103,19 +115,33 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 		from = c.streamEnd(ctx)
 	}
 	msg, err := c.request(ctx, out)
+	writes := commands.Writes(subject)
 	switch {
-	case errors.Is(err, nats.ErrNoResponders):
+	case errors.Is(err, nats.ErrNoResponders) && writes:
+		// Nothing took the request, so nothing was done: a failure, not
+		// an unknown outcome.
 		return fmt.Errorf("%w on the bus at %s; start one with `mesh up` (one box) or `mesh serve`", ErrNoController, c.Where)
-	case errors.Is(err, errControllerGone) && commands.Writes(subject):
+	case errors.Is(err, nats.ErrNoResponders):
+		return noAnswer{fmt.Errorf("%w on the bus at %s, so this cannot be answered; start one with `mesh up` (one box) or `mesh serve`", ErrNoController, c.Where)}
+	case errors.Is(err, errBusLost) && writes:
+		return c.unknownOutcome(fmt.Sprintf("the bus at %s went away before the controller answered", c.Where), from)
+	case errors.Is(err, errBusLost):
+		return noAnswer{fmt.Errorf("the bus at %s went away before the controller answered; check that `mesh up` or `mesh serve` is running", c.Where)}
+	case errors.Is(err, errRequestLost) && writes:
+		return c.unknownOutcome("the controller that took the request is gone, and another answers now (a restarted mesh up?)", from)
+	case errors.Is(err, errControllerGone) && writes:
 		return c.unknownOutcome("the controller went away before it answered", from)
-	case errors.Is(err, context.DeadlineExceeded) && commands.Writes(subject), errors.Is(err, nats.ErrTimeout) && commands.Writes(subject):
+	case errors.Is(err, context.DeadlineExceeded) && writes, errors.Is(err, nats.ErrTimeout) && writes:
 		return c.unknownOutcome(fmt.Sprintf("the controller did not answer within %s (--timeout)", timeout), from)
-	case errors.Is(err, errControllerGone):
-		return fmt.Errorf("%w: the controller went away before it answered; check that `mesh up` or `mesh serve` is running", ErrNoController)
+	case errors.Is(err, errControllerGone), errors.Is(err, errRequestLost):
+		return noAnswer{fmt.Errorf("%w: the controller went away before it answered; check that `mesh up` or `mesh serve` is running", ErrNoController)}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return fmt.Errorf("%w within %s on the bus at %s; check that `mesh up` or `mesh serve` is running and healthy, or give a longer --timeout", ErrNoController, timeout, c.Where)
+		return noAnswer{fmt.Errorf("%w within %s on the bus at %s; check that `mesh up` or `mesh serve` is running and healthy, or give a longer --timeout", ErrNoController, timeout, c.Where)}
 	case err != nil:
 		return fmt.Errorf("cannot reach the controller on the bus at %s: %w", c.Where, err)
+	}
+	if msg.Header.Get(micro.ErrorCodeHeader) == commands.CodeCut && writes {
+		return c.unknownOutcome(msg.Header.Get(micro.ErrorHeader), from)
 	}
 	if desc := msg.Header.Get(micro.ErrorHeader); desc != "" {
 		return &RemoteError{Code: msg.Header.Get(micro.ErrorCodeHeader), Description: desc, Kind: msg.Header.Get(commands.KindHeader)}
@@ -130,36 +156,6 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 		return fmt.Errorf("the controller's answer on %s is not what this mesh binary expects (%v); are both the same version?", subject, err)
 	}
 	return nil
-}
-
-var errControllerGone = errors.New("no controller answers any more")
-
-// request sends out and waits for the answer, asking every watchEvery
-// whether any controller is still serving: when none is, it stops waiting.
-func (c *Client) request(ctx context.Context, out *nats.Msg) (*nats.Msg, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		tick := time.NewTicker(watchEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			_, err := c.NC.Request(pingSubject, nil, watchEvery)
-			if errors.Is(err, nats.ErrNoResponders) {
-				cancel(errControllerGone)
-				return
-			}
-		}
-	}()
-	msg, err := c.NC.RequestMsgWithContext(ctx, out)
-	if cause := context.Cause(ctx); errors.Is(cause, errControllerGone) {
-		return nil, cause
-	}
-	return msg, err
 }
 
 // pingSubject is where the services protocol answers for every controller.
@@ -188,7 +184,11 @@ func (c *Client) unknownOutcome(why string, from uint64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	landed := "the log could not be read to say what landed"
-	if st, err := store.Attach(ctx, c.NC, ""); err == nil && from != noPosition {
+	if !c.NC.IsConnected() {
+		// Not tried: a read on a connection that is away waits out its
+		// whole bound for nothing.
+		landed = "the log cannot be read while the bus is away"
+	} else if st, err := store.Attach(ctx, c.NC, ""); err == nil && from != noPosition {
 		counts := map[string]int{}
 		var first, last uint64
 		err := st.Read(ctx, store.ReadOptions{From: from + 1}, func(m store.Msg) error {

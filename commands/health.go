@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Rule 14 holds only if the read models status answers from can be
@@ -31,12 +32,19 @@ const lagTolerance = 3 * time.Second
 func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, error) {
 	out := []string{}
 	if !h.past {
+		if bus := h.busCause(); bus != "" {
+			out = append(out, bus)
+		}
 		var fe *projections.FoldError
 		if errors.As(h.Proj.Failure(), &fe) {
 			out = append(out, fmt.Sprintf("the read models stopped at event %d and hold nothing after it: %v", fe.Seq, strings.TrimPrefix(refusal(fe).Error(), ErrReadOnly.Error()+": ")))
 		} else if errors.As(h.Proj.Stalled(), &fe) {
 			out = append(out, fmt.Sprintf("the read models cannot be written (a full disk?), and hold nothing after event %d until they can: %v", h.Proj.Checkpoint(), fe.Err))
-		} else if lag, err := h.lag(ctx, v.Checkpoint()); err != nil {
+		} else if lag, err := h.lag(ctx, v.Checkpoint()); errors.Is(err, jetstream.ErrStreamNotFound) {
+			// Not "cannot be read": the log itself is gone, and these read
+			// models are all that is left of it.
+			out = append(out, fmt.Sprintf("the bus no longer has the stream %s these read models were folded from: writes have nowhere to land; stop the mesh and restore a backup (mesh restore)", h.Store.Name()))
+		} else if err != nil {
 			out = append(out, "the stream's position cannot be read, so these read models cannot be trusted to be current: "+err.Error())
 		} else if lag != "" {
 			out = append(out, lag)

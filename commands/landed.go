@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -24,8 +23,8 @@ var ErrNotFolded = errors.New("the change landed but is not folded yet")
 // writable refuses a write while the fold is stopped (rule 19: a newer
 // controller's event, or a failing disk), with the one sentence that says why.
 func (h *Handlers) writable() error {
-	if t := h.busTrouble.Load(); t != nil {
-		return fmt.Errorf("%w (%v)", store.ErrStorage, *t)
+	if err, _ := h.bus.trouble(); err != nil {
+		return busDown(err)
 	}
 	var fe *projections.FoldError
 	if errors.As(h.Proj.Failure(), &fe) {

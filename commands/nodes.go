@@ -51,10 +51,10 @@ type Handlers struct {
 	past bool
 	// storageFull: the last write met a bus that could not store it.
 	storageFull atomic.Bool
-	// busTrouble, when set, is why the bus takes no events now (its disk
-	// failed a write): writes are refused at once with it, rather than
-	// waiting for an answer the bus will not give.
-	busTrouble atomic.Pointer[error]
+	// bus is why the bus takes no events now, when it does not (its disk
+	// failed a write, its directory is gone): writes are refused at once
+	// with it, and those in flight are cut with it (bustrouble.go).
+	bus busTrouble
 	// autoSeen is the composition version at which no new build waited
 	// for its auto rollout: a drive's tick reads no assignment until a
 	// registration or an assignment moves it.
@@ -66,18 +66,6 @@ type Handlers struct {
 	// addressSeen is the composition version at which no active node
 	// lacked an overlay address (DriveNetwork).
 	addressSeen atomic.Uint64
-}
-
-// SetBusTrouble says the bus takes no events now, and why (nil: it does
-// again). mesh up, which owns its bus, watches it and says so.
-func (h *Handlers) SetBusTrouble(err error) {
-	if err == nil {
-		if h.busTrouble.Swap(nil) != nil {
-			h.Proj.Refollow() // the bus's consumers were started again with it
-		}
-		return
-	}
-	h.busTrouble.Store(&err)
 }
 
 // maxAttempts bounds decide-append rounds when other writers keep moving an

@@ -25,6 +25,11 @@ const (
 	CodeInternal   = "500"
 	// CodeUnavailable: the controller serves reads only (its fold stopped).
 	CodeUnavailable = "503"
+	// CodeCut: a write was cut while it waited on the bus, which stopped
+	// taking events (ErrBusDown): what it appended before is in the log,
+	// what it was appending may or may not be, so the client says its
+	// outcome is unknown with what the log holds.
+	CodeCut = "504"
 )
 
 // Request timeouts inside the controller: a verb that cannot finish in this
@@ -119,6 +124,11 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
+		if writes {
+			var uncut context.CancelFunc
+			ctx, uncut = h.cutOnTrouble(ctx)
+			defer uncut()
+		}
 		began := time.Now()
 		resp, err := fn(ctx, req)
 		if h.metrics != nil {
@@ -130,6 +140,12 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 		}
 		if writes {
 			h.observe(err)
+		}
+		if cut := cutBy(ctx); err != nil && cut != nil {
+			// Whatever the verb made of its cut context (a canceled
+			// publish, a wait that ended), the cause is the bus.
+			r.Error(CodeCut, "the controller stopped waiting on the bus: "+cut.Error(), nil)
+			return
 		}
 		if err != nil {
 			// The refusal's kind travels with it, so the client's error is

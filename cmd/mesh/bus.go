@@ -136,7 +136,7 @@ func (g *Globals) client() (*client.Client, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := g.dial(addr, "mesh cli")
+	nc, err := g.dial(addr, "mesh cli", client.Options()...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -150,7 +150,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 type exitCode int
 
 // exitError is a failure with an exit code of its own (status: 1 not well,
-// 2 not answered). With no err it prints nothing: the output said it.
+// 3 not answered). With no err it prints nothing: the output said it.
 type exitError struct {
 	code int
 	err  error
@@ -190,7 +190,7 @@ const (
 	exitDone      = 0
 	exitFailed    = 1
 	exitNotUnders = 2 // not understood, or ambiguous
-	exitUnknown   = 3 // a change was asked for and its outcome is unknown
+	exitUnknown   = 3 // a change was asked for and its outcome is unknown, or a question went unanswered
 )
 
 // exitFor is the exit code of a command's error.
@@ -203,7 +203,7 @@ func exitFor(err error) int {
 		return ee.code
 	case errors.As(err, &ue):
 		return exitNotUnders
-	case errors.Is(err, client.ErrUnknownOutcome):
+	case errors.Is(err, client.ErrUnknownOutcome), errors.Is(err, client.ErrNoAnswer):
 		return exitUnknown
 	case errors.As(err, &re) && re.Code == commands.CodeBadRequest:
 		return exitNotUnders

@@ -43,7 +43,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	exe := browser(t)
 	t.Setenv("MESH_NATS_URL", "")
 	home, httpAddr := t.TempDir(), freeAddr(t)
-	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--http", httpAddr)
+	up := start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--http", httpAddr)
 	mustRun(t, home, "node", "enroll", "box")
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
 	mustRun(t, home, "module", "register", "../../examples/greeter.json")
@@ -59,7 +59,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(alloc)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, time.Minute)
+	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	state := `document.querySelector('tr[data-node="box"] td.state')`
 	verdict := func() string {
@@ -109,6 +109,21 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	history, err := chromedp.Run(ctx, chromedp.Text(`#history`))
 	if err != nil || !strings.Contains(history, "applied sequence 1") || !strings.Contains(history, "/etc/motd") || !strings.Contains(history, "by rollout r-") {
 		t.Fatalf("box's page: %q %v", history, err)
+	}
+
+	// The controller gone: the page must not go on saying what it last
+	// heard. Within a few seconds the verdict is neither "well" nor green,
+	// and says since when it has not heard (issue 28).
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`["verdict well", "verdict notwell"].includes(document.querySelector('#verdict').className)`)); err != nil {
+		t.Fatalf("the page before mesh up stops: verdict %q, %v", verdict(), err)
+	}
+	up.stop()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#verdict').className === "verdict stale"`)); err != nil ||
+		!strings.HasPrefix(verdict(), "unknown: not heard from the controller since ") {
+		t.Fatalf("the page with mesh up stopped: verdict %q, %v", verdict(), err)
 	}
 }
 

@@ -23,7 +23,9 @@ type StatusCmd struct {
 }
 
 // Run prints a line per node, every standing, and the verdict. Exit 0 when
-// well, 1 when not, 2 when status itself could not be answered.
+// well, 1 when not, 3 when status itself could not be answered (no bus, no
+// controller): whether the mesh is well is then unknown, which a script
+// must not read as "not understood" (2) nor as "not well" (1).
 func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.Watch == 0 {
 		return c.once(ctx, g, out)
@@ -33,7 +35,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	for {
 		fmt.Fprintf(out.Out, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
-		if err := c.once(ctx, g, out); ctx.Err() == nil && exitFor(err) == exitNotUnders {
+		if err := c.once(ctx, g, out); ctx.Err() == nil && (exitFor(err) == exitUnknown || exitFor(err) == exitNotUnders) {
 			return err // status itself cannot be answered: say so, not again and again
 		}
 		select {
@@ -52,7 +54,10 @@ func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
 	}
 	var s commands.StatusReport
 	if err := g.call(ctx, commands.SubjectStatus, req, &s); err != nil {
-		return exitError{code: 2, err: err}
+		if exitFor(err) == exitNotUnders {
+			return err
+		}
+		return exitError{code: exitUnknown, err: err}
 	}
 	if c.JSON {
 		if s.Table != nil {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
 func TestStatusAndStandings(t *testing.T) {
@@ -54,7 +56,14 @@ func TestStatusAndStandings(t *testing.T) {
 	if r := mesh(t, home, recovered...); r.code != 0 || !strings.Contains(r.out, "was not failing") {
 		t.Fatalf("recovered with nothing failing: %+v", r)
 	}
-	if r := mesh(t, t.TempDir(), "--bus", "nats://"+freeAddr(t), "status"); r.code != 2 {
+	// Unanswered, status cannot say whether the mesh is well: exit 3
+	// (unknown), neither 2 (not understood) nor 1 (not well), whether no
+	// bus or no controller answers (issue 28).
+	if r := mesh(t, t.TempDir(), "--bus", "nats://"+freeAddr(t), "status"); r.code != 3 {
 		t.Fatalf("status with no bus: %+v", r)
+	}
+	bare := embeddedtest.Server(t)
+	if r := mesh(t, t.TempDir(), "--bus", bare.ClientURL(), "status"); r.code != 3 || !strings.Contains(r.err, "no mesh controller is answering") {
+		t.Fatalf("status with no controller: %+v", r)
 	}
 }

@@ -17,17 +17,38 @@ function fill(id, items, none) {
 }
 
 async function fetchJSON(url) {
-  const r = await fetch(url, { cache: "no-store" });
+  // Bounded: a controller that takes a request and never answers must not
+  // hold the page's loop, which then could not say it is stale.
+  const r = await fetch(url, { cache: "no-store", signal: AbortSignal.timeout(staleAfter) });
   if (!r.ok) throw new Error(url + ": " + r.status + " " + (await r.text()));
   return r.json();
 }
 
 const seenStates = new Set();
 
-function drawStatus(s) {
+// staleAfter: status is read every second, so an answer older than this
+// means the controller (or mesh up) is not answering: the verdict must not
+// go on saying "well" in green from what it said before (issue 28).
+const staleAfter = 5000;
+let heard = null; // when the controller last answered, null: never
+let lastWell = null;
+
+function drawVerdict() {
   const v = document.getElementById("verdict");
-  v.textContent = s.well ? "well" : "not well";
-  v.className = "verdict " + (s.well ? "well" : "notwell");
+  if (heard === null || Date.now() - heard > staleAfter) {
+    const since = heard === null ? "since this page opened" : `since ${new Date(heard).toLocaleTimeString()} (${Math.round((Date.now() - heard) / 1000)} s ago)`;
+    v.textContent = `unknown: not heard from the controller ${since}`;
+    v.className = "verdict stale";
+    return;
+  }
+  v.textContent = lastWell ? "well" : "not well";
+  v.className = "verdict " + (lastWell ? "well" : "notwell");
+}
+
+function drawStatus(s) {
+  heard = Date.now();
+  lastWell = s.well;
+  drawVerdict();
   fill("causes", (s.causes || []).map((c) => el("li", c)), s.well ? "nothing: the mesh is well" : "only the nodes and standings below");
   const filter = document.getElementById("filter");
   const search = document.getElementById("search").value.trim();
@@ -108,4 +129,7 @@ if (document.body.dataset.page === "node") {
   loop("/api/node/" + encodeURIComponent(name), drawNode, 2000);
 } else {
   loop("/api/status", drawStatus, 1000);
+  // Apart from the loop, which may be waiting on an answer: the verdict
+  // turns stale on time even while a read hangs.
+  setInterval(() => { if (heard === null || Date.now() - heard > staleAfter) drawVerdict(); }, 1000);
 }

@@ -1,0 +1,185 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// A client waiting for an answer watches three things, so that it never
+// waits blind (rule 26): its own connection to the bus, whether a
+// controller still serves, and whether the controller that took its
+// request is still the one serving.
+
+// busGrace is how long a client stays without a bus before it stops
+// waiting: on a cluster a connection moves to another server in well under
+// it (the pool holds the others, tried at once), while a killed mesh up
+// leaves nothing to move to. Longer, and a push against a dead mesh up
+// hangs on; shorter, and a cluster's failover would end requests that
+// would have been answered.
+const busGrace = 2 * time.Second
+
+// Options are the connection options of a command line client: a bus that
+// dies is noticed in about two seconds, not at nats.go's defaults (a ping
+// every two minutes, and sixty tries two seconds apart, which made a push
+// wait 123 s for "connection closed" after mesh up was killed).
+func Options() []nats.Option {
+	return []nats.Option{
+		// A server gone without closing its socket (its machine lost) is
+		// found by pings: two unanswered a second apart.
+		nats.PingInterval(time.Second), nats.MaxPingsOutstanding(2),
+		// A restarted mesh up is found again within a quarter second of
+		// listening, inside busGrace, so a lost request is said quickly.
+		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
+		nats.MaxReconnects(-1), // the watch, not nats.go, decides when to stop
+	}
+}
+
+// Why a client stopped waiting before its answer came.
+var (
+	errControllerGone = errors.New("no controller answers any more")
+	// errBusLost: the connection to the bus was lost and not found again
+	// within busGrace.
+	errBusLost = errors.New("the bus went away")
+	// errRequestLost: controllers answer, but none of those that served
+	// when the request was sent, so the one that took it is gone (a
+	// restarted mesh up): its answer will never come.
+	errRequestLost = errors.New("the controller that took the request is gone")
+)
+
+// request sends out and waits for the answer, watching the bus and the
+// controllers; it stops waiting at the first sign the answer cannot come.
+func (c *Client) request(ctx context.Context, out *nats.Msg) (*nats.Msg, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	status := c.NC.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	defer c.NC.RemoveStatusListener(status)
+	// The controllers serving as the request goes out: one of them takes
+	// it. The request waits for the first of their answers (one round
+	// trip), so that a controller that dies at once is still known to have
+	// served; the others' answers are gathered beside it.
+	took := make(chan map[string]bool, 1)
+	heard := make(chan struct{})
+	go func() { took <- c.serving(ctx, heard) }()
+	<-heard
+	go c.watch(ctx, cancel, status, took)
+	msg, err := c.NC.RequestMsgWithContext(ctx, out)
+	if cause := context.Cause(ctx); errors.Is(cause, errControllerGone) || errors.Is(cause, errBusLost) || errors.Is(cause, errRequestLost) {
+		return nil, cause
+	}
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return nil, errBusLost
+	}
+	return msg, err
+}
+
+// watch cancels ctx with the reason the answer cannot come: the bus gone
+// for busGrace, no controller serving, or none of those that served when
+// the request went out (took).
+func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc, status <-chan nats.Status, took <-chan map[string]bool) {
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	var first map[string]bool
+	var lost <-chan time.Time // set while the bus is away
+	for {
+		check := false
+		select {
+		case <-ctx.Done():
+			return
+		case first = <-took:
+			took = nil
+		case s := <-status:
+			switch {
+			case s == nats.CONNECTED:
+				// Back, on this server or another: whether the request's
+				// controller is still there is asked at once.
+				lost, check = nil, true
+			case s == nats.CLOSED:
+				cancel(errBusLost)
+				return
+			case lost == nil:
+				lost = time.After(busGrace)
+			}
+		case <-lost:
+			cancel(errBusLost)
+			return
+		case <-tick.C:
+			check = lost == nil
+		}
+		if !check || !c.NC.IsConnected() {
+			continue
+		}
+		now := c.serving(ctx, nil)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case now == nil:
+			// Asked, but not answered: the bus itself is slow; the next
+			// tick asks again.
+		case len(now) == 0:
+			cancel(errControllerGone)
+			return
+		case len(first) > 0 && !overlaps(first, now):
+			cancel(errRequestLost)
+			return
+		}
+	}
+}
+
+// serving is the ids of the controllers that answer a ping now: empty when
+// none does, nil when the bus did not say (it is away, or slow). heard, if
+// given, is closed at the first answer, or when there is none.
+func (c *Client) serving(ctx context.Context, heard chan struct{}) map[string]bool {
+	said := sync.OnceFunc(func() {
+		if heard != nil {
+			close(heard)
+		}
+	})
+	defer said()
+	inbox := c.NC.NewInbox()
+	sub, err := c.NC.SubscribeSync(inbox)
+	if err != nil {
+		return nil
+	}
+	defer sub.Unsubscribe()
+	if err := c.NC.PublishRequest(pingSubject, inbox, nil); err != nil {
+		return nil
+	}
+	ids := map[string]bool{}
+	// The first answer within watchEvery; the others of several
+	// controllers come right behind it.
+	wait := watchEvery
+	for {
+		next, done := context.WithTimeout(ctx, wait)
+		m, err := sub.NextMsgWithContext(next)
+		done()
+		switch {
+		case errors.Is(err, nats.ErrNoResponders): // the bus says nobody serves
+			return ids
+		case err != nil && len(ids) == 0:
+			return nil
+		case err != nil:
+			return ids
+		}
+		var p micro.Ping
+		if json.Unmarshal(m.Data, &p) == nil && p.ID != "" {
+			ids[p.ID] = true
+		}
+		said()
+		wait = 100 * time.Millisecond
+	}
+}
+
+func overlaps(a, b map[string]bool) bool {
+	for id := range a {
+		if b[id] {
+			return true
+		}
+	}
+	return false
+}
