@@ -29,6 +29,9 @@ type Config struct {
 	RetryEvery time.Duration
 	// ReportTimeout bounds one attempt to publish a report (default 5s).
 	ReportTimeout time.Duration
+	// ReadTimeout bounds one read of the newest declaration (default
+	// store.CallTimeout); a read the bus never answers is tried again.
+	ReadTimeout time.Duration
 	// CheckEvery is how often the agent reads its newest declaration
 	// without being woken (default 10s).
 	CheckEvery time.Duration
@@ -163,6 +166,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.Timeout = cfg.ReadTimeout
 	a := &Agent{cfg: cfg, st: st, state: state, sealing: sealing, seal: seal}
 	a.sup = &supervisor{s: cfg.Supervision.withDefaults(), root: cfg.Root, node: cfg.Join.Node, log: cfg.Log,
 		report: a.reportRuntime, env: a.runtimeEnv, procs: map[string]*proc{}}
@@ -208,6 +212,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: cannot hear %s: %w", subject, err)
 	}
 	defer sub.Unsubscribe()
+	// Any reconnect (the bus restarted, a closed bus ended the connection's
+	// lifetime) may have lost a wake-up, or the answer to a read in flight:
+	// the agent reads its newest declaration again at once rather than at
+	// the next check (and a fleet checks rarely). A status listener, not
+	// ReconnectedCB, which belongs to whoever made the connection. The
+	// client sends its subscriptions again before anything published after
+	// the reconnect, so the wake-up is heard again before that read lands.
+	reconnected := a.st.NC().StatusChanged(nats.CONNECTED)
+	defer a.st.NC().RemoveStatusListener(reconnected)
 	// The server must have the subscription before the first read: a
 	// declaration landing between the two would otherwise wait for the
 	// next check.
@@ -263,12 +276,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	// soon, a few times, doubling, before the agent waits for the next.
 	again := time.NewTimer(0)
 	<-again.C
-	var backoff time.Duration
+	// failing is how long after a failed read it is tried again: a read
+	// the bus did not answer (each is bounded by store.CallTimeout) is
+	// owed until one succeeds, however long the bus is away.
+	var backoff, failing time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
+			backoff = wakeRetry
+		case <-reconnected:
 			backoff = wakeRetry
 		case <-tick.C:
 		case <-again.C:
@@ -278,8 +296,21 @@ func (a *Agent) Run(ctx context.Context) error {
 			continue
 		}
 		found, err := check()
-		if err != nil && ctx.Err() == nil {
-			a.cfg.Log.Warn("cannot read the newest declaration; trying again", "err", err)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if failing == 0 {
+				a.cfg.Log.Warn("cannot read the newest declaration; trying again until it can", "err", err)
+			}
+			failing = min(max(2*failing, wakeRetry), maxFailRetry)
+			backoff = 0
+			again.Reset(failing)
+			continue
+		}
+		if failing > 0 {
+			a.cfg.Log.Info("read the newest declaration again", "node", a.cfg.Join.Node)
+			failing = 0
 		}
 		if found || backoff == 0 || backoff > maxWakeRetry {
 			backoff = 0
@@ -289,6 +320,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		backoff *= 2
 	}
 }
+
+// maxFailRetry is the longest wait between reads that failed: the bus is
+// back within it of its return, at the cost of one small request an agent
+// every few seconds while it is away.
+const maxFailRetry = 5 * time.Second
 
 // After a wake-up, how soon a read that found nothing new is tried again,
 // and the longest wait between such tries (about 1.3 s in all): a publish

@@ -30,6 +30,9 @@ type Config struct {
 	// CheckEvery is each agent's unprompted read of its newest
 	// declaration (default: the agent's own).
 	CheckEvery time.Duration
+	// Timeout bounds each agent's read and report on the bus (default:
+	// the agent's own).
+	Timeout time.Duration
 }
 
 // Fleet is the running agents.
@@ -137,6 +140,7 @@ func (f *Fleet) open(ctx context.Context, cfg Config, j agent.Join, m *member, l
 	}
 	ag, err := agent.Open(ctx, nc, agent.Config{
 		Join: j, Root: filepath.Join(cfg.Dir, j.Node), Log: log, CheckEvery: cfg.CheckEvery, Slots: slots,
+		ReadTimeout: cfg.Timeout, ReportTimeout: cfg.Timeout,
 		Observe: func(o agent.Observation) { f.observe(m, o) },
 	})
 	if err != nil {
@@ -153,11 +157,17 @@ func (f *Fleet) observe(m *member, o agent.Observation) {
 	case nil:
 		m.follows.Store(o.Following)
 	case events.DeclarationApplied:
-		m.record(ev.Sequence, applied)
+		if !m.record(ev.Sequence, applied) {
+			return
+		}
 	case events.DeclarationFailed:
-		m.record(ev.Sequence, failed)
+		if !m.record(ev.Sequence, failed) {
+			return
+		}
 	case events.DeclarationRefused:
-		m.record(ev.Sequence, refused)
+		if !m.record(ev.Sequence, refused) {
+			return
+		}
 	default:
 		return // a report key, a standing: not an answer to a declaration
 	}
@@ -169,10 +179,18 @@ func (f *Fleet) observe(m *member, o agent.Observation) {
 	}
 }
 
-func (m *member) record(seq uint64, outcome int32) {
+// record keeps a report as the member's last, and says whether it is
+// news. A report kept while the bus was away is observed again when it is
+// finally sent, after reports on newer declarations: taken as the last,
+// it made an agent that applied the newest look behind for ever.
+func (m *member) record(seq uint64, outcome int32) bool {
+	if last := m.seq.Load(); seq < last || seq == last && outcome == m.outcome.Load() && m.at.Load() != 0 {
+		return false
+	}
 	m.seq.Store(seq)
 	m.outcome.Store(outcome)
 	m.at.Store(time.Now().UnixNano())
+	return true
 }
 
 // Len is how many agents the fleet runs.

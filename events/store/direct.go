@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,7 +50,9 @@ func (s *Store) batchGet(ctx context.Context, filter string, from uint64) ([]Msg
 		case m = <-replies:
 		case <-ctx.Done():
 			return nil, 0, ctx.Err()
-		case <-time.After(5 * time.Second):
+		case <-time.After(cmp.Or(s.Timeout, CallTimeout)):
+			// Each reply within the bound: a bus killed mid-batch sends
+			// no more, and the load fails rather than waits for ever.
 			return nil, 0, nats.ErrTimeout
 		}
 		switch status := m.Header.Get("Status"); status {

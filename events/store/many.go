@@ -184,6 +184,11 @@ func (s *Store) Get(ctx context.Context, seq uint64) (Msg, error) {
 // stream's information (AttachNode): the subject asked for is part of the
 // request's subject, which is what a closed bus grants a node.
 func (s *Store) lastDirect(ctx context.Context, subject string) (Msg, bool, error) {
+	// Bounded whatever ctx is (an agent's Run has no deadline): a bus
+	// killed after taking the request never answers, and without the
+	// bound the agent waited there for ever, connected and deaf.
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	resp, err := s.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+s.name+"."+subject, nil)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return Msg{}, false, fmt.Errorf("store: the bus has no stream %s yet; start the controller (mesh up or mesh serve) once to create it", s.name)

@@ -40,6 +40,9 @@ type Store struct {
 	name   string
 	// Now stamps events; tests replace it.
 	Now func() time.Time
+	// Timeout bounds one raw request of this store's (0: CallTimeout): a
+	// test that kills the bus twenty times waits less for each lost one.
+	Timeout time.Duration
 	// MAC is the key the controller proves its events with (rule 19):
 	// every Append carries the MAC of its subject and data under it, and
 	// the fold sets aside a message under mesh.ev without a good one. Nil
@@ -51,7 +54,7 @@ type Store struct {
 // on it together with what the assertion found and did.
 func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion, error) {
 	c = c.withDefaults()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckWait))
+	js, err := newJS(nc)
 	if err != nil {
 		return nil, Assertion{}, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}
@@ -64,7 +67,7 @@ func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion
 
 // Exists reports whether the bus holds the stream called name.
 func Exists(ctx context.Context, nc *nats.Conn, name string) (bool, error) {
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckWait))
+	js, err := newJS(nc)
 	if err != nil {
 		return false, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}
@@ -84,7 +87,7 @@ func Attach(ctx context.Context, nc *nats.Conn, name string) (*Store, error) {
 	if name == "" {
 		name = events.Stream
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckWait))
+	js, err := newJS(nc)
 	if err != nil {
 		return nil, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}
@@ -106,7 +109,7 @@ func AttachNode(nc *nats.Conn, name string) (*Store, error) {
 	if name == "" {
 		name = events.Stream
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckWait))
+	js, err := newJS(nc)
 	if err != nil {
 		return nil, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}

@@ -1,0 +1,217 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/nats-io/nats.go"
+)
+
+// restartAgents and restartRounds size TestAFleetAppliesThroughBusRestarts:
+// enough agents that a kill lands while some are mid-read, and the twenty
+// restarts issue 28 asks for, within the suite's time on two cores.
+const (
+	restartAgents = 200
+	restartRounds = 20
+)
+
+// upMesh is what mesh up runs in one process: a closed bus on a fixed port
+// and data directory, and the controller that answers its callout; the
+// agents reach it through a cutter on a fixed port of its own.
+type upMesh struct {
+	srv  *embedded.Server
+	nc   *nats.Conn
+	ctrl *commands.Controller
+	cut  *cutter
+}
+
+// startUp starts the bus on port (-1: any) over busDir, the controller of
+// home on it, with fresh bus keys as every mesh up makes, and the agents'
+// way to it on agents ("127.0.0.1:0": any port).
+func startUp(t *testing.T, busDir, home string, port int, agents string) *upMesh {
+	t.Helper()
+	keys, err := busauth.NewBusKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := embedded.Start(context.Background(), embedded.Options{Dir: busDir, Port: port, Auth: embedded.AuthOf(keys.Public())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := srv.Connect(keys.ControllerOption())
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	ctrl, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: home, Callout: keys.Issuer, RolloutEvery: -1})
+	if err != nil {
+		nc.Close()
+		srv.Close()
+		t.Fatal(err)
+	}
+	u, err := url.Parse(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &upMesh{srv: srv, nc: nc, ctrl: ctrl, cut: newCutter(t, agents, u.Host)}
+}
+
+// kill takes the bus away as kill -9 of mesh up does: from this moment
+// nothing it says reaches an agent, what was in flight is lost, and every
+// connection is reset; the controller is stopped after, with no bus.
+func (u *upMesh) kill() {
+	u.cut.deafen()
+	u.srv.Close()
+	u.cut.cut()
+	u.nc.Close()
+	u.ctrl.Close()
+}
+
+// Issue 28: with 300 agents following mesh up, killing and restarting it
+// during pushes left 164 connected and deaf for good (a read of the newest
+// declaration with no deadline). Here the bus and controller are killed at
+// a random moment of a push twenty times and started again on the same
+// port and data; right after each start a push lands, while agents are
+// still connecting again, and every agent must apply it. The agents check
+// unprompted only once an hour, so only a bounded read and the re-read
+// after a reconnect can bring them there (removing either fails this).
+func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fleet through twenty bus restarts")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill moments drawn with seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	busDir, home := t.TempDir(), t.TempDir()
+	up := startUp(t, busDir, home, -1, "127.0.0.1:0")
+	defer func() { up.kill() }()
+	u, err := url.Parse(up.srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	agentsAt := up.cut.Addr()
+
+	ctx := context.Background()
+	names := make([]commands.EnrollRequest, restartAgents)
+	for i := range names {
+		names[i] = commands.EnrollRequest{Name: fmt.Sprintf("r-%03d", i), Capabilities: []string{"linux"}}
+	}
+	if _, err := up.ctrl.Handlers.EnrollBatch(ctx, commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: names}); err != nil {
+		t.Fatal(err)
+	}
+	joins := make([]agent.Join, len(names))
+	for i, n := range names {
+		id, err := up.ctrl.Handlers.Join(ctx, commands.NameRequest{Name: n.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		joins[i] = agent.Join{Mesh: id.Mesh, Bus: "nats://" + agentsAt, Node: n.Name, Key: id.Key, Seed: id.Seed}
+	}
+	start, cancel := context.WithTimeout(ctx, embeddedtest.Settle)
+	defer cancel()
+	f, err := Start(start, Config{Joins: joins, Dir: t.TempDir(), CheckEvery: time.Hour,
+		// A read or report lost with the bus is given up on after a
+		// second, not the default five, so twenty restarts fit the suite.
+		Timeout: time.Second,
+		Connect: func(j agent.Join) (*nats.Conn, error) {
+			identity, err := j.Options()
+			if err != nil {
+				return nil, err
+			}
+			// As mesh agent connects (for ever, through refusals while the
+			// controller starts), with a short wait between tries so that
+			// twenty restarts fit the suite.
+			return nats.Connect(j.Bus, append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(),
+				nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(200*time.Millisecond, 0),
+				// Refusals while the controller starts are expected; the
+				// client would print each one.
+				nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))...)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+
+	// pushAll pushes every node and answers each one's sequence.
+	pushAll := func(h *commands.Handlers) map[string]uint64 {
+		t.Helper()
+		r, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Sent) != restartAgents {
+			t.Fatalf("a push sent %d of %d nodes: %+v", len(r.Sent), restartAgents, r.Unsent)
+		}
+		want := map[string]uint64{}
+		for _, s := range r.Sent {
+			want[s.Node] = s.Sequence
+		}
+		return want
+	}
+	allApplied := func(round int, want map[string]uint64) {
+		t.Helper()
+		var stuck []string
+		// Said if it fails: who was left behind, the first of them.
+		defer func() {
+			if len(stuck) > 0 {
+				t.Logf("after restart %d, %d agent(s) had not applied, among them %s", round, len(stuck), stuck[0])
+			}
+		}()
+		embeddedtest.Eventually(t, fmt.Sprintf("all %d agents to apply the push after restart %d", restartAgents, round), func() bool {
+			stuck = stuck[:0]
+			for node, seq := range want {
+				m := f.byNode[node]
+				if m.seq.Load() < seq || m.outcome.Load() != applied {
+					stuck = append(stuck, node)
+				}
+			}
+			return len(stuck) == 0
+		})
+	}
+	allApplied(0, pushAll(up.ctrl.Handlers))
+
+	for round := 1; round <= restartRounds; round++ {
+		// A push in flight, and the bus killed at a random moment of it:
+		// once a random number of agents (none to all but one) applied
+		// it, so the rest are reading, applying or reporting. A moment
+		// drawn in time missed the agents' reads (about a tenth of a
+		// second, sooner or later on a loaded box) more often than not.
+		var pushing sync.WaitGroup
+		h := up.ctrl.Handlers
+		before := make([]uint64, len(f.members))
+		for i, m := range f.members {
+			before[i] = m.seq.Load()
+		}
+		pushing.Go(func() { h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()}) })
+		if k := rng.IntN(restartAgents); k > 0 {
+			embeddedtest.Eventually(t, fmt.Sprintf("%d agents to apply push %d", k, round), func() bool {
+				n := 0
+				for i, m := range f.members {
+					if m.seq.Load() > before[i] {
+						n++
+					}
+				}
+				return n >= k
+			})
+		}
+		up.kill()
+		pushing.Wait()
+		up = startUp(t, busDir, home, port, agentsAt)
+		allApplied(round, pushAll(up.ctrl.Handlers))
+	}
+	if n, first := f.Warnings(); n > 0 {
+		t.Logf("the agents logged %d warning(s) through the restarts; the first: %s", n, first)
+	}
+}
