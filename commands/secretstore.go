@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/secret"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -258,7 +259,10 @@ func ExportSalts(ctx context.Context, js jetstream.JetStream) (map[string][]byte
 	}
 	defer it.Stop()
 	for {
-		m, err := it.Next()
+		// Bounded (rule 26): the stream said it holds messages, so one that
+		// does not come within the store's call bound is a bus gone away,
+		// and the start says so rather than wait for ever.
+		m, err := it.Next(jetstream.NextMaxWait(store.CallTimeout))
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
 		}
