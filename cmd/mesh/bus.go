@@ -194,7 +194,7 @@ func lockHome(home, what string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the lock of the home %s: %w", home, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockSoon(f); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			held := "another mesh process"
@@ -206,6 +206,25 @@ func lockHome(home, what string) (func(), error) {
 		return nil, fmt.Errorf("cannot lock the home %s: %w", home, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// lockWait is how long a start waits for the home's lock before saying who
+// holds it. The kernel releases a dead holder's lock only once its exit is
+// done: `kill -9` of a controller holding gigabytes, then `mesh up` at
+// once, met the lock still held for a moment (issue 28), and an operator
+// restarting a killed mesh must not be told it is in use.
+const lockWait = 1500 * time.Millisecond
+
+// flockSoon takes f's exclusive lock, trying again until lockWait passes.
+func flockSoon(f *os.File) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(25 * time.Millisecond) // polling a lock: flock has no timed wait
+	}
 }
 
 // splitListen turns --listen host:port into its parts.
