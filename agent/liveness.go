@@ -4,11 +4,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 )
 
 // beat says the agent is alive on its node's liveness subject every
-// LiveEvery until ctx ends (issue 28). A core NATS publish, not an event:
+// LiveEvery until ctx ends (issue 28), MAC'd as the node's
+// (declaration.Beat): the subject alone proves nothing. A core NATS publish, not an event:
 // the controller records only the changes (lost, back). It runs beside the
 // declaration loop, not in it, so a long apply is not taken for a dead
 // node; an agent whose process died stops beating, which is what the
@@ -20,7 +22,7 @@ func (a *Agent) beat(ctx context.Context) {
 	t := time.NewTicker(a.cfg.LiveEvery)
 	defer t.Stop()
 	for {
-		_ = nc.Publish(subject, nil)
+		_ = nc.Publish(subject, declaration.Beat(a.sealing.MAC, subject, time.Now()))
 		select {
 		case <-ctx.Done():
 			return

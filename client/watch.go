@@ -37,6 +37,10 @@ func Options() []nats.Option {
 		// listening, inside busGrace, so a lost request is said quickly.
 		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
 		nats.MaxReconnects(-1), // the watch, not nats.go, decides when to stop
+		// A command says its own outcome in one sentence: nats.go's default
+		// handler printed its asynchronous errors too ("read tcp ...: i/o
+		// timeout" as mesh up died), a second, raw line on stderr.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 	}
 }
 

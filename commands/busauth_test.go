@@ -166,10 +166,39 @@ func TestThePermissionMatrix(t *testing.T) {
 	}
 
 	// Saying it is alive, on its own liveness subject: the controller hears it.
-	if err := nc.Publish(events.LivenessSubject("app-1"), nil); err != nil {
+	mac := nodeSealing(t, app).MAC
+	beat := func(at time.Time) {
+		t.Helper()
+		subject := events.LivenessSubject("app-1")
+		if err := nc.Publish(subject, declaration.Beat(mac, subject, at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat(time.Now())
+	embeddedtest.Eventually(t, "the controller to hear app-1 alive", func() bool { return !m.h.LastHeard("app-1").IsZero() })
+	// A request it may make, answered onto db-1's liveness subject: the
+	// bus delivers JetStream's answer there, and it is not db-1's beat.
+	seen, err := m.h.Store.NC().SubscribeSync(events.LivenessSubject("db-1"))
+	if err == nil {
+		err = m.h.Store.NC().Flush()
+	}
+	if err == nil {
+		err = nc.PublishRequest("$JS.API.DIRECT.GET."+events.Stream+"."+events.DeclarationSubject("app-1"), events.LivenessSubject("db-1"), nil)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	embeddedtest.Eventually(t, "the controller to hear app-1 alive", func() bool { return !m.h.LastHeard("app-1").IsZero() })
+	if _, err := seen.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("the answer aimed at db-1's liveness subject did not arrive: %v", err)
+	}
+	// Heard after it on the same subscription: once app-1's next beat is
+	// heard, the answer before it was weighed.
+	before := m.h.LastHeard("app-1")
+	beat(time.Now().Add(time.Second))
+	embeddedtest.Eventually(t, "app-1's next beat", func() bool { return m.h.LastHeard("app-1").After(before) })
+	if !m.h.LastHeard("db-1").IsZero() {
+		t.Fatal("an answer aimed at db-1's liveness subject was heard as db-1 alive")
+	}
 
 	// Refused to a node: each a publish the server drops with a violation.
 	refusedPub := []string{

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -26,6 +27,11 @@ import (
 // do not make it so.
 const DefaultUnreachableAfter = 4 * events.LiveEvery
 
+// stallGap is a gap between two liveness checks (each second) that says
+// this controller did not run: the beats that arrived meanwhile wait
+// unread, so every node would look silent. Silence counts again from then.
+const stallGap = 5 * time.Second
+
 // MinUnreachableAfter is the shortest bound: two beats. A bound shorter
 // than an agent's beat would call every node lost between two.
 const MinUnreachableAfter = 2 * events.LiveEvery
@@ -41,8 +47,19 @@ type liveness struct {
 	now func() time.Time
 
 	mu sync.Mutex
-	// heard is when each node's agent was last heard by this controller.
+	// heard is when each node's agent was last heard by this controller;
+	// said is the time its newest beat says it was said, which the next
+	// must pass: a beat replayed (on an open bus anyone hears them) is not
+	// the node alive now.
 	heard map[string]time.Time
+	said  map[string]int64
+	// macs checks beats on the subscription's one goroutine.
+	macs declaration.MACChecker
+	// checked is when the last check ran, on this process's monotonic
+	// clock: a controller that was stopped or starved (SIGSTOP, a paused
+	// VM, swapping) heard nothing meanwhile, which says nothing of the
+	// nodes.
+	checked time.Time
 	// lost is the nodes recorded unreachable, as this controller last
 	// knew the read models (another controller may record them too:
 	// every change is an append expecting the aggregate's version).
@@ -77,20 +94,30 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 		every = time.Second
 	}
 	nc := h.Store.NC()
-	l := &liveness{bound: bound, nc: nc, now: h.Now, heard: map[string]time.Time{}, hearing: h.Now(), reconnects: nc.Stats().Reconnects}
+	l := &liveness{bound: bound, nc: nc, now: h.Now, heard: map[string]time.Time{}, said: map[string]int64{},
+		hearing: h.Now(), reconnects: nc.Stats().Reconnects, checked: time.Now()}
 	if err := l.load(h); err != nil {
 		return nil, err
 	}
-	// The handler only notes the time: at 100,000 nodes a beat every
-	// five seconds is 20,000 messages a second on this one subscription.
+	// The handler checks the beat's MAC and notes the time: at 100,000
+	// nodes a beat every five seconds is 20,000 messages a second on this
+	// one subscription (a microsecond each). A message that is not the
+	// node's beat (another node's request answered onto this subject, a
+	// stranger on an open bus, a replay) is not the node heard.
 	l.sub, err = nc.Subscribe(events.SubjectsLiveness, func(m *nats.Msg) {
 		node := m.Subject[len(events.LivenessPrefix)+1:]
 		if events.ValidateName("node", node) != nil {
 			return
 		}
+		at, ok := l.macs.CheckBeat(h.Keys.NodeMAC(node), m.Subject, m.Data)
+		if !ok {
+			return
+		}
 		now := l.now()
 		l.mu.Lock()
-		l.heard[node] = now
+		if at.UnixNano() > l.said[node] {
+			l.said[node], l.heard[node] = at.UnixNano(), now
+		}
 		l.mu.Unlock()
 	})
 	if err != nil {
@@ -129,8 +156,10 @@ func (l *liveness) load(h *Handlers) error {
 		l.known = map[string]time.Time{}
 		for _, n := range nodes {
 			if !n.Retired && known[n.Name] {
-				var last time.Time
-				if n.LastReport != nil {
+				// The last the log says it was heard: its last report, or
+				// its last return.
+				last := rows[n.Name].LastHeard
+				if n.LastReport != nil && n.LastReport.At.After(last) {
 					last = n.LastReport.At
 				}
 				l.known[n.Name] = last
@@ -140,26 +169,46 @@ func (l *liveness) load(h *Handlers) error {
 	})
 }
 
-// LastHeard is when this controller last heard node's agent (zero: not
-// since it started, or liveness is off).
+// LastHeard is when node's agent was last heard: by this controller, or
+// before it started as far as the log says (its last report, its last
+// return); zero when neither, or liveness is off.
 func (h *Handlers) LastHeard(node string) time.Time {
 	if h.live == nil {
 		return time.Time{}
 	}
 	h.live.mu.Lock()
 	defer h.live.mu.Unlock()
-	return h.live.heard[node]
+	if at, ok := h.live.heard[node]; ok {
+		return at
+	}
+	if at, ok := h.live.known[node]; ok {
+		return at
+	}
+	return h.live.lost[node].LastHeard
 }
 
-// LastHeardAll is LastHeard of every node heard (nil when liveness is off).
+// LastHeardAll is LastHeard of every node that has one (nil when liveness
+// is off): a node silent since before this controller started keeps its
+// time, so an alert on its age still fires after a restart.
 func (h *Handlers) LastHeardAll() map[string]time.Time {
 	if h.live == nil {
 		return nil
 	}
-	h.live.mu.Lock()
-	defer h.live.mu.Unlock()
-	out := make(map[string]time.Time, len(h.live.heard))
-	for n, t := range h.live.heard {
+	l := h.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]time.Time, len(l.heard)+len(l.known)+len(l.lost))
+	for n, r := range l.lost {
+		if !r.LastHeard.IsZero() {
+			out[n] = r.LastHeard
+		}
+	}
+	for n, t := range l.known {
+		if !t.IsZero() {
+			out[n] = t
+		}
+	}
+	for n, t := range l.heard {
 		out[n] = t
 	}
 	return out
@@ -277,6 +326,12 @@ func (l *liveness) changes(now time.Time) []change {
 	if r := l.nc.Stats().Reconnects; r != l.reconnects {
 		l.reconnects, l.hearing = r, now
 	}
+	// Real time, not the injected clock: what matters is whether this
+	// process ran.
+	if gap := time.Since(l.checked); gap > stallGap {
+		l.hearing = now
+	}
+	l.checked = time.Now()
 	var out []change
 	silent := func(node string, last time.Time) {
 		if _, down := l.lost[node]; down {
@@ -334,6 +389,7 @@ func (l *liveness) forget(node string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.heard, node)
+	delete(l.said, node)
 	delete(l.known, node)
 	delete(l.lost, node)
 }

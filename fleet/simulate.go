@@ -108,7 +108,7 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	})
 	// Each simulated node says it is alive as an agent does (issue 28),
 	// or the controller would call the whole fleet unreachable.
-	f.running.Go(func() { beatAll(runCtx, nc, joins) })
+	f.running.Go(func() { beatAll(runCtx, nc, joins, sealings) })
 	// Reports are published asynchronously and their acknowledgements
 	// awaited in order by one goroutine, as a hundred thousand agents each
 	// waiting on its own would: publishing one at a time and waiting for
@@ -261,7 +261,7 @@ func parallelN(workers, n int, fn func(i int)) {
 // spread over the interval as agents started at different moments are: a
 // hundred thousand beats at once would be a burst the controller's
 // subscription must buffer.
-func beatAll(ctx context.Context, nc *nats.Conn, joins []agent.Join) {
+func beatAll(ctx context.Context, nc *nats.Conn, joins []agent.Join, sealings []store.Sealing) {
 	if len(joins) == 0 {
 		return
 	}
@@ -269,8 +269,10 @@ func beatAll(ctx context.Context, nc *nats.Conn, joins []agent.Join) {
 	t := time.NewTicker(events.LiveEvery / slices)
 	defer t.Stop()
 	for i := 0; ; i = (i + 1) % slices {
+		now := time.Now()
 		for j := i; j < len(joins); j += slices {
-			_ = nc.Publish(events.LivenessSubject(joins[j].Node), nil)
+			subject := events.LivenessSubject(joins[j].Node)
+			_ = nc.Publish(subject, declaration.Beat(sealings[j].MAC, subject, now))
 		}
 		select {
 		case <-ctx.Done():
