@@ -14,7 +14,7 @@ func TestABeatIsItsNodesOnItsSubject(t *testing.T) {
 	if got, ok := c.CheckBeat(key, "mesh.live.web-1", b); !ok || !got.Equal(at) {
 		t.Fatalf("its own beat: %v %v", got, ok)
 	}
-	tampered := append([]byte("1"), b[1:]...)
+	tampered := append([]byte("2"), b[1:]...)
 	for name, tc := range map[string]struct {
 		key     []byte
 		subject string
