@@ -35,6 +35,9 @@ type StatusReport struct {
 	// UnreachableAfter is the silence, in seconds, after which a node
 	// that said anything is unreachable (0: liveness is off, or the past).
 	UnreachableAfter float64 `json:"unreachable_after_seconds"`
+	// LivenessOff: this controller hears no agent (--unreachable-after
+	// off), so a dead node is not named; status says so.
+	LivenessOff bool `json:"liveness_off,omitempty"`
 }
 
 // StatusTable is the nodes of a brief status by column, row i of each

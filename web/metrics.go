@@ -62,7 +62,7 @@ var (
 	descLagAge    = prometheus.NewDesc("mesh_fold_lag_seconds", "Age of the oldest event not folded yet (0 when caught up).", nil, nil)
 	descCauses    = prometheus.NewDesc("mesh_not_well_causes", "Reasons beyond nodes and standings that the mesh is not well.", nil, nil)
 	descRollout   = prometheus.NewDesc("mesh_rollout_nodes", "Nodes of a rollout under way, paused or halted (by its state and wave, 1-based).", []string{"rollout", "module", "state", "wave"}, nil)
-	descLastHeard = prometheus.NewDesc("mesh_node_last_heard_timestamp_seconds", "When the controller last heard each node's agent say it is alive (unix seconds; only nodes heard since it started).", []string{"node"}, nil)
+	descLastHeard = prometheus.NewDesc("mesh_node_last_heard_timestamp_seconds", "When each node's agent was last heard saying it is alive (unix seconds): by this controller, or before it started as the log says.", []string{"node"}, nil)
 	descBound     = prometheus.NewDesc("mesh_node_unreachable_after_seconds", "The silence after which a node is unreachable (0: liveness off).", nil, nil)
 	descRolledOut = prometheus.NewDesc("mesh_rollout_nodes_applied", "Nodes of that rollout that hold its build and applied it.", []string{"rollout", "module", "state", "wave"}, nil)
 )

@@ -88,3 +88,17 @@ func TestAKilledAgentIsUnreachable(t *testing.T) {
 	child(t, "following", args...)
 	embeddedtest.Eventually(t, "status to be well again", func() bool { return mesh(t, home, "status").code == 0 })
 }
+
+// The bound is the operator's: too short is refused in one sentence and
+// nothing is made; off is said by status, which then names no dead node.
+func TestTheUnreachableBound(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	if r := mesh(t, home, "up", "--listen", freeAddr(t), "--unreachable-after", "5s"); r.code != 2 || !strings.Contains(r.err, "at least 10s") {
+		t.Fatalf("a bound under two beats: %+v", r)
+	}
+	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--unreachable-after", "off")
+	if r := mesh(t, home, "status"); !strings.Contains(r.out, "liveness is off") || strings.Contains(r.out, "is unreachable (mesh up") {
+		t.Fatalf("status with liveness off:\n%s", r.out)
+	}
+}

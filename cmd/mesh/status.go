@@ -147,6 +147,9 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	for _, c := range s.Causes {
 		fmt.Fprintf(w, "not well: %s\n", c)
 	}
+	if s.LivenessOff {
+		fmt.Fprintln(w, "liveness is off (--unreachable-after off): a node whose agent died is not named")
+	}
 	if s.UnreachableAfter > 0 {
 		// The bound, where the operator sees the states it decides.
 		fmt.Fprintf(w, "a node silent for %s is unreachable (mesh up or serve --unreachable-after)\n", time.Duration(s.UnreachableAfter*float64(time.Second)))
