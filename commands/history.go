@@ -34,7 +34,7 @@ type History struct {
 type HistoryEntry struct {
 	Seq       uint64                `json:"seq"` // stream sequence
 	At        time.Time             `json:"at"`
-	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused", "drift", "interrupted"
+	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused", "drift", "interrupted", "unreachable", "reachable"
 	Sequence  uint64                `json:"sequence"`
 	Digest    string                `json:"digest"`
 	By        string                `json:"by,omitempty"`
@@ -53,6 +53,10 @@ type HistoryEntry struct {
 	Corrected bool     `json:"corrected,omitempty"`
 	// Interrupted's: when the agent began the apply it did not finish.
 	BeganAt time.Time `json:"began_at,omitzero"`
+	// Unreachable's: when the node was last heard, and the silence it
+	// outlasted (seconds).
+	LastHeard time.Time `json:"last_heard,omitzero"`
+	Bound     float64   `json:"bound_seconds,omitempty"`
 }
 
 // recorded is one indexed declaration read back by its sequence.
@@ -128,6 +132,7 @@ var historyKinds = map[byte]string{
 	projections.HistoryDeclaration: "declaration", projections.HistoryApplied: "applied",
 	projections.HistoryFailed: "failed", projections.HistoryRefused: "refused", projections.HistoryDrift: "drift",
 	projections.HistoryInterrupted: "interrupted",
+	projections.HistoryUnreachable: "unreachable", projections.HistoryReachable: "reachable",
 }
 
 // History answers every declaration the node was told and every report it
@@ -156,7 +161,7 @@ func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, erro
 		out.Entries = append(out.Entries, HistoryEntry{Seq: row.Seq, At: row.At, Kind: historyKinds[row.Kind],
 			Sequence: row.Sequence, Digest: row.Digest, By: row.By, Builds: row.Builds, BuildsUnknown: row.Kind == projections.HistoryDeclaration && row.Builds == nil,
 			Resources: row.Resources, Changed: row.Changed, Reason: row.Reason, Highest: row.Highest, Failed: row.Failed,
-			Paths: row.Paths, Corrected: row.Corrected, BeganAt: row.BeganAt})
+			Paths: row.Paths, Corrected: row.Corrected, BeganAt: row.BeganAt, LastHeard: row.LastHeard, Bound: row.Bound.Seconds()})
 	}
 	if r.Diff {
 		if err := h.diff(ctx, idx, out.Entries); err != nil {

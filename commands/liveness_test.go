@@ -105,6 +105,16 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 	if got := strings.Join(livenessEvents(t, m, "web-1"), ","); got != "NodeUnreachable,NodeReachable" {
 		t.Fatalf("web-1's liveness in the log: %s, want one loss and one return", got)
 	}
+	// history says when it went dark, among what it was told and said.
+	hist, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: "web-1"})
+	m.Must(err)
+	var kinds []string
+	for _, e := range hist.Entries {
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, ","); !strings.HasSuffix(got, "applied,unreachable,reachable") {
+		t.Fatalf("web-1's history: %s", got)
+	}
 	// web-2 beat throughout; web-3 never said anything: neither was lost.
 	for _, n := range []string{"web-2", "web-3"} {
 		if got := livenessEvents(t, m, n); len(got) != 0 {

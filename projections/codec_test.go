@@ -82,6 +82,8 @@ func TestHistoryCodecRoundTrips(t *testing.T) {
 		{Seq: 8, Kind: HistoryDrift, At: at, Sequence: 2, Paths: []string{"/etc/a", "/etc/b"}, Corrected: true},
 		{Seq: 9, Kind: HistoryDrift, At: at, Sequence: 3, Paths: []string{}},
 		{Seq: 10, Kind: HistoryInterrupted, At: at, Sequence: 4, Digest: "d", BeganAt: at.Add(-time.Minute)},
+		{Seq: 11, Kind: HistoryUnreachable, At: at, LastHeard: at.Add(-21 * time.Second), Bound: 20 * time.Second},
+		{Seq: 12, Kind: HistoryReachable, At: at},
 	} {
 		b := encodeHistory(e)
 		got, err := decodeHistory(e.Seq, b)

@@ -30,6 +30,8 @@ import (
 //	refused:     str(reason) uvarint(highest)
 //	drift:       bool(corrected) uvarint(n) n × str(path)
 //	interrupted: time(began at)
+//	unreachable: time(last heard) uvarint(bound in ns)
+//	reachable:   (nothing more)
 //
 // A declaration whose builds could not be read from its bytes is written
 // with builds unknown, so that history says so instead of showing none.
@@ -45,6 +47,12 @@ const (
 	// HistoryInterrupted: an apply the agent began and did not finish
 	// (killed part way); the report of the apply that completed it follows.
 	HistoryInterrupted byte = 'i'
+	// HistoryUnreachable and HistoryReachable: the controller stopped
+	// hearing the node's agent, and heard it again (issue 28). Not the
+	// node's word, the controller's; history shows when a node went dark,
+	// so its last report is read knowing it.
+	HistoryUnreachable byte = 'u'
+	HistoryReachable   byte = 'b'
 )
 
 // HistoryEntry is one indexed event of a node: what history shows of it.
@@ -70,6 +78,9 @@ type HistoryEntry struct {
 	Corrected bool
 	// An interrupted apply's: when the agent began it.
 	BeganAt time.Time
+	// An unreachable's: when it was last heard, and the bound it outlasted.
+	LastHeard time.Time
+	Bound     time.Duration
 }
 
 func historyKey(node string, seq uint64) []byte {
@@ -100,6 +111,10 @@ func (f *folder) foldHistory(rec events.Recorded) error {
 		node, e.Kind, e.Sequence, e.Paths, e.Corrected = ev.Node, HistoryDrift, ev.Sequence, ev.Paths, ev.Corrected
 	case events.ApplyInterrupted:
 		node, e.Kind, e.Sequence, e.Digest, e.BeganAt = ev.Node, HistoryInterrupted, ev.Sequence, ev.Digest, ev.BeganAt
+	case events.NodeUnreachable:
+		node, e.Kind, e.LastHeard, e.Bound = ev.Node, HistoryUnreachable, ev.LastHeard, ev.Bound
+	case events.NodeReachable:
+		node, e.Kind = ev.Node, HistoryReachable
 	default:
 		return nil
 	}
@@ -140,6 +155,9 @@ func encodeHistory(e HistoryEntry) []byte {
 		}
 	case HistoryInterrupted:
 		w.time(e.BeganAt)
+	case HistoryUnreachable:
+		w.time(e.LastHeard)
+		w.uint(uint64(e.Bound))
 	}
 	return w.b
 }
@@ -177,6 +195,9 @@ func decodeHistory(seq uint64, v []byte) (HistoryEntry, error) {
 		}
 	case HistoryInterrupted:
 		e.BeganAt = r.time()
+	case HistoryUnreachable:
+		e.LastHeard, e.Bound = r.time(), time.Duration(r.uvarint())
+	case HistoryReachable:
 	default:
 		r.bad = true
 	}

@@ -45,19 +45,35 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	// to a terminal, cost more than the answer did.
 	w := bufio.NewWriterSize(out.Out, 64<<10)
 	defer w.Flush()
-	declarations := 0
+	declarations, liveness := 0, 0
 	for _, e := range h.Entries {
 		printEntry(w, e, c.Diff)
-		if e.Kind == "declaration" {
+		switch e.Kind {
+		case "declaration":
 			declarations++
+		case "unreachable", "reachable":
+			liveness++
 		}
 	}
-	fmt.Fprintf(w, "%d declaration(s), %d report(s)\n", declarations, len(h.Entries)-declarations)
+	fmt.Fprintf(w, "%d declaration(s), %d report(s)", declarations, len(h.Entries)-declarations-liveness)
+	if liveness > 0 {
+		fmt.Fprintf(w, ", %d change(s) of whether it was heard", liveness)
+	}
+	fmt.Fprintln(w)
 	return nil
 }
 
 func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
 	at := e.At.UTC().Format(time.RFC3339)
+	switch e.Kind {
+	case "unreachable":
+		fmt.Fprintf(w, "  %s  unreachable: not heard for over %s (last heard %s); what it reported before may no longer hold\n",
+			at, time.Duration(e.Bound*float64(time.Second)), e.LastHeard.UTC().Format(time.RFC3339))
+		return
+	case "reachable":
+		fmt.Fprintf(w, "  %s  reachable: heard again\n", at)
+		return
+	}
 	if e.Kind != "declaration" {
 		detail := e.Reason
 		switch {

@@ -87,6 +87,10 @@ func TestAKilledAgentIsUnreachable(t *testing.T) {
 
 	child(t, "following", args...)
 	embeddedtest.Eventually(t, "status to be well again", func() bool { return mesh(t, home, "status").code == 0 })
+	if r := mesh(t, home, "history", "web-1"); !strings.Contains(r.out, "unreachable: not heard for over 10s") ||
+		!strings.Contains(r.out, "reachable: heard again") || !strings.Contains(r.out, "2 change(s) of whether it was heard") {
+		t.Fatalf("history does not say when web-1 went dark:\n%s", r.out)
+	}
 }
 
 // The bound is the operator's: too short is refused in one sentence and
