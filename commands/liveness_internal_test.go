@@ -18,7 +18,7 @@ func TestSilenceCountsOnlyWhileTheControllerRan(t *testing.T) {
 	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
 	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	l := &liveness{bound: 20 * time.Second, nc: nc, heard: map[string]time.Time{"web-1": t0}, said: map[string]int64{},
-		lost: map[string]projections.Liveness{"db-1": {Node: "db-1", Unreachable: true, Since: t0.Add(-time.Hour)}},
+		lost:  map[string]projections.Liveness{"db-1": {Node: "db-1", Unreachable: true, Since: t0.Add(-time.Hour)}},
 		known: map[string]time.Time{}, hearing: t0, reconnects: nc.Stats().Reconnects, checked: time.Now()}
 	names := func(cs []change) (out []string) {
 		for _, c := range cs {
