@@ -398,8 +398,8 @@ func (a *Agent) handle(ctx context.Context, m store.Msg) *applied {
 		return nil
 	}
 	defer root.Close()
-	a.beginApply(d.Sequence, digest)
 	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, owners: owners(a.applied), changedModules: map[string]bool{}}
+	a.beginApply(d.Sequence, digest, ap.absentNew(d.Resources))
 	changed, failed := ap.apply(d.Resources)
 	a.applied, a.failed, a.drifted, a.verified = &d, map[string]bool{}, "", map[string]fileStat{}
 	out := &applied{runs: d.Runs, changed: ap.changedModules, hold: map[string]bool{}, seq: d.Sequence}

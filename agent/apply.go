@@ -246,6 +246,26 @@ func (a *applier) parents(name string) (bool, error) {
 // and this one does not, where the mesh created it; an adopted resource is
 // forgotten and left. A directory is removed only when empty: what is left
 // in it is not the mesh's to delete.
+// absentNew are the paths of resources declared for the first time that
+// are not under the root now: an apply cut part way made whatever stands
+// there after it (Applying.Created). A stat each, on first declaration only.
+func (a *applier) absentNew(resources []compose.Resource) []string {
+	var out []string
+	for _, r := range resources {
+		if _, known := a.state.Owned[r.Path]; known {
+			continue
+		}
+		name, err := rel(r.Path)
+		if err != nil {
+			continue
+		}
+		if _, err := a.root.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, r.Path)
+		}
+	}
+	return out
+}
+
 func (a *applier) removeUndeclared(declared map[string]bool) int {
 	var gone []string
 	for p := range a.state.Owned {

@@ -2,8 +2,11 @@ package agent_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,7 +47,8 @@ func TestAnInterruptedApplyIsInHistory(t *testing.T) {
 	first := m.Push("web-1").Sent[0]
 	m.Report("web-1", first.Digest)
 	stop()
-	if ap := <-onDisk; ap == nil || ap.Sequence != first.Sequence || ap.Digest != first.Digest || ap.BeganAt.IsZero() {
+	if ap := <-onDisk; ap == nil || ap.Sequence != first.Sequence || ap.Digest != first.Digest || ap.BeganAt.IsZero() ||
+		!slices.Contains(ap.Created, "/etc/motd") {
 		t.Fatalf("the state on disk while the apply of %d was reported: applying %+v", first.Sequence, ap)
 	}
 
@@ -58,7 +62,7 @@ func TestAnInterruptedApplyIsInHistory(t *testing.T) {
 	m.Must(err)
 	m.Must(json.Unmarshal(b, &st))
 	began := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
-	st.Applying = &agent.Applying{Sequence: cut.Sequence, Digest: cut.Digest, BeganAt: began}
+	st.Applying = &agent.Applying{Sequence: cut.Sequence, Digest: cut.Digest, BeganAt: began, Created: []string{"/etc/banner"}}
 	b, _ = json.Marshal(st)
 	m.Must(os.WriteFile(stateFile, b, 0o600))
 	m.Must(os.WriteFile(filepath.Join(root, "etc/banner"), []byte("new\n"), 0o644))
@@ -107,5 +111,14 @@ func TestAnInterruptedApplyIsInHistory(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d interrupted applies in history, want 1: %+v", n, h.Entries)
+	}
+
+	// The file the cut apply made is the mesh's: taken away, it goes. (It
+	// was adopted, and stayed, when the cut was not remembered.)
+	_, err = m.H.Unassign(m.Ctx, commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: "web-1", Module: "banner"})
+	m.Must(err)
+	m.Report("web-1", m.Push("web-1").Sent[0].Digest)
+	if _, err := os.Stat(filepath.Join(root, "etc/banner")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("/etc/banner, made by the cut apply, stayed after banner left the node: %v", err)
 	}
 }

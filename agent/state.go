@@ -41,13 +41,19 @@ type Applying struct {
 	Sequence uint64    `json:"sequence"`
 	Digest   string    `json:"digest"`
 	BeganAt  time.Time `json:"began_at"`
+	// Created are the paths it declares for the first time that were not
+	// there when it began: whatever stands there after a cut, the mesh
+	// made. Without them the apply after the cut found those files there
+	// and adopted them, and they stayed when the mesh stopped declaring
+	// them.
+	Created []string `json:"created,omitempty"`
 }
 
 // beginApply records, durably, that the declaration of seq is about to be
 // applied. It costs a state save per apply; without it a kill part way
 // through leaves a root of new and old files that nothing names.
-func (a *Agent) beginApply(seq uint64, digest string) {
-	a.state.Applying = &Applying{Sequence: seq, Digest: digest, BeganAt: time.Now().UTC()}
+func (a *Agent) beginApply(seq uint64, digest string, created []string) {
+	a.state.Applying = &Applying{Sequence: seq, Digest: digest, BeganAt: time.Now().UTC(), Created: created}
 	if err := a.state.save(a.cfg.State); err != nil {
 		a.cfg.Log.Error(err.Error())
 	}
@@ -66,6 +72,11 @@ func (a *Agent) reportInterrupted(ctx context.Context) {
 	}
 	a.cfg.Log.Warn("the last apply was cut part way: its files were part new, part old; applying again",
 		"sequence", ap.Sequence, "began_at", ap.BeganAt)
+	for _, p := range ap.Created {
+		if _, known := a.state.Owned[p]; !known {
+			a.state.Owned[p] = true // made by the cut apply, or to be made by the next
+		}
+	}
 	a.state.Applying = nil
 	a.send(ctx, reportID("i", ap.Sequence, ap.Digest), events.ApplyInterrupted{Node: a.cfg.Join.Node,
 		Sequence: ap.Sequence, Digest: ap.Digest, BeganAt: ap.BeganAt})
