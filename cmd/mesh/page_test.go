@@ -120,10 +120,25 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`["verdict well", "verdict notwell"].includes(document.querySelector('#verdict').className)`)); err != nil {
 		t.Fatalf("the page before mesh up stops: verdict %q, %v", verdict(), err)
 	}
+	// The node's page too, in a tab of its own, open as mesh up stops.
+	tab, closeTab := chromedp.NewContext(ctx)
+	defer closeTab()
+	if err := chromedp.Do(tab, chromedp.Navigate("http://"+httpAddr+"/node/box")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelector('#state').className === "verdict state-current"`)); err != nil {
+		t.Fatalf("box's page before mesh up stops: %v", err)
+	}
 	up.stop()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#verdict').className === "verdict stale"`)); err != nil ||
 		!strings.HasPrefix(verdict(), "unknown: not heard from the controller since ") {
 		t.Fatalf("the page with mesh up stopped: verdict %q, %v", verdict(), err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelector('#state').className === "verdict stale"`)); err != nil {
+		t.Fatalf("box's page with mesh up stopped: %v", err)
+	}
+	if state, err := chromedp.Run(tab, chromedp.Text(`#state`)); err != nil || !strings.HasPrefix(state, "unknown: not heard from the controller since ") {
+		t.Fatalf("box's page with mesh up stopped: state %q, %v", state, err)
 	}
 }
 

@@ -33,14 +33,19 @@ const staleAfter = 5000;
 let heard = null; // when the controller last answered, null: never
 let lastWell = null;
 
+// stale says the page has not heard from the controller within
+// staleAfter, in its element v, and answers whether it did.
+function stale(v) {
+  if (heard !== null && Date.now() - heard <= staleAfter) return false;
+  const since = heard === null ? "since this page opened" : `since ${new Date(heard).toLocaleTimeString()} (${Math.round((Date.now() - heard) / 1000)} s ago)`;
+  v.textContent = `unknown: not heard from the controller ${since}`;
+  v.className = "verdict stale";
+  return true;
+}
+
 function drawVerdict() {
   const v = document.getElementById("verdict");
-  if (heard === null || Date.now() - heard > staleAfter) {
-    const since = heard === null ? "since this page opened" : `since ${new Date(heard).toLocaleTimeString()} (${Math.round((Date.now() - heard) / 1000)} s ago)`;
-    v.textContent = `unknown: not heard from the controller ${since}`;
-    v.className = "verdict stale";
-    return;
-  }
+  if (stale(v)) return;
   v.textContent = lastWell ? "well" : "not well";
   v.className = "verdict " + (lastWell ? "well" : "notwell");
 }
@@ -87,12 +92,24 @@ function drawStatus(s) {
   }), "no module runs a program");
 }
 
+let lastNode = null; // the node page's node as last read
+
+// drawNodeState is the node page's verdict: its state, or stale as the
+// status page's is, so a node shown "current" in green is never what a
+// controller said minutes ago.
+function drawNodeState() {
+  const st = document.getElementById("state");
+  if (stale(st) || lastNode === null) return;
+  st.textContent = lastNode.state || (lastNode.retired ? "retired" : "");
+  st.className = "verdict " + stateClass(lastNode.state);
+}
+
 function drawNode(p) {
   const n = p.node;
+  heard = Date.now();
+  lastNode = n;
   document.getElementById("name").textContent = n.name;
-  const st = document.getElementById("state");
-  st.textContent = n.state || (n.retired ? "retired" : "");
-  st.className = "verdict " + stateClass(n.state);
+  drawNodeState();
   const facts = [["capabilities", n.capabilities.join(", ")], ["labels", Object.entries(n.labels).map(([k, v]) => k + "=" + v).join(", ")],
     ["detail", n.detail || ""], ["would send", n.would_send || ""], ["last heard", n.last_heard || "not since the controller started"],
     ["facts", Object.entries(n.facts || {}).map(([k, v]) => k + "=" + v).join(", ")]];
@@ -127,6 +144,7 @@ async function loop(url, draw, every) {
 if (document.body.dataset.page === "node") {
   const name = decodeURIComponent(location.pathname.split("/").pop());
   loop("/api/node/" + encodeURIComponent(name), drawNode, 2000);
+  setInterval(() => { if (heard === null || Date.now() - heard > staleAfter) drawNodeState(); }, 1000);
 } else {
   loop("/api/status", drawStatus, 1000);
   // Apart from the loop, which may be waiting on an answer: the verdict
