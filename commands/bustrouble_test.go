@@ -39,11 +39,7 @@ func causeWith(t *testing.T, h *commands.Handlers, part string) (string, bool) {
 func TestStatusNamesARemovedBusDirectory(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	srv, err := embedded.Start(ctx, embedded.Options{Dir: dir, Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := embeddedtest.ServerIn(t, dir)
 	ctrl, err := commands.StartController(ctx, embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

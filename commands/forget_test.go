@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/commands"
-	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/secret"
@@ -48,11 +47,7 @@ func onDisk(t *testing.T, dir string, b []byte) bool {
 func TestForgettingASecret(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	srv, err := embedded.Start(ctx, embedded.Options{Dir: dir, Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := embeddedtest.ServerIn(t, dir)
 	nc, err := srv.Connect()
 	must := func(err error) {
 		t.Helper()

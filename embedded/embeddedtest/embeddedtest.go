@@ -16,7 +16,14 @@ import (
 // on a free loopback port, and stops it when the test ends.
 func Server(t testing.TB) *embedded.Server {
 	t.Helper()
-	s, err := embedded.Start(context.Background(), embedded.Options{Dir: t.TempDir(), Port: -1})
+	return ServerIn(t, t.TempDir())
+}
+
+// ServerIn is Server with its data in dir: for a test that reaches under
+// the bus (removes its directory, fills its disk, reads what it wrote).
+func ServerIn(t testing.TB, dir string) *embedded.Server {
+	t.Helper()
+	s, err := embedded.Start(context.Background(), embedded.Options{Dir: dir, Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
