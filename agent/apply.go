@@ -242,10 +242,6 @@ func (a *applier) parents(name string) (bool, error) {
 	return created, nil
 }
 
-// removeUndeclared removes, deepest first, what the previous declaration held
-// and this one does not, where the mesh created it; an adopted resource is
-// forgotten and left. A directory is removed only when empty: what is left
-// in it is not the mesh's to delete.
 // absentNew are the paths of resources declared for the first time that
 // are not under the root now: an apply cut part way made whatever stands
 // there after it (Applying.Created). A stat each, on first declaration only.
@@ -266,6 +262,10 @@ func (a *applier) absentNew(resources []compose.Resource) []string {
 	return out
 }
 
+// removeUndeclared removes, deepest first, what the previous declaration held
+// and this one does not, where the mesh created it; an adopted resource is
+// forgotten and left. A directory is removed only when empty: what is left
+// in it is not the mesh's to delete.
 func (a *applier) removeUndeclared(declared map[string]bool) int {
 	var gone []string
 	for p := range a.state.Owned {

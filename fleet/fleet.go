@@ -153,23 +153,22 @@ func (f *Fleet) open(ctx context.Context, cfg Config, j agent.Join, m *member, l
 
 // observe keeps an agent's last report; it runs under the agent's lock.
 func (f *Fleet) observe(m *member, o agent.Observation) {
+	var seq uint64
+	var outcome int32
 	switch ev := o.Report.(type) {
 	case nil:
 		m.follows.Store(o.Following)
 	case events.DeclarationApplied:
-		if !m.record(ev.Sequence, applied) {
-			return
-		}
+		seq, outcome = ev.Sequence, applied
 	case events.DeclarationFailed:
-		if !m.record(ev.Sequence, failed) {
-			return
-		}
+		seq, outcome = ev.Sequence, failed
 	case events.DeclarationRefused:
-		if !m.record(ev.Sequence, refused) {
-			return
-		}
+		seq, outcome = ev.Sequence, refused
 	default:
 		return // a report key, a standing: not an answer to a declaration
+	}
+	if o.Report != nil && !m.record(seq, outcome) {
+		return
 	}
 	f.counts[m.outcome.Load()].Add(1)
 	f.lastAt.Store(m.at.Load())
