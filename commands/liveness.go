@@ -47,12 +47,8 @@ type liveness struct {
 	now func() time.Time
 
 	mu sync.Mutex
-	// heard is when each node's agent was last heard by this controller;
-	// said is the time its newest beat says it was said, which the next
-	// must pass: a beat replayed (on an open bus anyone hears them) is not
-	// the node alive now.
-	heard map[string]time.Time
-	said  map[string]int64
+	// heard is each node's newest beat this controller heard.
+	heard map[string]beat
 	// macs checks beats on the subscription's one goroutine.
 	macs declaration.MACChecker
 	// checked is when the last check ran, on this process's monotonic
@@ -71,10 +67,22 @@ type liveness struct {
 	hearing    time.Time
 	reconnects uint64
 	// known are the nodes that ever said anything (a report key
-	// recorded) when this controller began to hear: each must be heard
-	// within the bound or is lost. A node that never said anything is
-	// not lost, only never heard.
-	known map[string]time.Time
+	// recorded) when this controller began to hear, with when the log
+	// last heard them: each must be heard within the bound or is lost. A
+	// node that never said anything is not lost, only never heard. Read
+	// with lost from the read models at the first check (loaded), not at
+	// the start, which a scan of every node would delay.
+	known  map[string]time.Time
+	loaded bool
+}
+
+// beat is a node's newest beat: when this controller heard it, and the
+// time the beat says it was said, which the next must pass (a beat
+// replayed, on an open bus where anyone hears them, is not the node alive
+// now).
+type beat struct {
+	at   time.Time
+	said int64
 }
 
 // startLiveness hears the agents and checks their silence every tick until
@@ -94,11 +102,8 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 		every = time.Second
 	}
 	nc := h.Store.NC()
-	l := &liveness{bound: bound, nc: nc, now: h.Now, heard: map[string]time.Time{}, said: map[string]int64{},
+	l := &liveness{bound: bound, nc: nc, now: h.Now, heard: map[string]beat{},
 		hearing: h.Now(), reconnects: nc.Stats().Reconnects, checked: time.Now()}
-	if err := l.load(h); err != nil {
-		return nil, err
-	}
 	// The handler checks the beat's MAC and notes the time: at 100,000
 	// nodes a beat every five seconds is 20,000 messages a second on this
 	// one subscription (a microsecond each). A message that is not the
@@ -115,8 +120,8 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 		}
 		now := l.now()
 		l.mu.Lock()
-		if at.UnixNano() > l.said[node] {
-			l.said[node], l.heard[node] = at.UnixNano(), now
+		if said := at.UnixNano(); said > l.heard[node].said {
+			l.heard[node] = beat{at: now, said: said}
 		}
 		l.mu.Unlock()
 	})
@@ -134,18 +139,18 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 // load reads what the log says: the nodes recorded unreachable, and the
 // nodes that ever said anything, whose silence from now on counts.
 func (l *liveness) load(h *Handlers) error {
-	return h.Proj.Read(func(v *projections.View) error {
+	lost, known := map[string]projections.Liveness{}, map[string]time.Time{}
+	err := h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Liveness()
 		if err != nil {
 			return err
 		}
-		l.lost = map[string]projections.Liveness{}
 		for n, r := range rows {
 			if r.Unreachable {
-				l.lost[n] = r
+				lost[n] = r
 			}
 		}
-		known, err := v.ReportKeyNodes()
+		keyed, err := v.ReportKeyNodes()
 		if err != nil {
 			return err
 		}
@@ -153,20 +158,26 @@ func (l *liveness) load(h *Handlers) error {
 		if err != nil {
 			return err
 		}
-		l.known = map[string]time.Time{}
 		for _, n := range nodes {
-			if !n.Retired && known[n.Name] {
+			if !n.Retired && keyed[n.Name] {
 				// The last the log says it was heard: its last report, or
 				// its last return.
 				last := rows[n.Name].LastHeard
 				if n.LastReport != nil && n.LastReport.At.After(last) {
 					last = n.LastReport.At
 				}
-				l.known[n.Name] = last
+				known[n.Name] = last
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lost, l.known, l.loaded = lost, known, true
+	return nil
 }
 
 // LastHeard is when node's agent was last heard: by this controller, or
@@ -178,8 +189,8 @@ func (h *Handlers) LastHeard(node string) time.Time {
 	}
 	h.live.mu.Lock()
 	defer h.live.mu.Unlock()
-	if at, ok := h.live.heard[node]; ok {
-		return at
+	if b, ok := h.live.heard[node]; ok {
+		return b.at
 	}
 	if at, ok := h.live.known[node]; ok {
 		return at
@@ -188,8 +199,9 @@ func (h *Handlers) LastHeard(node string) time.Time {
 }
 
 // LastHeardAll is LastHeard of every node that has one (nil when liveness
-// is off): a node silent since before this controller started keeps its
-// time, so an alert on its age still fires after a restart.
+// is off), for /metrics: a node silent since before this controller
+// started keeps its time, so an alert on its age still fires after a
+// restart. A copy of every entry: a listing asks LastHeard of each row.
 func (h *Handlers) LastHeardAll() map[string]time.Time {
 	if h.live == nil {
 		return nil
@@ -208,8 +220,8 @@ func (h *Handlers) LastHeardAll() map[string]time.Time {
 			out[n] = t
 		}
 	}
-	for n, t := range l.heard {
-		out[n] = t
+	for n, b := range l.heard {
+		out[n] = b.at
 	}
 	return out
 }
@@ -237,6 +249,11 @@ func (h *Handlers) checkLiveness(ctx context.Context) error {
 	l := h.live
 	if l == nil || h.writable() != nil {
 		return nil
+	}
+	if !l.loaded {
+		if err := l.load(h); err != nil {
+			return err
+		}
 	}
 	now := l.now()
 	if !l.nc.IsConnected() {
@@ -345,8 +362,8 @@ func (l *liveness) changes(now time.Time) []change {
 			out = append(out, change{node, events.NodeUnreachable{Node: node, LastHeard: last, Bound: l.bound}})
 		}
 	}
-	for node, at := range l.heard {
-		silent(node, at)
+	for node, b := range l.heard {
+		silent(node, b.at)
 	}
 	for node, last := range l.known {
 		if _, heard := l.heard[node]; !heard {
@@ -354,8 +371,8 @@ func (l *liveness) changes(now time.Time) []change {
 		}
 	}
 	for node, r := range l.lost {
-		if at, ok := l.heard[node]; ok && at.After(r.Since) {
-			out = append(out, change{node, events.NodeReachable{Node: node, Heard: at}})
+		if b, ok := l.heard[node]; ok && b.at.After(r.Since) {
+			out = append(out, change{node, events.NodeReachable{Node: node, Heard: b.at}})
 		}
 	}
 	return out
@@ -389,7 +406,6 @@ func (l *liveness) forget(node string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.heard, node)
-	delete(l.said, node)
 	delete(l.known, node)
 	delete(l.lost, node)
 }
@@ -397,8 +413,8 @@ func (l *liveness) forget(node string) {
 // unreachable turns a node recorded unreachable into that state, saying
 // what it was last known to be: its agent may have died, or its machine,
 // or the network between, and its last report may no longer hold.
-func unreachable(state State, since time.Time, detail string, lv projections.Liveness, ok bool) (State, time.Time, string) {
-	if !ok || !lv.Unreachable {
+func unreachable(state State, since time.Time, detail string, lv projections.Liveness) (State, time.Time, string) {
+	if !lv.Unreachable {
 		return state, since, detail
 	}
 	last := "never heard by this controller"

@@ -17,7 +17,7 @@ import (
 func TestSilenceCountsOnlyWhileTheControllerRan(t *testing.T) {
 	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
 	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	l := &liveness{bound: 20 * time.Second, nc: nc, heard: map[string]time.Time{"web-1": t0}, said: map[string]int64{},
+	l := &liveness{bound: 20 * time.Second, nc: nc, heard: map[string]beat{"web-1": {at: t0}},
 		lost:  map[string]projections.Liveness{"db-1": {Node: "db-1", Unreachable: true, Since: t0.Add(-time.Hour)}},
 		known: map[string]time.Time{}, hearing: t0, reconnects: nc.Stats().Reconnects, checked: time.Now()}
 	names := func(cs []change) (out []string) {
@@ -39,7 +39,7 @@ func TestSilenceCountsOnlyWhileTheControllerRan(t *testing.T) {
 		t.Fatalf("past the bound after the stall: %v, want web-1 lost", got)
 	}
 	// db-1, recorded lost an hour ago, is heard: it comes back.
-	l.heard["db-1"] = t0.Add(47 * time.Second)
+	l.heard["db-1"] = beat{at: t0.Add(47 * time.Second)}
 	if got := names(l.changes(t0.Add(48 * time.Second))); len(got) != 2 || got[1] != "db-1 NodeReachable" && got[0] != "db-1 NodeReachable" {
 		t.Fatalf("db-1 heard again: %v", got)
 	}

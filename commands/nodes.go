@@ -305,13 +305,12 @@ func (h *Handlers) ListNodes(_ context.Context, r ListRequest) (NodeList, error)
 		if err != nil {
 			return err
 		}
-		heard := h.LastHeardAll()
 		// reach is what node list says of a node's liveness.
 		reach := func(nv *NodeView) {
 			if lv := lives[nv.Name]; lv.Unreachable && !nv.Retired {
 				nv.UnreachableSince = &lv.Since
 			}
-			if at, ok := heard[nv.Name]; ok {
+			if at := h.LastHeard(nv.Name); !at.IsZero() {
 				nv.LastHeard = &at
 			}
 		}
@@ -391,7 +390,6 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	var drifts map[string]projections.Drift
 	var holds map[string]string
 	var live projections.Liveness
-	var lost bool
 	err := h.Proj.Read(func(v *projections.View) error {
 		causes, err := h.causes(ctx, v)
 		if err != nil {
@@ -434,14 +432,14 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 		if holds, err = holdsOf(v, n.Name); err != nil {
 			return err
 		}
-		if live, lost, err = v.NodeLiveness(n.Name); err != nil {
+		if live, _, err = v.NodeLiveness(n.Name); err != nil {
 			return err
 		}
-		if lost && live.Unreachable {
+		if live.Unreachable {
 			out.UnreachableSince = &live.Since
-			for i, rt := range out.Runtimes {
-				out.Runtimes[i] = runtimeOn(rt, live)
-			}
+		}
+		for i, rt := range out.Runtimes {
+			out.Runtimes[i] = runtimeOn(rt, live)
 		}
 		if at := h.LastHeard(n.Name); !at.IsZero() {
 			out.LastHeard = &at
@@ -462,7 +460,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 	state, detail = partial(state, detail, w)
 	state, detail = drifted(state, detail, row, drifts)
 	state, detail = held(state, detail, holds[r.Name])
-	state, since, detail = unreachable(state, since, detail, live, lost)
+	state, since, detail = unreachable(state, since, detail, live)
 	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.contentDigest
 	out.LeftOut, out.Unresolved = w.leftOut, w.unresolved
 	return out, nil

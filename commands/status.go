@@ -233,7 +233,6 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if err != nil {
 			return err
 		}
-		heard := h.LastHeardAll()
 		for _, n := range nodes {
 			if n.Retired {
 				continue
@@ -247,10 +246,11 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			ns := nodeStatus(n, composed[n.Name])
 			ns.State, ns.Detail = drifted(ns.State, ns.Detail, n, drifts)
 			ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
-			lv, ok := lives[n.Name]
-			ns.State, ns.Since, ns.Detail = unreachable(ns.State, ns.Since, ns.Detail, lv, ok)
+			ns.State, ns.Since, ns.Detail = unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])
 			ns.Address = addresses[n.Name]
-			if at, ok := heard[n.Name]; ok {
+			// The brief table has no column for it: asked only for the
+			// answer that carries it, a lookup a node.
+			if at := h.LastHeard(n.Name); !r.Brief && !at.IsZero() {
 				ns.LastHeard = &at
 			}
 			if !WellState(ns.State) {
