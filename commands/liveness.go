@@ -282,7 +282,7 @@ func (h *Handlers) checkLiveness(ctx context.Context) error {
 				retired[c.node] = true
 				continue
 			}
-			r, _, err := v.NodeLiveness(c.node)
+			r, err := v.NodeLiveness(c.node)
 			if err != nil {
 				return err
 			}

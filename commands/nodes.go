@@ -432,7 +432,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 		if holds, err = holdsOf(v, n.Name); err != nil {
 			return err
 		}
-		if live, _, err = v.NodeLiveness(n.Name); err != nil {
+		if live, err = v.NodeLiveness(n.Name); err != nil {
 			return err
 		}
 		if live.Unreachable {

@@ -44,11 +44,12 @@ func (v *View) Liveness() (map[string]Liveness, error) {
 	return out, err
 }
 
-// NodeLiveness reads one node's liveness row.
-func (v *View) NodeLiveness(node string) (Liveness, bool, error) {
+// NodeLiveness reads one node's liveness row; a node never lost has none,
+// and its zero row says it is reachable at version 0.
+func (v *View) NodeLiveness(node string) (Liveness, error) {
 	var l Liveness
-	found, err := getJSON(v.r, livenessKey(node), &l)
-	return l, found, err
+	_, err := getJSON(v.r, livenessKey(node), &l)
+	return l, err
 }
 
 // ReportKeyNodes is the set of nodes whose agent recorded a report key: the
