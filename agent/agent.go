@@ -87,7 +87,7 @@ type Agent struct {
 	// key its join string gives it, which the controller checks cheaply.
 	sealing store.Sealing
 	// seal opens what a declaration carries sealed to this node (rule 21).
-	seal []byte
+	seal opener
 
 	// sup runs the programs of the modules that run.
 	sup *supervisor

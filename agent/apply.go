@@ -14,7 +14,6 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
-	"github.com/meshctl/mesh/secret"
 )
 
 // applier puts resources under one root. Every file operation goes through
@@ -24,7 +23,7 @@ type applier struct {
 	root  *os.Root
 	state *State
 	node  string
-	seal  []byte // opens sealed content
+	seal  opener // opens sealed content
 	// owners are the modules of the paths of the declaration applied
 	// before (nil: not known, after a restart), and changedModules
 	// collects the modules of which a resource was written or removed:
@@ -108,7 +107,7 @@ func target(r compose.Resource) (string, fs.FileMode, error) {
 func (a *applier) content(r compose.Resource) ([]byte, error) {
 	switch {
 	case r.Sealed != nil:
-		content, err := secret.Open(a.seal, secret.FilePlace(a.node, r.Path), r.Sealed.Box)
+		content, err := a.seal.open(a.node, r.Path, r.Sealed.Box)
 		if err != nil {
 			return nil, fmt.Errorf("its sealed content does not open with this node's key (%v); the join string may be another node's", err)
 		}

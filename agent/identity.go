@@ -73,5 +73,15 @@ func (a *Agent) runtimeEnv(module string) ([]string, string, error) {
 		return nil, "", fmt.Errorf("cannot keep %s's key: %w", module, err)
 	}
 	env = append(env, "MESH_USER="+events.ModuleUser(j.Node, module), "MESH_NKEY="+file, "MESH_INBOX="+events.ModuleInbox(j.Node, module))
+	if j.own {
+		// The controller cannot derive this key from its own: the node's
+		// bus key vouches for it (declaration.Voucher).
+		pub, _ := kp.PublicKey()
+		voucher, err := declaration.Voucher(bus, j.Node, module, pub)
+		if err != nil {
+			return nil, "", err
+		}
+		env = append(env, "MESH_VOUCHER="+voucher)
+	}
 	return env, file, nil
 }

@@ -24,10 +24,20 @@ type Join struct {
 	Node string `json:"node"`
 	Key  string `json:"key"`
 	Seed string `json:"seed,omitempty"`
+	// Token is an enrolment token ("ID.SECRET", issue 29): the agent makes
+	// its own keys and enrols with them (Enrol), and from then on its node
+	// seed is the one in its state, never one the controller could derive.
+	Token string `json:"token,omitempty"`
 	// CA is the PEM of the bus's certificate authority when the bus speaks
 	// TLS (mesh up --tls): the agent trusts it and nothing else for this
 	// bus, so the join string stays the one thing a machine is given.
 	CA string `json:"ca,omitempty"`
+	// beat is the MAC key of its liveness beats when it made its keys
+	// (Enrol fills it): the controller cannot derive its report MAC key.
+	beat string
+	// own: the seed is one this machine made (Enrol), not one derived
+	// from the controller key.
+	own bool
 }
 
 // Options are the connection options of the node's identity: its nkey,
@@ -73,8 +83,11 @@ func ParseJoin(s string) (Join, error) {
 	if err != nil || json.Unmarshal(b, &j) != nil {
 		return j, errors.New("agent: the join string is damaged; copy it whole from mesh node join NAME")
 	}
-	if err := events.ValidateName("node", j.Node); err != nil {
-		return j, fmt.Errorf("agent: the join string's %w", err)
+	// A token for any name names none: the agent is given its name.
+	if j.Node != "" || j.Token == "" {
+		if err := events.ValidateName("node", j.Node); err != nil {
+			return j, fmt.Errorf("agent: the join string's %w", err)
+		}
 	}
 	if !nkeys.IsValidPublicKey(j.Key) {
 		return j, errors.New("agent: the join string's controller key is not a public key; copy it again from mesh node join NAME")

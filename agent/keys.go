@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdh"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/secret"
 	"github.com/nats-io/nkeys"
 )
 
@@ -20,32 +23,63 @@ import (
 // nobody else's, the controller's included (rule 20).
 const reportKeyFile = "report.nk"
 
-// loadSealing reads (or makes) the report key, and derives from the join
-// string's node seed the MAC key of reports and the key that opens what
-// declarations carry sealed to this node (only this node, and the
-// controller that derived the seed, can compute either).
-func loadSealing(dir string, j Join) (store.Sealing, []byte, error) {
+// loadSealing reads (or makes) the report key, and derives from the node
+// seed the MAC key of reports and the keys that open what declarations
+// carry sealed to this node. A node that made its own seed (issue 29) is
+// the only holder of either; a node enrolled before shares them with the
+// controller that derived its seed.
+func loadSealing(dir string, j Join) (store.Sealing, opener, error) {
 	bus, err := nkeys.FromSeed([]byte(j.Seed))
 	if err != nil {
-		return store.Sealing{}, nil, errors.New("agent: the join string has no usable node key; copy it again from mesh node join " + j.Node)
+		return store.Sealing{}, opener{}, errors.New("agent: it has no usable node key; enrol it again with a token from mesh node join " + j.Node)
 	}
 	mac, err := declaration.ReportMACKey(bus)
 	if err != nil {
-		return store.Sealing{}, nil, err
+		return store.Sealing{}, opener{}, err
 	}
-	seal, err := declaration.SealKey(bus)
-	if err != nil {
-		return store.Sealing{}, nil, err
+	var o opener
+	if o.derived, err = declaration.SealKey(bus); err != nil {
+		return store.Sealing{}, opener{}, err
+	}
+	if j.own {
+		if o.curve, err = declaration.SealCurve(bus); err != nil {
+			return store.Sealing{}, opener{}, err
+		}
+		if o.overlay, _, err = declaration.OverlayKey(bus); err != nil {
+			return store.Sealing{}, opener{}, err
+		}
 	}
 	kp, err := reportKey(filepath.Join(dir, reportKeyFile))
 	if err != nil {
-		return store.Sealing{}, nil, err
+		return store.Sealing{}, opener{}, err
 	}
 	signer, err := declaration.NewSigner(kp)
 	if err != nil {
-		return store.Sealing{}, nil, err
+		return store.Sealing{}, opener{}, err
 	}
-	return store.Sealing{Signer: signer, MAC: mac}, seal, nil
+	return store.Sealing{Signer: signer, MAC: mac}, o, nil
+}
+
+// opener opens what a declaration carries sealed to this node.
+type opener struct {
+	derived []byte           // the key derived from the seed, shared with the controller (enrolled before issue 29)
+	curve   *ecdh.PrivateKey // the X25519 key of a node that made its keys
+	overlay string           // its private overlay key, written where the placeholder stands
+}
+
+func (o opener) open(node, path, box string) ([]byte, error) {
+	where := secret.FilePlace(node, path)
+	if !secret.IsSealedTo(box) {
+		return secret.Open(o.derived, where, box)
+	}
+	if o.curve == nil {
+		return nil, secret.ErrOpen
+	}
+	content, err := secret.OpenWith(o.curve, where, box)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(content, []byte(declaration.OverlayPlaceholder), []byte(o.overlay)), nil
 }
 
 func reportKey(path string) (nkeys.KeyPair, error) {
@@ -93,6 +127,11 @@ func (a *Agent) recordKey(ctx context.Context) {
 }
 
 func (a *Agent) recordKeyLocked(ctx context.Context) {
+	if a.cfg.Join.own {
+		// It enrolled its keys, this one among them (issue 29): the log
+		// has it, and a record of its own would be set aside as foreign.
+		return
+	}
 	key := a.sealing.Signer.PublicKey()
 	ev := events.ReportKeyRecorded{Node: a.cfg.Join.Node, Key: key}
 	for _, p := range a.state.Pending {

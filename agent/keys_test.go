@@ -13,6 +13,9 @@ import (
 // per key, a start minutes later stored a second message under the first's
 // id, a log that restores lost (issue 28); within the window it stored
 // nothing.
+//
+// Only a node enrolled before nodes made their own keys records its key at
+// start: one that made them enrolled its report key with the rest.
 func TestEachStartRecordsItsKeyUnderItsOwnID(t *testing.T) {
 	m := newMesh(t)
 	m.Enroll("web-1")
@@ -29,7 +32,7 @@ func TestEachStartRecordsItsKeyUnderItsOwnID(t *testing.T) {
 		return ids, n
 	}
 	for start := 1; start <= 2; start++ {
-		stop := m.AgentAt("web-1", root)
+		stop := m.LegacyAgentAt("web-1", root)
 		eventually(t, "the start's key record", func() bool { _, n := records(); return n == start })
 		stop()
 	}

@@ -19,10 +19,14 @@ import (
 func (a *Agent) beat(ctx context.Context) {
 	subject := events.LivenessSubject(a.cfg.Join.Node)
 	nc := a.st.NC()
+	key := a.sealing.MAC
+	if a.cfg.Join.beat != "" {
+		key = []byte(a.cfg.Join.beat)
+	}
 	t := time.NewTicker(a.cfg.LiveEvery)
 	defer t.Stop()
 	for {
-		_ = nc.Publish(subject, declaration.Beat(a.sealing.MAC, subject, time.Now()))
+		_ = nc.Publish(subject, declaration.Beat(key, subject, time.Now()))
 		select {
 		case <-ctx.Done():
 			return

@@ -115,14 +115,20 @@ func loadState(dir, node string) (*State, error) {
 // save writes the state aside, syncs it and renames it over the old one, so
 // a crash leaves the old state or the new, never half of one.
 func (s *State) save(dir string) error {
+	return writeSynced(filepath.Join(dir, stateFile), s)
+}
+
+// writeSynced writes v as JSON to path that way: aside, synced, renamed.
+func writeSynced(path string, v any) error {
+	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("agent: cannot create its state directory: %w", err)
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, stateFile+".tmp")
+	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("agent: cannot write its state: %w", err)
@@ -138,7 +144,7 @@ func (s *State) save(dir string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("agent: cannot replace its state: %w", err)
 	}
 	return syncDir(dir)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/nats-io/jwt/v2"
@@ -26,8 +27,15 @@ type Directory interface {
 	// ActiveNode is nil for an enrolled node that is not retired, or why
 	// the node may not connect, in one sentence.
 	ActiveNode(node string) error
-	// ModuleKey is the public key module's instance on node connects with.
+	// ModuleKey is the public key module's instance on node connects with,
+	// for a node enrolled before nodes made their own keys.
 	ModuleKey(node, module string) string
+	// NodeBus is the bus key node's agent made and enrolled with (own
+	// true), or own false: the node's key derives from the controller's.
+	NodeBus(node string) (bus string, own bool, err error)
+	// Enrolling is nil when token ("ID.SECRET") may enrol (or re-key) node
+	// now, or why not, in one sentence.
+	Enrolling(node, token string) error
 	// RunningModule is the manifest of the build of module assigned to
 	// node, which runs, and the seats that instance holds now; or why it
 	// may not connect.
@@ -92,7 +100,13 @@ func (c *authCallout) answer(msg *nats.Msg) {
 			// A node publishes only reports: none larger than one may be.
 			uc.Limits.Payload = events.MaxReport
 		}
-		uc.Expires = time.Now().Add(c.Lifetime).Unix()
+		lifetime := c.Lifetime
+		if strings.HasPrefix(who, enrolling) {
+			// Long enough to ask once and hear the answer; the agent
+			// then connects again with the keys it enrolled.
+			lifetime = min(lifetime, EnrolLifetime)
+		}
+		uc.Expires = time.Now().Add(lifetime).Unix()
 		if resp.Jwt, err = uc.Encode(c.Issuer); err != nil {
 			resp.Jwt, resp.Error = "", "the controller cannot sign the connection's permissions"
 		}
@@ -138,30 +152,62 @@ func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.P
 		return "", jwt.Permissions{}, errNoIdentity
 	}
 	if strings.Contains(node, "/") {
-		return c.moduleIdentity(pub, node)
+		return c.moduleIdentity(pub, node, req.ConnectOptions.Password)
 	}
-	want, err := NodeKey(c.Controller, node)
+	bus, own, err := c.Directory.NodeBus(node)
 	if err != nil {
 		return "", jwt.Permissions{}, err
 	}
-	if wantPub, _ := want.PublicKey(); wantPub != pub {
-		return "", jwt.Permissions{}, fmt.Errorf("the key presented is not %s's; copy the join string again from mesh node join %s", node, node)
+	if !own {
+		// Enrolled before nodes made their own keys: its key derives
+		// from the controller's, until it is re-keyed.
+		want, err := NodeKey(c.Controller, node)
+		if err != nil {
+			return "", jwt.Permissions{}, err
+		}
+		bus, _ = want.PublicKey()
 	}
-	if err := c.Directory.ActiveNode(node); err != nil {
-		return "", jwt.Permissions{}, err
+	if bus == pub {
+		if err := c.Directory.ActiveNode(node); err != nil {
+			return "", jwt.Permissions{}, err
+		}
+		return node, NodePermissions(node), nil
 	}
-	return node, NodePermissions(node), nil
+	if token := req.ConnectOptions.Password; token != "" {
+		// An agent with keys it just made, and a token: it may ask to be
+		// enrolled with them, and nothing else.
+		if err := c.Directory.Enrolling(node, token); err != nil {
+			return "", jwt.Permissions{}, err
+		}
+		return enrolling + node, EnrolPermissions(node), nil
+	}
+	if own {
+		return "", jwt.Permissions{}, fmt.Errorf("the key presented is not the one %s's agent made and enrolled with; a new or wiped machine for %s needs mesh node rekey %s", node, node, node)
+	}
+	return "", jwt.Permissions{}, fmt.Errorf("the key presented is not %s's; enrol the machine with a token (mesh node join %s)", node, node)
 }
+
+// enrolling prefixes the name of a connection that may only enrol.
+const enrolling = "enrolling:"
+
+// EnrolLifetime bounds a connection that may only enrol.
+const EnrolLifetime = time.Minute
 
 // moduleIdentity decides a connection that names itself NODE/MODULE: its
 // key must be that module's on that node, the node active, and the
 // module assigned there in a build that runs.
-func (c *authCallout) moduleIdentity(pub, user string) (string, jwt.Permissions, error) {
+func (c *authCallout) moduleIdentity(pub, user, voucher string) (string, jwt.Permissions, error) {
 	node, module, _ := strings.Cut(user, "/")
 	if events.ValidateName("node", node) != nil || events.ValidateName("module", module) != nil {
 		return "", jwt.Permissions{}, fmt.Errorf("%q is not a node and module (NODE/MODULE)", user)
 	}
-	if c.Directory.ModuleKey(node, module) != pub {
+	bus, own, err := c.Directory.NodeBus(node)
+	switch {
+	case err != nil:
+		return "", jwt.Permissions{}, err
+	case own && !declaration.CheckVoucher(bus, node, module, pub, voucher):
+		return "", jwt.Permissions{}, fmt.Errorf("the key presented is not one %s's agent vouched for as %s; a module's key and voucher are its agent's to hand it", node, module)
+	case !own && c.Directory.ModuleKey(node, module) != pub:
 		return "", jwt.Permissions{}, fmt.Errorf("the key presented is not that of %s on %s; a module's key is its agent's to hand it", module, node)
 	}
 	m, seats, err := c.Directory.RunningModule(node, module)

@@ -38,6 +38,15 @@ func NodePermissions(node string) jwt.Permissions {
 	}
 }
 
+// EnrolPermissions is all a connection holding a token for node may do:
+// ask to be enrolled as node, and hear the answer (issue 29).
+func EnrolPermissions(node string) jwt.Permissions {
+	return jwt.Permissions{
+		Pub: jwt.Permission{Allow: jwt.StringList{events.EnrolSubject(node)}},
+		Sub: jwt.Permission{Allow: jwt.StringList{events.NodeInbox(node) + ".>"}},
+	}
+}
+
 // OperatorPermissions is what the operator's identity may do: ask the
 // controller anything, read the stream (information, direct gets, consumers
 // for mesh events and backup), but never write it (rule 19): only the

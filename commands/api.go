@@ -57,6 +57,10 @@ const (
 	SubjectSeatList           = APIPrefix + ".seat.list"
 	SubjectSeatShow           = APIPrefix + ".seat.show"
 	SubjectSeatHandover       = APIPrefix + ".seat.handover"
+	SubjectTokenCreate        = APIPrefix + ".token.create"
+	SubjectTokenList          = APIPrefix + ".token.list"
+	SubjectTokenRevoke        = APIPrefix + ".token.revoke"
+	SubjectNodeRekey          = APIPrefix + ".node.rekey"
 )
 
 // writes are the verbs that change the mesh: one whose answer does not
@@ -68,6 +72,8 @@ var writes = map[string]bool{
 	SubjectForeignAck: true, SubjectProjectionsRebuild: true, SubjectNodeEnrollBatch: true, SubjectNodeAssignBatch: true,
 	SubjectRotate: true, SubjectSecretForget: true, SubjectNodeChange: true, SubjectRolloutStart: true, SubjectRolloutControl: true,
 	SubjectNetworkSet: true, SubjectNetworkAddress: true, SubjectSeatHandover: true,
+	// A join makes a token now (issue 29), as a re-key does.
+	SubjectNodeJoin: true, SubjectTokenCreate: true, SubjectTokenRevoke: true, SubjectNodeRekey: true,
 }
 
 // Writes reports whether the verb on subject changes the mesh.
@@ -462,13 +468,17 @@ type DeclareRequest struct {
 	Body      string `json:"body"`
 }
 
-// Identity is what an agent needs to join: the mesh's name, the node's, and
-// the key it pins. The client adds where the bus is.
+// Identity is what an agent needs to join: the mesh's name, the node's
+// (none for a token any machine may enrol with), the key it pins, and the
+// enrolment token ("ID.SECRET": a secret, said once). The client adds where
+// the bus is. Seed is only for nodes enrolled before nodes made their own
+// keys (LegacyIdentity): no verb answers one any more.
 type Identity struct {
-	Mesh string `json:"mesh"`
-	Node string `json:"node"`
-	Key  string `json:"key"`
-	Seed string `json:"seed"` // the node's identity on a closed bus: a secret
+	Mesh  string `json:"mesh"`
+	Node  string `json:"node,omitempty"`
+	Key   string `json:"key"`
+	Token string `json:"token,omitempty"`
+	Seed  string `json:"seed,omitempty"`
 }
 
 // StandingView is a provider failing a consumer.

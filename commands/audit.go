@@ -41,6 +41,11 @@ type Audit struct {
 	Reports      int      `json:"reports"`
 	Keys         []string `json:"keys"`        // controller keys in force over its declarations
 	ReportKeys   []string `json:"report_keys"` // the keys it signed its reports with
+	// OwnKeys: the node made its keys and enrolled them with a token
+	// (issue 29); Rekeys are the events at which an operator's re-key
+	// token gave it new ones.
+	OwnKeys bool     `json:"own_keys"`
+	Rekeys  []uint64 `json:"rekeys,omitempty"`
 	OK           bool     `json:"ok"`
 	Break        string   `json:"break,omitempty"`
 	BreakSeq     uint64   `json:"break_seq,omitempty"`
@@ -145,7 +150,7 @@ func (h *Handlers) Audit(ctx context.Context, r AuditRequest) (AuditReport, erro
 			return AuditReport{}, aggregates.Refuse("audit", r.Node, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 		}
 		nodes = []projections.Node{{Name: r.Node}}
-		o.Filters = []string{events.ControllerAggregate().Filter(), events.DeclarationSubject(r.Node), events.ReportFilter(r.Node)}
+		o.Filters = []string{events.ControllerAggregate().Filter(), events.KeysAggregate(r.Node).Filter(), events.DeclarationSubject(r.Node), events.ReportFilter(r.Node)}
 	}
 	for _, n := range nodes {
 		a.nodes[n.Name] = &nodeAudit{Audit: Audit{Node: n.Name, OK: true, Keys: []string{}, ReportKeys: []string{}, Foreign: []projections.ForeignMessage{}}}
@@ -221,6 +226,19 @@ func (a *auditor) read(m store.Msg) error {
 			sig, _ := decodeSig(m.Header.Get(events.SignatureHeader))
 			a.check(sigCheck{node: na.Node, key: ev.Key, seq: m.Seq, data: m.Data, sig: sig,
 				why: func() string { return fmt.Sprintf("the record of report key %s is not signed by that key", ev.Key) }})
+		}
+	case events.NodeKeysRecorded:
+		// Keys its agent made, enrolled with a token (issue 29): the
+		// report key among them is in force from here on.
+		if na := a.nodes[ev.Node]; na != nil {
+			na.reportKeys = append(na.reportKeys, keyRecord{seq: m.Seq, key: ev.Report})
+			if !slices.Contains(na.ReportKeys, ev.Report) {
+				na.ReportKeys = append(na.ReportKeys, ev.Report)
+			}
+			na.OwnKeys = true
+			if ev.Rekey {
+				na.Rekeys = append(na.Rekeys, m.Seq)
+			}
 		}
 	case events.DeclarationSent:
 		if na := a.nodes[ev.Node]; na != nil {

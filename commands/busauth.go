@@ -35,6 +35,22 @@ func (d directory) ModuleKey(node, module string) string {
 	return pub
 }
 
+// NodeBus answers the bus key node's agent made, if it made one.
+func (d directory) NodeBus(node string) (string, bool, error) {
+	var k projections.NodeKeys
+	var own bool
+	err := d.h.Proj.Read(func(v *projections.View) (err error) { k, own, err = v.NodeKeys(node); return err })
+	return k.Bus, own, err
+}
+
+// Enrolling checks the token as the enrolment will.
+func (d directory) Enrolling(node, token string) error {
+	return d.h.Proj.Read(func(v *projections.View) error {
+		_, err := checkToken(v, token, node, d.h.Now())
+		return err
+	})
+}
+
 // RunningModule reads the node, its assignment of module and the seats
 // it holds in one view, so the grant is of one moment of the read models.
 func (d directory) RunningModule(node, module string) (manifest.Manifest, []string, error) {

@@ -71,7 +71,13 @@ func (m *closedMesh) enrollAndDeclare(node string) agent.Join {
 		Body: `{"resources":[{"kind":"file","path":"/etc/secret","mode":"0600","content":"` + node + `'s secret"}]}`}); err != nil {
 		m.t.Fatal(err)
 	}
-	return agent.Join{Mesh: c.Identity.Mesh, Bus: m.srv.ClientURL(), Node: node, Key: c.Identity.Key, Seed: c.Identity.Seed}
+	// The legacy join (derived seed): the matrix below is of permissions,
+	// which are the same for a node that made its own keys.
+	id, err := m.h.LegacyIdentity(c.Node.Name)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return agent.Join{Mesh: id.Mesh, Bus: m.srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
 }
 
 // violations collects the permission errors the server sends a connection.

@@ -70,6 +70,7 @@ type Controller struct {
 	Handlers *Handlers
 	svc      micro.Service
 	auth     *nats.Subscription // nil on an open bus
+	enrol    *nats.Subscription // agents holding tokens
 	log      *slog.Logger
 	// stopDrive ends the rollouts' drive; stopLive the hearing of agents.
 	stopDrive, stopLive func()
@@ -187,6 +188,10 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", ServiceName, err)
 	}
 	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}
+	if ctrl.enrol, err = h.serveEnrol(nc); err != nil {
+		ctrl.Close()
+		return nil, err
+	}
 	if ctrl.stopLive, err = startLiveness(h, c.UnreachableAfter, 0); err != nil {
 		ctrl.Close()
 		return nil, err
@@ -222,6 +227,9 @@ func (c *Controller) Close() error {
 	}
 	if c.auth != nil {
 		_ = c.auth.Unsubscribe()
+	}
+	if c.enrol != nil {
+		_ = c.enrol.Unsubscribe()
 	}
 	c.svc.Stop()
 	if s := c.Handlers.secrets; s != nil {

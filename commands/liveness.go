@@ -114,7 +114,13 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 		if events.ValidateName("node", node) != nil {
 			return
 		}
-		at, ok := l.macs.CheckBeat(h.Keys.NodeMAC(node), m.Subject, m.Data)
+		// A node that made its own keys MACs its beats with the key its
+		// enrolment answered (declaration.EnrolReply.Beat); one enrolled
+		// before, with its derived report MAC key.
+		at, ok := l.macs.CheckBeat(h.Keys.NodeBeat(node), m.Subject, m.Data)
+		if !ok {
+			at, ok = l.macs.CheckBeat(h.Keys.NodeMAC(node), m.Subject, m.Data)
+		}
 		if !ok {
 			return
 		}

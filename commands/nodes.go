@@ -196,7 +196,7 @@ func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error)
 	if err != nil {
 		return c, err
 	}
-	c.Identity, err = h.identity(r.Name)
+	c.Identity, err = h.nodeToken(ctx, r.Name, false)
 	return c, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
 )
 
@@ -110,15 +111,35 @@ func (h *Handlers) openSettings(a *compose.Assignment) {
 	}
 }
 
-// composeSecrets seals and mints for composition with the controller's keys.
-type composeSecrets struct{ keys *declaration.Keyring }
-
-func (c composeSecrets) Seal(node, path, content string) compose.Sealed {
-	return compose.Sealed{MAC: secret.MAC(c.keys.ContentMAC(), node, path, content),
-		Box: secret.Seal(c.keys.NodeSeal(node), secret.FilePlace(node, path), []byte(content))}
+// composeSecrets seals and mints for composition with the controller's
+// keys, and the keys nodes made themselves (owned, issue 29).
+type composeSecrets struct {
+	keys  *declaration.Keyring
+	owned map[string]projections.NodeKeys
 }
 
+// Seal seals content to node: to the X25519 key it made, when it made its
+// keys, so that nothing the controller holds opens it again; else under
+// the key derived for it from the controller's.
+func (c composeSecrets) Seal(node, path, content string) compose.Sealed {
+	s := compose.Sealed{MAC: secret.MAC(c.keys.ContentMAC(), node, path, content)}
+	if k, ok := c.owned[node]; ok {
+		// An error leaves the box empty: the agent refuses a box that
+		// does not open and says so in its report, never a file half made.
+		s.Box, _ = secret.SealTo(k.Seal, secret.FilePlace(node, path), []byte(content))
+		return s
+	}
+	s.Box = secret.Seal(c.keys.NodeSeal(node), secret.FilePlace(node, path), []byte(content))
+	return s
+}
+
+// OverlayKey is the node's private overlay key as a template prints it: a
+// node that made its keys holds its own, so its declaration carries a
+// placeholder its agent puts the key in place of (declaration.OverlayPlaceholder).
 func (c composeSecrets) OverlayKey(node string) string {
+	if _, ok := c.owned[node]; ok {
+		return declaration.OverlayPlaceholder
+	}
 	private, _ := c.keys.NodeOverlay(node)
 	return private
 }

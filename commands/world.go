@@ -49,8 +49,13 @@ func (c *manifests) get(v *projections.View, ref compose.BuildRef) (manifest.Man
 // active nodes, their assignments, and the manifests those name.
 func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 	in := compose.Input{Mesh: h.Mesh, Manifests: map[compose.BuildRef]manifest.Manifest{}}
+	var owned map[string]projections.NodeKeys
 	if h.Keys != nil {
-		in.Secrets = composeSecrets{keys: h.Keys}
+		var err error
+		if owned, err = v.AllNodeKeys(); err != nil {
+			return in, err
+		}
+		in.Secrets = composeSecrets{keys: h.Keys, owned: owned}
 	}
 	nodes, err := v.Nodes()
 	if err != nil {
@@ -80,6 +85,9 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 		cn := compose.Node{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels, Facts: map[string]string{}}
 		if a := addresses[n.Name]; a != "" && h.Keys != nil {
 			cn.Address, cn.Key = a, h.Keys.NodeOverlayPublic(n.Name)
+			if k, ok := owned[n.Name]; ok {
+				cn.Key = k.Overlay // made on the node (issue 29)
+			}
 		}
 		if f, ok := facts[n.Name]; ok {
 			cn.Capabilities = union(n.Capabilities, f.Capabilities)

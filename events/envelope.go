@@ -42,6 +42,14 @@ type Recorded struct {
 	Event    Event
 	// Signer is the key the message names as its signer ("" for none).
 	Signer string
+	// Verified: Signer's signature of the message's data was checked and
+	// holds. Set for a report that carries no MAC the controller can
+	// check: the report of a node whose keys were born on the node (issue
+	// 29), which the fold then holds to the node's recorded keys.
+	Verified bool
+	// Voucher is a standing's VoucherHeader: a module identity's key signed
+	// by its node's own bus key.
+	Voucher string
 	// Foreign, when set, says why the message is not its rightful
 	// writer's event (rule 19): it is set aside, never folded.
 	Foreign error

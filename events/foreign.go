@@ -43,4 +43,8 @@ const (
 	SignerHeader    = "Mesh-Signer"
 	SignatureHeader = "Mesh-Signature"
 	MACHeader       = "Mesh-Mac"
+	// VoucherHeader: on a standing a running module signs with its own
+	// key, its node's bus key's signature of that key (declaration.Voucher):
+	// what ties a module's key to a node that made its own keys.
+	VoucherHeader = "Mesh-Voucher"
 )

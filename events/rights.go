@@ -73,6 +73,10 @@ var Rights = map[string]Right{
 	"ForeignAcknowledged":   {ByController, KindForeign, func(Event) string { return ForeignAggregate().ID }},
 	"NodeUnreachable":       {ByController, KindLiveness, func(e Event) string { return e.(NodeUnreachable).Node }},
 	"NodeReachable":         {ByController, KindLiveness, func(e Event) string { return e.(NodeReachable).Node }},
+	"TokenCreated":          {ByController, KindToken, func(e Event) string { return e.(TokenCreated).ID }},
+	"TokenUsed":             {ByController, KindToken, func(e Event) string { return e.(TokenUsed).ID }},
+	"TokenRevoked":          {ByController, KindToken, func(e Event) string { return e.(TokenRevoked).ID }},
+	"NodeKeysRecorded":      {ByController, KindKeys, func(e Event) string { return e.(NodeKeysRecorded).Node }},
 
 	"DeclarationApplied": {ByNode, "", func(e Event) string { return e.(DeclarationApplied).Node }},
 	"DeclarationFailed":  {ByNode, "", func(e Event) string { return e.(DeclarationFailed).Node }},

@@ -27,6 +27,7 @@ import (
 //	2026-12-04  SeatTaken v1, SeatHandoverStarted v1, SeatHandedOver v1, SeatReleased v1.
 //	2026-12-04  NodeUnreachable v1, NodeReachable v1.
 //	2026-12-04  report ApplyInterrupted v1.
+//	2026-12-04  TokenCreated v1, TokenUsed v1, TokenRevoked v1, NodeKeysRecorded v1.
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -68,6 +69,10 @@ var table = map[string]entry{
 	"SeatReleased":        current[SeatReleased](1),
 	"NodeUnreachable":     current[NodeUnreachable](1),
 	"NodeReachable":       current[NodeReachable](1),
+	"TokenCreated":        current[TokenCreated](1),
+	"TokenUsed":           current[TokenUsed](1),
+	"TokenRevoked":        current[TokenRevoked](1),
+	"NodeKeysRecorded":    current[NodeKeysRecorded](1),
 	"ApplyInterrupted":    current[ApplyInterrupted](1),
 }
 

@@ -113,7 +113,7 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 	}
 	joins := make([]agent.Join, len(names))
 	for i, n := range names {
-		id, err := up.ctrl.Handlers.Join(ctx, commands.NameRequest{Name: n.Name})
+		id, err := up.ctrl.Handlers.LegacyIdentity(n.Name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func TestASimulatedFleetWaitsForRoom(t *testing.T) {
 	}
 	var joins []agent.Join
 	for _, name := range names {
-		id, err := h.Join(ctx, commands.NameRequest{Name: name})
+		id, err := h.LegacyIdentity(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,11 @@ func Connect(opts ...nats.Option) (*Module, error) {
 			return nil, fmt.Errorf("meshmod: the module's key in %s is damaged: %w", file, err)
 		}
 		pub, _ := kp.PublicKey()
-		opts = append(opts, nats.Nkey(pub, kp.Sign), nats.UserInfo(os.Getenv("MESH_USER"), ""), nats.CustomInboxPrefix(os.Getenv("MESH_INBOX")))
+		// MESH_VOUCHER: on a node that made its own keys (issue 29), its
+		// agent's word that this key is this module's there, which the
+		// bus and the fold check against the node's recorded bus key.
+		voucher := os.Getenv("MESH_VOUCHER")
+		opts = append(opts, nats.Nkey(pub, kp.Sign), nats.UserInfo(os.Getenv("MESH_USER"), voucher), nats.CustomInboxPrefix(os.Getenv("MESH_INBOX")))
 		signer, err := declaration.NewSigner(kp)
 		if err != nil {
 			return nil, err
@@ -62,7 +66,7 @@ func Connect(opts ...nats.Option) (*Module, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.sealing = store.Sealing{Signer: signer, MAC: mac}
+		m.sealing = store.Sealing{Signer: signer, MAC: mac, Voucher: voucher}
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {

@@ -31,7 +31,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
 var readModels = []func(*folder, events.Recorded) error{
-	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), inBatch(foldLiveness), (*folder).foldHistory, (*folder).foldReportKeys, inBatch(foldForeign),
+	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), inBatch(foldLiveness), (*folder).foldHistory, (*folder).foldReportKeys, (*folder).foldNodeKeys, inBatch(foldTokens), inBatch(foldForeign),
 }
 
 // inBatch is a fold that needs only the batch.
@@ -48,7 +48,7 @@ func movesComposition(ev events.Event) bool {
 	case events.NodeEnrolled, events.NodeRetired, events.ModuleRegistered, events.ModuleAssigned, events.ModuleUnassigned,
 		events.CredentialRotated, events.SecretForgotten, events.NodeChanged, events.NodeFactsReported,
 		events.NetworkSet, events.AddressesAllotted, events.AddressesReleased,
-		events.SeatHandoverStarted, events.SeatHandedOver, events.SeatReleased:
+		events.SeatHandoverStarted, events.SeatHandedOver, events.SeatReleased, events.NodeKeysRecorded:
 		return true
 	}
 	return false
@@ -90,6 +90,8 @@ type folder struct {
 	// forgets it all, and so does a memory grown past rememberRows.
 	nodes      map[string]Node
 	reportKeys map[string]string
+	// owned remembers which nodes made their own keys (nil: none recorded).
+	owned map[string]*NodeKeys
 	// dirty are the nodes whose rows changed since the last commit: a row
 	// is encoded and written once a commit, however many events of the
 	// batch changed it (a send and its report are two).
@@ -98,7 +100,7 @@ type folder struct {
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
 	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
-		nodes: map[string]Node{}, reportKeys: map[string]string{}, dirty: map[string]bool{}}
+		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, dirty: map[string]bool{}}
 }
 
 // apply folds one decoded event into the batch, or sets it aside as
@@ -197,6 +199,9 @@ func (f *folder) commit() error {
 	if len(f.reportKeys) > rememberRows {
 		clear(f.reportKeys)
 	}
+	if len(f.owned) > rememberRows {
+		clear(f.owned)
+	}
 	// The snapshot is taken before anyone hears of the commit: a waiter
 	// woken by it finds the snapshot there.
 	if f.snapshot != nil {
@@ -221,6 +226,7 @@ func (f *folder) discard() {
 	f.n, f.composition = 0, 0
 	clear(f.nodes)
 	clear(f.reportKeys)
+	clear(f.owned)
 	clear(f.dirty)
 }
 
@@ -284,6 +290,8 @@ func (f *folder) followVersion(rec events.Recorded) error {
 		return bumpJSON(f.b, keyNetwork, func(r *Network) { r.Version = rec.Seq })
 	case events.KindLiveness:
 		return bumpJSON(f.b, livenessKey(id), func(r *Liveness) { r.Version = rec.Seq })
+	case events.KindToken:
+		return bumpJSON(f.b, tokenKey(id), func(t *Token) { t.Version = rec.Seq })
 	}
 	return nil
 }

@@ -143,6 +143,9 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		if foreign, err := f.needNode(name, false); foreign != nil || err != nil {
 			return foreign, err
 		}
+		if foreign, owned, err := f.admitOwned(rec, name); owned || err != nil {
+			return foreign, err
+		}
 		key, err := f.reportKey(name)
 		if err != nil {
 			return nil, err
@@ -157,7 +160,25 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 			return events.Foreignf("a standing for %s signed by %q, which is neither %s's nor the controller's", name, rec.Signer, name), nil
 		}
 	case events.ReportKeyRecorded:
-		return f.needNode(ev.Node, false)
+		if foreign, err := f.needNode(ev.Node, false); foreign != nil || err != nil {
+			return foreign, err
+		}
+		if k, owned, err := f.ownKeys(ev.Node); owned || err != nil {
+			return events.Foreignf("%s made its own keys (event %d); its report key changes only by mesh node rekey", ev.Node, k.Seq), err
+		}
+	case events.NodeKeysRecorded:
+		if foreign, err := f.needNode(ev.Node, true); foreign != nil || err != nil {
+			return foreign, err
+		}
+		if k, owned, err := f.ownKeys(ev.Node); !ev.Rekey && owned || err != nil {
+			return events.Foreignf("it records keys for %s, which has its own since event %d; only a re-key replaces them", ev.Node, k.Seq), err
+		}
+	case events.TokenUsed, events.TokenRevoked:
+		id := events.Rights[ev.EventType()].Name(ev)
+		found, err := getJSON(f.b, tokenKey(id), &Token{})
+		if err != nil || !found {
+			return events.Foreignf("it names token %s, which was never created", id), err
+		}
 	case events.NodeUnreachable, events.NodeReachable:
 		// Not only active nodes: a node may be retired between the
 		// controller's reading of its silence and this append.
@@ -241,6 +262,9 @@ func (v *View) ReportKey(node string) (string, error) {
 func (f *folder) agentReport(rec events.Recorded) (foreign, err error) {
 	name := events.Rights[rec.Event.EventType()].Name(rec.Event)
 	if foreign, err := f.needNode(name, false); foreign != nil || err != nil {
+		return foreign, err
+	}
+	if foreign, owned, err := f.admitOwned(rec, name); owned || err != nil {
 		return foreign, err
 	}
 	key, err := f.reportKey(name)

@@ -27,6 +27,8 @@ const (
 	prefixNodeAddress    byte = 0x11 // node -> its overlay address
 	prefixSeat           byte = 0x12 // seat -> Seat (seats.go)
 	prefixLiveness       byte = 0x13 // node -> Liveness (liveness.go)
+	prefixNodeKeys       byte = 0x14 // node -> NodeKeys, the keys it made (nodekeys.go)
+	prefixToken          byte = 0x15 // id -> Token (nodekeys.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -64,7 +66,8 @@ var (
 //	13 facts; declared capabilities and labels that change
 //	14 rollouts
 //	15 an assignment's upgrade policy in its row; the overlay's addresses; seats
-const schemaVersion = 15
+//	16 enrolment tokens; the keys a node made itself, which its reports are held to
+const schemaVersion = 16
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -149,7 +149,10 @@ func (p *pipeline) decode() {
 			rec := events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev, Stored: m.Time, Foreign: err}
 			var head declaration.Head
 			if err == nil {
-				rec.Signer, rec.Foreign = provenance(p.f.keys, &macs, m, ev, &head)
+				rec.Signer, rec.Verified, rec.Foreign = provenance(p.f.keys, &macs, m, ev, &head)
+				if isStanding(ev) {
+					rec.Voucher = header(m, events.VoucherHeader)
+				}
 			} else {
 				rec.Signer = header(m, events.SignerHeader)
 			}

@@ -153,7 +153,7 @@ var modelNames = map[byte]string{
 	prefixMeta: "meta", prefixNode: "node", prefixModule: "module", prefixBuild: "build",
 	prefixAssign: "assignment", prefixAssignByModule: "assigned-to index", prefixStanding: "standing",
 	prefixHistory: "history of", prefixForeign: "foreign message", prefixForeignOpen: "open foreign message",
-	prefixReportKey: "report key of",
+	prefixReportKey: "report key of", prefixNodeKeys: "own keys of", prefixToken: "enrolment token",
 }
 
 // describeKey names a row for a person: its read model and its names.

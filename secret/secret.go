@@ -15,6 +15,7 @@ package secret
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ecdh"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -140,4 +141,68 @@ func Shown(v string) string {
 // so it is never stored: the controller mints it again when it composes.
 func Mint(key []byte, parts ...string) string {
 	return MAC(key, parts...)[:32]
+}
+
+// sealedToPrefix marks a box sealed to a node's own X25519 key (SealTo):
+// its agent opens it with OpenWith, and nothing the controller holds can.
+const sealedToPrefix = "x1."
+
+// IsSealedTo reports whether box was made by SealTo.
+func IsSealedTo(box string) bool { return strings.HasPrefix(box, sealedToPrefix) }
+
+// SealTo seals clear to the X25519 public key to (standard base64, as the
+// log records a node's seal key) for place where: an ephemeral key agrees
+// a secret with it, and only to's private half agrees it again. The sealer
+// keeps nothing, so neither it nor anyone with its keys or the log can
+// open the box afterwards (issue 29).
+func SealTo(to, where string, clear []byte) (string, error) {
+	b, err := base64.StdEncoding.DecodeString(to)
+	if err != nil {
+		return "", fmt.Errorf("the seal key %q is not base64", to)
+	}
+	pub, err := ecdh.X25519().NewPublicKey(b)
+	if err != nil {
+		return "", fmt.Errorf("the seal key is not an X25519 key: %w", err)
+	}
+	eph, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	shared, err := eph.ECDH(pub)
+	if err != nil {
+		return "", err
+	}
+	box := Seal(agreed(shared, eph.PublicKey().Bytes(), b), where, clear)
+	return sealedToPrefix + base64.RawURLEncoding.EncodeToString(eph.PublicKey().Bytes()) + "." + box, nil
+}
+
+// OpenWith opens a box SealTo made for priv's public key.
+func OpenWith(priv *ecdh.PrivateKey, where, box string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(box, sealedToPrefix)
+	ephB64, inner, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 {
+		return nil, ErrOpen
+	}
+	ephRaw, err := base64.RawURLEncoding.DecodeString(ephB64)
+	if err != nil {
+		return nil, ErrOpen
+	}
+	eph, err := ecdh.X25519().NewPublicKey(ephRaw)
+	if err != nil {
+		return nil, ErrOpen
+	}
+	shared, err := priv.ECDH(eph)
+	if err != nil {
+		return nil, ErrOpen
+	}
+	return Open(agreed(shared, ephRaw, priv.PublicKey().Bytes()), where, inner)
+}
+
+// agreed is the box key of a shared secret, bound to both public keys.
+func agreed(shared, eph, to []byte) []byte {
+	m := hmac.New(sha256.New, shared)
+	m.Write([]byte("mesh sealed to a node\x00"))
+	m.Write(eph)
+	m.Write(to)
+	return m.Sum(nil)
 }

@@ -9,6 +9,7 @@ package agenttest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
@@ -122,9 +124,29 @@ func (m *Mesh) AgentAt(node, root string) func() {
 // by set (the supervision's and drift check's times, for a test).
 func (m *Mesh) AgentWith(node, root string, set func(*agent.Config)) func() {
 	m.T.Helper()
-	id, err := m.H.Join(m.Ctx, commands.NameRequest{Name: node})
+	// Enrolled as any agent is (issue 29): a token, keys it makes.
+	token, err := m.H.LocalToken(m.Ctx, node)
 	m.Must(err)
-	j := agent.Join{Mesh: id.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
+	j := agent.Join{Mesh: m.H.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: m.H.PublicKey, Token: token}
+	j, err = agent.Enrol(m.Ctx, j, agent.StateDir(root, ""), func(o ...nats.Option) (*nats.Conn, error) {
+		return nats.Connect(m.Srv.ClientURL(), o...)
+	}, slog.New(slog.DiscardHandler))
+	m.Must(err)
+	return m.AgentJoined(j, root, set)
+}
+
+// LegacyAgentAt starts node's agent on root as a node enrolled before
+// nodes made their own keys: with the seed derived from the controller's.
+func (m *Mesh) LegacyAgentAt(node, root string) func() {
+	m.T.Helper()
+	id, err := m.H.LegacyIdentity(node)
+	m.Must(err)
+	return m.AgentJoined(agent.Join{Mesh: id.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}, root, func(*agent.Config) {})
+}
+
+// AgentJoined starts an agent with join j on root.
+func (m *Mesh) AgentJoined(j agent.Join, root string, set func(*agent.Config)) func() {
+	m.T.Helper()
 	cfg := agent.Config{Join: j, Root: root}
 	set(&cfg)
 	a, err := agent.Open(m.Ctx, embeddedtest.Conn(m.T, m.Srv), cfg)

@@ -20,7 +20,8 @@ type AgentCmd struct {
 	Join     string `env:"MESH_JOIN" help:"The join string mesh node enroll (or mesh node join NAME) printed. A secret: prefer --join-file or MESH_JOIN, which ps does not show."`
 	JoinFile string `name:"join-file" env:"MESH_JOIN_FILE" help:"A file holding the join string (mode 0600): how a service unit gives it."`
 	Root     string `required:"" help:"The directory declared paths land under: /etc/app/app.conf is written to ROOT/etc/app/app.conf."`
-	State    string `help:"Where the agent keeps what it applied and what the mesh owns (default: ROOT.state, beside the root)."`
+	State    string `help:"Where the agent keeps its keys, what it applied and what the mesh owns (default: ROOT.state, beside the root)."`
+	Name     string `help:"The node's name, for a join string whose token enrols any name (mesh token create); default: the machine's host name."`
 	// CheckEvery is the drift check's interval (the declaration itself
 	// is heard as it is sent, and read again every 10 s besides).
 	CheckEvery time.Duration `default:"3m" help:"How often to check that what the mesh owns under the root is what was applied (and at start)."`
@@ -58,6 +59,9 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		}
 	}
 	log := g.logger(out.Err)
+	if j, err = c.enrol(ctx, g, j, addr, log); err != nil {
+		return err
+	}
 	identity, err := j.Options()
 	if err != nil {
 		return usagef("%v", err)
@@ -98,6 +102,33 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	return a.Run(ctx)
 }
 
+// enrol makes the node's keys and enrols them when the join string holds a
+// token and the state directory has not yet (issue 29); the join answered
+// carries the node's own seed.
+func (c *AgentCmd) enrol(ctx context.Context, g *Globals, j agent.Join, addr busAddr, log *slog.Logger) (agent.Join, error) {
+	if j.Seed != "" {
+		return j, nil
+	}
+	switch {
+	case j.Node != "" && c.Name != "" && c.Name != j.Node:
+		return j, usagef("the join string's token enrols %s, and --name says %s; drop --name or ask for a token for %s", j.Node, c.Name, c.Name)
+	case j.Node == "" && c.Name != "":
+		j.Node = c.Name
+	}
+	opts, err := j.Options()
+	if err != nil {
+		return j, usagef("%v", err)
+	}
+	secure, err := g.tlsOptions()
+	if err != nil {
+		return j, err
+	}
+	dial := func(more ...nats.Option) (*nats.Conn, error) {
+		return connect(addr, "mesh agent "+j.Node+" enrolling", append(append(secure, opts...), more...)...)
+	}
+	return agent.Enrol(ctx, j, agent.StateDir(c.Root, c.State), dial, log)
+}
+
 // NodeJoinCmd prints a node's join string again.
 type NodeJoinCmd struct {
 	Name string `arg:""`
@@ -121,7 +152,7 @@ func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // On a bus that speaks TLS it carries the CA the command trusted (the
 // home's, or --tls-ca), so the agent needs nothing else.
 func joinString(g *Globals, cl *client.Client, id commands.Identity) string {
-	j := agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed}
+	j := agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed, Token: id.Token}
 	if cl.NC.TLSRequired() || strings.HasPrefix(j.Bus, "tls://") {
 		ca := g.TLSCA
 		if ca == "" {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -19,16 +21,7 @@ func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
 	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t))
 	r := mesh(t, home, "node", "enroll", "web-1")
 	lines := strings.Split(strings.TrimSpace(r.out), "\n")
-	j, err := agent.ParseJoin(lines[len(lines)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, _ := j.Options()
-	nc, err := nats.Connect(j.Bus, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := nodeConn(t, lines[len(lines)-1])
 	if err := nc.Publish("mesh.rp.web-1.DeclarationApplied", []byte("not an event")); err != nil {
 		t.Fatal(err)
 	}
@@ -71,4 +64,25 @@ func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
 	if r = mesh(t, home, "audit"); r.code != 0 || !strings.Contains(r.out, "acknowledged at event") || !strings.Contains(r.out, "the record holds") {
 		t.Fatalf("audit after the acknowledgement: %+v", r)
 	}
+}
+
+// nodeConn is a connection as the node a join string names, enrolled with
+// keys made for it as its agent makes them (issue 29).
+func nodeConn(t *testing.T, join string) *nats.Conn {
+	t.Helper()
+	j, err := agent.ParseJoin(join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(o ...nats.Option) (*nats.Conn, error) { return nats.Connect(j.Bus, o...) }
+	if j, err = agent.Enrol(context.Background(), j, t.TempDir(), dial, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := j.Options()
+	nc, err := nats.Connect(j.Bus, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -191,6 +192,12 @@ func printAudit(w io.Writer, a commands.AuditReport, mesh bool) {
 		}
 		fmt.Fprintf(w, "%s: %d declaration(s) against %d controller key(s), %d report(s) against %d report key(s): %s\n",
 			n.Node, n.Declarations, len(n.Keys), n.Reports, len(n.ReportKeys), status)
+		switch {
+		case n.OwnKeys && len(n.Rekeys) > 0:
+			fmt.Fprintf(w, "  its keys are its own, made on its machine; re-keyed by an operator at event(s) %s\n", joinSeqs(n.Rekeys))
+		case !n.OwnKeys && n.Reports > 0:
+			fmt.Fprintf(w, "  its keys derive from the controller key (enrolled before nodes made their own): mesh node rekey %s\n", n.Node)
+		}
 		if !mesh {
 			for _, f := range n.Foreign {
 				fmt.Fprintf(w, "  foreign event %d on %s: %s\n", f.Seq, f.Subject, f.Reason)
@@ -228,4 +235,12 @@ func auditFailure(a commands.AuditReport) error {
 		}
 	}
 	return fmt.Errorf("the record does not hold: %d node record(s) break, %d foreign message(s); each is named above", broken, foreign)
+}
+
+func joinSeqs(seqs []uint64) string {
+	parts := make([]string, len(seqs))
+	for i, s := range seqs {
+		parts[i] = strconv.FormatUint(s, 10)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -149,11 +149,12 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatalf("retire again: %+v", r)
 	}
 	r = mesh(t, home, "projections", "rebuild")
-	if r.code != 0 || !strings.Contains(r.out, "3 event(s) folded") {
+	// The key record, the enrolment, its token, the retirement.
+	if r.code != 0 || !strings.Contains(r.out, "4 event(s) folded") {
 		t.Fatalf("rebuild: %+v", r)
 	}
 	r = mesh(t, home, "projections", "status")
-	if r.code != 0 || !strings.Contains(r.out, "folded up to event 3 of 3 (lag 0)") {
+	if r.code != 0 || !strings.Contains(r.out, "folded up to event 4 of 4 (lag 0)") {
 		t.Fatalf("status: %+v", r)
 	}
 }
@@ -188,8 +189,8 @@ func TestBadInputIsOneSentence(t *testing.T) {
 		}
 	}
 	r := mesh(t, home, "events", "--json")
-	if n := strings.Count(r.out, "\n"); n != 2 {
-		t.Fatalf("after refused commands the log holds %d events, want the key record and one enrolment:\n%s", n, r.out)
+	if n := strings.Count(r.out, "\n"); n != 3 {
+		t.Fatalf("after refused commands the log holds %d events, want the key record, one enrolment and its token:\n%s", n, r.out)
 	}
 }
 
@@ -239,7 +240,7 @@ func TestKillNineAndRestart(t *testing.T) {
 	child.Wait()
 
 	log := up(t, home)
-	if !strings.Contains(log.String(), "stream MESH unchanged: 2 event(s)") || !strings.Contains(log.String(), "signing as ") {
+	if !strings.Contains(log.String(), "stream MESH unchanged: 3 event(s)") || !strings.Contains(log.String(), "signing as ") {
 		t.Fatalf("the restart does not say what it found:\n%s", log)
 	}
 	r := mesh(t, home, "node", "show", "web-1", "--json")

@@ -23,7 +23,8 @@ type NodeCmd struct {
 	Show   NodeShowCmd   `cmd:"" help:"Show one node."`
 	Set    NodeSetCmd    `cmd:"" help:"Change a node's declared capabilities or labels (recorded; plan and push --behind follow)."`
 	Retire NodeRetireCmd `cmd:"" help:"Retire a node: it can no longer be assigned or pushed to; its name stays taken."`
-	Join   NodeJoinCmd   `cmd:"" help:"Print a node's join string again (for mesh agent --join)."`
+	Join   NodeJoinCmd   `cmd:"" help:"Print a new join string for a node whose agent has not made its keys yet (for mesh agent --join)."`
+	Rekey  NodeRekeyCmd  `cmd:"" help:"Give a node new keys: a join string for its new or wiped machine (recorded; audit shows it)."`
 }
 
 type NodeEnrollCmd struct {

@@ -362,11 +362,14 @@ func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Contro
 	default:
 		log.Info("enrolled for the local agent", "node", node)
 	}
-	id, err := h.Join(ctx, commands.NameRequest{Name: node})
+	token, err := h.LocalToken(ctx, node)
 	if err != nil {
 		return nil, err
 	}
-	j := agent.Join{Mesh: id.Mesh, Bus: srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
+	j := agent.Join{Mesh: h.Mesh, Bus: srv.ClientURL(), Node: node, Key: h.PublicKey, Token: token}
+	if j, err = agent.Enrol(ctx, j, agent.StateDir(root, ""), func(o ...nats.Option) (*nats.Conn, error) { return srv.Connect(o...) }, log); err != nil {
+		return nil, err
+	}
 	identity, err := j.Options()
 	if err != nil {
 		return nil, err

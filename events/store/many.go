@@ -134,6 +134,9 @@ func (s *Store) ReportMsg(node, reportID string, ev events.Event, by Sealing) (*
 	m.Header.Set(events.SignerHeader, by.Signer.PublicKey())
 	m.Header.Set(events.SignatureHeader, by.Signer.Sign(data))
 	m.Header.Set(events.MACHeader, declaration.MAC(by.MAC, m.Subject, data))
+	if by.Voucher != "" {
+		m.Header.Set(events.VoucherHeader, by.Voucher)
+	}
 	return m, nil
 }
 
@@ -144,6 +147,9 @@ func (s *Store) ReportMsg(node, reportID string, ev events.Event, by Sealing) (*
 type Sealing struct {
 	Signer Signer
 	MAC    []byte
+	// Voucher, for a module on a node that made its own keys: the node's
+	// bus key's signature of the module's (declaration.Voucher).
+	Voucher string
 }
 
 // Signer signs a message's data; declaration.Signer is one.

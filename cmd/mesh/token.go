@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meshctl/mesh/commands"
+)
+
+// TokenCmd is the enrolment token group (issue 29).
+type TokenCmd struct {
+	Create TokenCreateCmd `cmd:"" help:"Make an enrolment token: a join string machines enrol themselves with, making their own keys."`
+	List   TokenListCmd   `cmd:"" help:"List every token, with its uses and expiry (never its secret)."`
+	Revoke TokenRevokeCmd `cmd:"" help:"Withdraw a token's unused uses."`
+}
+
+type TokenCreateCmd struct {
+	Uses       int               `default:"1" help:"How many machines may enrol with it."`
+	Expires    time.Duration     `default:"24h" help:"How long it may be used (at most 720h)."`
+	Label      map[string]string `short:"l" help:"Labels every node it enrols has (KEY=VALUE, repeatable)."`
+	Capability []string          `short:"c" help:"Capabilities every node it enrols has (repeatable)."`
+	JSON       bool              `help:"Print the token (with the join string) as JSON."`
+}
+
+func (c *TokenCreateCmd) Help() string {
+	return `Each machine runs: mesh agent --join JOIN --root DIR --name NAME (the name defaults to its host
+name). Its agent makes its own keys and enrols them with the token; nothing the operator holds can
+make its reports or open what is sealed to it. The join string is a secret until it is spent.`
+}
+
+func (c *TokenCreateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	cl, closeFn, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	var r commands.TokenReply
+	req := commands.TokenRequest{CommandID: commands.NewCommandID(), Uses: c.Uses, Expires: c.Expires, Labels: c.Label, Capabilities: c.Capability}
+	if err := cl.Call(ctx, commands.SubjectTokenCreate, req, &r); err != nil {
+		return err
+	}
+	join := joinString(g, cl, r.Identity)
+	if c.JSON {
+		return printJSON(out.Out, struct {
+			commands.TokenReply
+			Join string `json:"join"`
+		}{r, join})
+	}
+	fmt.Fprintf(out.Out, "made token %s at sequence %d: %d use(s), until %s (labels: %s; capabilities: %s)\n",
+		r.Token.ID, r.Seq, r.Token.Uses, r.Token.Expires.UTC().Format(time.RFC3339), orNone(labelString(r.Token.Labels)), orNone(strings.Join(r.Token.Capabilities, ", ")))
+	fmt.Fprintf(out.Out, "join string (for mesh agent --join --name NAME on each machine):\n%s\n", join)
+	return nil
+}
+
+type TokenListCmd struct {
+	JSON bool `help:"Print the tokens as JSON."`
+}
+
+func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.TokenList
+	if err := g.call(ctx, commands.SubjectTokenList, commands.Empty{}, &r); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(out.Out, r)
+	}
+	if len(r.Tokens) == 0 {
+		fmt.Fprintln(out.Out, "no tokens: mesh token create makes one")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOKEN\tLEFT\tUSED\tEXPIRES\tFOR\tUSED BY")
+	now := time.Now()
+	for _, t := range r.Tokens {
+		left, why := t.Left(now)
+		leftText := fmt.Sprint(left)
+		if why != "" {
+			leftText = "0 (" + why + ")"
+		}
+		what := orDash(t.Node)
+		if t.Rekey {
+			what = "re-key " + t.Node
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d of %d\t%s\t%s\t%s\n", t.ID, leftText, len(t.Used), t.Uses, t.Expires.UTC().Format(time.RFC3339), what, orDash(strings.Join(t.Used, ",")))
+	}
+	return tw.Flush()
+}
+
+type TokenRevokeCmd struct {
+	ID string `arg:"" help:"The token's id (mesh token list)."`
+}
+
+func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	var r commands.Changed
+	if err := g.call(ctx, commands.SubjectTokenRevoke, commands.NameRequest{Name: c.ID}, &r); err != nil {
+		return err
+	}
+	if !r.Changed {
+		fmt.Fprintf(out.Out, "token %s has no uses left: nothing to do\n", c.ID)
+		return nil
+	}
+	fmt.Fprintf(out.Out, "revoked token %s at sequence %d\n", c.ID, r.Seq)
+	return nil
+}
+
+// NodeRekeyCmd makes a token that gives a node new keys.
+type NodeRekeyCmd struct {
+	Name string `arg:""`
+}
+
+func (c *NodeRekeyCmd) Help() string {
+	return `For a wiped or replaced machine, or a node enrolled before nodes made their own keys. Run its
+agent with the join string this prints and a fresh state directory: it makes new keys, and from
+then on the old ones are refused by the bus and set aside by the fold. mesh audit shows the re-key.`
+}
+
+func (c *NodeRekeyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	cl, closeFn, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	var id commands.Identity
+	if err := cl.Call(ctx, commands.SubjectNodeRekey, commands.NameRequest{Name: c.Name}, &id); err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Out, "re-key token for %s made; its keys change once its agent enrols with this join string:\n%s\n", c.Name, joinString(g, cl, id))
+	return nil
+}

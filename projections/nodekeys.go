@@ -1,0 +1,167 @@
+package projections
+
+import (
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+)
+
+// NodeKeys are the public keys a node's agent made on its own machine and
+// enrolled with (issue 29): a row only for such nodes. A node enrolled
+// before has none, and its keys are derived from the controller key as
+// they always were (declaration/keys.go), until it is re-keyed.
+type NodeKeys struct {
+	Node    string    `json:"node"`
+	Bus     string    `json:"bus"`
+	Report  string    `json:"report"`
+	Seal    string    `json:"seal"`
+	Overlay string    `json:"overlay"`
+	Token   string    `json:"token"`
+	Seq     uint64    `json:"seq"`    // the event that recorded them
+	At      time.Time `json:"at"`     // when
+	Rekeys  int       `json:"rekeys"` // how many times an operator gave it new keys
+}
+
+// Token is an enrolment token as the log knows it: never its secret.
+type Token struct {
+	events.TokenCreated
+	Used      []string  `json:"used"` // the nodes that enrolled with it, in order
+	Revoked   bool      `json:"revoked"`
+	CreatedAt time.Time `json:"created_at"`
+	Version   uint64    `json:"version"`
+}
+
+// Left is how many uses the token has at now ("" reasons below say why none).
+func (t Token) Left(now time.Time) (int, string) {
+	switch {
+	case t.Revoked:
+		return 0, "it was revoked"
+	case !now.Before(t.Expires):
+		return 0, "it expired at " + t.Expires.UTC().Format(time.RFC3339)
+	case len(t.Used) >= t.Uses:
+		return 0, "its uses are spent"
+	}
+	return t.Uses - len(t.Used), ""
+}
+
+func nodeKeysKey(node string) []byte { return append([]byte{prefixNodeKeys}, node...) }
+func tokenKey(id string) []byte      { return append([]byte{prefixToken}, id...) }
+
+// foldTokens keeps each token and what was used of it.
+func foldTokens(b *pebble.Batch, rec events.Recorded) error {
+	switch ev := rec.Event.(type) {
+	case events.TokenCreated:
+		return putJSON(b, tokenKey(ev.ID), Token{TokenCreated: ev, CreatedAt: rec.Envelope.OccurredAt, Version: rec.Seq})
+	case events.TokenUsed:
+		return bumpJSON(b, tokenKey(ev.ID), func(t *Token) { t.Used = append(t.Used, ev.Node) })
+	case events.TokenRevoked:
+		return bumpJSON(b, tokenKey(ev.ID), func(t *Token) { t.Revoked = true })
+	}
+	return nil
+}
+
+// foldNodeKeys records a node's own keys, and its report key in force with
+// them: the report key row is what every report is held to.
+func (f *folder) foldNodeKeys(rec events.Recorded) error {
+	ev, ok := rec.Event.(events.NodeKeysRecorded)
+	if !ok {
+		return nil
+	}
+	k, _, err := f.ownKeys(ev.Node)
+	if err != nil {
+		return err
+	}
+	rekeys := k.Rekeys
+	if ev.Rekey {
+		rekeys++
+	}
+	row := NodeKeys{Node: ev.Node, Bus: ev.Bus, Report: ev.Report, Seal: ev.Seal, Overlay: ev.Overlay, Token: ev.Token,
+		Seq: rec.Seq, At: rec.Envelope.OccurredAt, Rekeys: rekeys}
+	f.owned[ev.Node] = &row
+	f.reportKeys[ev.Node] = ev.Report
+	if err := f.b.Set(reportKeyKey(ev.Node), []byte(ev.Report), nil); err != nil {
+		return err
+	}
+	return putJSON(f.b, nodeKeysKey(ev.Node), row)
+}
+
+// ownKeys are node's own keys, if it made them (found false: it did not).
+func (f *folder) ownKeys(node string) (NodeKeys, bool, error) {
+	if k, ok := f.owned[node]; ok {
+		if k == nil {
+			return NodeKeys{}, false, nil
+		}
+		return *k, true, nil
+	}
+	var k NodeKeys
+	found, err := getJSON(f.b, nodeKeysKey(node), &k)
+	if err != nil {
+		return k, false, err
+	}
+	if found {
+		f.owned[node] = &k
+	} else {
+		f.owned[node] = nil
+	}
+	return k, found, nil
+}
+
+// NodeKeys reads node's own keys (found false: it enrolled before nodes
+// made their keys, and its keys derive from the controller's).
+func (v *View) NodeKeys(node string) (NodeKeys, bool, error) {
+	var k NodeKeys
+	found, err := getJSON(v.r, nodeKeysKey(node), &k)
+	return k, found, err
+}
+
+// AllNodeKeys lists every node that made its own keys, by name.
+func (v *View) AllNodeKeys() (map[string]NodeKeys, error) {
+	rows, err := decodeRows[NodeKeys](v.r, prefixNodeKeys)
+	out := make(map[string]NodeKeys, len(rows))
+	for _, r := range rows {
+		out[r.Node] = r
+	}
+	return out, err
+}
+
+// Token reads one token.
+func (v *View) Token(id string) (Token, bool, error) {
+	var t Token
+	found, err := getJSON(v.r, tokenKey(id), &t)
+	return t, found, err
+}
+
+// Tokens lists every token, by id.
+func (v *View) Tokens() ([]Token, error) { return decodeRows[Token](v.r, prefixToken) }
+
+// admitOwned holds a report of a node that made its own keys to them: its
+// signature, checked on a worker, by the key it recorded. A MAC proves
+// nothing here, since the controller key makes any derived one. found
+// false: the node did not make its own keys, and the MAC checks stand.
+func (f *folder) admitOwned(rec events.Recorded, node string) (foreign error, found bool, err error) {
+	k, found, err := f.ownKeys(node)
+	if err != nil || !found {
+		return nil, found, err
+	}
+	switch {
+	case rec.Signer == f.keys.Controller() && isStanding(rec.Event) && !rec.Verified:
+		// The operator's word, through the controller (its MAC, checked).
+		return nil, true, nil
+	case !rec.Verified:
+		return events.Foreignf("it carries a MAC the controller key can make, not a signature by a key %s made; %s's keys are its own since event %d", node, node, k.Seq), true, nil
+	case rec.Signer == k.Report:
+		return nil, true, nil
+	case isStanding(rec.Event) && vouched(k, rec):
+		return nil, true, nil
+	}
+	return events.Foreignf("it is signed by %q, which is not a key %s recorded (its report key is %s)", rec.Signer, node, k.Report), true, nil
+}
+
+// vouched: the message's signer is a module's identity on the node, which
+// the node's own bus key vouched for (declaration.Voucher), and the
+// standing names that module as its provider.
+func vouched(k NodeKeys, rec events.Recorded) bool {
+	return declaration.CheckVoucher(k.Bus, k.Node, standingProvider(rec.Event), rec.Signer, rec.Voucher)
+}
