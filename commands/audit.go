@@ -44,11 +44,11 @@ type Audit struct {
 	// OwnKeys: the node made its keys and enrolled them with a token
 	// (issue 29); Rekeys are the events at which an operator's re-key
 	// token gave it new ones.
-	OwnKeys bool     `json:"own_keys"`
-	Rekeys  []uint64 `json:"rekeys,omitempty"`
-	OK           bool     `json:"ok"`
-	Break        string   `json:"break,omitempty"`
-	BreakSeq     uint64   `json:"break_seq,omitempty"`
+	OwnKeys  bool     `json:"own_keys"`
+	Rekeys   []uint64 `json:"rekeys,omitempty"`
+	OK       bool     `json:"ok"`
+	Break    string   `json:"break,omitempty"`
+	BreakSeq uint64   `json:"break_seq,omitempty"`
 	// Foreign are the foreign messages that touch the node.
 	Foreign []projections.ForeignMessage `json:"foreign"`
 }

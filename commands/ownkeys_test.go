@@ -106,4 +106,3 @@ func lastSent(t *testing.T, m *agenttest.Mesh, node string) events.DeclarationSe
 	m.Must(err)
 	return ev.(events.DeclarationSent)
 }
-
