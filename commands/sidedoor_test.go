@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
 )
 
@@ -85,6 +86,45 @@ func TestJunkAimedAtADeclarationSubjectDoesNotHoldTheNode(t *testing.T) {
 	junk()
 	m.declare("db-1", "v4")
 	holds("v4")
+}
+
+// The door an agent asks through is no side door: the controller answers a
+// node's newest declaration only to an inbox, never to a subject the stream
+// keeps, and a node may ask only for its own (the permission matrix holds
+// the second).
+func TestTheNewestDeclarationIsAnsweredOnlyToAnInbox(t *testing.T) {
+	m := newClosedMesh(t, 0)
+	ctx := context.Background()
+	app := m.enrollAndDeclare("app-1")
+	m.enrollAndDeclare("db-1")
+	subject := events.DeclarationSubject("db-1")
+	before, _, err := m.h.Store.Last(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := m.connectAs(app, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishRequest(events.NewestSubject("app-1"), subject, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Asked properly, twice, after it: the controller takes its requests in
+	// order, so by the second answer the first request was long settled.
+	own, _, err := m.h.Store.Last(ctx, events.DeclarationSubject("app-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := store.AttachNode(nc, "")
+	for range 2 {
+		got, found, err := st.Newest(ctx, "app-1")
+		if err != nil || !found || got.Seq != own.Seq || got.Subject != own.Subject || string(got.Data) != string(own.Data) {
+			t.Fatalf("app-1 asking for its newest declaration: event %d on %s, found %v, %v; want event %d", got.Seq, got.Subject, found, err, own.Seq)
+		}
+	}
+	if after, _, err := m.h.Store.Last(ctx, subject); err != nil || after.Seq != before.Seq {
+		t.Fatalf("an answer aimed at db-1's declaration subject landed there: event %d, was %d (%v)", after.Seq, before.Seq, err)
+	}
 }
 
 // declare sends node a declaration of one file, /etc/secret, holding content.
