@@ -234,6 +234,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil || !found || last.Seq == seen {
 			return false, err
 		}
+		o, act, err := a.toAct(ctx, last)
+		if err != nil {
+			return false, err // seen stays: the next read asks again
+		}
 		if last.Seq < seen {
 			// The log went back (an older backup restored) or was replaced:
 			// it may not hold this agent's report key, without which every
@@ -243,7 +247,10 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.recordKey(ctx)
 		}
 		seen = last.Seq
-		if ap := a.handle(ctx, last); ap != nil {
+		if !act {
+			return true, nil
+		}
+		if ap := a.handle(ctx, o); ap != nil {
 			a.sup.reconcile(ap.runs, ap.changed, ap.hold, ap.seq)
 		}
 		return true, nil
@@ -346,26 +353,18 @@ type applied struct {
 	seq     uint64
 }
 
-// handle verifies one declaration message and applies it, or refuses it.
-// Nothing of a refused declaration is written. It answers what the
-// supervisor must do, nil for nothing.
-func (a *Agent) handle(ctx context.Context, m store.Msg) *applied {
+// handle applies one opened declaration message, or refuses it. Nothing of
+// a refused declaration is written. It answers what the supervisor must
+// do, nil for nothing.
+func (a *Agent) handle(ctx context.Context, o opened) *applied {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	node := a.cfg.Join.Node
-	_, ev, err := events.Decode(m.Data)
-	sent, ok := ev.(events.DeclarationSent)
-	if err != nil || !ok {
-		a.refuse(ctx, 0, "", fmt.Sprintf("event %d on %s is not a declaration: %v", m.Seq, m.Subject, err))
+	if o.err != nil {
+		a.refuse(ctx, o.seq, o.digest, o.err.Error())
 		return nil
 	}
-	sealed := declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key}
-	digest := sealed.Digest()
-	d, err := declaration.Open(sealed, a.cfg.Join.Key, a.cfg.Join.Mesh, node)
-	if err != nil {
-		a.refuse(ctx, sent.Sequence, digest, err.Error())
-		return nil
-	}
+	d, digest := o.d, o.digest
 	switch {
 	case d.Sequence == a.state.LastSequence && digest == a.state.LastDigest:
 		// This very declaration was applied before a restart: never

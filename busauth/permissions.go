@@ -21,6 +21,10 @@ func NodePermissions(node string) jwt.Permissions {
 		// That it is alive (issue 28): its own liveness subject only, so
 		// one node cannot keep another looking alive.
 		events.LivenessSubject(node),
+		// Its newest declaration of the controller's, asked of the
+		// controller when the last message on its subject is not one
+		// (issue 29): its own only, answered only to its own inbox.
+		events.NewestSubject(node),
 	}
 	// Its reports, each type on its own subject (rule 19): nothing else
 	// under its prefix, and nothing under another node's.

@@ -224,6 +224,7 @@ func TestThePermissionMatrix(t *testing.T) {
 		"$JS.API.DIRECT.GET.MESH_SECRETS",                                   // the secrets' salts
 		"mesh.secret.x",                                                     // writing one
 		"mesh.live.db-1",                                                    // keeping another node looking alive (issue 28)
+		"mesh.newest.db-1",                                                  // asking for another's newest declaration (issue 29)
 	}
 	for _, subject := range refusedPub {
 		if err := nc.Publish(subject, []byte("{}")); err != nil {

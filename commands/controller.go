@@ -72,8 +72,9 @@ type Controller struct {
 	auth     *nats.Subscription // nil on an open bus
 	enrol    *nats.Subscription // agents holding tokens
 	log      *slog.Logger
-	// stopDrive ends the rollouts' drive; stopLive the hearing of agents.
-	stopDrive, stopLive func()
+	// stopDrive ends the rollouts' drive; stopLive the hearing of agents;
+	// stopNewest the answering of agents asking for their newest declaration.
+	stopDrive, stopLive, stopNewest func()
 }
 
 // StartController asserts the stream, opens and catches up the read models,
@@ -180,14 +181,21 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		proj.Close()
 		return nil, fmt.Errorf("cannot start the %s service: %w", ServiceName, err)
 	}
+	stopNewest, err := serveNewest(h)
+	if err != nil {
+		svc.Stop()
+		proj.Close()
+		return nil, err
+	}
 	// Ready means reachable: until the server has the service's
 	// subscriptions, a client's request would meet "no responders".
 	if err := nc.Flush(); err != nil {
+		stopNewest()
 		svc.Stop()
 		proj.Close()
 		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", ServiceName, err)
 	}
-	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log}
+	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log, stopNewest: stopNewest}
 	if ctrl.enrol, err = h.serveEnrol(nc); err != nil {
 		ctrl.Close()
 		return nil, err
@@ -224,6 +232,9 @@ func (c *Controller) Close() error {
 	}
 	if c.stopLive != nil {
 		c.stopLive()
+	}
+	if c.stopNewest != nil {
+		c.stopNewest()
 	}
 	if c.auth != nil {
 		_ = c.auth.Unsubscribe()

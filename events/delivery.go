@@ -102,6 +102,20 @@ func DeclarationSubject(node string) string {
 	return NodeAggregate(node).Subject(DeclarationSent{}.EventType())
 }
 
+// NewestPrefix is where an agent asks the controller for its newest
+// declaration when the newest message on its declaration subject is not
+// one the controller signed (issue 29): a reply subject aimed there by
+// another party puts such a message on any subject of the stream, and a
+// node may read only the last message on its own by direct get, so it
+// cannot walk back past it itself. Not in any stream.
+const NewestPrefix = "mesh.newest"
+
+// SubjectsNewest is every node's asking subject: what the controller answers.
+const SubjectsNewest = NewestPrefix + ".*"
+
+// NewestSubject is where node's agent asks for its newest declaration.
+func NewestSubject(node string) string { return NewestPrefix + "." + node }
+
 // DriftFound: what the mesh owns under the node's root was changed behind
 // the agent's back (a hand edit, a removal) since the declaration of
 // Sequence was applied. Corrected: the agent put it back (a corrective

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Loading an aggregate by batched direct gets (issue 13, rule 25): one
@@ -67,11 +66,10 @@ func (s *Store) batchGet(ctx context.Context, filter string, from uint64) ([]Msg
 		default:
 			return nil, 0, fmt.Errorf("store: cannot read %s from event %d: %s %s", filter, from, status, m.Header.Get("Description"))
 		}
-		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		msg, err := directMsg(m)
 		if err != nil {
 			return nil, 0, fmt.Errorf("store: a message on %s came without its sequence", filter)
 		}
-		at, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
-		out = append(out, Msg{Seq: seq, Subject: m.Header.Get(jetstream.SubjectHeader), Data: m.Data, Header: m.Header, Time: at})
+		out = append(out, msg)
 	}
 }

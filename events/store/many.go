@@ -209,10 +209,20 @@ func (s *Store) lastDirect(ctx context.Context, subject string) (Msg, bool, erro
 	default:
 		return Msg{}, false, fmt.Errorf("store: cannot read the last message on %s: %s %s", subject, status, resp.Header.Get("Description"))
 	}
-	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
+	m, err := directMsg(resp)
 	if err != nil {
 		return Msg{}, false, fmt.Errorf("store: the last message on %s came without its sequence", subject)
 	}
+	return m, true, nil
+}
+
+// directMsg is the stored message a direct get answered (or the controller,
+// in the same shape: Newest): its place in the stream is in the headers.
+func directMsg(resp *nats.Msg) (Msg, error) {
+	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return Msg{}, err
+	}
 	at, _ := time.Parse(time.RFC3339Nano, resp.Header.Get(jetstream.TimeStampHeaer))
-	return Msg{Seq: seq, Subject: resp.Header.Get(jetstream.SubjectHeader), Data: resp.Data, Header: resp.Header, Time: at}, true, nil
+	return Msg{Seq: seq, Subject: resp.Header.Get(jetstream.SubjectHeader), Data: resp.Data, Header: resp.Header, Time: at}, nil
 }
