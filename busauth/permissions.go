@@ -61,7 +61,9 @@ func OperatorPermissions() jwt.Permissions {
 
 // DefaultLifetime is how long a connection's permissions last on a closed
 // bus. The bus then closes it, the client connects again, and the
-// controller decides again: a retired node is out within this time.
+// controller decides again. A grant the log takes away does not wait for
+// it: the controller ends the connections holding it (Cutter); the
+// lifetime bounds only what a cut that failed leaves behind.
 const DefaultLifetime = 10 * time.Minute
 
 // ModulePermissions is all a running module's identity may do on the bus

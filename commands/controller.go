@@ -71,8 +71,9 @@ type Controller struct {
 	svc      micro.Service
 	auth     *nats.Subscription // nil on an open bus
 	log      *slog.Logger
-	// stopDrive ends the rollouts' drive; stopLive the hearing of agents.
-	stopDrive, stopLive func()
+	// stopDrive ends the rollouts' drive; stopLive the hearing of agents;
+	// stopGrants the ending of connections whose grant the log took away.
+	stopDrive, stopLive, stopGrants func()
 }
 
 // StartController asserts the stream, opens and catches up the read models,
@@ -202,6 +203,13 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		if ctrl.auth, err = busauth.Serve(nc, callout); err == nil {
 			err = busauth.WriteOperatorKey(c.Home, kp)
 		}
+		if err == nil {
+			// Its own connection is decided by the callout just served.
+			h.cutter, err = busauth.DialCutter(nc, kp)
+		}
+		if err == nil {
+			ctrl.stopGrants, err = followGrants(h)
+		}
 		if err != nil {
 			ctrl.Close()
 			return nil, err
@@ -219,6 +227,12 @@ func (c *Controller) Close() error {
 	}
 	if c.stopLive != nil {
 		c.stopLive()
+	}
+	if c.stopGrants != nil {
+		c.stopGrants()
+	}
+	if c.Handlers.cutter != nil {
+		c.Handlers.cutter.Close()
 	}
 	if c.auth != nil {
 		_ = c.auth.Unsubscribe()
