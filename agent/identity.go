@@ -19,7 +19,10 @@ import (
 //	MESH_USER, MESH_NKEY, MESH_INBOX   its own identity on a closed bus: the user name
 //	                                   NODE/MODULE, the file of its key (mode 0600, its
 //	                                   own), and the inbox prefix its replies come to
-//	MESH_STATE                         its key-value bucket of state
+//	MESH_STATE                         its module's key-value bucket of state, shared by
+//	                                   its instances on every node
+//	MESH_STATE_PREFIX                  the start of the keys of it this instance owns
+//	                                   ("NODE."): the bus refuses it any other key
 //	MESH_TLS_CA                        the bus's CA, when it speaks TLS
 //
 // The key is derived from the node's, so no new secret travels: the join
@@ -37,7 +40,8 @@ const modulesSuffix = ".modules"
 func (a *Agent) runtimeEnv(module string) ([]string, string, error) {
 	j := a.cfg.Join
 	env := []string{"PATH=" + os.Getenv("PATH"), "MESH_MESH=" + j.Mesh, "MESH_NODE=" + j.Node, "MESH_MODULE=" + module,
-		"MESH_ROOT=" + a.cfg.Root, "MESH_NATS_URL=" + j.Bus, "MESH_STATE=" + events.StateBucket(module)}
+		"MESH_ROOT=" + a.cfg.Root, "MESH_NATS_URL=" + j.Bus, "MESH_STATE=" + events.StateBucket(module),
+		"MESH_STATE_PREFIX=" + events.StatePrefix(j.Node)}
 	if j.CA != "" {
 		// The bus speaks TLS: the program trusts the CA its agent does.
 		ca := filepath.Clean(a.cfg.State) + modulesSuffix + "/ca.pem"

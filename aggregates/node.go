@@ -100,6 +100,11 @@ func (n *Node) enroll(c EnrollNode) ([]events.Event, error) {
 	if err := events.ValidateName("node", c.Name); err != nil {
 		return nil, &Error{Op: "enroll", ID: c.Name, Err: ErrInvalid, Detail: strings.TrimPrefix(err.Error(), "node name ")}
 	}
+	if c.Name == events.ServiceAny {
+		// mesh.svc.R.any is every provider's: a node of that name would
+		// have its endpoints served by providers on other machines.
+		return nil, &Error{Op: "enroll", ID: c.Name, Err: ErrInvalid, Detail: fmt.Sprintf("%q is reserved (a service subject's token for any provider); choose another name", c.Name)}
+	}
 	if n.Enrolled {
 		// Retired names stay taken: history must never hold two machines under one name.
 		state := "enrolled"

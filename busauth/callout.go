@@ -22,7 +22,9 @@ const AuthSubject = "$SYS.REQ.USER.AUTH"
 
 // Directory is what the callout asks of the mesh's read models. Each
 // answer is read when a connection is decided, so an enrolment, a
-// retirement or an assignment counts from the next connection on.
+// retirement or an assignment counts from the next connection on; the
+// controller ends the connections whose grant the log takes away, so that
+// next connection comes at once (cut.go).
 type Directory interface {
 	// ActiveNode is nil for an enrolled node that is not retired, or why
 	// the node may not connect, in one sentence.
@@ -55,6 +57,7 @@ type Callout struct {
 type authCallout struct {
 	Callout
 	operator string // the operator's public key
+	system   string // the controller's system identity's public key
 	// refused is when each refusal (host and reason) was last logged: an
 	// agent left running for a retired node asks again every 2 seconds,
 	// and its refusal is worth a line a minute, not thirty.
@@ -70,10 +73,15 @@ func Serve(nc *nats.Conn, c Callout) (*nats.Subscription, error) {
 		return nil, err
 	}
 	opPub, _ := op.PublicKey()
+	sys, err := SystemKey(c.Controller)
+	if err != nil {
+		return nil, err
+	}
+	sysPub, _ := sys.PublicKey()
 	if c.Lifetime <= 0 {
 		c.Lifetime = DefaultLifetime
 	}
-	a := &authCallout{Callout: c, operator: opPub, refused: map[string]time.Time{}}
+	a := &authCallout{Callout: c, operator: opPub, system: sysPub, refused: map[string]time.Time{}}
 	sub, err := nc.Subscribe(AuthSubject, a.answer)
 	if err != nil {
 		return nil, fmt.Errorf("cannot answer the bus's auth callout: %w", err)
@@ -96,7 +104,11 @@ func (c *authCallout) answer(msg *nats.Msg) {
 	} else {
 		uc := jwt.NewUserClaims(req.UserNkey)
 		uc.Name, uc.Audience, uc.Permissions = who, "$G", perms
-		if who != "operator" {
+		if who == SystemUser {
+			// The one identity placed in the system account: the
+			// controller's own, to end connections (cut.go).
+			uc.Audience = systemAccount
+		} else if who != "operator" {
 			// A node publishes only reports: none larger than one may be.
 			uc.Limits.Payload = events.MaxReport
 		}
@@ -146,6 +158,9 @@ func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.P
 	}
 	if pub == c.operator {
 		return "operator", OperatorPermissions(), nil
+	}
+	if pub == c.system {
+		return SystemUser, SystemPermissions(), nil
 	}
 	node := req.ConnectOptions.Username
 	if node == "" {

@@ -74,55 +74,69 @@ func OperatorPermissions() jwt.Permissions {
 
 // DefaultLifetime is how long a connection's permissions last on a closed
 // bus. The bus then closes it, the client connects again, and the
-// controller decides again: a retired node is out within this time.
+// controller decides again. A grant the log takes away does not wait for
+// it: the controller ends the connections holding it (Cutter); the
+// lifetime bounds only what a cut that failed leaves behind.
 const DefaultLifetime = 10 * time.Minute
 
 // ModulePermissions is all a running module's identity may do on the bus
-// (issue 15), from its manifest: publish and answer on the services it
-// provides, ask and hear the services it consumes, read and write its own
-// state bucket, and report its own standing as a provider on its node.
-// Nothing else: no other service, no stream, no other module's state, no
-// consumer of the event stream, no other inbox.
+// (issue 15), from its manifest: answer its own node's endpoint of each
+// service it provides (and the any-provider one), ask any provider's
+// endpoint of each service it consumes, read and write its own node's keys
+// of its state bucket, and report its own standing as a provider on its
+// node. Nothing else: no other node's endpoint (it would take requests
+// meant for that machine, and see them), no other service, no stream, no
+// other node's state or other module's, no consumer of the event stream,
+// no other inbox.
 //
 // The holder of seats may also take work from each seat's queue (seats: the
-// seats this instance holds now; a handover stops its program, which ends
-// its connection, so a former holder does not keep the grant).
+// seats this instance holds now; a handover cuts its connection, and the
+// next is decided without the seat).
 func ModulePermissions(node, module string, m manifest.Manifest, seats ...string) jwt.Permissions {
-	bucket := events.StateBucket(module)
-	kv := "KV_" + bucket
 	pub := jwt.StringList{
 		// Its standing, for itself on its node (the fold checks the
 		// provider named is this module, signed by this identity).
 		events.ReportSubject(node, events.ProviderFailing{}.EventType()),
 		events.ReportSubject(node, events.ProviderRecovered{}.EventType()),
-		// Its state: puts and deletes, and the API calls a key-value
-		// bucket is read and watched with.
-		"$KV." + bucket + ".>",
-		"$JS.API.STREAM.INFO." + kv,
-		"$JS.API.STREAM.MSG.GET." + kv,
-		"$JS.API.DIRECT.GET." + kv,
-		"$JS.API.DIRECT.GET." + kv + ".>",
-		"$JS.API.CONSUMER.CREATE." + kv,
-		"$JS.API.CONSUMER.CREATE." + kv + ".>",
-		"$JS.API.CONSUMER.DELETE." + kv + ".>",
-		"$JS.FC." + kv + ".>",
 		"$JS.API.INFO",
 	}
+	pub = append(pub, stateGrants(node, module)...)
 	pub = append(pub, seatGrants(seats)...)
 	sub := jwt.StringList{events.ModuleInbox(node, module) + ".>"}
 	for _, req := range m.Provides {
-		pub = append(pub, events.ServiceSubjects(req))
-		sub = append(sub, events.ServiceSubjects(req))
+		sub = append(sub, events.ServiceSubject(req, node), events.ServiceSubject(req, events.ServiceAny))
 	}
 	for _, req := range m.Consumes {
-		pub = append(pub, events.ServiceSubjects(req))
-		sub = append(sub, events.ServiceSubjects(req))
+		// Asking, with the answer on its own inbox: it hears no request.
+		pub = append(pub, events.ServiceEndpoints(req))
 	}
 	return jwt.Permissions{
 		Pub: jwt.Permission{Allow: pub},
 		Sub: jwt.Permission{Allow: sub},
 		// Answering a request is publishing once to its reply subject.
 		Resp: &jwt.ResponsePermission{MaxMsgs: 1},
+	}
+}
+
+// stateGrants are what the instance on node may do with its module's
+// state bucket: the keys under its node's prefix, and nothing that names
+// no key. Reads are by subject (a direct get of a key's last value, a
+// consumer whose filter is in its create subject), so the bus can hold them
+// to the prefix; a get by sequence (a key's revision) names no key and is
+// refused. The bucket's information is granted because binding to a
+// bucket asks for it: it says how many keys each subject holds, not their
+// values.
+func stateGrants(node, module string) []string {
+	bucket := events.StateBucket(module)
+	kv := "KV_" + bucket
+	keys := "$KV." + bucket + "." + events.StatePrefix(node) + ">"
+	return []string{
+		keys, // puts, deletes and purges of its own keys
+		"$JS.API.STREAM.INFO." + kv,
+		"$JS.API.DIRECT.GET." + kv + "." + keys,
+		"$JS.API.CONSUMER.CREATE." + kv + ".*." + keys,
+		"$JS.API.CONSUMER.DELETE." + kv + ".*",
+		"$JS.FC." + kv + ".>",
 	}
 }
 

@@ -330,6 +330,32 @@ func TestThePermissionMatrix(t *testing.T) {
 	if _, err := m.connectAs(db, nil); err == nil {
 		t.Fatal("retired db-1 was let in")
 	}
+
+	// The controller's system identity: lists connections on every
+	// server, and nothing of the mesh's.
+	sysKey, _ := busauth.SystemKey(m.h.Key)
+	sysPub, _ := sysKey.PublicKey()
+	var sv violations
+	sys, err := nats.Connect(m.srv.ClientURL(), nats.Nkey(sysPub, sysKey.Sign), nats.UserInfo(busauth.SystemUser, ""),
+		nats.CustomInboxPrefix("_INBOX_"+busauth.SystemUser), nats.ErrorHandler(sv.handler))
+	if err != nil {
+		t.Fatalf("the controller's system identity connecting: %v", err)
+	}
+	defer sys.Close()
+	if r, err := sys.Request("$SYS.REQ.SERVER.PING.CONNZ", []byte(`{"auth":true,"user":"app-1"}`), 5*time.Second); err != nil || !strings.Contains(string(r.Data), `"app-1"`) {
+		t.Fatalf("the system identity listing app-1's connections: %v %v", r, err)
+	}
+	for _, subject := range []string{"mesh.api.status", "$SYS.REQ.SERVER.PING.VARZ", "$SYS.REQ.ACCOUNT.PING.CONNZ"} {
+		if err := sys.Publish(subject, nil); err != nil {
+			t.Fatal(err)
+		}
+		sv.waitFor(t, fmt.Sprintf("Publish to %q", subject))
+	}
+	// Nor can an identity of the mesh's account ask who is connected.
+	if err := nc.Publish("$SYS.REQ.SERVER.PING.CONNZ", nil); err != nil {
+		t.Fatal(err)
+	}
+	v.waitFor(t, `Publish to "$SYS.REQ.SERVER.PING.CONNZ"`)
 }
 
 // A connection's permissions run out and the controller decides again: a
@@ -443,6 +469,21 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 	if err := (&client.Client{NC: op}).Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
 		t.Fatalf("the operator's status: %+v %v", s, err)
 	}
+	// Retired, app-1's connection to another server than the controller's
+	// is ended there (the system account's kick, issue 29).
+	appOpts, err := app.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, err := nats.Connect(servers[2].ClientURL(), append(appOpts, nats.NoReconnect())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cut.Close()
+	if _, err := ctrl.Handlers.Retire(ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "app-1"}); err != nil {
+		t.Fatal(err)
+	}
+	embeddedtest.Eventually(t, "retired app-1's connection to another server to be ended", cut.IsClosed)
 }
 
 // BenchmarkConnectAsNode: a node's connect on a closed bus, which the

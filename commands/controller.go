@@ -73,8 +73,10 @@ type Controller struct {
 	enrol    *nats.Subscription // agents holding tokens
 	log      *slog.Logger
 	// stopDrive ends the rollouts' drive; stopLive the hearing of agents;
-	// stopNewest the answering of agents asking for their newest declaration.
-	stopDrive, stopLive, stopNewest func()
+	// stopNewest the answering of agents asking for their newest
+	// declaration; stopGrants the ending of connections whose grant the
+	// log took away.
+	stopDrive, stopLive, stopNewest, stopGrants func()
 }
 
 // StartController asserts the stream, opens and catches up the read models,
@@ -215,6 +217,13 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		if ctrl.auth, err = busauth.Serve(nc, callout); err == nil {
 			err = busauth.WriteOperatorKey(c.Home, kp)
 		}
+		if err == nil {
+			// Its own connection is decided by the callout just served.
+			h.cutter, err = busauth.DialCutter(nc, kp)
+		}
+		if err == nil {
+			ctrl.stopGrants, err = followGrants(h)
+		}
 		if err != nil {
 			ctrl.Close()
 			return nil, err
@@ -235,6 +244,12 @@ func (c *Controller) Close() error {
 	}
 	if c.stopNewest != nil {
 		c.stopNewest()
+	}
+	if c.stopGrants != nil {
+		c.stopGrants()
+	}
+	if c.Handlers.cutter != nil {
+		c.Handlers.cutter.Close()
 	}
 	if c.auth != nil {
 		_ = c.auth.Unsubscribe()

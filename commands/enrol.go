@@ -47,7 +47,7 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 		if err != nil {
 			return nil, aggregates.Refuse("enroll", r.Node, aggregates.ErrInvalid, err.Error())
 		}
-		keys.Token = t.ID
+		keys.Token, keys.Rekey = t.ID, t.Rekey
 		items, err := h.tokenItems(v, func(node string, t projections.Token) ([]store.One, error) {
 			items, _, err := h.enrollItems(v, pool, []EnrollRequest{{Name: node, Capabilities: t.Capabilities, Labels: t.Labels}}, false)
 			return items, err
@@ -63,7 +63,7 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 	if !already {
 		h.Log.Info("node enrolled with a token, with keys it made", "node", r.Node, "token", keys.Token, "seq", seq)
 	}
-	return declaration.EnrolReply{Node: r.Node, Seq: seq, Beat: base64.StdEncoding.EncodeToString(h.Keys.NodeBeat(r.Node))}, nil
+	return declaration.EnrolReply{Node: r.Node, Seq: seq, Beat: base64.StdEncoding.EncodeToString(h.Keys.NodeBeat(r.Node)), Rekeyed: !already && keys.Rekey}, nil
 }
 
 // enrolTimeout bounds one enrolment: a decision and an atomic append.
@@ -93,6 +93,15 @@ func (h *Handlers) serveEnrol(nc *nats.Conn) (*nats.Subscription, error) {
 		}
 		b, _ := json.Marshal(reply)
 		_ = m.Respond(b)
+		if reply.Rekeyed {
+			// The keys it held before are not its any more: a connection
+			// still open with them is ended now, not at its lifetime's end.
+			ctx, cancel := context.WithTimeout(context.Background(), enrolTimeout)
+			if _, err := h.CutNode(ctx, reply.Node); err != nil {
+				h.Log.Warn("re-keyed, but cannot end the connections of its old keys", "node", reply.Node, "err", err)
+			}
+			cancel()
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot answer enrolments on %s: %w", events.EnrolPrefix, err)

@@ -87,17 +87,17 @@ func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
 		t.Fatalf("greeter asking the time: %v %v", r, err)
 	}
 	clock.Unsubscribe()
-	// Granted: its own state bucket.
+	// Granted: its node's keys of its state bucket.
 	js, err := jetstream.New(nc)
 	m.must(err)
 	kv, err := js.KeyValue(ctx, events.StateBucket("greeter"))
 	if err != nil {
 		t.Fatalf("greeter opening its state bucket: %v", err)
 	}
-	if _, err := kv.Put(ctx, "served", []byte("1")); err != nil {
+	if _, err := kv.Put(ctx, "box.served", []byte("1")); err != nil {
 		t.Fatalf("greeter writing its state: %v", err)
 	}
-	if e, err := kv.Get(ctx, "served"); err != nil || string(e.Value()) != "1" {
+	if e, err := kv.Get(ctx, "box.served"); err != nil || string(e.Value()) != "1" {
 		t.Fatalf("greeter reading its state: %v %v", e, err)
 	}
 	// Granted: its own standing, which the fold takes.
@@ -125,8 +125,9 @@ func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
 	// Refused: everything else.
 	for _, subject := range []string{
 		events.ServiceSubject("payments", "box"),                // a service it neither provides nor consumes
-		"$KV." + events.StateBucket("clock") + ".served",        // another module's state
+		"$KV." + events.StateBucket("clock") + ".box.served",    // another module's state
 		"$JS.API.STREAM.INFO.KV_" + events.StateBucket("clock"), //
+		"$KV." + events.StateBucket("greeter") + ".served",      // its module's state outside its node's keys
 		"mesh.ev.node.box.ModuleAssigned",                       // the controller's events
 		"mesh.api.status",                                       // the controller's verbs
 		"mesh.rp.box.DeclarationApplied",                        // its node's reports
@@ -137,7 +138,7 @@ func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
 		m.must(nc.Publish(subject, []byte("{}")))
 		v.waitFor(t, fmt.Sprintf("Publish to %q", subject))
 	}
-	for _, subject := range []string{events.ServiceSubjects("payments"), events.NodeInbox("box") + ".>", "_INBOX.>", "mesh.ev.>"} {
+	for _, subject := range []string{events.ServiceEndpoints("payments"), events.ServiceEndpoints("time"), events.NodeInbox("box") + ".>", "_INBOX.>", "mesh.ev.>"} {
 		if _, err := nc.Subscribe(subject, func(*nats.Msg) {}); err == nil {
 			v.waitFor(t, fmt.Sprintf("Subscription to %q", subject))
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -46,6 +47,9 @@ type Handlers struct {
 	replicas int
 	// metrics is told what the controller does (nil: nothing).
 	metrics Metrics
+	// cutter ends live connections whose grant the log took away (nil on
+	// an open bus, which grants nothing: grants.go).
+	cutter *busauth.Cutter
 	// past: these handlers answer from a fold of the past (--as-of), which
 	// neither follows the stream nor can be behind it.
 	past bool

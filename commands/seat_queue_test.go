@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
@@ -49,25 +48,7 @@ func TestASeatsWorkWaitsForItsHolder(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		js, err := jetstream.New(nc)
-		m.must(err)
-		cctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-		defer cancel()
-		c, err := js.CreateOrUpdateConsumer(cctx, events.SeatStream("builder"), jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy})
-		if err != nil {
-			return "", err
-		}
-		batch, err := c.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
-		if err != nil {
-			return "", err
-		}
-		for msg := range batch.Messages() {
-			if err := msg.DoubleAck(cctx); err != nil {
-				return "", err
-			}
-			return string(msg.Data()), nil
-		}
-		return "", batch.Error()
+		return takeWork(ctx, nc)
 	}
 	if got, err := take("other"); err == nil {
 		t.Fatalf("a module that does not hold the seat took %q from its queue", got)

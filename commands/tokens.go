@@ -216,7 +216,7 @@ func (h *Handlers) tokenItems(v *projections.View, pool poolDecider, t projectio
 		}
 		items = append(items, enrol...)
 	}
-	keys.Rekey = found && owned
+	keys.Rekey = found && (owned || t.Rekey)
 	// The keys live on an aggregate of their own (events.KeysAggregate), so
 	// a new node's enrolment and its keys are one atomic batch (one event
 	// an aggregate), and a re-key expects the keys it replaces.

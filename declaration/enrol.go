@@ -43,7 +43,9 @@ type EnrolReply struct {
 	Node  string `json:"node"`
 	Seq   uint64 `json:"seq"`
 	Beat  string `json:"beat"`
-	Error string `json:"error,omitempty"`
+	// Rekeyed: the node had keys before, which are not its any more.
+	Rekeyed bool   `json:"rekeyed,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Proof is what the two keys sign: every other field, in order.

@@ -26,7 +26,8 @@ type Module struct {
 	NC           *nats.Conn
 	Node, Module string
 	Root         string // the node's root: declared paths land under it
-	state        string
+	state        string // its module's state bucket
+	prefix       string // the keys of it this instance owns
 	st           *store.Store
 	sealing      store.Sealing
 }
@@ -34,10 +35,15 @@ type Module struct {
 // Connect joins the bus as the module the agent started. Outside an agent
 // (no MESH_NODE), it says so.
 func Connect(opts ...nats.Option) (*Module, error) {
-	m := &Module{Node: os.Getenv("MESH_NODE"), Module: os.Getenv("MESH_MODULE"), Root: os.Getenv("MESH_ROOT"), state: os.Getenv("MESH_STATE")}
+	m := &Module{Node: os.Getenv("MESH_NODE"), Module: os.Getenv("MESH_MODULE"), Root: os.Getenv("MESH_ROOT"), state: os.Getenv("MESH_STATE"), prefix: os.Getenv("MESH_STATE_PREFIX")}
 	url := os.Getenv("MESH_NATS_URL")
 	if m.Node == "" || m.Module == "" || url == "" {
 		return nil, errors.New("meshmod: MESH_NODE, MESH_MODULE and MESH_NATS_URL are not set: this program is meant to be started by a mesh agent, as a module's run")
+	}
+	if m.prefix == "" {
+		// An agent from before state was kept per node: its keys are
+		// still its node's.
+		m.prefix = events.StatePrefix(m.Node)
 	}
 	opts = append([]nats.Option{nats.Name("mesh module " + m.Module + " on " + m.Node), nats.MaxReconnects(-1)}, opts...)
 	if ca := os.Getenv("MESH_TLS_CA"); ca != "" {
@@ -104,11 +110,18 @@ func (m *Module) standing(ctx context.Context, ev events.Event) error {
 	return err
 }
 
-// State is the module's own key-value bucket.
-func (m *Module) State(ctx context.Context) (jetstream.KeyValue, error) {
+// State is this instance's own state: the keys of its module's bucket
+// under its node's prefix, which it alone may read and write (its module's
+// instances on other nodes keep theirs in the same bucket, out of its
+// reach).
+func (m *Module) State(ctx context.Context) (*State, error) {
 	js, err := jetstream.New(m.NC)
 	if err != nil {
 		return nil, err
 	}
-	return js.KeyValue(ctx, m.state)
+	kv, err := js.KeyValue(ctx, m.state)
+	if err != nil {
+		return nil, err
+	}
+	return &State{KV: kv, Prefix: m.prefix}, nil
 }

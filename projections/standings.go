@@ -46,5 +46,31 @@ func foldStandings(b *pebble.Batch, rec events.Recorded) error {
 	return nil
 }
 
-// Standings lists every provider failing a consumer, by provider, machine, consumer.
-func (v *View) Standings() ([]Standing, error) { return decodeRows[Standing](v.r, prefixStanding) }
+// Standings lists every provider failing a consumer, by provider, machine,
+// consumer; none on a retired machine. A retired node's word holds nothing:
+// nobody can clear it (mesh report recovered refuses a retired node), and
+// one its connection wrote after the retirement would otherwise hold
+// rollouts of its module for ever.
+func (v *View) Standings() ([]Standing, error) {
+	all, err := decodeRows[Standing](v.r, prefixStanding)
+	if err != nil {
+		return nil, err
+	}
+	retired := map[string]bool{}
+	kept := all[:0]
+	for _, s := range all {
+		gone, seen := retired[s.Machine]
+		if !seen {
+			n, found, err := v.Node(s.Machine)
+			if err != nil {
+				return nil, err
+			}
+			gone = found && n.Retired
+			retired[s.Machine] = gone
+		}
+		if !gone {
+			kept = append(kept, s)
+		}
+	}
+	return kept, nil
+}

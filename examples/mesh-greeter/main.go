@@ -7,7 +7,8 @@
 // answers an error and reports itself failing that consumer, once; when it
 // serves that consumer again it reports recovered. Which consumers it is
 // failing, and how many greetings it has served, it keeps in its own state
-// bucket, so a restart (a config change restarts it) forgets neither.
+// (its node's keys of its module's bucket), so a restart (a config
+// change restarts it) forgets neither.
 //
 // Install it where an agent finds it (its PATH): go install ./examples/mesh-greeter
 package main
@@ -78,9 +79,9 @@ func run() error {
 				report(state.Delete(rctx, "failing."+consumer))
 			}
 		}
-		count(rctx, state, "served."+m.Node)
+		count(rctx, state, "served")
 	}
-	for _, subject := range []string{events.ServiceSubject("greeting", m.Node), events.ServiceSubject("greeting", "any")} {
+	for _, subject := range []string{events.ServiceSubject("greeting", m.Node), events.ServiceSubject("greeting", events.ServiceAny)} {
 		if _, err := m.NC.QueueSubscribe(subject, "greeter", serve); err != nil {
 			return err
 		}
@@ -108,7 +109,7 @@ func readGreeting(path string) (string, error) {
 }
 
 // count adds one to a counter in the state bucket.
-func count(ctx context.Context, kv jetstream.KeyValue, key string) {
+func count(ctx context.Context, kv *meshmod.State, key string) {
 	for range 5 {
 		e, err := kv.Get(ctx, key)
 		switch {
