@@ -27,6 +27,7 @@ const (
 	prefixNodeAddress    byte = 0x11 // node -> its overlay address
 	prefixSeat           byte = 0x12 // seat -> Seat (seats.go)
 	prefixLiveness       byte = 0x13 // node -> Liveness (liveness.go)
+	prefixFlood          byte = 0x14 // seq -> Flood (flood.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
