@@ -13,11 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Foreign messages as an operator meets them: a node publishes garbage under
-// its own reports; status is not well and names it, mesh events marks it and
-// fails, audit names it; once acknowledged, status is well again, events
-// shows it acknowledged, audit still lists it and holds.
-func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
+// meshWithNode runs mesh up in a fresh home with web-1 enrolled, and
+// connects as web-1 with its join string.
+func meshWithNode(t *testing.T) (string, *nats.Conn) {
+	t.Helper()
 	t.Setenv("MESH_NATS_URL", "")
 	home := t.TempDir()
 	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t))
@@ -32,7 +31,17 @@ func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
+	return home, nc
+}
+
+// Foreign messages as an operator meets them: a node publishes garbage under
+// its own reports; status is not well and names it, mesh events marks it and
+// fails, audit names it; once acknowledged, status is well again, events
+// shows it acknowledged, audit still lists it and holds.
+func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
+	home, nc := meshWithNode(t)
+	var r result
 	if err := nc.Publish("mesh.rp.web-1.DeclarationApplied", []byte("not an event")); err != nil {
 		t.Fatal(err)
 	}
@@ -83,21 +92,8 @@ func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
 // non-zero exit; nothing left is said. Fails when a range is refused or
 // recorded as more than one event.
 func TestForeignMessagesAreAcknowledgedInBulk(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
-	home := t.TempDir()
-	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t))
-	r := mesh(t, home, "node", "enroll", "web-1")
-	lines := strings.Split(strings.TrimSpace(r.out), "\n")
-	j, err := agent.ParseJoin(lines[len(lines)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, _ := j.Options()
-	nc, err := nats.Connect(j.Bus, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	home, nc := meshWithNode(t)
+	var r result
 	const junk = 30 // fewer than a flood
 	for range junk {
 		if err := nc.Publish("mesh.rp.web-1.DeclarationApplied", []byte("not an event")); err != nil {
