@@ -111,6 +111,10 @@ func (c *authCallout) answer(msg *nats.Msg) {
 		} else if who != "operator" {
 			// A node publishes only reports: none larger than one may be.
 			uc.Limits.Payload = events.MaxReport
+			// Subscriptions cost the bus memory for as long as they last;
+			// the server holds each connection to this (and to Payload;
+			// it enforces no Data limit for a user: issue 29).
+			uc.Limits.Subs = maxSubs(who)
 		}
 		lifetime := c.Lifetime
 		if strings.HasPrefix(who, enrolling) {
@@ -146,6 +150,18 @@ func (c *authCallout) logRefusal(host string, err error) {
 	if say {
 		c.Log.Info("refused a connection (said once a minute while it goes on)", "host", host, "why", err)
 	}
+}
+
+// maxSubs bounds the subscriptions of a node's or a module's connection. An
+// agent holds two or three (its declaration's subject, its inbox, a read in
+// flight); a module one per service it provides or consumes, its inbox, and
+// a watch or two of its state bucket. A hundred and a thousand leave room
+// for any of them, and not for a connection that subscribes without end.
+func maxSubs(who string) int64 {
+	if strings.Contains(who, "/") {
+		return 1_000
+	}
+	return 100
 }
 
 var errNoIdentity = errors.New("this bus is closed: connect with a node's join string (mesh node join NAME) or with the operator key in the mesh's home")

@@ -26,7 +26,7 @@ func (d directory) ActiveNode(node string) error {
 	case row.Retired:
 		return fmt.Errorf("%s is retired; enrol it again to bring it back", node)
 	}
-	return nil
+	return d.h.floodRefusal(node)
 }
 
 // ModuleKey is derived from the controller key, as the agent's is.
@@ -54,6 +54,10 @@ func (d directory) Enrolling(node, token string) error {
 // RunningModule reads the node, its assignment of module and the seats
 // it holds in one view, so the grant is of one moment of the read models.
 func (d directory) RunningModule(node, module string) (manifest.Manifest, []string, error) {
+	// Its standings are on its node's report subjects, which a flood closed.
+	if err := d.h.floodRefusal(node); err != nil {
+		return manifest.Manifest{}, nil, err
+	}
 	var m manifest.Manifest
 	var seats []string
 	err := d.h.Proj.Read(func(v *projections.View) error {

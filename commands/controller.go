@@ -53,6 +53,11 @@ type ControllerConfig struct {
 	// Now is the controller's clock (default time.Now): a test moves it
 	// past a bound instead of waiting it out.
 	Now func() time.Time
+	// Cut, on a bus the controller runs (mesh up), drops every connection
+	// whose user match accepts: how a flooding node is cut (issue 29). Nil on a cluster,
+	// whose connections only end at their lifetime; the node is refused at
+	// its next connect either way.
+	Cut func(match func(user string) bool) (int, error)
 }
 
 // Metrics is what the controller tells of its work as it does it.
@@ -123,13 +128,17 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	}
 	log.Info(said)
 	dir := filepath.Join(c.Home, "projections")
-	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery})
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	flood := newFloodWatch(c.Now)
+	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery, Heard: flood.heard})
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
 		// Read models that do not belong to the stream (a restore, a reset
 		// bus, a lost tail) are never served: they are folded again, and
 		// the start says why.
 		log.Warn(err.Error() + "; rebuilding them from the stream before serving")
-		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery})
+		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery, Heard: flood.heard})
 	}
 	if err != nil {
 		return nil, err
@@ -165,11 +174,11 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 	h := &Handlers{Store: st, Proj: proj, Now: c.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
-		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas, metrics: c.Metrics}
+		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas, metrics: c.Metrics, flood: flood, cutUsers: c.Cut}
+	flood.mu.Lock()
+	flood.act = h.flooded
+	flood.mu.Unlock()
 	asserted, err := h.assertModuleStreams(ctx, c.Stream.Replicas)
 	if err != nil {
 		proj.Close()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -19,10 +21,15 @@ type ForeignList struct {
 	Open    int                          `json:"open"`
 }
 
-// AckRequest acknowledges foreign messages by stream sequence.
+// AckRequest acknowledges foreign messages (and floods) by stream
+// sequence, every one not yet acknowledged (All), or every one between From
+// and To, both included: one of the three.
 type AckRequest struct {
 	CommandID string   `json:"command_id"`
 	Seqs      []uint64 `json:"seqs"`
+	All       bool     `json:"all,omitempty"`
+	From      uint64   `json:"from,omitempty"`
+	To        uint64   `json:"to,omitempty"`
 }
 
 // Acked says what an acknowledgement did: the messages it acknowledged, and
@@ -51,34 +58,17 @@ func (h *Handlers) ListForeign(_ context.Context, _ Empty) (ForeignList, error) 
 
 // AckForeign records that the operator has seen foreign messages: an event
 // of its own, so the log says who saw what and when. A sequence that is not
-// a foreign message is refused whole, and nothing is recorded.
+// a foreign message is refused whole, and nothing is recorded. Many at once
+// (All, or a range) are one event naming the range, however many it holds.
 func (h *Handlers) AckForeign(ctx context.Context, r AckRequest) (Acked, error) {
 	if err := h.writable(); err != nil {
 		return Acked{}, err
 	}
-	if len(r.Seqs) == 0 {
-		return Acked{}, aggregates.Refuse("acknowledge", "foreign messages", aggregates.ErrInvalid, "name at least one by its sequence; see mesh foreign list")
+	if err := r.check(); err != nil {
+		return Acked{}, err
 	}
 	for range maxAttempts {
-		out := Acked{Acknowledged: []uint64{}, Already: []uint64{}}
-		err := h.Proj.Read(func(v *projections.View) error {
-			all, err := v.Foreign()
-			if err != nil {
-				return err
-			}
-			for _, seq := range r.Seqs {
-				i := slices.IndexFunc(all, func(f projections.ForeignMessage) bool { return f.Seq == seq })
-				switch {
-				case i < 0:
-					return aggregates.Refuse("acknowledge", fmt.Sprintf("event %d", seq), aggregates.ErrInvalid, "it is not a foreign message; mesh foreign list names them")
-				case all[i].Acked != 0:
-					out.Already = append(out.Already, seq)
-				case !slices.Contains(out.Acknowledged, seq):
-					out.Acknowledged = append(out.Acknowledged, seq)
-				}
-			}
-			return nil
-		})
+		out, ev, err := h.decideAck(r)
 		if err != nil || len(out.Acknowledged) == 0 {
 			return out, err
 		}
@@ -87,7 +77,6 @@ func (h *Handlers) AckForeign(ctx context.Context, r AckRequest) (Acked, error) 
 		if err != nil {
 			return out, err
 		}
-		ev := events.ForeignAcknowledged{Seqs: out.Acknowledged}
 		out.Seq, err = h.Store.Append(ctx, agg, version, r.CommandID, ev)
 		if errors.Is(err, store.ErrConflict) {
 			if err := h.catchUp(ctx); err != nil {
@@ -98,8 +87,91 @@ func (h *Handlers) AckForeign(ctx context.Context, r AckRequest) (Acked, error) 
 		if err != nil {
 			return Acked{}, err
 		}
-		h.Log.Info("foreign messages acknowledged", "seqs", out.Acknowledged, "seq", out.Seq)
+		h.Log.Info("foreign messages acknowledged", "count", len(out.Acknowledged), "first", out.Acknowledged[0], "seq", out.Seq)
 		return out, h.landed(ctx, out.Seq, ev)
 	}
 	return Acked{}, fmt.Errorf("cannot acknowledge: the acknowledgements changed under %d attempts in a row; try again", maxAttempts)
+}
+
+// check refuses a request that names nothing, or more than one way.
+func (r AckRequest) check() error {
+	ranged := r.From != 0 || r.To != 0
+	ways := 0
+	for _, given := range []bool{len(r.Seqs) > 0, r.All, ranged} {
+		if given {
+			ways++
+		}
+	}
+	switch {
+	case ways == 0:
+		return aggregates.Refuse("acknowledge", "foreign messages", aggregates.ErrInvalid, "name them by sequence, by --from and --to, or --all; see mesh foreign list")
+	case ways > 1:
+		return aggregates.Refuse("acknowledge", "foreign messages", aggregates.ErrInvalid, "give sequences, a range (--from and --to) or --all, only one of them")
+	case ranged && (r.From == 0 || r.To == 0):
+		return aggregates.Refuse("acknowledge", "foreign messages", aggregates.ErrInvalid, "a range needs both --from and --to")
+	case ranged && r.From > r.To:
+		return aggregates.Refuse("acknowledge", fmt.Sprintf("foreign messages from %d to %d", r.From, r.To), aggregates.ErrInvalid, "--from must not be after --to")
+	}
+	return nil
+}
+
+// decideAck reads what r acknowledges: the event to append, or nothing
+// (out.Acknowledged empty) when every one it names was acknowledged before.
+func (h *Handlers) decideAck(r AckRequest) (Acked, events.ForeignAcknowledged, error) {
+	out := Acked{Acknowledged: []uint64{}, Already: []uint64{}}
+	var ev events.ForeignAcknowledged
+	err := h.Proj.Read(func(v *projections.View) error {
+		all, err := v.Foreign()
+		if err != nil {
+			return err
+		}
+		floods, err := v.Floods()
+		if err != nil {
+			return err
+		}
+		acked := map[uint64]uint64{}
+		for _, f := range all {
+			acked[f.Seq] = f.Acked
+		}
+		for _, f := range floods {
+			acked[f.Seq] = f.Acked
+		}
+		if len(r.Seqs) > 0 {
+			for _, seq := range r.Seqs {
+				a, found := acked[seq]
+				switch {
+				case !found:
+					return aggregates.Refuse("acknowledge", fmt.Sprintf("event %d", seq), aggregates.ErrInvalid, "it is not a foreign message; mesh foreign list names them")
+				case a != 0:
+					out.Already = append(out.Already, seq)
+				case !slices.Contains(out.Acknowledged, seq):
+					out.Acknowledged = append(out.Acknowledged, seq)
+				}
+			}
+			ev.Seqs = out.Acknowledged
+			return nil
+		}
+		from, to := r.From, r.To
+		if r.All {
+			from, to = 1, math.MaxUint64-1
+		}
+		for _, seq := range slices.Sorted(maps.Keys(acked)) {
+			switch {
+			case seq < from || seq > to:
+			case acked[seq] != 0:
+				out.Already = append(out.Already, seq)
+			default:
+				out.Acknowledged = append(out.Acknowledged, seq)
+			}
+		}
+		if !r.All && len(out.Acknowledged)+len(out.Already) == 0 {
+			return aggregates.Refuse("acknowledge", fmt.Sprintf("events %d to %d", from, to), aggregates.ErrInvalid, "no foreign message is between them; mesh foreign list names them")
+		}
+		if len(out.Acknowledged) > 0 {
+			// The range as far as it holds open ones: what the fold marks.
+			ev.From, ev.To = out.Acknowledged[0], out.Acknowledged[len(out.Acknowledged)-1]
+		}
+		return nil
+	})
+	return out, ev, err
 }

@@ -66,12 +66,20 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 			out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, waitsFor(v, s)))
 		}
 	}
+	floods, err := v.OpenFloods()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range floods {
+		out = append(out, fmt.Sprintf("%s (event %d); it was refused at connect until %s: find out why that machine wrote it (retire it if it is not yours any more), then mesh foreign ack %d",
+			floodSentence(f.Node, f.Reports, f.Foreign, f.Bytes, f.To.Sub(f.From)), f.Seq, f.Until.UTC().Format(time.RFC3339), f.Seq))
+	}
 	n, first, err := v.OpenForeign()
 	if err != nil {
 		return nil, err
 	}
 	if n > 0 {
-		out = append(out, fmt.Sprintf("%d foreign message(s) not acknowledged, the first event %d on %s: %s (mesh foreign list; mesh foreign ack SEQ)",
+		out = append(out, fmt.Sprintf("%d foreign message(s) not acknowledged, the first event %d on %s: %s (mesh foreign list; mesh foreign ack SEQ, or --all)",
 			n, first.Seq, first.Subject, first.Reason))
 	}
 	return out, nil

@@ -67,6 +67,11 @@ type Handlers struct {
 	// off, or these handlers answer from the past, which has only what
 	// the log recorded).
 	live *liveness
+	// flood counts what each node writes on its report subjects (nil for
+	// the past); cutUsers drops the connections of the users it matches on
+	// a bus the controller runs (nil: a cluster's, which it cannot).
+	flood    *floodWatch
+	cutUsers func(match func(user string) bool) (int, error)
 	// addressSeen is the composition version at which no active node
 	// lacked an overlay address (DriveNetwork).
 	addressSeen atomic.Uint64

@@ -69,7 +69,7 @@ func (m *trustMesh) start() {
 	}
 	c := commands.ControllerConfig{Home: m.home}
 	if m.closed {
-		c.Callout = m.keys.Issuer
+		c.Callout, c.Cut = m.keys.Issuer, m.srv.CutUsers
 	}
 	ctrl, err := commands.StartController(m.ctx, m.nc, c)
 	if err != nil {

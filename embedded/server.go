@@ -212,6 +212,24 @@ func (s *Server) Kick(nc *nats.Conn) error {
 	return s.ns.DisconnectClientByID(cid)
 }
 
+// CutUsers drops every connection whose user (the name it connected
+// with, which the auth callout held to its key) match accepts, and answers
+// how many it dropped: the controller cuts a flooding node this way (issue
+// 29). The connection may come back; refusing it is the callout's.
+func (s *Server) CutUsers(match func(user string) bool) (int, error) {
+	cz, err := s.ns.Connz(&server.ConnzOptions{Username: true, Limit: 1 << 20})
+	if err != nil {
+		return 0, fmt.Errorf("cannot list the bus's connections: %w", err)
+	}
+	n := 0
+	for _, c := range cz.Conns {
+		if match(c.AuthorizedUser) && s.ns.DisconnectClientByID(c.Cid) == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Close shuts the server down and waits until it has released its data directory.
 func (s *Server) Close() {
 	s.ns.Shutdown()

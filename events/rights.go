@@ -71,6 +71,7 @@ var Rights = map[string]Right{
 	"SecretForgotten":       {ByController, KindNode, func(e Event) string { return e.(SecretForgotten).Node }},
 	"ControllerKeyRecorded": {ByController, KindController, func(Event) string { return ControllerAggregate().ID }},
 	"ForeignAcknowledged":   {ByController, KindForeign, func(Event) string { return ForeignAggregate().ID }},
+	"NodeFlooded":           {ByController, KindForeign, func(Event) string { return ForeignAggregate().ID }},
 	"NodeUnreachable":       {ByController, KindLiveness, func(e Event) string { return e.(NodeUnreachable).Node }},
 	"NodeReachable":         {ByController, KindLiveness, func(e Event) string { return e.(NodeReachable).Node }},
 	"TokenCreated":          {ByController, KindToken, func(e Event) string { return e.(TokenCreated).ID }},

@@ -28,6 +28,7 @@ import (
 //	2026-12-04  NodeUnreachable v1, NodeReachable v1.
 //	2026-12-04  report ApplyInterrupted v1.
 //	2026-12-04  TokenCreated v1, TokenUsed v1, TokenRevoked v1, NodeKeysRecorded v1.
+//	2026-12-05  NodeFlooded v1; ForeignAcknowledged v1 gains from and to (omitted when 0).
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -46,6 +47,7 @@ var table = map[string]entry{
 
 	"ReportKeyRecorded":   current[ReportKeyRecorded](1),
 	"ForeignAcknowledged": current[ForeignAcknowledged](1),
+	"NodeFlooded":         current[NodeFlooded](1),
 
 	"CredentialRotated": current[CredentialRotated](1),
 	"SecretForgotten":   current[SecretForgotten](1),

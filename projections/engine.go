@@ -52,6 +52,21 @@ type Options struct {
 	// (0.4-0.7 s each on this noisy box, both ways). The block cache stays:
 	// with Pebble's 8 MiB one they took 0.6-0.7 s.
 	Brief bool
+	// Heard, when set, is told of every report the live fold reads (issue
+	// 29), on the folding goroutine, so it must not wait: it is how the
+	// controller notices a node flooding its report subjects at no cost
+	// beyond the fold's own read. A rebuild, verify or time travel tells it
+	// nothing.
+	Heard func(Heard)
+}
+
+// Heard is a report as the live fold read it: whose subject it is on, its
+// size, when the stream stored it, and whether it was set aside as foreign.
+type Heard struct {
+	Node    string
+	Bytes   int
+	Stored  time.Time
+	Foreign bool
 }
 
 // Opening says what the read models held when opened.

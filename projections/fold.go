@@ -3,6 +3,7 @@ package projections
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -31,7 +32,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
 var readModels = []func(*folder, events.Recorded) error{
-	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), inBatch(foldLiveness), (*folder).foldHistory, (*folder).foldReportKeys, (*folder).foldNodeKeys, inBatch(foldTokens), inBatch(foldForeign),
+	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), inBatch(foldLiveness), (*folder).foldHistory, (*folder).foldReportKeys, (*folder).foldNodeKeys, inBatch(foldTokens), inBatch(foldForeign), inBatch(foldFloods),
 }
 
 // inBatch is a fold that needs only the batch.
@@ -96,6 +97,10 @@ type folder struct {
 	// is encoded and written once a commit, however many events of the
 	// batch changed it (a send and its report are two).
 	dirty map[string]bool
+	// heard, on the live folder only, is told of each report (Options.Heard);
+	// bytes is the size of the message being applied.
+	heard func(Heard)
+	bytes int
 }
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
@@ -126,6 +131,12 @@ func (f *folder) apply(rec events.Recorded) error {
 			return &FoldError{Seq: rec.Seq, Subject: rec.Subject, Err: err}
 		}
 		rec.Foreign = foreign
+	}
+	if f.heard != nil {
+		if rest, ok := strings.CutPrefix(rec.Subject, events.ReportPrefix+"."); ok {
+			node, _, _ := strings.Cut(rest, ".")
+			f.heard(Heard{Node: node, Bytes: f.bytes, Stored: rec.Stored, Foreign: rec.Foreign != nil})
+		}
 	}
 	if rec.Foreign != nil {
 		if err := putForeign(f.b, rec); err != nil {

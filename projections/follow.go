@@ -30,6 +30,7 @@ func (e *Engine) startLocked() {
 	f := e.newFolder(e.db, e.committed)
 	e.mu.RUnlock()
 	f.snapshot = e.maybeSnapshot
+	f.heard = e.o.Heard
 	var wg sync.WaitGroup
 	wg.Go(func() { e.follow(ctx, f) })
 	wg.Go(func() { e.syncLoop(ctx) })

@@ -69,15 +69,25 @@ func reasonOf(err error) string {
 	return err.Error()
 }
 
-// foldForeign marks acknowledged foreign messages. Acknowledging one that
-// is not foreign, or is already acknowledged, changes nothing: the
+// foldForeign marks acknowledged foreign messages and floods. Acknowledging
+// one that is neither, or is already acknowledged, changes nothing: the
 // controller refuses such a command, and a replay must fold the same.
 func foldForeign(b *pebble.Batch, rec events.Recorded) error {
 	ack, ok := rec.Event.(events.ForeignAcknowledged)
 	if !ok {
 		return nil
 	}
-	for _, seq := range ack.Seqs {
+	seqs := ack.Seqs
+	if ack.To > 0 {
+		// A range marks what is open in it now: every message it covers
+		// was folded before it, so a replay finds the same ones.
+		open, err := openForeignIn(b, ack.From, ack.To)
+		if err != nil {
+			return err
+		}
+		seqs = append(slices.Clone(seqs), open...)
+	}
+	for _, seq := range seqs {
 		var row ForeignMessage
 		found, err := getJSON(b, foreignKey(seq), &row)
 		if err != nil {
@@ -94,7 +104,22 @@ func foldForeign(b *pebble.Batch, rec events.Recorded) error {
 			return err
 		}
 	}
-	return nil
+	return ackFloods(b, ack, rec.Seq)
+}
+
+// openForeignIn answers the foreign messages from..to (both included) not
+// acknowledged.
+func openForeignIn(r pebble.Reader, from, to uint64) ([]uint64, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: openForeignKey(from), UpperBound: openForeignKey(to + 1)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []uint64
+	for it.First(); it.Valid(); it.Next() {
+		out = append(out, binary.BigEndian.Uint64(it.Key()[1:]))
+	}
+	return out, it.Error()
 }
 
 // admit holds an event to what the read models know, before any of them
@@ -179,6 +204,8 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		if err != nil || !found {
 			return events.Foreignf("it names token %s, which was never created", id), err
 		}
+	case events.NodeFlooded:
+		return f.needNode(ev.Node, false)
 	case events.NodeUnreachable, events.NodeReachable:
 		// Not only active nodes: a node may be retired between the
 		// controller's reading of its silence and this append.

@@ -29,6 +29,7 @@ const (
 	prefixLiveness       byte = 0x13 // node -> Liveness (liveness.go)
 	prefixNodeKeys       byte = 0x14 // node -> NodeKeys, the keys it made (nodekeys.go)
 	prefixToken          byte = 0x15 // id -> Token (nodekeys.go)
+	prefixFlood          byte = 0x16 // seq -> Flood (flood.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see

@@ -194,7 +194,7 @@ func (p *pipeline) apply() {
 
 func (p *pipeline) applyChunk(c *chunk) error {
 	for i, rec := range c.recs {
-		p.f.head = &c.heads[i]
+		p.f.head, p.f.bytes = &c.heads[i], len(c.msgs[i].Data)
 		err := p.f.apply(rec)
 		p.f.head = nil
 		if err != nil {

@@ -153,7 +153,7 @@ var modelNames = map[byte]string{
 	prefixMeta: "meta", prefixNode: "node", prefixModule: "module", prefixBuild: "build",
 	prefixAssign: "assignment", prefixAssignByModule: "assigned-to index", prefixStanding: "standing",
 	prefixHistory: "history of", prefixForeign: "foreign message", prefixForeignOpen: "open foreign message",
-	prefixReportKey: "report key of", prefixNodeKeys: "own keys of", prefixToken: "enrolment token",
+	prefixReportKey: "report key of", prefixNodeKeys: "own keys of", prefixToken: "enrolment token", prefixFlood: "flood recorded at event",
 }
 
 // describeKey names a row for a person: its read model and its names.
@@ -176,7 +176,7 @@ func describeKey(key []byte) string {
 		if i := bytes.IndexByte(rest, sep); i >= 0 && len(rest)-i-1 == 8 {
 			return fmt.Sprintf("history of %s, event %d", rest[:i], binary.BigEndian.Uint64(rest[i+1:]))
 		}
-	case prefixForeign, prefixForeignOpen:
+	case prefixForeign, prefixForeignOpen, prefixFlood:
 		if len(rest) == 8 {
 			return fmt.Sprintf("%s %d", model, binary.BigEndian.Uint64(rest))
 		}

@@ -47,11 +47,18 @@ func (c *ForeignListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 }
 
 type ForeignAckCmd struct {
-	Seqs []string `arg:"" name:"seq" help:"Stream sequences of foreign messages (mesh foreign list)."`
+	Seqs []string `arg:"" optional:"" name:"seq" help:"Stream sequences of foreign messages or floods (mesh foreign list, mesh status)."`
+	All  bool     `help:"Acknowledge every foreign message and flood not acknowledged yet, as one event."`
+	From uint64   `help:"With --to: acknowledge every one from this stream sequence on, as one event." placeholder:"SEQ"`
+	To   uint64   `help:"With --from: up to this stream sequence, included." placeholder:"SEQ"`
 }
 
+// listAtMost is how many sequences an acknowledgement names in its
+// sentence; past it, the count and the first and last.
+const listAtMost = 10
+
 func (c *ForeignAckCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.AckRequest{CommandID: commands.NewCommandID()}
+	req := commands.AckRequest{CommandID: commands.NewCommandID(), All: c.All, From: c.From, To: c.To}
 	for _, s := range c.Seqs {
 		seq, err := strconv.ParseUint(s, 10, 64)
 		if err != nil || seq == 0 {
@@ -64,10 +71,24 @@ func (c *ForeignAckCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		return err
 	}
 	if len(a.Acknowledged) > 0 {
-		fmt.Fprintf(out.Out, "acknowledged %d foreign message(s) %v (recorded at event %d); audit still lists them\n", len(a.Acknowledged), a.Acknowledged, a.Seq)
+		fmt.Fprintf(out.Out, "acknowledged %d foreign message(s) %s (recorded at event %d); audit still lists them\n", len(a.Acknowledged), seqList(a.Acknowledged), a.Seq)
 	}
-	if len(a.Already) > 0 {
-		fmt.Fprintf(out.Out, "already acknowledged, nothing to do: %v\n", a.Already)
+	switch {
+	case len(a.Already) > 0 && len(c.Seqs) > 0:
+		fmt.Fprintf(out.Out, "already acknowledged, nothing to do: %s\n", seqList(a.Already))
+	case len(a.Acknowledged) == 0 && len(a.Already) > 0:
+		fmt.Fprintf(out.Out, "nothing to do: the %d foreign message(s) there were acknowledged already\n", len(a.Already))
+	case len(a.Acknowledged) == 0:
+		fmt.Fprintln(out.Out, "nothing to do: no foreign message is left to acknowledge")
 	}
 	return nil
+}
+
+// seqList names sequences: all of them when few, else how many and the
+// first and last.
+func seqList(seqs []uint64) string {
+	if len(seqs) <= listAtMost {
+		return fmt.Sprint(seqs)
+	}
+	return fmt.Sprintf("from event %d to %d", seqs[0], seqs[len(seqs)-1])
 }
