@@ -90,6 +90,9 @@ type folder struct {
 	// forgets it all, and so does a memory grown past rememberRows.
 	nodes      map[string]Node
 	reportKeys map[string]string
+	// shapes remember what each build provides, consumes and requires,
+	// by module and build (standingrule.go).
+	shapes map[string]standingShape
 	// dirty are the nodes whose rows changed since the last commit: a row
 	// is encoded and written once a commit, however many events of the
 	// batch changed it (a send and its report are two).
@@ -98,7 +101,7 @@ type folder struct {
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
 	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
-		nodes: map[string]Node{}, reportKeys: map[string]string{}, dirty: map[string]bool{}}
+		nodes: map[string]Node{}, reportKeys: map[string]string{}, shapes: map[string]standingShape{}, dirty: map[string]bool{}}
 }
 
 // apply folds one decoded event into the batch, or sets it aside as

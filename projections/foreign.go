@@ -156,6 +156,8 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		if rec.Signer == "" || rec.Signer != key && rec.Signer != f.keys.NodeBus(name) && rec.Signer != f.keys.Controller() && rec.Signer != module {
 			return events.Foreignf("a standing for %s signed by %q, which is neither %s's nor the controller's", name, rec.Signer, name), nil
 		}
+		_, recovery := ev.(events.ProviderRecovered)
+		return f.admitStanding(standingProvider(ev), name, standingConsumer(ev), recovery)
 	case events.ReportKeyRecorded:
 		return f.needNode(ev.Node, false)
 	case events.NodeUnreachable, events.NodeReachable:

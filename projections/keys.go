@@ -64,7 +64,8 @@ var (
 //	13 facts; declared capabilities and labels that change
 //	14 rollouts
 //	15 an assignment's upgrade policy in its row; the overlay's addresses; seats
-const schemaVersion = 15
+//	16 standings only of a provider on its machine toward a consumer resolved to it
+const schemaVersion = 16
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

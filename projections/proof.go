@@ -101,6 +101,17 @@ func standingProvider(ev events.Event) string {
 	return ""
 }
 
+// standingConsumer is the consumer a standing names.
+func standingConsumer(ev events.Event) string {
+	switch s := ev.(type) {
+	case events.ProviderFailing:
+		return s.Consumer
+	case events.ProviderRecovered:
+		return s.Consumer
+	}
+	return ""
+}
+
 func isStanding(ev events.Event) bool {
 	switch ev.(type) {
 	case events.ProviderFailing, events.ProviderRecovered:
