@@ -241,7 +241,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}
 	if err := kctx.Run(&cli.Globals); err != nil {
 		if msg := err.Error(); msg != "" {
-			fmt.Fprintln(stderr, "mesh:", msg)
+			// An error may carry what a node said (push --wait: its
+			// failure's reasons): shown, as every node's word is.
+			fmt.Fprintln(stderr, "mesh:", shown(msg))
 		}
 		return exitFor(err)
 	}

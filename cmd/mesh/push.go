@@ -69,6 +69,7 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			return err
 		}
 	} else {
+		showable(&r)
 		printPush(out, r, c.Behind, c.Verbose)
 	}
 	switch {

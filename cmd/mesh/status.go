@@ -67,6 +67,7 @@ func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
 			return exitError{code: 2, err: err}
 		}
 	} else {
+		showable(&s)
 		printStatus(out.Out, s)
 	}
 	if !s.Well {
