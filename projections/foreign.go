@@ -214,6 +214,14 @@ func (v *View) Foreign() ([]ForeignMessage, error) {
 	return decodeRows[ForeignMessage](v.r, prefixForeign)
 }
 
+// ForeignAt reads the foreign message at stream sequence seq, if the
+// message there was set aside.
+func (v *View) ForeignAt(seq uint64) (ForeignMessage, bool, error) {
+	var row ForeignMessage
+	found, err := getJSON(v.r, foreignKey(seq), &row)
+	return row, found, err
+}
+
 // OpenForeign answers how many foreign messages are not acknowledged, and
 // the first of them.
 func (v *View) OpenForeign() (int, *ForeignMessage, error) {
