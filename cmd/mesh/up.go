@@ -244,6 +244,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 type ServeCmd struct {
 	Replicas int        `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
 	Closed   bool       `help:"The bus is closed as mesh bus-config prints: connect as the controller's user and decide every other connection (a node only hears its own)."`
+	OpenBus  bool       `name:"open-bus" help:"Serve a bus nobody closed, knowing anyone who reaches it may write to the log (status says so); without --closed, mesh serve needs it."`
 	Rebuild  bool       `help:"Fold the read models again from the stream before serving."`
 	Memory   memoryFlag `embed:""`
 	HTTP     httpFlag   `embed:""`
@@ -257,6 +258,15 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	if s.Replicas < 1 {
 		return usagef("--replicas %d: a stream needs at least 1 replica (3 on a cluster)", s.Replicas)
+	}
+	// An open bus lets anyone who reaches it ack foreign messages, assign
+	// modules or delete the stream (issue 29): serving one is a choice the
+	// operator says, never what happens for want of a flag.
+	switch {
+	case s.Closed && s.OpenBus:
+		return usagef("--closed and --open-bus contradict each other: give --closed for a bus closed with mesh bus-config, or --open-bus for one nobody closed")
+	case !s.Closed && !s.OpenBus:
+		return usagef("mesh serve needs --closed (put what mesh bus-config prints into every server's configuration) or, to serve a bus anyone who reaches it may write to, --open-bus")
 	}
 	bound, err := s.Live.bound()
 	if err != nil {
@@ -291,10 +301,13 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer nc.Close()
 	log.Info("connected to the bus", "bus", addr.String())
+	if s.OpenBus {
+		log.Warn("the bus is open (--open-bus): the log's writers are not enforced; close it with mesh bus-config and --closed")
+	}
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
-		UnreachableAfter: bound,
+		UnreachableAfter: bound, OpenBus: s.OpenBus,
 	})
 	if err != nil {
 		return err
