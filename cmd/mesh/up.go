@@ -60,25 +60,6 @@ func (f liveFlag) bound() (time.Duration, error) {
 	return d, nil
 }
 
-// httpFlag is the controller's HTTP listener: metrics, health, the page.
-type httpFlag struct {
-	HTTP string `name:"http" env:"MESH_HTTP" default:"127.0.0.1:4280" help:"Where to serve /metrics, /healthz, /readyz and the live status page (host:port; loopback by default), or 'off'."`
-}
-
-// start starts the listener unless it is off; stop is never nil.
-func (f httpFlag) start(ctrl *commands.Controller, m *web.Metrics, log *slog.Logger) (stop func(), err error) {
-	if f.HTTP == "off" {
-		log.Info("no HTTP listener (--http off): no metrics, health or status page")
-		return func() {}, nil
-	}
-	s, err := web.Start(f.HTTP, ctrl, m, log)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("status page, /metrics, /healthz and /readyz", "url", "http://"+s.Addr+"/")
-	return func() { s.Close() }, nil
-}
-
 // memoryFlag is the process's soft memory limit. Measured, not guessed: a
 // limit under what the process needs makes Go's collector run without
 // pause, and a fixed 160 MiB did exactly that at fleet size (a fold of 1M
@@ -161,6 +142,9 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	host, port, err := splitListen(u.Listen)
 	if err != nil {
+		return err
+	}
+	if _, err := u.HTTP.options(); err != nil {
 		return err
 	}
 	if !u.TLS && !u.Insecure && !loopback(host) {
@@ -270,6 +254,9 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	bound, err := s.Live.bound()
 	if err != nil {
+		return err
+	}
+	if _, err := s.HTTP.options(); err != nil {
 		return err
 	}
 	release, err := lockHome(g.Home, "this mesh serve")
