@@ -157,7 +157,8 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 			return events.Foreignf("a standing for %s signed by %q, which is neither %s's nor the controller's", name, rec.Signer, name), nil
 		}
 		_, recovery := ev.(events.ProviderRecovered)
-		return f.admitStanding(standingProvider(ev), name, standingConsumer(ev), recovery)
+		provider, consumer := standingNames(ev)
+		return f.admitStanding(provider, name, consumer, recovery)
 	case events.ReportKeyRecorded:
 		return f.needNode(ev.Node, false)
 	case events.NodeUnreachable, events.NodeReachable:

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/meshctl/mesh/agent"
@@ -82,14 +81,7 @@ func TestANodesWordIsShownEscaped(t *testing.T) {
 	}
 
 	t.Run("the page", func(t *testing.T) {
-		exe := browser(t)
-		alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)...)
-		defer cancel()
-		ctx, cancel := chromedp.NewContext(alloc)
-		defer cancel()
-		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
+		ctx := headless(t, browser(t))
 		if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/")); err != nil {
 			t.Fatal(err)
 		}
