@@ -328,14 +328,19 @@ func TestRolloutGates(t *testing.T) {
 		m.Agent(n)
 	}
 	m.WriteModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"one\n"}]}`)
-	m.WriteModule(`{"module":"app","resources":[{"kind":"file","path":"/etc/app","mode":"0644","content":"one\n"}]}`)
+	// A standing on g-1 holds the wave g-1 is in: cache there fails app,
+	// which consumes from it (the only standing the fold takes, issue 29).
+	m.WriteModule(`{"module":"cache","provides":["kv"],"resources":[{"kind":"file","path":"/etc/cache","mode":"0644","content":"one\n"}]}`)
+	m.WriteModule(`{"module":"app","consumes":["kv"],"resources":[{"kind":"file","path":"/etc/app","mode":"0644","content":"one\n"}]}`)
 	for _, n := range []string{"g-1", "g-2"} {
 		m.Assign(n, "db", nil)
 	}
+	m.Assign("g-1", "cache", nil)
+	m.Assign("g-2", "app", nil)
 	for _, s := range m.Push("").Sent {
 		m.Report(s.Node, s.Digest)
 	}
-	_, err := m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: true, Provider: "db", Machine: "g-1", Consumer: "app", Word: "refuses logins"})
+	_, err := m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: true, Provider: "cache", Machine: "g-1", Consumer: "app", Word: "refuses logins"})
 	m.Must(err)
 	m.WriteModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"two\n"}]}`)
 	r, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "db",
@@ -348,12 +353,12 @@ func TestRolloutGates(t *testing.T) {
 	})
 	for range 3 {
 		if ro := m.rolloutState(r.ID); ro.Wave != 0 || ro.State != projections.RolloutRunning {
-			t.Fatalf("the next wave started while db on g-1 was failing app: %+v", ro)
+			t.Fatalf("the next wave started while cache on g-1 was failing app: %+v", ro)
 		}
 	}
-	_, err = m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Provider: "db", Machine: "g-1", Consumer: "app"})
+	_, err = m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Provider: "cache", Machine: "g-1", Consumer: "app"})
 	m.Must(err)
-	eventually(t, "the next wave once db recovered", func() bool { return m.rolloutState(r.ID).Wave == 1 })
+	eventually(t, "the next wave once cache recovered", func() bool { return m.rolloutState(r.ID).Wave == 1 })
 
 	// A program crash-looping on its new build halts the rollout.
 	m.Enroll("c-1")

@@ -244,3 +244,12 @@ func assemble(ctx context.Context, answer *nats.Msg, pieces <-chan *nats.Msg) ([
 	}
 	return b, nil
 }
+
+// Judge asks the controller how its fold took the message at seq: what
+// push --wait asks of a report it found before it believes it
+// (commands.WaitReport).
+func (c *Client) Judge(ctx context.Context, seq uint64) (commands.Judgement, error) {
+	var j commands.Judgement
+	err := c.Call(ctx, commands.SubjectReportJudge, commands.JudgeRequest{Seq: seq}, &j)
+	return j, err
+}

@@ -40,6 +40,7 @@ const (
 	SubjectProjectionsVerify  = APIPrefix + ".projections.verify"
 	SubjectForeignList        = APIPrefix + ".foreign.list"
 	SubjectForeignAck         = APIPrefix + ".foreign.ack"
+	SubjectReportJudge        = APIPrefix + ".report.judge"
 	SubjectNodeEnrollBatch    = APIPrefix + ".node.enroll-batch"
 	SubjectNodeAssignBatch    = APIPrefix + ".node.assign-batch"
 	SubjectNodeSelect         = APIPrefix + ".node.select"

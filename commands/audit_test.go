@@ -28,7 +28,7 @@ func (m *trustMesh) pushAndWait(node string) commands.PushedNode {
 	r, err := m.h.Push(m.ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: node})
 	m.must(err)
 	p := r.Sent[0]
-	m.must(commands.WaitReport(m.ctx, m.h.Store, node, p.Digest, p.StreamSeq, reportWait))
+	m.must(commands.WaitReport(m.ctx, m.h.Store, m.h, node, p.Digest, p.StreamSeq, reportWait))
 	return p
 }
 

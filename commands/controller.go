@@ -50,6 +50,9 @@ type ControllerConfig struct {
 	// silent before it is recorded unreachable (0: the default; negative:
 	// liveness off, nothing heard or recorded).
 	UnreachableAfter time.Duration
+	// OpenBus: the bus is open, by the operator's word (mesh serve
+	// --open-bus); status says the log's writers are not enforced.
+	OpenBus bool
 	// Now is the controller's clock (default time.Now): a test moves it
 	// past a bound instead of waiting it out.
 	Now func() time.Time
@@ -175,7 +178,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		c.Mesh = "mesh"
 	}
 	h := &Handlers{Store: st, Proj: proj, Now: c.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
-		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas, metrics: c.Metrics, flood: flood, cutUsers: c.Cut}
+		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas, metrics: c.Metrics, flood: flood, cutUsers: c.Cut, OpenBus: c.OpenBus}
 	flood.mu.Lock()
 	flood.act = h.flooded
 	flood.mu.Unlock()

@@ -54,11 +54,13 @@ func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
 		`{"module":"greeter","provides":["greeting"],"consumes":["time"],"run":{"command":"/bin/true"}}`,
 		`{"module":"clock","provides":["time"],"run":{"command":"/bin/true"}}`,
 		`{"module":"files","resources":[]}`,
+		// A consumer of greeting, which greeter's standing may name.
+		`{"module":"app","consumes":["greeting"],"resources":[]}`,
 	} {
 		_, err := m.h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "m.json", Manifest: doc})
 		m.must(err)
 	}
-	for _, mod := range []string{"greeter", "files"} {
+	for _, mod := range []string{"greeter", "files", "app"} {
 		_, err := m.h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "box", Module: mod})
 		m.must(err)
 	}

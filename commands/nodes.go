@@ -35,6 +35,11 @@ type Handlers struct {
 	PublicKey string
 	// Keys are derived from Key: the MACs the fold checks (rule 19).
 	Keys *declaration.Keyring
+	// OpenBus: this controller serves a bus nobody closed (mesh serve
+	// --open-bus): the fold still sets aside what is not its rightful
+	// writer's, but anyone who reaches the bus may write to the log, ack,
+	// assign or delete the stream, and status says so.
+	OpenBus bool
 
 	manifests manifests
 	composed  composedCache

@@ -114,7 +114,7 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 	r, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "web-1"})
 	m.must(err)
 	p := r.Sent[0]
-	if err := commands.WaitReport(ctx, m.h.Store, "web-1", p.Digest, p.StreamSeq, reportWait); err == nil ||
+	if err := commands.WaitReport(ctx, m.h.Store, m.h, "web-1", p.Digest, p.StreamSeq, reportWait); err == nil ||
 		!strings.Contains(err.Error(), "refused") {
 		t.Fatalf("the first push after the restore (sequence %d, the agent applied %d): %v", p.Sequence, last.Sequence, err)
 	}

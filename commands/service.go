@@ -93,6 +93,7 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		{"audit", SubjectAudit, endpoint(nc, h, SubjectAudit, h.Audit, rebuildTimeout)},
 		{"foreign-list", SubjectForeignList, endpoint(nc, h, SubjectForeignList, h.ListForeign, verbTimeout)},
 		{"foreign-ack", SubjectForeignAck, endpoint(nc, h, SubjectForeignAck, h.AckForeign, verbTimeout)},
+		{"report-judge", SubjectReportJudge, endpoint(nc, h, SubjectReportJudge, h.JudgeReport, verbTimeout)},
 		{"module-register", SubjectModuleRegister, endpoint(nc, h, SubjectModuleRegister, h.RegisterModule, verbTimeout)},
 		{"module-list", SubjectModuleList, endpoint(nc, h, SubjectModuleList, h.ListModules, verbTimeout)},
 		{"module-show", SubjectModuleShow, endpoint(nc, h, SubjectModuleShow, h.ShowModule, verbTimeout)},

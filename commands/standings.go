@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -26,6 +27,20 @@ func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error
 					return err
 				}
 				return aggregates.Refuse("report on", m, aggregates.ErrUnknownModule, "no module of that name is registered; see mesh module list")
+			}
+		}
+		// The fold takes a standing only of a provider on its machine
+		// toward a consumer resolved to it: the operator's word is held
+		// to that too, and refused here rather than set aside there.
+		if r.Failing {
+			why, err := v.StandingHolds(r.Provider, r.Machine, r.Consumer, false)
+			if err != nil {
+				return err
+			}
+			var fe *events.ForeignError
+			if errors.As(why, &fe) {
+				return aggregates.Refuse("report on", r.Provider, aggregates.ErrUnknownModule,
+					fe.Reason+"; a standing is a provider's on its machine toward a consumer of it (see mesh plan NODE)")
 			}
 		}
 		standings, err := v.Standings()

@@ -305,6 +305,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0 && notCurrent == 0 && down == 0
 	out.UnreachableAfter = h.UnreachableAfter().Seconds()
 	out.LivenessOff = h.live == nil && !h.past
+	out.OpenBus = h.OpenBus && !h.past
 	return out, err
 }
 

@@ -106,11 +106,17 @@ func TestEveryNodeState(t *testing.T) {
 func TestStandings(t *testing.T) {
 	m := agenttest.New(t)
 	m.Enroll("auth-1", "linux")
+	m.Enroll("app-1", "linux")
 	m.Register("postgres.json")
 	m.Register("app.json")
+	// A standing is postgres's on its machine toward a consumer of it.
+	m.Assign("auth-1", "postgres", map[string]string{"password": "x"})
+	m.Assign("app-1", "app", nil)
 	m.Agent("auth-1")
-	m.Push("auth-1")
+	m.Agent("app-1")
+	m.Push("")
 	m.WaitState("auth-1", commands.StateCurrent)
+	m.WaitState("app-1", commands.StateCurrent)
 	report := func(failing bool, word string) commands.Reported {
 		r, err := m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: failing,
 			Provider: "postgres", Machine: "auth-1", Consumer: "app", Word: word})

@@ -38,6 +38,9 @@ type StatusReport struct {
 	// LivenessOff: this controller hears no agent (--unreachable-after
 	// off), so a dead node is not named; status says so.
 	LivenessOff bool `json:"liveness_off,omitempty"`
+	// OpenBus: the controller serves a bus nobody closed (mesh serve
+	// --open-bus), so the log's writers are not enforced; status says so.
+	OpenBus bool `json:"open_bus,omitempty"`
 }
 
 // StatusTable is the nodes of a brief status by column, row i of each

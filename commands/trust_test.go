@@ -206,7 +206,7 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 			ghostSent = p
 		}
 	}
-	m.must(commands.WaitReport(ctx, m.h.Store, "db-1", dbSent.Digest, dbSent.StreamSeq, reportWait))
+	m.must(commands.WaitReport(ctx, m.h.Store, m.h, "db-1", dbSent.Digest, dbSent.StreamSeq, reportWait))
 	m.fence()
 	before, err := m.h.Status(ctx, commands.StatusRequest{})
 	m.must(err)

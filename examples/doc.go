@@ -1,4 +1,5 @@
 // Package examples holds example module manifests (postgres.json, a provider;
-// app.json, a consumer that receives its provider's node and port), used by
+// app.json, a consumer that receives its provider's node and port; greeter.json,
+// which runs; visitor.json, a consumer of its greeting), used by
 // the README walkthrough and by the tests, which hold them valid.
 package examples

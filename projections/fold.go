@@ -93,6 +93,9 @@ type folder struct {
 	reportKeys map[string]string
 	// owned remembers which nodes made their own keys (nil: none recorded).
 	owned map[string]*NodeKeys
+	// shapes remember what each build provides, consumes and requires,
+	// by module and build (standingrule.go).
+	shapes map[string]standingShape
 	// dirty are the nodes whose rows changed since the last commit: a row
 	// is encoded and written once a commit, however many events of the
 	// batch changed it (a send and its report are two).
@@ -105,7 +108,7 @@ type folder struct {
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
 	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
-		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, dirty: map[string]bool{}}
+		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: map[string]standingShape{}, dirty: map[string]bool{}}
 }
 
 // apply folds one decoded event into the batch, or sets it aside as

@@ -184,6 +184,9 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		if rec.Signer == "" || rec.Signer != key && rec.Signer != f.keys.NodeBus(name) && rec.Signer != f.keys.Controller() && rec.Signer != module {
 			return events.Foreignf("a standing for %s signed by %q, which is neither %s's nor the controller's", name, rec.Signer, name), nil
 		}
+		_, recovery := ev.(events.ProviderRecovered)
+		provider, consumer := standingNames(ev)
+		return f.admitStanding(provider, name, consumer, recovery)
 	case events.ReportKeyRecorded:
 		if foreign, err := f.needNode(ev.Node, false); foreign != nil || err != nil {
 			return foreign, err
@@ -258,6 +261,14 @@ func (f *folder) foldReportKeys(rec events.Recorded) error {
 // Foreign lists every foreign message, by stream sequence.
 func (v *View) Foreign() ([]ForeignMessage, error) {
 	return decodeRows[ForeignMessage](v.r, prefixForeign)
+}
+
+// ForeignAt reads the foreign message at stream sequence seq, if the
+// message there was set aside.
+func (v *View) ForeignAt(seq uint64) (ForeignMessage, bool, error) {
+	var row ForeignMessage
+	found, err := getJSON(v.r, foreignKey(seq), &row)
+	return row, found, err
 }
 
 // OpenForeign answers how many foreign messages are not acknowledged, and

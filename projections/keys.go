@@ -68,7 +68,8 @@ var (
 //	14 rollouts
 //	15 an assignment's upgrade policy in its row; the overlay's addresses; seats
 //	16 enrolment tokens; the keys a node made itself, which its reports are held to
-const schemaVersion = 16
+//	17 standings only of a provider on its machine toward a consumer resolved to it
+const schemaVersion = 17
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -111,13 +111,19 @@ func moduleMAC(keys *declaration.Keyring, node string, ev events.Event) []byte {
 
 // standingProvider is the provider a standing names ("" for another event).
 func standingProvider(ev events.Event) string {
+	provider, _ := standingNames(ev)
+	return provider
+}
+
+// standingNames are the provider and the consumer a standing names.
+func standingNames(ev events.Event) (provider, consumer string) {
 	switch s := ev.(type) {
 	case events.ProviderFailing:
-		return s.Provider
+		return s.Provider, s.Consumer
 	case events.ProviderRecovered:
-		return s.Provider
+		return s.Provider, s.Consumer
 	}
-	return ""
+	return "", ""
 }
 
 func isStanding(ev events.Event) bool {

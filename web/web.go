@@ -6,6 +6,7 @@ package web
 
 import (
 	"context"
+	"crypto/tls"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -31,12 +32,30 @@ type Server struct {
 	Addr string // where it listens, host:port
 }
 
-// Start listens on addr and serves until Close. m is the registry the
+// Options are where and how the listener serves.
+type Options struct {
+	Addr string // host:port
+	// TLS, when set, is the certificate it serves (what off loopback
+	// must have: cmd/mesh refuses such an address without one).
+	TLS *tls.Config
+	// Token, when set, is the bearer token every request but /healthz
+	// must carry (guard.go).
+	Token string
+	// Hosts are the names it is reached by, beside IP literals and
+	// localhost: a request naming another Host is refused.
+	Hosts []string
+}
+
+// Start listens on o.Addr and serves until Close. m is the registry the
 // controller was started with (ControllerConfig.Metrics).
-func Start(addr string, ctrl *commands.Controller, m *Metrics, log *slog.Logger) (*Server, error) {
+func Start(o Options, ctrl *commands.Controller, m *Metrics, log *slog.Logger) (*Server, error) {
+	addr := o.Addr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen for HTTP on %s: %w; choose another --http address, or --http off", addr, err)
+	}
+	if o.TLS != nil {
+		ln = tls.NewListener(ln, o.TLS)
 	}
 	h := ctrl.Handlers
 	m.reg.MustRegister(mesh{h: h})
@@ -56,7 +75,7 @@ func Start(addr string, ctrl *commands.Controller, m *Metrics, log *slog.Logger)
 	mux.HandleFunc("GET /node/{name}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "node.html")
 	})
-	s := &Server{ln: ln, Addr: ln.Addr().String(), srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	s := &Server{ln: ln, Addr: ln.Addr().String(), srv: &http.Server{Handler: guard(mux, o.Token, o.Hosts), ReadHeaderTimeout: 10 * time.Second}}
 	go s.srv.Serve(ln)
 	return s, nil
 }

@@ -76,7 +76,21 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	// IgnoreAuthErrorAbort: while the controller restarts, a closed bus
 	// refuses connections until it answers again; the agent keeps trying
 	// rather than giving up after two refusals.
-	nc, err := connect(addr, "mesh agent "+j.Node, append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), busLog(log))...)
+	follow := []nats.Option{nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), busLog(log)}
+	nc, err := connect(addr, "mesh agent "+j.Node, append(identity, follow...)...)
+	if errors.Is(err, nats.ErrNkeysNotSupported) {
+		// A bus nobody closed (mesh serve --open-bus) asks no identity,
+		// and nats.go will not offer a key to a server that asks none: so
+		// no agent could join it at all. It joins without its key; what
+		// it reads is still held to the controller key it pinned (and the
+		// join string's CA), and what it says to its node's keys.
+		log.Warn("the bus asks no identity (it is open: mesh serve --open-bus), so the agent joins it without its node's key", "bus", j.Bus)
+		anonymous, aerr := agent.Join{Node: j.Node, CA: j.CA}.Options()
+		if aerr != nil {
+			return usagef("%v", aerr)
+		}
+		nc, err = connect(addr, "mesh agent "+j.Node, append(append(secure, anonymous...), follow...)...)
+	}
 	if errors.Is(err, nats.ErrAuthorization) {
 		return fmt.Errorf("the bus at %s refused %s: it is retired, or this join string is not the one the mesh gives it now; copy it again with mesh node join %s", j.Bus, j.Node, j.Node)
 	}

@@ -66,7 +66,7 @@ func connect(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error)
 		return nil, fmt.Errorf("cannot connect to the bus at %s: %w", addr, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the bus at %s: %v; start one with `mesh up`, or point --bus or MESH_NATS_URL at a running one", addr, err)
+		return nil, fmt.Errorf("cannot reach the bus at %s: %w; start one with `mesh up`, or point --bus or MESH_NATS_URL at a running one", addr, err)
 	}
 	return nc, nil
 }

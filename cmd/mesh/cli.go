@@ -23,6 +23,7 @@ type CLI struct {
 	Up          UpCmd          `cmd:"" group:"run" help:"Run a single-box mesh: an embedded NATS bus and the controller."`
 	Serve       ServeCmd       `cmd:"" group:"run" help:"Run the controller alone, on the bus named by --bus or MESH_NATS_URL."`
 	BusConfig   BusConfigCmd   `cmd:"" group:"run" name:"bus-config" help:"Print the configuration that closes a NATS cluster for this mesh (mesh serve --closed)."`
+	HTTPToken   HTTPTokenCmd   `cmd:"" group:"run" name:"http-token" help:"Print the operator's token for the HTTP listener off loopback (Authorization: Bearer TOKEN)."`
 	Node        NodeCmd        `cmd:"" group:"fleet" help:"Enroll, list, show and retire nodes."`
 	Module      ModuleCmd      `cmd:"" group:"fleet" help:"Register, list and show modules."`
 	Assign      AssignCmd      `cmd:"" group:"fleet" help:"Give a node a module's build (the latest unless --build) under an upgrade policy."`
@@ -242,7 +243,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}
 	if err := kctx.Run(&cli.Globals); err != nil {
 		if msg := err.Error(); msg != "" {
-			fmt.Fprintln(stderr, "mesh:", msg)
+			// An error may carry what a node said (push --wait: its
+			// failure's reasons): shown, as every node's word is.
+			fmt.Fprintln(stderr, "mesh:", shown(msg))
 		}
 		return exitFor(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
 // A cluster closed with what mesh bus-config prints, its controller run by
@@ -54,7 +55,41 @@ func TestClosedCluster(t *testing.T) {
 	if r := must("push", "web-1", "--wait", "10s"); !strings.Contains(r.out, "web-1 applied") {
 		t.Fatalf("push --wait on a closed cluster: %+v", r)
 	}
+	if r := must("status"); strings.Contains(r.out, "not enforced") {
+		t.Fatalf("status on a closed cluster warns of an open bus: %+v", r)
+	}
 	if r := mesh(t, t.TempDir(), "--bus", bus, "status"); r.code == 0 || !strings.Contains(r.err, "holds no operator key") {
 		t.Fatalf("status from a home without the operator key: %+v", r)
+	}
+}
+
+// mesh serve refuses an open bus unless told --open-bus (issue 29): on an
+// open 3-server cluster, without a word it refuses in one sentence naming
+// both ways (exit 2), as it does --closed with --open-bus; with
+// --open-bus it serves, status says the log's writers are not enforced,
+// and an agent, whose join string carries its node's key, which an open
+// server will not take, still joins and applies a push. Fails when serve
+// takes an open bus silently, or an agent cannot join one.
+func TestServeRefusesAnOpenBusUnlessTold(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	servers := embeddedtest.Cluster(t, 3)
+	bus := servers[0].ClientURL()
+	for _, flags := range [][]string{{}, {"--closed", "--open-bus"}} {
+		r := mesh(t, home, append([]string{"--bus", bus, "serve", "--replicas", "3"}, flags...)...)
+		if r.code != 2 || !strings.Contains(r.err, "--closed") || !strings.Contains(r.err, "--open-bus") || strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+			t.Fatalf("serve %v on an open bus: %+v", flags, r)
+		}
+	}
+	start(t, "ready", "--home", home, "--bus", bus, "serve", "--replicas", "3", "--open-bus")
+	other := servers[1].ClientURL()
+	if r := mesh(t, home, "--bus", other, "status"); !strings.Contains(r.out, "the log's writers are not enforced") {
+		t.Fatalf("status on an open bus does not say so: %+v", r)
+	}
+	mustRun(t, home, "--bus", other, "node", "enroll", "web-1")
+	join := strings.TrimSpace(mustRun(t, home, "--bus", other, "node", "join", "web-1").out)
+	start(t, "following", "--home", t.TempDir(), "agent", "--join", join, "--root", filepath.Join(t.TempDir(), "root"))
+	if r := mustRun(t, home, "--bus", other, "push", "web-1", "--wait", "10s"); !strings.Contains(r.out, "web-1 applied") {
+		t.Fatalf("push --wait through an open cluster: %+v", r)
 	}
 }

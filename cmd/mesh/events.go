@@ -55,7 +55,7 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if ferr != nil {
 		fmt.Fprintf(out.Err, "foreign messages are marked only where they cannot be read as mesh events: %v\n", ferr)
 	}
-	var shown, unreadable, open int
+	var listed, unreadable, open int
 	err = s.Read(ctx, store.ReadOptions{From: c.From, Follow: c.Follow}, func(m store.Msg) error {
 		line := eventLine{Seq: m.Seq, Subject: m.Subject, At: m.Time.UTC()}
 		env, derr := events.DecodeEnvelope(m.Data)
@@ -75,12 +75,14 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		case derr != nil:
 			unreadable++
 		}
-		shown++
+		listed++
 		if c.JSON {
 			b, _ := json.Marshal(line)
 			_, err := fmt.Fprintf(out.Out, "%s\n", b)
 			return err
 		}
+		showable(&line)
+		line.Data = json.RawMessage(shown(string(line.Data)))
 		mark := ""
 		if line.Foreign != "" {
 			mark = "  FOREIGN: " + line.Foreign
@@ -97,7 +99,7 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
-	if shown == 0 && !c.Follow {
+	if listed == 0 && !c.Follow {
 		st, _ := s.State(ctx)
 		msg := fmt.Sprintf("no events at or after sequence %d (the stream ends at %d)", c.From, st.LastSeq)
 		if c.JSON {
@@ -107,10 +109,10 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		}
 	}
 	if open > 0 {
-		return fmt.Errorf("%d of %d message(s) are foreign and not acknowledged (marked FOREIGN); see mesh foreign list, and mesh foreign ack SEQ once seen", open, shown)
+		return fmt.Errorf("%d of %d message(s) are foreign and not acknowledged (marked FOREIGN); see mesh foreign list, and mesh foreign ack SEQ once seen", open, listed)
 	}
 	if unreadable > 0 {
-		return fmt.Errorf("%d of %d message(s) are not mesh event envelopes (shown with type ?); something other than mesh writes to stream %s", unreadable, shown, s.Name())
+		return fmt.Errorf("%d of %d message(s) are not mesh event envelopes (shown with type ?); something other than mesh writes to stream %s", unreadable, listed, s.Name())
 	}
 	return nil
 }

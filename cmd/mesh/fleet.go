@@ -27,7 +27,7 @@ type FleetCmd struct {
 	Assign   string            `help:"Assign this registered module to every fleet node before pushing."`
 	Set      map[string]string `mapsep:"none" help:"With --assign: a setting k=v for the module (repeatable)."`
 	Push     int               `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
-	Simulate bool              `help:"Play the agents on one connection instead: record each node's report key, answer each declaration with the report applying it would make (signed and MAC'd as the node's), apply nothing. For fleets beyond one machine's processes; needs an open bus (mesh serve without --closed)."`
+	Simulate bool              `help:"Play the agents on one connection instead: record each node's report key, answer each declaration with the report applying it would make (signed and MAC'd as the node's), apply nothing. For fleets beyond one machine's processes; needs an open bus (mesh serve --open-bus)."`
 }
 
 func (c *FleetCmd) Help() string {

@@ -78,7 +78,7 @@ func TestSimulatedFleet(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
 	bus := embeddedtest.Server(t).ClientURL()
 	home := t.TempDir()
-	start(t, "ready", "--home", home, "--bus", bus, "serve")
+	start(t, "ready", "--home", home, "--bus", bus, "serve", "--open-bus")
 	t.Setenv("MESH_NATS_URL", bus)
 	r := mesh(t, home, "fleet", "--agents", "500", "--simulate", "--push", "2")
 	if r.code != 0 || !strings.Contains(r.out, "(500 applied, 0 failed, 0 refused)") {

@@ -28,6 +28,7 @@ func (c *ForeignListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 	if c.JSON {
 		return printJSON(out.Out, l)
 	}
+	showable(&l)
 	if len(l.Foreign) == 0 {
 		fmt.Fprintln(out.Out, "no foreign messages: every message on the stream is its rightful writer's")
 		return nil

@@ -34,6 +34,9 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	mustRun(t, home, "node", "enroll", "box")
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
 	mustRun(t, home, "module", "register", "../../examples/greeter.json")
+	// visitor consumes greeting: the consumer greeter's standing names.
+	mustRun(t, home, "module", "register", "../../examples/visitor.json")
+	mustRun(t, home, "assign", "box", "visitor")
 	opts, err := busauth.OperatorOptions(home)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +48,7 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	defer op.Close()
 	ask := func() string {
 		msg := nats.NewMsg(events.ServiceSubject("greeting", "box"))
-		msg.Header.Set("Mesh-Consumer", "app")
+		msg.Header.Set("Mesh-Consumer", "visitor")
 		r, err := op.RequestMsg(msg, 2*time.Second)
 		if err != nil {
 			return err.Error()
@@ -76,13 +79,13 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 
 	set("")
 	until("the greeter to refuse", func() bool { return strings.HasPrefix(ask(), "error: no greeting") })
-	until("status to name it failing app", func() bool {
-		return strings.Contains(mesh(t, home, "status").out, "greeter on box failing app")
+	until("status to name it failing visitor", func() bool {
+		return strings.Contains(mesh(t, home, "status").out, "greeter on box failing visitor")
 	})
 	set("hey")
 	until("the greeter to serve again", func() bool { return ask() == "hey" })
 	until("its recovery", func() bool {
 		r := mesh(t, home, "status")
-		return r.code == 0 && !strings.Contains(r.out, "failing app")
+		return r.code == 0 && !strings.Contains(r.out, "failing visitor")
 	})
 }

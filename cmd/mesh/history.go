@@ -38,6 +38,14 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.JSON {
 		return printJSON(out.Out, h)
 	}
+	for i := range h.Entries {
+		// A change's lines are the declaration's, which the controller
+		// composed: they keep their tabs. The rest may be the node's.
+		changes := h.Entries[i].Changes
+		h.Entries[i].Changes = nil
+		showable(&h.Entries[i])
+		h.Entries[i].Changes = changes
+	}
 	if len(h.Entries) == 0 {
 		fmt.Fprintf(out.Out, "%s has been sent nothing and has reported nothing in that time\n", h.Node)
 		return nil
@@ -176,6 +184,7 @@ func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			return err
 		}
 	} else {
+		showable(&a)
 		printAudit(out.Out, a, c.Node == "")
 	}
 	if !a.OK {

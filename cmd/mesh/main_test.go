@@ -287,7 +287,7 @@ func TestServeOnAnExistingBus(t *testing.T) {
 	if r := mesh(t, home, "serve"); r.code != 2 || !strings.Contains(r.err, "MESH_NATS_URL") {
 		t.Fatalf("serve with no bus named: %+v", r)
 	}
-	log := start(t, "ready", "--home", home, "--bus", bus, "serve").log
+	log := start(t, "ready", "--home", home, "--bus", bus, "serve", "--open-bus").log
 	t.Setenv("MESH_NATS_URL", bus)
 	if r := mesh(t, t.TempDir(), "node", "enroll", "db-1"); r.code != 0 {
 		t.Fatalf("enroll through mesh serve: %+v\n%s", r, log)

@@ -105,6 +105,7 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.JSON {
 		return printJSON(out.Out, r.Nodes)
 	}
+	showable(&r)
 	if len(r.Nodes) == 0 {
 		fmt.Fprintln(out.Out, "no nodes enrolled yet; enroll one with mesh node enroll NAME")
 		return nil
@@ -147,6 +148,7 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.JSON {
 		return printJSON(out.Out, n)
 	}
+	showable(&n)
 	if n.AsOf != nil {
 		fmt.Fprintf(out.Out, "THE PAST: %s as of %s, not as it is now\n", n.Name, n.AsOf.UTC().Format(time.RFC3339))
 	}

@@ -35,6 +35,18 @@ func browser(t *testing.T) string {
 	return ""
 }
 
+// headless is a headless Chromium's context, for the test's time or two
+// minutes at most.
+func headless(t *testing.T, exe string) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancel(); cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
 // The live status page (issue 16), in a real headless Chromium against a
 // real mesh up: the page shows a node never sent, and after a push from
 // the command line shows it current without being reloaded. A screenshot
@@ -54,13 +66,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	mustRun(t, home, "module", "register", doc)
 	mustRun(t, home, "assign", "box", "motd")
 
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	ctx := headless(t, exe)
 	state := `document.querySelector('tr[data-node="box"] td.state')`
 	verdict := func() string {
 		t.Helper()

@@ -69,6 +69,7 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			return err
 		}
 	} else {
+		showable(&r)
 		printPush(out, r, c.Behind, c.Verbose)
 	}
 	switch {
@@ -178,7 +179,7 @@ func waitFor(ctx context.Context, cl *client.Client, out *Output, s commands.Pus
 	if err != nil {
 		return err
 	}
-	if err := commands.WaitReport(ctx, st, s.Node, s.Digest, s.StreamSeq, d); err != nil {
+	if err := commands.WaitReport(ctx, st, cl, s.Node, s.Digest, s.StreamSeq, d); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "%s applied sequence %d (digest %s)\n", s.Node, s.Sequence, short(s.Digest))

@@ -140,6 +140,7 @@ func (c *RolloutListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 	if c.JSON {
 		return printJSON(out.Out, l)
 	}
+	showable(&l)
 	if len(l.Rollouts) == 0 {
 		fmt.Fprintln(out.Out, "no rollouts yet; mesh rollout plan MODULE --wave ... shows one before it starts")
 	}
@@ -183,6 +184,7 @@ func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 	if c.JSON {
 		return printJSON(out.Out, r)
 	}
+	showable(&r)
 	w := bufio.NewWriter(out.Out)
 	defer w.Flush()
 	fmt.Fprintln(w, rolloutLine(r.Rollout))

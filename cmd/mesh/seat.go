@@ -30,6 +30,7 @@ func (c *SeatListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.JSON {
 		return printJSON(out.Out, r)
 	}
+	showable(&r)
 	if len(r.Seats) == 0 {
 		fmt.Fprintln(out.Out, `no seats yet; a module claims one with "claims": ["NAME"] in its manifest`)
 	}
@@ -65,6 +66,7 @@ func (c *SeatShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.JSON {
 		return printJSON(out.Out, r)
 	}
+	showable(&r)
 	w := bufio.NewWriter(out.Out)
 	defer w.Flush()
 	fmt.Fprintln(w, seatLine(r))

@@ -53,7 +53,7 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	done := make(chan int)
 	for i, s := range r.Sent {
 		go func() {
-			errs[i] = commands.WaitReport(ctx, st, s.Node, s.Digest, s.StreamSeq, c.Wait)
+			errs[i] = commands.WaitReport(ctx, st, cl, s.Node, s.Digest, s.StreamSeq, c.Wait)
 			done <- i
 		}()
 	}

@@ -67,6 +67,7 @@ func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
 			return exitError{code: 2, err: err}
 		}
 	} else {
+		showable(&s)
 		printStatus(out.Out, s)
 	}
 	if !s.Well {
@@ -146,6 +147,9 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	}
 	for _, c := range s.Causes {
 		fmt.Fprintf(w, "not well: %s\n", c)
+	}
+	if s.OpenBus {
+		fmt.Fprintln(w, "warning: the bus is open (mesh serve --open-bus): the log's writers are not enforced; anyone who reaches the bus may write to it, and only the fold sets aside what is not its rightful writer's (close it with mesh bus-config and --closed)")
 	}
 	if s.LivenessOff {
 		fmt.Fprintln(w, "liveness is off (--unreachable-after off): a node whose agent died is not named")

@@ -15,6 +15,10 @@ func TestStatusAndStandings(t *testing.T) {
 	start(t, "subject=mesh.ev.node.auth-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "auth-1", "--root", filepath.Join(t.TempDir(), "r"))
 	mesh(t, home, "module", "register", "../../examples/postgres.json")
 	mesh(t, home, "module", "register", "../../examples/app.json")
+	// A standing is a provider's on its machine toward a consumer of it:
+	// postgres on auth-1, and app, which consumes it, on auth-1 too.
+	mesh(t, home, "assign", "auth-1", "postgres", "--set", "password=x")
+	mesh(t, home, "assign", "auth-1", "app")
 	if r := mesh(t, home, "status"); r.code != 1 || !strings.Contains(r.out, "never sent") || !strings.Contains(r.out, "not well") {
 		t.Fatalf("status before a push: %+v", r)
 	}

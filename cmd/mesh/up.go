@@ -60,25 +60,6 @@ func (f liveFlag) bound() (time.Duration, error) {
 	return d, nil
 }
 
-// httpFlag is the controller's HTTP listener: metrics, health, the page.
-type httpFlag struct {
-	HTTP string `name:"http" env:"MESH_HTTP" default:"127.0.0.1:4280" help:"Where to serve /metrics, /healthz, /readyz and the live status page (host:port; loopback by default), or 'off'."`
-}
-
-// start starts the listener unless it is off; stop is never nil.
-func (f httpFlag) start(ctrl *commands.Controller, m *web.Metrics, log *slog.Logger) (stop func(), err error) {
-	if f.HTTP == "off" {
-		log.Info("no HTTP listener (--http off): no metrics, health or status page")
-		return func() {}, nil
-	}
-	s, err := web.Start(f.HTTP, ctrl, m, log)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("status page, /metrics, /healthz and /readyz", "url", "http://"+s.Addr+"/")
-	return func() { s.Close() }, nil
-}
-
 // memoryFlag is the process's soft memory limit. Measured, not guessed: a
 // limit under what the process needs makes Go's collector run without
 // pause, and a fixed 160 MiB did exactly that at fleet size (a fold of 1M
@@ -163,6 +144,9 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
+	if _, err := u.HTTP.options(); err != nil {
+		return err
+	}
 	if !u.TLS && !u.Insecure && !loopback(host) {
 		return usagef("--listen %s reaches other machines, and without TLS every join string and declaration crosses the network in clear: give --tls (or --insecure to do it anyway)", u.Listen)
 	}
@@ -245,6 +229,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 type ServeCmd struct {
 	Replicas int        `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
 	Closed   bool       `help:"The bus is closed as mesh bus-config prints: connect as the controller's user and decide every other connection (a node only hears its own)."`
+	OpenBus  bool       `name:"open-bus" help:"Serve a bus nobody closed, knowing anyone who reaches it may write to the log (status says so); without --closed, mesh serve needs it."`
 	Rebuild  bool       `help:"Fold the read models again from the stream before serving."`
 	Memory   memoryFlag `embed:""`
 	HTTP     httpFlag   `embed:""`
@@ -259,8 +244,20 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if s.Replicas < 1 {
 		return usagef("--replicas %d: a stream needs at least 1 replica (3 on a cluster)", s.Replicas)
 	}
+	// An open bus lets anyone who reaches it ack foreign messages, assign
+	// modules or delete the stream (issue 29): serving one is a choice the
+	// operator says, never what happens for want of a flag.
+	switch {
+	case s.Closed && s.OpenBus:
+		return usagef("--closed and --open-bus contradict each other: give --closed for a bus closed with mesh bus-config, or --open-bus for one nobody closed")
+	case !s.Closed && !s.OpenBus:
+		return usagef("mesh serve needs --closed (put what mesh bus-config prints into every server's configuration) or, to serve a bus anyone who reaches it may write to, --open-bus")
+	}
 	bound, err := s.Live.bound()
 	if err != nil {
+		return err
+	}
+	if _, err := s.HTTP.options(); err != nil {
 		return err
 	}
 	release, err := lockHome(g.Home, "this mesh serve")
@@ -292,10 +289,13 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer nc.Close()
 	log.Info("connected to the bus", "bus", addr.String())
+	if s.OpenBus {
+		log.Warn("the bus is open (--open-bus): the log's writers are not enforced; close it with mesh bus-config and --closed")
+	}
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
-		UnreachableAfter: bound,
+		UnreachableAfter: bound, OpenBus: s.OpenBus,
 	})
 	if err != nil {
 		return err

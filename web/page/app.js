@@ -2,12 +2,27 @@
 // step, no framework; every value is put in with textContent, never as HTML.
 "use strict";
 
+// shown is every value as the page puts it in, as the command line prints
+// it (cmd/mesh/shown.go): text a page shows as it is stays; any other, with
+// control or format characters or line breaks (a node's report may say
+// anything), is quoted with them escaped, so no node draws a line of its own.
+function shown(s) {
+  s = String(s);
+  const odd = /[\p{C}\p{Zl}\p{Zp}]/u;
+  if (!odd.test(s)) return s;
+  const named = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+  return '"' + s.replace(/[\\"]/g, (c) => "\\" + c).replace(/[\p{C}\p{Zl}\p{Zp}]/gu,
+    (c) => named[c] || "\\u" + c.codePointAt(0).toString(16).padStart(4, "0")) + '"';
+}
+
 function el(tag, text, cls) {
   const e = document.createElement(tag);
-  if (text !== undefined) e.textContent = text;
+  if (text !== undefined) e.textContent = shown(text);
   if (cls) e.className = cls;
   return e;
 }
+
+function textNode(text) { return document.createTextNode(shown(text)); }
 
 function stateClass(s) { return "state-" + String(s).replace(/ /g, "-"); }
 
@@ -81,13 +96,13 @@ function drawStatus(s) {
     const wave = r.wave >= 0 ? `, wave ${r.wave + 1} of ${r.waves.length} (${r.waves[r.wave].name})` : "";
     const halt = r.node ? `: halted by ${r.node}: ${r.why}` : "";
     const li = el("li", `${r.id} ${r.module} build ${r.build.slice(0, 12)} `);
-    li.append(el("span", r.state, stateClass(r.state)), document.createTextNode(`${wave}; ${r.applied} of ${r.total} node(s) applied its build${halt}`));
+    li.append(el("span", r.state, stateClass(r.state)), textNode(`${wave}; ${r.applied} of ${r.total} node(s) applied its build${halt}`));
     return li;
   }), "none under way");
   fill("standings", s.standings.map((st) => el("li", `${st.provider} on ${st.machine} failing ${st.consumer} since ${st.since}: ${st.word}`)), "none");
   fill("runtimes", (s.runtimes || []).map((rt) => {
     const li = el("li", `${rt.module} on ${rt.node}: `);
-    li.append(el("span", rt.state, stateClass(rt.state)), document.createTextNode(` since ${rt.since}: ${rt.detail}`));
+    li.append(el("span", rt.state, stateClass(rt.state)), textNode(` since ${rt.since}: ${rt.detail}`));
     return li;
   }), "no module runs a program");
 }
@@ -108,7 +123,7 @@ function drawNode(p) {
   const n = p.node;
   heard = Date.now();
   lastNode = n;
-  document.getElementById("name").textContent = n.name;
+  document.getElementById("name").textContent = shown(n.name);
   drawNodeState();
   const facts = [["capabilities", n.capabilities.join(", ")], ["labels", Object.entries(n.labels).map(([k, v]) => k + "=" + v).join(", ")],
     ["detail", n.detail || ""], ["would send", n.would_send || ""], ["last heard", n.last_heard || "not since the controller started"],
@@ -120,9 +135,13 @@ function drawNode(p) {
     const li = el("li");
     li.append(el("span", `${e.at} ${e.kind} sequence ${e.sequence}`, stateClass(e.kind)));
     const extra = [e.by && "by " + e.by, e.reason, (e.paths || []).join(", "), e.failed && e.failed.map((f) => f.path + ": " + f.reason).join("; ")].filter(Boolean);
-    if (extra.length) li.append(document.createTextNode(" — " + extra.join(" ")));
+    if (extra.length) li.append(textNode(" — " + extra.join(" ")));
     for (const c of e.changes || []) {
-      li.append(el("pre", `${c.change} ${c.path} (${c.module})${c.what ? " " + c.what.join(", ") : ""}\n${(c.lines || []).join("\n")}`));
+      // The controller's diff of what it declared, a line each: its line
+      // breaks and tabs are its own, not a node's, so it is put in as it is.
+      const pre = el("pre");
+      pre.textContent = `${c.change} ${c.path} (${c.module})${c.what ? " " + c.what.join(", ") : ""}\n${(c.lines || []).join("\n")}`;
+      li.append(pre);
     }
     return li;
   }));

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"reflect"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// What a node wrote (a report's reasons, a program's exit, drift, facts, a
+// standing's word, a foreign message's claims) reaches the operator's
+// terminal. Raw, it could carry escape codes, or a newline and a line of
+// its own making ("well: all 3 node(s) current") (issue 29). So every
+// command prints such text through shown, one rule for all: a string a
+// terminal shows as it is stays as it is, and any other is printed quoted,
+// Go-escaped, so nothing in it acts on the terminal and a reader sees at
+// once that it held something odd. --json output is JSON's own escaping.
+
+// shown is s as a terminal may print it.
+func shown(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// showable makes every string in v, which is about to be printed as text,
+// shown: in place, through pointers, structs, slices and maps (keys too).
+// v is an answer the command just read; its JSON is never printed after.
+func showable(v any) { showValue(reflect.ValueOf(v)) }
+
+func showValue(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			showValue(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				showValue(f)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		switch v.Type().Elem().Kind() {
+		case reflect.String, reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		default:
+			// Numbers, and bytes (raw JSON, printed through shown where
+			// printed): a status of 100,000 nodes has columns of them.
+			return
+		}
+		for i := range v.Len() {
+			showValue(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return
+		}
+		for _, k := range v.MapKeys() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			showValue(e)
+			nk := reflect.New(k.Type()).Elem()
+			nk.Set(k)
+			showValue(nk)
+			v.SetMapIndex(k, reflect.Value{})
+			v.SetMapIndex(nk, e)
+		}
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(shown(v.String()))
+		}
+	}
+}
