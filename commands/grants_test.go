@@ -151,6 +151,10 @@ func TestPermissionsFollowTheLog(t *testing.T) {
 	greeter := m.mustModule("box", "greeter")
 	_, key, err := m.connectModule("box", "greeter", nil, nil)
 	m.must(err)
+	// app consumes greeting on box again: a standing counts only toward a
+	// consumer resolved to its provider (unassigned above).
+	_, err = m.h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "box", Module: "app"})
+	m.must(err)
 	st, err := store.AttachNode(greeter, "")
 	m.must(err)
 	_, err = st.Report(ctx, "box", "std-1", events.ProviderFailing{Provider: "greeter", Machine: "box", Consumer: "app", Word: "down"}, moduleSealing(t, key))

@@ -109,7 +109,7 @@ func TestAModulesStateBucketIsBounded(t *testing.T) {
 	value := bytes.Repeat([]byte("x"), 60<<10)
 	var refused error
 	for i := 0; refused == nil && i < 2*commands.StateMaxBytes/len(value); i++ {
-		_, refused = kv.Put(m.ctx, "k"+strconv.Itoa(i), value)
+		_, refused = kv.Put(m.ctx, "box.k"+strconv.Itoa(i), value) // its node's keys only (issue 29)
 	}
 	var apiErr *jetstream.APIError
 	if !errors.As(refused, &apiErr) || !strings.Contains(refused.Error(), "maximum bytes") {
@@ -119,7 +119,8 @@ func TestAModulesStateBucketIsBounded(t *testing.T) {
 	// Consumers: one more than the bound is refused.
 	var last error
 	for i := 0; last == nil && i <= commands.StateMaxConsumers; i++ {
-		_, last = js.CreateConsumer(m.ctx, "KV_"+events.StateBucket("greeter"), jetstream.ConsumerConfig{})
+		// Filtered to its node's keys, the only consumers it may make.
+		_, last = js.CreateConsumer(m.ctx, "KV_"+events.StateBucket("greeter"), jetstream.ConsumerConfig{FilterSubject: "$KV." + events.StateBucket("greeter") + ".box.>"})
 	}
 	if last == nil || !strings.Contains(last.Error(), "maximum consumers") {
 		t.Fatalf("making %d consumers on the bucket: %v", commands.StateMaxConsumers+1, last)

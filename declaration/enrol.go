@@ -40,9 +40,9 @@ type EnrolRequest struct {
 // 100,000 nodes, too often for a signature, and says only "alive", never
 // what the node did). Error, when set, is why not, in one sentence.
 type EnrolReply struct {
-	Node  string `json:"node"`
-	Seq   uint64 `json:"seq"`
-	Beat  string `json:"beat"`
+	Node string `json:"node"`
+	Seq  uint64 `json:"seq"`
+	Beat string `json:"beat"`
 	// Rekeyed: the node had keys before, which are not its any more.
 	Rekeyed bool   `json:"rekeyed,omitempty"`
 	Error   string `json:"error,omitempty"`

@@ -24,7 +24,9 @@ func (c *ModuleListCmd) Help() string { return "Examples:\n  mesh module list" }
 func (c *ModuleRegisterCmd) Help() string {
 	return "Examples:\n  mesh module register examples/postgres.json"
 }
-func (c *ModuleShowCmd) Help() string { return "Examples:\n  mesh module show postgres" }
+func (c *ModuleShowCmd) Help() string  { return "Examples:\n  mesh module show postgres" }
+func (c *TokenListCmd) Help() string   { return "Examples:\n  mesh token list" }
+func (c *TokenRevokeCmd) Help() string { return "Examples:\n  mesh token revoke t0123456789ab" }
 func (c *NodeJoinCmd) Help() string {
 	return "Examples:\n  mesh node join web-1 > join && chmod 600 join   # then: mesh agent --join-file join"
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
@@ -30,29 +30,36 @@ func TestANodesWordIsShownEscaped(t *testing.T) {
 	home, listen, httpAddr := t.TempDir(), freeAddr(t), freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", listen, "--http", httpAddr)
 	mustRun(t, home, "node", "enroll", "box", "--capability", "linux")
-	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
+	root := filepath.Join(t.TempDir(), "root")
+	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", root)
 	mustRun(t, home, "module", "register", "../../examples/postgres.json")
 	mustRun(t, home, "module", "register", "../../examples/app.json")
 	mustRun(t, home, "assign", "box", "postgres", "--set", "password=x")
 	mustRun(t, home, "assign", "box", "app")
 	mustRun(t, home, "push", "box", "--wait", "10s")
 
-	j, err := agent.ParseJoin(joinOf(t, home, "box"))
-	if err != nil {
-		t.Fatal(err)
+	// The node's own keys, as its agent made them (issue 29): the word
+	// is its own, which the fold believes.
+	read := func(f string) nkeys.KeyPair {
+		seed, err := os.ReadFile(filepath.Join(root+".state", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, err := nkeys.FromSeed(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kp
 	}
-	opts, err := j.Options()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect("nats://"+listen, opts...)
+	bus, report := read(declaration.NodeSeedFile), read("report.nk")
+	pub, _ := bus.PublicKey()
+	nc, err := nats.Connect("nats://"+listen, nats.Nkey(pub, bus.Sign), nats.UserInfo("box", ""), nats.CustomInboxPrefix(events.NodeInbox("box")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	bus, _ := nkeys.FromSeed([]byte(j.Seed))
 	mac, _ := declaration.ReportMACKey(bus)
-	signer, _ := declaration.NewSigner(bus)
+	signer, _ := declaration.NewSigner(report)
 	st, err := store.AttachNode(nc, "")
 	if err != nil {
 		t.Fatal(err)

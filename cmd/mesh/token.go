@@ -26,7 +26,10 @@ type TokenCreateCmd struct {
 }
 
 func (c *TokenCreateCmd) Help() string {
-	return `Each machine runs: mesh agent --join JOIN --root DIR --name NAME (the name defaults to its host
+	return `Examples:
+  mesh token create --uses 100 --expires 1h --label zone=eu-1   # its last line is the join string
+
+Each machine runs: mesh agent --join JOIN --root DIR --name NAME (the name defaults to its host
 name). Its agent makes its own keys and enrols them with the token; nothing the operator holds can
 make its reports or open what is sealed to it. The join string is a secret until it is spent.`
 }
@@ -112,7 +115,10 @@ type NodeRekeyCmd struct {
 }
 
 func (c *NodeRekeyCmd) Help() string {
-	return `For a wiped or replaced machine, or a node enrolled before nodes made their own keys. Run its
+	return `Examples:
+  mesh node rekey web-1   # its last line is the join string for the new machine
+
+For a wiped or replaced machine, or a node enrolled before nodes made their own keys. Run its
 agent with the join string this prints and a fresh state directory: it makes new keys, and from
 then on the old ones are refused by the bus and set aside by the fold. mesh audit shows the re-key.`
 }
