@@ -18,6 +18,8 @@ var (
 	rfc3339 = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
 	nkey    = regexp.MustCompile(`^[ACNOPUX][A-Z2-7]{55}$`)
 	sha256  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	// tokenID is an enrolment token's id, random, inside its subject.
+	tokenID = regexp.MustCompile(`\.t[0-9a-f]{12}\.`)
 	// Fields whose values differ at every run by nature: timings, the
 	// signed bytes (they hold the moment of composition), ids.
 	varying = map[string]bool{"seconds": true, "rate": true, "signature_rate": true, "declaration": true, "signature": true, "id": true, "command_id": true}
@@ -48,6 +50,8 @@ func normal(v any, key string) any {
 			return "<sha256>"
 		case strings.HasPrefix(x, "meshjoin1."):
 			return "<join string>"
+		case tokenID.MatchString(x):
+			return tokenID.ReplaceAllString(x, ".<token>.")
 		}
 	case float64:
 		if varying[key] {
