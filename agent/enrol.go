@@ -201,29 +201,7 @@ func askEnrolOnce(ctx context.Context, j Join, body []byte, connect func() (*nat
 
 // nodeSeed reads the node's seed, making it on the first start.
 func nodeSeed(path string) (nkeys.KeyPair, error) {
-	seed, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		kp, err := nkeys.CreateUser()
-		if err != nil {
-			return nil, fmt.Errorf("agent: cannot make the node's key: %w", err)
-		}
-		err = declaration.WriteNewKey(path, kp)
-		if errors.Is(err, fs.ErrExist) {
-			return nodeSeed(path)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("agent: cannot write the node's key: %w", err)
-		}
-		return kp, syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("agent: cannot read the node's key: %w", err)
-	}
-	kp, err := nkeys.FromSeed(seed)
-	if err != nil {
-		return nil, fmt.Errorf("agent: the node's key %s is damaged (%v); the machine must be re-keyed: mesh node rekey NAME, then start the agent with that join string and a fresh state directory", path, err)
-	}
-	return kp, nil
+	return ownKey(path, "node key", "the machine must be re-keyed: mesh node rekey NAME, then start the agent with that join string and a fresh state directory")
 }
 
 func decodeBeat(s string) string {

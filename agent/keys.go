@@ -83,33 +83,36 @@ func (o opener) open(node, path, box string) ([]byte, error) {
 }
 
 func reportKey(path string) (nkeys.KeyPair, error) {
+	return ownKey(path, "report key", "move it aside and the agent makes and records a new one")
+}
+
+// ownKey reads a key the agent keeps in its state (what it is, for the
+// messages; remedy, for a damaged one), making it on the first start.
+// O_EXCL in WriteNewKey: two starts at once keep the one written first.
+func ownKey(path, what, remedy string) (nkeys.KeyPair, error) {
 	seed, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return createReportKey(path)
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, fmt.Errorf("agent: cannot make its %s: %w", what, err)
+		}
+		err = declaration.WriteNewKey(path, kp)
+		if errors.Is(err, fs.ErrExist) {
+			return ownKey(path, what, remedy) // another start made it meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("agent: cannot write its %s: %w", what, err)
+		}
+		return kp, syncDir(filepath.Dir(path))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("agent: cannot read its report key: %w", err)
+		return nil, fmt.Errorf("agent: cannot read its %s: %w", what, err)
 	}
 	kp, err := nkeys.FromSeed(seed)
 	if err != nil {
-		return nil, fmt.Errorf("agent: its report key %s is damaged (%v); move it aside and the agent makes and records a new one", path, err)
+		return nil, fmt.Errorf("agent: its %s %s is damaged (%v); %s", what, path, err, remedy)
 	}
 	return kp, nil
-}
-
-func createReportKey(path string) (nkeys.KeyPair, error) {
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		return nil, fmt.Errorf("agent: cannot make a report key: %w", err)
-	}
-	err = declaration.WriteNewKey(path, kp)
-	if errors.Is(err, fs.ErrExist) {
-		return reportKey(path) // another start made it meanwhile
-	}
-	if err != nil {
-		return nil, fmt.Errorf("agent: cannot write its report key: %w", err)
-	}
-	return kp, syncDir(filepath.Dir(path))
 }
 
 // recordKey records the report key at every start, before any report: the

@@ -145,11 +145,6 @@ func (h *Handlers) Join(ctx context.Context, r NameRequest) (Identity, error) {
 // kept for meshes whose agents hold such a join string, for the harnesses
 // that simulate thousands of nodes, and for tests of that path.
 func (h *Handlers) LegacyIdentity(node string) (Identity, error) {
-	return h.identity(node)
-}
-
-// identity is the legacy join of node (LegacyIdentity).
-func (h *Handlers) identity(node string) (Identity, error) {
 	kp, err := busauth.NodeKey(h.Key, node)
 	if err != nil {
 		return Identity{}, err
