@@ -101,6 +101,9 @@ type Agent struct {
 	drifted string
 	// verified is what drift checks found right, by path (applier.verified).
 	verified map[string]fileStat
+	// keys are the content keys of applied's files that printed secret
+	// settings (contentKey), in memory only; nil when not asked for yet.
+	keys map[string]contentKey
 }
 
 // Open prepares an agent on a connection to the mesh's bus: its root, its
@@ -246,6 +249,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.cfg.Log.Warn(fmt.Sprintf("the log went back: its newest declaration for %s is event %d, this agent read event %d; recording its report key again", a.cfg.Join.Node, last.Seq, seen))
 			a.recordKey(ctx)
 		}
+		if act && o.err == nil && !a.isApplied(o) {
+			// Asked before seen moves: without an answer nothing is
+			// applied, and the next read asks again.
+			if o.keys, err = a.contentKeys(ctx, &o.d); err != nil {
+				return false, &waitingForKeys{err}
+			}
+		}
 		seen = last.Seq
 		if !act {
 			return true, nil
@@ -257,7 +267,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// The programs stop with Run, and say so before the retrier stops.
 	defer a.sup.stopAll()
-	if _, err := check(); err != nil {
+	_, err = check()
+	var waiting *waitingForKeys
+	if err != nil && !errors.As(err, &waiting) {
 		return err
 	}
 	a.checkDrift(ctx)
@@ -283,10 +295,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	// soon, a few times, doubling, before the agent waits for the next.
 	again := time.NewTimer(0)
 	<-again.C
+	var backoff, failing time.Duration
+	if waiting != nil {
+		// The first declaration waits for its content keys (no controller
+		// answers yet): the agent follows all the same, and asks again.
+		a.cfg.Log.Warn("cannot read the newest declaration; trying again until it can", "err", err)
+		failing = wakeRetry
+		again.Reset(failing)
+	}
 	// failing is how long after a failed read it is tried again: a read
 	// the bus did not answer (each is bounded by store.CallTimeout) is
 	// owed until one succeeds, however long the bus is away.
-	var backoff, failing time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -353,6 +372,22 @@ type applied struct {
 	seq     uint64
 }
 
+// waitingForKeys is a declaration not applied yet because no controller
+// gave its files' content keys: not a failure of the agent's, which keeps
+// following and asks again.
+type waitingForKeys struct{ err error }
+
+func (w *waitingForKeys) Error() string { return w.err.Error() }
+func (w *waitingForKeys) Unwrap() error { return w.err }
+
+// isApplied says whether o is the declaration this node applied last (taken
+// up again after a restart, never applied twice).
+func (a *Agent) isApplied(o opened) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return o.d.Sequence == a.state.LastSequence && o.digest == a.state.LastDigest
+}
+
 // handle applies one opened declaration message, or refuses it. Nothing of
 // a refused declaration is written. It answers what the supervisor must
 // do, nil for nothing.
@@ -370,7 +405,7 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 		// This very declaration was applied before a restart: never
 		// twice. Its programs run again, and drift is checked against it.
 		if a.applied == nil {
-			a.applied = &d
+			a.applied, a.keys = &d, nil
 			return &applied{runs: d.Runs, seq: d.Sequence}
 		}
 		return nil
@@ -397,10 +432,10 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 		return nil
 	}
 	defer root.Close()
-	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, owners: owners(a.applied), changedModules: map[string]bool{}}
+	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: o.keys, owners: owners(a.applied), changedModules: map[string]bool{}}
 	a.beginApply(d.Sequence, digest, ap.absentNew(d.Resources))
 	changed, failed := ap.apply(d.Resources)
-	a.applied, a.failed, a.drifted, a.verified = &d, map[string]bool{}, "", map[string]fileStat{}
+	a.applied, a.failed, a.drifted, a.verified, a.keys = &d, map[string]bool{}, "", map[string]fileStat{}, o.keys
 	out := &applied{runs: d.Runs, changed: ap.changedModules, hold: map[string]bool{}, seq: d.Sequence}
 	owner := owners(&d)
 	for _, f := range failed {

@@ -24,6 +24,9 @@ type applier struct {
 	state *State
 	node  string
 	seal  opener // opens sealed content
+	// keys are the content keys of the files that printed secret
+	// settings, as the controller gave them for this declaration.
+	keys map[string]contentKey
 	// owners are the modules of the paths of the declaration applied
 	// before (nil: not known, after a restart), and changedModules
 	// collects the modules of which a resource was written or removed:
@@ -111,7 +114,12 @@ func (a *applier) content(r compose.Resource) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("its sealed content does not open with this node's key (%v); the join string may be another node's", err)
 		}
-		return content, nil
+		if len(r.Sealed.Keys) > 0 {
+			if content, err = a.openKeyed(r, content); err != nil {
+				return nil, err
+			}
+		}
+		return a.seal.fill(content), nil
 	case r.Content != nil:
 		return []byte(*r.Content), nil
 	}

@@ -25,6 +25,7 @@ const maxDriftPaths = 100
 // programs of its module start again (their config was put back); with
 // DriftReport it is reported once and left as found.
 func (a *Agent) checkDrift(ctx context.Context) {
+	a.keysForDrift(ctx)
 	a.mu.Lock()
 	d := a.applied
 	if d == nil || len(d.Resources) == 0 {
@@ -40,7 +41,7 @@ func (a *Agent) checkDrift(ctx context.Context) {
 	if a.verified == nil {
 		a.verified = map[string]fileStat{}
 	}
-	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, changedModules: map[string]bool{}, verified: a.verified}
+	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: a.keys, changedModules: map[string]bool{}, verified: a.verified}
 	drifted := ap.drifted(d.Resources, a.failed)
 	if len(drifted) == 0 {
 		root.Close()
@@ -92,7 +93,7 @@ func (a *Agent) checkDrift(ctx context.Context) {
 func (a *applier) drifted(resources []compose.Resource, failed map[string]bool) []compose.Resource {
 	var out []compose.Resource
 	for _, r := range resources {
-		if failed[r.Path] {
+		if failed[r.Path] || a.unknowable(r) {
 			continue
 		}
 		if same, err := a.holds(r); err != nil || !same {
@@ -185,4 +186,28 @@ func (a *Agent) reportRuntime(ev events.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.send(ctx, reportID("rt", 0, events.RuntimeModule(ev)), ev)
+}
+
+// keysForDrift asks for the content keys of the declaration applied last
+// when none are at hand: after a restart the agent takes up what it applied
+// without asking (so a controller away does not stop its programs), and a
+// drift check needs them. Without an answer the check passes over those
+// files (applier.unknowable) and the next one asks again.
+func (a *Agent) keysForDrift(ctx context.Context) {
+	a.mu.Lock()
+	d, have := a.applied, a.keys != nil
+	a.mu.Unlock()
+	if have || len(keyed(d)) == 0 {
+		return
+	}
+	keys, err := a.contentKeys(ctx, d)
+	if err != nil {
+		a.cfg.Log.Warn("drift: cannot check the files that hold secrets", "err", err)
+		return
+	}
+	a.mu.Lock()
+	if a.applied == d {
+		a.keys = keys
+	}
+	a.mu.Unlock()
 }

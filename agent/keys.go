@@ -67,19 +67,35 @@ type opener struct {
 	overlay string           // its private overlay key, written where the placeholder stands
 }
 
+// open opens a file's box to this node: its content, or (for a file that
+// printed secret settings) the inner box its content key opens.
 func (o opener) open(node, path, box string) ([]byte, error) {
-	where := secret.FilePlace(node, path)
+	return o.openAt(secret.FilePlace(node, path), box)
+}
+
+// openKey opens a content key the controller sealed to this node.
+func (o opener) openKey(node, path, box string) ([]byte, error) {
+	return o.openAt(secret.ContentKeyPlace(node, path), box)
+}
+
+func (o opener) openAt(where, box string) ([]byte, error) {
 	if !secret.IsSealedTo(box) {
 		return secret.Open(o.derived, where, box)
 	}
 	if o.curve == nil {
 		return nil, secret.ErrOpen
 	}
-	content, err := secret.OpenWith(o.curve, where, box)
-	if err != nil {
-		return nil, err
+	return secret.OpenWith(o.curve, where, box)
+}
+
+// fill puts the node's private overlay key where its declaration holds the
+// placeholder: only a node that made its keys has one, and its declaration
+// only the placeholder (composeSecrets.OverlayKey).
+func (o opener) fill(content []byte) []byte {
+	if o.curve == nil {
+		return content
 	}
-	return bytes.ReplaceAll(content, []byte(declaration.OverlayPlaceholder), []byte(o.overlay)), nil
+	return bytes.ReplaceAll(content, []byte(declaration.OverlayPlaceholder), []byte(o.overlay))
 }
 
 func reportKey(path string) (nkeys.KeyPair, error) {

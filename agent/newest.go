@@ -18,6 +18,9 @@ type opened struct {
 	digest string
 	d      declaration.Declaration
 	err    error
+	// keys are the content keys of d's files that printed secret
+	// settings, asked of the controller before d is applied.
+	keys map[string]contentKey
 }
 
 // open verifies m against the key pinned at enrolment (rule 1).

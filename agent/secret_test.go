@@ -2,13 +2,17 @@ package agent_test
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
 )
 
 // Rule 21: a secret setting and a minted credential reach the files of the
@@ -68,5 +72,60 @@ func TestSecretsReachTheirFilesAndNeverTheStream(t *testing.T) {
 				t.Fatalf("the stream holds a secret in clear: %s", data)
 			}
 		}
+	}
+}
+
+// Issue 29 point 6: a file that printed a secret setting opens only with a
+// content key the controller gives at apply. An agent that finds its
+// declaration while no controller answers applies nothing and reports
+// nothing (a file it cannot open yet is not a failure), and applies it
+// once a controller answers. Fails when the agent reports the declaration
+// failed (it then never applies it: a declaration is never applied twice)
+// or writes the file without its secret.
+func TestAnAgentWaitsForTheKeyOfASecretFile(t *testing.T) {
+	m := newMesh(t)
+	m.Enroll("db-1", "linux")
+	m.Register("postgres.json")
+	const pw = "wait-for-my-key"
+	m.Assign("db-1", "postgres", map[string]string{"password": pw})
+	root := filepath.Join(t.TempDir(), "root")
+	// Enrolled while the controller is there; stopped before the push
+	// lands on it, so that it finds the declaration with no controller.
+	m.AgentAt("db-1", root)()
+	sent := m.Push("db-1").Sent[0]
+	m.Ctrl.Close()
+	// It starts from what it enrolled: no token, no controller asked.
+	j, err := agent.Enrol(m.Ctx, agent.Join{Mesh: m.H.Mesh, Bus: m.Srv.ClientURL(), Node: "db-1", Key: m.H.PublicKey}, agent.StateDir(root, ""),
+		func(o ...nats.Option) (*nats.Conn, error) { return nats.Connect(m.Srv.ClientURL(), o...) }, slog.New(slog.DiscardHandler))
+	m.Must(err)
+	following := make(chan struct{})
+	var once sync.Once
+	stop := m.AgentJoined(j, root, func(c *agent.Config) {
+		c.Observe = func(o agent.Observation) {
+			if o.Following {
+				once.Do(func() { close(following) })
+			}
+		}
+	})
+	defer stop()
+	// It read its declaration and follows, waiting for the key: Run did
+	// not end on a key nobody gave.
+	eventually(t, "the agent to follow its subject with no controller", func() bool {
+		select {
+		case <-following:
+			return true
+		default:
+			return false
+		}
+	})
+	// A second controller with the mesh's key answers from now on.
+	m.H = m.controller(-1).Handlers
+	if rep := m.Report("db-1", sent.Digest); rep.Outcome != events.OutcomeApplied {
+		t.Fatalf("db-1's first report on the declaration whose key it waited for: %+v", rep)
+	}
+	users, err := os.ReadFile(filepath.Join(root, "etc/postgres/users.conf"))
+	m.Must(err)
+	if !strings.Contains(string(users), "postgres "+pw) {
+		t.Fatalf("users.conf: %q", users)
 	}
 }

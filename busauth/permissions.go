@@ -25,6 +25,9 @@ func NodePermissions(node string) jwt.Permissions {
 		// controller when the last message on its subject is not one
 		// (issue 29): its own only, answered only to its own inbox.
 		events.NewestSubject(node),
+		// The content keys of its own files, asked of the controller at
+		// apply (issue 29 point 6): answered for its own name only.
+		events.ContentKeySubject(node),
 	}
 	// Its reports, each type on its own subject (rule 19): nothing else
 	// under its prefix, and nothing under another node's.

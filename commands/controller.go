@@ -82,7 +82,7 @@ type Controller struct {
 	log      *slog.Logger
 	// stopDrive ends the rollouts' drive; stopLive the hearing of agents;
 	// stopNewest the answering of agents asking for their newest
-	// declaration; stopGrants the ending of connections whose grant the
+	// declaration and for their files' content keys; stopGrants the ending of connections whose grant the
 	// log took away.
 	stopDrive, stopLive, stopNewest, stopGrants func()
 }
@@ -201,6 +201,16 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		proj.Close()
 		return nil, err
 	}
+	stopKeys, err := serveContentKeys(h)
+	if err != nil {
+		stopNewest()
+		svc.Stop()
+		proj.Close()
+		return nil, err
+	}
+	// Both answer agents, and stop together.
+	newest := stopNewest
+	stopNewest = func() { newest(); stopKeys() }
 	// Ready means reachable: until the server has the service's
 	// subscriptions, a client's request would meet "no responders".
 	if err := nc.Flush(); err != nil {

@@ -10,42 +10,57 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// newestAtOnce bounds the answers in flight: each may wait for the fold
-// (store.NewestWait), and a node asking in a loop must not pile up
-// goroutines in the controller. One past it is told to ask again.
-const newestAtOnce = 32
+// askedAtOnce bounds the answers in flight on each subject agents ask the
+// controller on: each may wait for the fold or the bus (store.NewestWait),
+// and a node asking in a loop must not pile up goroutines in the
+// controller. One past it is told to ask again.
+const askedAtOnce = 32
 
-// serveNewest answers agents asking for their newest declaration (issue
-// 29, store.Newest): an agent that finds on its declaration subject a
-// message the controller did not sign cannot read past it itself.
-func serveNewest(h *Handlers) (stop func(), err error) {
-	nc := h.Store.NC()
-	slots := make(chan struct{}, newestAtOnce)
-	sub, err := nc.QueueSubscribe(events.SubjectsNewest, ServiceName, func(m *nats.Msg) {
-		node := m.Subject[len(events.NewestPrefix)+1:]
-		// Only to an inbox, the asker's own on a closed bus: the answer is
-		// the controller's publish, which no permission limits, and aimed
-		// at a subject of the stream it would be stored there, one more
-		// side door into another's subjects.
-		if events.ValidateName("node", node) != nil ||
-			!(strings.HasPrefix(m.Reply, "_INBOX.") || strings.HasPrefix(m.Reply, events.NodeInbox(node)+".")) {
+// busy is what an agent asking past askedAtOnce is told.
+const busy = "the controller is answering many such requests; ask again"
+
+// answerAgents answers agents asking on prefix.<node>, each on its own
+// goroutine, at most askedAtOnce at a time (past it, refused with busy),
+// and only to the asker's own inbox (toOwnInbox).
+func answerAgents(h *Handlers, prefix string, answer func(node string, data []byte) *nats.Msg, refuse func(why string) *nats.Msg) (stop func(), err error) {
+	slots := make(chan struct{}, askedAtOnce)
+	sub, err := h.Store.NC().QueueSubscribe(prefix+".*", ServiceName, func(m *nats.Msg) {
+		node := m.Subject[len(prefix)+1:]
+		if !toOwnInbox(node, m.Reply) {
 			return
 		}
 		select {
 		case slots <- struct{}{}:
 		default:
-			_ = m.RespondMsg(store.NewestRefusal("the controller is answering many such requests; ask again"))
+			_ = m.RespondMsg(refuse(busy))
 			return
 		}
 		go func() {
 			defer func() { <-slots }()
-			_ = m.RespondMsg(h.newest(node))
+			_ = m.RespondMsg(answer(node, m.Data))
 		}()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cannot answer the agents on %s: %w", events.SubjectsNewest, err)
+		return nil, fmt.Errorf("cannot answer the agents on %s.*: %w", prefix, err)
 	}
 	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// toOwnInbox says whether a request from node may be answered at reply:
+// only an inbox, the asker's own on a closed bus. The answer is the
+// controller's publish, which no permission limits, and aimed at a subject
+// of the stream it would be stored there: a side door into another's
+// subjects (issue 29).
+func toOwnInbox(node, reply string) bool {
+	return events.ValidateName("node", node) == nil &&
+		(strings.HasPrefix(reply, "_INBOX.") || strings.HasPrefix(reply, events.NodeInbox(node)+"."))
+}
+
+// serveNewest answers agents asking for their newest declaration (issue
+// 29, store.Newest): an agent that finds on its declaration subject a
+// message the controller did not sign cannot read past it itself.
+func serveNewest(h *Handlers) (stop func(), err error) {
+	return answerAgents(h, events.NewestPrefix, func(node string, _ []byte) *nats.Msg { return h.newest(node) }, store.NewestRefusal)
 }
 
 // newest is node's newest declaration the fold took as the controller's,

@@ -95,6 +95,7 @@ func (h *Handlers) openSettings(a *compose.Assignment) {
 		}
 		if opened == nil {
 			opened = maps.Clone(a.Settings)
+			a.Salts = map[string]string{}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		clear, err := h.openSetting(ctx, a.Node, a.Module, k, v)
@@ -105,6 +106,9 @@ func (h *Handlers) openSettings(a *compose.Assignment) {
 			return
 		}
 		opened[k] = clear
+		if s, err := secret.ParseSetting(v); err == nil {
+			a.Salts[k] = s.Key
+		}
 	}
 	if opened != nil {
 		a.Settings = opened
@@ -112,25 +116,57 @@ func (h *Handlers) openSettings(a *compose.Assignment) {
 }
 
 // composeSecrets seals and mints for composition with the controller's
-// keys, and the keys nodes made themselves (owned, issue 29).
+// keys, the keys nodes made themselves (owned, issue 29), and the salts of
+// secret settings (secrets).
 type composeSecrets struct {
-	keys  *declaration.Keyring
-	owned map[string]projections.NodeKeys
+	keys    *declaration.Keyring
+	owned   map[string]projections.NodeKeys
+	secrets *secretKeys
 }
 
 // Seal seals content to node: to the X25519 key it made, when it made its
 // keys, so that nothing the controller holds opens it again; else under
-// the key derived for it from the controller's.
-func (c composeSecrets) Seal(node, path, content string) compose.Sealed {
+// the key derived for it from the controller's. Content that printed
+// secret settings is sealed first under a key made of their salts
+// (secret.ContentKey), which the agent asks for at apply (serveContentKeys):
+// erasing a salt then leaves nothing that opens the file from the log.
+func (c composeSecrets) Seal(node, path, content string, salts []string) (compose.Sealed, error) {
 	s := compose.Sealed{MAC: secret.MAC(c.keys.ContentMAC(), node, path, content)}
+	inner := []byte(content)
+	if len(salts) > 0 {
+		key, err := c.contentKey(node, path, salts)
+		if err != nil {
+			return compose.Sealed{}, err
+		}
+		inner, s.Keys = []byte(secret.Seal(key, secret.FilePlace(node, path), inner)), salts
+	}
 	if k, ok := c.owned[node]; ok {
 		// An error leaves the box empty: the agent refuses a box that
 		// does not open and says so in its report, never a file half made.
-		s.Box, _ = secret.SealTo(k.Seal, secret.FilePlace(node, path), []byte(content))
-		return s
+		s.Box, _ = secret.SealTo(k.Seal, secret.FilePlace(node, path), inner)
+		return s, nil
 	}
-	s.Box = secret.Seal(c.keys.NodeSeal(node), secret.FilePlace(node, path), []byte(content))
-	return s
+	s.Box = secret.Seal(c.keys.NodeSeal(node), secret.FilePlace(node, path), inner)
+	return s, nil
+}
+
+// contentKey is the key of the file at path on node that printed the
+// secret settings sealed under salts.
+func (c composeSecrets) contentKey(node, path string, salts []string) ([]byte, error) {
+	if c.secrets == nil {
+		return nil, errNoSecrets
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	keys := make([][]byte, len(salts))
+	for i, id := range salts {
+		k, err := c.secrets.key(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = k
+	}
+	return secret.ContentKey(keys, node, path), nil
 }
 
 // OverlayKey is the node's private overlay key as a template prints it: a

@@ -55,7 +55,7 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 		if owned, err = v.AllNodeKeys(); err != nil {
 			return in, err
 		}
-		in.Secrets = composeSecrets{keys: h.Keys, owned: owned}
+		in.Secrets = composeSecrets{keys: h.Keys, owned: owned, secrets: h.secrets}
 	}
 	nodes, err := v.Nodes()
 	if err != nil {

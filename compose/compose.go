@@ -64,7 +64,7 @@ func (w *World) Compose(node string) Result {
 	}
 	owner := map[string]string{} // path -> module, for conflicts
 	var buf bytes.Buffer
-	sl := &sealer{secrets: w.secrets}
+	sl := &sealer{secrets: w.secrets, salts: map[string]bool{}}
 	for _, p := range w.byNode[node] {
 		if p.err != nil {
 			res.Problems = append(res.Problems, p.err.Error())
@@ -99,7 +99,7 @@ func (w *World) Compose(node string) Result {
 			out := Resource{Path: r.Path, Kind: r.Kind, Mode: r.Mode, Module: p.Module, Content: r.Content}
 			if r.Template != nil {
 				buf.Reset()
-				sl.read = false
+				sl.begin()
 				if err := p.templates[r.Path].Execute(&boundedWriter{w: &buf, left: manifest.MaxRendered}, data); err != nil {
 					res.Problems = append(res.Problems, fmt.Sprintf("the template of %s in %s failed: %s", r.Path, p.Module, templateError(err)))
 					continue
@@ -260,7 +260,7 @@ func effective(p placed, sl *sealer) (map[string]any, error) {
 	}
 	for k, v := range p.Settings {
 		if p.m.Settings[k].Secret {
-			out[k] = sl.secret(v)
+			out[k] = sl.setting(v, p.Salts[k])
 		} else {
 			out[k] = v
 		}

@@ -85,9 +85,9 @@ type Receipt struct {
 // config file's "<" stays "<"). Every list is non-nil, so an empty
 // declaration is `[]`, not `null`, and has one form too.
 //
-// A sealed resource is written with its MAC and without its box: the box is
-// new at every seal, and the content digest must say "the same" of the same
-// content (rule 4).
+// A sealed resource is written with its MAC and without its box or keys:
+// the box is new at every seal, and the content digest must say "the same"
+// of the same content (rule 4), however it was sealed.
 func (d Declaration) Canonical() []byte {
 	for i, r := range d.Resources {
 		if r.Sealed != nil && r.Sealed.Box != "" {

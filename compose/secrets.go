@@ -2,6 +2,8 @@ package compose
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -11,17 +13,27 @@ import (
 // the controller, which says that the content changed without letting
 // anyone who reads the log test a guess of it. The content digest (rule 4)
 // covers the MAC and not the box, which is new at every seal.
+//
+// Keys, when the file printed secret settings, are the ids of their salts:
+// the box then holds the content sealed once more, under a key made of
+// those salts (secret.ContentKey), which the agent asks the controller for
+// at apply and keeps only in memory. Erasing a salt (mesh secret forget)
+// is then the end of that key, so nothing opens the file from the log
+// again, the node's own key included (issue 29, point 6).
 type Sealed struct {
-	MAC string `json:"mac"`
-	Box string `json:"box,omitempty"`
+	MAC  string   `json:"mac"`
+	Box  string   `json:"box,omitempty"`
+	Keys []string `json:"keys,omitempty"`
 }
 
 // Secrets seals and mints for composition. Composition without it composes
 // no secret: a node whose files would hold one cannot be composed, and
 // says so.
 type Secrets interface {
-	// Seal seals content for the file at path on node.
-	Seal(node, path, content string) Sealed
+	// Seal seals content for the file at path on node; salts are the ids
+	// of the salts of the secret settings it printed, sorted (none when it
+	// printed only minted credentials or the overlay key).
+	Seal(node, path, content string, salts []string) (Sealed, error)
 	// Mint is the credential of one consumer of one provider.
 	Mint(c CredentialRef) string
 	// OverlayKey is node's private overlay key (what its agent derives
@@ -64,12 +76,16 @@ type ConsumerCredential struct {
 // as it is, quoted, in hex or through printf.
 type Secret struct {
 	value string
-	read  *bool
+	salt  string // the id of its salt, for a secret setting; "" otherwise
+	by    *sealer
 }
 
 // String is the value, and marks the file being rendered.
 func (s *Secret) String() string {
-	*s.read = true
+	s.by.read = true
+	if s.salt != "" {
+		s.by.salts[s.salt] = true
+	}
 	return s.value
 }
 
@@ -87,13 +103,24 @@ func User(module, node string) string {
 	}, module+"_"+node)
 }
 
-// sealer renders one node's files, knowing whether each read a secret.
+// sealer renders one node's files, knowing whether each read a secret,
+// and the salts of the secret settings it read.
 type sealer struct {
 	secrets Secrets
 	read    bool
+	salts   map[string]bool
 }
 
-func (s *sealer) secret(v string) *Secret { return &Secret{value: v, read: &s.read} }
+func (s *sealer) secret(v string) *Secret { return &Secret{value: v, by: s} }
+
+// setting is a secret setting's value, sealed in the log under salt.
+func (s *sealer) setting(v, salt string) *Secret { return &Secret{value: v, salt: salt, by: s} }
+
+// begin starts a file: nothing read yet.
+func (s *sealer) begin() {
+	s.read = false
+	clear(s.salts)
+}
 
 // seal turns a rendered file that read a secret into sealed content.
 func (s *sealer) seal(node string, r *Resource) error {
@@ -103,7 +130,11 @@ func (s *sealer) seal(node string, r *Resource) error {
 	if s.secrets == nil {
 		return fmt.Errorf("%s holds a secret and this composition cannot seal it", r.Path)
 	}
-	sealed := s.secrets.Seal(node, r.Path, *r.Content)
+	salts := slices.Sorted(maps.Keys(s.salts))
+	sealed, err := s.secrets.Seal(node, r.Path, *r.Content, salts)
+	if err != nil {
+		return fmt.Errorf("%s holds a secret that cannot be sealed: %w", r.Path, err)
+	}
 	r.Content, r.Sealed = nil, &sealed
 	return nil
 }

@@ -52,6 +52,10 @@ type Node struct {
 type Assignment struct {
 	Node, Module, Build string
 	Settings            map[string]string
+	// Salts name the salt each secret setting is sealed under in the log:
+	// a file that prints one is sealed under a key made of it, so that
+	// forgetting the setting forgets the file (compose.Sealed).
+	Salts map[string]string
 	// Problem, when set, is why the assignment cannot be composed (a
 	// secret setting that no longer opens), named as the node's problem.
 	Problem string

@@ -110,11 +110,18 @@ func DeclarationSubject(node string) string {
 // cannot walk back past it itself. Not in any stream.
 const NewestPrefix = "mesh.newest"
 
-// SubjectsNewest is every node's asking subject: what the controller answers.
-const SubjectsNewest = NewestPrefix + ".*"
-
 // NewestSubject is where node's agent asks for its newest declaration.
 func NewestSubject(node string) string { return NewestPrefix + "." + node }
+
+// ContentKeyPrefix is where an agent asks the controller for the keys of
+// the files its declaration carries sealed under secret settings' salts
+// (compose.Sealed.Keys, issue 29 point 6): the keys are never in the log,
+// so that erasing a salt forgets every file that printed its setting. Not
+// in any stream.
+const ContentKeyPrefix = "mesh.contentkey"
+
+// ContentKeySubject is where node's agent asks for its files' content keys.
+func ContentKeySubject(node string) string { return ContentKeyPrefix + "." + node }
 
 // DriftFound: what the mesh owns under the node's root was changed behind
 // the agent's back (a hand edit, a removal) since the declaration of

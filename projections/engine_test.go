@@ -199,6 +199,28 @@ func TestRebuildEqualsLiveAndKeepsFollowing(t *testing.T) {
 	}
 }
 
+// Events appended while a rebuild reads the stream are folded into the new
+// generation, and the rebuild does not take them for read models ahead of
+// the stream. Fails when the check against the stream uses its state from
+// before the rebuild began (as it did: "ahead of the stream").
+func TestARebuildWhileTheStreamGrows(t *testing.T) {
+	s := newStore(t)
+	e := openEngine(t, s, vfs.NewMem(), 5)
+	waitFor(t, e, enrollMany(t, s, 0, 40))
+	var more uint64
+	if _, err := e.Rebuild(context.Background(), func(Progress) {
+		if more == 0 {
+			more = enrollMany(t, s, 40, 3)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, e, more)
+	if _, found, _ := e.Node("node-42"); more == 0 || !found {
+		t.Fatalf("the events appended during the rebuild (up to %d) are not folded", more)
+	}
+}
+
 // A rebuilt generation is folded without a WAL; a crash the moment the
 // rebuild returns (nothing unsynced survives it) must still find it whole
 // under CURRENT, not an empty generation or the replaced one.

@@ -150,6 +150,11 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 		return abandon(err)
 	}
 	f.discard()
+	// The stream went on while it was read: what was folded is in it, so
+	// the check that read models are not ahead of the stream is made
+	// against at least that. With the state of the start alone, an event
+	// appended during the rebuild failed it ("ahead of the stream").
+	st.LastSeq = max(st.LastSeq, f.last)
 	if db, err = e.seal(db, next, st); err != nil {
 		restart()
 		return abandon(err)

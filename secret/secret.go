@@ -206,3 +206,25 @@ func agreed(shared, eph, to []byte) []byte {
 	m.Write(to)
 	return m.Sum(nil)
 }
+
+// ContentKey is the key a rendered file's content is sealed under inside
+// its box to the node, when the file printed secret settings: made of the
+// keys of those settings' salts (in the order of their ids), the node and
+// the path. It is derived afresh from the salts each time and kept
+// nowhere, so erasing any one of the salts (mesh secret forget) leaves no
+// key anywhere that opens the file from the log or from a backup taken
+// after, the node's own included (issue 29, point 6). HMAC is one-way: a
+// node given the content key of its own file learns nothing of the salt's
+// key, which also seals the setting in the log.
+func ContentKey(saltKeys [][]byte, node, path string) []byte {
+	var all []byte
+	for _, k := range saltKeys {
+		all = append(all, k...)
+	}
+	return []byte(MAC(all, "file content", node, path))
+}
+
+// ContentKeyPlace is where a content key travels from the controller to a
+// node's agent, sealed to that node: bound to the node and the file's path,
+// so a key answered for one file opens nothing at another.
+func ContentKeyPlace(node, path string) string { return Where("content key", node, path) }
