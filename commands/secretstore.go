@@ -74,20 +74,75 @@ func assertSecrets(ctx context.Context, js jetstream.JetStream, replicas int, ba
 func secretsStream(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.Stream, string, error) {
 	stream, err := js.Stream(ctx, SecretsStream)
 	if err == nil {
-		return stream, "found", nil
+		if oneASubject(stream.CachedInfo().Config) {
+			return stream, "found", nil
+		}
+		return closeSaltSubjects(ctx, js, stream)
 	}
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, "", fmt.Errorf("cannot assert the secrets stream %s: %w", SecretsStream, err)
 	}
-	stream, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: SecretsStream, Subjects: []string{secretSubject + "*"},
+	cfg := jetstream.StreamConfig{Name: SecretsStream, Subjects: []string{secretSubject + "*"},
 		Description: "salts of the mesh's secret settings; erasing one forgets that secret",
 		Storage:     jetstream.FileStorage, Replicas: max(replicas, 1), AllowDirect: true,
 		// A purge would forget every secret at once, and leave the bytes.
-		DenyPurge: true})
+		DenyPurge: true}
+	stream, err = js.CreateStream(ctx, oneMessageASubject(cfg))
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot create the secrets stream %s: %w", SecretsStream, err)
 	}
 	return stream, "created", nil
+}
+
+// oneMessageASubject makes the stream refuse a second message on a salt's
+// subject. Anyone may aim a reply subject at mesh.secret.<id> (the bus's
+// acknowledgement of a node's report lands there), and what lands there
+// was taken for the salt: the setting no longer opened, a backup carried
+// the junk in place of the salt, and a forget erased the junk and left the
+// salt on disk. A salt is written once; its subject takes one more
+// message only once it is erased (the marker that says so).
+func oneMessageASubject(cfg jetstream.StreamConfig) jetstream.StreamConfig {
+	cfg.MaxMsgsPerSubject, cfg.Discard, cfg.DiscardNewPerSubject = 1, jetstream.DiscardNew, true
+	return cfg
+}
+
+func oneASubject(cfg jetstream.StreamConfig) bool {
+	return cfg.MaxMsgsPerSubject == 1 && cfg.Discard == jetstream.DiscardNew && cfg.DiscardNewPerSubject
+}
+
+// closeSaltSubjects brings a secrets stream made before oneMessageASubject
+// to it: first every message that is neither a salt nor the marker of one
+// erased is deleted (a limit of one a subject would keep the newest, the
+// junk, and drop the salt), then the stream takes the limit.
+func closeSaltSubjects(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream) (jetstream.Stream, string, error) {
+	dropped := 0
+	err := eachSecretMsg(ctx, stream, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
+		if isSalt(m.Data(), m.Headers()) || m.Headers().Get(forgottenHeader) != "" {
+			return nil
+		}
+		dropped++
+		return stream.SecureDeleteMsg(ctx, meta.Sequence.Stream)
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot clear the secrets stream %s of what is not a salt: %w", SecretsStream, err)
+	}
+	stream, err = js.UpdateStream(ctx, oneMessageASubject(stream.CachedInfo().Config))
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot limit the secrets stream %s to one message a salt: %w", SecretsStream, err)
+	}
+	return stream, fmt.Sprintf("found; now one message a salt (%d message(s) that were not salts deleted)", dropped), nil
+}
+
+// saltSize is the length of every salt (fresh).
+const saltSize = 32
+
+// isSalt says whether a message of the secrets stream is a salt: what
+// putSalt writes, never a marker nor what a reply subject put there. A salt
+// is written expecting its subject empty, and the bus keeps that header
+// with it; an answer aimed at the subject (the bus's acknowledgement of a
+// publish, whose length an attacker can steer) carries no header at all.
+func isSalt(data []byte, h nats.Header) bool {
+	return len(data) == saltSize && h.Get(jetstream.ExpectedLastSubjSeqHeader) == "0" && h.Get(forgottenHeader) == ""
 }
 
 // watch drops the key of each salt erased, by this controller or another:
@@ -113,7 +168,7 @@ func (s *secretKeys) watch() error {
 
 // fresh makes a new salt, records it, and answers its id and key.
 func (s *secretKeys) fresh(ctx context.Context) (string, []byte, error) {
-	var b [8 + 32]byte
+	var b [8 + saltSize]byte
 	rand.Read(b[:]) // never fails
 	id, salt := hex.EncodeToString(b[:8]), b[8:]
 	if err := putSalt(ctx, s.js, id, salt); err != nil {
@@ -152,8 +207,8 @@ func (s *secretKeys) salt(ctx context.Context, id string) (*jetstream.RawStreamM
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("cannot read a secret's salt from %s: %w", SecretsStream, err)
-	case m.Header.Get(forgottenHeader) != "":
-		return nil, nil
+	case !isSalt(m.Data, m.Header):
+		return nil, nil // erased (its marker), or never a salt
 	}
 	return m, nil
 }
@@ -249,13 +304,35 @@ func ExportSalts(ctx context.Context, js jetstream.JetStream) (map[string][]byte
 	if stream.CachedInfo().State.Msgs == 0 {
 		return out, nil
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	err = eachSecretMsg(ctx, stream, func(m jetstream.Msg, _ *jetstream.MsgMetadata) error {
+		id := m.Subject()[len(secretSubject):]
+		switch {
+		case isSalt(m.Data(), m.Headers()):
+			out[id] = m.Data()
+		case m.Headers().Get(forgottenHeader) != "":
+			delete(out, id)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
 	}
+	return out, nil
+}
+
+// eachSecretMsg calls f with every message of the secrets stream, in order.
+func eachSecretMsg(ctx context.Context, stream jetstream.Stream, f func(jetstream.Msg, *jetstream.MsgMetadata) error) error {
+	info, err := stream.Info(ctx)
+	if err != nil || info.State.Msgs == 0 {
+		return err
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return err
+	}
 	it, err := cons.Messages()
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
+		return err
 	}
 	defer it.Stop()
 	for {
@@ -264,17 +341,14 @@ func ExportSalts(ctx context.Context, js jetstream.JetStream) (map[string][]byte
 		// and the start says so rather than wait for ever.
 		m, err := it.Next(jetstream.NextMaxWait(store.CallTimeout))
 		if err != nil {
-			return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
-		}
-		id := m.Subject()[len(secretSubject):]
-		if m.Headers().Get(forgottenHeader) != "" {
-			delete(out, id)
-		} else {
-			out[id] = m.Data()
+			return err
 		}
 		meta, err := m.Metadata()
-		if err != nil || meta.NumPending == 0 {
-			return out, err
+		if err != nil {
+			return err
+		}
+		if err := f(m, meta); err != nil || meta.NumPending == 0 {
+			return err
 		}
 	}
 }
