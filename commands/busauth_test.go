@@ -171,6 +171,12 @@ func TestThePermissionMatrix(t *testing.T) {
 		}
 	}
 
+	// Asking the controller for its own files' content keys: answered
+	// (here, that it names no file), never dropped by the bus.
+	if resp, err := nc.Request(events.ContentKeySubject("app-1"), []byte(`{"files":[]}`), 5*time.Second); err != nil || !strings.Contains(string(resp.Data), "1 to") {
+		t.Fatalf("app-1 asking for its content keys: %v", err)
+	}
+
 	// Saying it is alive, on its own liveness subject: the controller hears it.
 	mac := nodeSealing(t, app).MAC
 	beat := func(at time.Time) {
@@ -225,6 +231,7 @@ func TestThePermissionMatrix(t *testing.T) {
 		"mesh.secret.x",                                                     // writing one
 		"mesh.live.db-1",                                                    // keeping another node looking alive (issue 28)
 		"mesh.newest.db-1",                                                  // asking for another's newest declaration (issue 29)
+		"mesh.contentkey.db-1",                                              // asking for the content keys of another's files (issue 29)
 	}
 	for _, subject := range refusedPub {
 		if err := nc.Publish(subject, []byte("{}")); err != nil {
