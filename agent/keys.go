@@ -49,7 +49,14 @@ func loadSealing(dir string, j Join) (store.Sealing, opener, error) {
 			return store.Sealing{}, opener{}, err
 		}
 	}
-	kp, err := reportKey(filepath.Join(dir, reportKeyFile))
+	path := filepath.Join(dir, reportKeyFile)
+	if _, err := os.Stat(path); j.own && errors.Is(err, fs.ErrNotExist) {
+		// Its enrolment recorded the report key it made; a new one would
+		// be set aside with every report it signs (only a re-key records
+		// another), and the node would wait for ever, its reports unheard.
+		return store.Sealing{}, opener{}, fmt.Errorf("agent: %s enrolled its report key, and %s is gone; the machine must be re-keyed: mesh node rekey %s, then start the agent with that join string and a fresh state directory", j.Node, path, j.Node)
+	}
+	kp, err := reportKey(path)
 	if err != nil {
 		return store.Sealing{}, opener{}, err
 	}

@@ -1,11 +1,16 @@
 package agent_test
 
 import (
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
 )
 
 // Each recording of the report key is its own message under its own id: a
@@ -38,5 +43,28 @@ func TestEachStartRecordsItsKeyUnderItsOwnID(t *testing.T) {
 	}
 	if ids, n := records(); len(ids) != n {
 		t.Fatalf("%d key records under %d id(s)", n, len(ids))
+	}
+}
+
+// A node that made its keys enrolled its report key with them: an agent
+// whose report.nk is gone may not make another, which the fold would set
+// aside with every report (the node waiting for ever, unheard). It stops
+// and names the re-key. Fails when the agent starts with a new report key.
+func TestALostReportKeyNamesTheRekey(t *testing.T) {
+	m := newMesh(t)
+	m.Enroll("web-1")
+	root := filepath.Join(t.TempDir(), "root")
+	m.AgentAt("web-1", root)()
+	state := agent.StateDir(root, "")
+	m.Must(os.Remove(filepath.Join(state, "report.nk")))
+	j, err := agent.Enrol(m.Ctx, agent.Join{Mesh: m.H.Mesh, Bus: m.Srv.ClientURL(), Node: "web-1", Key: m.H.PublicKey}, state,
+		func(o ...nats.Option) (*nats.Conn, error) { return nats.Connect(m.Srv.ClientURL(), o...) }, slog.New(slog.DiscardHandler))
+	m.Must(err)
+	_, err = agent.Open(m.Ctx, embeddedtest.Conn(t, m.Srv), agent.Config{Join: j, Root: root})
+	if err == nil || !strings.Contains(err.Error(), "mesh node rekey web-1") {
+		t.Fatalf("an agent whose enrolled report key is gone: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "report.nk")); err == nil {
+		t.Fatal("the agent made a new report key nobody will believe")
 	}
 }
