@@ -69,7 +69,8 @@ var (
 //	15 an assignment's upgrade policy in its row; the overlay's addresses; seats
 //	16 enrolment tokens; the keys a node made itself, which its reports are held to
 //	17 standings only of a provider on its machine toward a consumer resolved to it
-const schemaVersion = 17
+//	18 a token's version moves with each use and its revoke
+const schemaVersion = 18
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -54,10 +54,13 @@ func foldTokens(b *pebble.Batch, rec events.Recorded) error {
 	switch ev := rec.Event.(type) {
 	case events.TokenCreated:
 		return putJSON(b, tokenKey(ev.ID), Token{TokenCreated: ev, CreatedAt: rec.Envelope.OccurredAt, Version: rec.Seq})
+	// Each event moves the token's version: its next use, and a revoke,
+	// expect it. Left at its creation, the second use of a many-use token
+	// was refused for ever as "changed by other writes".
 	case events.TokenUsed:
-		return bumpJSON(b, tokenKey(ev.ID), func(t *Token) { t.Used = append(t.Used, ev.Node) })
+		return bumpJSON(b, tokenKey(ev.ID), func(t *Token) { t.Used, t.Version = append(t.Used, ev.Node), rec.Seq })
 	case events.TokenRevoked:
-		return bumpJSON(b, tokenKey(ev.ID), func(t *Token) { t.Revoked = true })
+		return bumpJSON(b, tokenKey(ev.ID), func(t *Token) { t.Revoked, t.Version = true, rec.Seq })
 	}
 	return nil
 }
