@@ -160,8 +160,9 @@ var mayImport = map[string][]string{
 	"fleet":                 {"agent", "declaration", "events", "events/store", natsGo, nkeys},
 	"manifest":              {"events"},
 	"meshmod":               {"declaration", "events", "events/store", natsGo, nkeys},
-	"projections":           {"compose", "declaration", "events", "events/store", "github.com/cockroachdb/pebble/v2"},
+	"projections":           {"compose", "declaration", "events", "events/store", "wire", "github.com/cockroachdb/pebble/v2"},
 	"secret":                {},
+	"wire":                  {"events"},
 	"web":                   {"aggregates", "commands", "projections", "github.com/prometheus/client_golang"},
 }
 

@@ -288,15 +288,6 @@ func (e *Engine) Close() error {
 	return err
 }
 
-// Status is where folding stands against the stream.
-type Status struct {
-	Generation string `json:"generation"`
-	Checkpoint uint64 `json:"checkpoint"`
-	StreamLast uint64 `json:"stream_last"`
-	Lag        uint64 `json:"lag"`
-	Failure    string `json:"failure,omitempty"`
-}
-
 // Status reads the stream's position and compares it with the checkpoint.
 func (e *Engine) Status(ctx context.Context) (Status, error) {
 	st, err := e.o.Store.State(ctx)

@@ -18,20 +18,6 @@ import (
 // Until the operator acknowledges it (ForeignAcknowledged), status is not
 // well; after, it stays listed, and audit names it for ever.
 
-// ForeignMessage is one foreign message's row.
-type ForeignMessage struct {
-	Seq     uint64    `json:"seq"`
-	Subject string    `json:"subject"`
-	Type    string    `json:"type,omitempty"`   // the type it claims, if it reads as an event
-	Writer  string    `json:"writer,omitempty"` // the signer it names, if any
-	Reason  string    `json:"reason"`
-	Stored  time.Time `json:"stored"`
-	// Nodes are the nodes it touches: its subject's, and any named inside.
-	Nodes []string `json:"nodes,omitempty"`
-	// Acked is the stream sequence of the acknowledgement, 0 while open.
-	Acked uint64 `json:"acked,omitempty"`
-}
-
 func foreignKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte{prefixForeign}, seq) }
 func openForeignKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{prefixForeignOpen}, seq)

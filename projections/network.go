@@ -20,15 +20,6 @@ type Network struct {
 	Version           uint64 `json:"version"`
 }
 
-// AddressRow is one address not free: held by Node, or given back at
-// Released (Node "").
-type AddressRow struct {
-	Address  string    `json:"address"`
-	Node     string    `json:"node,omitempty"`
-	Fixed    bool      `json:"fixed,omitempty"`
-	Released time.Time `json:"released,omitzero"`
-}
-
 var keyNetwork = []byte{prefixNetwork, 'm'}
 
 // addressKey orders addresses numerically: 16 bytes, IPv4 as mapped.

@@ -24,28 +24,6 @@ type NodeKeys struct {
 	Rekeys  int       `json:"rekeys"` // how many times an operator gave it new keys
 }
 
-// Token is an enrolment token as the log knows it: never its secret.
-type Token struct {
-	events.TokenCreated
-	Used      []string  `json:"used"` // the nodes that enrolled with it, in order
-	Revoked   bool      `json:"revoked"`
-	CreatedAt time.Time `json:"created_at"`
-	Version   uint64    `json:"version"`
-}
-
-// Left is how many uses the token has at now ("" reasons below say why none).
-func (t Token) Left(now time.Time) (int, string) {
-	switch {
-	case t.Revoked:
-		return 0, "it was revoked"
-	case !now.Before(t.Expires):
-		return 0, "it expired at " + t.Expires.UTC().Format(time.RFC3339)
-	case len(t.Used) >= t.Uses:
-		return 0, "its uses are spent"
-	}
-	return t.Uses - len(t.Used), ""
-}
-
 func nodeKeysKey(node string) []byte { return append([]byte{prefixNodeKeys}, node...) }
 func tokenKey(id string) []byte      { return append([]byte{prefixToken}, id...) }
 

@@ -1,39 +1,9 @@
 package projections
 
 import (
-	"time"
-
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
 )
-
-// Rollout states.
-const (
-	RolloutRunning  = "running"
-	RolloutPaused   = "paused"
-	RolloutHalted   = "halted"
-	RolloutAborted  = "aborted"
-	RolloutFinished = "finished"
-)
-
-// Rollout is one rollout as its steps left it. Version is the sequence of
-// its aggregate's last event: the expectation of its next step.
-type Rollout struct {
-	events.RolloutStarted
-	State string `json:"state"`
-	// Wave is the wave under way (its index), -1 before the first.
-	Wave     int       `json:"wave"`
-	WaveAt   time.Time `json:"wave_at,omitzero"` // when the wave under way started
-	Node     string    `json:"node,omitempty"`   // the node that halted it
-	Why      string    `json:"why,omitempty"`
-	Reverted bool      `json:"reverted,omitempty"`
-	Started  time.Time `json:"started"`
-	Changed  time.Time `json:"changed"`
-	Version  uint64    `json:"version"`
-}
-
-// Open says whether the rollout may still move (running or paused).
-func (r Rollout) Open() bool { return r.State == RolloutRunning || r.State == RolloutPaused }
 
 func rolloutKey(id string) []byte { return append([]byte{prefixRollout}, id...) }
 

@@ -9,25 +9,6 @@ import (
 	"github.com/meshctl/mesh/events"
 )
 
-// Runtime states: what a node's agent last said of a module's program.
-const (
-	RuntimeRunning      = "running"
-	RuntimeExited       = "exited" // down: the agent starts it again after a backoff
-	RuntimeCrashLooping = "crash-looping"
-)
-
-// Runtime is one module's program on one node, as its agent last reported
-// it. A program the agent stopped (its module left the node) has no row.
-type Runtime struct {
-	Node   string    `json:"node"`
-	Module string    `json:"module"`
-	State  string    `json:"state"`
-	Since  time.Time `json:"since"`
-	Detail string    `json:"detail"`
-	PID    int       `json:"pid,omitempty"`
-	Seq    uint64    `json:"seq"`
-}
-
 // Drift is the last drift a node's agent found under its root since the
 // declaration of Sequence was applied.
 type Drift struct {

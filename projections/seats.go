@@ -1,35 +1,9 @@
 package projections
 
 import (
-	"time"
-
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
 )
-
-// Seat is one seat's row (issue 18): its holder, a handover under way, and
-// Version, the sequence of its aggregate's last event (the expectation of
-// its next).
-type Seat struct {
-	Seat   string    `json:"seat"`
-	Node   string    `json:"node,omitempty"` // the holder; "" when free
-	Module string    `json:"module,omitempty"`
-	Since  time.Time `json:"since"`
-	// HandoverTo is where a handover under way moves it; HandoverSeq the
-	// stream sequence it started at (what the holder is sent after it is
-	// what it must apply); Force: without waiting for the holder.
-	HandoverTo  string    `json:"handover_to,omitempty"`
-	HandoverSeq uint64    `json:"handover_seq,omitempty"`
-	HandoverAt  time.Time `json:"handover_at,omitzero"`
-	Force       bool      `json:"force,omitempty"`
-	// TakenSeq is where the holder took it by a handover: until the holder
-	// is sent a declaration after it, the handover's last step (sending
-	// the holder and its consumers) is still to be taken.
-	TakenSeq uint64 `json:"taken_seq,omitempty"`
-	// Why is why it was last let go, when it is free.
-	Why     string `json:"why,omitempty"`
-	Version uint64 `json:"version"`
-}
 
 func seatKey(name string) []byte { return append([]byte{prefixSeat}, name...) }
 
