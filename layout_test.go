@@ -27,6 +27,11 @@ var forbidden = map[string][]string{
 	"github.com/meshctl/mesh/compose":      {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
 	"github.com/meshctl/mesh/declaration":  {"github.com/nats-io/nats", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
 	"github.com/meshctl/mesh/agent":        {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
+	// wire is the protocol alone, and client speaks only it: whoever only
+	// talks to a controller links neither the read models' store nor the
+	// bus's server (client once linked 58 Pebble packages through commands).
+	"github.com/meshctl/mesh/wire":   {"github.com/cockroachdb/pebble", "github.com/nats-io/nats-server", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
+	"github.com/meshctl/mesh/client": {"github.com/cockroachdb/pebble", "github.com/nats-io/nats-server", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
 }
 
 func TestDependencyDirection(t *testing.T) {
@@ -143,12 +148,12 @@ func TestEveryCitationCanBeFollowed(t *testing.T) {
 var mayImport = map[string][]string{
 	".":                     {},
 	"agent":                 {"compose", "declaration", "events", "events/store", "manifest", "secret", natsGo, nkeys},
-	"agent/agenttest":       {"agent", "commands", "declaration", "embedded", "embedded/embeddedtest", "events", "projections", natsGo, nkeys},
+	"agent/agenttest":       {"agent", "commands", "declaration", "embedded", "embedded/embeddedtest", "events", "projections", "wire", natsGo, nkeys},
 	"aggregates":            {"events", "manifest"},
 	"busauth":               {"declaration", "events", "manifest", natsGo, nkeys, "github.com/nats-io/jwt/v2"},
-	"client":                {"aggregates", "commands", "events/store", natsGo},
-	"cmd/mesh":              {"agent", "aggregates", "busauth", "client", "commands", "compose", "embedded", "events", "events/store", "fleet", "manifest", "projections", "web", natsGo, nkeys, "github.com/alecthomas/kong", "github.com/willabides/kongplete"},
-	"commands":              {"aggregates", "busauth", "compose", "declaration", "events", "events/store", "manifest", "projections", "secret", natsGo, nkeys},
+	"client":                {"aggregates", "events/store", "wire", natsGo},
+	"cmd/mesh":              {"agent", "aggregates", "busauth", "client", "commands", "compose", "embedded", "events", "events/store", "fleet", "manifest", "projections", "web", "wire", natsGo, nkeys, "github.com/alecthomas/kong", "github.com/willabides/kongplete"},
+	"commands":              {"aggregates", "busauth", "compose", "declaration", "events", "events/store", "manifest", "projections", "secret", "wire", natsGo, nkeys},
 	"compose":               {"manifest"},
 	"declaration":           {"compose", nkeys},
 	"embedded":              {natsGo, "github.com/nats-io/nats-server/v2"},
@@ -162,8 +167,8 @@ var mayImport = map[string][]string{
 	"meshmod":               {"declaration", "events", "events/store", natsGo, nkeys},
 	"projections":           {"compose", "declaration", "events", "events/store", "wire", "github.com/cockroachdb/pebble/v2"},
 	"secret":                {},
-	"wire":                  {"events"},
-	"web":                   {"aggregates", "commands", "projections", "github.com/prometheus/client_golang"},
+	"wire":                  {"compose", "events", natsGo},
+	"web":                   {"aggregates", "commands", "projections", "wire", "github.com/prometheus/client_golang"},
 }
 
 const (

@@ -12,11 +12,11 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/agent/agenttest"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nkeys"
 )
 
@@ -60,7 +60,7 @@ func TestPushAppliesWithTheProvidersAddress(t *testing.T) {
 	}
 	// Rule 4: "is it current?" compares the content digest last sent with
 	// the content that would be sent now, which is what plan calls its digest.
-	plan, err := m.H.Plan(m.Ctx, commands.NameRequest{Name: "app-1"})
+	plan, err := m.H.Plan(m.Ctx, wire.NameRequest{Name: "app-1"})
 	m.Must(err)
 	row, _, _ := m.H.Proj.Node("app-1")
 	if plan.Digest != row.LastSent.ContentDigest || plan.Digest == row.LastSent.Digest {
@@ -186,7 +186,7 @@ func TestEmptyDeclarationRemovesOnlyWhatTheMeshCreated(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "etc/app/README")); strings.Contains(string(b), "mine") {
 		t.Fatal("the adopted file was not brought to what was declared")
 	}
-	_, err := m.H.Unassign(m.Ctx, commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: "app-1", Module: "app"})
+	_, err := m.H.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "app-1", Module: "app"})
 	m.Must(err)
 	s = m.Push("app-1").Sent[0]
 	if s.Resources != 0 {
@@ -217,7 +217,7 @@ func TestRacingPushesGiveRisingSequences(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 3 {
-				if _, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID()}); err != nil {
+				if _, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil {
 					t.Error(err)
 				}
 			}

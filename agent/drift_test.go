@@ -9,18 +9,18 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/agent"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 const motdModule = `{"module":"motd","resources":[{"kind":"directory","path":"/etc","mode":"0755"},
   {"kind":"file","path":"/etc/motd","mode":"0644","content":"welcome\n"}]}`
 
 // historyDrift is node's drift entries in history.
-func (m *mesh) historyDrift(node string) []commands.HistoryEntry {
+func (m *mesh) historyDrift(node string) []wire.HistoryEntry {
 	m.T.Helper()
-	h, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: node})
+	h, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: node})
 	m.Must(err)
-	var out []commands.HistoryEntry
+	var out []wire.HistoryEntry
 	for _, e := range h.Entries {
 		if e.Kind == "drift" {
 			out = append(out, e)
@@ -62,24 +62,24 @@ func TestDriftIsCorrectedOrReported(t *testing.T) {
 	if d := m.historyDrift("fixed")[0]; !d.Corrected || !slices.Equal(d.Paths, []string{"/etc/motd"}) {
 		t.Fatalf("fixed's drift in history: %+v", d)
 	}
-	if s := m.Status()["fixed"]; s.State != commands.StateCurrent {
+	if s := m.Status()["fixed"]; s.State != wire.StateCurrent {
 		t.Fatalf("a corrected node is %s: %+v", s.State, s)
 	}
 
-	eventually(t, "watched to be drifted", func() bool { return m.Status()["watched"].State == commands.StateDrifted })
+	eventually(t, "watched to be drifted", func() bool { return m.Status()["watched"].State == wire.StateDrifted })
 	if got := motd("watched"); got != "edited by hand\n" {
 		t.Fatalf("--drift report put the file back: %q", got)
 	}
 	if d := m.historyDrift("watched"); len(d) != 1 || d[0].Corrected || !strings.Contains(m.Status()["watched"].Detail, "/etc/motd") {
 		t.Fatalf("watched's drift: %+v, status %+v (said once, not at every check)", d, m.Status()["watched"])
 	}
-	r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true})
+	r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
 	m.Must(err)
 	if len(r.Sent) != 1 || r.Sent[0].Node != "watched" {
 		t.Fatalf("push --behind with a drifted node sent %+v", r.Sent)
 	}
 	m.Report("watched", r.Sent[0].Digest)
-	if s := m.Status()["watched"]; s.State != commands.StateCurrent || motd("watched") != "welcome\n" {
+	if s := m.Status()["watched"]; s.State != wire.StateCurrent || motd("watched") != "welcome\n" {
 		t.Fatalf("after the apply: %+v, motd %q", s, motd("watched"))
 	}
 	m.Verified()

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/agent"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Capabilities and facts from the machine (issue 15): a node enrolled with
@@ -24,7 +24,7 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 	m.WriteModule(`{"module":"gpu-job","requires":["gpu"],"resources":[{"kind":"file","path":"/etc/gpu","mode":"0644","content":"x\n"}]}`)
 	m.Assign("box", "hello", nil)
 	m.Assign("box", "gpu-job", nil)
-	plan, err := m.H.Plan(m.Ctx, commands.NameRequest{Name: "box"})
+	plan, err := m.H.Plan(m.Ctx, wire.NameRequest{Name: "box"})
 	m.Must(err)
 	if len(plan.LeftOut) != 2 {
 		t.Fatalf("before any facts, box should host neither module: %+v", plan.LeftOut)
@@ -36,7 +36,7 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 		}
 	})
 	eventually(t, "box's facts", func() bool {
-		n, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: "box"})
+		n, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "box"})
 		m.Must(err)
 		return n.Facts["os"] == "linux"
 	})
@@ -51,19 +51,19 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 	}
 
 	// The operator declares a gpu: gpu-job is hosted, and box is behind.
-	c, err := m.H.ChangeNode(m.Ctx, commands.ChangeNodeRequest{CommandID: commands.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
+	c, err := m.H.ChangeNode(m.Ctx, wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
 	m.Must(err)
 	if !c.Changed {
 		t.Fatalf("node set: %+v", c)
 	}
-	if s := m.Status()["box"]; s.State != commands.StateBehind {
+	if s := m.Status()["box"]; s.State != wire.StateBehind {
 		t.Fatalf("after node set box is %s", s.State)
 	}
 	m.Report("box", m.Push("box").Sent[0].Digest)
 	if _, err := os.Stat(filepath.Join(root, "etc/gpu")); err != nil {
 		t.Fatalf("gpu-job not applied after the capability was declared: %v", err)
 	}
-	again, err := m.H.ChangeNode(m.Ctx, commands.ChangeNodeRequest{CommandID: commands.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
+	again, err := m.H.ChangeNode(m.Ctx, wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
 	if err != nil || again.Changed {
 		t.Fatalf("the same node set again: %+v %v (nothing to do)", again, err)
 	}

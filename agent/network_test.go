@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nkeys"
 )
 
@@ -23,7 +23,7 @@ import (
 // node itself derives.
 func TestTheOverlayInEveryDeclaration(t *testing.T) {
 	m := newMesh(t)
-	_, err := m.H.SetNetwork(m.Ctx, commands.NetworkRequest{CommandID: commands.NewCommandID(), CIDR: "10.50.0.0/24"})
+	_, err := m.H.SetNetwork(m.Ctx, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: "10.50.0.0/24"})
 	m.Must(err)
 	m.Register("wireguard.json")
 	m.WriteModule(`{"module":"svc","provides":["thing"],"settings":{"port":{"default":"7000"}}}`)
@@ -43,8 +43,8 @@ func TestTheOverlayInEveryDeclaration(t *testing.T) {
 		}
 	}
 	pushAll()
-	view := func(n string) commands.NodeView {
-		v, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: n})
+	view := func(n string) wire.NodeView {
+		v, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: n})
 		m.Must(err)
 		return v
 	}
@@ -67,7 +67,7 @@ func TestTheOverlayInEveryDeclaration(t *testing.T) {
 	// The network is in what each node was sent, not only in its files:
 	// every node current with what it would be sent now.
 	for n, st := range m.Status() {
-		if st.State != commands.StateCurrent {
+		if st.State != wire.StateCurrent {
 			t.Fatalf("%s is %s after the push: %s", n, st.State, st.Detail)
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Upgrade policies with real agents (rule 23): a new build registered
@@ -31,7 +31,7 @@ func TestUpgradePolicies(t *testing.T) {
 	read := func(n string) string { b, _ := os.ReadFile(filepath.Join(roots[n], "etc/motd")); return string(b) }
 	motd("one")
 	for n, p := range map[string]events.Policy{"pin": events.PolicyPinned, "man": "", "auto": events.PolicyAuto} {
-		a, err := m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: n, Module: "motd", Policy: string(p)})
+		a, err := m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: n, Module: "motd", Policy: string(p)})
 		m.Must(err)
 		if a.Policy != p.Or() {
 			t.Fatalf("%s assigned under policy %q, want %q", n, a.Policy, p.Or())
@@ -42,32 +42,32 @@ func TestUpgradePolicies(t *testing.T) {
 	}
 
 	motd("two")
-	eventually(t, "the auto node to take the new build by itself", func() bool { return read("auto") == "two\n" && m.Status()["auto"].State == commands.StateCurrent })
-	list, err := m.H.ListRollouts(m.Ctx, commands.Empty{})
+	eventually(t, "the auto node to take the new build by itself", func() bool { return read("auto") == "two\n" && m.Status()["auto"].State == wire.StateCurrent })
+	list, err := m.H.ListRollouts(m.Ctx, wire.Empty{})
 	m.Must(err)
 	if len(list.Rollouts) != 1 || !list.Rollouts[0].Auto || !onlyNode(list.Rollouts[0].Waves, "auto") {
 		t.Fatalf("the rollout the new build started: %+v", list.Rollouts)
 	}
 	st := m.Status()
 	for n, why := range map[string]string{"pin": "motd is pinned to", "man": "waits for a rollout (policy manual"} {
-		if st[n].State != commands.StateHeld || !strings.Contains(st[n].Detail, why) || read(n) != "one\n" {
+		if st[n].State != wire.StateHeld || !strings.Contains(st[n].Detail, why) || read(n) != "one\n" {
 			t.Fatalf("%s after a new build: %+v holding %q, want held: %s", n, st[n], read(n), why)
 		}
 	}
-	if s, err := m.H.Status(m.Ctx, commands.StatusRequest{}); err != nil || !s.Well {
+	if s, err := m.H.Status(m.Ctx, wire.StatusRequest{}); err != nil || !s.Well {
 		t.Fatalf("held nodes made the mesh not well: %v %+v", err, s.Causes)
 	}
-	if r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil || len(r.Sent) != 0 {
+	if r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil || len(r.Sent) != 0 {
 		t.Fatalf("push --behind sent held nodes %+v (%v)", r.Sent, err)
 	}
 	// The new build's rollout is not started twice, whatever the drive.
 	m.Must(m.H.DriveRollouts(m.Ctx))
-	if list, _ := m.H.ListRollouts(m.Ctx, commands.Empty{}); len(list.Rollouts) != 1 {
+	if list, _ := m.H.ListRollouts(m.Ctx, wire.Empty{}); len(list.Rollouts) != 1 {
 		t.Fatalf("the auto rollout was started again: %+v", list.Rollouts)
 	}
 
 	// An operator's rollout of every node moves the manual one only.
-	plan, err := m.H.PlanRollout(m.Ctx, commands.RolloutPlanRequest{Module: "motd", Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
+	plan, err := m.H.PlanRollout(m.Ctx, wire.RolloutPlanRequest{Module: "motd", Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
 	m.Must(err)
 	var planned []string
 	for _, p := range plan.Waves[0].Nodes {
@@ -78,14 +78,14 @@ func TestUpgradePolicies(t *testing.T) {
 	if len(plan.Held) != 1 || plan.Held[0].Node != "pin" || len(planned) != 1 || planned[0] != "man" {
 		t.Fatalf("the plan of a rollout: held %+v, wave %+v", plan.Held, plan.Waves[0].Nodes)
 	}
-	if _, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd",
-		Waves: []commands.WaveSpec{{Name: "pinned", Selector: "name=pin"}}}); err == nil || !strings.Contains(err.Error(), "pinned one stays") {
+	if _, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd",
+		Waves: []wire.WaveSpec{{Name: "pinned", Selector: "name=pin"}}}); err == nil || !strings.Contains(err.Error(), "pinned one stays") {
 		t.Fatalf("a wave of only a pinned node: %v", err)
 	}
-	r, err := m.H.StartRollout(m.Ctx, commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: "motd", Waves: []commands.WaveSpec{{Name: "all", Selector: "*"}}})
+	r, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
 	m.Must(err)
 	eventually(t, "the operator's rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
-	if read("man") != "two\n" || read("pin") != "one\n" || m.Status()["pin"].State != commands.StateHeld {
+	if read("man") != "two\n" || read("pin") != "one\n" || m.Status()["pin"].State != wire.StateHeld {
 		t.Fatalf("after the rollout: man %q, pin %q %+v", read("man"), read("pin"), m.Status()["pin"])
 	}
 	// The declaration says which rollout sent it.
@@ -95,13 +95,13 @@ func TestUpgradePolicies(t *testing.T) {
 
 	// The policy changes without the build: assign names the build it has.
 	pinned := m.Status()["pin"]
-	a, err := m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: plan.Held[0].Node})
+	a, err := m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: plan.Held[0].Node})
 	if err == nil || !strings.Contains(err.Error(), "has no build pin") {
 		t.Fatalf("assign of a build that is not: %v %+v", err, a)
 	}
-	rows, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: "pin"})
+	rows, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "pin"})
 	m.Must(err)
-	a, err = m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: rows.Assignments[0].Build})
+	a, err = m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: rows.Assignments[0].Build})
 	m.Must(err)
 	if !a.Changed || a.Build != a.Previous || a.Policy != events.PolicyManual || m.Status()["pin"].Sequence != pinned.Sequence {
 		t.Fatalf("the policy changed alone: %+v", a)
@@ -109,7 +109,7 @@ func TestUpgradePolicies(t *testing.T) {
 	// And assign moves it to the newest.
 	m.Assign("pin", "motd", nil)
 	m.Report("pin", m.Push("pin").Sent[0].Digest)
-	if read("pin") != "two\n" || m.Status()["pin"].State != commands.StateCurrent {
+	if read("pin") != "two\n" || m.Status()["pin"].State != wire.StateCurrent {
 		t.Fatalf("pin after assign and push: %q %+v", read("pin"), m.Status()["pin"])
 	}
 	m.Verified()

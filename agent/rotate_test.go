@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 )
 
 // minted reads the password app's end holds.
@@ -28,14 +28,14 @@ func minted(t *testing.T, appRoot string) string {
 	return ""
 }
 
-func (m *mesh) rotate() (commands.RotateReply, error) {
-	return m.H.Rotate(m.Ctx, commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: "postgres", Consumer: "app"})
+func (m *mesh) rotate() (wire.RotateReply, error) {
+	return m.H.Rotate(m.Ctx, wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: "postgres", Consumer: "app"})
 }
 
 // openRotations are status's causes that name a rotation.
 func (m *mesh) openRotations() []string {
 	m.T.Helper()
-	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	var out []string
 	for _, c := range s.Causes {
@@ -85,7 +85,7 @@ func TestRotationReachesBothEndsOrNeither(t *testing.T) {
 		t.Fatalf("a refused rotation wrote to the log: last event %d (%s), then %d (%s)", st.Seq, st.Subject, after.Seq, after.Subject)
 	}
 
-	_, err = m.H.Unassign(m.Ctx, commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: "app-1", Module: "lonely"})
+	_, err = m.H.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "app-1", Module: "lonely"})
 	m.Must(err)
 	// app-1's agent is down: the rotation reaches db-1 first.
 	stopApp()

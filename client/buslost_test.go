@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -23,12 +23,12 @@ import (
 func silentController(t *testing.T, nc *nats.Conn) <-chan struct{} {
 	t.Helper()
 	taken := make(chan struct{}, 8)
-	svc, err := micro.AddService(nc, micro.Config{Name: commands.ServiceName, Version: commands.ServiceVersion})
+	svc, err := micro.AddService(nc, micro.Config{Name: wire.ServiceName, Version: wire.ServiceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Stop() })
-	for _, subject := range []string{commands.SubjectPush, commands.SubjectStatus} {
+	for _, subject := range []string{wire.SubjectPush, wire.SubjectStatus} {
 		if err := svc.AddEndpoint(strings.ReplaceAll(subject, ".", "-"), micro.HandlerFunc(func(micro.Request) { taken <- struct{}{} }),
 			micro.WithEndpointSubject(subject)); err != nil {
 			t.Fatal(err)
@@ -49,7 +49,7 @@ func silentController(t *testing.T, nc *nats.Conn) <-chan struct{} {
 // (issue 28). A read gets no answer, which is its own kind (exit 3 too).
 func TestAClientNoticesItsBusDying(t *testing.T) {
 	ctx := context.Background()
-	for _, subject := range []string{commands.SubjectPush, commands.SubjectStatus} {
+	for _, subject := range []string{wire.SubjectPush, wire.SubjectStatus} {
 		srv := embeddedtest.Server(t)
 		if _, _, err := store.Open(ctx, embeddedtest.Conn(t, srv), store.StreamConfig{}); err != nil {
 			t.Fatal(err)
@@ -67,14 +67,14 @@ func TestAClientNoticesItsBusDying(t *testing.T) {
 			srv.Close()
 		}()
 		var err2 error
-		if subject == commands.SubjectPush {
-			err2 = c.Call(ctx, subject, commands.PushRequest{CommandID: commands.NewCommandID()}, &commands.PushReply{})
+		if subject == wire.SubjectPush {
+			err2 = c.Call(ctx, subject, wire.PushRequest{CommandID: wire.NewCommandID()}, &wire.PushReply{})
 			if !errors.Is(err2, client.ErrUnknownOutcome) || !strings.Contains(err2.Error(), "went away before the controller answered") ||
 				!strings.Contains(err2.Error(), "cannot be read while the bus is away") || !strings.Contains(err2.Error(), "mesh events --from 1") {
 				t.Fatalf("a push whose bus died: %v", err2)
 			}
 		} else {
-			err2 = c.Call(ctx, subject, commands.StatusRequest{}, &commands.StatusReport{})
+			err2 = c.Call(ctx, subject, wire.StatusRequest{}, &wire.StatusReport{})
 			if !errors.Is(err2, client.ErrNoAnswer) || errors.Is(err2, client.ErrUnknownOutcome) || !strings.Contains(err2.Error(), "went away") {
 				t.Fatalf("a status whose bus died: %v", err2)
 			}
@@ -127,7 +127,7 @@ func TestAClientWhoseRequestWasLostOnARestartSaysSo(t *testing.T) {
 		}
 		restarted <- again
 	}()
-	err = c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &commands.PushReply{})
+	err = c.Call(ctx, wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID()}, &wire.PushReply{})
 	if again := <-restarted; again != nil {
 		t.Cleanup(again.Close)
 	}

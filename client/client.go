@@ -10,15 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/commands"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -47,14 +46,14 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string { return e.Description }
 
-// Unwrap is the refusal's kind, or commands.ErrReadOnly for a controller that takes
+// Unwrap is the refusal's kind, or wire.ErrReadOnly for a controller that takes
 // no writes; nil for any other failure.
 func (e *RemoteError) Unwrap() error {
 	if k := aggregates.KindNamed(e.Kind); k != nil {
 		return k
 	}
-	if e.Code == commands.CodeUnavailable {
-		return commands.ErrReadOnly
+	if e.Code == wire.CodeUnavailable {
+		return wire.ErrReadOnly
 	}
 	return nil
 }
@@ -109,13 +108,13 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 	defer sub.Unsubscribe()
 	out := nats.NewMsg(subject)
 	out.Data = data
-	out.Header.Set(commands.ChunksToHeader, inbox)
+	out.Header.Set(wire.ChunksToHeader, inbox)
 	from := noPosition
-	if commands.Writes(subject) {
+	if wire.Writes(subject) {
 		from = c.streamEnd(ctx)
 	}
 	msg, err := c.request(ctx, out)
-	writes := commands.Writes(subject)
+	writes := wire.Writes(subject)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) && writes:
 		// Nothing took the request, so nothing was done: a failure, not
@@ -140,15 +139,15 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 	case err != nil:
 		return fmt.Errorf("cannot reach the controller on the bus at %s: %w", c.Where, err)
 	}
-	if msg.Header.Get(micro.ErrorCodeHeader) == commands.CodeCut && writes {
+	if msg.Header.Get(micro.ErrorCodeHeader) == wire.CodeCut && writes {
 		return c.unknownOutcome(msg.Header.Get(micro.ErrorHeader), from)
 	}
 	if desc := msg.Header.Get(micro.ErrorHeader); desc != "" {
-		return &RemoteError{Code: msg.Header.Get(micro.ErrorCodeHeader), Description: desc, Kind: msg.Header.Get(commands.KindHeader)}
+		return &RemoteError{Code: msg.Header.Get(micro.ErrorCodeHeader), Description: desc, Kind: msg.Header.Get(wire.KindHeader)}
 	}
 	body := msg.Data
-	if msg.Header.Get(commands.ChunkCountHeader) != "" {
-		if body, err = assemble(ctx, msg, pieces); err != nil {
+	if msg.Header.Get(wire.ChunkCountHeader) != "" {
+		if body, err = wire.Assemble(ctx, msg, pieces); err != nil {
 			return err
 		}
 	}
@@ -159,7 +158,7 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 }
 
 // pingSubject is where the services protocol answers for every controller.
-const pingSubject = "$SRV.PING." + commands.ServiceName
+const pingSubject = "$SRV.PING." + wire.ServiceName
 
 // noPosition: the stream's position could not be read.
 const noPosition = ^uint64(0)
@@ -218,38 +217,11 @@ func (c *Client) unknownOutcome(why string, from uint64) error {
 	return fmt.Errorf("%w: %s; %s; see mesh status, mesh history NODE or %s before trying again", ErrUnknownOutcome, why, landed, check)
 }
 
-// assemble gathers the pieces an answer said were sent, in their order.
-func assemble(ctx context.Context, answer *nats.Msg, pieces <-chan *nats.Msg) ([]byte, error) {
-	n, err := strconv.Atoi(answer.Header.Get(commands.ChunkCountHeader))
-	if err != nil || n < 1 {
-		return nil, fmt.Errorf("the controller's answer says it came in %q pieces", answer.Header.Get(commands.ChunkCountHeader))
-	}
-	got := make([]*nats.Msg, 0, n)
-	for len(got) < n {
-		select {
-		case m := <-pieces:
-			got = append(got, m)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("only %d of the %d pieces of the controller's answer arrived", len(got), n)
-		}
-	}
-	slices.SortFunc(got, func(a, b *nats.Msg) int {
-		x, _ := strconv.Atoi(a.Header.Get(commands.ChunkIndexHeader))
-		y, _ := strconv.Atoi(b.Header.Get(commands.ChunkIndexHeader))
-		return x - y
-	})
-	var b []byte
-	for _, m := range got {
-		b = append(b, m.Data...)
-	}
-	return b, nil
-}
-
 // Judge asks the controller how its fold took the message at seq: what
 // push --wait asks of a report it found before it believes it
-// (commands.WaitReport).
-func (c *Client) Judge(ctx context.Context, seq uint64) (commands.Judgement, error) {
-	var j commands.Judgement
-	err := c.Call(ctx, commands.SubjectReportJudge, commands.JudgeRequest{Seq: seq}, &j)
+// (WaitReport, in commands).
+func (c *Client) Judge(ctx context.Context, seq uint64) (wire.Judgement, error) {
+	var j wire.Judgement
+	err := c.Call(ctx, wire.SubjectReportJudge, wire.JudgeRequest{Seq: seq}, &j)
 	return j, err
 }

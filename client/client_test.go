@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -29,11 +29,11 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 	// service on the services protocol, as the controller is one.
 	taken := make(chan struct{}, 8)
 	svcConn := embeddedtest.Conn(t, srv)
-	svc, err := micro.AddService(svcConn, micro.Config{Name: commands.ServiceName, Version: commands.ServiceVersion})
+	svc, err := micro.AddService(svcConn, micro.Config{Name: wire.ServiceName, Version: wire.ServiceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, subject := range []string{commands.SubjectPush, commands.SubjectStatus} {
+	for _, subject := range []string{wire.SubjectPush, wire.SubjectStatus} {
 		if err := svc.AddEndpoint(strings.ReplaceAll(subject, ".", "-"), micro.HandlerFunc(func(micro.Request) { taken <- struct{}{} }),
 			micro.WithEndpointSubject(subject)); err != nil {
 			t.Fatal(err)
@@ -48,14 +48,14 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 	c := &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: 2 * time.Second}
 
 	// Never answered: the timeout, and an unknown outcome for a change.
-	var r commands.PushReply
-	err = c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r)
+	var r wire.PushReply
+	err = c.Call(ctx, wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID()}, &r)
 	if !errors.Is(err, client.ErrUnknownOutcome) || !strings.Contains(err.Error(), "did not answer within 2s") ||
 		!strings.Contains(err.Error(), "nothing has landed in the log since the request") {
 		t.Fatalf("a push never answered: %v", err)
 	}
-	var s commands.StatusReport
-	if err := c.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); !errors.Is(err, client.ErrNoController) || errors.Is(err, client.ErrUnknownOutcome) {
+	var s wire.StatusReport
+	if err := c.Call(ctx, wire.SubjectStatus, wire.StatusRequest{}, &s); !errors.Is(err, client.ErrNoController) || errors.Is(err, client.ErrUnknownOutcome) {
 		t.Fatalf("a status never answered: %v", err)
 	}
 
@@ -68,7 +68,7 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 		}
 		svc.Stop()
 	}()
-	err = c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r)
+	err = c.Call(ctx, wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID()}, &r)
 	if !errors.Is(err, client.ErrUnknownOutcome) || !strings.Contains(err.Error(), "the controller went away before it answered") {
 		t.Fatalf("a push whose controller went away: %v", err)
 	}

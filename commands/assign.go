@@ -10,19 +10,20 @@ import (
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Assign gives a node a build of a module (the latest unless one is
 // named) under an upgrade policy. The catalogue is read from the
 // projections; the node aggregate decides. Assigning again after the module
 // was re-registered is how an upgrade reaches a node outside a rollout.
-func (h *Handlers) Assign(ctx context.Context, r AssignRequest) (Assigned, error) {
+func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assigned, error) {
 	if err := validName("assign to", r.Node); err != nil {
-		return Assigned{}, err
+		return wire.Assigned{}, err
 	}
 	cmd, m, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
 	if err != nil {
-		return Assigned{}, err
+		return wire.Assigned{}, err
 	}
 	cmd.Node = r.Node
 	var previous string
@@ -51,12 +52,12 @@ func (h *Handlers) Assign(ctx context.Context, r AssignRequest) (Assigned, error
 		return append([]store.One{{Aggregate: events.NodeAggregate(r.Node), Expected: n.Version, Event: evs[0]}}, claims...), err
 	})
 	if err != nil {
-		return Assigned{}, err
+		return wire.Assigned{}, err
 	}
 	if seq != 0 {
 		h.Log.Info("module assigned", "node", r.Node, "module", r.Module, "build", manifest.ShortBuild(cmd.Build), "seq", seq)
 	}
-	return Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Build: cmd.Build, Previous: previous,
+	return wire.Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Build: cmd.Build, Previous: previous,
 		Settings: shownSettings(r.Settings, cmd.Spec), Policy: policy}, nil
 }
 
@@ -83,9 +84,9 @@ func (h *Handlers) assignCommand(module, build, policy string, settings map[stri
 }
 
 // Unassign takes a module off a node; one it does not have is nothing to do.
-func (h *Handlers) Unassign(ctx context.Context, r UnassignRequest) (Assigned, error) {
+func (h *Handlers) Unassign(ctx context.Context, r wire.UnassignRequest) (wire.Assigned, error) {
 	if err := validName("unassign from", r.Node); err != nil {
-		return Assigned{}, err
+		return wire.Assigned{}, err
 	}
 	var previous string
 	// Any seat the module holds there is let go in the same batch.
@@ -103,12 +104,12 @@ func (h *Handlers) Unassign(ctx context.Context, r UnassignRequest) (Assigned, e
 		return append([]store.One{{Aggregate: events.NodeAggregate(r.Node), Expected: n.Version, Event: evs[0]}}, released...), err
 	})
 	if err != nil {
-		return Assigned{}, err
+		return wire.Assigned{}, err
 	}
 	if seq != 0 {
 		h.Log.Info("module unassigned", "node", r.Node, "module", r.Module, "seq", seq)
 	}
-	return Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Previous: previous}, nil
+	return wire.Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Previous: previous}, nil
 }
 
 // shownSettings is settings as a reply may carry them: a secret one only

@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nkeys"
 )
 
@@ -33,44 +34,6 @@ import (
 //
 // The fold believes a message on a keyed digest (a MAC), which proves its
 // writer to the controller only; these signatures prove it to anyone.
-
-// Audit is what proving one node's record found.
-type Audit struct {
-	Node         string   `json:"node"`
-	Declarations int      `json:"declarations"`
-	Reports      int      `json:"reports"`
-	Keys         []string `json:"keys"`        // controller keys in force over its declarations
-	ReportKeys   []string `json:"report_keys"` // the keys it signed its reports with
-	// OwnKeys: the node made its keys and enrolled them with a token
-	// (issue 29); Rekeys are the events at which an operator's re-key
-	// token gave it new ones.
-	OwnKeys  bool     `json:"own_keys"`
-	Rekeys   []uint64 `json:"rekeys,omitempty"`
-	OK       bool     `json:"ok"`
-	Break    string   `json:"break,omitempty"`
-	BreakSeq uint64   `json:"break_seq,omitempty"`
-	// Foreign are the foreign messages that touch the node.
-	Foreign []projections.ForeignMessage `json:"foreign"`
-}
-
-// AuditReport is `mesh audit --json`: one node's audit, or the whole mesh's.
-type AuditReport struct {
-	Nodes   []Audit                      `json:"nodes"`
-	Foreign []projections.ForeignMessage `json:"foreign"`
-	OK      bool                         `json:"ok"`
-	Events  uint64                       `json:"events"` // messages read
-	Seconds float64                      `json:"seconds"`
-	// Rate is events read and checked a second; SignatureRate what this
-	// machine checks of bare ed25519 signatures a second, for scale.
-	Rate          float64 `json:"rate"`
-	SignatureRate float64 `json:"signature_rate"`
-}
-
-// AuditRequest asks for one node's audit, or with no Node the whole mesh's.
-type AuditRequest struct {
-	Node     string `json:"node,omitempty"`
-	Progress string `json:"progress,omitempty"`
-}
 
 // keyRecord is a key and the stream sequence from which it signs.
 type keyRecord struct {
@@ -100,7 +63,7 @@ type auditor struct {
 }
 
 type nodeAudit struct {
-	Audit
+	wire.Audit
 	reportKeys []keyRecord
 	prevDigest string
 	prevSeq    uint64
@@ -123,7 +86,7 @@ const checkBatch = 8192
 
 // Audit proves one node's record (r.Node), or every node's and names every
 // foreign message.
-func (h *Handlers) Audit(ctx context.Context, r AuditRequest) (AuditReport, error) {
+func (h *Handlers) Audit(ctx context.Context, r wire.AuditRequest) (wire.AuditReport, error) {
 	start := time.Now()
 	a := &auditor{h: h, foreign: map[uint64]projections.ForeignMessage{}, nodes: map[string]*nodeAudit{}, keys: map[string]nkeys.KeyPair{}}
 	var all []projections.ForeignMessage
@@ -136,7 +99,7 @@ func (h *Handlers) Audit(ctx context.Context, r AuditRequest) (AuditReport, erro
 		return err
 	})
 	if err != nil {
-		return AuditReport{}, err
+		return wire.AuditReport{}, err
 	}
 	for _, f := range all {
 		a.foreign[f.Seq] = f
@@ -144,16 +107,16 @@ func (h *Handlers) Audit(ctx context.Context, r AuditRequest) (AuditReport, erro
 	o := store.ReadOptions{}
 	if r.Node != "" {
 		if err := validName("audit", r.Node); err != nil {
-			return AuditReport{}, err
+			return wire.AuditReport{}, err
 		}
 		if !slices.ContainsFunc(nodes, func(n projections.Node) bool { return n.Name == r.Node }) {
-			return AuditReport{}, aggregates.Refuse("audit", r.Node, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
+			return wire.AuditReport{}, aggregates.Refuse("audit", r.Node, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 		}
 		nodes = []projections.Node{{Name: r.Node}}
 		o.Filters = []string{events.ControllerAggregate().Filter(), events.KeysAggregate(r.Node).Filter(), events.DeclarationSubject(r.Node), events.ReportFilter(r.Node)}
 	}
 	for _, n := range nodes {
-		a.nodes[n.Name] = &nodeAudit{Audit: Audit{Node: n.Name, OK: true, Keys: []string{}, ReportKeys: []string{}, Foreign: []projections.ForeignMessage{}}}
+		a.nodes[n.Name] = &nodeAudit{Audit: wire.Audit{Node: n.Name, OK: true, Keys: []string{}, ReportKeys: []string{}, Foreign: []projections.ForeignMessage{}}}
 	}
 	total := uint64(0)
 	if st, err := h.Store.State(ctx); err == nil {
@@ -169,10 +132,10 @@ func (h *Handlers) Audit(ctx context.Context, r AuditRequest) (AuditReport, erro
 		return a.read(m)
 	})
 	if err != nil {
-		return AuditReport{}, err
+		return wire.AuditReport{}, err
 	}
 	a.verify()
-	out := AuditReport{Nodes: []Audit{}, Foreign: []projections.ForeignMessage{}, OK: true, Events: read}
+	out := wire.AuditReport{Nodes: []wire.Audit{}, Foreign: []projections.ForeignMessage{}, OK: true, Events: read}
 	// A foreign message was never believed, so it breaks no record; until
 	// the operator has acknowledged it, the audit does not hold.
 	for _, n := range nodes {

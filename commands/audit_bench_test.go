@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 )
 
 // BenchmarkAudit audits the whole mesh over a stream of about
@@ -56,11 +57,11 @@ func BenchmarkAudit(b *testing.B) {
 		}
 	}
 	h := bm.fold()
-	var a AuditReport
+	var a wire.AuditReport
 	b.ResetTimer()
 	for range b.N {
 		var err error
-		if a, err = h.Audit(ctx, AuditRequest{}); err != nil {
+		if a, err = h.Audit(ctx, wire.AuditRequest{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
@@ -23,9 +24,9 @@ import (
 // fleets in other packages at once) a report was seen to take over 10 s.
 const reportWait = 30 * time.Second
 
-func (m *trustMesh) pushAndWait(node string) commands.PushedNode {
+func (m *trustMesh) pushAndWait(node string) wire.PushedNode {
 	m.t.Helper()
-	r, err := m.h.Push(m.ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: node})
+	r, err := m.h.Push(m.ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: node})
 	m.must(err)
 	p := r.Sent[0]
 	m.must(commands.WaitReport(m.ctx, m.h.Store, m.h, node, p.Digest, p.StreamSeq, reportWait))
@@ -40,14 +41,14 @@ func TestAuditProvesBothDirections(t *testing.T) {
 	m := newTrustMesh(t, false)
 	ctx := m.ctx
 	for _, n := range []string{"web-1", "web-2"} {
-		_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n})
+		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n})
 		m.must(err)
 		m.runAgent(n, filepath.Join(t.TempDir(), n))
 		m.pushAndWait(n)
 		m.pushAndWait(n)
 	}
 	m.fence()
-	a, err := m.h.Audit(ctx, commands.AuditRequest{})
+	a, err := m.h.Audit(ctx, wire.AuditRequest{})
 	m.must(err)
 	if !a.OK || len(a.Foreign) != 0 || a.Rate <= 0 || a.SignatureRate <= 0 {
 		t.Fatalf("audit of an untouched log: %+v", a)
@@ -75,7 +76,7 @@ func TestAuditProvesBothDirections(t *testing.T) {
 	m.must(nc.PublishMsg(sent))
 	m.must(nc.Flush())
 	m.fence()
-	a, err = m.h.Audit(ctx, commands.AuditRequest{})
+	a, err = m.h.Audit(ctx, wire.AuditRequest{})
 	m.must(err)
 	if a.OK || len(a.Foreign) != 2 || a.Foreign[0].Subject != report.Subject || a.Foreign[1].Subject != sent.Subject {
 		t.Fatalf("audit over a forged report and a forged declaration: %+v", a)
@@ -85,15 +86,15 @@ func TestAuditProvesBothDirections(t *testing.T) {
 			t.Fatalf("a foreign message broke %s's record, which it never entered: %+v", n.Node, n)
 		}
 	}
-	one, err := m.h.Audit(ctx, commands.AuditRequest{Node: "web-2"})
+	one, err := m.h.Audit(ctx, wire.AuditRequest{Node: "web-2"})
 	m.must(err)
 	if one.OK || len(one.Foreign) != 1 || one.Foreign[0].Subject != sent.Subject {
 		t.Fatalf("audit of web-2 names the forgery that touches it: %+v", one)
 	}
 	seqs := []uint64{a.Foreign[0].Seq, a.Foreign[1].Seq}
-	_, err = m.h.AckForeign(ctx, commands.AckRequest{CommandID: commands.NewCommandID(), Seqs: seqs})
+	_, err = m.h.AckForeign(ctx, wire.AckRequest{CommandID: wire.NewCommandID(), Seqs: seqs})
 	m.must(err)
-	if a, err = m.h.Audit(ctx, commands.AuditRequest{}); err != nil || !a.OK || len(a.Foreign) != 2 {
+	if a, err = m.h.Audit(ctx, wire.AuditRequest{}); err != nil || !a.OK || len(a.Foreign) != 2 {
 		t.Fatalf("acknowledged, they are listed and the audit holds: %+v %v", a, err)
 	}
 
@@ -111,7 +112,7 @@ func TestAuditProvesBothDirections(t *testing.T) {
 	ack, err := m.h.Store.JetStream().PublishMsg(ctx, madeUp)
 	m.must(err)
 	m.fence()
-	one, err = m.h.Audit(ctx, commands.AuditRequest{Node: "web-1"})
+	one, err = m.h.Audit(ctx, wire.AuditRequest{Node: "web-1"})
 	m.must(err)
 	if one.OK || one.Nodes[0].BreakSeq != ack.Sequence || !strings.Contains(one.Nodes[0].Break, "does not verify against "+key) {
 		t.Fatalf("a report the node's agent did not sign: %+v", one.Nodes[0])
@@ -131,7 +132,7 @@ func (m *trustMesh) viewReportKey(node string) (string, error) {
 func TestANewerControllersEventMakesTheControllerReadOnly(t *testing.T) {
 	m := newTrustMesh(t, true)
 	ctx := m.ctx
-	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
 	newer := nats.NewMsg("mesh.ev.node.web-1.NodeTeleported")
 	newer.Data = []byte(`{"id":"x/0","type":"NodeTeleported","version":1,"aggregate":{"kind":"node","id":"web-1"},"occurred_at":"2026-12-03T00:00:00Z","command_id":"x","data":{}}`)
@@ -144,12 +145,12 @@ func TestANewerControllersEventMakesTheControllerReadOnly(t *testing.T) {
 		t.Fatalf("the fold over a newer controller's event: %v", err)
 	}
 	for range 2 { // before and after a restart
-		_, err = m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-2"})
-		if !errors.Is(err, commands.ErrReadOnly) || !strings.Contains(err.Error(), "this controller is older than the log: event") ||
+		_, err = m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"})
+		if !errors.Is(err, wire.ErrReadOnly) || !strings.Contains(err.Error(), "this controller is older than the log: event") ||
 			!strings.Contains(err.Error(), "NodeTeleported it does not know; upgrade it") {
 			t.Fatalf("a write on a controller older than its log: %v", err)
 		}
-		s, err := m.h.Status(ctx, commands.StatusRequest{})
+		s, err := m.h.Status(ctx, wire.StatusRequest{})
 		if err != nil || s.Well || len(s.Nodes) != 1 || !strings.Contains(strings.Join(s.Causes, "\n"), "older than the log") {
 			t.Fatalf("status of a controller older than its log: %+v %v", s, err)
 		}
@@ -164,7 +165,7 @@ func TestACommandThatActedSaysSo(t *testing.T) {
 	m.ctrl.Proj.Stop() // the fold stops: nothing will confirm
 	ctx, cancel := context.WithTimeout(m.ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	if !errors.Is(err, commands.ErrNotFolded) || !strings.Contains(err.Error(), "NodeEnrolled landed at event 2") {
 		t.Fatalf("enrol with the fold stopped: %v", err)
 	}
@@ -179,9 +180,9 @@ func TestACommandThatActedSaysSo(t *testing.T) {
 func TestAnImplausibleHighestDoesNotWrapTheSequence(t *testing.T) {
 	m := newTrustMesh(t, false)
 	ctx := m.ctx
-	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
-	first, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "web-1"})
+	first, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
 	m.must(err)
 	sent := first.Sent[0]
 	// The node's own key, recorded as its agent records it, then its refusal.
@@ -206,7 +207,7 @@ func TestAnImplausibleHighestDoesNotWrapTheSequence(t *testing.T) {
 	if row, _, _ := m.h.Proj.Node("web-1"); row.LastReport == nil || row.LastReport.Highest != 1<<64-2 {
 		t.Fatalf("the node's refusal was not recorded: %+v", row.LastReport)
 	}
-	next, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "web-1"})
+	next, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
 	m.must(err)
 	if p := next.Sent[0]; p.Sequence != sent.Sequence+1 || !strings.Contains(p.Note, "no mesh has sent") {
 		t.Fatalf("the push after an implausible highest: %+v", p)

@@ -8,33 +8,28 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
-
-// MaxBatch is the most nodes one bulk request changes: one less than
-// JetStream's limit of messages in one atomic batch (which is what makes
-// the request all or nothing), leaving room for the address pool's event.
-// The command line sends a longer list as several requests.
-const MaxBatch = 999
 
 // EnrollBatch enrolls many nodes all or nothing: either every node it
 // names that is not yet enrolled is enrolled, or none is. A node already
 // enrolled with exactly these capabilities and labels is nothing to do (so a
 // list can be given again after a failure part way); one enrolled
 // differently, or retired, refuses the whole batch.
-func (h *Handlers) EnrollBatch(ctx context.Context, r EnrollBatchRequest) (BatchReply, error) {
+func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (wire.BatchReply, error) {
 	if err := h.writable(); err != nil {
-		return BatchReply{}, err
+		return wire.BatchReply{}, err
 	}
 	if err := batchSize("enroll", len(r.Nodes)); err != nil {
-		return BatchReply{}, err
+		return wire.BatchReply{}, err
 	}
 	seen := map[string]bool{}
 	for _, n := range r.Nodes {
 		if err := validName("enroll", n.Name); err != nil {
-			return BatchReply{}, err
+			return wire.BatchReply{}, err
 		}
 		if seen[n.Name] {
-			return BatchReply{}, aggregates.Refuse("enroll", n.Name, aggregates.ErrInvalid, "it is named twice in one list; name each node once")
+			return wire.BatchReply{}, aggregates.Refuse("enroll", n.Name, aggregates.ErrInvalid, "it is named twice in one list; name each node once")
 		}
 		seen[n.Name] = true
 	}
@@ -50,20 +45,20 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r EnrollBatchRequest) (Batch
 // AssignBatch gives many nodes a module's latest build, all or nothing: a
 // node that is not enrolled, or retired, refuses the whole batch; one that
 // already holds that build with those settings is nothing to do.
-func (h *Handlers) AssignBatch(ctx context.Context, r AssignBatchRequest) (BatchReply, error) {
+func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (wire.BatchReply, error) {
 	if err := h.writable(); err != nil {
-		return BatchReply{}, err
+		return wire.BatchReply{}, err
 	}
 	if err := batchSize("assign", len(r.Nodes)); err != nil {
-		return BatchReply{}, err
+		return wire.BatchReply{}, err
 	}
 	seen := map[string]bool{}
 	for _, n := range r.Nodes {
 		if err := validName("assign to", n); err != nil {
-			return BatchReply{}, err
+			return wire.BatchReply{}, err
 		}
 		if seen[n] {
-			return BatchReply{}, aggregates.Refuse("assign to", n, aggregates.ErrInvalid, "it is named twice in one list; name each node once")
+			return wire.BatchReply{}, aggregates.Refuse("assign to", n, aggregates.ErrInvalid, "it is named twice in one list; name each node once")
 		}
 		seen[n] = true
 	}
@@ -132,16 +127,16 @@ func nodeAggregateOf(v *projections.View, name string) (*aggregates.Node, error)
 // decideBatch decides a batch from the read models and appends it as one
 // atomic batch (decideAtomic): when any aggregate of it moved meanwhile,
 // nothing landed, and it catches up and decides again.
-func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (BatchReply, error) {
+func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (wire.BatchReply, error) {
 	var unchanged []string
 	seq, items, err := h.decideAtomic(ctx, commandID, func(v *projections.View) (items []store.One, err error) {
 		items, unchanged, err = decideFn(v)
 		return items, err
 	})
 	if err != nil {
-		return BatchReply{}, err
+		return wire.BatchReply{}, err
 	}
-	reply := BatchReply{Seq: seq, Unchanged: orNone(unchanged), Changed: []string{}}
+	reply := wire.BatchReply{Seq: seq, Unchanged: orNone(unchanged), Changed: []string{}}
 	for _, it := range items {
 		if it.Aggregate.Kind == events.KindNode { // not the address pool's, nor a seat's
 			reply.Changed = append(reply.Changed, it.Aggregate.ID)
@@ -157,8 +152,8 @@ func batchSize(op string, n int) error {
 	switch {
 	case n == 0:
 		return aggregates.Refuse(op, "a batch", aggregates.ErrInvalid, "it names no node; give at least one")
-	case n > MaxBatch:
-		return aggregates.Refuse(op, "a batch", aggregates.ErrInvalid, fmt.Sprintf("it names %d nodes, over the %d one batch may hold; send the list in batches (mesh does)", n, MaxBatch))
+	case n > wire.MaxBatch:
+		return aggregates.Refuse(op, "a batch", aggregates.ErrInvalid, fmt.Sprintf("it names %d nodes, over the %d one batch may hold; send the list in batches (mesh does)", n, wire.MaxBatch))
 	}
 	return nil
 }

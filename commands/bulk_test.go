@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -22,8 +22,8 @@ func batchCall[Req, Resp any](t *testing.T, c *client.Client, subject string, re
 
 func nodeCount(t *testing.T, c *client.Client) int {
 	t.Helper()
-	var l commands.NodeList
-	if err := c.Call(context.Background(), commands.SubjectNodeList, commands.Empty{}, &l); err != nil {
+	var l wire.NodeList
+	if err := c.Call(context.Background(), wire.SubjectNodeList, wire.Empty{}, &l); err != nil {
 		t.Fatal(err)
 	}
 	return len(l.Nodes)
@@ -37,22 +37,22 @@ func TestEnrollBatchIsAllOrNothing(t *testing.T) {
 	if _, err := enroll(c, "web-5", "linux"); err != nil {
 		t.Fatal(err)
 	}
-	var list []commands.EnrollRequest
+	var list []wire.EnrollRequest
 	for i := range 10 {
-		list = append(list, commands.EnrollRequest{Name: fmt.Sprintf("web-%d", i), Capabilities: []string{"linux"}, Labels: map[string]string{"zone": "eu-1"}})
+		list = append(list, wire.EnrollRequest{Name: fmt.Sprintf("web-%d", i), Capabilities: []string{"linux"}, Labels: map[string]string{"zone": "eu-1"}})
 	}
 	// web-5 exists without the zone label: the batch is refused whole.
-	_, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
-		commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list})
-	if code(err) != commands.CodeConflict {
+	_, err := batchCall[wire.EnrollBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeEnrollBatch,
+		wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list})
+	if code(err) != wire.CodeConflict {
 		t.Fatalf("a batch holding a name enrolled otherwise: err %v (code %q), want a conflict", err, code(err))
 	}
 	if n := nodeCount(t, c); n != 1 {
 		t.Fatalf("a refused batch left %d nodes, want the 1 before it", n)
 	}
 	list[5].Labels = nil
-	r, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
-		commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list})
+	r, err := batchCall[wire.EnrollBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeEnrollBatch,
+		wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +64,8 @@ func TestEnrollBatchIsAllOrNothing(t *testing.T) {
 	}
 	// Twice in one list is refused before anything is decided.
 	list = append(list, list[0])
-	if _, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
-		commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list}); code(err) != commands.CodeBadRequest {
+	if _, err := batchCall[wire.EnrollBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeEnrollBatch,
+		wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list}); code(err) != wire.CodeBadRequest {
 		t.Fatalf("a node named twice: err %v, want a bad request", err)
 	}
 }
@@ -74,50 +74,50 @@ func TestEnrollBatchIsAllOrNothing(t *testing.T) {
 // and a batch naming a retired node is refused whole.
 func TestAssignBatchBySelector(t *testing.T) {
 	c := controller(t, embeddedtest.Server(t))
-	var list []commands.EnrollRequest
+	var list []wire.EnrollRequest
 	for i := range 6 {
-		list = append(list, commands.EnrollRequest{Name: fmt.Sprintf("n-%d", i), Capabilities: []string{"linux"},
+		list = append(list, wire.EnrollRequest{Name: fmt.Sprintf("n-%d", i), Capabilities: []string{"linux"},
 			Labels: map[string]string{"zone": fmt.Sprintf("z%d", i%2)}})
 	}
-	if _, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
-		commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list}); err != nil {
+	if _, err := batchCall[wire.EnrollBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeEnrollBatch,
+		wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list}); err != nil {
 		t.Fatal(err)
 	}
 	manifest := `{"module":"tool","resources":[{"kind":"file","path":"/etc/tool","mode":"0644","content":"x\n"}]}`
-	var reg commands.Registered
-	if err := c.Call(context.Background(), commands.SubjectModuleRegister, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "tool.json", Manifest: manifest}, &reg); err != nil {
+	var reg wire.Registered
+	if err := c.Call(context.Background(), wire.SubjectModuleRegister, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "tool.json", Manifest: manifest}, &reg); err != nil {
 		t.Fatal(err)
 	}
-	var ret commands.Changed
-	if err := c.Call(context.Background(), commands.SubjectNodeRetire, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "n-4"}, &ret); err != nil {
+	var ret wire.Changed
+	if err := c.Call(context.Background(), wire.SubjectNodeRetire, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "n-4"}, &ret); err != nil {
 		t.Fatal(err)
 	}
-	sel, err := batchCall[commands.SelectRequest, commands.Selected](t, c, commands.SubjectNodeSelect, commands.SelectRequest{Selector: "zone=z0,capability=linux"})
+	sel, err := batchCall[wire.SelectRequest, wire.Selected](t, c, wire.SubjectNodeSelect, wire.SelectRequest{Selector: "zone=z0,capability=linux"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(sel.Nodes, []string{"n-0", "n-2"}) {
 		t.Fatalf("zone=z0 chose %v, want n-0 and n-2 (n-4 is retired)", sel.Nodes)
 	}
-	if _, err := batchCall[commands.SelectRequest, commands.Selected](t, c, commands.SubjectNodeSelect, commands.SelectRequest{Selector: "zone"}); code(err) != commands.CodeBadRequest {
+	if _, err := batchCall[wire.SelectRequest, wire.Selected](t, c, wire.SubjectNodeSelect, wire.SelectRequest{Selector: "zone"}); code(err) != wire.CodeBadRequest {
 		t.Fatalf("a term without '=': err %v, want a bad request", err)
 	}
 	// n-4 is retired: the batch naming it assigns to none of them.
-	_, err = batchCall[commands.AssignBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeAssignBatch,
-		commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "tool", Nodes: []string{"n-0", "n-2", "n-4"}})
+	_, err = batchCall[wire.AssignBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeAssignBatch,
+		wire.AssignBatchRequest{CommandID: wire.NewCommandID(), Module: "tool", Nodes: []string{"n-0", "n-2", "n-4"}})
 	if err == nil {
 		t.Fatal("a batch naming a retired node was taken")
 	}
-	r, err := batchCall[commands.AssignBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeAssignBatch,
-		commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "tool", Nodes: sel.Nodes})
+	r, err := batchCall[wire.AssignBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeAssignBatch,
+		wire.AssignBatchRequest{CommandID: wire.NewCommandID(), Module: "tool", Nodes: sel.Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Changed) != 2 || r.Build != reg.Build {
 		t.Fatalf("assigned %v build %s, want n-0 and n-2 with %s", r.Changed, r.Build, reg.Build)
 	}
-	var nodes commands.NodeList
-	if err := c.Call(context.Background(), commands.SubjectNodeList, commands.Empty{}, &nodes); err != nil {
+	var nodes wire.NodeList
+	if err := c.Call(context.Background(), wire.SubjectNodeList, wire.Empty{}, &nodes); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Nodes {
@@ -126,8 +126,8 @@ func TestAssignBatchBySelector(t *testing.T) {
 		}
 	}
 	// Again: nothing to do, nothing appended.
-	r, err = batchCall[commands.AssignBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeAssignBatch,
-		commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "tool", Nodes: sel.Nodes})
+	r, err = batchCall[wire.AssignBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeAssignBatch,
+		wire.AssignBatchRequest{CommandID: wire.NewCommandID(), Module: "tool", Nodes: sel.Nodes})
 	if err != nil || len(r.Changed) != 0 || len(r.Unchanged) != 2 || r.Seq != 0 {
 		t.Fatalf("the same assignment again: %+v %v, want nothing to do", r, err)
 	}
@@ -138,13 +138,13 @@ func TestAssignBatchBySelector(t *testing.T) {
 func TestPushSaysItsProgress(t *testing.T) {
 	srv := embeddedtest.Server(t)
 	c := controller(t, srv)
-	var list []commands.EnrollRequest
+	var list []wire.EnrollRequest
 	for i := range 2500 {
-		list = append(list, commands.EnrollRequest{Name: fmt.Sprintf("p-%04d", i)})
+		list = append(list, wire.EnrollRequest{Name: fmt.Sprintf("p-%04d", i)})
 	}
-	for from := 0; from < len(list); from += commands.MaxBatch {
-		if _, err := batchCall[commands.EnrollBatchRequest, commands.BatchReply](t, c, commands.SubjectNodeEnrollBatch,
-			commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list[from:min(from+commands.MaxBatch, len(list))]}); err != nil {
+	for from := 0; from < len(list); from += wire.MaxBatch {
+		if _, err := batchCall[wire.EnrollBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeEnrollBatch,
+			wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list[from:min(from+wire.MaxBatch, len(list))]}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,12 +156,12 @@ func TestPushSaysItsProgress(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 	c.NC.Flush()
-	var r commands.PushReply
-	if err := c.Call(context.Background(), commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID(), Progress: inbox}, &r); err != nil || len(r.Sent) != 2500 {
+	var r wire.PushReply
+	if err := c.Call(context.Background(), wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID(), Progress: inbox}, &r); err != nil || len(r.Sent) != 2500 {
 		t.Fatalf("push: %v, %d sent", err, len(r.Sent))
 	}
 	c.NC.Flush()
-	var last commands.FoldProgress
+	var last wire.FoldProgress
 	for len(said) > 0 {
 		json.Unmarshal((<-said).Data, &last)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
@@ -63,11 +64,11 @@ func newClosedMesh(t testing.TB, lifetime time.Duration) *closedMesh {
 func (m *closedMesh) enrollAndDeclare(node string) agent.Join {
 	m.t.Helper()
 	ctx := context.Background()
-	c, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: node})
+	c, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	if _, err := m.h.Declare(ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: node, File: "f.json",
+	if _, err := m.h.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: node, File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/secret","mode":"0600","content":"` + node + `'s secret"}]}`}); err != nil {
 		m.t.Fatal(err)
 	}
@@ -260,12 +261,12 @@ func TestThePermissionMatrix(t *testing.T) {
 	c3, cancel := short()
 	defer cancel()
 	forged := events.DeclarationApplied{Node: "db-1", Sequence: 1, Digest: "d"}
-	if _, err := st.Report(c3, "db-1", commands.NewCommandID(), forged, nodeSealing(t, app)); err == nil {
+	if _, err := st.Report(c3, "db-1", wire.NewCommandID(), forged, nodeSealing(t, app)); err == nil {
 		t.Fatal("app-1 published a report for db-1")
 	}
 	cl := client.Client{NC: nc, Timeout: 500 * time.Millisecond}
-	var s commands.StatusReport
-	if err := cl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err == nil {
+	var s wire.StatusReport
+	if err := cl.Call(ctx, wire.SubjectStatus, wire.StatusRequest{}, &s); err == nil {
 		t.Fatal("app-1 called the controller's status")
 	}
 	// Only app-1's own reports landed.
@@ -290,7 +291,7 @@ func TestThePermissionMatrix(t *testing.T) {
 	}
 	defer op.Close()
 	ocl := client.Client{NC: op}
-	if err := ocl.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
+	if err := ocl.Call(ctx, wire.SubjectStatus, wire.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
 		t.Fatalf("the operator's status: %+v %v", s, err)
 	}
 	ost, err := store.Attach(ctx, op, "")
@@ -331,7 +332,7 @@ func TestThePermissionMatrix(t *testing.T) {
 	if _, err := m.connectAs(stolen, nil); err == nil {
 		t.Fatal("app-1's key was let in as db-1")
 	}
-	if _, err := m.h.Retire(ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "db-1"}); err != nil {
+	if _, err := m.h.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "db-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.connectAs(db, nil); err == nil {
@@ -391,7 +392,7 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(ctx) }()
 	embeddedtest.Eventually(t, "the bus to close the connection at the end of its lifetime", func() bool { return nc.Stats().Reconnects > 0 })
-	d, err := m.h.Declare(ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "app-1", File: "f.json",
+	d, err := m.h.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "app-1", File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/after","mode":"0644","content":"x"}]}`})
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +401,7 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 		t.Fatalf("the agent after its connection was decided again: %v", err)
 	}
 
-	if _, err := m.h.Retire(ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "app-1"}); err != nil {
+	if _, err := m.h.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "app-1"}); err != nil {
 		t.Fatal(err)
 	}
 	embeddedtest.Eventually(t, "retired app-1 to lose its connection", func() bool { return !nc.IsConnected() })
@@ -472,8 +473,8 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 		t.Fatalf("the operator connecting: %v", err)
 	}
 	defer op.Close()
-	var s commands.StatusReport
-	if err := (&client.Client{NC: op}).Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
+	var s wire.StatusReport
+	if err := (&client.Client{NC: op}).Call(ctx, wire.SubjectStatus, wire.StatusRequest{}, &s); err != nil || len(s.Nodes) != 2 {
 		t.Fatalf("the operator's status: %+v %v", s, err)
 	}
 	// Retired, app-1's connection to another server than the controller's
@@ -487,7 +488,7 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cut.Close()
-	if _, err := ctrl.Handlers.Retire(ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "app-1"}); err != nil {
+	if _, err := ctrl.Handlers.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "app-1"}); err != nil {
 		t.Fatal(err)
 	}
 	embeddedtest.Eventually(t, "retired app-1's connection to another server to be ended", cut.IsClosed)

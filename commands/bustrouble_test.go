@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -22,7 +23,7 @@ import (
 // causeWith is the first of status's causes that holds part ("" for none).
 func causeWith(t *testing.T, h *commands.Handlers, part string) (string, bool) {
 	t.Helper()
-	s, err := h.Status(context.Background(), commands.StatusRequest{})
+	s, err := h.Status(context.Background(), wire.StatusRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestStatusNamesARemovedBusDirectory(t *testing.T) {
 	}
 	defer ctrl.Close()
 	h := ctrl.Handlers
-	if _, err := h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"}); err != nil {
+	if _, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
 		t.Fatal(err)
 	}
 	watch, stop := context.WithCancel(ctx)
@@ -64,7 +65,7 @@ func TestStatusNamesARemovedBusDirectory(t *testing.T) {
 	if well || strings.Contains(cause, "storage is full") {
 		t.Fatalf("status of a removed bus directory: well %v, %q", well, cause)
 	}
-	_, err = h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-2"})
+	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"})
 	if !errors.Is(err, commands.ErrBusDown) || !errors.Is(err, embedded.ErrDataGone) || strings.Contains(err.Error(), "storage is full") {
 		t.Fatalf("a write with the bus directory removed: %v", err)
 	}
@@ -85,7 +86,7 @@ func TestStatusNamesAFailedDiskAndItsRecovery(t *testing.T) {
 		t.Fatalf("status with the bus's disk failing: well %v, cause %q", well, cause)
 	}
 	h.SetBusTrouble(nil)
-	if s, err := h.Status(ctx, commands.StatusRequest{}); err != nil || !s.Well {
+	if s, err := h.Status(ctx, wire.StatusRequest{}); err != nil || !s.Well {
 		t.Fatalf("status once the bus takes events again: %+v %v", s, err)
 	}
 }
@@ -146,7 +147,7 @@ func TestAWriteInFlightIsCutWhenTheBusFails(t *testing.T) {
 		ctrl.Handlers.SetBusTrouble(embedded.ErrStorageFailed)
 	}()
 	c := &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: embeddedtest.Settle}
-	err = c.Call(ctx, commands.SubjectNodeEnroll, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"}, &commands.Changed{})
+	err = c.Call(ctx, wire.SubjectNodeEnroll, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}, &wire.Changed{})
 	if !errors.Is(err, client.ErrUnknownOutcome) || !strings.Contains(err.Error(), embedded.ErrStorageFailed.Error()) ||
 		!strings.Contains(err.Error(), "nothing has landed in the log since the request") {
 		t.Fatalf("an enrolment in flight when the bus failed: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -44,8 +45,8 @@ func TestTwoControllersOnAClusterWithoutSpuriousFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	c0 := &client.Client{NC: connect(2), Timeout: 30 * time.Second}
-	var reg commands.Registered
-	if err := c0.Call(ctx, commands.SubjectModuleRegister, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "app.json", Manifest: string(manifest)}, &reg); err != nil {
+	var reg wire.Registered
+	if err := c0.Call(ctx, wire.SubjectModuleRegister, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "app.json", Manifest: string(manifest)}, &reg); err != nil {
 		t.Fatal(err)
 	}
 	const clients, nodes = 4, 10
@@ -62,10 +63,10 @@ func TestTwoControllersOnAClusterWithoutSpuriousFailures(t *testing.T) {
 					req     any
 					resp    any
 				}{
-					{commands.SubjectNodeEnroll, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: name, Capabilities: []string{"linux"}}, &commands.Changed{}},
-					{commands.SubjectNodeAssign, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: name, Module: "app"}, &commands.Assigned{}},
-					{commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID(), Node: name}, &commands.PushReply{}},
-					{commands.SubjectNodeUnassign, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: name, Module: "app"}, &commands.Assigned{}},
+					{wire.SubjectNodeEnroll, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: name, Capabilities: []string{"linux"}}, &wire.Changed{}},
+					{wire.SubjectNodeAssign, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: name, Module: "app"}, &wire.Assigned{}},
+					{wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID(), Node: name}, &wire.PushReply{}},
+					{wire.SubjectNodeUnassign, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: name, Module: "app"}, &wire.Assigned{}},
 				}
 				for _, s := range steps {
 					if err := cl.Call(ctx, s.subject, s.req, s.resp); err != nil {
@@ -141,7 +142,7 @@ func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 	h := ctrl.Handlers
 	const nodes = 300
 	for i := range nodes {
-		if _, err := h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
+		if _, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,7 +153,7 @@ func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	r, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	if err != nil || len(r.Sent) != nodes || len(r.Unsent) != 0 {
 		t.Fatalf("the push across the leader's loss: %d sent, %d unsent (%+v), %v", len(r.Sent), len(r.Unsent), r.Unsent[:min(len(r.Unsent), 3)], err)
 	}

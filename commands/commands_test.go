@@ -21,6 +21,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -42,10 +43,10 @@ func controllerIn(t *testing.T, srv *embedded.Server, home string) *client.Clien
 	return &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
 }
 
-func enroll(c *client.Client, name string, caps ...string) (commands.Changed, error) {
-	var out commands.Changed
-	err := c.Call(context.Background(), commands.SubjectNodeEnroll,
-		commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: name, Capabilities: caps}, &out)
+func enroll(c *client.Client, name string, caps ...string) (wire.Changed, error) {
+	var out wire.Changed
+	err := c.Call(context.Background(), wire.SubjectNodeEnroll,
+		wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: name, Capabilities: caps}, &out)
 	return out, err
 }
 
@@ -82,7 +83,7 @@ func TestConcurrentEnrollsOneWinnerAcrossControllers(t *testing.T) {
 			switch {
 			case err == nil:
 				wins++
-			case code(err) == commands.CodeConflict && strings.Contains(err.Error(), "taken"):
+			case code(err) == wire.CodeConflict && strings.Contains(err.Error(), "taken"):
 				taken++
 			default:
 				t.Errorf("enroll %d: %v", i, err)
@@ -103,27 +104,27 @@ func TestEnrollListShowRetire(t *testing.T) {
 		t.Fatalf("enroll: %+v %v", got, err)
 	}
 	// Read your own write: the list right after the enroll holds it.
-	var list commands.NodeList
-	if err := c.Call(ctx, commands.SubjectNodeList, commands.Empty{}, &list); err != nil || len(list.Nodes) != 1 {
+	var list wire.NodeList
+	if err := c.Call(ctx, wire.SubjectNodeList, wire.Empty{}, &list); err != nil || len(list.Nodes) != 1 {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	var retired commands.Changed
-	req := commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "web-1"}
-	if err := c.Call(ctx, commands.SubjectNodeRetire, req, &retired); err != nil || !retired.Changed || !retired.Node.Retired {
+	var retired wire.Changed
+	req := wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "web-1"}
+	if err := c.Call(ctx, wire.SubjectNodeRetire, req, &retired); err != nil || !retired.Changed || !retired.Node.Retired {
 		t.Fatalf("retire: %+v %v", retired, err)
 	}
-	req.CommandID = commands.NewCommandID()
-	if err := c.Call(ctx, commands.SubjectNodeRetire, req, &retired); err != nil || retired.Changed {
+	req.CommandID = wire.NewCommandID()
+	if err := c.Call(ctx, wire.SubjectNodeRetire, req, &retired); err != nil || retired.Changed {
 		t.Fatalf("retire again must be nothing to do: %+v %v", retired, err)
 	}
-	if _, err := enroll(c, "web-1"); code(err) != commands.CodeConflict {
+	if _, err := enroll(c, "web-1"); code(err) != wire.CodeConflict {
 		t.Fatalf("re-enrolling a retired name: %v", err)
 	}
-	var show commands.NodeView
-	if err := c.Call(ctx, commands.SubjectNodeShow, commands.NameRequest{Name: "web-2"}, &show); code(err) != commands.CodeNotFound {
+	var show wire.NodeView
+	if err := c.Call(ctx, wire.SubjectNodeShow, wire.NameRequest{Name: "web-2"}, &show); code(err) != wire.CodeNotFound {
 		t.Fatalf("show unknown: %v", err)
 	}
-	if _, err := enroll(c, "Web.1"); code(err) != commands.CodeBadRequest || !strings.Contains(err.Error(), "lowercase") {
+	if _, err := enroll(c, "Web.1"); code(err) != wire.CodeBadRequest || !strings.Contains(err.Error(), "lowercase") {
 		t.Fatalf("invalid name: %v", err)
 	}
 }
@@ -142,8 +143,8 @@ func TestControllerIsDiscoverable(t *testing.T) {
 	srv := embeddedtest.Server(t)
 	controller(t, srv)
 	nc := embeddedtest.Conn(t, srv)
-	msg, err := nc.Request("$SRV.PING."+commands.ServiceName, nil, 2*time.Second)
-	if err != nil || !strings.Contains(string(msg.Data), commands.ServiceName) {
+	msg, err := nc.Request("$SRV.PING."+wire.ServiceName, nil, 2*time.Second)
+	if err != nil || !strings.Contains(string(msg.Data), wire.ServiceName) {
 		t.Fatalf("ping: %v %s", err, msgData(msg))
 	}
 }
@@ -185,19 +186,19 @@ func TestLargeAnswersArriveWhole(t *testing.T) {
 	<-js.PublishAsyncComplete()
 	c := controllerIn(t, srv, home)
 	c.Timeout = time.Minute
-	var r commands.PushReply
-	if err := c.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r); err != nil {
+	var r wire.PushReply
+	if err := c.Call(ctx, wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID()}, &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.Considered != nodes || len(r.Sent) != nodes {
 		t.Fatalf("push: considered %d, sent %d", r.Considered, len(r.Sent))
 	}
-	var s commands.StatusReport
-	if err := c.Call(ctx, commands.SubjectStatus, commands.StatusRequest{}, &s); err != nil || len(s.Nodes) != nodes {
+	var s wire.StatusReport
+	if err := c.Call(ctx, wire.SubjectStatus, wire.StatusRequest{}, &s); err != nil || len(s.Nodes) != nodes {
 		t.Fatalf("status: %v, %d nodes", err, len(s.Nodes))
 	}
-	var l commands.NodeList
-	if err := c.Call(ctx, commands.SubjectNodeList, commands.Empty{}, &l); err != nil || len(l.Nodes) != nodes {
+	var l wire.NodeList
+	if err := c.Call(ctx, wire.SubjectNodeList, wire.Empty{}, &l); err != nil || len(l.Nodes) != nodes {
 		t.Fatalf("node list: %v, %d nodes", err, len(l.Nodes))
 	}
 }
@@ -217,11 +218,11 @@ func TestServiceStatsTellTheTruth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var rebuilt commands.RebuildReply
-	if err := c.Call(context.Background(), commands.SubjectProjectionsRebuild, commands.FoldRequest{}, &rebuilt); err != nil {
+	var rebuilt wire.RebuildReply
+	if err := c.Call(context.Background(), wire.SubjectProjectionsRebuild, wire.FoldRequest{}, &rebuilt); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := c.NC.Request("$SRV.STATS."+commands.ServiceName, nil, 2*time.Second)
+	msg, err := c.NC.Request("$SRV.STATS."+wire.ServiceName, nil, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nkeys"
@@ -193,7 +194,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	svc, err := Serve(nc, h)
 	if err != nil {
 		proj.Close()
-		return nil, fmt.Errorf("cannot start the %s service: %w", ServiceName, err)
+		return nil, fmt.Errorf("cannot start the %s service: %w", wire.ServiceName, err)
 	}
 	stopNewest, err := serveNewest(h)
 	if err != nil {
@@ -217,7 +218,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		stopNewest()
 		svc.Stop()
 		proj.Close()
-		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", ServiceName, err)
+		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", wire.ServiceName, err)
 	}
 	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log, stopNewest: stopNewest}
 	if ctrl.enrol, err = h.serveEnrol(nc); err != nil {
@@ -252,7 +253,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		}
 		log.Info("the bus is closed: nodes connect with their join strings, the command line with the operator key", "operator_key", filepath.Join(c.Home, busauth.OperatorKeyFile))
 	}
-	log.Info("serving", "service", ServiceName, "version", ServiceVersion, "subjects", APIPrefix+".>")
+	log.Info("serving", "service", wire.ServiceName, "version", wire.ServiceVersion, "subjects", wire.APIPrefix+".>")
 	return ctrl, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/wire"
 )
 
 // declaredModule owns resources of a hand-written declaration that name no module.
@@ -32,26 +33,26 @@ type body struct {
 // Declare sends a hand-written declaration: numbered, chained and signed
 // like any other and recorded as sent by "declare", with its builds unknown,
 // so nothing reads it as what the mesh would compose (rule 13).
-func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, error) {
+func (h *Handlers) Declare(ctx context.Context, r wire.DeclareRequest) (wire.PushedNode, error) {
 	if err := h.writable(); err != nil {
-		return PushedNode{}, err
+		return wire.PushedNode{}, err
 	}
 	if err := h.ActiveNode(ctx, "declare to", r.Node); err != nil {
-		return PushedNode{}, err
+		return wire.PushedNode{}, err
 	}
 	content, err := parseBody(h.Mesh, r.Node, r.File, r.Body)
 	if err != nil {
-		return PushedNode{}, err
+		return wire.PushedNode{}, err
 	}
 	for round := range pushRounds {
 		if round > 0 {
 			if err := h.catchUp(ctx); err != nil {
-				return PushedNode{}, err
+				return wire.PushedNode{}, err
 			}
 		}
 		row, _, err := h.Proj.Node(r.Node)
 		if err != nil {
-			return PushedNode{}, err
+			return wire.PushedNode{}, err
 		}
 		ev, _ := h.seal(content, row, "declare", h.Now())
 		seq, err := h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, round), ev)
@@ -59,12 +60,12 @@ func (h *Handlers) Declare(ctx context.Context, r DeclareRequest) (PushedNode, e
 			continue
 		}
 		if err != nil {
-			return PushedNode{}, err
+			return wire.PushedNode{}, err
 		}
 		h.Log.Info("declared", "node", r.Node, "sequence", ev.Sequence, "seq", seq)
-		return PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.landed(ctx, seq, ev)
+		return wire.PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.landed(ctx, seq, ev)
 	}
-	return PushedNode{}, fmt.Errorf("cannot declare to %s: it changed under %d attempts in a row; try again", r.Node, pushRounds)
+	return wire.PushedNode{}, fmt.Errorf("cannot declare to %s: it changed under %d attempts in a row; try again", r.Node, pushRounds)
 }
 
 // parseBody reads and checks a hand-written body with the rules a manifest's
@@ -123,17 +124,17 @@ func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
 // for its name, while the node has not made its keys. A node that has is
 // refused: its keys are on its machine, and a new machine for it is a
 // re-key, which is recorded (mesh node rekey).
-func (h *Handlers) Join(ctx context.Context, r NameRequest) (Identity, error) {
+func (h *Handlers) Join(ctx context.Context, r wire.NameRequest) (wire.Identity, error) {
 	if err := h.ActiveNode(ctx, "join", r.Name); err != nil {
-		return Identity{}, err
+		return wire.Identity{}, err
 	}
 	var k projections.NodeKeys
 	var owned bool
 	if err := h.Proj.Read(func(v *projections.View) (err error) { k, owned, err = v.NodeKeys(r.Name); return err }); err != nil {
-		return Identity{}, err
+		return wire.Identity{}, err
 	}
 	if owned {
-		return Identity{}, aggregates.Refuse("join", r.Name, aggregates.ErrInvalid,
+		return wire.Identity{}, aggregates.Refuse("join", r.Name, aggregates.ErrInvalid,
 			fmt.Sprintf("its agent made its keys at %s and holds them; to give a new or wiped machine this name, mesh node rekey %s", k.At.UTC().Format(time.RFC3339), r.Name))
 	}
 	return h.nodeToken(ctx, r.Name, false)
@@ -144,14 +145,14 @@ func (h *Handlers) Join(ctx context.Context, r NameRequest) (Identity, error) {
 // controller key could make its word (issue 29). No verb answers it; it is
 // kept for meshes whose agents hold such a join string, for the harnesses
 // that simulate thousands of nodes, and for tests of that path.
-func (h *Handlers) LegacyIdentity(node string) (Identity, error) {
+func (h *Handlers) LegacyIdentity(node string) (wire.Identity, error) {
 	kp, err := busauth.NodeKey(h.Key, node)
 	if err != nil {
-		return Identity{}, err
+		return wire.Identity{}, err
 	}
 	seed, err := kp.Seed()
 	if err != nil {
-		return Identity{}, err
+		return wire.Identity{}, err
 	}
-	return Identity{Mesh: h.Mesh, Node: node, Key: h.PublicKey, Seed: string(seed)}, nil
+	return wire.Identity{Mesh: h.Mesh, Node: node, Key: h.PublicKey, Seed: string(seed)}, nil
 }

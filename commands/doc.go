@@ -4,5 +4,6 @@
 // it answers, so the next command reads its own writes. The controller is the
 // one process that opens Pebble; operator commands reach it as requests to
 // the NATS micro service mesh-controller (nats micro ls shows it), through
-// the Client in this package.
+// package client; the requests, answers and subjects are package wire's,
+// so that a client links none of this package (nor Pebble).
 package commands

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -36,7 +37,7 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 	}
 	keys := events.NodeKeysRecorded{Node: r.Node, Bus: r.Bus, Report: r.Report, Seal: r.Seal, Overlay: r.Overlay}
 	var already bool
-	seq, _, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, _, err := h.withPool(ctx, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		// The same keys again (the agent's answer was lost, and it asks
 		// again): nothing to do, whatever the token says now.
 		if k, found, err := v.NodeKeys(r.Node); err != nil || found && k.Bus == r.Bus && k.Report == r.Report && k.Seal == r.Seal && k.Overlay == r.Overlay {
@@ -49,7 +50,7 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 		}
 		keys.Token, keys.Rekey = t.ID, t.Rekey
 		items, err := h.tokenItems(v, func(node string, t projections.Token) ([]store.One, error) {
-			items, _, err := h.enrollItems(v, pool, []EnrollRequest{{Name: node, Capabilities: t.Capabilities, Labels: t.Labels}}, false)
+			items, _, err := h.enrollItems(v, pool, []wire.EnrollRequest{{Name: node, Capabilities: t.Capabilities, Labels: t.Labels}}, false)
 			return items, err
 		}, t, keys)
 		if err != nil {
@@ -117,6 +118,6 @@ func (h *Handlers) LocalToken(ctx context.Context, node string) (string, error) 
 	if err := h.Proj.Read(func(v *projections.View) (err error) { _, owned, err = v.NodeKeys(node); return err }); err != nil || owned {
 		return "", err
 	}
-	id, err := h.Join(ctx, NameRequest{Name: node})
+	id, err := h.Join(ctx, wire.NameRequest{Name: node})
 	return id.Token, err
 }

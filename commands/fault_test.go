@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -29,7 +30,7 @@ import (
 func checkAfterFault(t *testing.T, h *commands.Handlers) {
 	t.Helper()
 	ctx := context.Background()
-	v, err := h.VerifyProjections(ctx, commands.FoldRequest{})
+	v, err := h.VerifyProjections(ctx, wire.FoldRequest{})
 	if err != nil || v.Diff != "" {
 		t.Fatalf("verify after the fault: %v\n%s", err, v.Diff)
 	}
@@ -49,10 +50,10 @@ func checkAfterFault(t *testing.T, h *commands.Handlers) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil {
+	if _, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil {
 		t.Fatalf("the push after the fault: %v", err)
 	}
-	s, err := h.Status(ctx, commands.StatusRequest{})
+	s, err := h.Status(ctx, wire.StatusRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 	ctrl, nc := start()
 	const nodes = 1000
 	for i := range nodes {
-		if _, err := ctrl.Handlers.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
+		if _, err := ctrl.Handlers.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +101,7 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 	for round := range 20 {
 		// Each round changes what every node would be sent, so the push
 		// sends all of them, and is cut after a random number have landed.
-		if _, err := ctrl.Handlers.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "m.json",
+		if _, err := ctrl.Handlers.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json",
 			Manifest: fmt.Sprintf(`{"module":"m%d","resources":[]}`, round)}); err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +119,7 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 		// The push fails or waits for a fold that cannot come: its deadline
 		// (the service gives a push five minutes) ends it here.
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		ctrl.Handlers.Push(pctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+		ctrl.Handlers.Push(pctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		cancel()
 		sub.Unsubscribe()
 		ctrl.Close()
@@ -137,10 +138,10 @@ func TestFaultRestoreKilledPartWay(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
 	for i := range 50 {
-		_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: fmt.Sprintf("n%d", i)})
+		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)})
 		m.must(err)
 	}
-	_, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	_, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	m.must(err)
 	var backup bytes.Buffer
 	manifest, err := m.h.Store.Export(ctx, &backup)
@@ -164,7 +165,7 @@ func TestFaultRestoreKilledPartWay(t *testing.T) {
 		}
 		ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
 		m.must(err)
-		if s, _ := ctrl.Handlers.Status(ctx, commands.StatusRequest{}); len(s.Nodes) != 50 {
+		if s, _ := ctrl.Handlers.Status(ctx, wire.StatusRequest{}); len(s.Nodes) != 50 {
 			t.Fatalf("the restored mesh has %d nodes, want 50", len(s.Nodes))
 		}
 		checkAfterFault(t, ctrl.Handlers)

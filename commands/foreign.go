@@ -12,37 +12,12 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
-// ForeignList is `mesh foreign list --json`: every foreign message (rule
-// 19), acknowledged or not, by stream sequence.
-type ForeignList struct {
-	Foreign []projections.ForeignMessage `json:"foreign"`
-	Open    int                          `json:"open"`
-}
-
-// AckRequest acknowledges foreign messages (and floods) by stream
-// sequence, every one not yet acknowledged (All), or every one between From
-// and To, both included: one of the three.
-type AckRequest struct {
-	CommandID string   `json:"command_id"`
-	Seqs      []uint64 `json:"seqs"`
-	All       bool     `json:"all,omitempty"`
-	From      uint64   `json:"from,omitempty"`
-	To        uint64   `json:"to,omitempty"`
-}
-
-// Acked says what an acknowledgement did: the messages it acknowledged, and
-// those acknowledged before (nothing to do for them).
-type Acked struct {
-	Seq          uint64   `json:"seq"`
-	Acknowledged []uint64 `json:"acknowledged"`
-	Already      []uint64 `json:"already"`
-}
-
 // ListForeign lists the foreign messages.
-func (h *Handlers) ListForeign(_ context.Context, _ Empty) (ForeignList, error) {
-	out := ForeignList{Foreign: []projections.ForeignMessage{}}
+func (h *Handlers) ListForeign(_ context.Context, _ wire.Empty) (wire.ForeignList, error) {
+	out := wire.ForeignList{Foreign: []projections.ForeignMessage{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		all, err := v.Foreign()
 		out.Foreign = append(out.Foreign, all...)
@@ -60,12 +35,12 @@ func (h *Handlers) ListForeign(_ context.Context, _ Empty) (ForeignList, error) 
 // of its own, so the log says who saw what and when. A sequence that is not
 // a foreign message is refused whole, and nothing is recorded. Many at once
 // (All, or a range) are one event naming the range, however many it holds.
-func (h *Handlers) AckForeign(ctx context.Context, r AckRequest) (Acked, error) {
+func (h *Handlers) AckForeign(ctx context.Context, r wire.AckRequest) (wire.Acked, error) {
 	if err := h.writable(); err != nil {
-		return Acked{}, err
+		return wire.Acked{}, err
 	}
-	if err := r.check(); err != nil {
-		return Acked{}, err
+	if err := checkAck(r); err != nil {
+		return wire.Acked{}, err
 	}
 	for range maxAttempts {
 		out, ev, err := h.decideAck(r)
@@ -80,21 +55,21 @@ func (h *Handlers) AckForeign(ctx context.Context, r AckRequest) (Acked, error) 
 		out.Seq, err = h.Store.Append(ctx, agg, version, r.CommandID, ev)
 		if errors.Is(err, store.ErrConflict) {
 			if err := h.catchUp(ctx); err != nil {
-				return Acked{}, err
+				return wire.Acked{}, err
 			}
 			continue
 		}
 		if err != nil {
-			return Acked{}, err
+			return wire.Acked{}, err
 		}
 		h.Log.Info("foreign messages acknowledged", "count", len(out.Acknowledged), "first", out.Acknowledged[0], "seq", out.Seq)
 		return out, h.landed(ctx, out.Seq, ev)
 	}
-	return Acked{}, fmt.Errorf("cannot acknowledge: the acknowledgements changed under %d attempts in a row; try again", maxAttempts)
+	return wire.Acked{}, fmt.Errorf("cannot acknowledge: the acknowledgements changed under %d attempts in a row; try again", maxAttempts)
 }
 
-// check refuses a request that names nothing, or more than one way.
-func (r AckRequest) check() error {
+// checkAck refuses a request that names nothing, or more than one way.
+func checkAck(r wire.AckRequest) error {
 	ranged := r.From != 0 || r.To != 0
 	ways := 0
 	for _, given := range []bool{len(r.Seqs) > 0, r.All, ranged} {
@@ -117,8 +92,8 @@ func (r AckRequest) check() error {
 
 // decideAck reads what r acknowledges: the event to append, or nothing
 // (out.Acknowledged empty) when every one it names was acknowledged before.
-func (h *Handlers) decideAck(r AckRequest) (Acked, events.ForeignAcknowledged, error) {
-	out := Acked{Acknowledged: []uint64{}, Already: []uint64{}}
+func (h *Handlers) decideAck(r wire.AckRequest) (wire.Acked, events.ForeignAcknowledged, error) {
+	out := wire.Acked{Acknowledged: []uint64{}, Already: []uint64{}}
 	var ev events.ForeignAcknowledged
 	err := h.Proj.Read(func(v *projections.View) error {
 		all, err := v.Foreign()

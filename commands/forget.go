@@ -12,27 +12,8 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
+	"github.com/meshctl/mesh/wire"
 )
-
-// ForgetRequest forgets versions of one secret setting (rule 21): every
-// version ever recorded, or only Version when it is given.
-type ForgetRequest struct {
-	CommandID string `json:"command_id"`
-	Node      string `json:"node"`
-	Module    string `json:"module"`
-	Setting   string `json:"setting"`
-	Version   int    `json:"version,omitempty"`
-}
-
-// Forgotten answers ForgetRequest: the versions forgotten now, those
-// forgotten before (nothing to do), and whether the current value was
-// among them (the assignment cannot be composed until it is set again).
-type Forgotten struct {
-	Forgotten []int  `json:"forgotten"`
-	Already   []int  `json:"already"`
-	Current   bool   `json:"current"`
-	Seq       uint64 `json:"seq,omitempty"`
-}
 
 // ForgetSecret forgets versions of a secret setting (rule 21): their salts
 // are erased from the secrets bucket, so no one (the controller included)
@@ -41,22 +22,22 @@ type Forgotten struct {
 // killed between the two leaves salts that the same command, run again,
 // finds and erases. Forgetting the current value leaves the assignment
 // uncomposable until the setting is given again; status says so.
-func (h *Handlers) ForgetSecret(ctx context.Context, r ForgetRequest) (Forgotten, error) {
+func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire.Forgotten, error) {
 	if err := h.writable(); err != nil {
-		return Forgotten{}, err
+		return wire.Forgotten{}, err
 	}
 	if err := validName("forget a secret of", r.Node); err != nil {
-		return Forgotten{}, err
+		return wire.Forgotten{}, err
 	}
 	if h.secrets == nil {
-		return Forgotten{}, errNoSecrets
+		return wire.Forgotten{}, errNoSecrets
 	}
 	refuse := func(format string, args ...any) error {
 		return aggregates.Refuse("forget", fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), aggregates.ErrInvalid, fmt.Sprintf(format, args...))
 	}
 	for attempt := range maxAttempts {
 		if err := h.catchUp(ctx); err != nil {
-			return Forgotten{}, err
+			return wire.Forgotten{}, err
 		}
 		var row projections.Node
 		var found bool
@@ -65,31 +46,31 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r ForgetRequest) (Forgotten
 			return err
 		})
 		if err != nil {
-			return Forgotten{}, err
+			return wire.Forgotten{}, err
 		}
 		if !found {
-			return Forgotten{}, aggregates.Refuse("forget a secret of", r.Node, aggregates.ErrUnknownNode, "no node of that name was ever enrolled")
+			return wire.Forgotten{}, aggregates.Refuse("forget a secret of", r.Node, aggregates.ErrUnknownNode, "no node of that name was ever enrolled")
 		}
 		versions, current, err := h.sealedVersions(ctx, r)
 		if err != nil {
-			return Forgotten{}, err
+			return wire.Forgotten{}, err
 		}
 		if len(versions) == 0 {
-			return Forgotten{}, refuse("no sealed value of it was ever recorded; mesh node show %s names the secret settings it holds", r.Node)
+			return wire.Forgotten{}, refuse("no sealed value of it was ever recorded; mesh node show %s names the secret settings it holds", r.Node)
 		}
 		if r.Version != 0 {
 			if _, ok := versions[r.Version]; !ok {
-				return Forgotten{}, refuse("it has no version %d; its versions are %v", r.Version, slices.Sorted(maps.Keys(versions)))
+				return wire.Forgotten{}, refuse("it has no version %d; its versions are %v", r.Version, slices.Sorted(maps.Keys(versions)))
 			}
 			versions = map[int][]string{r.Version: versions[r.Version]}
 		}
-		out := Forgotten{Forgotten: []int{}, Already: []int{}}
+		out := wire.Forgotten{Forgotten: []int{}, Already: []int{}}
 		for _, v := range slices.Sorted(maps.Keys(versions)) {
 			here := false
 			for _, id := range versions[v] {
 				in, err := h.secrets.present(ctx, id)
 				if err != nil {
-					return Forgotten{}, err
+					return wire.Forgotten{}, err
 				}
 				here = here || in
 			}
@@ -109,27 +90,27 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r ForgetRequest) (Forgotten
 			continue
 		}
 		if err != nil {
-			return Forgotten{}, err
+			return wire.Forgotten{}, err
 		}
 		out.Seq = seq
 		for _, v := range out.Forgotten {
 			for _, id := range versions[v] {
 				if _, err := h.secrets.erase(ctx, id); err != nil {
-					return Forgotten{}, fmt.Errorf("the forgetting is recorded (event %d) but %w; run the same command again to finish it", seq, err)
+					return wire.Forgotten{}, fmt.Errorf("the forgetting is recorded (event %d) but %w; run the same command again to finish it", seq, err)
 				}
 			}
 		}
 		h.Log.Info("secret forgotten", "node", r.Node, "module", r.Module, "setting", r.Setting, "versions", out.Forgotten, "seq", seq)
 		return out, h.landed(ctx, seq, ev)
 	}
-	return Forgotten{}, fmt.Errorf("cannot forget the secret: %s changed under %d attempts in a row; try again", r.Node, maxAttempts)
+	return wire.Forgotten{}, fmt.Errorf("cannot forget the secret: %s changed under %d attempts in a row; try again", r.Node, maxAttempts)
 }
 
 // sealedVersions reads from the log every sealed value the setting was
 // ever given on the node, by version, with the salt ids of each (an
 // assignment removed and given again numbers its secrets from 1 again),
 // and the version it holds now (0: none, or unassigned).
-func (h *Handlers) sealedVersions(ctx context.Context, r ForgetRequest) (map[int][]string, int, error) {
+func (h *Handlers) sealedVersions(ctx context.Context, r wire.ForgetRequest) (map[int][]string, int, error) {
 	versions := map[int][]string{}
 	current := 0
 	err := h.Store.Read(ctx, store.ReadOptions{Filter: events.NodeAggregate(r.Node).Filter()}, func(m store.Msg) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/secret"
+	"github.com/meshctl/mesh/wire"
 )
 
 // onDisk says whether any file under dir holds b.
@@ -63,12 +64,12 @@ func TestForgettingASecret(t *testing.T) {
 	h := ctrl.Handlers
 	data, err := os.ReadFile("../examples/postgres.json")
 	must(err)
-	_, err = h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "postgres.json", Manifest: string(data)})
+	_, err = h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(data)})
 	must(err)
-	_, err = h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
+	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
 	must(err)
 	for _, pw := range []string{"leaked-once", "second"} {
-		_, err = h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": pw}})
+		_, err = h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": pw}})
 		must(err)
 	}
 	// The salt of each version, from the log, and its bytes from the bucket.
@@ -91,15 +92,15 @@ func TestForgettingASecret(t *testing.T) {
 	if len(salts) != 2 || !onDisk(t, dir, salt) {
 		t.Fatalf("salts %v; the first on disk before forgetting: %v (the scan would prove nothing)", salts, onDisk(t, dir, salt))
 	}
-	forget := func(version int) commands.Forgotten {
+	forget := func(version int) wire.Forgotten {
 		t.Helper()
-		f, err := h.ForgetSecret(ctx, commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Setting: "password", Version: version})
+		f, err := h.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "password", Version: version})
 		must(err)
 		return f
 	}
-	state := func() commands.NodeStatus {
+	state := func() wire.NodeStatus {
 		t.Helper()
-		s, err := h.Status(ctx, commands.StatusRequest{})
+		s, err := h.Status(ctx, wire.StatusRequest{})
 		must(err)
 		return s.Nodes[0]
 	}
@@ -113,7 +114,7 @@ func TestForgettingASecret(t *testing.T) {
 	if onDisk(t, dir, salt) {
 		t.Fatal("the forgotten salt is still on the bus's disk")
 	}
-	if s := state(); s.State == commands.StateCannotCompose {
+	if s := state(); s.State == wire.StateCannotCompose {
 		t.Fatalf("forgetting an old version broke the current one: %+v", s)
 	}
 	before, err := h.Store.State(ctx)
@@ -135,38 +136,38 @@ func TestForgettingASecret(t *testing.T) {
 	second, err := commands.StartController(ctx, nc2, commands.ControllerConfig{Home: other})
 	must(err)
 	t.Cleanup(func() { second.Close() })
-	stateOn := func(h *commands.Handlers) commands.NodeStatus {
+	stateOn := func(h *commands.Handlers) wire.NodeStatus {
 		t.Helper()
-		s, err := h.Status(ctx, commands.StatusRequest{})
+		s, err := h.Status(ctx, wire.StatusRequest{})
 		must(err)
 		return s.Nodes[0]
 	}
-	if s := stateOn(second.Handlers); s.State == commands.StateCannotCompose {
+	if s := stateOn(second.Handlers); s.State == wire.StateCannotCompose {
 		t.Fatalf("the second controller cannot compose before anything was forgotten: %+v", s)
 	}
 	if f := forget(0); !slices.Equal(f.Forgotten, []int{2}) || !f.Current {
 		t.Fatalf("forget every version: %+v", f)
 	}
-	if s := state(); s.State != commands.StateCannotCompose || !strings.Contains(s.Detail, "--set-file password=") {
+	if s := state(); s.State != wire.StateCannotCompose || !strings.Contains(s.Detail, "--set-file password=") {
 		t.Fatalf("after its current value was forgotten: %+v", s)
 	}
 	// The second learns it by its watch of the secrets stream: a moment.
 	embeddedtest.Eventually(t, "the second controller to stop composing the forgotten value", func() bool {
-		return stateOn(second.Handlers).State == commands.StateCannotCompose
+		return stateOn(second.Handlers).State == wire.StateCannotCompose
 	})
-	if a, err := h.Audit(ctx, commands.AuditRequest{}); err != nil || !a.OK {
+	if a, err := h.Audit(ctx, wire.AuditRequest{}); err != nil || !a.OK {
 		t.Fatalf("audit after forgetting: %v %+v", err, a)
 	}
-	_, err = h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "third"}})
+	_, err = h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "third"}})
 	must(err)
-	if s := state(); s.State == commands.StateCannotCompose {
+	if s := state(); s.State == wire.StateCannotCompose {
 		t.Fatalf("set again after forgetting: %+v", s)
 	}
-	_, err = h.ForgetSecret(ctx, commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Setting: "port"})
+	_, err = h.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "port"})
 	if err == nil || !strings.Contains(err.Error(), "no sealed value") {
 		t.Fatalf("forgetting a setting that is no secret: %v", err)
 	}
-	if v, err := h.VerifyProjections(ctx, commands.FoldRequest{}); err != nil || v.Diff != "" {
+	if v, err := h.VerifyProjections(ctx, wire.FoldRequest{}); err != nil || v.Diff != "" {
 		t.Fatalf("a fresh fold differs from the live read models: %v\n%s", err, v.Diff)
 	}
 }

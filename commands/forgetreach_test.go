@@ -14,6 +14,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/secret"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nkeys"
 )
 
@@ -106,7 +107,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 			t.Fatalf("the content key does not open %s's file before the forget: %v %q", node, err, clear)
 		}
 
-		_, err = m.H.ForgetSecret(m.Ctx, commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: node, Module: "postgres", Setting: "password"})
+		_, err = m.H.ForgetSecret(m.Ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: node, Module: "postgres", Setting: "password"})
 		m.Must(err)
 		if g := ask(); g.Box != "" || !strings.Contains(g.Refused, "forgotten") {
 			t.Fatalf("the controller still gives the key of %s's forgotten secret's file: %+v", node, g)
@@ -133,7 +134,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 		} else {
 			stop = m.LegacyAgentAt(node, root)
 		}
-		if st := m.WaitState(node, commands.StateCannotCompose); !strings.Contains(st.Detail, "--set-file password=") {
+		if st := m.WaitState(node, wire.StateCannotCompose); !strings.Contains(st.Detail, "--set-file password=") {
 			t.Fatalf("%s after its secret was forgotten: %+v", node, st)
 		}
 		stop()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -15,11 +16,6 @@ import (
 // trusted: status never calls a sick mesh well. Beside every node's state
 // and every standing, these are the causes a mesh is not well that no node
 // row shows.
-
-// StatePartial: the node is current with what could be composed for it, but
-// a module assigned to it was left out (its machine lacks a capability), so
-// what was asked is not what runs.
-const StatePartial State = "partial"
 
 // lagTolerance is how far behind the stream the read models may be before
 // status says so: a busy mesh is always a few events behind for a moment.
@@ -37,7 +33,7 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 		}
 		var fe *projections.FoldError
 		if errors.As(h.Proj.Failure(), &fe) {
-			out = append(out, fmt.Sprintf("the read models stopped at event %d and hold nothing after it: %v", fe.Seq, strings.TrimPrefix(refusal(fe).Error(), ErrReadOnly.Error()+": ")))
+			out = append(out, fmt.Sprintf("the read models stopped at event %d and hold nothing after it: %v", fe.Seq, strings.TrimPrefix(refusal(fe).Error(), wire.ErrReadOnly.Error()+": ")))
 		} else if errors.As(h.Proj.Stalled(), &fe) {
 			out = append(out, fmt.Sprintf("the read models cannot be written (a full disk?), and hold nothing after event %d until they can: %v", h.Proj.Checkpoint(), fe.Err))
 		} else if lag, err := h.lag(ctx, v.Checkpoint()); errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -106,13 +102,13 @@ func (h *Handlers) lag(ctx context.Context, checkpoint uint64) (string, error) {
 
 // partial turns a node that is current with what could be composed into
 // partial when a module assigned to it was left out.
-func partial(state State, detail string, w wouldSend) (State, string) {
-	if state != StateCurrent || len(w.leftOut) == 0 {
+func partial(state wire.State, detail string, w wouldSend) (wire.State, string) {
+	if state != wire.StateCurrent || len(w.leftOut) == 0 {
 		return state, detail
 	}
 	parts := make([]string, len(w.leftOut))
 	for i, l := range w.leftOut {
 		parts[i] = l.Module + " left out: " + l.Reason
 	}
-	return StatePartial, strings.Join(parts, "; ")
+	return wire.StatePartial, strings.Join(parts, "; ")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Rule 14: status never calls a sick mesh well. Read models that have not
@@ -32,12 +33,12 @@ func TestStatusNamesAFoldBehindTheStream(t *testing.T) {
 	now := time.Now()
 	h := &Handlers{Store: bm.st, Proj: proj, Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler),
 		Mesh: "mesh", Key: bm.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: bm.keys}
-	s, err := h.Status(ctx, StatusRequest{})
+	s, err := h.Status(ctx, wire.StatusRequest{})
 	if err != nil || !s.Well || len(s.Causes) != 0 {
 		t.Fatalf("a moment behind is not yet a cause: %+v %v", s, err)
 	}
 	now = now.Add(time.Minute)
-	s, err = h.Status(ctx, StatusRequest{})
+	s, err = h.Status(ctx, wire.StatusRequest{})
 	if err != nil || s.Well || len(s.Causes) != 1 || !strings.Contains(s.Causes[0], "2 event(s) behind the stream") {
 		t.Fatalf("status over read models a minute behind: %+v %v", s, err)
 	}
@@ -45,11 +46,11 @@ func TestStatusNamesAFoldBehindTheStream(t *testing.T) {
 	if err := proj.WaitFor(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	n, err := h.ShowNode(ctx, NameRequest{Name: "web-1"})
+	n, err := h.ShowNode(ctx, wire.NameRequest{Name: "web-1"})
 	if err != nil || len(n.Causes) != 0 {
 		t.Fatalf("node show once folded: %+v %v", n.Causes, err)
 	}
-	if s, err = h.Status(ctx, StatusRequest{}); err != nil || len(s.Causes) != 0 {
+	if s, err = h.Status(ctx, wire.StatusRequest{}); err != nil || len(s.Causes) != 0 {
 		t.Fatalf("status once folded: %+v %v", s.Causes, err)
 	}
 }

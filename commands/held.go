@@ -8,39 +8,17 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
-
-// StateHeld: the node is current with what it was sent, and a newer build
-// of a module it holds waits, by its upgrade policy or for its wave of a
-// rollout (rule 23). Said with why, so a held node is never mistaken for
-// one a push forgot; the mesh is well with held nodes, which are where
-// the operator chose to keep them.
-const StateHeld State = "held"
 
 // held turns a current node into held when some module it holds has a
 // newer build waiting (why is holdsOf's sentence for it).
-func held(state State, detail, why string) (State, string) {
-	if state != StateCurrent || why == "" {
+func held(state wire.State, detail, why string) (wire.State, string) {
+	if state != wire.StateCurrent || why == "" {
 		return state, detail
 	}
-	return StateHeld, why
+	return wire.StateHeld, why
 }
-
-// stateWell is every state, and whether a node in it leaves the mesh
-// well: the one place a new state must be said to be one or the other.
-var stateWell = map[State]bool{
-	StateCurrent: true, StateHeld: true,
-	StatePartial: false, StateDrifted: false, StateWaiting: false, StateFailed: false, StateRefused: false,
-	StateBehind: false, StateNeverSent: false, StateCannotCompose: false, StateUnreachable: false,
-}
-
-// WellState says whether a node's state leaves the mesh well.
-func WellState(state State) bool { return stateWell[state] }
-
-// States are every state a node can be in, in the order status lists
-// them (metrics export each, zero or not).
-var States = []State{StateCurrent, StateHeld, StatePartial, StateDrifted, StateWaiting, StateFailed, StateRefused,
-	StateBehind, StateNeverSent, StateCannotCompose, StateUnreachable}
 
 // heldCache keeps holdsOf's answer for the whole mesh between the events
 // that can change it: assignments and registrations (the composition

@@ -14,50 +14,8 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
-
-// HistoryRequest asks for what a node was told and what it said, in order.
-type HistoryRequest struct {
-	Node  string    `json:"node"`
-	Since time.Time `json:"since,omitzero"`
-	Until time.Time `json:"until,omitzero"`
-	Diff  bool      `json:"diff,omitempty"`
-}
-
-// History is a node's declarations and reports, in stream order.
-type History struct {
-	Node    string         `json:"node"`
-	Entries []HistoryEntry `json:"entries"`
-}
-
-// HistoryEntry is one declaration sent or one report received.
-type HistoryEntry struct {
-	Seq       uint64                `json:"seq"` // stream sequence
-	At        time.Time             `json:"at"`
-	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused", "drift", "interrupted", "unreachable", "reachable"
-	Sequence  uint64                `json:"sequence"`
-	Digest    string                `json:"digest"`
-	By        string                `json:"by,omitempty"`
-	Builds    []compose.ModuleBuild `json:"builds,omitempty"`
-	Resources int                   `json:"resources,omitempty"`
-	// BuildsUnknown: the declaration's bytes did not say (mesh audit names why).
-	BuildsUnknown bool                     `json:"builds_unknown,omitempty"`
-	Changed       int                      `json:"changed,omitempty"` // applied: resources written or removed
-	Reason        string                   `json:"reason,omitempty"`
-	Highest       uint64                   `json:"highest,omitempty"` // refused: the highest sequence the node had applied
-	Failed        []events.ResourceFailure `json:"failed,omitempty"`
-	Changes       []compose.Change         `json:"changes,omitempty"` // with diff: against the declaration before
-	// Drift's: the paths changed behind the agent's back, and whether it
-	// put them back (a corrective change) or only said so.
-	Paths     []string `json:"paths,omitempty"`
-	Corrected bool     `json:"corrected,omitempty"`
-	// Interrupted's: when the agent began the apply it did not finish.
-	BeganAt time.Time `json:"began_at,omitzero"`
-	// Unreachable's: when the node was last heard, and the silence it
-	// outlasted (seconds).
-	LastHeard time.Time `json:"last_heard,omitzero"`
-	Bound     float64   `json:"bound_seconds,omitempty"`
-}
 
 // recorded is one indexed declaration read back by its sequence.
 type recorded struct {
@@ -138,34 +96,34 @@ var historyKinds = map[byte]string{
 // History answers every declaration the node was told and every report it
 // sent back, from the history index; with Diff, it reads the declarations
 // whose content changed back from the log for their contents.
-func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, error) {
+func (h *Handlers) History(ctx context.Context, r wire.HistoryRequest) (wire.History, error) {
 	if err := validName("show the history of", r.Node); err != nil {
-		return History{}, err
+		return wire.History{}, err
 	}
 	if !r.Since.IsZero() && !r.Until.IsZero() && r.Since.After(r.Until) {
-		return History{}, aggregates.Refuse("show the history of", r.Node, aggregates.ErrInvalid, fmt.Sprintf("--since %s is after --until %s: nothing lies between them; swap them",
+		return wire.History{}, aggregates.Refuse("show the history of", r.Node, aggregates.ErrInvalid, fmt.Sprintf("--since %s is after --until %s: nothing lies between them; swap them",
 			r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339)))
 	}
 	if _, found, err := h.Proj.Node(r.Node); err != nil || !found {
 		if err == nil {
 			err = aggregates.Refuse("show the history of", r.Node, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 		}
-		return History{}, err
+		return wire.History{}, err
 	}
 	idx, err := h.index(r.Node, r.Since, r.Until)
 	if err != nil {
-		return History{}, err
+		return wire.History{}, err
 	}
-	out := History{Node: r.Node, Entries: make([]HistoryEntry, 0, len(idx))}
+	out := wire.History{Node: r.Node, Entries: make([]wire.HistoryEntry, 0, len(idx))}
 	for _, row := range idx {
-		out.Entries = append(out.Entries, HistoryEntry{Seq: row.Seq, At: row.At, Kind: historyKinds[row.Kind],
+		out.Entries = append(out.Entries, wire.HistoryEntry{Seq: row.Seq, At: row.At, Kind: historyKinds[row.Kind],
 			Sequence: row.Sequence, Digest: row.Digest, By: row.By, Builds: row.Builds, BuildsUnknown: row.Kind == projections.HistoryDeclaration && row.Builds == nil,
 			Resources: row.Resources, Changed: row.Changed, Reason: row.Reason, Highest: row.Highest, Failed: row.Failed,
 			Paths: row.Paths, Corrected: row.Corrected, BeganAt: row.BeganAt, LastHeard: row.LastHeard, Bound: row.Bound.Seconds()})
 	}
 	if r.Diff {
 		if err := h.diff(ctx, idx, out.Entries); err != nil {
-			return History{}, err
+			return wire.History{}, err
 		}
 	}
 	return out, nil
@@ -175,7 +133,7 @@ func (h *Handlers) History(ctx context.Context, r HistoryRequest) (History, erro
 // content digests are equal content, so only a declaration whose content
 // differs from the one before, and that one, are read back from the log:
 // a history of a thousand pushes of one content is one read.
-func (h *Handlers) diff(ctx context.Context, idx []projections.HistoryEntry, entries []HistoryEntry) error {
+func (h *Handlers) diff(ctx context.Context, idx []projections.HistoryEntry, entries []wire.HistoryEntry) error {
 	var sent []int // the declarations, by index into idx
 	for i, row := range idx {
 		if row.Kind == projections.HistoryDeclaration {

@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 )
 
 // BenchmarkHistory answers the history of a node with 1,000 declarations in
@@ -63,7 +64,7 @@ func BenchmarkHistory(b *testing.B) {
 	}
 	history := func(diff bool) func() error {
 		return func() error {
-			hist, err := h.History(ctx, HistoryRequest{Node: "app-1", Diff: diff})
+			hist, err := h.History(ctx, wire.HistoryRequest{Node: "app-1", Diff: diff})
 			if err == nil && (len(hist.Entries) != decls || diff && len(hist.Entries[decls-1].Changes) == 0) {
 				err = fmt.Errorf("history: %d entries", len(hist.Entries))
 			}

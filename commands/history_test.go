@@ -9,6 +9,7 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 )
 
 // sendTo publishes app-1's enrolment and one declaration of content into m.
@@ -31,14 +32,14 @@ func TestHistoryRefusesARowTheLogDoesNotBearOut(t *testing.T) {
 	indexed := newBenchMesh(t, false)
 	sendTo(indexed, "x = 1\n")
 	h := indexed.fold()
-	if hist, err := h.History(ctx, HistoryRequest{Node: "app-1", Diff: true}); err != nil || len(hist.Entries) != 1 || len(hist.Entries[0].Changes) != 1 {
+	if hist, err := h.History(ctx, wire.HistoryRequest{Node: "app-1", Diff: true}); err != nil || len(hist.Entries) != 1 || len(hist.Entries[0].Changes) != 1 {
 		t.Fatalf("history over its own log: %+v %v", hist, err)
 	}
 	other := newBenchMesh(t, false)
 	sendTo(other, "x = 2\n")
 	<-other.js.PublishAsyncComplete()
 	h.Store = other.st
-	if _, err := h.History(ctx, HistoryRequest{Node: "app-1", Diff: true}); err == nil || !strings.Contains(err.Error(), "mesh projections verify") {
+	if _, err := h.History(ctx, wire.HistoryRequest{Node: "app-1", Diff: true}); err == nil || !strings.Contains(err.Error(), "mesh projections verify") {
 		t.Fatalf("history --diff over another log: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // A report read straight off the stream is only what someone published on
@@ -12,33 +13,20 @@ import (
 // So a waiter asks the controller how the fold took the report it found,
 // and believes it only as a fact.
 
-// JudgeRequest names a message of the stream by its sequence.
-type JudgeRequest struct {
-	Seq uint64 `json:"seq"`
-}
-
-// Judgement is how the fold took a message: a fact, or set aside as
-// foreign, with why.
-type Judgement struct {
-	Seq     uint64 `json:"seq"`
-	Foreign bool   `json:"foreign"`
-	Reason  string `json:"reason,omitempty"`
-}
-
 // Judge says how the fold took the message at a stream sequence.
 // Handlers is one (in the controller's process); a client asks it over
 // the bus (client.Judge).
 type Judge interface {
-	Judge(ctx context.Context, seq uint64) (Judgement, error)
+	Judge(ctx context.Context, seq uint64) (wire.Judgement, error)
 }
 
 // JudgeReport waits until the read models have folded the message at
 // r.Seq, then says whether they took it as a fact.
-func (h *Handlers) JudgeReport(ctx context.Context, r JudgeRequest) (Judgement, error) {
+func (h *Handlers) JudgeReport(ctx context.Context, r wire.JudgeRequest) (wire.Judgement, error) {
 	if err := h.Proj.WaitFor(ctx, r.Seq); err != nil {
-		return Judgement{}, err
+		return wire.Judgement{}, err
 	}
-	j := Judgement{Seq: r.Seq}
+	j := wire.Judgement{Seq: r.Seq}
 	err := h.Proj.Read(func(v *projections.View) error {
 		f, found, err := v.ForeignAt(r.Seq)
 		j.Foreign, j.Reason = found, f.Reason
@@ -48,6 +36,6 @@ func (h *Handlers) JudgeReport(ctx context.Context, r JudgeRequest) (Judgement, 
 }
 
 // Judge is JudgeReport, for a wait in the controller's own process.
-func (h *Handlers) Judge(ctx context.Context, seq uint64) (Judgement, error) {
-	return h.JudgeReport(ctx, JudgeRequest{Seq: seq})
+func (h *Handlers) Judge(ctx context.Context, seq uint64) (wire.Judgement, error) {
+	return h.JudgeReport(ctx, wire.JudgeRequest{Seq: seq})
 }

@@ -8,12 +8,8 @@ import (
 
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
-
-// ErrReadOnly: the controller's fold has stopped, so it serves what it has
-// folded and refuses every write: a decision taken on read models that do
-// not hold the whole log could contradict it.
-var ErrReadOnly = errors.New("the controller is serving read-only")
 
 // ErrNotFolded: an event landed, but the read models have not folded it in
 // the time the command had. The change is recorded; what is unconfirmed is
@@ -38,9 +34,9 @@ func refusal(fe *projections.FoldError) error {
 	var newer *events.NewerError
 	if errors.As(fe, &newer) {
 		return fmt.Errorf("%w: this controller is older than the log: event %d is a %s it does not know; upgrade it",
-			ErrReadOnly, fe.Seq, newer.Decode.Type)
+			wire.ErrReadOnly, fe.Seq, newer.Decode.Type)
 	}
-	return fmt.Errorf("%w: its read models stopped at event %d (%v); see mesh projections status", ErrReadOnly, fe.Seq, fe.Err)
+	return fmt.Errorf("%w: its read models stopped at event %d (%v); see mesh projections status", wire.ErrReadOnly, fe.Seq, fe.Err)
 }
 
 // landed waits for the fold of what a command appended (up to seq) and,

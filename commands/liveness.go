@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -419,7 +420,7 @@ func (l *liveness) forget(node string) {
 // unreachable turns a node recorded unreachable into that state, saying
 // what it was last known to be: its agent may have died, or its machine,
 // or the network between, and its last report may no longer hold.
-func unreachable(state State, since time.Time, detail string, lv projections.Liveness) (State, time.Time, string) {
+func unreachable(state wire.State, since time.Time, detail string, lv projections.Liveness) (wire.State, time.Time, string) {
 	if !lv.Unreachable {
 		return state, since, detail
 	}
@@ -431,17 +432,8 @@ func unreachable(state State, since time.Time, detail string, lv projections.Liv
 	if detail != "" {
 		why += " (" + detail + ")"
 	}
-	return StateUnreachable, lv.Since, why
+	return wire.StateUnreachable, lv.Since, why
 }
-
-// StateUnreachable: the node's agent has not been heard within the bound
-// (mesh up --unreachable-after). What it last reported may no longer be
-// true of it; it is not well until heard again.
-const StateUnreachable State = "unreachable"
-
-// RuntimeUnreachable is how status shows a program on an unreachable
-// node: its agent cannot say whether it runs.
-const RuntimeUnreachable = "unknown"
 
 // runtimeOn is a program as status shows it: on an unreachable node its
 // last report may no longer hold (a pid that is gone), so it is not
@@ -451,6 +443,6 @@ func runtimeOn(rt projections.Runtime, lv projections.Liveness) projections.Runt
 		return rt
 	}
 	rt.Detail = fmt.Sprintf("its node has been unreachable since %s; last reported %s", lv.Since.UTC().Format(time.RFC3339), rt.State)
-	rt.State, rt.PID = RuntimeUnreachable, 0
+	rt.State, rt.PID = wire.RuntimeUnreachable, 0
 	return rt
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 )
 
 // clock is the controller's clock in a liveness test: real time plus an
@@ -66,18 +67,18 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 	stop2 := m.AgentWith("web-2", t.TempDir()+"/root", beatFast)
 	defer stop2()
 	m.Push("")
-	m.WaitState("web-1", commands.StateCurrent)
-	m.WaitState("web-2", commands.StateCurrent)
+	m.WaitState("web-1", wire.StateCurrent)
+	m.WaitState("web-2", wire.StateCurrent)
 	embeddedtest.Eventually(t, "the controller to hear web-1", func() bool { return !m.H.LastHeard("web-1").IsZero() })
 
 	// web-1's agent stops; the clock runs on past the bound.
 	stop1()
 	c.pass(t, m, commands.DefaultUnreachableAfter+2*time.Second, "web-2")
-	n := m.WaitState("web-1", commands.StateUnreachable)
+	n := m.WaitState("web-1", wire.StateUnreachable)
 	if !strings.Contains(n.Detail, "its last state: current") {
 		t.Fatalf("web-1's detail says not what it was last: %q", n.Detail)
 	}
-	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	if s.Well {
 		t.Fatal("status is well with web-1 unreachable")
@@ -86,12 +87,12 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 		t.Fatalf("status says the bound is %vs, not %v", s.UnreachableAfter, commands.DefaultUnreachableAfter)
 	}
 	// node show and node list say so too.
-	show, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: "web-1"})
+	show, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "web-1"})
 	m.Must(err)
-	if show.State != commands.StateUnreachable || show.UnreachableSince == nil || show.LastHeard == nil {
+	if show.State != wire.StateUnreachable || show.UnreachableSince == nil || show.LastHeard == nil {
 		t.Fatalf("node show: state %s, unreachable since %v, last heard %v", show.State, show.UnreachableSince, show.LastHeard)
 	}
-	list, err := m.H.ListNodes(m.Ctx, commands.ListRequest{Brief: true})
+	list, err := m.H.ListNodes(m.Ctx, wire.ListRequest{Brief: true})
 	m.Must(err)
 	for _, nv := range list.Nodes {
 		if (nv.UnreachableSince != nil) != (nv.Name == "web-1") {
@@ -101,12 +102,12 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 
 	// Back: the same root and state, beating again.
 	m.AgentWith("web-1", root1, beatFast)
-	m.WaitState("web-1", commands.StateCurrent)
+	m.WaitState("web-1", wire.StateCurrent)
 	if got := strings.Join(livenessEvents(t, m, "web-1"), ","); got != "NodeUnreachable,NodeReachable" {
 		t.Fatalf("web-1's liveness in the log: %s, want one loss and one return", got)
 	}
 	// history says when it went dark, among what it was told and said.
-	hist, err := m.H.History(m.Ctx, commands.HistoryRequest{Node: "web-1"})
+	hist, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: "web-1"})
 	m.Must(err)
 	var kinds []string
 	for _, e := range hist.Entries {
@@ -120,7 +121,7 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 		if got := livenessEvents(t, m, n); len(got) != 0 {
 			t.Fatalf("%s's liveness in the log: %v, want nothing", n, got)
 		}
-		if st := m.Status()[n].State; st == commands.StateUnreachable {
+		if st := m.Status()[n].State; st == wire.StateUnreachable {
 			t.Fatalf("%s is %s", n, st)
 		}
 	}
@@ -138,11 +139,11 @@ func TestANodeSilentAcrossARestartIsUnreachable(t *testing.T) {
 	stopDB := m.AgentWith("db-1", t.TempDir()+"/root", beatFast)
 	stopGone := m.AgentWith("gone", t.TempDir()+"/root", beatFast)
 	m.Push("")
-	m.WaitState("db-1", commands.StateCurrent)
-	m.WaitState("gone", commands.StateCurrent)
+	m.WaitState("db-1", wire.StateCurrent)
+	m.WaitState("gone", wire.StateCurrent)
 	stopDB()
 	stopGone()
-	_, err := m.H.Retire(m.Ctx, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "gone"})
+	_, err := m.H.Retire(m.Ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "gone"})
 	m.Must(err)
 	m.Ctrl.Close()
 
@@ -151,7 +152,7 @@ func TestANodeSilentAcrossARestartIsUnreachable(t *testing.T) {
 	defer ctrl.Close()
 	m.H = ctrl.Handlers
 	c.Advance(commands.DefaultUnreachableAfter + time.Second)
-	m.WaitState("db-1", commands.StateUnreachable)
+	m.WaitState("db-1", wire.StateUnreachable)
 	if got := livenessEvents(t, m, "gone"); len(got) != 0 {
 		t.Fatalf("a retired node's liveness in the log: %v", got)
 	}

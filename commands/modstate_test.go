@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -19,7 +19,7 @@ func TestAStartMakesModulesStreamsAgain(t *testing.T) {
 	srv := embeddedtest.Server(t)
 	home := t.TempDir()
 	ctrl, nc := startOn(t, srv, home)
-	_, err := ctrl.Handlers.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "builder.json",
+	_, err := ctrl.Handlers.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "builder.json",
 		Manifest: `{"module":"builder","claims":["builder"],"run":{"command":"/bin/true"}}`})
 	if err != nil {
 		t.Fatal(err)

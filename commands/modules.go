@@ -9,14 +9,15 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // RegisterModule enters a manifest's build into the catalogue, or says it is
 // already the latest build and appends nothing.
-func (h *Handlers) RegisterModule(ctx context.Context, r RegisterRequest) (Registered, error) {
+func (h *Handlers) RegisterModule(ctx context.Context, r wire.RegisterRequest) (wire.Registered, error) {
 	m, err := manifest.Parse([]byte(r.Manifest))
 	if err != nil {
-		return Registered{}, aggregates.Refuse("register", r.File, aggregates.ErrInvalid, err.Error())
+		return wire.Registered{}, aggregates.Refuse("register", r.File, aggregates.ErrInvalid, err.Error())
 	}
 	var previous string
 	seq, err := decide(ctx, h, events.ModuleAggregate(m.Module), r.CommandID,
@@ -26,7 +27,7 @@ func (h *Handlers) RegisterModule(ctx context.Context, r RegisterRequest) (Regis
 			return a.Decide(aggregates.RegisterModule{Manifest: m})
 		})
 	if err != nil {
-		return Registered{}, err
+		return wire.Registered{}, err
 	}
 	if seq != 0 {
 		h.Log.Info("module registered", "module", m.Module, "build", manifest.ShortBuild(m.Build()), "seq", seq)
@@ -34,21 +35,21 @@ func (h *Handlers) RegisterModule(ctx context.Context, r RegisterRequest) (Regis
 	if m.Run != nil {
 		// Its running instances keep their state there from their start.
 		if _, err := assertState(ctx, h.Store.JetStream(), h.replicas, m.Module); err != nil {
-			return Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
+			return wire.Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
 		}
 	}
 	for _, seat := range m.Claims {
 		// Work can be asked of a seat before anyone holds it.
 		if _, err := assertSeatQueue(ctx, h.Store.JetStream(), h.replicas, seat); err != nil {
-			return Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
+			return wire.Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
 		}
 	}
-	return Registered{Changed: seq != 0, Seq: seq, Module: m.Module, Build: m.Build(), Previous: previous}, nil
+	return wire.Registered{Changed: seq != 0, Seq: seq, Module: m.Module, Build: m.Build(), Previous: previous}, nil
 }
 
 // ListModules answers the catalogue.
-func (h *Handlers) ListModules(context.Context, Empty) (ModuleList, error) {
-	out := ModuleList{Modules: []ModuleView{}}
+func (h *Handlers) ListModules(context.Context, wire.Empty) (wire.ModuleList, error) {
+	out := wire.ModuleList{Modules: []wire.ModuleView{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Modules()
 		if err != nil {
@@ -67,8 +68,8 @@ func (h *Handlers) ListModules(context.Context, Empty) (ModuleList, error) {
 }
 
 // ShowModule answers one module: its builds, its latest manifest, where it is assigned.
-func (h *Handlers) ShowModule(_ context.Context, r NameRequest) (ModuleView, error) {
-	var out ModuleView
+func (h *Handlers) ShowModule(_ context.Context, r wire.NameRequest) (wire.ModuleView, error) {
+	var out wire.ModuleView
 	err := h.Proj.Read(func(v *projections.View) error {
 		row, found, err := v.Module(r.Name)
 		if err != nil {
@@ -83,11 +84,11 @@ func (h *Handlers) ShowModule(_ context.Context, r NameRequest) (ModuleView, err
 	return out, err
 }
 
-func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (ModuleView, error) {
-	mv := ModuleView{Name: row.Name, Latest: row.Latest, Builds: []BuildView{}, AssignedTo: []AssignedView{},
-		Settings: map[string]SettingView{}, Resources: []ResourceView{}}
+func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (wire.ModuleView, error) {
+	mv := wire.ModuleView{Name: row.Name, Latest: row.Latest, Builds: []wire.BuildView{}, AssignedTo: []wire.AssignedView{},
+		Settings: map[string]wire.SettingView{}, Resources: []wire.ResourceView{}}
 	for _, b := range row.Builds {
-		mv.Builds = append(mv.Builds, BuildView{Build: b.Build, RegisteredAt: b.RegisteredAt, Seq: b.Seq})
+		mv.Builds = append(mv.Builds, wire.BuildView{Build: b.Build, RegisteredAt: b.RegisteredAt, Seq: b.Seq})
 	}
 	nodes, err := v.AssignedTo(row.Name)
 	if err != nil {
@@ -100,7 +101,7 @@ func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (M
 		}
 		for _, a := range as {
 			if a.Module == row.Name {
-				mv.AssignedTo = append(mv.AssignedTo, AssignedView{Node: n, Build: a.Build, Latest: a.Build == row.Latest})
+				mv.AssignedTo = append(mv.AssignedTo, wire.AssignedView{Node: n, Build: a.Build, Latest: a.Build == row.Latest})
 			}
 		}
 	}
@@ -112,10 +113,10 @@ func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (M
 	}
 	mv.Requires, mv.Provides, mv.Consumes = m.Requires, m.Provides, m.Consumes
 	for k, s := range m.Settings {
-		mv.Settings[k] = SettingView{Default: s.Default, Required: s.Required}
+		mv.Settings[k] = wire.SettingView{Default: s.Default, Required: s.Required}
 	}
 	for _, r := range m.Resources {
-		mv.Resources = append(mv.Resources, ResourceView{Kind: r.Kind, Path: r.Path, Mode: r.Mode})
+		mv.Resources = append(mv.Resources, wire.ResourceView{Kind: r.Kind, Path: r.Path, Mode: r.Mode})
 	}
 	return mv, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // The overlay network's verbs (issue 18). The address pool is one
@@ -19,32 +20,6 @@ import (
 // address given back, land together in one atomic batch expecting both
 // the node's and the pool's version, so no address is given twice and no
 // node is enrolled without one once the network is set.
-
-// NetworkRequest sets the overlay's range.
-type NetworkRequest struct {
-	CommandID  string        `json:"command_id"`
-	CIDR       string        `json:"cidr"`
-	Quarantine time.Duration `json:"quarantine,omitempty"` // 0: aggregates.DefaultQuarantine
-}
-
-// AddressRequest gives a node the address it asks for.
-type AddressRequest struct {
-	CommandID string `json:"command_id"`
-	Node      string `json:"node"`
-	Address   string `json:"address"`
-}
-
-// NetworkView is the overlay: its range, and every address not free.
-type NetworkView struct {
-	CIDR              string                   `json:"cidr,omitempty"`
-	QuarantineSeconds int                      `json:"quarantine_seconds,omitempty"`
-	Addresses         []projections.AddressRow `json:"addresses"`
-	// Changed and Allotted answer network set: whether the range changed,
-	// and how many nodes were given an address by it.
-	Changed  bool   `json:"changed"`
-	Allotted int    `json:"allotted"`
-	Seq      uint64 `json:"seq,omitempty"`
-}
 
 // poolOf is the address pool as the read models hold it.
 func poolOf(v *projections.View) (*aggregates.Pool, error) {
@@ -97,15 +72,15 @@ func poolItem(pool *aggregates.Pool, evs []events.Event) []store.One {
 // an address one from it: the range, then the addresses in batches of 998
 // (a controller stopped between two leaves some without, and network set
 // again gives them theirs).
-func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkView, error) {
+func (h *Handlers) SetNetwork(ctx context.Context, r wire.NetworkRequest) (wire.NetworkView, error) {
 	quarantine := r.Quarantine
 	if quarantine == 0 {
 		quarantine = aggregates.DefaultQuarantine
 	}
-	var out NetworkView
+	var out wire.NetworkView
 	// The range alone: the pool takes one event a batch, and the
 	// addresses follow in batches of their own.
-	seq, items, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, items, err := h.withPool(ctx, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		set, err := pool.Set(r.CIDR, quarantine)
 		return poolItem(pool, set), err
 	})
@@ -120,7 +95,7 @@ func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkVie
 	if out.Changed || out.Allotted > 0 {
 		h.Log.Info("network set", "cidr", r.CIDR, "allotted", out.Allotted, "seq", out.Seq)
 	}
-	view, err := h.ShowNetwork(ctx, Empty{})
+	view, err := h.ShowNetwork(ctx, wire.Empty{})
 	view.Changed, view.Allotted, view.Seq = out.Changed, out.Allotted, out.Seq
 	return view, err
 }
@@ -133,14 +108,14 @@ func (h *Handlers) allotMissing(ctx context.Context) (int, uint64, error) {
 	total, last := 0, uint64(0)
 	for {
 		batch := 0
-		seq, items, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		seq, items, err := h.withPool(ctx, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 			nodes, err := v.Nodes()
 			if err != nil {
 				return nil, err
 			}
 			var without []string
 			for _, n := range nodes {
-				if _, has := pool.Of[n.Name]; !has && !n.Retired && len(without) < MaxBatch-1 {
+				if _, has := pool.Of[n.Name]; !has && !n.Retired && len(without) < wire.MaxBatch-1 {
 					without = append(without, n.Name)
 				}
 			}
@@ -188,8 +163,8 @@ func (h *Handlers) DriveNetwork(ctx context.Context) error {
 }
 
 // ShowNetwork answers the range and every address not free.
-func (h *Handlers) ShowNetwork(_ context.Context, _ Empty) (NetworkView, error) {
-	out := NetworkView{Addresses: []projections.AddressRow{}}
+func (h *Handlers) ShowNetwork(_ context.Context, _ wire.Empty) (wire.NetworkView, error) {
+	out := wire.NetworkView{Addresses: []projections.AddressRow{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		n, found, err := v.Network()
 		if err != nil || !found {
@@ -205,13 +180,13 @@ func (h *Handlers) ShowNetwork(_ context.Context, _ Empty) (NetworkView, error) 
 
 // FixAddress gives an active node the address it asks for, giving back
 // the one it had (quarantined like any other).
-func (h *Handlers) FixAddress(ctx context.Context, r AddressRequest) (NetworkView, error) {
+func (h *Handlers) FixAddress(ctx context.Context, r wire.AddressRequest) (wire.NetworkView, error) {
 	addr, err := netip.ParseAddr(r.Address)
 	if err != nil {
-		return NetworkView{}, aggregates.Refuse("give an address to", r.Node, aggregates.ErrInvalid, fmt.Sprintf("%q is not an address", r.Address))
+		return wire.NetworkView{}, aggregates.Refuse("give an address to", r.Node, aggregates.ErrInvalid, fmt.Sprintf("%q is not an address", r.Address))
 	}
 	if err := h.ActiveNode(ctx, "give an address to", r.Node); err != nil {
-		return NetworkView{}, err
+		return wire.NetworkView{}, err
 	}
 	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		if pool.Of[r.Node] == addr {
@@ -221,9 +196,9 @@ func (h *Handlers) FixAddress(ctx context.Context, r AddressRequest) (NetworkVie
 		return poolItem(pool, evs), err
 	})
 	if err != nil {
-		return NetworkView{}, err
+		return wire.NetworkView{}, err
 	}
-	view, err := h.ShowNetwork(ctx, Empty{})
+	view, err := h.ShowNetwork(ctx, wire.Empty{})
 	view.Changed, view.Seq = seq != 0, seq
 	return view, err
 }
@@ -231,7 +206,7 @@ func (h *Handlers) FixAddress(ctx context.Context, r AddressRequest) (NetworkVie
 // enrollItems decides an enrolment of each request (a fresh name, or one
 // enrolled the same way already: unchanged), with their addresses from the
 // pool in the same batch when the network is set.
-func (h *Handlers) enrollItems(v *projections.View, pool *aggregates.Pool, reqs []EnrollRequest, batch bool) ([]store.One, []string, error) {
+func (h *Handlers) enrollItems(v *projections.View, pool *aggregates.Pool, reqs []wire.EnrollRequest, batch bool) ([]store.One, []string, error) {
 	var items []store.One
 	var unchanged, fresh []string
 	fixed := map[string]netip.Addr{}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Issue 18: two controllers on one stream enrolling 500 nodes at once give
@@ -31,11 +31,11 @@ func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 	if _, err := enroll(clients[0], "n-000"); err != nil {
 		t.Fatal(err)
 	}
-	var set commands.NetworkView
-	if err := clients[0].Call(ctx, commands.SubjectNetworkSet, commands.NetworkRequest{CommandID: commands.NewCommandID(), CIDR: "10.77.0.0/23", Quarantine: time.Hour}, &set); err != nil || !set.Changed || set.Allotted != 1 {
+	var set wire.NetworkView
+	if err := clients[0].Call(ctx, wire.SubjectNetworkSet, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: "10.77.0.0/23", Quarantine: time.Hour}, &set); err != nil || !set.Changed || set.Allotted != 1 {
 		t.Fatalf("network set: %+v %v", set, err)
 	}
-	if err := clients[0].Call(ctx, commands.SubjectNetworkSet, commands.NetworkRequest{CommandID: commands.NewCommandID(), CIDR: "10.77.0.0/23", Quarantine: time.Hour}, &set); err != nil || set.Changed || set.Allotted != 0 {
+	if err := clients[0].Call(ctx, wire.SubjectNetworkSet, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: "10.77.0.0/23", Quarantine: time.Hour}, &set); err != nil || set.Changed || set.Allotted != 0 {
 		t.Fatalf("network set again: %+v %v (nothing to do)", set, err)
 	}
 	const nodes = 500
@@ -60,12 +60,12 @@ func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 	}
 	// Every node has an address: given at its enrolment, or (enrolled on
 	// read models that did not hold the range yet) by a controller's drive.
-	var list commands.NodeList
+	var list wire.NodeList
 	embeddedtest.Eventually(t, "every node to have an address", func() bool {
-		if err := clients[1].Call(ctx, commands.SubjectNodeList, commands.ListRequest{}, &list); err != nil {
+		if err := clients[1].Call(ctx, wire.SubjectNodeList, wire.ListRequest{}, &list); err != nil {
 			t.Fatal(err)
 		}
-		return !slices.ContainsFunc(list.Nodes, func(n commands.NodeView) bool { return n.Address == "" })
+		return !slices.ContainsFunc(list.Nodes, func(n wire.NodeView) bool { return n.Address == "" })
 	})
 	seen := map[string]string{}
 	for _, n := range list.Nodes {
@@ -79,8 +79,8 @@ func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 	}
 
 	// Retired: its address waits out the quarantine.
-	var retired commands.Changed
-	if err := clients[0].Call(ctx, commands.SubjectNodeRetire, commands.RetireRequest{CommandID: commands.NewCommandID(), Name: "n-000"}, &retired); err != nil {
+	var retired wire.Changed
+	if err := clients[0].Call(ctx, wire.SubjectNodeRetire, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "n-000"}, &retired); err != nil {
 		t.Fatal(err)
 	}
 	gone := list.Nodes[0].Address
@@ -88,15 +88,15 @@ func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 	if err != nil || next.Node.Address == gone || next.Node.Address == "" {
 		t.Fatalf("enrolled after a retirement: %+v %v (the retired address %s is quarantined)", next.Node, err, gone)
 	}
-	var fixed commands.Changed
-	err = clients[0].Call(ctx, commands.SubjectNodeEnroll, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "late-2", Address: gone}, &fixed)
+	var fixed wire.Changed
+	err = clients[0].Call(ctx, wire.SubjectNodeEnroll, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "late-2", Address: gone}, &fixed)
 	if err == nil || !strings.Contains(err.Error(), "quarantined until") {
 		t.Fatalf("a quarantined address asked for: %v", err)
 	}
 
 	// A range too small for what is in use is refused; a full one is said
 	// (510 addresses: 500 held and one quarantined, late-1, then these).
-	err = clients[0].Call(ctx, commands.SubjectNetworkSet, commands.NetworkRequest{CommandID: commands.NewCommandID(), CIDR: "10.77.0.0/24"}, &set)
+	err = clients[0].Call(ctx, wire.SubjectNetworkSet, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: "10.77.0.0/24"}, &set)
 	if err == nil || !strings.Contains(err.Error(), "lies outside it") {
 		t.Fatalf("a range that leaves out addresses in use: %v", err)
 	}

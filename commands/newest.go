@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -24,7 +25,7 @@ const busy = "the controller is answering many such requests; ask again"
 // and only to the asker's own inbox (toOwnInbox).
 func answerAgents(h *Handlers, prefix string, answer func(node string, data []byte) *nats.Msg, refuse func(why string) *nats.Msg) (stop func(), err error) {
 	slots := make(chan struct{}, askedAtOnce)
-	sub, err := h.Store.NC().QueueSubscribe(prefix+".*", ServiceName, func(m *nats.Msg) {
+	sub, err := h.Store.NC().QueueSubscribe(prefix+".*", wire.ServiceName, func(m *nats.Msg) {
 		node := m.Subject[len(prefix)+1:]
 		if !toOwnInbox(node, m.Reply) {
 			return

@@ -16,6 +16,7 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nkeys"
 )
 
@@ -179,31 +180,31 @@ func (h *Handlers) decideAtomic(ctx context.Context, commandID string, decide fu
 
 // Enroll adds a node, with its overlay address when the network is set. A
 // name taken by any node, retired or not, is refused.
-func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error) {
+func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Changed, error) {
 	if err := validName("enroll", r.Name); err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
 	// Read models that do not hold the network yet would enrol the node
 	// without an address: caught up first when they say there is none
 	// (the drive gives one to a node that slips past even so).
 	if err := h.writable(); err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
 	var set bool
 	if err := h.Proj.Read(func(v *projections.View) (err error) { _, set, err = v.Network(); return err }); err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
 	if !set {
 		if err := h.catchUp(ctx); err != nil {
-			return Changed{}, err
+			return wire.Changed{}, err
 		}
 	}
 	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
-		items, _, err := h.enrollItems(v, pool, []EnrollRequest{r}, false)
+		items, _, err := h.enrollItems(v, pool, []wire.EnrollRequest{r}, false)
 		return items, err
 	})
 	if err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
 	h.Log.Info("node enrolled", "node", r.Name, "seq", seq)
 	c, err := h.changed(r.Name, seq)
@@ -216,15 +217,15 @@ func (h *Handlers) Enroll(ctx context.Context, r EnrollRequest) (Changed, error)
 
 // Retire takes a node out of service for good, giving its overlay address
 // back; retiring a retired node is answered as nothing to do.
-func (h *Handlers) Retire(ctx context.Context, r RetireRequest) (Changed, error) {
+func (h *Handlers) Retire(ctx context.Context, r wire.RetireRequest) (wire.Changed, error) {
 	if err := validName("retire", r.Name); err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
 	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		return h.retireItems(v, pool, r.Name)
 	})
 	if err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
 	if seq != 0 {
 		h.Log.Info("node retired", "node", r.Name, "seq", seq)
@@ -234,12 +235,12 @@ func (h *Handlers) Retire(ctx context.Context, r RetireRequest) (Changed, error)
 
 // ChangeNode replaces a node's declared capabilities and labels (each when
 // given). What it would be sent follows: plan and push --behind show it.
-func (h *Handlers) ChangeNode(ctx context.Context, r ChangeNodeRequest) (Changed, error) {
+func (h *Handlers) ChangeNode(ctx context.Context, r wire.ChangeNodeRequest) (wire.Changed, error) {
 	if err := validName("change", r.Name); err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
 	if r.Capabilities == nil && r.Labels == nil {
-		return Changed{}, aggregates.Refuse("change", r.Name, aggregates.ErrInvalid, "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change")
+		return wire.Changed{}, aggregates.Refuse("change", r.Name, aggregates.ErrInvalid, "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change")
 	}
 	seq, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		n, err := nodeAggregateOf(v, r.Name)
@@ -253,7 +254,7 @@ func (h *Handlers) ChangeNode(ctx context.Context, r ChangeNodeRequest) (Changed
 		return []store.One{{Aggregate: events.NodeAggregate(r.Name), Expected: n.Version, Event: evs[0]}}, nil
 	})
 	if err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
 	if seq != 0 {
 		h.Log.Info("node changed", "node", r.Name, "seq", seq)
@@ -261,8 +262,8 @@ func (h *Handlers) ChangeNode(ctx context.Context, r ChangeNodeRequest) (Changed
 	return h.changed(r.Name, seq)
 }
 
-func (h *Handlers) changed(name string, seq uint64) (Changed, error) {
-	var out Changed
+func (h *Handlers) changed(name string, seq uint64) (wire.Changed, error) {
+	var out wire.Changed
 	err := h.Proj.Read(func(v *projections.View) error {
 		n, found, err := v.Node(name)
 		if err != nil {
@@ -271,7 +272,7 @@ func (h *Handlers) changed(name string, seq uint64) (Changed, error) {
 		if !found {
 			return fmt.Errorf("node %s was written at %d but the read models do not hold it", name, seq)
 		}
-		out = Changed{Changed: seq != 0, Seq: seq}
+		out = wire.Changed{Changed: seq != 0, Seq: seq}
 		out.Node, err = nodeView(v, n)
 		return err
 	})
@@ -279,7 +280,7 @@ func (h *Handlers) changed(name string, seq uint64) (Changed, error) {
 }
 
 // nodeView is a node's row with its assignments and, for each, the latest build.
-func nodeView(v *projections.View, n projections.Node) (NodeView, error) {
+func nodeView(v *projections.View, n projections.Node) (wire.NodeView, error) {
 	nv := viewOf(n)
 	var err error
 	if nv.Address, err = v.AddressOf(n.Name); err != nil {
@@ -303,14 +304,14 @@ func nodeView(v *projections.View, n projections.Node) (NodeView, error) {
 // every module row is read once, in one scan each: a lookup per node, and
 // one module's row decoded again for each of its ten thousand nodes, were
 // most of node list's time. Brief leaves out what the table does not show.
-func (h *Handlers) ListNodes(_ context.Context, r ListRequest) (NodeList, error) {
-	out := NodeList{Nodes: []NodeView{}}
+func (h *Handlers) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeList, error) {
+	out := wire.NodeList{Nodes: []wire.NodeView{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		nodes, err := v.Nodes()
 		if err != nil {
 			return err
 		}
-		out.Nodes = make([]NodeView, 0, len(nodes))
+		out.Nodes = make([]wire.NodeView, 0, len(nodes))
 		addresses, err := v.NodeAddresses()
 		if err != nil {
 			return err
@@ -320,7 +321,7 @@ func (h *Handlers) ListNodes(_ context.Context, r ListRequest) (NodeList, error)
 			return err
 		}
 		// reach is what node list says of a node's liveness.
-		reach := func(nv *NodeView) {
+		reach := func(nv *wire.NodeView) {
 			if lv := lives[nv.Name]; lv.Unreachable && !nv.Retired {
 				nv.UnreachableSince = &lv.Since
 			}
@@ -330,7 +331,7 @@ func (h *Handlers) ListNodes(_ context.Context, r ListRequest) (NodeList, error)
 		}
 		if r.Brief {
 			for _, n := range nodes {
-				nv := NodeView{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels,
+				nv := wire.NodeView{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels,
 					Retired: n.Retired, EnrolledAt: n.EnrolledAt, Address: addresses[n.Name]}
 				reach(&nv)
 				out.Nodes = append(out.Nodes, nv)
@@ -374,20 +375,20 @@ func latestBuilds(v *projections.View) (map[string]string, error) {
 	return latest, err
 }
 
-func assignmentView(a projections.AssignmentRow, latest string) AssignmentView {
+func assignmentView(a projections.AssignmentRow, latest string) wire.AssignmentView {
 	settings := make(map[string]string, len(a.Settings))
 	for k, v := range a.Settings {
 		settings[k] = secret.Shown(v) // a secret as set and its version (rule 21)
 	}
-	return AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: settings, Policy: a.Policy.Or()}
+	return wire.AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: settings, Policy: a.Policy.Or()}
 }
 
 // ShowNode answers one node, or says it is not enrolled.
-func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error) {
+func (h *Handlers) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeView, error) {
 	if !r.AsOf.IsZero() {
-		var out NodeView
+		var out wire.NodeView
 		err := h.inThePast(ctx, r.AsOf, func(past *Handlers) (err error) {
-			out, err = past.ShowNode(ctx, NameRequest{Name: r.Name})
+			out, err = past.ShowNode(ctx, wire.NameRequest{Name: r.Name})
 			return err
 		})
 		if errors.Is(err, aggregates.ErrUnknownNode) {
@@ -397,9 +398,9 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 		return out, err
 	}
 	if err := validName("show", r.Name); err != nil {
-		return NodeView{}, err
+		return wire.NodeView{}, err
 	}
-	var out NodeView
+	var out wire.NodeView
 	var row projections.Node
 	var drifts map[string]projections.Drift
 	var holds map[string]string
@@ -426,7 +427,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 		}
 		for _, s := range standings {
 			if s.Machine == n.Name || hosts[s.Consumer] {
-				out.Standings = append(out.Standings, StandingView(s))
+				out.Standings = append(out.Standings, wire.StandingView(s))
 			}
 		}
 		if err != nil {
@@ -481,20 +482,20 @@ func (h *Handlers) ShowNode(ctx context.Context, r NameRequest) (NodeView, error
 }
 
 // ProjectionsStatus says where the read models stand against the stream.
-func (h *Handlers) ProjectionsStatus(ctx context.Context, _ Empty) (StatusReply, error) {
+func (h *Handlers) ProjectionsStatus(ctx context.Context, _ wire.Empty) (wire.StatusReply, error) {
 	return h.Proj.Status(ctx)
 }
 
 // RebuildProjections folds the stream into fresh read models and swaps them in.
-func (h *Handlers) RebuildProjections(ctx context.Context, req FoldRequest) (RebuildReply, error) {
+func (h *Handlers) RebuildProjections(ctx context.Context, req wire.FoldRequest) (wire.RebuildReply, error) {
 	restoreGC := foldingGC()
 	r, err := h.Proj.Rebuild(ctx, h.progress(req.Progress))
 	restoreGC()
 	if err != nil {
-		return RebuildReply{}, err
+		return wire.RebuildReply{}, err
 	}
 	h.Log.Info("projections rebuilt", "from", r.From, "to", r.To, "events", r.Events, "seconds", r.Elapsed.Seconds())
-	return RebuildReply{From: r.From, To: r.To, Events: r.Events, Checkpoint: r.Checkpoint, Seconds: r.Elapsed.Seconds()}, nil
+	return wire.RebuildReply{From: r.From, To: r.To, Events: r.Events, Checkpoint: r.Checkpoint, Seconds: r.Elapsed.Seconds()}, nil
 }
 
 // validName refuses a node name before it reaches a subject: a name with a

@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/agent/agenttest"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/secret"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nkeys"
 )
 
@@ -74,21 +74,21 @@ func TestAnOperatorsHomeCannotMakeANodesWord(t *testing.T) {
 		}
 	}
 	embeddedtest.Eventually(t, "every forgery set aside", func() bool {
-		f, err := m.H.ListForeign(m.Ctx, commands.Empty{})
+		f, err := m.H.ListForeign(m.Ctx, wire.Empty{})
 		m.Must(err)
 		return len(f.Foreign) == 4
 	})
-	if st := m.Status()["app-1"]; st.State == commands.StateCurrent {
+	if st := m.Status()["app-1"]; st.State == wire.StateCurrent {
 		t.Fatalf("app-1 reads current on reports its agent never made: %+v", st)
 	}
-	a, err := m.H.Audit(m.Ctx, commands.AuditRequest{Node: "app-1"})
+	a, err := m.H.Audit(m.Ctx, wire.AuditRequest{Node: "app-1"})
 	m.Must(err)
 	if n := a.Nodes[0]; !n.OwnKeys || len(n.ReportKeys) != 1 || !n.OK || len(a.Foreign) != 4 {
 		t.Fatalf("audit of app-1: %+v", a)
 	}
 	// And its old, derived identity is no longer its join: a join string
 	// again is refused, naming the re-key.
-	if _, err := m.H.Join(m.Ctx, commands.NameRequest{Name: "app-1"}); err == nil || !strings.Contains(err.Error(), "mesh node rekey app-1") {
+	if _, err := m.H.Join(m.Ctx, wire.NameRequest{Name: "app-1"}); err == nil || !strings.Contains(err.Error(), "mesh node rekey app-1") {
 		t.Fatalf("a join string for a node with its own keys: %v", err)
 	}
 	m.Verified()

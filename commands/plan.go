@@ -10,34 +10,35 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Plan answers what a node would be sent now, composed from one view of the
 // read models, and how it differs from what it was last sent.
-func (h *Handlers) Plan(ctx context.Context, r NameRequest) (Plan, error) {
+func (h *Handlers) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, error) {
 	if err := validName("plan", r.Name); err != nil {
-		return Plan{}, err
+		return wire.Plan{}, err
 	}
 	n, found, err := h.Proj.Node(r.Name)
 	if err != nil {
-		return Plan{}, err
+		return wire.Plan{}, err
 	}
 	switch {
 	case !found:
-		return Plan{}, aggregates.Refuse("plan", r.Name, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
+		return wire.Plan{}, aggregates.Refuse("plan", r.Name, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
 	case n.Retired:
-		return Plan{}, aggregates.Refuse("plan", r.Name, aggregates.ErrRetired, "it is retired, and a retired node is sent nothing")
+		return wire.Plan{}, aggregates.Refuse("plan", r.Name, aggregates.ErrRetired, "it is retired, and a retired node is sent nothing")
 	}
 	w, err := h.world()
 	if err != nil {
-		return Plan{}, err
+		return wire.Plan{}, err
 	}
 	res := w.Compose(r.Name)
 	last, err := h.lastSent(ctx, n)
 	if err != nil {
-		return Plan{}, err
+		return wire.Plan{}, err
 	}
-	p := Plan{
+	p := wire.Plan{
 		Node: r.Name, Composable: res.Composable(), Digest: res.Digest,
 		Modules: []compose.ModuleBuild{}, Resources: []compose.Resource{}, Receives: []compose.Receipt{},
 		LeftOut: nonNil(res.LeftOut), Unresolved: nonNil(res.Unresolved), Problems: nonNil(res.Problems),

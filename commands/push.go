@@ -17,6 +17,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // maxSequence bounds the sequence a node's refusal is believed for: far
@@ -35,15 +36,15 @@ const pushRounds = 4
 // declaration composed before an assignment changed can never land after one
 // composed after it. The appended DeclarationSent event is the delivery. A
 // node that cannot be composed is named and skipped; every other is sent.
-func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
+func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply, error) {
 	if err := h.writable(); err != nil {
-		return PushReply{}, err
+		return wire.PushReply{}, err
 	}
 	only, within, err := h.pushScope(ctx, "push to", r)
 	if err != nil {
-		return PushReply{}, err
+		return wire.PushReply{}, err
 	}
-	reply := PushReply{Sent: []PushedNode{}, Unsent: []UnsentNode{}}
+	reply := wire.PushReply{Sent: []wire.PushedNode{}, Unsent: []wire.UnsentNode{}}
 	var last uint64
 	progress, started := h.progress(r.Progress), time.Now()
 	for round := range pushRounds {
@@ -77,7 +78,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 				case errors.Is(o.Err, store.ErrConflict):
 					only[p.Node] = true
 				case o.Err != nil:
-					reply.Unsent = append(reply.Unsent, UnsentNode{Node: p.Node, Reason: o.Err.Error()})
+					reply.Unsent = append(reply.Unsent, wire.UnsentNode{Node: p.Node, Reason: o.Err.Error()})
 				default:
 					p.StreamSeq = o.Seq
 					last = max(last, o.Seq)
@@ -92,7 +93,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 		if len(only) == 0 {
 			break
 		}
-		if r.once {
+		if r.Once {
 			// A node that moved since the read models looked was acted on
 			// by someone else (another controller's step): the caller
 			// decides on it again, rather than this push sending it twice.
@@ -101,7 +102,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 		}
 	}
 	for n := range only {
-		reply.Unsent = append(reply.Unsent, UnsentNode{Node: n, Reason: fmt.Sprintf("it changed under %d compositions in a row; push it again", pushRounds)})
+		reply.Unsent = append(reply.Unsent, wire.UnsentNode{Node: n, Reason: fmt.Sprintf("it changed under %d compositions in a row; push it again", pushRounds)})
 	}
 	if len(reply.Sent) > 0 {
 		h.Log.Info("pushed", "sent", len(reply.Sent), "unsent", len(reply.Unsent))
@@ -118,7 +119,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 // pushScope reads which nodes a push (or its plan, op) is about: only the
 // named node (nil: every target the first round finds), within the nodes
 // its selector or list chooses (nil: no bound).
-func (h *Handlers) pushScope(ctx context.Context, op string, r PushRequest) (only, within map[string]bool, err error) {
+func (h *Handlers) pushScope(ctx context.Context, op string, r wire.PushRequest) (only, within map[string]bool, err error) {
 	if r.Node != "" && r.Behind {
 		return nil, nil, aggregates.Refuse(op, r.Node, aggregates.ErrInvalid, "name a node or give --behind, not both: a named node is pushed whether it is behind or not")
 	}
@@ -133,7 +134,7 @@ func (h *Handlers) pushScope(ctx context.Context, op string, r PushRequest) (onl
 }
 
 // within is the set of nodes a push's selector chooses, nil for none.
-func (h *Handlers) within(ctx context.Context, r PushRequest) (map[string]bool, error) {
+func (h *Handlers) within(ctx context.Context, r wire.PushRequest) (map[string]bool, error) {
 	if len(r.Nodes) > 0 {
 		out := make(map[string]bool, len(r.Nodes))
 		for _, n := range r.Nodes {
@@ -147,7 +148,7 @@ func (h *Handlers) within(ctx context.Context, r PushRequest) (map[string]bool, 
 	if r.Node != "" {
 		return nil, aggregates.Refuse("push", r.Node, aggregates.ErrInvalid, "name a node or give --selector, not both")
 	}
-	sel, err := h.SelectNodes(ctx, SelectRequest{Selector: r.Selector})
+	sel, err := h.SelectNodes(ctx, wire.SelectRequest{Selector: r.Selector})
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (h *Handlers) within(ctx context.Context, r PushRequest) (map[string]bool, 
 
 type pushBatch struct {
 	items  []store.One
-	pushed []PushedNode
+	pushed []wire.PushedNode
 }
 
 // pushWindow is how many declarations a push seals and appends at a time.
@@ -180,7 +181,7 @@ type targets struct {
 // when only is nil, every active node (that is behind, with r.Behind); a
 // named push adds the nodes its consequences changed.
 // within, when not nil (a push --selector), bounds every round.
-func (h *Handlers) selectTargets(only, within map[string]bool, r PushRequest, round int) (targets, error) {
+func (h *Handlers) selectTargets(only, within map[string]bool, r wire.PushRequest, round int) (targets, error) {
 	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
 	var in compose.Input
 	var version uint64
@@ -225,10 +226,10 @@ func (h *Handlers) selectTargets(only, within map[string]bool, r PushRequest, ro
 		case r.Behind:
 			state, _, _ := stateOf(row, composed[name])
 			state, _ = drifted(state, "", row, drifts)
-			if state == StateCurrent {
+			if state == wire.StateCurrent {
 				continue
 			}
-			if rep := row.LastReport; (state == StateFailed || state == StateRefused) && rep.FailingSince.Before(t.now.Add(-sameFailureFor)) {
+			if rep := row.LastReport; (state == wire.StateFailed || state == wire.StateRefused) && rep.FailingSince.Before(t.now.Add(-sameFailureFor)) {
 				t.notes[name] = fmt.Sprintf("%s the same way since %s; the cause is unlikely to be timing", state, rep.FailingSince.UTC().Format(time.RFC3339))
 			}
 		}
@@ -240,23 +241,23 @@ func (h *Handlers) selectTargets(only, within map[string]bool, r PushRequest, ro
 // sealWindow composes and seals the declarations of names. Composing and
 // signing are pure and independent per node, and signing is most of a
 // push's CPU: a worker per core, results kept in order.
-func (h *Handlers) sealWindow(t targets, names []string, r PushRequest, round int) (pushBatch, []UnsentNode) {
+func (h *Handlers) sealWindow(t targets, names []string, r wire.PushRequest, round int) (pushBatch, []wire.UnsentNode) {
 	var b pushBatch
-	var unsent []UnsentNode
+	var unsent []wire.UnsentNode
 	results := make([]sealedNode, len(names))
 	parallel(len(names), func(i int) {
-		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], cmp.Or(r.by, "push"), t.now)
+		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], cmp.Or(r.By, "push"), t.now)
 	})
 	for i, res := range results {
 		name := names[i]
 		if res.unsent != "" {
-			unsent = append(unsent, UnsentNode{Node: name, Reason: res.unsent})
+			unsent = append(unsent, wire.UnsentNode{Node: name, Reason: res.unsent})
 			continue
 		}
 		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: t.rows[name].Version,
 			CommandID: perNode(r.CommandID, name, round), Event: res.ev})
 		note := strings.TrimPrefix(strings.Join([]string{t.notes[name], res.note}, "; "), "; ")
-		b.pushed = append(b.pushed, PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources,
+		b.pushed = append(b.pushed, wire.PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources,
 			Note: strings.TrimSuffix(note, "; ")})
 	}
 	return b, unsent

@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -63,7 +64,7 @@ func benchPushSecret(b *testing.B, sealed bool) {
 		h.secrets = &secretKeys{js: secrets.js, stream: secrets.stream, base: secrets.base, keys: map[string][]byte{}}
 		b.StartTimer()
 		t0 := time.Now()
-		r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID()})
+		r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		if err != nil || len(r.Sent) != nodes {
 			b.Fatalf("push: %v, %d sent, %+v", err, len(r.Sent), r.Unsent)
 		}
@@ -104,7 +105,7 @@ func benchPush(b *testing.B, bm *benchMesh, replicas int) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID()})
+		r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		if err != nil || len(r.Sent) != nodes {
 			b.Fatalf("push: %v, %d sent, %+v", err, len(r.Sent), r.Unsent)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,15 +26,15 @@ func TestAPartialRestoreIsNeverServed(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
 	for _, n := range []string{"web-1", "web-2", "web-3"} {
-		_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n})
+		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n})
 		m.must(err)
 	}
-	_, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	_, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	m.must(err)
 	var backup bytes.Buffer
 	manifest, err := m.h.Store.Export(ctx, &backup)
 	m.must(err)
-	want, err := m.h.Status(ctx, commands.StatusRequest{})
+	want, err := m.h.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 
 	// A new bus; the restore dies after half the backup's lines.
@@ -62,7 +63,7 @@ func TestAPartialRestoreIsNeverServed(t *testing.T) {
 		t.Fatalf("a controller on the finished restore: %v", err)
 	}
 	defer ctrl.Close()
-	got, err := ctrl.Handlers.Status(ctx, commands.StatusRequest{})
+	got, err := ctrl.Handlers.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	if len(got.Nodes) != len(want.Nodes) || got.Checkpoint != want.Checkpoint {
 		t.Fatalf("restored mesh: %d nodes at %d, backed up %d at %d", len(got.Nodes), got.Checkpoint, len(want.Nodes), want.Checkpoint)
@@ -95,7 +96,7 @@ func writeKey(t *testing.T, from, to string) {
 func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
-	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
 	// The backup, taken before the agent ever started: it holds no report key.
 	var backup bytes.Buffer
@@ -111,7 +112,7 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 	_, _, err = st.Import(ctx, manifest, bytes.NewReader(backup.Bytes()))
 	m.must(err)
 	m.start()
-	r, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "web-1"})
+	r, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
 	m.must(err)
 	p := r.Sent[0]
 	if err := commands.WaitReport(ctx, m.h.Store, m.h, "web-1", p.Digest, p.StreamSeq, reportWait); err == nil ||
@@ -124,7 +125,7 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 		t.Fatalf("the push after the refusal is sequence %d, want %d", next.Sequence, last.Sequence+1)
 	}
 	m.settle()
-	s, err := m.h.Status(ctx, commands.StatusRequest{})
+	s, err := m.h.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	if !s.Well {
 		t.Fatalf("the mesh after an older backup under running agents: %+v", s)
@@ -141,7 +142,7 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 func TestARepeatedMessageIDRestores(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
-	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
 	m.runAgent("web-1", t.TempDir())
 	m.pushAndWait("web-1")
@@ -205,9 +206,9 @@ func TestARepeatedMessageIDRestores(t *testing.T) {
 	}
 	defer ctrl.Close()
 	m.must(ctrl.Handlers.Proj.WaitFor(ctx, manifest.LastSeq))
-	s, err := ctrl.Handlers.Status(ctx, commands.StatusRequest{})
+	s, err := ctrl.Handlers.Status(ctx, wire.StatusRequest{})
 	m.must(err)
-	if len(s.Nodes) != 1 || s.Nodes[0].Digest != want.Digest || s.Nodes[0].State != commands.StateCurrent ||
+	if len(s.Nodes) != 1 || s.Nodes[0].Digest != want.Digest || s.Nodes[0].State != wire.StateCurrent ||
 		strings.Contains(strings.Join(s.Causes, " "), "foreign") {
 		t.Fatalf("the restored mesh: %+v", s)
 	}

@@ -7,51 +7,24 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
-
-// RolloutRequest starts a rollout: the plan's waves, and whether a halted
-// wave goes back to the builds it had.
-type RolloutRequest struct {
-	CommandID  string     `json:"command_id"`
-	Module     string     `json:"module"`
-	Build      string     `json:"build,omitempty"`
-	Waves      []WaveSpec `json:"waves"`
-	AutoRevert bool       `json:"auto_revert,omitempty"`
-	// Bake and Deadline: see events.RolloutStarted.
-	Bake     time.Duration `json:"bake,omitempty"`
-	Deadline time.Duration `json:"deadline,omitempty"`
-	// MaxParallel: see events.RolloutStarted.
-	MaxParallel string `json:"max_parallel,omitempty"`
-}
-
-// RolloutControl pauses, resumes or aborts a rollout.
-type RolloutControl struct {
-	CommandID string `json:"command_id"`
-	ID        string `json:"id"`
-	Step      string `json:"step"` // events.StepPaused, StepResumed or StepAborted
-}
-
-// RolloutList is every rollout, newest last.
-type RolloutList struct {
-	Rollouts []projections.Rollout `json:"rollouts"`
-}
 
 // StartRollout records a rollout (rule 23): its waves are chosen now, from
 // the nodes the module is assigned to whose policy lets a rollout move
 // them, and the controllers' drive moves it wave by wave, each only once
 // the one before passed its gate.
-func (h *Handlers) StartRollout(ctx context.Context, r RolloutRequest) (projections.Rollout, error) {
+func (h *Handlers) StartRollout(ctx context.Context, r wire.RolloutRequest) (projections.Rollout, error) {
 	return h.startRollout(ctx, "r-"+strings.ToLower(r.CommandID[:min(10, len(r.CommandID))]), r, false)
 }
 
-func (h *Handlers) startRollout(ctx context.Context, id string, r RolloutRequest, auto bool) (projections.Rollout, error) {
+func (h *Handlers) startRollout(ctx context.Context, id string, r wire.RolloutRequest, auto bool) (projections.Rollout, error) {
 	if err := h.writable(); err != nil {
 		return projections.Rollout{}, err
 	}
@@ -60,7 +33,7 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r RolloutRequest
 	}
 	// The waves only: what would change on each node is the plan's to
 	// show, and composing the fleet here would be most of a start's time.
-	plan, _, waves, err := h.chooseWaves(ctx, RolloutPlanRequest{Module: r.Module, Build: r.Build, Waves: r.Waves, auto: auto})
+	plan, _, waves, err := h.chooseWaves(ctx, wire.RolloutPlanRequest{Module: r.Module, Build: r.Build, Waves: r.Waves, Auto: auto})
 	if err != nil {
 		return projections.Rollout{}, err
 	}
@@ -91,7 +64,7 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r RolloutRequest
 	// Expecting no event on the rollout's aggregate: the rollout a build
 	// starts by itself has one id in every controller, so of two that
 	// start it one lands and the other conflicts.
-	seq, err := h.Store.Append(ctx, events.RolloutAggregate(ev.ID), 0, cmp.Or(r.CommandID, NewCommandID()), ev)
+	seq, err := h.Store.Append(ctx, events.RolloutAggregate(ev.ID), 0, cmp.Or(r.CommandID, wire.NewCommandID()), ev)
 	if err != nil {
 		return projections.Rollout{}, err
 	}
@@ -103,7 +76,7 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r RolloutRequest
 }
 
 // ControlRollout pauses, resumes or aborts a rollout: a checked step.
-func (h *Handlers) ControlRollout(ctx context.Context, r RolloutControl) (projections.Rollout, error) {
+func (h *Handlers) ControlRollout(ctx context.Context, r wire.RolloutControl) (projections.Rollout, error) {
 	for range maxAttempts {
 		if err := h.catchUp(ctx); err != nil {
 			return projections.Rollout{}, err
@@ -136,8 +109,8 @@ func (h *Handlers) ControlRollout(ctx context.Context, r RolloutControl) (projec
 }
 
 // ListRollouts answers every rollout.
-func (h *Handlers) ListRollouts(context.Context, Empty) (RolloutList, error) {
-	var out RolloutList
+func (h *Handlers) ListRollouts(context.Context, wire.Empty) (wire.RolloutList, error) {
+	var out wire.RolloutList
 	err := h.Proj.Read(func(v *projections.View) (err error) {
 		out.Rollouts, err = v.Rollouts()
 		return err
@@ -148,35 +121,21 @@ func (h *Handlers) ListRollouts(context.Context, Empty) (RolloutList, error) {
 	return out, err
 }
 
-// RolloutView is one rollout as mesh rollout show says it: where it
-// stands, each of its nodes' state now (status's, with why a node is
-// held), and while it is open the plan of what is still to change.
-type RolloutView struct {
-	projections.Rollout
-	Nodes []NodeStatus `json:"nodes"`
-	// Gate: while it runs, what holds the wave under way from letting the
-	// next start ("" when nothing does, or none is under way).
-	Gate string `json:"gate,omitempty"`
-	// Plan: while the rollout is open, every wave's nodes and what would
-	// change on each were it to take the build now (no change: it has).
-	Plan *RolloutPlan `json:"plan,omitempty"`
-}
-
 // ShowRollout answers one rollout, its nodes' states, and while it is
 // open the plan of what is still to change.
-func (h *Handlers) ShowRollout(ctx context.Context, r NameRequest) (RolloutView, error) {
+func (h *Handlers) ShowRollout(ctx context.Context, r wire.NameRequest) (wire.RolloutView, error) {
 	ro, err := h.rollout(r.Name)
 	if err != nil {
-		return RolloutView{}, err
+		return wire.RolloutView{}, err
 	}
-	out := RolloutView{Rollout: ro, Nodes: []NodeStatus{}}
+	out := wire.RolloutView{Rollout: ro, Nodes: []wire.NodeStatus{}}
 	in := map[string]bool{}
 	for _, w := range ro.Waves {
 		for _, n := range w.Nodes {
 			in[n] = true
 		}
 	}
-	s, err := h.Status(ctx, StatusRequest{})
+	s, err := h.Status(ctx, wire.StatusRequest{})
 	if err != nil {
 		return out, err
 	}
@@ -185,7 +144,7 @@ func (h *Handlers) ShowRollout(ctx context.Context, r NameRequest) (RolloutView,
 		if in[n.Name] {
 			out.Nodes = append(out.Nodes, n)
 		}
-		if ro.Wave >= 0 && slices.Contains(ro.Waves[ro.Wave].Nodes, n.Name) && n.State != StateCurrent {
+		if ro.Wave >= 0 && slices.Contains(ro.Waves[ro.Wave].Nodes, n.Name) && n.State != wire.StateCurrent {
 			waiting++
 		}
 	}
@@ -201,7 +160,7 @@ func (h *Handlers) ShowRollout(ctx context.Context, r NameRequest) (RolloutView,
 	if !ro.Open() {
 		return out, nil
 	}
-	plan := RolloutPlan{Module: ro.Module, Build: ro.Build, Waves: []WavePlan{}, Left: []string{}, Held: []HeldNode{}}
+	plan := wire.RolloutPlan{Module: ro.Module, Build: ro.Build, Waves: []wire.WavePlan{}, Left: []string{}, Held: []wire.HeldNode{}}
 	var world compose.Input
 	rows := map[string]projections.Node{}
 	err = h.Proj.Read(func(v *projections.View) (err error) {
@@ -240,7 +199,7 @@ func (h *Handlers) rollout(id string) (projections.Rollout, error) {
 // step appends one step of a rollout, expecting its version: of two
 // controllers taking the same step, one lands and the other conflicts.
 func (h *Handlers) step(ctx context.Context, ro projections.Rollout, ev events.RolloutStep) error {
-	seq, err := h.Store.Append(ctx, events.RolloutAggregate(ro.ID), ro.Version, NewCommandID(), ev)
+	seq, err := h.Store.Append(ctx, events.RolloutAggregate(ro.ID), ro.Version, wire.NewCommandID(), ev)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // pushClock sums the time the controller spends in pushes, as /metrics is
@@ -89,13 +90,13 @@ func BenchmarkRollout(b *testing.B) {
 		return time.Since(t0)
 	}
 	full := time.Now()
-	if r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID()}); err != nil || len(r.Sent) != nodes {
+	if r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
 		b.Fatalf("the first push: %v, %d sent", err, len(r.Sent))
 	}
 	fullPush := time.Since(full)
 	applyAll()
 
-	waves := []WaveSpec{{Name: "canary", Selector: "name=web-00000"}, {Name: "some", Selector: "10%"}, {Name: "half", Selector: "50%"}, {Name: "rest", Selector: "*"}}
+	waves := []wire.WaveSpec{{Name: "canary", Selector: "name=web-00000"}, {Name: "some", Selector: "10%"}, {Name: "half", Selector: "50%"}, {Name: "rest", Selector: "*"}}
 	var total, pushes, agents, during time.Duration
 	b.ResetTimer()
 	for i := range b.N {
@@ -108,7 +109,7 @@ func BenchmarkRollout(b *testing.B) {
 		clock.in, clock.sent = 0, 0
 		b.StartTimer()
 		t0 := time.Now()
-		ro, err := h.StartRollout(ctx, RolloutRequest{CommandID: NewCommandID(), Module: "app", Waves: waves})
+		ro, err := h.StartRollout(ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "app", Waves: waves})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -122,7 +123,7 @@ func BenchmarkRollout(b *testing.B) {
 				// answered from the cache): timed, and kept out of the
 				// bookkeeping.
 				t1 := time.Now()
-				if _, err := h.Status(ctx, StatusRequest{Brief: true}); err != nil {
+				if _, err := h.Status(ctx, wire.StatusRequest{Brief: true}); err != nil {
 					b.Fatal(err)
 				}
 				during = time.Since(t1)

@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // A module's newest build reaches the nodes whose policy is auto by a
@@ -40,12 +41,12 @@ func (h *Handlers) startAutoRollouts(ctx context.Context) error {
 	}
 	blocked := false
 	for _, d := range due {
-		r := RolloutRequest{Module: d.module, Build: d.build, Waves: []WaveSpec{{Name: "all", Selector: "*"}}}
+		r := wire.RolloutRequest{Module: d.module, Build: d.build, Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}}
 		if l := d.last; l != nil {
 			r.Waves, r.AutoRevert, r.MaxParallel = nil, l.AutoRevert, l.MaxParallel
 			r.Bake, r.Deadline = seconds(l.BakeSeconds), seconds(l.DeadlineSeconds)
 			for _, w := range l.Waves {
-				r.Waves = append(r.Waves, WaveSpec{Name: w.Name, Selector: w.Selector})
+				r.Waves = append(r.Waves, wire.WaveSpec{Name: w.Name, Selector: w.Selector})
 			}
 		}
 		_, err := h.startRollout(ctx, "auto-"+d.module+"-"+manifest.ShortBuild(d.build), r, true)

@@ -16,6 +16,7 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // DriveRollouts moves every running rollout one step where it can, and
@@ -34,14 +35,14 @@ func (h *Handlers) DriveRollouts(ctx context.Context) error {
 	}
 	// Which run, from the read models as they are: a tick with none
 	// running (nearly every one) asks the bus nothing.
-	list, err := h.ListRollouts(ctx, Empty{})
+	list, err := h.ListRollouts(ctx, wire.Empty{})
 	if err != nil || !slices.ContainsFunc(list.Rollouts, func(r projections.Rollout) bool { return r.State == projections.RolloutRunning }) {
 		return err
 	}
 	if err := h.catchUp(ctx); err != nil {
 		return err
 	}
-	if list, err = h.ListRollouts(ctx, Empty{}); err != nil {
+	if list, err = h.ListRollouts(ctx, wire.Empty{}); err != nil {
 		return err
 	}
 	for _, ro := range list.Rollouts {
@@ -358,7 +359,7 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 				return err
 			}
 			for _, ev := range evs {
-				items = append(items, store.One{Aggregate: events.NodeAggregate(n), Expected: node.Version, CommandID: NewCommandID(), Event: ev})
+				items = append(items, store.One{Aggregate: events.NodeAggregate(n), Expected: node.Version, CommandID: wire.NewCommandID(), Event: ev})
 			}
 		}
 		return nil
@@ -381,7 +382,7 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 // sendWave pushes nodes, recorded as sent by the rollout; one that could
 // not be sent halts the wave, named.
 func (h *Handlers) sendWave(ctx context.Context, ro projections.Rollout, nodes []string) error {
-	r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: nodes, by: "rollout " + ro.ID, once: true})
+	r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: nodes, By: "rollout " + ro.ID, Once: true})
 	if err == nil && len(r.Unsent) > 0 {
 		return &waveHalt{node: r.Unsent[0].Node, why: "it was not sent: " + r.Unsent[0].Reason}
 	}

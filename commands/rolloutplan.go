@@ -12,61 +12,14 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
-
-// WaveSpec is one wave of a rollout as asked for: a name, and the selector
-// of its nodes among those the module is assigned to ("*": every one not
-// in an earlier wave).
-type WaveSpec struct {
-	Name     string `json:"name"`
-	Selector string `json:"selector"`
-}
-
-// RolloutPlanRequest asks what a rollout of Module's Build (its latest
-// when empty) in these waves would send, before anything is sent.
-type RolloutPlanRequest struct {
-	Module string     `json:"module"`
-	Build  string     `json:"build,omitempty"`
-	Waves  []WaveSpec `json:"waves"`
-	// auto: the rollout a new build starts by itself, over the nodes whose
-	// policy is auto; never set from the bus.
-	auto bool
-}
-
-// RolloutPlan is every wave, its nodes, and what would change on each
-// (issue 17's plan of the whole rollout, not only its first step).
-type RolloutPlan struct {
-	Module string     `json:"module"`
-	Build  string     `json:"build"`
-	Waves  []WavePlan `json:"waves"`
-	// Left are the module's nodes no wave chose: a rollout leaves them on
-	// the build they have.
-	Left []string `json:"left"`
-	// Held are the module's nodes whose policy keeps them out of this
-	// rollout (pinned; or, for the rollout a new build starts by itself,
-	// not auto), with the policy: no wave chooses them.
-	Held []HeldNode `json:"held"`
-}
-
-// HeldNode is a node a rollout leaves where it is, and why.
-type HeldNode struct {
-	Node   string        `json:"node"`
-	Policy events.Policy `json:"policy"`
-}
-
-// WavePlan is one wave's nodes, each with what it would be sent.
-type WavePlan struct {
-	Name     string        `json:"name"`
-	Selector string        `json:"selector"`
-	Nodes    []PlannedNode `json:"nodes"`
-	Unsent   []UnsentNode  `json:"unsent"`
-}
 
 // PlanRollout answers the plan of a rollout: it resolves the waves in
 // order against the nodes the module is assigned to, composes each node
 // as if its wave had taken the build, and diffs that against what the
 // node was last sent. Nothing is sent or recorded.
-func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (RolloutPlan, error) {
+func (h *Handlers) PlanRollout(ctx context.Context, r wire.RolloutPlanRequest) (wire.RolloutPlan, error) {
 	out, pool, waves, err := h.chooseWaves(ctx, r)
 	if err != nil {
 		return out, err
@@ -80,8 +33,8 @@ func (h *Handlers) PlanRollout(ctx context.Context, r RolloutPlanRequest) (Rollo
 
 // chooseWaves resolves a rollout's build and waves: the plan without what
 // would change on each node.
-func (h *Handlers) chooseWaves(ctx context.Context, r RolloutPlanRequest) (RolloutPlan, wavePool, []events.RolloutWave, error) {
-	out := RolloutPlan{Module: r.Module, Waves: []WavePlan{}, Left: []string{}, Held: []HeldNode{}}
+func (h *Handlers) chooseWaves(ctx context.Context, r wire.RolloutPlanRequest) (wire.RolloutPlan, wavePool, []events.RolloutWave, error) {
+	out := wire.RolloutPlan{Module: r.Module, Waves: []wire.WavePlan{}, Left: []string{}, Held: []wire.HeldNode{}}
 	var pool wavePool
 	if len(r.Waves) == 0 {
 		return out, pool, nil, aggregates.Refuse("plan a rollout of", r.Module, aggregates.ErrInvalid, "it has no wave; give --wave NAME=SELECTOR, once for each wave, in order")
@@ -93,25 +46,25 @@ func (h *Handlers) chooseWaves(ctx context.Context, r RolloutPlanRequest) (Rollo
 		if out.Build, _, err = h.buildOf(v, "plan a rollout of", r.Module, r.Build); err != nil {
 			return err
 		}
-		pool, out.Held, err = wavePoolOf(v, r.Module, r.auto)
+		pool, out.Held, err = wavePoolOf(v, r.Module, r.Auto)
 		return err
 	})
 	if err != nil {
 		return out, pool, nil, err
 	}
-	waves, left, err := pool.resolve(r.Module, r.Waves, r.auto)
+	waves, left, err := pool.resolve(r.Module, r.Waves, r.Auto)
 	out.Left = left
 	return out, pool, waves, err
 }
 
 // planWaves fills out's waves: each wave's nodes composed as if every wave
 // had taken out.Build, and diffed against what each was last sent.
-func (h *Handlers) planWaves(ctx context.Context, out *RolloutPlan, in compose.Input, rows map[string]projections.Node, waves []events.RolloutWave) error {
+func (h *Handlers) planWaves(ctx context.Context, out *wire.RolloutPlan, in compose.Input, rows map[string]projections.Node, waves []events.RolloutWave) error {
 	taken := map[string]bool{}
 	for _, w := range waves {
-		wp := WavePlan{Name: w.Name, Selector: w.Selector, Nodes: []PlannedNode{}, Unsent: []UnsentNode{}}
+		wp := wire.WavePlan{Name: w.Name, Selector: w.Selector, Nodes: []wire.PlannedNode{}, Unsent: []wire.UnsentNode{}}
 		for _, n := range w.Nodes {
-			wp.Nodes = append(wp.Nodes, PlannedNode{Node: n})
+			wp.Nodes = append(wp.Nodes, wire.PlannedNode{Node: n})
 			taken[n] = true
 		}
 		out.Waves = append(out.Waves, wp)
@@ -144,7 +97,7 @@ func (h *Handlers) planWaves(ctx context.Context, out *RolloutPlan, in compose.I
 		for _, p := range wp.Nodes {
 			res := w.Compose(p.Node)
 			if !res.Composable() {
-				wp.Unsent = append(wp.Unsent, UnsentNode{Node: p.Node, Reason: res.Reason()})
+				wp.Unsent = append(wp.Unsent, wire.UnsentNode{Node: p.Node, Reason: res.Reason()})
 				continue
 			}
 			planned, err := h.planned(ctx, rows[p.Node], res, &detailed)
@@ -169,9 +122,9 @@ type wavePool struct {
 // wavePoolOf reads the nodes a rollout of module may move: every active one it
 // is assigned to whose policy allows (not pinned; for the rollout a new
 // build starts by itself, auto only). The others are held, with why.
-func wavePoolOf(v *projections.View, module string, auto bool) (wavePool, []HeldNode, error) {
+func wavePoolOf(v *projections.View, module string, auto bool) (wavePool, []wire.HeldNode, error) {
 	pool := wavePool{rows: map[string]projections.Node{}}
-	held := []HeldNode{}
+	held := []wire.HeldNode{}
 	nodes, err := v.Nodes()
 	if err != nil {
 		return pool, held, err
@@ -200,7 +153,7 @@ func wavePoolOf(v *projections.View, module string, auto bool) (wavePool, []Held
 			switch p := a.Policy.Or(); {
 			case a.Module != module:
 			case p == events.PolicyPinned || auto && p != events.PolicyAuto:
-				held = append(held, HeldNode{Node: name, Policy: p})
+				held = append(held, wire.HeldNode{Node: name, Policy: p})
 			default:
 				pool.names = append(pool.names, name)
 			}
@@ -217,7 +170,7 @@ func wavePoolOf(v *projections.View, module string, auto bool) (wavePool, []Held
 // rollout a new build starts by itself (auto), a wave that chooses none is
 // left out and a last wave * takes the nodes the others leave: no operator
 // is there to be asked, and every auto node is to have the build.
-func (p wavePool) resolve(module string, specs []WaveSpec, auto bool) ([]events.RolloutWave, []string, error) {
+func (p wavePool) resolve(module string, specs []wire.WaveSpec, auto bool) ([]events.RolloutWave, []string, error) {
 	taken := map[string]bool{}
 	var waves []events.RolloutWave
 	for _, w := range specs {

@@ -13,25 +13,8 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
-
-// RotateRequest moves the credentials Provider mints for Consumer to a new
-// generation and sends both ends together (rule 7).
-type RotateRequest struct {
-	CommandID string `json:"command_id"`
-	Provider  string `json:"provider"`
-	Consumer  string `json:"consumer"`
-}
-
-// RotateReply is the generation the credentials moved to, the event that
-// recorded it, and the declaration each end was sent in the same write.
-type RotateReply struct {
-	Provider   string       `json:"provider"`
-	Consumer   string       `json:"consumer"`
-	Generation uint64       `json:"generation"`
-	Seq        uint64       `json:"seq"`
-	Sent       []PushedNode `json:"sent"`
-}
 
 // Rotate moves the credentials a provider module mints for a consumer
 // module to the next generation, as one act (rule 7): every node holding
@@ -39,17 +22,17 @@ type RotateReply struct {
 // nothing is sent and nothing recorded; otherwise the CredentialRotated
 // event and every end's declaration are one atomic write, so a controller
 // killed at any point leaves both ends sent or neither.
-func (h *Handlers) Rotate(ctx context.Context, r RotateRequest) (RotateReply, error) {
+func (h *Handlers) Rotate(ctx context.Context, r wire.RotateRequest) (wire.RotateReply, error) {
 	if err := h.writable(); err != nil {
-		return RotateReply{}, err
+		return wire.RotateReply{}, err
 	}
 	for _, m := range []string{r.Provider, r.Consumer} {
 		if err := validName("rotate", m); err != nil {
-			return RotateReply{}, err
+			return wire.RotateReply{}, err
 		}
 	}
 	if h.Keys == nil {
-		return RotateReply{}, fmt.Errorf("cannot rotate: %w", errNoSecrets)
+		return wire.RotateReply{}, fmt.Errorf("cannot rotate: %w", errNoSecrets)
 	}
 	agg := events.ModuleAggregate(r.Provider)
 	for range maxAttempts {
@@ -58,48 +41,48 @@ func (h *Handlers) Rotate(ctx context.Context, r RotateRequest) (RotateReply, er
 		// rather than being given the same generation again.
 		version, err := h.Store.Version(ctx, agg)
 		if err != nil {
-			return RotateReply{}, err
+			return wire.RotateReply{}, err
 		}
 		if err := h.catchUp(ctx); err != nil {
-			return RotateReply{}, err
+			return wire.RotateReply{}, err
 		}
 		var plan rotation
 		if err := h.Proj.Read(func(v *projections.View) (err error) {
 			plan, err = h.planRotation(v, r)
 			return err
 		}); err != nil {
-			return RotateReply{}, err
+			return wire.RotateReply{}, err
 		}
 		items := []store.One{{Aggregate: agg, Expected: version, Event: plan.event}}
 		items = append(items, plan.sends...)
-		if len(items) > MaxBatch {
-			return RotateReply{}, aggregates.Refuse("rotate", plan.name(), aggregates.ErrInvalid, fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the rotation", len(plan.sends), MaxBatch-1))
+		if len(items) > wire.MaxBatch {
+			return wire.RotateReply{}, aggregates.Refuse("rotate", plan.name(), aggregates.ErrInvalid, fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the rotation", len(plan.sends), wire.MaxBatch-1))
 		}
 		seq, err := h.Store.AppendAtomic(ctx, r.CommandID, items)
 		if errors.Is(err, store.ErrConflict) {
 			continue // an end or the provider moved: compose again from what it is now
 		}
 		if err != nil {
-			return RotateReply{}, err
+			return wire.RotateReply{}, err
 		}
 		// The batch's messages are consecutive and end at seq: the
 		// rotation first, then each end's declaration.
 		first := seq - uint64(len(items)) + 1
-		reply := RotateReply{Provider: r.Provider, Consumer: r.Consumer, Generation: plan.event.Generation, Seq: first, Sent: plan.sent}
+		reply := wire.RotateReply{Provider: r.Provider, Consumer: r.Consumer, Generation: plan.event.Generation, Seq: first, Sent: plan.sent}
 		for i := range reply.Sent {
 			reply.Sent[i].StreamSeq = first + uint64(i) + 1
 		}
 		h.Log.Info("credentials rotated", "provider", r.Provider, "consumer", r.Consumer, "generation", plan.event.Generation, "ends", len(plan.sent), "seq", seq)
 		return reply, h.landed(ctx, seq, plan.event)
 	}
-	return RotateReply{}, fmt.Errorf("cannot rotate the credentials %s mints for %s: its ends changed under %d attempts in a row; try again", r.Provider, r.Consumer, maxAttempts)
+	return wire.RotateReply{}, fmt.Errorf("cannot rotate the credentials %s mints for %s: its ends changed under %d attempts in a row; try again", r.Provider, r.Consumer, maxAttempts)
 }
 
 // rotation is what one rotation writes.
 type rotation struct {
 	event events.CredentialRotated
 	sends []store.One
-	sent  []PushedNode
+	sent  []wire.PushedNode
 }
 
 func (p rotation) name() string {
@@ -108,7 +91,7 @@ func (p rotation) name() string {
 
 // planRotation composes every end at the next generation, or refuses the
 // whole rotation naming each end that cannot be composed and why.
-func (h *Handlers) planRotation(v *projections.View, r RotateRequest) (rotation, error) {
+func (h *Handlers) planRotation(v *projections.View, r wire.RotateRequest) (rotation, error) {
 	plan := rotation{event: events.CredentialRotated{Provider: r.Provider, Consumer: r.Consumer}}
 	refuse := func(err error, format string, args ...any) error {
 		return aggregates.Refuse("rotate", plan.name(), err, fmt.Sprintf(format, args...))
@@ -162,7 +145,7 @@ func (h *Handlers) planRotation(v *projections.View, r RotateRequest) (rotation,
 		}
 		ev, _ := h.seal(*res.Declaration, row, "rotate", h.Now())
 		plan.sends = append(plan.sends, store.One{Aggregate: events.NodeAggregate(node), Expected: row.Version, Event: ev})
-		plan.sent = append(plan.sent, PushedNode{Node: node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources})
+		plan.sent = append(plan.sent, wire.PushedNode{Node: node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources})
 		plan.event.Ends = append(plan.event.Ends, node)
 	}
 	if len(problems) > 0 {
@@ -198,7 +181,7 @@ func provisionsFor(in compose.Input, a compose.Assignment, consumer string) bool
 // credential: it cannot be composed, or its end of the pair is left out or
 // does not resolve, so the node would keep the old credential while the
 // other end took the new one.
-func endProblem(res compose.Result, r RotateRequest) string {
+func endProblem(res compose.Result, r wire.RotateRequest) string {
 	if !res.Composable() {
 		return res.Reason()
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -38,21 +39,21 @@ func TestFaultControllerKilledMidRotation(t *testing.T) {
 	for _, f := range []string{"postgres.json", "app.json"} {
 		data, err := os.ReadFile("../examples/" + f)
 		must(err)
-		_, err = h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: f, Manifest: string(data)})
+		_, err = h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: f, Manifest: string(data)})
 		must(err)
 	}
 	const consumers = 200
-	batch := commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: []commands.EnrollRequest{{Name: "db", Capabilities: []string{"linux"}}}}
+	batch := wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: []wire.EnrollRequest{{Name: "db", Capabilities: []string{"linux"}}}}
 	var apps []string
 	for i := range consumers {
 		apps = append(apps, fmt.Sprintf("a%d", i))
-		batch.Nodes = append(batch.Nodes, commands.EnrollRequest{Name: apps[i], Capabilities: []string{"linux"}})
+		batch.Nodes = append(batch.Nodes, wire.EnrollRequest{Name: apps[i], Capabilities: []string{"linux"}})
 	}
 	_, err := h.EnrollBatch(ctx, batch)
 	must(err)
-	_, err = h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "pw"}})
+	_, err = h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "pw"}})
 	must(err)
-	_, err = h.AssignBatch(ctx, commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "app", Nodes: apps})
+	_, err = h.AssignBatch(ctx, wire.AssignBatchRequest{CommandID: wire.NewCommandID(), Module: "app", Nodes: apps})
 	must(err)
 
 	watch := embeddedtest.Conn(t, srv)
@@ -71,7 +72,7 @@ func TestFaultControllerKilledMidRotation(t *testing.T) {
 		must(err)
 		must(watch.Flush())
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		ctrl.Handlers.Rotate(rctx, commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: "postgres", Consumer: "app"})
+		ctrl.Handlers.Rotate(rctx, wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: "postgres", Consumer: "app"})
 		cancel()
 		must(sub.Unsubscribe())
 		ctrl.Close()
@@ -80,7 +81,7 @@ func TestFaultControllerKilledMidRotation(t *testing.T) {
 		checkRotations(t, ctrl.Handlers, consumers+1)
 	}
 	// And a rotation not cut lands whole.
-	r, err := ctrl.Handlers.Rotate(ctx, commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: "postgres", Consumer: "app"})
+	r, err := ctrl.Handlers.Rotate(ctx, wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: "postgres", Consumer: "app"})
 	must(err)
 	if len(r.Sent) != consumers+1 {
 		t.Fatalf("a whole rotation sent %d ends, not %d", len(r.Sent), consumers+1)

@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -50,11 +51,11 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	}
 	data, err := os.ReadFile("../examples/postgres.json")
 	must(err)
-	_, err = h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "postgres.json", Manifest: string(data)})
+	_, err = h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(data)})
 	must(err)
-	_, err = h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
+	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
 	must(err)
-	_, err = h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "door"}})
+	_, err = h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "door"}})
 	must(err)
 	var rows []projections.AssignmentRow
 	must(h.Proj.Read(func(v *projections.View) (err error) { rows, err = v.AssignmentsOf("db"); return err }))
@@ -87,9 +88,9 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	if m, err := secrets.GetLastMsgForSubject(ctx, subject); err != nil || m.Sequence != salt.Sequence {
 		t.Fatalf("something landed on the salt's subject: %v %v", m, err)
 	}
-	s, err := h.Status(ctx, commands.StatusRequest{})
+	s, err := h.Status(ctx, wire.StatusRequest{})
 	must(err)
-	if s.Nodes[0].State == commands.StateCannotCompose {
+	if s.Nodes[0].State == wire.StateCannotCompose {
 		t.Fatalf("junk at its salt broke db's secret: %+v", s.Nodes[0])
 	}
 
@@ -114,12 +115,12 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	if string(salts[setting.Key]) != string(salt.Data) {
 		t.Fatal("a backup does not carry the salt")
 	}
-	_, err = h.ForgetSecret(ctx, commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: "db", Module: "postgres", Setting: "password"})
+	_, err = h.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "password"})
 	must(err)
 	if onDisk(t, dir, salt.Data) {
 		t.Fatal("after the forget the salt is still on the bus's disk")
 	}
-	s, err = h.Status(ctx, commands.StatusRequest{})
+	s, err = h.Status(ctx, wire.StatusRequest{})
 	must(err)
 	if !strings.Contains(s.Nodes[0].Detail, "--set-file password=") {
 		t.Fatalf("after the forget: %+v", s.Nodes[0])

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -19,13 +19,13 @@ import (
 func TestASeatsWorkWaitsForItsHolder(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
-	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "box"})
+	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})
 	m.must(err)
 	for _, doc := range []string{
 		`{"module":"builder","claims":["builder"],"run":{"command":"/bin/true"}}`,
 		`{"module":"other","run":{"command":"/bin/true"}}`,
 	} {
-		_, err := m.h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "m.json", Manifest: doc})
+		_, err := m.h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
 		m.must(err)
 	}
 	// Nobody holds the seat yet: the work is kept.
@@ -38,7 +38,7 @@ func TestASeatsWorkWaitsForItsHolder(t *testing.T) {
 		t.Fatalf("putting work on the seat's queue: %v", err)
 	}
 	for _, mod := range []string{"builder", "other"} {
-		_, err := m.h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "box", Module: mod})
+		_, err := m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: mod})
 		m.must(err)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -24,37 +25,6 @@ import (
 // claiming module, so two holders are never recorded; a handover releases
 // before it acquires, each step an event, driven by every controller's
 // timer like a rollout.
-
-// HandoverRequest moves a seat to a node.
-type HandoverRequest struct {
-	CommandID string `json:"command_id"`
-	Seat      string `json:"seat"`
-	To        string `json:"to"`
-	// Force: do not wait for the holder to apply its declaration without
-	// the seat: its machine is lost.
-	Force bool `json:"force,omitempty"`
-}
-
-// SeatView is a seat, where a handover stands, and its steps in the log.
-type SeatView struct {
-	projections.Seat
-	// Waiting says what a handover under way waits for ("" when none).
-	Waiting string     `json:"waiting,omitempty"`
-	Steps   []SeatStep `json:"steps"`
-}
-
-// SeatStep is one event of a seat, as seat show lists it.
-type SeatStep struct {
-	Seq  uint64    `json:"seq"`
-	At   time.Time `json:"at"`
-	Type string    `json:"type"`
-	What string    `json:"what"`
-}
-
-// SeatList is every seat ever claimed.
-type SeatList struct {
-	Seats []SeatView `json:"seats"`
-}
 
 // seatOf is a seat's aggregate as the read models hold it.
 func seatOf(v *projections.View, name string) (*aggregates.Seat, error) {
@@ -116,12 +86,12 @@ func releaseItems(v *projections.View, node, module, why string) ([]store.One, e
 }
 
 // ListSeats answers every seat, with where a handover stands.
-func (h *Handlers) ListSeats(ctx context.Context, _ Empty) (SeatList, error) {
-	out := SeatList{Seats: []SeatView{}}
+func (h *Handlers) ListSeats(ctx context.Context, _ wire.Empty) (wire.SeatList, error) {
+	out := wire.SeatList{Seats: []wire.SeatView{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Seats()
 		for _, row := range rows {
-			out.Seats = append(out.Seats, SeatView{Seat: row, Waiting: waitsFor(v, row), Steps: []SeatStep{}})
+			out.Seats = append(out.Seats, wire.SeatView{Seat: row, Waiting: waitsFor(v, row), Steps: []wire.SeatStep{}})
 		}
 		return err
 	})
@@ -129,26 +99,26 @@ func (h *Handlers) ListSeats(ctx context.Context, _ Empty) (SeatList, error) {
 }
 
 // ShowSeat answers one seat and its steps in the log.
-func (h *Handlers) ShowSeat(ctx context.Context, r NameRequest) (SeatView, error) {
-	var out SeatView
+func (h *Handlers) ShowSeat(ctx context.Context, r wire.NameRequest) (wire.SeatView, error) {
+	var out wire.SeatView
 	var found bool
 	if err := h.Proj.Read(func(v *projections.View) (err error) {
 		out.Seat, found, err = v.Seat(r.Name)
 		out.Waiting = waitsFor(v, out.Seat)
 		return err
 	}); err != nil {
-		return SeatView{}, err
+		return wire.SeatView{}, err
 	}
 	if !found {
-		return SeatView{}, aggregates.Refuse("show seat", r.Name, aggregates.ErrUnknownNode, "no module ever held a seat of that name; mesh seat list names those that exist")
+		return wire.SeatView{}, aggregates.Refuse("show seat", r.Name, aggregates.ErrUnknownNode, "no module ever held a seat of that name; mesh seat list names those that exist")
 	}
-	out.Steps = []SeatStep{}
+	out.Steps = []wire.SeatStep{}
 	err := h.Store.Read(ctx, store.ReadOptions{Filter: events.SeatAggregate(r.Name).Filter()}, func(m store.Msg) error {
 		env, ev, err := events.Decode(m.Data)
 		if err != nil {
 			return nil // the fold names a message it cannot read; this lists the seat's steps
 		}
-		out.Steps = append(out.Steps, SeatStep{Seq: m.Seq, At: env.OccurredAt, Type: env.Type, What: seatStep(ev)})
+		out.Steps = append(out.Steps, wire.SeatStep{Seq: m.Seq, At: env.OccurredAt, Type: env.Type, What: seatStep(ev)})
 		return nil
 	})
 	return out, err
@@ -203,9 +173,9 @@ func waitsFor(v *projections.View, s projections.Seat) string {
 // HandoverSeat starts moving a seat to a node: its steps are the
 // controllers' drive's to take (DriveSeats), and seat show says where it
 // stands.
-func (h *Handlers) HandoverSeat(ctx context.Context, r HandoverRequest) (SeatView, error) {
+func (h *Handlers) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wire.SeatView, error) {
 	if err := h.ActiveNode(ctx, "hand over seat "+r.Seat+" to", r.To); err != nil {
-		return SeatView{}, err
+		return wire.SeatView{}, err
 	}
 	_, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		row, found, err := v.Seat(r.Seat)
@@ -231,13 +201,13 @@ func (h *Handlers) HandoverSeat(ctx context.Context, r HandoverRequest) (SeatVie
 		return []store.One{{Aggregate: events.SeatAggregate(r.Seat), Expected: s.Version, Event: evs[0]}}, nil
 	})
 	if err != nil {
-		return SeatView{}, err
+		return wire.SeatView{}, err
 	}
 	// The first step now, rather than at the next tick.
 	if err := h.DriveSeats(ctx); err != nil {
-		return SeatView{}, err
+		return wire.SeatView{}, err
 	}
-	return h.ShowSeat(ctx, NameRequest{Name: r.Seat})
+	return h.ShowSeat(ctx, wire.NameRequest{Name: r.Seat})
 }
 
 // DriveSeats takes the next step of every handover under way: sends the
@@ -280,13 +250,13 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 	if !s.Force && found && !row.Retired {
 		switch {
 		case row.LastSent == nil || row.LastSent.StreamSeq < s.HandoverSeq:
-			_, err := h.Push(ctx, PushRequest{CommandID: NewCommandID(), Nodes: []string{s.Node}, by: "handover " + s.Seat, once: true})
+			_, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: []string{s.Node}, By: "handover " + s.Seat, Once: true})
 			return err
 		case row.LastReport == nil || row.LastReport.Digest != row.LastSent.Digest || row.LastReport.Outcome != events.OutcomeApplied:
 			return nil // waits for the holder: seat show says so
 		}
 	}
-	_, _, err = h.decideAtomic(ctx, NewCommandID(), func(v *projections.View) ([]store.One, error) {
+	_, _, err = h.decideAtomic(ctx, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
 		seat, err := seatOf(v, s.Seat)
 		if err != nil || seat.HandoverTo == "" || seat.Version != s.Version {
 			return nil, err // taken meanwhile
@@ -377,7 +347,7 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 		}
 	}
 	slices.Sort(nodes[1:])
-	_, _, err = h.decideAtomic(ctx, NewCommandID(), func(v *projections.View) ([]store.One, error) {
+	_, _, err = h.decideAtomic(ctx, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
 		in, err := h.input(v)
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Selector chooses nodes by what the mesh knows of them. Its text is `*`
@@ -97,16 +98,16 @@ func (s Selector) Matches(n projections.Node, f projections.Facts) bool {
 
 // SelectNodes answers the names of the active nodes a selector chooses, in
 // name order.
-func (h *Handlers) SelectNodes(ctx context.Context, r SelectRequest) (Selected, error) {
+func (h *Handlers) SelectNodes(ctx context.Context, r wire.SelectRequest) (wire.Selected, error) {
 	sel, err := ParseSelector(r.Selector)
 	if err != nil {
-		return Selected{}, err
+		return wire.Selected{}, err
 	}
 	// A selector read just after a bulk enrol must see it.
 	if err := h.catchUp(ctx); err != nil {
-		return Selected{}, err
+		return wire.Selected{}, err
 	}
-	out := Selected{Nodes: []string{}}
+	out := wire.Selected{Nodes: []string{}}
 	err = h.Proj.Read(func(v *projections.View) error {
 		nodes, err := v.Nodes()
 		if err != nil {

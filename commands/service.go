@@ -9,27 +9,9 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
-)
-
-// Error codes on the wire (Nats-Service-Error-Code), HTTP-like so that
-// `nats micro` users read them at a glance.
-const (
-	// KindHeader carries a refusal's kind (aggregates.Kind) beside its
-	// code: the code says how a client treats it, the kind what it was.
-	KindHeader     = "Mesh-Error-Kind"
-	CodeBadRequest = "400"
-	CodeNotFound   = "404"
-	CodeConflict   = "409"
-	CodeInternal   = "500"
-	// CodeUnavailable: the controller serves reads only (its fold stopped).
-	CodeUnavailable = "503"
-	// CodeCut: a write was cut while it waited on the bus, which stopped
-	// taking events (ErrBusDown): what it appended before is in the log,
-	// what it was appending may or may not be, so the client says its
-	// outcome is unknown with what the log holds.
-	CodeCut = "504"
 )
 
 // Request timeouts inside the controller: a verb that cannot finish in this
@@ -45,7 +27,7 @@ const (
 // split the requests; optimistic concurrency on the stream keeps them honest.
 func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 	svc, err := micro.AddService(nc, micro.Config{
-		Name: ServiceName, Version: ServiceVersion,
+		Name: wire.ServiceName, Version: wire.ServiceVersion,
 		Description: "the mesh controller: nodes, modules, assignments, plans and signed pushes",
 	})
 	if err != nil {
@@ -55,51 +37,51 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		name, subject string
 		handler       micro.Handler
 	}{
-		{"node-enroll", SubjectNodeEnroll, endpoint(nc, h, SubjectNodeEnroll, h.Enroll, verbTimeout)},
-		{"node-retire", SubjectNodeRetire, endpoint(nc, h, SubjectNodeRetire, h.Retire, verbTimeout)},
-		{"node-change", SubjectNodeChange, endpoint(nc, h, SubjectNodeChange, h.ChangeNode, verbTimeout)},
-		{"node-list", SubjectNodeList, endpoint(nc, h, SubjectNodeList, h.ListNodes, verbTimeout)},
-		{"node-show", SubjectNodeShow, endpoint(nc, h, SubjectNodeShow, h.ShowNode, verbTimeout)},
-		{"node-assign", SubjectNodeAssign, endpoint(nc, h, SubjectNodeAssign, h.Assign, verbTimeout)},
-		{"node-unassign", SubjectNodeUnassign, endpoint(nc, h, SubjectNodeUnassign, h.Unassign, verbTimeout)},
-		{"node-plan", SubjectNodePlan, endpoint(nc, h, SubjectNodePlan, h.Plan, verbTimeout)},
-		{"node-enroll-batch", SubjectNodeEnrollBatch, endpoint(nc, h, SubjectNodeEnrollBatch, h.EnrollBatch, verbTimeout)},
-		{"node-assign-batch", SubjectNodeAssignBatch, endpoint(nc, h, SubjectNodeAssignBatch, h.AssignBatch, verbTimeout)},
-		{"node-select", SubjectNodeSelect, endpoint(nc, h, SubjectNodeSelect, h.SelectNodes, verbTimeout)},
-		{"node-join", SubjectNodeJoin, endpoint(nc, h, SubjectNodeJoin, h.Join, verbTimeout)},
-		{"node-rekey", SubjectNodeRekey, endpoint(nc, h, SubjectNodeRekey, h.Rekey, verbTimeout)},
-		{"token-create", SubjectTokenCreate, endpoint(nc, h, SubjectTokenCreate, h.CreateToken, verbTimeout)},
-		{"token-list", SubjectTokenList, endpoint(nc, h, SubjectTokenList, h.ListTokens, verbTimeout)},
-		{"token-revoke", SubjectTokenRevoke, endpoint(nc, h, SubjectTokenRevoke, h.RevokeToken, verbTimeout)},
-		{"push", SubjectPush, endpoint(nc, h, SubjectPush, h.Push, pushTimeout)},
-		{"rollout-start", SubjectRolloutStart, endpoint(nc, h, SubjectRolloutStart, h.StartRollout, pushTimeout)},
-		{"rollout-control", SubjectRolloutControl, endpoint(nc, h, SubjectRolloutControl, h.ControlRollout, verbTimeout)},
-		{"rollout-list", SubjectRolloutList, endpoint(nc, h, SubjectRolloutList, h.ListRollouts, verbTimeout)},
-		{"rollout-show", SubjectRolloutShow, endpoint(nc, h, SubjectRolloutShow, h.ShowRollout, verbTimeout)},
-		{"rollout-plan", SubjectRolloutPlan, endpoint(nc, h, SubjectRolloutPlan, h.PlanRollout, pushTimeout)},
-		{"network-set", SubjectNetworkSet, endpoint(nc, h, SubjectNetworkSet, h.SetNetwork, verbTimeout)},
-		{"network-show", SubjectNetworkShow, endpoint(nc, h, SubjectNetworkShow, h.ShowNetwork, verbTimeout)},
-		{"network-address", SubjectNetworkAddress, endpoint(nc, h, SubjectNetworkAddress, h.FixAddress, verbTimeout)},
-		{"seat-list", SubjectSeatList, endpoint(nc, h, SubjectSeatList, h.ListSeats, verbTimeout)},
-		{"seat-show", SubjectSeatShow, endpoint(nc, h, SubjectSeatShow, h.ShowSeat, verbTimeout)},
-		{"seat-handover", SubjectSeatHandover, endpoint(nc, h, SubjectSeatHandover, h.HandoverSeat, pushTimeout)},
-		{"push-plan", SubjectPushPlan, endpoint(nc, h, SubjectPushPlan, h.PushPlan, pushTimeout)},
-		{"rotate", SubjectRotate, endpoint(nc, h, SubjectRotate, h.Rotate, verbTimeout)},
-		{"secret-forget", SubjectSecretForget, endpoint(nc, h, SubjectSecretForget, h.ForgetSecret, verbTimeout)},
-		{"declare", SubjectDeclare, endpoint(nc, h, SubjectDeclare, h.Declare, verbTimeout)},
-		{"status", SubjectStatus, endpoint(nc, h, SubjectStatus, h.Status, verbTimeout)},
-		{"report", SubjectReport, endpoint(nc, h, SubjectReport, h.Report, verbTimeout)},
-		{"history", SubjectHistory, endpoint(nc, h, SubjectHistory, h.History, verbTimeout)},
-		{"audit", SubjectAudit, endpoint(nc, h, SubjectAudit, h.Audit, rebuildTimeout)},
-		{"foreign-list", SubjectForeignList, endpoint(nc, h, SubjectForeignList, h.ListForeign, verbTimeout)},
-		{"foreign-ack", SubjectForeignAck, endpoint(nc, h, SubjectForeignAck, h.AckForeign, verbTimeout)},
-		{"report-judge", SubjectReportJudge, endpoint(nc, h, SubjectReportJudge, h.JudgeReport, verbTimeout)},
-		{"module-register", SubjectModuleRegister, endpoint(nc, h, SubjectModuleRegister, h.RegisterModule, verbTimeout)},
-		{"module-list", SubjectModuleList, endpoint(nc, h, SubjectModuleList, h.ListModules, verbTimeout)},
-		{"module-show", SubjectModuleShow, endpoint(nc, h, SubjectModuleShow, h.ShowModule, verbTimeout)},
-		{"projections-status", SubjectProjectionsStatus, endpoint(nc, h, SubjectProjectionsStatus, h.ProjectionsStatus, verbTimeout)},
-		{"projections-rebuild", SubjectProjectionsRebuild, endpoint(nc, h, SubjectProjectionsRebuild, h.RebuildProjections, rebuildTimeout)},
-		{"projections-verify", SubjectProjectionsVerify, endpoint(nc, h, SubjectProjectionsVerify, h.VerifyProjections, rebuildTimeout)},
+		{"node-enroll", wire.SubjectNodeEnroll, endpoint(nc, h, wire.SubjectNodeEnroll, h.Enroll, verbTimeout)},
+		{"node-retire", wire.SubjectNodeRetire, endpoint(nc, h, wire.SubjectNodeRetire, h.Retire, verbTimeout)},
+		{"node-change", wire.SubjectNodeChange, endpoint(nc, h, wire.SubjectNodeChange, h.ChangeNode, verbTimeout)},
+		{"node-list", wire.SubjectNodeList, endpoint(nc, h, wire.SubjectNodeList, h.ListNodes, verbTimeout)},
+		{"node-show", wire.SubjectNodeShow, endpoint(nc, h, wire.SubjectNodeShow, h.ShowNode, verbTimeout)},
+		{"node-assign", wire.SubjectNodeAssign, endpoint(nc, h, wire.SubjectNodeAssign, h.Assign, verbTimeout)},
+		{"node-unassign", wire.SubjectNodeUnassign, endpoint(nc, h, wire.SubjectNodeUnassign, h.Unassign, verbTimeout)},
+		{"node-plan", wire.SubjectNodePlan, endpoint(nc, h, wire.SubjectNodePlan, h.Plan, verbTimeout)},
+		{"node-enroll-batch", wire.SubjectNodeEnrollBatch, endpoint(nc, h, wire.SubjectNodeEnrollBatch, h.EnrollBatch, verbTimeout)},
+		{"node-assign-batch", wire.SubjectNodeAssignBatch, endpoint(nc, h, wire.SubjectNodeAssignBatch, h.AssignBatch, verbTimeout)},
+		{"node-select", wire.SubjectNodeSelect, endpoint(nc, h, wire.SubjectNodeSelect, h.SelectNodes, verbTimeout)},
+		{"node-join", wire.SubjectNodeJoin, endpoint(nc, h, wire.SubjectNodeJoin, h.Join, verbTimeout)},
+		{"node-rekey", wire.SubjectNodeRekey, endpoint(nc, h, wire.SubjectNodeRekey, h.Rekey, verbTimeout)},
+		{"token-create", wire.SubjectTokenCreate, endpoint(nc, h, wire.SubjectTokenCreate, h.CreateToken, verbTimeout)},
+		{"token-list", wire.SubjectTokenList, endpoint(nc, h, wire.SubjectTokenList, h.ListTokens, verbTimeout)},
+		{"token-revoke", wire.SubjectTokenRevoke, endpoint(nc, h, wire.SubjectTokenRevoke, h.RevokeToken, verbTimeout)},
+		{"push", wire.SubjectPush, endpoint(nc, h, wire.SubjectPush, h.Push, pushTimeout)},
+		{"rollout-start", wire.SubjectRolloutStart, endpoint(nc, h, wire.SubjectRolloutStart, h.StartRollout, pushTimeout)},
+		{"rollout-control", wire.SubjectRolloutControl, endpoint(nc, h, wire.SubjectRolloutControl, h.ControlRollout, verbTimeout)},
+		{"rollout-list", wire.SubjectRolloutList, endpoint(nc, h, wire.SubjectRolloutList, h.ListRollouts, verbTimeout)},
+		{"rollout-show", wire.SubjectRolloutShow, endpoint(nc, h, wire.SubjectRolloutShow, h.ShowRollout, verbTimeout)},
+		{"rollout-plan", wire.SubjectRolloutPlan, endpoint(nc, h, wire.SubjectRolloutPlan, h.PlanRollout, pushTimeout)},
+		{"network-set", wire.SubjectNetworkSet, endpoint(nc, h, wire.SubjectNetworkSet, h.SetNetwork, verbTimeout)},
+		{"network-show", wire.SubjectNetworkShow, endpoint(nc, h, wire.SubjectNetworkShow, h.ShowNetwork, verbTimeout)},
+		{"network-address", wire.SubjectNetworkAddress, endpoint(nc, h, wire.SubjectNetworkAddress, h.FixAddress, verbTimeout)},
+		{"seat-list", wire.SubjectSeatList, endpoint(nc, h, wire.SubjectSeatList, h.ListSeats, verbTimeout)},
+		{"seat-show", wire.SubjectSeatShow, endpoint(nc, h, wire.SubjectSeatShow, h.ShowSeat, verbTimeout)},
+		{"seat-handover", wire.SubjectSeatHandover, endpoint(nc, h, wire.SubjectSeatHandover, h.HandoverSeat, pushTimeout)},
+		{"push-plan", wire.SubjectPushPlan, endpoint(nc, h, wire.SubjectPushPlan, h.PushPlan, pushTimeout)},
+		{"rotate", wire.SubjectRotate, endpoint(nc, h, wire.SubjectRotate, h.Rotate, verbTimeout)},
+		{"secret-forget", wire.SubjectSecretForget, endpoint(nc, h, wire.SubjectSecretForget, h.ForgetSecret, verbTimeout)},
+		{"declare", wire.SubjectDeclare, endpoint(nc, h, wire.SubjectDeclare, h.Declare, verbTimeout)},
+		{"status", wire.SubjectStatus, endpoint(nc, h, wire.SubjectStatus, h.Status, verbTimeout)},
+		{"report", wire.SubjectReport, endpoint(nc, h, wire.SubjectReport, h.Report, verbTimeout)},
+		{"history", wire.SubjectHistory, endpoint(nc, h, wire.SubjectHistory, h.History, verbTimeout)},
+		{"audit", wire.SubjectAudit, endpoint(nc, h, wire.SubjectAudit, h.Audit, rebuildTimeout)},
+		{"foreign-list", wire.SubjectForeignList, endpoint(nc, h, wire.SubjectForeignList, h.ListForeign, verbTimeout)},
+		{"foreign-ack", wire.SubjectForeignAck, endpoint(nc, h, wire.SubjectForeignAck, h.AckForeign, verbTimeout)},
+		{"report-judge", wire.SubjectReportJudge, endpoint(nc, h, wire.SubjectReportJudge, h.JudgeReport, verbTimeout)},
+		{"module-register", wire.SubjectModuleRegister, endpoint(nc, h, wire.SubjectModuleRegister, h.RegisterModule, verbTimeout)},
+		{"module-list", wire.SubjectModuleList, endpoint(nc, h, wire.SubjectModuleList, h.ListModules, verbTimeout)},
+		{"module-show", wire.SubjectModuleShow, endpoint(nc, h, wire.SubjectModuleShow, h.ShowModule, verbTimeout)},
+		{"projections-status", wire.SubjectProjectionsStatus, endpoint(nc, h, wire.SubjectProjectionsStatus, h.ProjectionsStatus, verbTimeout)},
+		{"projections-rebuild", wire.SubjectProjectionsRebuild, endpoint(nc, h, wire.SubjectProjectionsRebuild, h.RebuildProjections, rebuildTimeout)},
+		{"projections-verify", wire.SubjectProjectionsVerify, endpoint(nc, h, wire.SubjectProjectionsVerify, h.VerifyProjections, rebuildTimeout)},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, e.handler, micro.WithEndpointSubject(e.subject)); err != nil {
@@ -118,12 +100,12 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 // audit, a push waiting for its fold) holds up only requests of the same
 // verb to this controller; several controllers share the queue group.
 func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
-	writes := Writes(subject)
+	writes := wire.Writes(subject)
 	return micro.HandlerFunc(func(r micro.Request) {
 		var req Req
 		if len(r.Data()) > 0 {
 			if err := json.Unmarshal(r.Data(), &req); err != nil {
-				r.Error(CodeBadRequest, "the request is not the JSON this endpoint takes: "+err.Error(), nil)
+				r.Error(wire.CodeBadRequest, "the request is not the JSON this endpoint takes: "+err.Error(), nil)
 				return
 			}
 		}
@@ -149,24 +131,24 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 		if cut := cutBy(ctx); err != nil && cut != nil {
 			// Whatever the verb made of its cut context (a canceled
 			// publish, a wait that ended), the cause is the bus.
-			r.Error(CodeCut, "the controller stopped waiting on the bus: "+cut.Error(), nil)
+			r.Error(wire.CodeCut, "the controller stopped waiting on the bus: "+cut.Error(), nil)
 			return
 		}
 		if err != nil {
 			// The refusal's kind travels with it, so the client's error is
 			// of the same kind (errors.Is) as the one the controller made.
-			r.Error(codeOf(err), err.Error(), nil, micro.WithHeaders(micro.Headers{KindHeader: {aggregates.Kind(err)}}))
+			r.Error(codeOf(err), err.Error(), nil, micro.WithHeaders(micro.Headers{wire.KindHeader: {aggregates.Kind(err)}}))
 			return
 		}
 		b, err := json.Marshal(resp)
 		if err == nil {
-			err = respond(nc, r, b)
+			err = wire.Respond(nc, r, b)
 		}
 		if err != nil {
 			// Most often an answer over the bus's max payload: say so,
 			// rather than leave the client waiting for a reply that
 			// will never come.
-			r.Error(CodeInternal, "the controller could not send its answer: "+err.Error(), nil)
+			r.Error(wire.CodeInternal, "the controller could not send its answer: "+err.Error(), nil)
 		}
 	})
 }
@@ -175,7 +157,7 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 // and once when a write lands again: a full disk is worth two lines in the
 // controller's log, not one per command.
 // verbOf is a subject's verb as metrics name it: "node.enroll", "push".
-func verbOf(subject string) string { return strings.TrimPrefix(subject, APIPrefix+".") }
+func verbOf(subject string) string { return strings.TrimPrefix(subject, wire.APIPrefix+".") }
 
 func (h *Handlers) observe(err error) {
 	switch {
@@ -193,13 +175,13 @@ func (h *Handlers) observe(err error) {
 func codeOf(err error) string {
 	switch {
 	case errors.Is(err, aggregates.ErrInvalid):
-		return CodeBadRequest
+		return wire.CodeBadRequest
 	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule):
-		return CodeNotFound
+		return wire.CodeNotFound
 	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable):
-		return CodeConflict
-	case errors.Is(err, ErrReadOnly):
-		return CodeUnavailable
+		return wire.CodeConflict
+	case errors.Is(err, wire.ErrReadOnly):
+		return wire.CodeUnavailable
 	}
-	return CodeInternal
+	return wire.CodeInternal
 }

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/agent"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -53,7 +53,7 @@ func TestJunkAimedAtADeclarationSubjectDoesNotHoldTheNode(t *testing.T) {
 	seq := junk()
 	// The fold sets it aside: it names db-1 and is no event of the controller's.
 	embeddedtest.Eventually(t, "the junk to be listed foreign", func() bool {
-		l, err := m.h.ListForeign(ctx, commands.Empty{})
+		l, err := m.h.ListForeign(ctx, wire.Empty{})
 		return err == nil && len(l.Foreign) > 0 && l.Foreign[len(l.Foreign)-1].Seq == seq
 	})
 
@@ -130,7 +130,7 @@ func TestTheNewestDeclarationIsAnsweredOnlyToAnInbox(t *testing.T) {
 // declare sends node a declaration of one file, /etc/secret, holding content.
 func (m *closedMesh) declare(node, content string) {
 	m.t.Helper()
-	if _, err := m.h.Declare(context.Background(), commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: node, File: "f.json",
+	if _, err := m.h.Declare(context.Background(), wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: node, File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/secret","mode":"0600","content":"` + content + `"}]}`}); err != nil {
 		m.t.Fatal(err)
 	}

@@ -9,15 +9,16 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Report records a provider's standing toward a consumer. Failing replaces
 // the triple's word; recovered ends it, and with nothing failing is said as
 // such and appends nothing. The event goes under the machine's reports
 // prefix, where a provider on that machine may publish it itself.
-func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error) {
+func (h *Handlers) Report(ctx context.Context, r wire.ReportRequest) (wire.Reported, error) {
 	if err := h.ActiveNode(ctx, "report on", r.Machine); err != nil {
-		return Reported{}, err
+		return wire.Reported{}, err
 	}
 	var failing bool
 	err := h.Proj.Read(func(v *projections.View) error {
@@ -52,25 +53,25 @@ func (h *Handlers) Report(ctx context.Context, r ReportRequest) (Reported, error
 		return err
 	})
 	if err != nil {
-		return Reported{}, err
+		return wire.Reported{}, err
 	}
 	var ev events.Event = events.ProviderRecovered{Provider: r.Provider, Machine: r.Machine, Consumer: r.Consumer}
 	if r.Failing {
 		word := strings.TrimSpace(r.Word)
 		if word == "" {
-			return Reported{}, aggregates.Refuse("report", "failing", aggregates.ErrInvalid, "a failing report needs --word saying what fails")
+			return wire.Reported{}, aggregates.Refuse("report", "failing", aggregates.ErrInvalid, "a failing report needs --word saying what fails")
 		}
 		ev = events.ProviderFailing{Provider: r.Provider, Machine: r.Machine, Consumer: r.Consumer, Word: word}
 	} else if !failing {
-		return Reported{}, nil
+		return wire.Reported{}, nil
 	}
 	if err := h.writable(); err != nil {
-		return Reported{}, err
+		return wire.Reported{}, err
 	}
 	seq, err := h.Store.Report(ctx, r.Machine, r.CommandID, ev, store.Sealing{Signer: h.Signer, MAC: h.Keys.LogMAC()})
 	if err != nil {
-		return Reported{}, err
+		return wire.Reported{}, err
 	}
 	h.Log.Info("standing", "type", ev.EventType(), "provider", r.Provider, "machine", r.Machine, "consumer", r.Consumer)
-	return Reported{Changed: true, Seq: seq}, h.landed(ctx, seq, ev)
+	return wire.Reported{Changed: true, Seq: seq}, h.landed(ctx, seq, ev)
 }

@@ -12,35 +12,16 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
-)
-
-// State is the one state status gives each active node (rule 10). Every
-// state is a constant of this type and a key of stateWell (held.go), which
-// TestEveryStateIsHandled holds every constant to.
-type State string
-
-// Node states (rule 10): exactly one per active node.
-const (
-	StateCurrent       State = "current"
-	StateWaiting       State = "waiting"
-	StateFailed        State = "failed"
-	StateRefused       State = "refused"
-	StateBehind        State = "behind"
-	StateNeverSent     State = "never sent"
-	StateCannotCompose State = "cannot be composed"
-	// StateDrifted: what it applied was changed behind its agent's back,
-	// and the agent (--drift report) left it as found. The next apply
-	// ends it; push --behind sends one.
-	StateDrifted State = "drifted"
+	"github.com/meshctl/mesh/wire"
 )
 
 // drifted is state, or drifted when a current node's last drift still holds.
-func drifted(state State, detail string, n projections.Node, drifts map[string]projections.Drift) (State, string) {
+func drifted(state wire.State, detail string, n projections.Node, drifts map[string]projections.Drift) (wire.State, string) {
 	d, ok := drifts[n.Name]
-	if state != StateCurrent || !ok || n.LastReport == nil || !d.Holds(n.LastReport.Sequence) {
+	if state != wire.StateCurrent || !ok || n.LastReport == nil || !d.Holds(n.LastReport.Sequence) {
 		return state, detail
 	}
-	return StateDrifted, "changed behind its agent's back: " + strings.Join(d.Paths, ", ")
+	return wire.StateDrifted, "changed behind its agent's back: " + strings.Join(d.Paths, ", ")
 }
 
 // wouldSend is what composition says of one node now.
@@ -132,27 +113,27 @@ func (c *composedCache) put(version uint64, nodes map[string]wouldSend) {
 // stateOf places a node in exactly one state: what a push cannot fix first,
 // then what a push would fix (never sent, behind), then what the node said
 // about what it was sent.
-func stateOf(n projections.Node, w wouldSend) (state State, since time.Time, detail string) {
+func stateOf(n projections.Node, w wouldSend) (state wire.State, since time.Time, detail string) {
 	sent, rep := n.LastSent, n.LastReport
 	switch {
 	case !w.composable:
-		return StateCannotCompose, n.EnrolledAt, w.reason
+		return wire.StateCannotCompose, n.EnrolledAt, w.reason
 	case sent == nil:
-		return StateNeverSent, n.EnrolledAt, ""
+		return wire.StateNeverSent, n.EnrolledAt, ""
 	case sent.ContentDigest != w.contentDigest:
 		detail = "what it would be sent now differs from what it was sent"
 		if sent.By == "declare" {
 			detail = "it holds a hand-written declaration; the mesh would compose another"
 		}
-		return StateBehind, sent.At, detail
+		return wire.StateBehind, sent.At, detail
 	case rep == nil || rep.Digest != sent.Digest:
-		return StateWaiting, sent.At, ""
+		return wire.StateWaiting, sent.At, ""
 	case rep.Outcome == events.OutcomeFailed:
-		return StateFailed, rep.At, failedShort(rep)
+		return wire.StateFailed, rep.At, failedShort(rep)
 	case rep.Outcome == events.OutcomeRefused:
-		return StateRefused, rep.At, rep.Reason
+		return wire.StateRefused, rep.At, rep.Reason
 	}
-	return StateCurrent, rep.At, ""
+	return wire.StateCurrent, rep.At, ""
 }
 
 func failedShort(r *projections.Report) string {
@@ -169,25 +150,25 @@ func failedShort(r *projections.Report) string {
 // Status answers the whole mesh from the read models: a state per active
 // node, every standing, and the verdict. The mesh is well only when every
 // node is current and nothing is failing.
-func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, error) {
+func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.StatusReport, error) {
 	if !r.AsOf.IsZero() {
-		var out StatusReport
+		var out wire.StatusReport
 		err := h.inThePast(ctx, r.AsOf, func(past *Handlers) (err error) {
-			out, err = past.Status(ctx, StatusRequest{Brief: r.Brief, Selector: r.Selector})
+			out, err = past.Status(ctx, wire.StatusRequest{Brief: r.Brief, Selector: r.Selector})
 			return err
 		})
 		out.AsOf = &r.AsOf
 		return out, err
 	}
-	within, err := h.within(ctx, PushRequest{Selector: r.Selector})
+	within, err := h.within(ctx, wire.PushRequest{Selector: r.Selector})
 	if err != nil {
-		return StatusReport{}, err
+		return wire.StatusReport{}, err
 	}
 	composed, err := h.composeAll()
 	if err != nil {
-		return StatusReport{}, err
+		return wire.StatusReport{}, err
 	}
-	out := StatusReport{Nodes: []NodeStatus{}, Standings: []StandingView{}, Runtimes: []projections.Runtime{}, Rollouts: []RolloutProgress{}}
+	out := wire.StatusReport{Nodes: []wire.NodeStatus{}, Standings: []wire.StandingView{}, Runtimes: []projections.Runtime{}, Rollouts: []wire.RolloutProgress{}}
 	notCurrent, down := 0, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
@@ -198,7 +179,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if r.Brief {
 			out.Table = newStatusTable(len(nodes))
 		} else {
-			out.Nodes = make([]NodeStatus, 0, len(nodes))
+			out.Nodes = make([]wire.NodeStatus, 0, len(nodes))
 		}
 		table := out.Table
 		drifts, err := v.Drifts()
@@ -253,7 +234,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			if at := h.LastHeard(n.Name); !r.Brief && !at.IsZero() {
 				ns.LastHeard = &at
 			}
-			if !WellState(ns.State) {
+			if !wire.WellState(ns.State) {
 				notCurrent++
 			}
 			if r.Brief {
@@ -267,7 +248,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 			return err
 		}
 		for _, s := range standings {
-			out.Standings = append(out.Standings, StandingView(s))
+			out.Standings = append(out.Standings, wire.StandingView(s))
 		}
 		for _, rt := range runtimes {
 			if active[rt.Node] {
@@ -285,7 +266,7 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 		if err != nil {
 			return err
 		}
-		var progress func(projections.Rollout) RolloutProgress
+		var progress func(projections.Rollout) wire.RolloutProgress
 		for _, ro := range rollouts {
 			if ro.Open() || ro.State == projections.RolloutHalted {
 				if progress == nil {
@@ -309,10 +290,10 @@ func (h *Handlers) Status(ctx context.Context, r StatusRequest) (StatusReport, e
 	return out, err
 }
 
-func nodeStatus(n projections.Node, w wouldSend) NodeStatus {
+func nodeStatus(n projections.Node, w wouldSend) wire.NodeStatus {
 	state, since, detail := stateOf(n, w)
 	state, detail = partial(state, detail, w)
-	ns := NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.contentDigest}
+	ns := wire.NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.contentDigest}
 	if s := n.LastSent; s != nil {
 		ns.Sequence, ns.Digest, ns.ContentDigest, ns.By = s.Sequence, s.Digest, s.ContentDigest, s.By
 	}
@@ -336,10 +317,10 @@ func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handler
 
 // VerifyProjections folds the whole stream afresh and compares it with the
 // live read models.
-func (h *Handlers) VerifyProjections(ctx context.Context, r FoldRequest) (Verified, error) {
+func (h *Handlers) VerifyProjections(ctx context.Context, r wire.FoldRequest) (wire.Verified, error) {
 	start := time.Now()
 	diff, at, err := h.Proj.Verify(ctx, h.progress(r.Progress))
-	return Verified{Checkpoint: at, Diff: diff, Seconds: time.Since(start).Seconds()}, err
+	return wire.Verified{Checkpoint: at, Diff: diff, Seconds: time.Since(start).Seconds()}, err
 }
 
 // progress publishes fold progress to subject, at most five times a second
@@ -358,7 +339,7 @@ func (h *Handlers) progress(subject string) func(projections.Progress) {
 		if p.Elapsed > 0 {
 			rate = float64(p.Folded) / p.Elapsed.Seconds()
 		}
-		b, _ := json.Marshal(FoldProgress{Folded: p.Folded, Total: p.Total, Rate: rate})
+		b, _ := json.Marshal(wire.FoldProgress{Folded: p.Folded, Total: p.Total, Rate: rate})
 		h.Store.NC().Publish(subject, b)
 	}
 }
@@ -367,7 +348,7 @@ func (h *Handlers) progress(subject string) func(projections.Progress) {
 // those that hold its build and applied what they would be sent now. The
 // rows and the assignments are read once for every rollout listed, not a
 // node at a time.
-func rolloutProgress(v *projections.View, nodes []projections.Node, composed map[string]wouldSend) (func(projections.Rollout) RolloutProgress, error) {
+func rolloutProgress(v *projections.View, nodes []projections.Node, composed map[string]wouldSend) (func(projections.Rollout) wire.RolloutProgress, error) {
 	rows := make(map[string]projections.Node, len(nodes))
 	for _, n := range nodes {
 		rows[n.Name] = n
@@ -380,8 +361,8 @@ func rolloutProgress(v *projections.View, nodes []projections.Node, composed map
 	for _, a := range assigned {
 		builds[[2]string{a.Module, a.Node}] = a.Build
 	}
-	return func(ro projections.Rollout) RolloutProgress {
-		p := RolloutProgress{Rollout: ro}
+	return func(ro projections.Rollout) wire.RolloutProgress {
+		p := wire.RolloutProgress{Rollout: ro}
 		for _, w := range ro.Waves {
 			for _, n := range w.Nodes {
 				row, found := rows[n]
@@ -389,7 +370,7 @@ func rolloutProgress(v *projections.View, nodes []projections.Node, composed map
 					continue
 				}
 				p.Total++
-				if state, _, _ := stateOf(row, composed[n]); builds[[2]string{ro.Module, n}] == ro.Build && state == StateCurrent {
+				if state, _, _ := stateOf(row, composed[n]); builds[[2]string{ro.Module, n}] == ro.Build && state == wire.StateCurrent {
 					p.Applied++
 				}
 			}

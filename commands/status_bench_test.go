@@ -14,6 +14,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // BenchmarkStatus answers status over 10,000 pushed nodes (5 modules each),
@@ -40,17 +41,17 @@ func BenchmarkStatus(b *testing.B) {
 	}
 	h := bm.fold()
 	proj := bm.proj
-	if r, err := h.Push(ctx, PushRequest{CommandID: NewCommandID()}); err != nil || len(r.Sent) != nodes {
+	if r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
 		b.Fatalf("push: %v", err)
 	}
-	if _, err := h.Status(ctx, StatusRequest{}); err != nil { // warms the would-send cache, as the push did not
+	if _, err := h.Status(ctx, wire.StatusRequest{}); err != nil { // warms the would-send cache, as the push did not
 		b.Fatal(err)
 	}
 	var statusTime, rawTime time.Duration
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		s, err := h.Status(ctx, StatusRequest{})
+		s, err := h.Status(ctx, wire.StatusRequest{})
 		if err != nil || len(s.Nodes) != nodes {
 			b.Fatalf("status: %v %d", err, len(s.Nodes))
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/meshctl/mesh/agent/agenttest"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Every state of rule 10, each reached the way an operator would reach it.
@@ -25,29 +25,29 @@ func TestEveryNodeState(t *testing.T) {
 	// cannot be composed: it needs a queue and nobody provides one.
 	m.WriteModule(`{"module":"lonely","consumes":["queue"]}`)
 	m.Assign("orphan", "lonely", nil)
-	if n := m.Status()["orphan"]; n.State != commands.StateCannotCompose || !strings.Contains(n.Detail, "no assigned module provides") {
+	if n := m.Status()["orphan"]; n.State != wire.StateCannotCompose || !strings.Contains(n.Detail, "no assigned module provides") {
 		t.Fatalf("orphan: %+v", n)
 	}
 	// never sent.
-	if n := m.Status()["never"]; n.State != commands.StateNeverSent {
+	if n := m.Status()["never"]; n.State != wire.StateNeverSent {
 		t.Fatalf("never: %+v", n)
 	}
 	// waiting: sent, and no agent to report.
 	m.Push("idle")
-	if n := m.Status()["idle"]; n.State != commands.StateWaiting {
+	if n := m.Status()["idle"]; n.State != wire.StateWaiting {
 		t.Fatalf("idle: %+v", n)
 	}
 	// current: sent, applied, and would be sent the same.
 	m.Agent("good")
 	m.Push("good")
-	m.WaitState("good", commands.StateCurrent)
+	m.WaitState("good", wire.StateCurrent)
 	// failed: a resource through a symlink out of the root.
 	root, _ := m.Agent("broken")
 	m.Must(os.MkdirAll(filepath.Join(root, "etc"), 0o755))
 	m.Must(os.Symlink(t.TempDir(), filepath.Join(root, "etc/link")))
 	m.Assign("broken", "linked", nil)
 	m.Push("broken")
-	if n := m.WaitState("broken", commands.StateFailed); !strings.Contains(n.Detail, "/etc/link/x") {
+	if n := m.WaitState("broken", wire.StateFailed); !strings.Contains(n.Detail, "/etc/link/x") {
 		t.Fatalf("broken: %+v", n)
 	}
 	// refused: the node has applied sequences the log no longer holds.
@@ -56,36 +56,36 @@ func TestEveryNodeState(t *testing.T) {
 	m.Must(os.WriteFile(filepath.Join(aheadRoot+".state", "state.json"), []byte(`{"node":"ahead","last_sequence":100}`), 0o600))
 	m.AgentAt("ahead", aheadRoot)
 	m.Push("ahead")
-	if n := m.WaitState("ahead", commands.StateRefused); !strings.Contains(n.Detail, "replay") {
+	if n := m.WaitState("ahead", wire.StateRefused); !strings.Contains(n.Detail, "replay") {
 		t.Fatalf("ahead: %+v", n)
 	}
 	// behind: applied, then a setting changed.
 	m.Agent("moved")
 	m.Assign("moved", "postgres", map[string]string{"password": "a"})
 	m.Push("moved")
-	m.WaitState("moved", commands.StateCurrent)
+	m.WaitState("moved", wire.StateCurrent)
 	m.Assign("moved", "postgres", map[string]string{"password": "b"})
-	if n := m.Status()["moved"]; n.State != commands.StateBehind {
+	if n := m.Status()["moved"]; n.State != wire.StateBehind {
 		t.Fatalf("moved: %+v", n)
 	}
 	// A hand declaration is read as behind: its builds are unknown.
 	m.Agent("hand")
 	m.Push("hand")
-	m.WaitState("hand", commands.StateCurrent)
-	_, err := m.H.Declare(m.Ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "hand", File: "h.json",
+	m.WaitState("hand", wire.StateCurrent)
+	_, err := m.H.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "hand", File: "h.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hi\n"}]}`})
 	m.Must(err)
-	if n := m.Status()["hand"]; n.State != commands.StateBehind || !strings.Contains(n.Detail, "hand-written") {
+	if n := m.Status()["hand"]; n.State != wire.StateBehind || !strings.Contains(n.Detail, "hand-written") {
 		t.Fatalf("hand: %+v", n)
 	}
 
-	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	if s.Well {
 		t.Fatal("status calls a mesh with failed, refused and behind nodes well")
 	}
 	// push --behind sends exactly the nodes that are not current.
-	r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true})
+	r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
 	m.Must(err)
 	sent := map[string]bool{}
 	for _, p := range r.Sent {
@@ -115,16 +115,16 @@ func TestStandings(t *testing.T) {
 	m.Agent("auth-1")
 	m.Agent("app-1")
 	m.Push("")
-	m.WaitState("auth-1", commands.StateCurrent)
-	m.WaitState("app-1", commands.StateCurrent)
-	report := func(failing bool, word string) commands.Reported {
-		r, err := m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: failing,
+	m.WaitState("auth-1", wire.StateCurrent)
+	m.WaitState("app-1", wire.StateCurrent)
+	report := func(failing bool, word string) wire.Reported {
+		r, err := m.H.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: failing,
 			Provider: "postgres", Machine: "auth-1", Consumer: "app", Word: word})
 		m.Must(err)
 		return r
 	}
-	well := func() (bool, []commands.StandingView) {
-		s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	well := func() (bool, []wire.StandingView) {
+		s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
 		m.Must(err)
 		return s.Well, s.Standings
 	}
@@ -140,7 +140,7 @@ func TestStandings(t *testing.T) {
 	if !st[0].Since.Before(st[0].Updated) {
 		t.Fatalf("a new word must keep since the first failing report: %+v", st[0])
 	}
-	view, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: "auth-1"})
+	view, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "auth-1"})
 	m.Must(err)
 	if len(view.Standings) != 1 {
 		t.Fatalf("node show does not name the standing of its machine: %+v", view.Standings)
@@ -154,7 +154,7 @@ func TestStandings(t *testing.T) {
 	if r := report(false, ""); r.Changed {
 		t.Fatal("a recovery with nothing failing appended something")
 	}
-	if _, err := m.H.Report(m.Ctx, commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: true, Provider: "nope", Machine: "auth-1", Consumer: "app", Word: "x"}); err == nil {
+	if _, err := m.H.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true, Provider: "nope", Machine: "auth-1", Consumer: "app", Word: "x"}); err == nil {
 		t.Fatal("a standing of an unknown module was accepted")
 	}
 }
@@ -195,12 +195,12 @@ func TestLostTailConvergesOnTheNextPush(t *testing.T) {
 	m.Must(os.WriteFile(filepath.Join(root+".state", "state.json"), []byte(`{"node":"ahead","last_sequence":41}`), 0o600))
 	m.AgentAt("ahead", root)
 	m.Push("ahead")
-	m.WaitState("ahead", commands.StateRefused)
+	m.WaitState("ahead", wire.StateRefused)
 	r := m.Push("ahead")
 	if s := r.Sent[0]; s.Sequence != 42 || !strings.Contains(s.Note, "above 41") {
 		t.Fatalf("the push after a refusal: %+v", s)
 	}
-	m.WaitState("ahead", commands.StateCurrent)
+	m.WaitState("ahead", wire.StateCurrent)
 }
 
 // status --as-of before and after a change answers differently, and
@@ -212,27 +212,27 @@ func TestStatusAsOf(t *testing.T) {
 	m.Assign("db-1", "postgres", map[string]string{"password": "a"})
 	m.Agent("db-1")
 	m.Push("db-1")
-	m.WaitState("db-1", commands.StateCurrent)
+	m.WaitState("db-1", wire.StateCurrent)
 	// The controller's clock an hour on: what is appended now is after
 	// before, with no sleeping (the injected clock, not the wall's).
 	before := time.Now()
 	m.H.Store.Now = func() time.Time { return before.Add(time.Hour) }
 	m.Assign("db-1", "postgres", map[string]string{"password": "b"})
-	if m.Status()["db-1"].State != commands.StateBehind {
+	if m.Status()["db-1"].State != wire.StateBehind {
 		t.Fatal("not behind after the change")
 	}
-	past, err := m.H.Status(m.Ctx, commands.StatusRequest{AsOf: before})
+	past, err := m.H.Status(m.Ctx, wire.StatusRequest{AsOf: before})
 	m.Must(err)
-	if past.AsOf == nil || !past.Well || past.Nodes[0].State != commands.StateCurrent {
+	if past.AsOf == nil || !past.Well || past.Nodes[0].State != wire.StateCurrent {
 		t.Fatalf("status as of before the change: %+v", past)
 	}
-	show, err := m.H.ShowNode(m.Ctx, commands.NameRequest{Name: "db-1", AsOf: before})
+	show, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "db-1", AsOf: before})
 	m.Must(err)
-	if show.AsOf == nil || show.State != commands.StateCurrent || show.Assignments[0].Settings["password"] != "(secret, version 1)" {
+	if show.AsOf == nil || show.State != wire.StateCurrent || show.Assignments[0].Settings["password"] != "(secret, version 1)" {
 		t.Fatalf("node show as of before the change: %+v", show)
 	}
 	long := time.Now().Add(-time.Hour)
-	ancient, err := m.H.Status(m.Ctx, commands.StatusRequest{AsOf: long})
+	ancient, err := m.H.Status(m.Ctx, wire.StatusRequest{AsOf: long})
 	m.Must(err)
 	if len(ancient.Nodes) != 0 {
 		t.Fatalf("an hour ago there were no nodes: %+v", ancient.Nodes)
@@ -250,7 +250,7 @@ func TestLongFailingNodeIsPushedWithANote(t *testing.T) {
 	m.Must(os.Symlink(t.TempDir(), filepath.Join(root, "etc/link")))
 	m.Assign("web-1", "linked", nil)
 	m.Push("web-1")
-	first := m.WaitState("web-1", commands.StateFailed)
+	first := m.WaitState("web-1", wire.StateFailed)
 	m.Push("web-1") // fails the same way again
 	row, _, _ := m.H.Proj.Node("web-1")
 	second := m.Report("web-1", row.LastSent.Digest)
@@ -258,7 +258,7 @@ func TestLongFailingNodeIsPushedWithANote(t *testing.T) {
 		t.Fatalf("failing the same way must keep its start: first %v, then %v", first.FailingSince, second.FailingSince)
 	}
 	m.H.Now = func() time.Time { return time.Now().Add(7 * time.Hour) }
-	r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true})
+	r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
 	m.Must(err)
 	if len(r.Sent) != 1 || !strings.Contains(r.Sent[0].Note, "the cause is unlikely to be timing") {
 		t.Fatalf("push --behind seven hours on: %+v", r.Sent)

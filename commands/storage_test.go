@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -38,7 +39,7 @@ func TestAFullBusIsSaidAndSurvived(t *testing.T) {
 	}
 	defer ctrl.Close()
 	h := ctrl.Handlers
-	if _, err := h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"}); err != nil {
+	if _, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
 		t.Fatal(err)
 	}
 	// Another stream takes the rest of the bus's storage.
@@ -57,17 +58,17 @@ func TestAFullBusIsSaidAndSurvived(t *testing.T) {
 		}
 	}
 
-	_, err = h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-2"})
+	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"})
 	if !errors.Is(err, store.ErrStorage) || !strings.Contains(err.Error(), "nothing was recorded") || strings.Count(err.Error(), "cannot append") != 1 {
 		t.Fatalf("enrol on a full bus: %v", err)
 	}
 	// A push names each node it could not send to, with the cause: the
 	// command line then exits 1 saying how many were not sent.
-	if r, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "web-1"}); err != nil || len(r.Sent) != 0 ||
+	if r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"}); err != nil || len(r.Sent) != 0 ||
 		len(r.Unsent) != 1 || !strings.Contains(r.Unsent[0].Reason, "storage is full") {
 		t.Fatalf("a push on a full bus: %+v %v", r, err)
 	}
-	if s, err := h.Status(ctx, commands.StatusRequest{}); err != nil || len(s.Nodes) != 1 {
+	if s, err := h.Status(ctx, wire.StatusRequest{}); err != nil || len(s.Nodes) != 1 {
 		t.Fatalf("status on a full bus: %+v %v", s, err)
 	}
 
@@ -75,7 +76,7 @@ func TestAFullBusIsSaidAndSurvived(t *testing.T) {
 	if err := js.DeleteStream(ctx, "FILL"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-2"}); err != nil {
+	if _, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"}); err != nil {
 		t.Fatalf("enrol once there is room again: %v", err)
 	}
 }
@@ -92,7 +93,7 @@ func TestALostStreamIsNotServedAsAnEmptyMesh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ctrl.Handlers.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"}); err != nil {
+	if _, err := ctrl.Handlers.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
 		t.Fatal(err)
 	}
 	ctrl.Close()
@@ -111,7 +112,7 @@ func TestALostStreamIsNotServedAsAnEmptyMesh(t *testing.T) {
 		t.Fatalf("a start with --rebuild: %v", err)
 	}
 	defer again.Close()
-	if s, _ := again.Handlers.Status(ctx, commands.StatusRequest{}); len(s.Nodes) != 0 {
+	if s, _ := again.Handlers.Status(ctx, wire.StatusRequest{}); len(s.Nodes) != 0 {
 		t.Fatalf("the new mesh: %+v", s)
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -19,15 +19,15 @@ import (
 func TestStrictInputs(t *testing.T) {
 	m := newTrustMesh(t, false)
 	ctx := m.ctx
-	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
-	_, err = m.h.Declare(ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "web-1", File: "f.json",
+	_, err = m.h.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "web-1", File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/a","path":"/b","mode":"0644","content":"x"}]}`})
 	if !errors.Is(err, aggregates.ErrInvalid) || !strings.Contains(err.Error(), `names "path" twice`) {
 		t.Fatalf("a declaration naming a key twice: %v", err)
 	}
 	for _, mode := range []string{"4755", "7777"} {
-		_, err = m.h.Declare(ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "web-1", File: "f.json",
+		_, err = m.h.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "web-1", File: "f.json",
 			Body: `{"resources":[{"kind":"file","path":"/a","mode":"` + mode + `","content":"x"}]}`})
 		if !errors.Is(err, aggregates.ErrInvalid) || !strings.Contains(err.Error(), "setuid, setgid or sticky") {
 			t.Fatalf("a declaration of mode %s: %v", mode, err)
@@ -46,7 +46,7 @@ func TestStrictInputs(t *testing.T) {
 	_, err = m.h.Store.JetStream().PublishMsg(ctx, msg)
 	m.must(err)
 	m.fence()
-	list, err := m.h.ListModules(ctx, commands.Empty{})
+	list, err := m.h.ListModules(ctx, wire.Empty{})
 	if err != nil || len(list.Modules) != 1 || !strings.Contains(list.Modules[0].Unreadable, "cannot be read") {
 		t.Fatalf("the catalogue with an unreadable build: %+v %v", list, err)
 	}

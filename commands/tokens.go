@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Enrolment tokens (issue 29): what the operator hands a machine instead of
@@ -22,34 +23,6 @@ import (
 // and recorded only as its sha256, so the log, a backup and the operator's
 // home cannot enrol anything after the fact; a token is spent by use, by
 // its expiry, or by mesh token revoke.
-
-// TokenRequest makes a token: Node set binds it to one name (mesh node
-// enroll, join and rekey make such), Rekey gives that node new keys.
-type TokenRequest struct {
-	CommandID    string            `json:"command_id"`
-	Uses         int               `json:"uses"`
-	Expires      time.Duration     `json:"expires"`
-	Labels       map[string]string `json:"labels"`
-	Capabilities []string          `json:"capabilities"`
-	Node         string            `json:"node"`
-	Rekey        bool              `json:"rekey"`
-}
-
-// TokenReply is the token made, and the identity an agent joins with: the
-// only time its secret is said.
-type TokenReply struct {
-	Token    projections.Token `json:"token"`
-	Seq      uint64            `json:"seq"`
-	Identity Identity          `json:"identity"`
-}
-
-// TokenList is every token the log knows (never a secret), with the mesh
-// and the controller key a join string names.
-type TokenList struct {
-	Mesh   string              `json:"mesh"`
-	Key    string              `json:"key"`
-	Tokens []projections.Token `json:"tokens"`
-}
 
 // The bounds of a token: a token that outlives its need is a standing key
 // to the mesh, so it expires, by default within a day.
@@ -60,7 +33,7 @@ const (
 )
 
 // CreateToken records a new token and answers its secret.
-func (h *Handlers) CreateToken(ctx context.Context, r TokenRequest) (TokenReply, error) {
+func (h *Handlers) CreateToken(ctx context.Context, r wire.TokenRequest) (wire.TokenReply, error) {
 	uses, expires := r.Uses, r.Expires
 	if uses == 0 {
 		uses = 1
@@ -70,18 +43,18 @@ func (h *Handlers) CreateToken(ctx context.Context, r TokenRequest) (TokenReply,
 	}
 	switch {
 	case uses < 0 || uses > MaxTokenUses:
-		return TokenReply{}, aggregates.Refuse("make", "a token", aggregates.ErrInvalid, fmt.Sprintf("--uses %d is not between 1 and %d", r.Uses, MaxTokenUses))
+		return wire.TokenReply{}, aggregates.Refuse("make", "a token", aggregates.ErrInvalid, fmt.Sprintf("--uses %d is not between 1 and %d", r.Uses, MaxTokenUses))
 	case expires < time.Minute || expires > MaxTokenExpiry:
-		return TokenReply{}, aggregates.Refuse("make", "a token", aggregates.ErrInvalid, fmt.Sprintf("--expires %s is not between 1m and %s", r.Expires, MaxTokenExpiry))
+		return wire.TokenReply{}, aggregates.Refuse("make", "a token", aggregates.ErrInvalid, fmt.Sprintf("--expires %s is not between 1m and %s", r.Expires, MaxTokenExpiry))
 	case r.Node != "" && uses != 1:
-		return TokenReply{}, aggregates.Refuse("make", "a token", aggregates.ErrInvalid, "a token for one node's name has one use")
+		return wire.TokenReply{}, aggregates.Refuse("make", "a token", aggregates.ErrInvalid, "a token for one node's name has one use")
 	case r.Rekey && r.Node == "":
-		return TokenReply{}, aggregates.Refuse("make", "a token", aggregates.ErrInvalid, "a re-key names the node it gives new keys")
+		return wire.TokenReply{}, aggregates.Refuse("make", "a token", aggregates.ErrInvalid, "a re-key names the node it gives new keys")
 	}
 	// Labels and capabilities are validated as an enrolment validates them.
 	probe, err := aggregates.NewNode("token").Decide(aggregates.EnrollNode{Name: "token", Capabilities: r.Capabilities, Labels: r.Labels}, h.Now())
 	if err != nil {
-		return TokenReply{}, err
+		return wire.TokenReply{}, err
 	}
 	norm := probe[0].(events.NodeEnrolled)
 	id, secret := newTokenSecret()
@@ -89,19 +62,19 @@ func (h *Handlers) CreateToken(ctx context.Context, r TokenRequest) (TokenReply,
 		Labels: norm.Labels, Capabilities: norm.Capabilities, Node: r.Node, Rekey: r.Rekey}
 	seq, err := h.Store.Append(ctx, events.TokenAggregate(id), 0, r.CommandID, ev)
 	if err != nil {
-		return TokenReply{}, err
+		return wire.TokenReply{}, err
 	}
 	if err := h.landed(ctx, seq, ev); err != nil {
-		return TokenReply{}, err
+		return wire.TokenReply{}, err
 	}
 	h.Log.Info("enrolment token made", "token", id, "uses", uses, "expires", ev.Expires, "node", r.Node, "rekey", r.Rekey)
-	return TokenReply{Token: projections.Token{TokenCreated: ev, CreatedAt: h.Now(), Version: seq}, Seq: seq,
-		Identity: Identity{Mesh: h.Mesh, Node: r.Node, Key: h.PublicKey, Token: id + "." + secret}}, nil
+	return wire.TokenReply{Token: projections.Token{TokenCreated: ev, CreatedAt: h.Now(), Version: seq}, Seq: seq,
+		Identity: wire.Identity{Mesh: h.Mesh, Node: r.Node, Key: h.PublicKey, Token: id + "." + secret}}, nil
 }
 
 // ListTokens answers every token.
-func (h *Handlers) ListTokens(_ context.Context, _ Empty) (TokenList, error) {
-	out := TokenList{Mesh: h.Mesh, Key: h.PublicKey}
+func (h *Handlers) ListTokens(_ context.Context, _ wire.Empty) (wire.TokenList, error) {
+	out := wire.TokenList{Mesh: h.Mesh, Key: h.PublicKey}
 	err := h.Proj.Read(func(v *projections.View) (err error) {
 		out.Tokens, err = v.Tokens()
 		return err
@@ -114,7 +87,7 @@ func (h *Handlers) ListTokens(_ context.Context, _ Empty) (TokenList, error) {
 
 // RevokeToken withdraws a token's unused uses; a spent or revoked token is
 // nothing to do.
-func (h *Handlers) RevokeToken(ctx context.Context, r NameRequest) (Changed, error) {
+func (h *Handlers) RevokeToken(ctx context.Context, r wire.NameRequest) (wire.Changed, error) {
 	var t projections.Token
 	var found bool
 	err := h.Proj.Read(func(v *projections.View) (err error) {
@@ -123,23 +96,23 @@ func (h *Handlers) RevokeToken(ctx context.Context, r NameRequest) (Changed, err
 	})
 	switch {
 	case err != nil:
-		return Changed{}, err
+		return wire.Changed{}, err
 	case !found:
-		return Changed{}, aggregates.Refuse("revoke", "token "+r.Name, aggregates.ErrInvalid, "no token of that id was made; see mesh token list")
+		return wire.Changed{}, aggregates.Refuse("revoke", "token "+r.Name, aggregates.ErrInvalid, "no token of that id was made; see mesh token list")
 	}
 	if left, _ := t.Left(h.Now()); left == 0 {
-		return Changed{}, nil
+		return wire.Changed{}, nil
 	}
-	seq, err := h.Store.Append(ctx, events.TokenAggregate(r.Name), t.Version, NewCommandID(), events.TokenRevoked{ID: r.Name})
+	seq, err := h.Store.Append(ctx, events.TokenAggregate(r.Name), t.Version, wire.NewCommandID(), events.TokenRevoked{ID: r.Name})
 	if err != nil {
-		return Changed{}, err
+		return wire.Changed{}, err
 	}
-	return Changed{Changed: true, Seq: seq}, h.landed(ctx, seq, events.TokenRevoked{ID: r.Name})
+	return wire.Changed{Changed: true, Seq: seq}, h.landed(ctx, seq, events.TokenRevoked{ID: r.Name})
 }
 
 // nodeToken makes a one-use token for node (enroll, join, rekey).
-func (h *Handlers) nodeToken(ctx context.Context, node string, rekey bool) (Identity, error) {
-	r, err := h.CreateToken(ctx, TokenRequest{CommandID: NewCommandID(), Node: node, Rekey: rekey})
+func (h *Handlers) nodeToken(ctx context.Context, node string, rekey bool) (wire.Identity, error) {
+	r, err := h.CreateToken(ctx, wire.TokenRequest{CommandID: wire.NewCommandID(), Node: node, Rekey: rekey})
 	return r.Identity, err
 }
 
@@ -147,9 +120,9 @@ func (h *Handlers) nodeToken(ctx context.Context, node string, rekey bool) (Iden
 // replaced, or it enrolled before nodes made their own keys. Until the
 // token is used the node keeps its keys; once used, the old ones are
 // refused at the bus and in the fold (recorded, and audit shows it).
-func (h *Handlers) Rekey(ctx context.Context, r NameRequest) (Identity, error) {
+func (h *Handlers) Rekey(ctx context.Context, r wire.NameRequest) (wire.Identity, error) {
 	if err := h.ActiveNode(ctx, "re-key", r.Name); err != nil {
-		return Identity{}, err
+		return wire.Identity{}, err
 	}
 	return h.nodeToken(ctx, r.Name, true)
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/agent/agenttest"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -25,7 +25,7 @@ func TestOneTokenEnrolsAFleet(t *testing.T) {
 	m := agenttest.New(t)
 	token := func(uses int) string {
 		t.Helper()
-		r, err := m.H.CreateToken(m.Ctx, commands.TokenRequest{CommandID: commands.NewCommandID(), Uses: uses, Labels: map[string]string{"zone": "eu-1"}})
+		r, err := m.H.CreateToken(m.Ctx, wire.TokenRequest{CommandID: wire.NewCommandID(), Uses: uses, Labels: map[string]string{"zone": "eu-1"}})
 		m.Must(err)
 		return r.Identity.Token
 	}
@@ -48,7 +48,7 @@ func TestOneTokenEnrolsAFleet(t *testing.T) {
 			t.Fatalf("n%d enrolling with the fleet's token: %v", i+1, err)
 		}
 	}
-	nodes, err := m.H.ListNodes(m.Ctx, commands.ListRequest{})
+	nodes, err := m.H.ListNodes(m.Ctx, wire.ListRequest{})
 	m.Must(err)
 	if len(nodes.Nodes) != 3 {
 		t.Fatalf("nodes after three uses: %+v", nodes.Nodes)
@@ -64,7 +64,7 @@ func TestOneTokenEnrolsAFleet(t *testing.T) {
 	more := token(2)
 	m.Must(enrol(more, "n5"))
 	id, _, _ := strings.Cut(more, ".")
-	if c, err := m.H.RevokeToken(m.Ctx, commands.NameRequest{Name: id}); err != nil || !c.Changed {
+	if c, err := m.H.RevokeToken(m.Ctx, wire.NameRequest{Name: id}); err != nil || !c.Changed {
 		t.Fatalf("revoking a token with a use left: %+v %v", c, err)
 	}
 	var tk projections.Token

@@ -16,6 +16,7 @@ import (
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
@@ -129,7 +130,7 @@ func (m *trustMesh) runAgent(node, root string) {
 // message published before it has been folded too.
 func (m *trustMesh) fence() {
 	m.t.Helper()
-	r, err := m.h.Enroll(m.ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "fence-" + strings.ToLower(commands.NewCommandID()[:8])})
+	r, err := m.h.Enroll(m.ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "fence-" + strings.ToLower(wire.NewCommandID()[:8])})
 	m.must(err)
 	m.must(m.h.Proj.WaitFor(m.ctx, r.Seq))
 }
@@ -146,7 +147,7 @@ func (m *trustMesh) settle() {
 // envelope is ev as a mesh event on agg, as anyone could encode it.
 func envelope(t *testing.T, agg events.AggregateID, ev events.Event) []byte {
 	t.Helper()
-	b, err := events.Encode(agg, "forged-"+commands.NewCommandID(), 0, time.Now(), ev)
+	b, err := events.Encode(agg, "forged-"+wire.NewCommandID(), 0, time.Now(), ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,20 +185,20 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	m := newTrustMesh(t, closed)
 	ctx := m.ctx
 	for _, n := range []string{"app-1", "db-1", "ghost-1"} {
-		_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: n, Capabilities: []string{"linux"}})
+		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Capabilities: []string{"linux"}})
 		m.must(err)
 	}
 	manifest, err := os.ReadFile("../examples/postgres.json")
 	m.must(err)
-	_, err = m.h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "postgres.json", Manifest: string(manifest)})
+	_, err = m.h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(manifest)})
 	m.must(err)
-	_, err = m.h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "x"}})
+	_, err = m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "x"}})
 	m.must(err)
 	root := filepath.Join(t.TempDir(), "db-1")
 	m.runAgent("db-1", root)
-	pushed, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	pushed, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	m.must(err)
-	var dbSent, ghostSent commands.PushedNode
+	var dbSent, ghostSent wire.PushedNode
 	for _, p := range pushed.Sent {
 		switch p.Node {
 		case "db-1":
@@ -208,7 +209,7 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	}
 	m.must(commands.WaitReport(ctx, m.h.Store, m.h, "db-1", dbSent.Digest, dbSent.StreamSeq, reportWait))
 	m.fence()
-	before, err := m.h.Status(ctx, commands.StatusRequest{})
+	before, err := m.h.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 
 	// What app-1's join string gives an attacker: its MAC key.
@@ -297,9 +298,9 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	if _, err := os.Stat(filepath.Join(root, "etc/evil")); !os.IsNotExist(err) {
 		t.Fatalf("a forgery wrote a file on db-1: %v", err)
 	}
-	after, err := m.h.Status(ctx, commands.StatusRequest{})
+	after, err := m.h.Status(ctx, wire.StatusRequest{})
 	m.must(err)
-	now := map[string]commands.NodeStatus{}
+	now := map[string]wire.NodeStatus{}
 	for _, n := range after.Nodes {
 		now[n.Name] = n
 	}
@@ -314,11 +315,11 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	if row, _, _ := m.h.Proj.Node("db-1"); row.Retired {
 		t.Error("db-1 was retired by a forgery")
 	}
-	if mods, err := m.h.ListModules(ctx, commands.Empty{}); err != nil || len(mods.Modules) != 1 {
+	if mods, err := m.h.ListModules(ctx, wire.Empty{}); err != nil || len(mods.Modules) != 1 {
 		t.Errorf("the catalogue: %+v %v", mods, err)
 	}
 	// Each that landed is foreign, with its reason.
-	list, err := m.h.ListForeign(ctx, commands.Empty{})
+	list, err := m.h.ListForeign(ctx, wire.Empty{})
 	m.must(err)
 	if len(list.Foreign) != wantForeign || list.Open != wantForeign {
 		t.Fatalf("%d foreign messages (%d open), want %d: %+v", len(list.Foreign), list.Open, wantForeign, list.Foreign)
@@ -336,7 +337,7 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 		t.Fatalf("status over open foreign messages: well %v, causes %v", after.Well, after.Causes)
 	}
 	// A routine push sends nothing of the attacker's.
-	if _, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Behind: true}); err != nil {
+	if _, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil {
 		t.Fatal(err)
 	}
 	if row, _, _ := m.h.Proj.Node("db-1"); row.LastSent == nil || row.LastSent.Sequence != dbSent.Sequence {
@@ -345,14 +346,14 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 
 	// The mesh restarts over them, and a fresh fold equals the live one.
 	m.start()
-	v2, err := m.h.VerifyProjections(ctx, commands.FoldRequest{})
+	v2, err := m.h.VerifyProjections(ctx, wire.FoldRequest{})
 	if err != nil || v2.Diff != "" {
 		t.Fatalf("verify over foreign messages: %v\n%s", err, v2.Diff)
 	}
-	if _, err := m.h.RebuildProjections(ctx, commands.FoldRequest{}); err != nil {
+	if _, err := m.h.RebuildProjections(ctx, wire.FoldRequest{}); err != nil {
 		t.Fatalf("rebuild over foreign messages: %v", err)
 	}
-	if l, _ := m.h.ListForeign(ctx, commands.Empty{}); len(l.Foreign) != wantForeign {
+	if l, _ := m.h.ListForeign(ctx, wire.Empty{}); len(l.Foreign) != wantForeign {
 		t.Fatalf("after a restart and a rebuild: %d foreign, want %d", len(l.Foreign), wantForeign)
 	}
 
@@ -361,28 +362,28 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	for _, f := range list.Foreign {
 		seqs = append(seqs, f.Seq)
 	}
-	if _, err := m.h.AckForeign(ctx, commands.AckRequest{CommandID: commands.NewCommandID(), Seqs: []uint64{1}}); err == nil {
+	if _, err := m.h.AckForeign(ctx, wire.AckRequest{CommandID: wire.NewCommandID(), Seqs: []uint64{1}}); err == nil {
 		t.Fatal("acknowledging event 1, which is no foreign message, was accepted")
 	}
-	ack, err := m.h.AckForeign(ctx, commands.AckRequest{CommandID: commands.NewCommandID(), Seqs: seqs})
+	ack, err := m.h.AckForeign(ctx, wire.AckRequest{CommandID: wire.NewCommandID(), Seqs: seqs})
 	m.must(err)
 	if len(ack.Acknowledged) != wantForeign {
 		t.Fatalf("acknowledged %+v", ack)
 	}
-	s, err := m.h.Status(ctx, commands.StatusRequest{})
+	s, err := m.h.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	if strings.Contains(strings.Join(s.Causes, "\n"), "foreign") {
 		t.Fatalf("status after the acknowledgement: %v", s.Causes)
 	}
-	if l, _ := m.h.ListForeign(ctx, commands.Empty{}); len(l.Foreign) != wantForeign || l.Open != 0 {
+	if l, _ := m.h.ListForeign(ctx, wire.Empty{}); len(l.Foreign) != wantForeign || l.Open != 0 {
 		t.Fatalf("foreign list after the acknowledgement: %+v", l)
 	}
 	// db-1 can still be changed and sent to: the forgeries on its subjects
 	// moved the stream's last sequence for it, and its row followed (else
 	// every write to db-1 would conflict for good).
-	_, err = m.h.Assign(ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "y"}})
+	_, err = m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "y"}})
 	m.must(err)
-	if r, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "db-1"}); err != nil || len(r.Sent) != 1 {
+	if r, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "db-1"}); err != nil || len(r.Sent) != 1 {
 		t.Fatalf("a push to db-1 after the forgeries: %+v %v", r, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 )
 
 // ErrStillConverging: the wait ended before the node reported on the digest.
@@ -27,7 +28,7 @@ func WaitReport(ctx context.Context, st *store.Store, judge Judge, node, digest 
 	defer cancel()
 	errFound := errors.New("found")
 	var verdict error
-	var setAside *Judgement
+	var setAside *wire.Judgement
 	err := st.Read(ctx, store.ReadOptions{From: from, Follow: true, Filter: events.ReportFilter(node)}, func(m store.Msg) error {
 		_, ev, err := events.DecodeFromSubject(m.Subject, m.Data)
 		if err != nil {

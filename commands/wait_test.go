@@ -17,6 +17,7 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nkeys"
 )
 
@@ -34,7 +35,7 @@ func TestWaitForTheNodesReport(t *testing.T) {
 
 	outside := t.TempDir()
 	m.Must(os.Symlink(outside, filepath.Join(root, "link")))
-	d, err := m.H.Declare(m.Ctx, commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: "web-1", File: "f.json",
+	d, err := m.H.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "web-1", File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/link/x","mode":"0644","content":"x"}]}`})
 	m.Must(err)
 	start := time.Now()
@@ -85,7 +86,7 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ctrl.Handlers.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+		ctrl.Handlers.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	}()
 	// Stop it as soon as the first declaration is on the stream.
 	embeddedtest.Eventually(t, "the first declaration on the stream", func() bool {

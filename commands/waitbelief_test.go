@@ -9,6 +9,7 @@ import (
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -23,9 +24,9 @@ import (
 func TestAWaitBelievesOnlyWhatTheFoldBelieves(t *testing.T) {
 	m := newTrustMesh(t, true)
 	ctx := m.ctx
-	_, err := m.h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
-	pushed, err := m.h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: "web-1"})
+	pushed, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
 	m.must(err)
 	s := pushed.Sent[0]
 

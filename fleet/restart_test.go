@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -104,11 +105,11 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 	agentsAt := up.cut.Addr()
 
 	ctx := context.Background()
-	names := make([]commands.EnrollRequest, restartAgents)
+	names := make([]wire.EnrollRequest, restartAgents)
 	for i := range names {
-		names[i] = commands.EnrollRequest{Name: fmt.Sprintf("r-%03d", i), Capabilities: []string{"linux"}}
+		names[i] = wire.EnrollRequest{Name: fmt.Sprintf("r-%03d", i), Capabilities: []string{"linux"}}
 	}
-	if _, err := up.ctrl.Handlers.EnrollBatch(ctx, commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: names}); err != nil {
+	if _, err := up.ctrl.Handlers.EnrollBatch(ctx, wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: names}); err != nil {
 		t.Fatal(err)
 	}
 	joins := make([]agent.Join, len(names))
@@ -147,7 +148,7 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 	// pushAll pushes every node and answers each one's sequence.
 	pushAll := func(h *commands.Handlers) map[string]uint64 {
 		t.Helper()
-		r, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+		r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +195,7 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 		for i, m := range f.members {
 			before[i] = m.seq.Load()
 		}
-		pushing.Go(func() { h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()}) })
+		pushing.Go(func() { h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}) })
 		if k := rng.IntN(restartAgents); k > 0 {
 			embeddedtest.Eventually(t, fmt.Sprintf("%d agents to apply push %d", k, round), func() bool {
 				n := 0

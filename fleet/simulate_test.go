@@ -9,6 +9,7 @@ import (
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/wire"
 )
 
 // A simulated fleet whose reports overflow its window of unacknowledged
@@ -28,22 +29,22 @@ func TestASimulatedFleetWaitsForRoom(t *testing.T) {
 	t.Cleanup(func() { ctrl.Close() })
 	h := ctrl.Handlers
 	const n = 300
-	var enrol commands.EnrollBatchRequest
+	var enrol wire.EnrollBatchRequest
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("sim-%03d", i)
 		names = append(names, name)
-		enrol.Nodes = append(enrol.Nodes, commands.EnrollRequest{Name: name, Capabilities: []string{"linux"}})
+		enrol.Nodes = append(enrol.Nodes, wire.EnrollRequest{Name: name, Capabilities: []string{"linux"}})
 	}
-	enrol.CommandID = commands.NewCommandID()
+	enrol.CommandID = wire.NewCommandID()
 	if _, err := h.EnrollBatch(ctx, enrol); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.RegisterModule(ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "motd.json",
+	if _, err := h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "motd.json",
 		Manifest: `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","template":"hello {{.Node.Name}}\n"}]}`}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.AssignBatch(ctx, commands.AssignBatchRequest{CommandID: commands.NewCommandID(), Module: "motd", Nodes: names}); err != nil {
+	if _, err := h.AssignBatch(ctx, wire.AssignBatchRequest{CommandID: wire.NewCommandID(), Module: "motd", Nodes: names}); err != nil {
 		t.Fatal(err)
 	}
 	var joins []agent.Join
@@ -59,7 +60,7 @@ func TestASimulatedFleetWaitsForRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Stop()
-	r, err := h.Push(ctx, commands.PushRequest{CommandID: commands.NewCommandID()})
+	r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	if err != nil || len(r.Sent) != n {
 		t.Fatalf("push: %v, %d of %d sent", err, len(r.Sent), n)
 	}
@@ -77,7 +78,7 @@ func TestASimulatedFleetWaitsForRoom(t *testing.T) {
 		t.Fatalf("%d warning(s), the first: %s", warnings, first)
 	}
 	embeddedtest.Eventually(t, "status to believe every simulated report", func() bool {
-		s, err := h.Status(ctx, commands.StatusRequest{})
+		s, err := h.Status(ctx, wire.StatusRequest{})
 		return err == nil && s.Well && len(s.Nodes) == n
 	})
 }

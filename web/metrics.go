@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -76,13 +77,13 @@ func (mesh) Describe(ch chan<- *prometheus.Desc) {
 func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := c.h.Status(ctx, commands.StatusRequest{})
+	s, err := c.h.Status(ctx, wire.StatusRequest{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descWell, err)
 		return
 	}
-	states := map[commands.State]int{}
-	for _, st := range commands.States {
+	states := map[wire.State]int{}
+	for _, st := range wire.States {
 		states[st] = 0 // every state is exported, zero or not: an alert on one must see it go to 0
 	}
 	for _, n := range s.Nodes {
@@ -107,7 +108,7 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLastHeard, prometheus.GaugeValue, float64(at.UnixMilli())/1000, node)
 	}
 	ch <- prometheus.MustNewConstMetric(descBound, prometheus.GaugeValue, s.UnreachableAfter)
-	runtimes := map[string]int{projections.RuntimeRunning: 0, projections.RuntimeExited: 0, projections.RuntimeCrashLooping: 0, commands.RuntimeUnreachable: 0}
+	runtimes := map[string]int{projections.RuntimeRunning: 0, projections.RuntimeExited: 0, projections.RuntimeCrashLooping: 0, wire.RuntimeUnreachable: 0}
 	for _, rt := range s.Runtimes {
 		runtimes[rt.State]++
 	}
@@ -131,7 +132,7 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	}); err != nil {
 		ch <- prometheus.NewInvalidMetric(descForeign, err)
 	}
-	if p, err := c.h.ProjectionsStatus(ctx, commands.Empty{}); err == nil {
+	if p, err := c.h.ProjectionsStatus(ctx, wire.Empty{}); err == nil {
 		ch <- prometheus.MustNewConstMetric(descFolded, prometheus.CounterValue, float64(p.Checkpoint))
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(p.Lag))
 		age := 0.0

@@ -19,6 +19,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -64,7 +65,7 @@ func Start(o Options, ctrl *commands.Controller, m *Metrics, log *slog.Logger) (
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok: the controller's process lives") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { ready(w, r, h) })
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, r, func(ctx context.Context) (any, error) { return h.Status(ctx, commands.StatusRequest{}) })
+		answer(w, r, func(ctx context.Context) (any, error) { return h.Status(ctx, wire.StatusRequest{}) })
 	})
 	mux.HandleFunc("GET /api/node/{name}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, r, func(ctx context.Context) (any, error) { return nodePage(ctx, h, r.PathValue("name")) })
@@ -93,7 +94,7 @@ func (s *Server) Close() error {
 func ready(w http.ResponseWriter, r *http.Request, h *commands.Handlers) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	p, err := h.ProjectionsStatus(ctx, commands.Empty{})
+	p, err := h.ProjectionsStatus(ctx, wire.Empty{})
 	switch {
 	case err != nil:
 		http.Error(w, "not ready: the bus does not answer: "+err.Error(), http.StatusServiceUnavailable)
@@ -127,16 +128,16 @@ func answer(w http.ResponseWriter, r *http.Request, fn func(context.Context) (an
 
 // NodePage is what a node's page shows: node show, and its history.
 type NodePage struct {
-	Node    commands.NodeView `json:"node"`
-	History commands.History  `json:"history"`
+	Node    wire.NodeView `json:"node"`
+	History wire.History  `json:"history"`
 }
 
 func nodePage(ctx context.Context, h *commands.Handlers, name string) (NodePage, error) {
-	n, err := h.ShowNode(ctx, commands.NameRequest{Name: name})
+	n, err := h.ShowNode(ctx, wire.NameRequest{Name: name})
 	if err != nil {
 		return NodePage{}, err
 	}
-	hist, err := h.History(ctx, commands.HistoryRequest{Node: name, Diff: true})
+	hist, err := h.History(ctx, wire.HistoryRequest{Node: name, Diff: true})
 	return NodePage{Node: n, History: hist}, err
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
@@ -71,7 +72,7 @@ func (m *Mesh) Must(err error) {
 // Enroll enrols node with caps.
 func (m *Mesh) Enroll(name string, caps ...string) {
 	m.T.Helper()
-	_, err := m.H.Enroll(m.Ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: name, Capabilities: caps})
+	_, err := m.H.Enroll(m.Ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: name, Capabilities: caps})
 	m.Must(err)
 }
 
@@ -81,28 +82,28 @@ func (m *Mesh) Register(file string) {
 	m.T.Helper()
 	data, err := os.ReadFile("../examples/" + file)
 	m.Must(err)
-	_, err = m.H.RegisterModule(m.Ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: file, Manifest: string(data)})
+	_, err = m.H.RegisterModule(m.Ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: file, Manifest: string(data)})
 	m.Must(err)
 }
 
 // WriteModule registers the manifest doc.
 func (m *Mesh) WriteModule(doc string) {
 	m.T.Helper()
-	_, err := m.H.RegisterModule(m.Ctx, commands.RegisterRequest{CommandID: commands.NewCommandID(), File: "m.json", Manifest: doc})
+	_, err := m.H.RegisterModule(m.Ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
 	m.Must(err)
 }
 
 // Assign assigns module to node with settings.
 func (m *Mesh) Assign(node, module string, settings map[string]string) {
 	m.T.Helper()
-	_, err := m.H.Assign(m.Ctx, commands.AssignRequest{CommandID: commands.NewCommandID(), Node: node, Module: module, Settings: settings})
+	_, err := m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: node, Module: module, Settings: settings})
 	m.Must(err)
 }
 
 // Push pushes node ("" every node).
-func (m *Mesh) Push(node string) commands.PushReply {
+func (m *Mesh) Push(node string) wire.PushReply {
 	m.T.Helper()
-	r, err := m.H.Push(m.Ctx, commands.PushRequest{CommandID: commands.NewCommandID(), Node: node})
+	r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: node})
 	m.Must(err)
 	return r
 }
@@ -198,7 +199,7 @@ func (m *Mesh) ReportWhere(node, digest string, outcome events.Outcome) projecti
 // anyone who can reach the bus could.
 func (m *Mesh) Publish(node string, ev events.DeclarationSent) {
 	m.T.Helper()
-	data, err := events.Encode(events.NodeAggregate(node), "forged-"+commands.NewCommandID(), 0, time.Now(), ev)
+	data, err := events.Encode(events.NodeAggregate(node), "forged-"+wire.NewCommandID(), 0, time.Now(), ev)
 	m.Must(err)
 	js, _ := jetstream.New(embeddedtest.Conn(m.T, m.Srv))
 	_, err = js.Publish(m.Ctx, events.DeclarationSubject(node), data)
@@ -206,11 +207,11 @@ func (m *Mesh) Publish(node string, ev events.DeclarationSent) {
 }
 
 // Status is each node's status, by name.
-func (m *Mesh) Status() map[string]commands.NodeStatus {
+func (m *Mesh) Status() map[string]wire.NodeStatus {
 	m.T.Helper()
-	s, err := m.H.Status(m.Ctx, commands.StatusRequest{})
+	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
-	out := map[string]commands.NodeStatus{}
+	out := map[string]wire.NodeStatus{}
 	for _, n := range s.Nodes {
 		out[n.Name] = n
 	}
@@ -218,9 +219,9 @@ func (m *Mesh) Status() map[string]commands.NodeStatus {
 }
 
 // WaitState polls status until node is in state.
-func (m *Mesh) WaitState(node string, state commands.State) commands.NodeStatus {
+func (m *Mesh) WaitState(node string, state wire.State) wire.NodeStatus {
 	m.T.Helper()
-	var n commands.NodeStatus
+	var n wire.NodeStatus
 	embeddedtest.Eventually(m.T, fmt.Sprintf("%s to be %s", node, state), func() bool { n = m.Status()[node]; return n.State == state })
 	return n
 }
@@ -229,7 +230,7 @@ func (m *Mesh) WaitState(node string, state commands.State) commands.NodeStatus 
 // live read models (rule 17): what a test's events built, a rebuild builds.
 func (m *Mesh) Verified() {
 	m.T.Helper()
-	v, err := m.H.VerifyProjections(m.Ctx, commands.FoldRequest{})
+	v, err := m.H.VerifyProjections(m.Ctx, wire.FoldRequest{})
 	if err != nil || v.Diff != "" {
 		m.T.Fatalf("a fresh fold differs from the live read models: %v\n%s", err, v.Diff)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -154,8 +154,8 @@ func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer closeFn()
-	var id commands.Identity
-	if err := cl.Call(ctx, commands.SubjectNodeJoin, commands.NameRequest{Name: c.Name}, &id); err != nil {
+	var id wire.Identity
+	if err := cl.Call(ctx, wire.SubjectNodeJoin, wire.NameRequest{Name: c.Name}, &id); err != nil {
 		return err
 	}
 	fmt.Fprintln(out.Out, joinString(g, cl, id))
@@ -165,7 +165,7 @@ func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // joinString is the identity with the bus this client reached it on.
 // On a bus that speaks TLS it carries the CA the command trusted (the
 // home's, or --tls-ca), so the agent needs nothing else.
-func joinString(g *Globals, cl *client.Client, id commands.Identity) string {
+func joinString(g *Globals, cl *client.Client, id wire.Identity) string {
 	j := agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed, Token: id.Token}
 	if cl.NC.TLSRequired() || strings.HasPrefix(j.Bus, "tls://") {
 		ca := g.TLSCA

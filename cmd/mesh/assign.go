@@ -7,9 +7,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/wire"
 )
 
 // AssignCmd gives a node a module's latest build.
@@ -48,9 +48,9 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.Module == "" {
 		return usagef("name a node and a module: mesh assign NODE MODULE (or mesh assign --selector SELECTOR MODULE)")
 	}
-	var r commands.Assigned
-	req := commands.AssignRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set, Build: c.Build, Policy: c.Policy}
-	if err := g.call(ctx, commands.SubjectNodeAssign, req, &r); err != nil {
+	var r wire.Assigned
+	req := wire.AssignRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set, Build: c.Build, Policy: c.Policy}
+	if err := g.call(ctx, wire.SubjectNodeAssign, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -77,9 +77,9 @@ type UnassignCmd struct {
 }
 
 func (c *UnassignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.Assigned
-	req := commands.UnassignRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module}
-	if err := g.call(ctx, commands.SubjectNodeUnassign, req, &r); err != nil {
+	var r wire.Assigned
+	req := wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module}
+	if err := g.call(ctx, wire.SubjectNodeUnassign, req, &r); err != nil {
 		return err
 	}
 	if !r.Changed {

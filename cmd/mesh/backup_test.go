@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // fromTheLog is status --json without what only a running controller
 // hears (when it last heard each agent): what a restore must give back.
 func fromTheLog(t *testing.T, out string) string {
 	t.Helper()
-	var s commands.StatusReport
+	var s wire.StatusReport
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}

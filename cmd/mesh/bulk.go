@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // A node list (mesh node enroll --from, mesh assign --from) is one node a
@@ -27,7 +27,7 @@ import (
 // readNodeList parses a node list; names is true where only names are
 // allowed (assign). A line that cannot be read refuses the whole list,
 // naming its line, before anything is sent.
-func readNodeList(path string, namesOnly bool) ([]commands.EnrollRequest, error) {
+func readNodeList(path string, namesOnly bool) ([]wire.EnrollRequest, error) {
 	var r io.Reader
 	if path == "-" {
 		r = os.Stdin
@@ -39,7 +39,7 @@ func readNodeList(path string, namesOnly bool) ([]commands.EnrollRequest, error)
 		defer f.Close()
 		r = f
 	}
-	var out []commands.EnrollRequest
+	var out []wire.EnrollRequest
 	where := map[string]int{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
@@ -48,7 +48,7 @@ func readNodeList(path string, namesOnly bool) ([]commands.EnrollRequest, error)
 		if len(words) == 0 || strings.HasPrefix(words[0], "#") {
 			continue
 		}
-		n := commands.EnrollRequest{Name: words[0], Labels: map[string]string{}}
+		n := wire.EnrollRequest{Name: words[0], Labels: map[string]string{}}
 		if first, dup := where[n.Name]; dup {
 			return nil, usagef("%s line %d: node %s is listed again (first on line %d); list each node once", path, line, n.Name, first)
 		}
@@ -81,15 +81,15 @@ func readNodeList(path string, namesOnly bool) ([]commands.EnrollRequest, error)
 	return out, nil
 }
 
-// inBatches sends n items as requests of at most commands.MaxBatch, each
+// inBatches sends n items as requests of at most wire.MaxBatch, each
 // all or nothing, saying progress on a terminal. send does one batch; it
 // answers how many nodes it changed and how many needed nothing. When a
 // batch fails, the batches before it stay done, and the error says so.
 func inBatches(ctx context.Context, out *Output, n int, verb string, send func(ctx context.Context, from, to int) (changed, unchanged int, err error)) (changed, unchanged int, err error) {
 	tty := isTerminal(out.Err)
-	batches := (n + commands.MaxBatch - 1) / commands.MaxBatch
+	batches := (n + wire.MaxBatch - 1) / wire.MaxBatch
 	for b := range batches {
-		from, to := b*commands.MaxBatch, min((b+1)*commands.MaxBatch, n)
+		from, to := b*wire.MaxBatch, min((b+1)*wire.MaxBatch, n)
 		c, u, err := send(ctx, from, to)
 		if err != nil {
 			if tty {
@@ -149,8 +149,8 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 	var names []string
 	from := c.From
 	if c.Selector != "" {
-		var sel commands.Selected
-		if err := cl.Call(ctx, commands.SubjectNodeSelect, commands.SelectRequest{Selector: c.Selector}, &sel); err != nil {
+		var sel wire.Selected
+		if err := cl.Call(ctx, wire.SubjectNodeSelect, wire.SelectRequest{Selector: c.Selector}, &sel); err != nil {
 			return err
 		}
 		if len(sel.Nodes) == 0 {
@@ -166,7 +166,7 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 			names = append(names, n.Name)
 		}
 	}
-	changed, unchanged, build, err := assignBatches(ctx, cl, out, commands.AssignBatchRequest{Module: module, Settings: c.Set, Build: c.Build, Policy: c.Policy}, names)
+	changed, unchanged, build, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: module, Settings: c.Set, Build: c.Build, Policy: c.Policy}, names)
 	if err != nil {
 		return err
 	}
@@ -177,22 +177,22 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 
 // enrollBatches enrolls list a batch at a time (mesh node enroll --from,
 // mesh fleet).
-func enrollBatches(ctx context.Context, cl *client.Client, out *Output, list []commands.EnrollRequest) (changed, unchanged int, err error) {
+func enrollBatches(ctx context.Context, cl *client.Client, out *Output, list []wire.EnrollRequest) (changed, unchanged int, err error) {
 	return inBatches(ctx, out, len(list), "enrolled", func(ctx context.Context, from, to int) (int, int, error) {
-		var r commands.BatchReply
-		err := cl.Call(ctx, commands.SubjectNodeEnrollBatch, commands.EnrollBatchRequest{CommandID: commands.NewCommandID(), Nodes: list[from:to]}, &r)
+		var r wire.BatchReply
+		err := cl.Call(ctx, wire.SubjectNodeEnrollBatch, wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list[from:to]}, &r)
 		return len(r.Changed), len(r.Unchanged), err
 	})
 }
 
 // assignBatches assigns module to nodes a batch at a time (mesh assign
 // --selector and --from, mesh fleet), and answers the build assigned.
-func assignBatches(ctx context.Context, cl *client.Client, out *Output, as commands.AssignBatchRequest, nodes []string) (changed, unchanged int, build string, err error) {
+func assignBatches(ctx context.Context, cl *client.Client, out *Output, as wire.AssignBatchRequest, nodes []string) (changed, unchanged int, build string, err error) {
 	changed, unchanged, err = inBatches(ctx, out, len(nodes), "assigned to", func(ctx context.Context, from, to int) (int, int, error) {
-		var r commands.BatchReply
+		var r wire.BatchReply
 		req := as
-		req.CommandID, req.Nodes = commands.NewCommandID(), nodes[from:to]
-		err := cl.Call(ctx, commands.SubjectNodeAssignBatch, req, &r)
+		req.CommandID, req.Nodes = wire.NewCommandID(), nodes[from:to]
+		err := cl.Call(ctx, wire.SubjectNodeAssignBatch, req, &r)
 		build = cmp.Or(r.Build, build)
 		return len(r.Changed), len(r.Unchanged), err
 	})

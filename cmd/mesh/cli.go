@@ -12,7 +12,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 	"github.com/willabides/kongplete"
 )
 
@@ -207,7 +207,7 @@ func exitFor(err error) int {
 		return exitNotUnders
 	case errors.Is(err, client.ErrUnknownOutcome), errors.Is(err, client.ErrNoAnswer):
 		return exitUnknown
-	case errors.As(err, &re) && re.Code == commands.CodeBadRequest:
+	case errors.As(err, &re) && re.Code == wire.CodeBadRequest:
 		return exitNotUnders
 	}
 	return exitFailed

@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
-	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // EventsCmd prints the log. It reads the stream itself, not the controller:
@@ -119,12 +118,12 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 // foreignBySeq asks the controller which messages are foreign: only it can
 // tell, since it holds the keys their writers must prove themselves with.
-func foreignBySeq(ctx context.Context, g *Globals) (map[uint64]projections.ForeignMessage, error) {
-	var l commands.ForeignList
-	if err := g.call(ctx, commands.SubjectForeignList, commands.Empty{}, &l); err != nil {
+func foreignBySeq(ctx context.Context, g *Globals) (map[uint64]wire.ForeignMessage, error) {
+	var l wire.ForeignList
+	if err := g.call(ctx, wire.SubjectForeignList, wire.Empty{}, &l); err != nil {
 		return nil, err
 	}
-	out := make(map[uint64]projections.ForeignMessage, len(l.Foreign))
+	out := make(map[uint64]wire.ForeignMessage, len(l.Foreign))
 	for _, f := range l.Foreign {
 		out[f.Seq] = f
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/fleet"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -52,9 +52,9 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	names := make([]commands.EnrollRequest, c.Agents)
+	names := make([]wire.EnrollRequest, c.Agents)
 	for i := range names {
-		names[i] = commands.EnrollRequest{Name: fmt.Sprintf("%s-%05d", c.Prefix, i), Capabilities: []string{"linux"}, Labels: map[string]string{"fleet": c.Prefix}}
+		names[i] = wire.EnrollRequest{Name: fmt.Sprintf("%s-%05d", c.Prefix, i), Capabilities: []string{"linux"}, Labels: map[string]string{"fleet": c.Prefix}}
 	}
 	start := time.Now()
 	enrolled, _, err := enrollBatches(ctx, cl, out, names)
@@ -68,7 +68,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		for i, n := range names {
 			nodes[i] = n.Name
 		}
-		changed, _, _, err := assignBatches(ctx, cl, out, commands.AssignBatchRequest{Module: c.Assign, Settings: c.Set}, nodes)
+		changed, _, _, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: c.Assign, Settings: c.Set}, nodes)
 		if err != nil {
 			return err
 		}
@@ -124,8 +124,8 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // the last machine's answer.
 func timedPush(ctx context.Context, out *Output, cl *client.Client, f *fleet.Fleet, round int) error {
 	start := time.Now()
-	var r commands.PushReply
-	if err := cl.Call(ctx, commands.SubjectPush, commands.PushRequest{CommandID: commands.NewCommandID()}, &r); err != nil {
+	var r wire.PushReply
+	if err := cl.Call(ctx, wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID()}, &r); err != nil {
 		return err
 	}
 	answered := time.Since(start)
@@ -162,7 +162,7 @@ func timedPush(ctx context.Context, out *Output, cl *client.Client, f *fleet.Fle
 
 // firstUnsent names the first node a push did not send to, and why; "" when
 // it sent to every one.
-func firstUnsent(r commands.PushReply) string {
+func firstUnsent(r wire.PushReply) string {
 	if len(r.Unsent) == 0 {
 		return ""
 	}
@@ -190,9 +190,9 @@ func watchRounds(ctx context.Context, out *Output, f *fleet.Fleet) error {
 // does not enrol each over the bus with a token (issue 29); what it
 // measures (a push, its reports) is the same path, except that a node that
 // made its keys has each report's signature checked by the fold.
-func fleetJoins(ctx context.Context, g *Globals, cl *client.Client, names []commands.EnrollRequest) ([]agent.Join, error) {
-	var list commands.TokenList
-	if err := cl.Call(ctx, commands.SubjectTokenList, commands.Empty{}, &list); err != nil {
+func fleetJoins(ctx context.Context, g *Globals, cl *client.Client, names []wire.EnrollRequest) ([]agent.Join, error) {
+	var list wire.TokenList
+	if err := cl.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &list); err != nil {
 		return nil, err
 	}
 	kp, err := busauth.HomeKey(g.Home, false)

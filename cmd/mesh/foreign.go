@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // ForeignCmd lists and acknowledges foreign messages (rule 19).
@@ -21,8 +21,8 @@ type ForeignListCmd struct {
 }
 
 func (c *ForeignListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var l commands.ForeignList
-	if err := g.call(ctx, commands.SubjectForeignList, commands.Empty{}, &l); err != nil {
+	var l wire.ForeignList
+	if err := g.call(ctx, wire.SubjectForeignList, wire.Empty{}, &l); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -59,7 +59,7 @@ type ForeignAckCmd struct {
 const listAtMost = 10
 
 func (c *ForeignAckCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.AckRequest{CommandID: commands.NewCommandID(), All: c.All, From: c.From, To: c.To}
+	req := wire.AckRequest{CommandID: wire.NewCommandID(), All: c.All, From: c.From, To: c.To}
 	for _, s := range c.Seqs {
 		seq, err := strconv.ParseUint(s, 10, 64)
 		if err != nil || seq == 0 {
@@ -67,8 +67,8 @@ func (c *ForeignAckCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		}
 		req.Seqs = append(req.Seqs, seq)
 	}
-	var a commands.Acked
-	if err := g.call(ctx, commands.SubjectForeignAck, req, &a); err != nil {
+	var a wire.Acked
+	if err := g.call(ctx, wire.SubjectForeignAck, req, &a); err != nil {
 		return err
 	}
 	if len(a.Acknowledged) > 0 {

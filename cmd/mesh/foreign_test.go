@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/wire"
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/nats-io/nats.go"
@@ -117,7 +117,7 @@ func TestForeignMessagesAreAcknowledgedInBulk(t *testing.T) {
 	var first, last uint64
 	embeddedtest.Eventually(t, "the foreign messages in foreign list", func() bool {
 		r = mesh(t, home, "foreign", "list", "--json")
-		var l commands.ForeignList
+		var l wire.ForeignList
 		if json.Unmarshal([]byte(r.out), &l) != nil || l.Open != junk {
 			return false
 		}

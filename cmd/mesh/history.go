@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/wire"
 )
 
 // HistoryCmd shows what a node was told, when, and what it said back.
@@ -23,7 +23,7 @@ type HistoryCmd struct {
 }
 
 func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.HistoryRequest{Node: c.Node, Diff: c.Diff}
+	req := wire.HistoryRequest{Node: c.Node, Diff: c.Diff}
 	var err error
 	if req.Since, err = parseWhen("--since", c.Since); err != nil {
 		return err
@@ -31,8 +31,8 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if req.Until, err = parseWhen("--until", c.Until); err != nil {
 		return err
 	}
-	var h commands.History
-	if err := g.call(ctx, commands.SubjectHistory, req, &h); err != nil {
+	var h wire.History
+	if err := g.call(ctx, wire.SubjectHistory, req, &h); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -72,7 +72,7 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	return nil
 }
 
-func printEntry(w io.Writer, e commands.HistoryEntry, diff bool) {
+func printEntry(w io.Writer, e wire.HistoryEntry, diff bool) {
 	at := e.At.UTC().Format(time.RFC3339)
 	switch e.Kind {
 	case "unreachable":
@@ -166,8 +166,8 @@ func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer closeFn()
 	cl.Timeout = g.timeoutOr(30 * time.Minute)
-	var a commands.AuditReport
-	req := commands.AuditRequest{Node: c.Node}
+	var a wire.AuditReport
+	req := wire.AuditRequest{Node: c.Node}
 	if c.Node == "" {
 		fr, done, err := followProgress(cl, out, "checked", "event(s)", false)
 		if err != nil {
@@ -176,7 +176,7 @@ func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		defer done()
 		req.Progress = fr.Progress
 	}
-	if err := cl.Call(ctx, commands.SubjectAudit, req, &a); err != nil {
+	if err := cl.Call(ctx, wire.SubjectAudit, req, &a); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -193,7 +193,7 @@ func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	return nil
 }
 
-func printAudit(w io.Writer, a commands.AuditReport, mesh bool) {
+func printAudit(w io.Writer, a wire.AuditReport, mesh bool) {
 	for _, n := range a.Nodes {
 		status := "holds"
 		if !n.OK {
@@ -230,7 +230,7 @@ func printAudit(w io.Writer, a commands.AuditReport, mesh bool) {
 }
 
 // auditFailure is the one sentence that says what does not hold.
-func auditFailure(a commands.AuditReport) error {
+func auditFailure(a wire.AuditReport) error {
 	broken := 0
 	for _, n := range a.Nodes {
 		if !n.OK {

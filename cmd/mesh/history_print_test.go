@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // history prints an interrupted apply as its own line, saying when the
@@ -15,7 +15,7 @@ import (
 // the kind and began_at.
 func TestHistoryPrintsAnInterruptedApply(t *testing.T) {
 	at := time.Date(2026, 12, 4, 10, 0, 5, 0, time.UTC)
-	e := commands.HistoryEntry{Seq: 12, At: at, Kind: "interrupted", Sequence: 2, Digest: "f1850b411b9b13d9", BeganAt: at.Add(-5 * time.Second)}
+	e := wire.HistoryEntry{Seq: 12, At: at, Kind: "interrupted", Sequence: 2, Digest: "f1850b411b9b13d9", BeganAt: at.Add(-5 * time.Second)}
 	var out bytes.Buffer
 	printEntry(&out, e, false)
 	if got := out.String(); !strings.Contains(got, "interrupted sequence 2") || !strings.Contains(got, "began applying it at 2026-12-04T10:00:00Z") ||

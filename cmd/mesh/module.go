@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/wire"
 )
 
 // ModuleCmd is the catalogue command group.
@@ -30,9 +30,9 @@ func (c *ModuleRegisterCmd) Run(ctx context.Context, g *Globals, out *Output) er
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %v", c.File, err)
 	}
-	var r commands.Registered
-	req := commands.RegisterRequest{CommandID: commands.NewCommandID(), File: c.File, Manifest: string(data)}
-	if err := g.call(ctx, commands.SubjectModuleRegister, req, &r); err != nil {
+	var r wire.Registered
+	req := wire.RegisterRequest{CommandID: wire.NewCommandID(), File: c.File, Manifest: string(data)}
+	if err := g.call(ctx, wire.SubjectModuleRegister, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -56,8 +56,8 @@ type ModuleListCmd struct {
 }
 
 func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.ModuleList
-	if err := g.call(ctx, commands.SubjectModuleList, commands.Empty{}, &r); err != nil {
+	var r wire.ModuleList
+	if err := g.call(ctx, wire.SubjectModuleList, wire.Empty{}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -94,8 +94,8 @@ type ModuleShowCmd struct {
 }
 
 func (c *ModuleShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var m commands.ModuleView
-	if err := g.call(ctx, commands.SubjectModuleShow, commands.NameRequest{Name: c.Name}, &m); err != nil {
+	var m wire.ModuleView
+	if err := g.call(ctx, wire.SubjectModuleShow, wire.NameRequest{Name: c.Name}, &m); err != nil {
 		return err
 	}
 	if c.JSON {

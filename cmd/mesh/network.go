@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // NetworkCmd groups the overlay network's verbs (issue 18).
@@ -28,8 +28,8 @@ func (c *NetworkSetCmd) Help() string {
 }
 
 func (c *NetworkSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.NetworkView
-	if err := g.call(ctx, commands.SubjectNetworkSet, commands.NetworkRequest{CommandID: commands.NewCommandID(), CIDR: c.CIDR, Quarantine: c.Quarantine}, &r); err != nil {
+	var r wire.NetworkView
+	if err := g.call(ctx, wire.SubjectNetworkSet, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: c.CIDR, Quarantine: c.Quarantine}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -54,8 +54,8 @@ type NetworkShowCmd struct {
 func (c *NetworkShowCmd) Help() string { return "Examples:\n  mesh network show" }
 
 func (c *NetworkShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.NetworkView
-	if err := g.call(ctx, commands.SubjectNetworkShow, commands.Empty{}, &r); err != nil {
+	var r wire.NetworkView
+	if err := g.call(ctx, wire.SubjectNetworkShow, wire.Empty{}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -94,8 +94,8 @@ type NetworkAddressCmd struct {
 func (c *NetworkAddressCmd) Help() string { return "Examples:\n  mesh network address db-1 10.42.0.10" }
 
 func (c *NetworkAddressCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.NetworkView
-	if err := g.call(ctx, commands.SubjectNetworkAddress, commands.AddressRequest{CommandID: commands.NewCommandID(), Node: c.Node, Address: c.Address}, &r); err != nil {
+	var r wire.NetworkView
+	if err := g.call(ctx, wire.SubjectNetworkAddress, wire.AddressRequest{CommandID: wire.NewCommandID(), Node: c.Node, Address: c.Address}, &r); err != nil {
 		return err
 	}
 	if !r.Changed {

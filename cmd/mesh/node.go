@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/wire"
 )
 
 // NodeCmd is the node command group.
@@ -38,10 +38,10 @@ type NodeEnrollCmd struct {
 
 // Enrolled is node enroll --json: what was recorded, and the join string.
 type Enrolled struct {
-	Changed bool              `json:"changed"`
-	Seq     uint64            `json:"seq"`
-	Node    commands.NodeView `json:"node"`
-	Join    string            `json:"join"`
+	Changed bool          `json:"changed"`
+	Seq     uint64        `json:"seq"`
+	Node    wire.NodeView `json:"node"`
+	Join    string        `json:"join"`
 }
 
 func (c *NodeEnrollCmd) Help() string {
@@ -67,9 +67,9 @@ func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		return err
 	}
 	defer closeFn()
-	var r commands.Changed
-	req := commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label, Address: c.Address}
-	if err := cl.Call(ctx, commands.SubjectNodeEnroll, req, &r); err != nil {
+	var r wire.Changed
+	req := wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label, Address: c.Address}
+	if err := cl.Call(ctx, wire.SubjectNodeEnroll, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -87,20 +87,20 @@ type NodeListCmd struct {
 }
 
 func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.NodeList
-	if err := g.call(ctx, commands.SubjectNodeList, commands.ListRequest{Brief: !c.JSON}, &r); err != nil {
+	var r wire.NodeList
+	if err := g.call(ctx, wire.SubjectNodeList, wire.ListRequest{Brief: !c.JSON}, &r); err != nil {
 		return err
 	}
 	if c.Selector != "" {
-		var sel commands.Selected
-		if err := g.call(ctx, commands.SubjectNodeSelect, commands.SelectRequest{Selector: c.Selector}, &sel); err != nil {
+		var sel wire.Selected
+		if err := g.call(ctx, wire.SubjectNodeSelect, wire.SelectRequest{Selector: c.Selector}, &sel); err != nil {
 			return err
 		}
 		chosen := map[string]bool{}
 		for _, n := range sel.Nodes {
 			chosen[n] = true
 		}
-		r.Nodes = slices.DeleteFunc(r.Nodes, func(n commands.NodeView) bool { return !chosen[n.Name] })
+		r.Nodes = slices.DeleteFunc(r.Nodes, func(n wire.NodeView) bool { return !chosen[n.Name] })
 	}
 	if c.JSON {
 		return printJSON(out.Out, r.Nodes)
@@ -136,13 +136,13 @@ type NodeShowCmd struct {
 }
 
 func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.NameRequest{Name: c.Name}
+	req := wire.NameRequest{Name: c.Name}
 	var err error
 	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
 		return err
 	}
-	var n commands.NodeView
-	if err := g.call(ctx, commands.SubjectNodeShow, req, &n); err != nil {
+	var n wire.NodeView
+	if err := g.call(ctx, wire.SubjectNodeShow, req, &n); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -237,9 +237,9 @@ type NodeRetireCmd struct {
 }
 
 func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.Changed
-	req := commands.RetireRequest{CommandID: commands.NewCommandID(), Name: c.Name}
-	if err := g.call(ctx, commands.SubjectNodeRetire, req, &r); err != nil {
+	var r wire.Changed
+	req := wire.RetireRequest{CommandID: wire.NewCommandID(), Name: c.Name}
+	if err := g.call(ctx, wire.SubjectNodeRetire, req, &r); err != nil {
 		return err
 	}
 	if !r.Changed {
@@ -265,7 +265,7 @@ func (c *NodeSetCmd) Help() string {
 }
 
 func (c *NodeSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.ChangeNodeRequest{CommandID: commands.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label}
+	req := wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label}
 	switch {
 	case c.ClearCapabilities && len(c.Capability) > 0:
 		return usagef("--clear-capabilities and --capability say two things; give one")
@@ -279,8 +279,8 @@ func (c *NodeSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.ClearLabels {
 		req.Labels = map[string]string{}
 	}
-	var r commands.Changed
-	if err := g.call(ctx, commands.SubjectNodeChange, req, &r); err != nil {
+	var r wire.Changed
+	if err := g.call(ctx, wire.SubjectNodeChange, req, &r); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("capabilities %s, labels %s", orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)))
@@ -299,7 +299,7 @@ func settingsNote(s map[string]string) string {
 	return " with " + labelString(s)
 }
 
-func state(n commands.NodeView) string {
+func state(n wire.NodeView) string {
 	switch {
 	case n.Retired:
 		return "retired"
@@ -310,7 +310,7 @@ func state(n commands.NodeView) string {
 }
 
 // heardText says when the controller last heard a node's agent.
-func heardText(n commands.NodeView) string {
+func heardText(n wire.NodeView) string {
 	if n.LastHeard == nil {
 		return "-"
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -177,7 +177,7 @@ func TestMetricsAgreeWithStatus(t *testing.T) {
 	scrape() // while the push runs: it must parse then too
 	<-done
 	fams := scrape()
-	var s commands.StatusReport
+	var s wire.StatusReport
 	if err := json.Unmarshal([]byte(mesh(t, home, "status", "--json").out), &s); err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/wire"
 )
 
 // PlanCmd shows what a node would be sent now.
@@ -30,8 +30,8 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	case c.Node == "":
 		return usagef("name the node to plan (mesh plan NODE), or give --selector")
 	}
-	var p commands.Plan
-	if err := g.call(ctx, commands.SubjectNodePlan, commands.NameRequest{Name: c.Node}, &p); err != nil {
+	var p wire.Plan
+	if err := g.call(ctx, wire.SubjectNodePlan, wire.NameRequest{Name: c.Node}, &p); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -47,7 +47,7 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	return nil
 }
 
-func printPlan(w io.Writer, p commands.Plan) {
+func printPlan(w io.Writer, p wire.Plan) {
 	sent := "nothing has been sent to " + p.Node + " yet"
 	if p.Sent != nil {
 		sent = fmt.Sprintf("last sent sequence %d, digest %s", p.Sent.Sequence, short(p.Sent.Digest))

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // ProjectionsCmd is the read-model command group.
@@ -27,8 +27,8 @@ type ProjectionsStatusCmd struct {
 }
 
 func (c *ProjectionsStatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var s commands.StatusReply
-	if err := g.call(ctx, commands.SubjectProjectionsStatus, commands.Empty{}, &s); err != nil {
+	var s wire.StatusReply
+	if err := g.call(ctx, wire.SubjectProjectionsStatus, wire.Empty{}, &s); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -48,8 +48,8 @@ type ProjectionsRebuildCmd struct {
 }
 
 func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.RebuildReply
-	if err := foldCall(ctx, g, out, commands.SubjectProjectionsRebuild, g.timeoutOr(30*time.Minute), &r); err != nil {
+	var r wire.RebuildReply
+	if err := foldCall(ctx, g, out, wire.SubjectProjectionsRebuild, g.timeoutOr(30*time.Minute), &r); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "rebuilt the read models: %s replaced by %s, %d event(s) folded in %.2fs, now at event %d\n",
@@ -79,8 +79,8 @@ type ProjectionsVerifyCmd struct {
 }
 
 func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var v commands.Verified
-	if err := foldCall(ctx, g, out, commands.SubjectProjectionsVerify, g.timeoutOr(30*time.Minute), &v); err != nil {
+	var v wire.Verified
+	if err := foldCall(ctx, g, out, wire.SubjectProjectionsVerify, g.timeoutOr(30*time.Minute), &v); err != nil {
 		return err
 	}
 	if v.Diff != "" {
@@ -94,12 +94,12 @@ func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output)
 // followProgress subscribes to a fresh inbox the controller reports fold
 // progress on, and prints it: one line rewritten in place on a terminal,
 // plain lines otherwise (a log or a pipe keeps every one).
-func followProgress(cl *client.Client, out *Output, verb, unit string, ttyOnly bool) (commands.FoldRequest, func(), error) {
+func followProgress(cl *client.Client, out *Output, verb, unit string, ttyOnly bool) (wire.FoldRequest, func(), error) {
 	inbox := cl.NC.NewRespInbox()
 	tty := isTerminal(out.Err)
 	var printed atomic.Bool
 	sub, err := cl.NC.Subscribe(inbox, func(m *nats.Msg) {
-		var p commands.FoldProgress
+		var p wire.FoldProgress
 		if json.Unmarshal(m.Data, &p) != nil {
 			return
 		}
@@ -115,14 +115,14 @@ func followProgress(cl *client.Client, out *Output, verb, unit string, ttyOnly b
 		}
 	})
 	if err != nil {
-		return commands.FoldRequest{}, nil, err
+		return wire.FoldRequest{}, nil, err
 	}
 	// The subscription must reach the server before the controller publishes.
 	if err := cl.NC.Flush(); err != nil {
 		sub.Unsubscribe()
-		return commands.FoldRequest{}, nil, err
+		return wire.FoldRequest{}, nil, err
 	}
-	return commands.FoldRequest{Progress: inbox}, func() {
+	return wire.FoldRequest{Progress: inbox}, func() {
 		sub.Unsubscribe()
 		if printed.Load() {
 			fmt.Fprintln(out.Err)

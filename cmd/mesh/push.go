@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 )
 
 // PushCmd sends each node its declaration.
@@ -51,15 +52,15 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer closeFn()
 	cl.Timeout = g.timeoutOr(5 * time.Minute)
-	var r commands.PushReply
-	req := commands.PushRequest{CommandID: commands.NewCommandID(), Node: c.Node, Behind: c.Behind, Selector: c.Selector}
+	var r wire.PushReply
+	req := wire.PushRequest{CommandID: wire.NewCommandID(), Node: c.Node, Behind: c.Behind, Selector: c.Selector}
 	// On a terminal, how many nodes are sent so far, as the push goes.
 	fr, done, err := followProgress(cl, out, "sent", "node(s)", true)
 	if err != nil {
 		return err
 	}
 	req.Progress = fr.Progress
-	err = cl.Call(ctx, commands.SubjectPush, req, &r)
+	err = cl.Call(ctx, wire.SubjectPush, req, &r)
 	done()
 	if err != nil {
 		return err
@@ -90,9 +91,9 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 // dryRun prints the mesh-wide plan: what a push would send, and where.
 func (c *PushCmd) dryRun(ctx context.Context, g *Globals, out *Output) error {
-	var p commands.PushPlanReply
-	req := commands.PushRequest{Node: c.Node, Behind: c.Behind, Selector: c.Selector}
-	if err := g.call(ctx, commands.SubjectPushPlan, req, &p); err != nil {
+	var p wire.PushPlanReply
+	req := wire.PushRequest{Node: c.Node, Behind: c.Behind, Selector: c.Selector}
+	if err := g.call(ctx, wire.SubjectPushPlan, req, &p); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -141,7 +142,7 @@ func whatOf(what []string) string {
 // rest are counted. Ten thousand lines bury the one that matters.
 const pushExceptions = 20
 
-func printPush(out *Output, r commands.PushReply, behind, verbose bool) {
+func printPush(out *Output, r wire.PushReply, behind, verbose bool) {
 	w := bufio.NewWriter(out.Out)
 	defer w.Flush()
 	// A small push names every node; a large one its summary and the
@@ -174,7 +175,7 @@ func printPush(out *Output, r commands.PushReply, behind, verbose bool) {
 }
 
 // waitFor follows the node's reports until it reports on exactly what it was sent.
-func waitFor(ctx context.Context, cl *client.Client, out *Output, s commands.PushedNode, d time.Duration) error {
+func waitFor(ctx context.Context, cl *client.Client, out *Output, s wire.PushedNode, d time.Duration) error {
 	st, err := store.Attach(ctx, cl.NC, "")
 	if err != nil {
 		return err
@@ -203,9 +204,9 @@ func (c *DeclareCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer closeFn()
-	var s commands.PushedNode
-	req := commands.DeclareRequest{CommandID: commands.NewCommandID(), Node: c.Node, File: c.File, Body: string(body)}
-	if err := cl.Call(ctx, commands.SubjectDeclare, req, &s); err != nil {
+	var s wire.PushedNode
+	req := wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: c.Node, File: c.File, Body: string(body)}
+	if err := cl.Call(ctx, wire.SubjectDeclare, req, &s); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "declared %s %d resource(s), sequence %d (builds unknown: status will not read it as what the mesh composes)\n", s.Node, s.Resources, s.Sequence)

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/wire"
 )
 
 var updateTranscript = flag.Bool("update-transcript", false, "write testdata/readme.transcript from this run")
@@ -178,13 +178,13 @@ func meshWithStdin(t *testing.T, home, stdin string, args ...string) result {
 func settle(t *testing.T, home string) {
 	t.Helper()
 	embeddedtest.Eventually(t, "the agents to report on what they were sent", func() bool {
-		var s commands.StatusReport
+		var s wire.StatusReport
 		r := mesh(t, home, "status", "--json")
 		if json.Unmarshal([]byte(r.out), &s) != nil {
 			return false
 		}
 		for _, n := range s.Nodes {
-			if n.State == commands.StateWaiting {
+			if n.State == wire.StateWaiting {
 				return false
 			}
 		}

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
-	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // RolloutCmd groups what rolls a new build out in waves (issue 17).
@@ -39,14 +38,14 @@ func (c *RolloutPlanCmd) Help() string {
 }
 
 func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.RolloutPlanRequest{Module: c.Module, Build: c.Build}
+	req := wire.RolloutPlanRequest{Module: c.Module, Build: c.Build}
 	waves, err := parseWaves(c.Wave)
 	if err != nil {
 		return err
 	}
 	req.Waves = waves
-	var p commands.RolloutPlan
-	if err := g.call(ctx, commands.SubjectRolloutPlan, req, &p); err != nil {
+	var p wire.RolloutPlan
+	if err := g.call(ctx, wire.SubjectRolloutPlan, req, &p); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -98,14 +97,14 @@ func (c *RolloutStartCmd) Help() string {
 }
 
 func (c *RolloutStartCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.RolloutRequest{CommandID: commands.NewCommandID(), Module: c.Module, Build: c.Build, AutoRevert: c.AutoRevert, Bake: c.Bake, Deadline: c.Deadline, MaxParallel: c.MaxParallel}
+	req := wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: c.Module, Build: c.Build, AutoRevert: c.AutoRevert, Bake: c.Bake, Deadline: c.Deadline, MaxParallel: c.MaxParallel}
 	waves, err := parseWaves(c.Wave)
 	if err != nil {
 		return err
 	}
 	req.Waves = waves
-	var r projections.Rollout
-	if err := g.call(ctx, commands.SubjectRolloutStart, req, &r); err != nil {
+	var r wire.Rollout
+	if err := g.call(ctx, wire.SubjectRolloutStart, req, &r); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "started rollout %s of %s build %s in %d wave(s); the controller moves it as each wave applies (mesh rollout show %s)\n",
@@ -113,14 +112,14 @@ func (c *RolloutStartCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 	return nil
 }
 
-func parseWaves(specs []string) ([]commands.WaveSpec, error) {
-	var out []commands.WaveSpec
+func parseWaves(specs []string) ([]wire.WaveSpec, error) {
+	var out []wire.WaveSpec
 	for _, w := range specs {
 		name, sel, ok := strings.Cut(w, "=")
 		if !ok || name == "" || sel == "" {
 			return nil, usagef("--wave %q is not NAME=SELECTOR (for example canary=name=web-1, or rest=*)", w)
 		}
-		out = append(out, commands.WaveSpec{Name: name, Selector: sel})
+		out = append(out, wire.WaveSpec{Name: name, Selector: sel})
 	}
 	return out, nil
 }
@@ -133,8 +132,8 @@ type RolloutListCmd struct {
 func (c *RolloutListCmd) Help() string { return "Examples:\n  mesh rollout list" }
 
 func (c *RolloutListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var l commands.RolloutList
-	if err := g.call(ctx, commands.SubjectRolloutList, commands.Empty{}, &l); err != nil {
+	var l wire.RolloutList
+	if err := g.call(ctx, wire.SubjectRolloutList, wire.Empty{}, &l); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -151,7 +150,7 @@ func (c *RolloutListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 }
 
 // rolloutLine says where a rollout stands, in one line.
-func rolloutLine(r projections.Rollout) string {
+func rolloutLine(r wire.Rollout) string {
 	line := fmt.Sprintf("%s  %s build %s  %s", r.ID, r.Module, manifest.ShortBuild(r.Build), r.State)
 	if r.Auto {
 		line = fmt.Sprintf("%s  %s build %s (started by itself: policy auto)  %s", r.ID, r.Module, manifest.ShortBuild(r.Build), r.State)
@@ -177,8 +176,8 @@ type RolloutShowCmd struct {
 func (c *RolloutShowCmd) Help() string { return "Examples:\n  mesh rollout show r-0a1b2c3d4e" }
 
 func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.RolloutView
-	if err := g.call(ctx, commands.SubjectRolloutShow, commands.NameRequest{Name: c.ID}, &r); err != nil {
+	var r wire.RolloutView
+	if err := g.call(ctx, wire.SubjectRolloutShow, wire.NameRequest{Name: c.ID}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -191,7 +190,7 @@ func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 	if r.Gate != "" {
 		fmt.Fprintf(w, "  the next wave waits: %s\n", r.Gate)
 	}
-	states := map[string]commands.NodeStatus{}
+	states := map[string]wire.NodeStatus{}
 	for _, n := range r.Nodes {
 		states[n.Name] = n
 	}
@@ -211,7 +210,7 @@ func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 	for i, wave := range r.Waves {
 		mark := "waits"
 		switch {
-		case i < r.Wave || r.State == projections.RolloutFinished:
+		case i < r.Wave || r.State == wire.RolloutFinished:
 			mark = "applied"
 		case i == r.Wave:
 			mark = "under way"
@@ -235,9 +234,9 @@ type RolloutControlCmd struct {
 }
 
 func (c *RolloutControlCmd) control(ctx context.Context, g *Globals, out *Output, step string) error {
-	var r projections.Rollout
-	req := commands.RolloutControl{CommandID: commands.NewCommandID(), ID: c.ID, Step: step}
-	if err := g.call(ctx, commands.SubjectRolloutControl, req, &r); err != nil {
+	var r wire.Rollout
+	req := wire.RolloutControl{CommandID: wire.NewCommandID(), ID: c.ID, Step: step}
+	if err := g.call(ctx, wire.SubjectRolloutControl, req, &r); err != nil {
 		return err
 	}
 	fmt.Fprintln(out.Out, rolloutLine(r))

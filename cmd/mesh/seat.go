@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // SeatCmd groups the seats' verbs (issue 18).
@@ -23,8 +23,8 @@ type SeatListCmd struct {
 func (c *SeatListCmd) Help() string { return "Examples:\n  mesh seat list" }
 
 func (c *SeatListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.SeatList
-	if err := g.call(ctx, commands.SubjectSeatList, commands.Empty{}, &r); err != nil {
+	var r wire.SeatList
+	if err := g.call(ctx, wire.SubjectSeatList, wire.Empty{}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -41,7 +41,7 @@ func (c *SeatListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 // seatLine says a seat in one line.
-func seatLine(s commands.SeatView) string {
+func seatLine(s wire.SeatView) string {
 	switch {
 	case s.HandoverTo != "":
 		return fmt.Sprintf("%s  held by %s on %s, being handed over to %s: %s", s.Seat.Seat, s.Module, s.Node, s.HandoverTo, s.Waiting)
@@ -59,8 +59,8 @@ type SeatShowCmd struct {
 func (c *SeatShowCmd) Help() string { return "Examples:\n  mesh seat show builder" }
 
 func (c *SeatShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.SeatView
-	if err := g.call(ctx, commands.SubjectSeatShow, commands.NameRequest{Name: c.Seat}, &r); err != nil {
+	var r wire.SeatView
+	if err := g.call(ctx, wire.SubjectSeatShow, wire.NameRequest{Name: c.Seat}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -90,9 +90,9 @@ func (c *SeatHandoverCmd) Help() string {
 }
 
 func (c *SeatHandoverCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.SeatView
-	req := commands.HandoverRequest{CommandID: commands.NewCommandID(), Seat: c.Seat, To: c.To, Force: c.Force}
-	if err := g.call(ctx, commands.SubjectSeatHandover, req, &r); err != nil {
+	var r wire.SeatView
+	req := wire.HandoverRequest{CommandID: wire.NewCommandID(), Seat: c.Seat, To: c.To, Force: c.Force}
+	if err := g.call(ctx, wire.SubjectSeatHandover, req, &r); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(c.Wait)
@@ -102,8 +102,8 @@ func (c *SeatHandoverCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		var now commands.SeatView // fresh: a field the answer leaves out is empty, not the last one's
-		if err := g.call(ctx, commands.SubjectSeatShow, commands.NameRequest{Name: c.Seat}, &now); err != nil {
+		var now wire.SeatView // fresh: a field the answer leaves out is empty, not the last one's
+		if err := g.call(ctx, wire.SubjectSeatShow, wire.NameRequest{Name: c.Seat}, &now); err != nil {
 			return err
 		}
 		r = now

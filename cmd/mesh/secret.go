@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 )
 
 // RotateCmd moves a provider's minted credentials for a consumer to a new
@@ -29,9 +30,9 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer closeFn()
-	var r commands.RotateReply
-	req := commands.RotateRequest{CommandID: commands.NewCommandID(), Provider: c.Provider, Consumer: c.Consumer}
-	if err := cl.Call(ctx, commands.SubjectRotate, req, &r); err != nil {
+	var r wire.RotateReply
+	req := wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: c.Provider, Consumer: c.Consumer}
+	if err := cl.Call(ctx, wire.SubjectRotate, req, &r); err != nil {
 		return err
 	}
 	var ends []string
@@ -89,9 +90,9 @@ func (c *SecretForgetCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 	if c.Version < 0 {
 		return usagef("--only-version %d is not a version: give one of those node show names, or leave it out for all", c.Version)
 	}
-	var f commands.Forgotten
-	req := commands.ForgetRequest{CommandID: commands.NewCommandID(), Node: c.Node, Module: c.Module, Setting: c.Setting, Version: c.Version}
-	if err := g.call(ctx, commands.SubjectSecretForget, req, &f); err != nil {
+	var f wire.Forgotten
+	req := wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module, Setting: c.Setting, Version: c.Version}
+	if err := g.call(ctx, wire.SubjectSecretForget, req, &f); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("secret %s of %s on %s", c.Setting, c.Module, c.Node)

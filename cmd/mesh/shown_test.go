@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
@@ -65,7 +65,7 @@ func TestANodesWordIsShownEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	word := "down\x1b[2J<b>bold</b>\nwell: all 1 node(s) current, nothing failing"
-	if _, err := st.Report(context.Background(), "box", commands.NewCommandID(),
+	if _, err := st.Report(context.Background(), "box", wire.NewCommandID(),
 		events.ProviderFailing{Provider: "postgres", Machine: "box", Consumer: "app", Word: word}, store.Sealing{Signer: signer, MAC: mac}); err != nil {
 		t.Fatal(err)
 	}

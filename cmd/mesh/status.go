@@ -10,8 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/meshctl/mesh/commands"
-	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/wire"
 )
 
 // StatusCmd tells whether the mesh is well, and if not, where.
@@ -47,13 +46,13 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
-	req := commands.StatusRequest{Brief: !c.JSON, Selector: c.Selector}
+	req := wire.StatusRequest{Brief: !c.JSON, Selector: c.Selector}
 	var err error
 	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
 		return err
 	}
-	var s commands.StatusReport
-	if err := g.call(ctx, commands.SubjectStatus, req, &s); err != nil {
+	var s wire.StatusReport
+	if err := g.call(ctx, wire.SubjectStatus, req, &s); err != nil {
 		if exitFor(err) == exitNotUnders {
 			return err
 		}
@@ -76,7 +75,7 @@ func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
 	return nil
 }
 
-func printStatus(out io.Writer, s commands.StatusReport) {
+func printStatus(out io.Writer, s wire.StatusReport) {
 	// Buffered, padded by widths measured once, and each line appended into
 	// one reused buffer from the answer's columns as they came: at 100,000
 	// nodes a tabwriter writing cell by cell cost more than the answer, and
@@ -117,13 +116,13 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	lastSince, sinceText := int64(0), ""
 	for i := range rows.Len() {
 		n := rows.At(i)
-		if !commands.WellState(n.State) {
+		if !wire.WellState(n.State) {
 			behind++
 		}
 		switch n.State {
-		case commands.StateHeld:
+		case wire.StateHeld:
 			heldBack++
-		case commands.StateUnreachable:
+		case wire.StateUnreachable:
 			lost++
 		}
 		if since := n.Since.Unix(); i == 0 || since != lastSince {
@@ -137,7 +136,7 @@ func printStatus(out io.Writer, s commands.StatusReport) {
 	}
 	down := 0
 	for _, rt := range s.Runtimes {
-		if rt.State != projections.RuntimeRunning {
+		if rt.State != wire.RuntimeRunning {
 			down++
 		}
 		fmt.Fprintf(w, "%s on %s %s since %s: %s\n", rt.Module, rt.Node, rt.State, rt.Since.UTC().Format("2006-01-02 15:04:05"), rt.Detail)
@@ -186,7 +185,7 @@ func heldNote(n int) string {
 
 // statusRows are status's lines however the answer carried them: the brief
 // table the command line asks for, or whole nodes.
-type statusRows struct{ s commands.StatusReport }
+type statusRows struct{ s wire.StatusReport }
 
 func (r statusRows) Len() int {
 	if t := r.s.Table; t != nil {
@@ -195,7 +194,7 @@ func (r statusRows) Len() int {
 	return len(r.s.Nodes)
 }
 
-func (r statusRows) At(i int) commands.NodeStatus {
+func (r statusRows) At(i int) wire.NodeStatus {
 	if t := r.s.Table; t != nil {
 		return t.Row(i)
 	}
@@ -229,9 +228,9 @@ closed bus it connects as that machine, with the node key in its join string.`
 }
 
 func (c *ReportFailingCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.Reported
-	req := commands.ReportRequest{CommandID: commands.NewCommandID(), Failing: true, Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer, Word: c.Word}
-	if err := g.call(ctx, commands.SubjectReport, req, &r); err != nil {
+	var r wire.Reported
+	req := wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true, Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer, Word: c.Word}
+	if err := g.call(ctx, wire.SubjectReport, req, &r); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "recorded: %s on %s failing %s: %s (sequence %d)\n", c.Provider, c.Machine, c.Consumer, c.Word, r.Seq)
@@ -243,9 +242,9 @@ type ReportRecoveredCmd struct {
 }
 
 func (c *ReportRecoveredCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.Reported
-	req := commands.ReportRequest{CommandID: commands.NewCommandID(), Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer}
-	if err := g.call(ctx, commands.SubjectReport, req, &r); err != nil {
+	var r wire.Reported
+	req := wire.ReportRequest{CommandID: wire.NewCommandID(), Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer}
+	if err := g.call(ctx, wire.SubjectReport, req, &r); err != nil {
 		return err
 	}
 	if !r.Changed {

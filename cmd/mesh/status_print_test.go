@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Status prints the same lines from the brief table the command line asks
@@ -15,19 +15,19 @@ import (
 // the rows.
 func TestStatusPrintsTheTableAsTheNodes(t *testing.T) {
 	at := time.Date(2026, 12, 3, 16, 52, 36, 0, time.UTC)
-	nodes := []commands.NodeStatus{
-		{Name: "db-1", State: commands.StateWaiting, Sequence: 4, Since: at},
-		{Name: "fleet-00000", State: commands.StateCurrent, Sequence: 12, Since: at},
-		{Name: "naïve", State: commands.StateFailed, Sequence: 7, Since: at.Add(time.Second), Detail: "/etc/app/app.conf: permission denied"},
-		{Name: "new", State: commands.StateNeverSent},
+	nodes := []wire.NodeStatus{
+		{Name: "db-1", State: wire.StateWaiting, Sequence: 4, Since: at},
+		{Name: "fleet-00000", State: wire.StateCurrent, Sequence: 12, Since: at},
+		{Name: "naïve", State: wire.StateFailed, Sequence: 7, Since: at.Add(time.Second), Detail: "/etc/app/app.conf: permission denied"},
+		{Name: "new", State: wire.StateNeverSent},
 	}
-	table := &commands.StatusTable{States: []commands.State{}}
+	table := &wire.StatusTable{States: []wire.State{}}
 	for _, n := range nodes {
 		table.Add(n)
 	}
 	var fromNodes, fromTable bytes.Buffer
-	printStatus(&fromNodes, commands.StatusReport{Nodes: nodes})
-	printStatus(&fromTable, commands.StatusReport{Table: table})
+	printStatus(&fromNodes, wire.StatusReport{Nodes: nodes})
+	printStatus(&fromTable, wire.StatusReport{Table: table})
 	if fromNodes.String() != fromTable.String() {
 		t.Fatalf("from nodes:\n%s\nfrom the table:\n%s", fromNodes.String(), fromTable.String())
 	}

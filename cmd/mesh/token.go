@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/wire"
 )
 
 // TokenCmd is the enrolment token group (issue 29).
@@ -40,15 +40,15 @@ func (c *TokenCreateCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		return err
 	}
 	defer closeFn()
-	var r commands.TokenReply
-	req := commands.TokenRequest{CommandID: commands.NewCommandID(), Uses: c.Uses, Expires: c.Expires, Labels: c.Label, Capabilities: c.Capability}
-	if err := cl.Call(ctx, commands.SubjectTokenCreate, req, &r); err != nil {
+	var r wire.TokenReply
+	req := wire.TokenRequest{CommandID: wire.NewCommandID(), Uses: c.Uses, Expires: c.Expires, Labels: c.Label, Capabilities: c.Capability}
+	if err := cl.Call(ctx, wire.SubjectTokenCreate, req, &r); err != nil {
 		return err
 	}
 	join := joinString(g, cl, r.Identity)
 	if c.JSON {
 		return printJSON(out.Out, struct {
-			commands.TokenReply
+			wire.TokenReply
 			Join string `json:"join"`
 		}{r, join})
 	}
@@ -63,8 +63,8 @@ type TokenListCmd struct {
 }
 
 func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.TokenList
-	if err := g.call(ctx, commands.SubjectTokenList, commands.Empty{}, &r); err != nil {
+	var r wire.TokenList
+	if err := g.call(ctx, wire.SubjectTokenList, wire.Empty{}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -97,8 +97,8 @@ type TokenRevokeCmd struct {
 }
 
 func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	var r commands.Changed
-	if err := g.call(ctx, commands.SubjectTokenRevoke, commands.NameRequest{Name: c.ID}, &r); err != nil {
+	var r wire.Changed
+	if err := g.call(ctx, wire.SubjectTokenRevoke, wire.NameRequest{Name: c.ID}, &r); err != nil {
 		return err
 	}
 	if !r.Changed {
@@ -129,8 +129,8 @@ func (c *NodeRekeyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	defer closeFn()
-	var id commands.Identity
-	if err := cl.Call(ctx, commands.SubjectNodeRekey, commands.NameRequest{Name: c.Name}, &id); err != nil {
+	var id wire.Identity
+	if err := cl.Call(ctx, wire.SubjectNodeRekey, wire.NameRequest{Name: c.Name}, &id); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "re-key token for %s made; its keys change once its agent enrols with this join string:\n%s\n", c.Name, joinString(g, cl, id))

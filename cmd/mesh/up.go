@@ -23,6 +23,7 @@ import (
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/web"
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
@@ -352,7 +353,7 @@ func tlsHosts(host string) []string {
 // its own in-process connection, until stop is called.
 func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Controller, node, root string, log *slog.Logger) (func(), error) {
 	h := ctrl.Handlers
-	_, err := h.Enroll(ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: node})
+	_, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
 	switch {
 	case errors.Is(err, aggregates.ErrNameTaken):
 		if err := h.ActiveNode(ctx, "run an agent for", node); err != nil {

@@ -1,4 +1,4 @@
-package commands
+package wire
 
 import (
 	"go/ast"

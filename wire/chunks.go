@@ -1,6 +1,9 @@
-package commands
+package wire
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -20,8 +23,9 @@ const (
 	chunkHeadroom = 4096
 )
 
-// respond sends b as the answer to r, in pieces when it is too large.
-func respond(nc *nats.Conn, r micro.Request, b []byte) error {
+// Respond sends b as the answer to r, in pieces when it is too large: the
+// controller's half of the protocol.
+func Respond(nc *nats.Conn, r micro.Request, b []byte) error {
 	limit := int(nc.MaxPayload()) - chunkHeadroom
 	to := r.Headers().Get(ChunksToHeader)
 	if len(b) <= limit || to == "" || limit <= 0 {
@@ -38,4 +42,33 @@ func respond(nc *nats.Conn, r micro.Request, b []byte) error {
 		n++
 	}
 	return r.Respond(nil, micro.WithHeaders(micro.Headers{ChunkCountHeader: {strconv.Itoa(n)}}))
+}
+
+// Assemble gathers the pieces an answer said were sent, in their order:
+// the client's half, reading pieces from the inbox it named in
+// ChunksToHeader.
+func Assemble(ctx context.Context, answer *nats.Msg, pieces <-chan *nats.Msg) ([]byte, error) {
+	n, err := strconv.Atoi(answer.Header.Get(ChunkCountHeader))
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("the controller's answer says it came in %q pieces", answer.Header.Get(ChunkCountHeader))
+	}
+	got := make([]*nats.Msg, 0, n)
+	for len(got) < n {
+		select {
+		case m := <-pieces:
+			got = append(got, m)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("only %d of the %d pieces of the controller's answer arrived", len(got), n)
+		}
+	}
+	slices.SortFunc(got, func(a, b *nats.Msg) int {
+		x, _ := strconv.Atoi(a.Header.Get(ChunkIndexHeader))
+		y, _ := strconv.Atoi(b.Header.Get(ChunkIndexHeader))
+		return x - y
+	})
+	var b []byte
+	for _, m := range got {
+		b = append(b, m.Data...)
+	}
+	return b, nil
 }

@@ -1,0 +1,114 @@
+package wire
+
+import (
+	"slices"
+	"time"
+)
+
+// StatusReport is `mesh status --json`: the verdict, a state per active
+// node, and every standing.
+type StatusReport struct {
+	// AsOf is set when this is the past: the mesh as the log had it then.
+	AsOf       *time.Time     `json:"as_of,omitempty"`
+	Well       bool           `json:"well"`
+	Nodes      []NodeStatus   `json:"nodes"`
+	Standings  []StandingView `json:"standings"`
+	Checkpoint uint64         `json:"checkpoint"`
+	// Causes are why the mesh is not well beyond its nodes and standings:
+	// the fold stopped or behind, foreign messages not acknowledged.
+	Causes []string `json:"causes"`
+	// Runtimes are the programs of modules that run, as their agents last
+	// reported them; the mesh is not well while one is not running.
+	Runtimes []Runtime `json:"runtimes"`
+	// Rollouts are those under way, paused or halted (a halted one is a
+	// cause: the mesh is not well until it is aborted), with progress.
+	Rollouts []RolloutProgress `json:"rollouts"`
+	// Table holds the nodes instead of Nodes when Brief was asked: what the
+	// table shows, a column at a time. A hundred thousand nodes as objects
+	// were 10.7 MB of JSON, most of the answer's time.
+	Table *StatusTable `json:"table,omitempty"`
+	// UnreachableAfter is the silence, in seconds, after which a node
+	// that said anything is unreachable (0: liveness is off, or the past).
+	UnreachableAfter float64 `json:"unreachable_after_seconds"`
+	// LivenessOff: this controller hears no agent (--unreachable-after
+	// off), so a dead node is not named; status says so.
+	LivenessOff bool `json:"liveness_off,omitempty"`
+	// OpenBus: the controller serves a bus nobody closed (mesh serve
+	// --open-bus), so the log's writers are not enforced; status says so.
+	OpenBus bool `json:"open_bus,omitempty"`
+}
+
+// StatusTable is the nodes of a brief status by column, row i of each
+// column one node. State indexes States.
+type StatusTable struct {
+	States   []State  `json:"states"`
+	Name     []string `json:"name"`
+	State    []uint8  `json:"state"`
+	Sequence []uint64 `json:"sequence"`
+	Since    []int64  `json:"since"` // unix seconds
+	Detail   []string `json:"detail"`
+}
+
+// Add appends one node's row.
+func (t *StatusTable) Add(n NodeStatus) {
+	i := slices.Index(t.States, n.State)
+	if i < 0 {
+		i = len(t.States)
+		t.States = append(t.States, n.State)
+	}
+	t.Name = append(t.Name, n.Name)
+	t.State = append(t.State, uint8(i))
+	t.Sequence = append(t.Sequence, n.Sequence)
+	t.Since = append(t.Since, n.Since.Unix())
+	t.Detail = append(t.Detail, n.Detail)
+}
+
+// Len is how many rows the table holds.
+func (t *StatusTable) Len() int { return len(t.Name) }
+
+// Row is the table's row i, as Nodes would hold it without digests.
+func (t *StatusTable) Row(i int) NodeStatus {
+	var state State
+	if int(t.State[i]) < len(t.States) {
+		state = t.States[t.State[i]]
+	}
+	return NodeStatus{Name: t.Name[i], State: state, Sequence: t.Sequence[i], Since: time.Unix(t.Since[i], 0).UTC(), Detail: t.Detail[i]}
+}
+
+// Rows is the table's nodes, as Nodes would hold them without digests.
+func (t *StatusTable) Rows() []NodeStatus {
+	out := make([]NodeStatus, t.Len())
+	for i := range out {
+		out[i] = t.Row(i)
+	}
+	return out
+}
+
+// NodeStatus is one node's line in status.
+type NodeStatus struct {
+	Name          string     `json:"name"`
+	State         State      `json:"state"`
+	Sequence      uint64     `json:"sequence"`
+	Digest        string     `json:"digest"`
+	Since         time.Time  `json:"since"`
+	Detail        string     `json:"detail,omitempty"`
+	ContentDigest string     `json:"content_digest,omitempty"`
+	WouldSend     string     `json:"would_send,omitempty"`
+	By            string     `json:"by,omitempty"`
+	FailingSince  *time.Time `json:"failing_since,omitempty"`
+	Address       string     `json:"address,omitempty"` // its overlay address
+	// LastHeard is when this controller last heard the node's agent (nil:
+	// not since it started).
+	LastHeard *time.Time `json:"last_heard,omitempty"`
+}
+
+// RolloutProgress is a rollout as status lists it: where it stands, and
+// how many of its nodes hold its build and applied it.
+type RolloutProgress struct {
+	Rollout
+	// Applied: nodes of its waves on its build and current (or held, or
+	// partial: what was asked of this module is what runs). Total: the
+	// nodes of its waves still active.
+	Applied int `json:"applied"`
+	Total   int `json:"total"`
+}
