@@ -151,7 +151,7 @@ var mayImport = map[string][]string{
 	"agent/agenttest":       {"agent", "commands", "declaration", "embedded", "embedded/embeddedtest", "events", "projections", "wire", natsGo, nkeys},
 	"aggregates":            {"events", "manifest"},
 	"busauth":               {"declaration", "events", "manifest", natsGo, nkeys, "github.com/nats-io/jwt/v2"},
-	"client":                {"aggregates", "events/store", "wire", natsGo},
+	"client":                {"aggregates", "events", "events/store", "wire", natsGo},
 	"cmd/mesh":              {"agent", "aggregates", "busauth", "client", "commands", "compose", "embedded", "events", "events/store", "fleet", "manifest", "projections", "web", "wire", natsGo, nkeys, "github.com/alecthomas/kong", "github.com/willabides/kongplete"},
 	"commands":              {"aggregates", "busauth", "compose", "declaration", "events", "events/store", "manifest", "projections", "secret", "wire", natsGo, nkeys},
 	"compose":               {"manifest"},

@@ -219,7 +219,7 @@ func (c *Client) unknownOutcome(why string, from uint64) error {
 
 // Judge asks the controller how its fold took the message at seq: what
 // push --wait asks of a report it found before it believes it
-// (WaitReport, in commands).
+// (WaitReport).
 func (c *Client) Judge(ctx context.Context, seq uint64) (wire.Judgement, error) {
 	var j wire.Judgement
 	err := c.Call(ctx, wire.SubjectReportJudge, wire.JudgeRequest{Seq: seq}, &j)

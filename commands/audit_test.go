@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
@@ -29,7 +30,7 @@ func (m *trustMesh) pushAndWait(node string) wire.PushedNode {
 	r, err := m.h.Push(m.ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: node})
 	m.must(err)
 	p := r.Sent[0]
-	m.must(commands.WaitReport(m.ctx, m.h.Store, m.h, node, p.Digest, p.StreamSeq, reportWait))
+	m.must(client.WaitReport(m.ctx, m.h.Store, m.h, node, p.Digest, p.StreamSeq, reportWait))
 	return p
 }
 

@@ -397,7 +397,7 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := commands.WaitReport(ctx, m.h.Store, m.h, "app-1", d.Digest, d.StreamSeq, reportWait); err != nil {
+	if err := client.WaitReport(ctx, m.h.Store, m.h, "app-1", d.Digest, d.StreamSeq, reportWait); err != nil {
 		t.Fatalf("the agent after its connection was decided again: %v", err)
 	}
 

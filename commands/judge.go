@@ -13,13 +13,6 @@ import (
 // So a waiter asks the controller how the fold took the report it found,
 // and believes it only as a fact.
 
-// Judge says how the fold took the message at a stream sequence.
-// Handlers is one (in the controller's process); a client asks it over
-// the bus (client.Judge).
-type Judge interface {
-	Judge(ctx context.Context, seq uint64) (wire.Judgement, error)
-}
-
 // JudgeReport waits until the read models have folded the message at
 // r.Seq, then says whether they took it as a fact.
 func (h *Handlers) JudgeReport(ctx context.Context, r wire.JudgeRequest) (wire.Judgement, error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -115,7 +116,7 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 	r, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
 	m.must(err)
 	p := r.Sent[0]
-	if err := commands.WaitReport(ctx, m.h.Store, m.h, "web-1", p.Digest, p.StreamSeq, reportWait); err == nil ||
+	if err := client.WaitReport(ctx, m.h.Store, m.h, "web-1", p.Digest, p.StreamSeq, reportWait); err == nil ||
 		!strings.Contains(err.Error(), "refused") {
 		t.Fatalf("the first push after the restore (sequence %d, the agent applied %d): %v", p.Sequence, last.Sequence, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
@@ -207,7 +208,7 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 			ghostSent = p
 		}
 	}
-	m.must(commands.WaitReport(ctx, m.h.Store, m.h, "db-1", dbSent.Digest, dbSent.StreamSeq, reportWait))
+	m.must(client.WaitReport(ctx, m.h.Store, m.h, "db-1", dbSent.Digest, dbSent.StreamSeq, reportWait))
 	m.fence()
 	before, err := m.h.Status(ctx, wire.StatusRequest{})
 	m.must(err)

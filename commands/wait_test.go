@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
 
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
@@ -29,7 +30,7 @@ func TestWaitForTheNodesReport(t *testing.T) {
 	m.Enroll("idle")
 	root, _ := m.Agent("web-1")
 	s := m.Push("web-1").Sent[0]
-	if err := commands.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", s.Digest, s.StreamSeq, 10*time.Second); err != nil {
+	if err := client.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", s.Digest, s.StreamSeq, 10*time.Second); err != nil {
 		t.Fatalf("applied: %v", err)
 	}
 
@@ -39,7 +40,7 @@ func TestWaitForTheNodesReport(t *testing.T) {
 		Body: `{"resources":[{"kind":"file","path":"/link/x","mode":"0644","content":"x"}]}`})
 	m.Must(err)
 	start := time.Now()
-	err = commands.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", d.Digest, d.StreamSeq, 30*time.Second)
+	err = client.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", d.Digest, d.StreamSeq, 30*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "failed sequence") || !strings.Contains(err.Error(), "/link/x") || time.Since(start) > 10*time.Second {
 		t.Fatalf("failed: %v after %s", err, time.Since(start))
 	}
@@ -49,14 +50,14 @@ func TestWaitForTheNodesReport(t *testing.T) {
 		Resources: []compose.Resource{}})
 	st, _ := m.H.Store.State(m.Ctx)
 	m.Publish("web-1", ev)
-	err = commands.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", ev.Digest, st.LastSeq+1, 30*time.Second)
+	err = client.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", ev.Digest, st.LastSeq+1, 30*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "refused sequence 50") || !strings.Contains(err.Error(), "signature") {
 		t.Fatalf("refused: %v", err)
 	}
 
 	idle := m.Push("idle").Sent[0]
-	err = commands.WaitReport(m.Ctx, m.H.Store, m.H, "idle", idle.Digest, idle.StreamSeq, 300*time.Millisecond)
-	if !errors.Is(err, commands.ErrStillConverging) || !strings.Contains(err.Error(), "may still be converging") {
+	err = client.WaitReport(m.Ctx, m.H.Store, m.H, "idle", idle.Digest, idle.StreamSeq, 300*time.Millisecond)
+	if !errors.Is(err, client.ErrStillConverging) || !strings.Contains(err.Error(), "may still be converging") {
 		t.Fatalf("timeout: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
@@ -42,9 +41,9 @@ func TestAWaitBelievesOnlyWhatTheFoldBelieves(t *testing.T) {
 	m.must(err)
 	defer op.Close()
 	overTheBus := &client.Client{NC: op, Where: m.srv.ClientURL()}
-	for what, judge := range map[string]commands.Judge{"over the bus": overTheBus, "in process": m.h} {
-		err := commands.WaitReport(ctx, m.h.Store, judge, "web-1", s.Digest, s.StreamSeq, time.Second)
-		if !errors.Is(err, commands.ErrStillConverging) || !strings.Contains(err.Error(), "set aside as foreign") {
+	for what, judge := range map[string]client.Judge{"over the bus": overTheBus, "in process": m.h} {
+		err := client.WaitReport(ctx, m.h.Store, judge, "web-1", s.Digest, s.StreamSeq, time.Second)
+		if !errors.Is(err, client.ErrStillConverging) || !strings.Contains(err.Error(), "set aside as foreign") {
 			t.Fatalf("a wait %s, over a forged report on the digest: %v", what, err)
 		}
 	}

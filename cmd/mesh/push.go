@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
 )
@@ -180,7 +179,7 @@ func waitFor(ctx context.Context, cl *client.Client, out *Output, s wire.PushedN
 	if err != nil {
 		return err
 	}
-	if err := commands.WaitReport(ctx, st, cl, s.Node, s.Digest, s.StreamSeq, d); err != nil {
+	if err := client.WaitReport(ctx, st, cl, s.Node, s.Digest, s.StreamSeq, d); err != nil {
 		return err
 	}
 	fmt.Fprintf(out.Out, "%s applied sequence %d (digest %s)\n", s.Node, s.Sequence, short(s.Digest))

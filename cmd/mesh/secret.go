@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
 )
@@ -54,7 +54,7 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	done := make(chan int)
 	for i, s := range r.Sent {
 		go func() {
-			errs[i] = commands.WaitReport(ctx, st, cl, s.Node, s.Digest, s.StreamSeq, c.Wait)
+			errs[i] = client.WaitReport(ctx, st, cl, s.Node, s.Digest, s.StreamSeq, c.Wait)
 			done <- i
 		}()
 	}

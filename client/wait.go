@@ -1,4 +1,4 @@
-package commands
+package client
 
 import (
 	"context"
@@ -11,6 +11,10 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
 )
+
+// WaitReport is here, not in commands, because only those who asked a
+// controller for a push wait on its reports: the command line (push
+// --wait, rotate --wait) and the tests.
 
 // ErrStillConverging: the wait ended before the node reported on the digest.
 var ErrStillConverging = errors.New("no report yet")
@@ -81,4 +85,11 @@ func onDigest(ev events.Event, digest string) bool {
 		return r.Digest == digest
 	}
 	return false
+}
+
+// Judge says how the fold took the message at a stream sequence.
+// commands.Handlers is one (in the controller's process); a Client asks
+// it over the bus (Client.Judge).
+type Judge interface {
+	Judge(ctx context.Context, seq uint64) (wire.Judgement, error)
 }
