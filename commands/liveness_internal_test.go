@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
 	"testing"
 	"time"
@@ -58,5 +59,14 @@ func TestEveryGrantEventCuts(t *testing.T) {
 		if _, ok := grantUsers[typ]; !ok {
 			t.Errorf("%s moves grants and cuts nobody: add it to grantUsers", typ)
 		}
+	}
+}
+
+// The rollout's gate (aggregates.Gate) reads the runtime states the fold
+// writes: were they to differ, every program would read as not running and
+// a crash loop would never halt a wave.
+func TestTheGateReadsTheFoldsRuntimeStates(t *testing.T) {
+	if aggregates.RuntimeRunning != projections.RuntimeRunning || aggregates.RuntimeCrashLooping != projections.RuntimeCrashLooping {
+		t.Fatal("aggregates and projections name the runtime states differently")
 	}
 }

@@ -192,8 +192,8 @@ func (h *Handlers) ShowRollout(ctx context.Context, r NameRequest) (RolloutView,
 	if ro.State == projections.RolloutRunning && ro.Wave >= 0 {
 		if waiting > 0 {
 			out.Gate = fmt.Sprintf("%d node(s) of wave %d have not applied the build", waiting, ro.Wave+1)
-		} else if hold, err := h.waveGate(ro, ro.Waves[ro.Wave].Nodes); err == nil && hold.node != "" {
-			out.Gate = hold.node + ": " + hold.why
+		} else if hold, err := h.waveGate(ro, ro.Waves[ro.Wave].Nodes); err == nil && hold.Node != "" {
+			out.Gate = hold.Node + ": " + hold.Why
 		} else if err != nil {
 			out.Gate = err.Error()
 		}
