@@ -19,11 +19,6 @@ import (
 	"github.com/meshctl/mesh/projections"
 )
 
-// maxSequence bounds the sequence a node's refusal is believed for: far
-// above any real mesh's (a declaration a second for a hundred million
-// years), far below where uint64 wraps.
-const maxSequence = 1 << 62
-
 // pushRounds bounds how often a push composes a node again because its
 // aggregate moved (an assignment, another push) between composing and
 // appending. Each round composes from read models that hold the move.
@@ -284,30 +279,18 @@ func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, by str
 // parallel runs fn(0..n-1) on a worker per core.
 func parallel(n int, fn func(int)) { inFlight(n, runtime.GOMAXPROCS(0), fn) }
 
-// seal numbers, chains and signs content for the node in row.
-//
-// A node that refused a declaration as a replay said the highest sequence it
-// has applied: when that is above what the log last sent (the log lost its
-// tail: an older backup restored, a power loss), the next declaration is
-// numbered above it, so the mesh converges without weakening the node's
-// replay check. The note says so.
+// seal numbers (aggregates.NumberDeclaration), chains and signs content
+// for the node in row.
 func (h *Handlers) seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, string) {
-	var seq uint64 = 1
-	var previous, note string
+	var last, refused uint64
+	var previous string
 	if row.LastSent != nil {
-		seq, previous = row.LastSent.Sequence+1, row.LastSent.Digest
+		last, previous = row.LastSent.Sequence, row.LastSent.Digest
 	}
-	switch r := row.LastReport; {
-	case r == nil || r.Outcome != events.OutcomeRefused || r.Highest < seq:
-	case r.Highest >= maxSequence:
-		// No mesh sends a node this many declarations: believing it would
-		// number the next near the end of uint64 and wrap to 0, and the
-		// node would refuse every push after.
-		note = fmt.Sprintf("numbered %d: %s says it applied sequence %d, which no mesh has sent; its state may be damaged", seq, row.Name, r.Highest)
-	default:
-		note = fmt.Sprintf("numbered %d, above %d, the highest sequence %s says it applied", r.Highest+1, r.Highest, row.Name)
-		seq = r.Highest + 1
+	if r := row.LastReport; r != nil && r.Outcome == events.OutcomeRefused {
+		refused = r.Highest
 	}
+	seq, note := aggregates.NumberDeclaration(row.Name, last, refused)
 	d := declaration.New(content, seq, previous, at)
 	s := h.Signer.Seal(d)
 	return events.DeclarationSent{
