@@ -3,6 +3,6 @@
 // decided, and waits until the projections have folded its own events before
 // it answers, so the next command reads its own writes. The controller is the
 // one process that opens Pebble; operator commands reach it as requests to
-// the NATS micro service mesh-controller (nats micro ls shows it), through
-// the Client in this package.
+// the NATS micro service mesh-controller (nats micro ls shows it), sent by
+// package client. The request and reply types and the subjects are here.
 package commands

@@ -21,7 +21,7 @@ import (
 // fold reads on each node's report subjects, per window of the stream's
 // clock, and past a bound no agent reaches it cuts the node's connections,
 // refuses it at connect for a cool-down, and records NodeFlooded, which
-// status names until the operator acknowledges it (ARCHITECTURE.md,
+// status names until the operator acknowledges it (docs/security.md,
 // "Limits per identity").
 const (
 	// FloodWindow is the window the counts are kept over.
