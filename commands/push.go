@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -244,7 +244,7 @@ func (h *Handlers) sealWindow(t targets, names []string, r PushRequest, round in
 	var b pushBatch
 	var unsent []UnsentNode
 	results := make([]sealedNode, len(names))
-	parallel(len(names), func(i int) {
+	fanout.PerCore(len(names), func(i int) {
 		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], cmp.Or(r.by, "push"), t.now)
 	})
 	for i, res := range results {
@@ -280,9 +280,6 @@ func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, by str
 	}
 	return out
 }
-
-// parallel runs fn(0..n-1) on a worker per core.
-func parallel(n int, fn func(int)) { inFlight(n, runtime.GOMAXPROCS(0), fn) }
 
 // seal numbers, chains and signs content for the node in row.
 //
