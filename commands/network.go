@@ -74,8 +74,8 @@ func poolOf(v *projections.View) (*aggregates.Pool, error) {
 
 // withPool is decideAtomic with the address pool as the read models hold
 // it, for the writes that give or take addresses.
-func (h *Handlers) withPool(ctx context.Context, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
-	return h.decideAtomic(ctx, commandID, func(v *projections.View) ([]store.One, error) {
+func (h *Handlers) withPool(ctx context.Context, op, id, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
+	return h.decideAtomic(ctx, op, id, commandID, func(v *projections.View) ([]store.One, error) {
 		pool, err := poolOf(v)
 		if err != nil {
 			return nil, err
@@ -105,7 +105,7 @@ func (h *Handlers) SetNetwork(ctx context.Context, r NetworkRequest) (NetworkVie
 	var out NetworkView
 	// The range alone: the pool takes one event a batch, and the
 	// addresses follow in batches of their own.
-	seq, items, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, items, err := h.withPool(ctx, "set the network to", r.CIDR, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		set, err := pool.Set(r.CIDR, quarantine)
 		return poolItem(pool, set), err
 	})
@@ -133,7 +133,7 @@ func (h *Handlers) allotMissing(ctx context.Context) (int, uint64, error) {
 	total, last := 0, uint64(0)
 	for {
 		batch := 0
-		seq, items, err := h.withPool(ctx, NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		seq, items, err := h.withPool(ctx, "give addresses to", "the nodes without one", NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 			nodes, err := v.Nodes()
 			if err != nil {
 				return nil, err
@@ -213,7 +213,7 @@ func (h *Handlers) FixAddress(ctx context.Context, r AddressRequest) (NetworkVie
 	if err := h.ActiveNode(ctx, "give an address to", r.Node); err != nil {
 		return NetworkView{}, err
 	}
-	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, _, err := h.withPool(ctx, "give an address to", r.Node, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		if pool.Of[r.Node] == addr {
 			return nil, nil
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -16,13 +15,9 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
 )
-
-// pushRounds bounds how often a push composes a node again because its
-// aggregate moved (an assignment, another push) between composing and
-// appending. Each round composes from read models that hold the move.
-const pushRounds = 4
 
 // Push composes, signs and sends a declaration to each target node. Each is
 // numbered at composition (the node's last sequence + 1) and appended
@@ -41,16 +36,14 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 	reply := PushReply{Sent: []PushedNode{}, Unsent: []UnsentNode{}}
 	var last uint64
 	progress, started := h.progress(r.Progress), time.Now()
-	for round := range pushRounds {
-		if round > 0 {
-			// Compose again from read models that hold whatever moved.
-			if err := h.catchUp(ctx); err != nil {
-				return reply, err
-			}
-		}
+	// A round composes and appends every node still to send; the nodes
+	// whose aggregate moved between composing and appending (an
+	// assignment, another push) are composed again in the next round
+	// (decideAndAppend), from read models caught up to hold the move.
+	err = decideAndAppend(ctx, "push to", "its nodes", h.catchUp, func(round int) error {
 		sel, err := h.selectTargets(only, within, r, round)
 		if err != nil {
-			return reply, err
+			return err
 		}
 		if round == 0 {
 			reply.Considered = len(sel.targets)
@@ -64,7 +57,7 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 			reply.Unsent = append(reply.Unsent, unsent...)
 			outcomes, err := h.Store.AppendMany(ctx, batch.items)
 			if err != nil {
-				return reply, err
+				return err
 			}
 			for i, o := range outcomes {
 				p := batch.pushed[i]
@@ -85,18 +78,26 @@ func (h *Handlers) Push(ctx context.Context, r PushRequest) (PushReply, error) {
 			}
 		}
 		if len(only) == 0 {
-			break
+			return nil
 		}
 		if r.once {
 			// A node that moved since the read models looked was acted on
 			// by someone else (another controller's step): the caller
 			// decides on it again, rather than this push sending it twice.
 			only = nil
-			break
+			return nil
 		}
-	}
-	for n := range only {
-		reply.Unsent = append(reply.Unsent, UnsentNode{Node: n, Reason: fmt.Sprintf("it changed under %d compositions in a row; push it again", pushRounds)})
+		return store.ErrConflict // some moved: compose those again
+	})
+	// Other writes kept moving the nodes still in only: each is unsent
+	// with the one sentence, and the push answers what it did send.
+	var contention *aggregates.Error
+	if errors.As(err, &contention) && contention.Err == aggregates.ErrContended {
+		for n := range only {
+			reply.Unsent = append(reply.Unsent, UnsentNode{Node: n, Reason: contention.Detail})
+		}
+	} else if err != nil {
+		return reply, err
 	}
 	if len(reply.Sent) > 0 {
 		h.Log.Info("pushed", "sent", len(reply.Sent), "unsent", len(reply.Unsent))
@@ -239,7 +240,7 @@ func (h *Handlers) sealWindow(t targets, names []string, r PushRequest, round in
 	var b pushBatch
 	var unsent []UnsentNode
 	results := make([]sealedNode, len(names))
-	parallel(len(names), func(i int) {
+	fanout.PerCore(len(names), func(i int) {
 		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], cmp.Or(r.by, "push"), t.now)
 	})
 	for i, res := range results {
@@ -275,9 +276,6 @@ func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, by str
 	}
 	return out
 }
-
-// parallel runs fn(0..n-1) on a worker per core.
-func parallel(n int, fn func(int)) { inFlight(n, runtime.GOMAXPROCS(0), fn) }
 
 // seal numbers (aggregates.NumberDeclaration), chains and signs content
 // for the node in row.

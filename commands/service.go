@@ -196,7 +196,8 @@ func codeOf(err error) string {
 		return CodeBadRequest
 	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule):
 		return CodeNotFound
-	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable):
+	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable),
+		errors.Is(err, aggregates.ErrContended):
 		return CodeConflict
 	case errors.Is(err, ErrReadOnly):
 		return CodeUnavailable
