@@ -43,7 +43,7 @@ func (a *Agent) open(m store.Msg) opened {
 // declaration subject: last itself when the controller signed it for this
 // node, otherwise the newest that it did, asked of the controller (issue
 // 29). Anyone may aim a reply subject at the node's subject, and the bus
-// stores whatever answers there (ARCHITECTURE.md, "Who may say what"): an
+// stores whatever answers there (docs/security.md, "Who may say what"): an
 // agent that refused the newest message and waited for the next push
 // stayed behind for as long as the junk stayed newest. The agent cannot
 // walk back past it itself: the one read a closed bus grants it answers

@@ -15,6 +15,10 @@ var (
 	// ErrUncomposable: an act that must reach several nodes together
 	// (rule 7) found one it cannot compose, and did nothing.
 	ErrUncomposable = errors.New("a node it must reach cannot be composed")
+	// ErrContended: other writes moved what a command changes every time
+	// it decided, up to its bound, and nothing was recorded (commands'
+	// decideAndAppend says the one sentence for it).
+	ErrContended = errors.New("other writes kept moving what it changes")
 )
 
 // Error is a refusal by an aggregate: Op is the command ("enroll"), ID the
@@ -49,6 +53,7 @@ func refuse(op, id string, err error, format string, args ...any) error {
 var kinds = map[string]error{
 	"name-taken": ErrNameTaken, "unknown-node": ErrUnknownNode, "retired": ErrRetired,
 	"unknown-module": ErrUnknownModule, "invalid": ErrInvalid, "uncomposable": ErrUncomposable,
+	"contended": ErrContended,
 }
 
 // Kind names err's refusal kind ("" when it is not a refusal).

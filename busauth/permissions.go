@@ -10,8 +10,8 @@ import (
 
 // NodePermissions is all a node's identity may do on the bus. A denied
 // publish is dropped without a word and a JetStream call then times out,
-// so the agent is built to need exactly these (ARCHITECTURE.md, "Who may
-// say what").
+// so the agent is built to need exactly these (docs/security.md, "Who
+// may say what").
 func NodePermissions(node string) jwt.Permissions {
 	own := events.DeclarationSubject(node)
 	pub := jwt.StringList{

@@ -30,7 +30,7 @@ func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assig
 	var policy events.Policy
 	// Decided on the read models, expecting the node's version (and each
 	// seat's the build claims, in the same atomic batch: rule 24).
-	seq, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
+	seq, _, err := h.decideAtomic(ctx, "assign "+r.Module+" to", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		n, err := nodeAggregateOf(v, r.Node)
 		if err != nil {
 			return nil, err
@@ -90,7 +90,7 @@ func (h *Handlers) Unassign(ctx context.Context, r wire.UnassignRequest) (wire.A
 	}
 	var previous string
 	// Any seat the module holds there is let go in the same batch.
-	seq, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
+	seq, _, err := h.decideAtomic(ctx, "unassign "+r.Module+" from", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		n, err := nodeAggregateOf(v, r.Node)
 		if err != nil {
 			return nil, err

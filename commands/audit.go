@@ -14,6 +14,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nkeys"
@@ -270,7 +271,7 @@ func (a *auditor) verify() {
 		}
 	}
 	bad := make([]bool, len(a.checks))
-	parallel(len(a.checks), func(i int) {
+	fanout.PerCore(len(a.checks), func(i int) {
 		c := a.checks[i]
 		kp := keys[c.key]
 		bad[i] = kp == nil || kp.Verify(c.data, c.sig) != nil

@@ -33,7 +33,7 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (
 		}
 		seen[n.Name] = true
 	}
-	return h.decideBatch(ctx, r.CommandID, "enrolled", func(v *projections.View) ([]store.One, []string, error) {
+	return h.decideBatch(ctx, "enroll", fmt.Sprintf("%d nodes", len(r.Nodes)), r.CommandID, "enrolled", func(v *projections.View) ([]store.One, []string, error) {
 		pool, err := poolOf(v)
 		if err != nil {
 			return nil, nil, err
@@ -63,7 +63,7 @@ func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (
 		seen[n] = true
 	}
 	var build string
-	reply, err := h.decideBatch(ctx, r.CommandID, "assigned", func(v *projections.View) ([]store.One, []string, error) {
+	reply, err := h.decideBatch(ctx, "assign "+r.Module+" to", fmt.Sprintf("%d nodes", len(r.Nodes)), r.CommandID, "assigned", func(v *projections.View) ([]store.One, []string, error) {
 		cmd, m, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
 		if err != nil {
 			return nil, nil, err
@@ -127,9 +127,9 @@ func nodeAggregateOf(v *projections.View, name string) (*aggregates.Node, error)
 // decideBatch decides a batch from the read models and appends it as one
 // atomic batch (decideAtomic): when any aggregate of it moved meanwhile,
 // nothing landed, and it catches up and decides again.
-func (h *Handlers) decideBatch(ctx context.Context, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (wire.BatchReply, error) {
+func (h *Handlers) decideBatch(ctx context.Context, op, id, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (wire.BatchReply, error) {
 	var unchanged []string
-	seq, items, err := h.decideAtomic(ctx, commandID, func(v *projections.View) (items []store.One, err error) {
+	seq, items, err := h.decideAtomic(ctx, op, id, commandID, func(v *projections.View) (items []store.One, err error) {
 		items, unchanged, err = decideFn(v)
 		return items, err
 	})

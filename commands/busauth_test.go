@@ -137,7 +137,7 @@ func nodeSealing(t testing.TB, j agent.Join) store.Sealing {
 	return store.Sealing{Signer: signer, MAC: mac}
 }
 
-// Rules 18 and 19 on the bus: the permission matrix of ARCHITECTURE.md,
+// Rules 18 and 19 on the bus: the permission matrix of docs/security.md,
 // every cell, granted and refused, against a real closed bus. A node reads
 // its own declarations and publishes its own reports, each type on its own
 // subject, and nothing else; the operator asks the controller and reads the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/meshctl/mesh/projections"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/wire"
 )
@@ -44,28 +42,26 @@ func (h *Handlers) Declare(ctx context.Context, r wire.DeclareRequest) (wire.Pus
 	if err != nil {
 		return wire.PushedNode{}, err
 	}
-	for round := range pushRounds {
-		if round > 0 {
-			if err := h.catchUp(ctx); err != nil {
-				return wire.PushedNode{}, err
-			}
-		}
+	var ev events.DeclarationSent
+	var seq uint64
+	// Numbered and chained on the node's row as read, expecting its
+	// version: after a conflict (a push, an assignment), caught up and
+	// sealed again on the row that holds it. Each attempt has a command id
+	// of its own (perNode), as a push's rounds do.
+	err = decideAndAppend(ctx, "declare to", r.Node, h.catchUp, func(attempt int) error {
 		row, _, err := h.Proj.Node(r.Node)
 		if err != nil {
-			return wire.PushedNode{}, err
+			return err
 		}
-		ev, _ := h.seal(content, row, "declare", h.Now())
-		seq, err := h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, round), ev)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return wire.PushedNode{}, err
-		}
-		h.Log.Info("declared", "node", r.Node, "sequence", ev.Sequence, "seq", seq)
-		return wire.PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.landed(ctx, seq, ev)
+		ev, _ = h.seal(content, row, "declare", h.Now())
+		seq, err = h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, attempt), ev)
+		return err
+	})
+	if err != nil {
+		return wire.PushedNode{}, err
 	}
-	return wire.PushedNode{}, fmt.Errorf("cannot declare to %s: it changed under %d attempts in a row; try again", r.Node, pushRounds)
+	h.Log.Info("declared", "node", r.Node, "sequence", ev.Sequence, "seq", seq)
+	return wire.PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.landed(ctx, seq, ev)
 }
 
 // parseBody reads and checks a hand-written body with the rules a manifest's

@@ -2,14 +2,12 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -21,7 +19,7 @@ import (
 // fold reads on each node's report subjects, per window of the stream's
 // clock, and past a bound no agent reaches it cuts the node's connections,
 // refuses it at connect for a cool-down, and records NodeFlooded, which
-// status names until the operator acknowledges it (ARCHITECTURE.md,
+// status names until the operator acknowledges it (docs/security.md,
 // "Limits per identity").
 const (
 	// FloodWindow is the window the counts are kept over.
@@ -181,22 +179,18 @@ func floodSentence(node string, reports, foreign int, bytes int64, in time.Durat
 // appendForeign appends ev to the foreign aggregate, expecting its version
 // again after a conflict: a flood's record decides nothing that another
 // writer of the aggregate could change. It does not wait for the fold,
-// which a flood may hold back.
+// which a flood may hold back: no reread, each attempt reads the
+// aggregate's version from the log.
 func (h *Handlers) appendForeign(ctx context.Context, commandID string, ev events.Event) (uint64, error) {
 	agg := events.ForeignAggregate()
-	for range maxAttempts {
+	var seq uint64
+	err := decideAndAppend(ctx, "add a "+ev.EventType()+" to", "the foreign messages' record", nil, func(int) error {
 		version, err := h.Store.Version(ctx, agg)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		seq, err := h.Store.Append(ctx, agg, version, commandID, ev)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		return seq, nil
-	}
-	return 0, fmt.Errorf("cannot record %s: the foreign messages' record changed under %d attempts in a row; try again", ev.EventType(), maxAttempts)
+		seq, err = h.Store.Append(ctx, agg, version, commandID, ev)
+		return err
+	})
+	return seq, err
 }

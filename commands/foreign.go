@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 )
@@ -42,30 +40,30 @@ func (h *Handlers) AckForeign(ctx context.Context, r wire.AckRequest) (wire.Acke
 	if err := checkAck(r); err != nil {
 		return wire.Acked{}, err
 	}
-	for range maxAttempts {
-		out, ev, err := h.decideAck(r)
-		if err != nil || len(out.Acknowledged) == 0 {
-			return out, err
+	var out wire.Acked
+	var ev events.ForeignAcknowledged
+	agg := events.ForeignAggregate()
+	// Decided on the read models (which messages are foreign, which were
+	// acknowledged): caught up again after a conflict.
+	err := decideAndAppend(ctx, "acknowledge", "foreign messages", h.catchUp, func(int) (err error) {
+		if out, ev, err = h.decideAck(r); err != nil || len(out.Acknowledged) == 0 {
+			return err
 		}
-		agg := events.ForeignAggregate()
 		version, err := h.Store.Version(ctx, agg)
 		if err != nil {
-			return out, err
+			return err
 		}
 		out.Seq, err = h.Store.Append(ctx, agg, version, r.CommandID, ev)
-		if errors.Is(err, store.ErrConflict) {
-			if err := h.catchUp(ctx); err != nil {
-				return wire.Acked{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return wire.Acked{}, err
-		}
-		h.Log.Info("foreign messages acknowledged", "count", len(out.Acknowledged), "first", out.Acknowledged[0], "seq", out.Seq)
-		return out, h.landed(ctx, out.Seq, ev)
+		return err
+	})
+	if err != nil {
+		return wire.Acked{}, err
 	}
-	return wire.Acked{}, fmt.Errorf("cannot acknowledge: the acknowledgements changed under %d attempts in a row; try again", maxAttempts)
+	if len(out.Acknowledged) == 0 {
+		return out, nil // every one it names was acknowledged before
+	}
+	h.Log.Info("foreign messages acknowledged", "count", len(out.Acknowledged), "first", out.Acknowledged[0], "seq", out.Seq)
+	return out, h.landed(ctx, out.Seq, ev)
 }
 
 // checkAck refuses a request that names nothing, or more than one way.

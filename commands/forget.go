@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -35,10 +34,15 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire
 	refuse := func(format string, args ...any) error {
 		return aggregates.Refuse("forget", fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), aggregates.ErrInvalid, fmt.Sprintf(format, args...))
 	}
-	for attempt := range maxAttempts {
-		if err := h.catchUp(ctx); err != nil {
-			return wire.Forgotten{}, err
-		}
+	// Decided on read models caught up first, and again after each
+	// conflict (the node's aggregate moved: a push, an assignment).
+	if err := h.catchUp(ctx); err != nil {
+		return wire.Forgotten{}, err
+	}
+	var out wire.Forgotten
+	var versions map[int][]string
+	var ev events.SecretForgotten
+	err := decideAndAppend(ctx, "forget", fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), h.catchUp, func(attempt int) error {
 		var row projections.Node
 		var found bool
 		err := h.Proj.Read(func(v *projections.View) (err error) {
@@ -46,31 +50,32 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire
 			return err
 		})
 		if err != nil {
-			return wire.Forgotten{}, err
+			return err
 		}
 		if !found {
-			return wire.Forgotten{}, aggregates.Refuse("forget a secret of", r.Node, aggregates.ErrUnknownNode, "no node of that name was ever enrolled")
+			return aggregates.Refuse("forget a secret of", r.Node, aggregates.ErrUnknownNode, "no node of that name was ever enrolled")
 		}
-		versions, current, err := h.sealedVersions(ctx, r)
+		var current int
+		versions, current, err = h.sealedVersions(ctx, r)
 		if err != nil {
-			return wire.Forgotten{}, err
+			return err
 		}
 		if len(versions) == 0 {
-			return wire.Forgotten{}, refuse("no sealed value of it was ever recorded; mesh node show %s names the secret settings it holds", r.Node)
+			return refuse("no sealed value of it was ever recorded; mesh node show %s names the secret settings it holds", r.Node)
 		}
 		if r.Version != 0 {
 			if _, ok := versions[r.Version]; !ok {
-				return wire.Forgotten{}, refuse("it has no version %d; its versions are %v", r.Version, slices.Sorted(maps.Keys(versions)))
+				return refuse("it has no version %d; its versions are %v", r.Version, slices.Sorted(maps.Keys(versions)))
 			}
 			versions = map[int][]string{r.Version: versions[r.Version]}
 		}
-		out := wire.Forgotten{Forgotten: []int{}, Already: []int{}}
+		out = wire.Forgotten{Forgotten: []int{}, Already: []int{}}
 		for _, v := range slices.Sorted(maps.Keys(versions)) {
 			here := false
 			for _, id := range versions[v] {
 				in, err := h.secrets.present(ctx, id)
 				if err != nil {
-					return wire.Forgotten{}, err
+					return err
 				}
 				here = here || in
 			}
@@ -82,28 +87,27 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire
 		}
 		out.Current = slices.Contains(append(slices.Clone(out.Forgotten), out.Already...), current)
 		if len(out.Forgotten) == 0 {
-			return out, nil // every version asked for is forgotten already: nothing to do
+			return nil // every version asked for is forgotten already: nothing to do
 		}
-		ev := events.SecretForgotten{Node: r.Node, Module: r.Module, Setting: r.Setting, Versions: out.Forgotten}
-		seq, err := h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, attempt), ev)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return wire.Forgotten{}, err
-		}
-		out.Seq = seq
-		for _, v := range out.Forgotten {
-			for _, id := range versions[v] {
-				if _, err := h.secrets.erase(ctx, id); err != nil {
-					return wire.Forgotten{}, fmt.Errorf("the forgetting is recorded (event %d) but %w; run the same command again to finish it", seq, err)
-				}
+		ev = events.SecretForgotten{Node: r.Node, Module: r.Module, Setting: r.Setting, Versions: out.Forgotten}
+		out.Seq, err = h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, attempt), ev)
+		return err
+	})
+	if err != nil {
+		return wire.Forgotten{}, err
+	}
+	if len(out.Forgotten) == 0 {
+		return out, nil
+	}
+	for _, v := range out.Forgotten {
+		for _, id := range versions[v] {
+			if _, err := h.secrets.erase(ctx, id); err != nil {
+				return wire.Forgotten{}, fmt.Errorf("the forgetting is recorded (event %d) but %w; run the same command again to finish it", out.Seq, err)
 			}
 		}
-		h.Log.Info("secret forgotten", "node", r.Node, "module", r.Module, "setting", r.Setting, "versions", out.Forgotten, "seq", seq)
-		return out, h.landed(ctx, seq, ev)
 	}
-	return wire.Forgotten{}, fmt.Errorf("cannot forget the secret: %s changed under %d attempts in a row; try again", r.Node, maxAttempts)
+	h.Log.Info("secret forgotten", "node", r.Node, "module", r.Module, "setting", r.Setting, "versions", out.Forgotten, "seq", out.Seq)
+	return out, h.landed(ctx, out.Seq, ev)
 }
 
 // sealedVersions reads from the log every sealed value the setting was

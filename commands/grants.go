@@ -22,14 +22,38 @@ import (
 // matter which one appended it; one that was not running then sweeps
 // every connection when it starts (busauth.Cutter.Sweep).
 
-// grantEvents are the events after which a live connection may hold more
-// than the log now grants.
-var grantEvents = []string{
-	events.EventPrefix + ".node.*." + events.NodeRetired{}.EventType(),
-	events.EventPrefix + ".node.*." + events.ModuleUnassigned{}.EventType(),
-	events.EventPrefix + ".seat.*." + events.SeatHandoverStarted{}.EventType(),
-	events.EventPrefix + ".seat.*." + events.SeatHandedOver{}.EventType(),
-	events.EventPrefix + ".seat.*." + events.SeatReleased{}.EventType(),
+// grantEvents are the subjects of the events after which a live connection
+// may hold more than the log now grants (events.MovesGrants): each under
+// its aggregate's kind.
+var grantEvents = func() []string {
+	var out []string
+	for _, typ := range events.TypesMoving(events.MovesGrants) {
+		out = append(out, events.EventPrefix+"."+events.Rights[typ].Kind+".*."+typ)
+	}
+	return out
+}()
+
+// grantUsers names, for each event type that moves grants, the bus users
+// whose grant it takes away. TestEveryGrantEventCuts holds it to
+// events.MovesGrants: a type there and not here would cut nobody.
+var grantUsers = map[string]func(events.Event) []string{
+	"NodeRetired": func(e events.Event) []string { return []string{e.(events.NodeRetired).Name} },
+	"ModuleUnassigned": func(e events.Event) []string {
+		u := e.(events.ModuleUnassigned)
+		return []string{events.ModuleUser(u.Node, u.Module)}
+	},
+	"SeatHandoverStarted": func(e events.Event) []string {
+		h := e.(events.SeatHandoverStarted)
+		return []string{events.ModuleUser(h.From, h.Module)}
+	},
+	"SeatHandedOver": func(e events.Event) []string {
+		h := e.(events.SeatHandedOver)
+		return []string{events.ModuleUser(h.From, h.Module)}
+	},
+	"SeatReleased": func(e events.Event) []string {
+		r := e.(events.SeatReleased)
+		return []string{events.ModuleUser(r.Node, r.Module)}
+	},
 }
 
 // CutNode ends every live connection of node and of the modules running
@@ -99,21 +123,11 @@ func (h *Handlers) cutGrant(ctx context.Context, m store.Msg) {
 	if err != nil {
 		return
 	}
-	var users []string
-	switch e := ev.(type) {
-	case events.NodeRetired:
-		users = []string{e.Name}
-	case events.ModuleUnassigned:
-		users = []string{events.ModuleUser(e.Node, e.Module)}
-	case events.SeatHandoverStarted:
-		users = []string{events.ModuleUser(e.From, e.Module)}
-	case events.SeatHandedOver:
-		users = []string{events.ModuleUser(e.From, e.Module)}
-	case events.SeatReleased:
-		users = []string{events.ModuleUser(e.Node, e.Module)}
-	default:
+	who, ok := grantUsers[ev.EventType()]
+	if !ok {
 		return
 	}
+	users := who(ev)
 	// Not before the read models hold it: a connection ended earlier
 	// would be decided again from the grant it is losing.
 	if err := h.Proj.WaitFor(ctx, m.Seq); err != nil {

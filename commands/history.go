@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 )
@@ -42,7 +41,7 @@ func (h *Handlers) readDeclarations(ctx context.Context, rows []projections.Hist
 	// flight at once, and the results keep the rows' order.
 	out := make([]recorded, len(rows))
 	errs := make([]error, len(rows))
-	inFlight(len(rows), 32, func(i int) {
+	fanout.Each(len(rows), 32, func(i int) {
 		out[i], errs[i] = h.readDeclaration(ctx, rows[i])
 	})
 	return out, errors.Join(errs...)
@@ -68,21 +67,6 @@ func (h *Handlers) readDeclaration(ctx context.Context, row projections.HistoryE
 		r.decl = &d
 	}
 	return r, nil
-}
-
-// inFlight runs fn(0..n-1) on up to k goroutines: for round trips, where
-// waiting, not the CPU, is the cost.
-func inFlight(n, k int, fn func(int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(n, k) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // historyKinds names the kinds of the history index's rows.

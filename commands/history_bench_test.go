@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkHistory(b *testing.B) {
 	diff := measure(history(true))
 	raw := measure(func() error {
 		errs := make([]error, len(seqs))
-		inFlight(len(seqs), 32, func(i int) {
+		fanout.Each(len(seqs), 32, func(i int) {
 			m, err := h.Store.Get(ctx, seqs[i])
 			if err == nil && m.Seq != seqs[i] {
 				err = fmt.Errorf("get %d answered %d", seqs[i], m.Seq)

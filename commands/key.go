@@ -20,8 +20,22 @@ const KeyFile = busauth.KeyFile
 // loadKey opens the controller's key, creating it on the first start of a
 // mesh, and holds it to the key the log says the mesh signs with. A
 // controller that cannot sign stops here, at its start, not at its first
-// push (rule 1).
+// push (rule 1). Two first starts racing both find no key recorded, and
+// one records its key: the other's append conflicts, and it reads the log
+// again (decideAndAppend), where it finds the winner's key.
 func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, string, error) {
+	var kp nkeys.KeyPair
+	var pub string
+	err := decideAndAppend(ctx, "record", "the controller key", nil, func(int) (err error) {
+		kp, pub, err = loadOrRecordKey(ctx, home, st)
+		return err
+	})
+	return kp, pub, err
+}
+
+// loadOrRecordKey is one attempt of loadKey: store.ErrConflict when another
+// start recorded a key between its read of the log and its append.
+func loadOrRecordKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, string, error) {
 	path := filepath.Join(home, KeyFile)
 	recorded, version, err := recordedKey(ctx, st)
 	if err != nil {
@@ -53,9 +67,6 @@ func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, 
 		}
 		st.MAC = keys.LogMAC()
 		_, err = st.Append(ctx, events.ControllerAggregate(), version, "key-"+pub[:16], events.ControllerKeyRecorded{PublicKey: pub})
-		if errors.Is(err, store.ErrConflict) {
-			return loadKey(ctx, home, st)
-		}
 		if err != nil {
 			return nil, "", err
 		}

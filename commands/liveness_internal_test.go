@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events"
 	"testing"
 	"time"
 
@@ -42,5 +44,29 @@ func TestSilenceCountsOnlyWhileTheControllerRan(t *testing.T) {
 	l.heard["db-1"] = beat{at: t0.Add(47 * time.Second)}
 	if got := names(l.changes(t0.Add(48 * time.Second))); len(got) != 2 || got[1] != "db-1 NodeReachable" && got[0] != "db-1 NodeReachable" {
 		t.Fatalf("db-1 heard again: %v", got)
+	}
+}
+
+// Every event type that moves grants (events.MovesGrants) names whom it
+// cuts, and nothing else does: a grant-moving type left out here would leave
+// a connection holding what the log took away. Fails when the two differ.
+func TestEveryGrantEventCuts(t *testing.T) {
+	moving := events.TypesMoving(events.MovesGrants)
+	if len(moving) != len(grantUsers) || len(grantEvents) != len(moving) {
+		t.Fatalf("%d types move grants, %d name whom they cut, %d subjects are followed", len(moving), len(grantUsers), len(grantEvents))
+	}
+	for _, typ := range moving {
+		if _, ok := grantUsers[typ]; !ok {
+			t.Errorf("%s moves grants and cuts nobody: add it to grantUsers", typ)
+		}
+	}
+}
+
+// The rollout's gate (aggregates.Gate) reads the runtime states the fold
+// writes: were they to differ, every program would read as not running and
+// a crash loop would never halt a wave.
+func TestTheGateReadsTheFoldsRuntimeStates(t *testing.T) {
+	if aggregates.RuntimeRunning != projections.RuntimeRunning || aggregates.RuntimeCrashLooping != projections.RuntimeCrashLooping {
+		t.Fatal("aggregates and projections name the runtime states differently")
 	}
 }

@@ -20,7 +20,7 @@ func (h *Handlers) RegisterModule(ctx context.Context, r wire.RegisterRequest) (
 		return wire.Registered{}, aggregates.Refuse("register", r.File, aggregates.ErrInvalid, err.Error())
 	}
 	var previous string
-	seq, err := decide(ctx, h, events.ModuleAggregate(m.Module), r.CommandID,
+	seq, err := decide(ctx, h, "register", events.ModuleAggregate(m.Module), r.CommandID,
 		func() *aggregates.Module { return aggregates.NewModule(m.Module) },
 		func(a *aggregates.Module) ([]events.Event, error) {
 			previous = a.Latest

@@ -49,8 +49,8 @@ func poolOf(v *projections.View) (*aggregates.Pool, error) {
 
 // withPool is decideAtomic with the address pool as the read models hold
 // it, for the writes that give or take addresses.
-func (h *Handlers) withPool(ctx context.Context, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
-	return h.decideAtomic(ctx, commandID, func(v *projections.View) ([]store.One, error) {
+func (h *Handlers) withPool(ctx context.Context, op, id, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
+	return h.decideAtomic(ctx, op, id, commandID, func(v *projections.View) ([]store.One, error) {
 		pool, err := poolOf(v)
 		if err != nil {
 			return nil, err
@@ -80,7 +80,7 @@ func (h *Handlers) SetNetwork(ctx context.Context, r wire.NetworkRequest) (wire.
 	var out wire.NetworkView
 	// The range alone: the pool takes one event a batch, and the
 	// addresses follow in batches of their own.
-	seq, items, err := h.withPool(ctx, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, items, err := h.withPool(ctx, "set the network to", r.CIDR, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		set, err := pool.Set(r.CIDR, quarantine)
 		return poolItem(pool, set), err
 	})
@@ -108,7 +108,7 @@ func (h *Handlers) allotMissing(ctx context.Context) (int, uint64, error) {
 	total, last := 0, uint64(0)
 	for {
 		batch := 0
-		seq, items, err := h.withPool(ctx, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		seq, items, err := h.withPool(ctx, "give addresses to", "the nodes without one", wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 			nodes, err := v.Nodes()
 			if err != nil {
 				return nil, err
@@ -188,7 +188,7 @@ func (h *Handlers) FixAddress(ctx context.Context, r wire.AddressRequest) (wire.
 	if err := h.ActiveNode(ctx, "give an address to", r.Node); err != nil {
 		return wire.NetworkView{}, err
 	}
-	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, _, err := h.withPool(ctx, "give an address to", r.Node, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		if pool.Of[r.Node] == addr {
 			return nil, nil
 		}

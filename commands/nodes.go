@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -83,99 +82,89 @@ type Handlers struct {
 	addressSeen atomic.Uint64
 }
 
-// maxAttempts bounds decide-append rounds when other writers keep moving an
-// aggregate. Each round re-reads, so a loser sees the winner's event.
-const maxAttempts = 8
-
 // aggregate is what decide needs of one: folding its own events.
 type aggregate interface {
 	Apply(events.Recorded)
 }
 
 // decide loads an aggregate, asks it to decide, and appends the result
-// expecting the version it loaded; on a conflict it loads and decides again.
-// It answers the sequence of the last event appended (0 when the command was
-// already satisfied) after the read models have folded it.
-func decide[A aggregate](ctx context.Context, h *Handlers, id events.AggregateID, commandID string,
+// expecting the version it loaded; on a conflict it loads and decides again
+// (decideAndAppend). It answers the sequence of the last event appended (0
+// when the command was already satisfied) after the read models have folded
+// it. op and the aggregate's id name it in the sentence of a decision that
+// other writes kept moving.
+func decide[A aggregate](ctx context.Context, h *Handlers, op string, id events.AggregateID, commandID string,
 	fresh func() A, decideFn func(A) ([]events.Event, error)) (uint64, error) {
 	if err := h.writable(); err != nil {
 		return 0, err
 	}
-	for range maxAttempts {
+	var seq uint64
+	var evs []events.Event
+	// No reread: each attempt loads the aggregate from the log itself.
+	err := decideAndAppend(ctx, op, id.ID, nil, func(int) error {
 		recs, version, err := h.Store.Load(ctx, id)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		a := fresh()
 		for _, r := range recs {
 			a.Apply(r)
 		}
-		evs, err := decideFn(a)
-		if err != nil || len(evs) == 0 {
-			return 0, err
+		if evs, err = decideFn(a); err != nil || len(evs) == 0 {
+			return err
 		}
-		seq, err := h.Store.Append(ctx, id, version, commandID, evs...)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		return seq, h.landed(ctx, seq, evs...)
+		seq, err = h.Store.Append(ctx, id, version, commandID, evs...)
+		return err
+	})
+	if err != nil || seq == 0 {
+		return 0, err
 	}
-	return 0, fmt.Errorf("cannot change %s: it changed under %d attempts in a row; try again", id, maxAttempts)
+	return seq, h.landed(ctx, seq, evs...)
 }
-
-// atomicAttempts bounds how often decideAtomic decides again because
-// another write to what it changes landed first. Every enrolment writes to
-// the address pool, so two controllers enrolling at full speed conflict
-// often; each attempt reads read models that hold the write that won.
-const atomicAttempts = 64
 
 // decideAtomic decides from the read models and appends the items as one
 // atomic batch, each expecting the version its aggregate's row holds; when
 // any moved meanwhile nothing landed, and it catches up and decides again
-// after a short random pause, so that two controllers racing part. A
-// refusal, or nothing to do, is the answer only once decided on read models
-// caught up with the stream: they may not hold a write another controller
-// answered a moment ago (the node enrolled there).
-func (h *Handlers) decideAtomic(ctx context.Context, commandID string, decide func(*projections.View) ([]store.One, error)) (uint64, []store.One, error) {
+// (decideAndAppend, which pauses a random while first, so that two
+// controllers racing part). A refusal, or nothing to do, is the answer only
+// once decided on read models caught up with the stream: they may not hold
+// a write another controller answered a moment ago (the node enrolled
+// there). op and id name what it changes in the sentence of a decision that
+// other writes kept moving ("enroll", "web-1").
+func (h *Handlers) decideAtomic(ctx context.Context, op, id, commandID string, decide func(*projections.View) ([]store.One, error)) (uint64, []store.One, error) {
 	if err := h.writable(); err != nil {
 		return 0, nil, err
 	}
-	caughtUp := false
-	for attempt := range atomicAttempts {
-		var items []store.One
-		err := h.Proj.Read(func(v *projections.View) (err error) {
+	var items []store.One
+	read := func() error {
+		return h.Proj.Read(func(v *projections.View) (err error) {
 			items, err = decide(v)
 			return err
 		})
+	}
+	var seq uint64
+	err := decideAndAppend(ctx, op, id, h.catchUp, func(attempt int) error {
+		err := read()
+		// Every attempt after the first follows a catch-up (the reread);
+		// the first may be on read models behind the stream, so it does
+		// not refuse, or do nothing, on them alone.
 		var refusal *aggregates.Error
-		if !caughtUp && (errors.As(err, &refusal) || err == nil && len(items) == 0) {
+		if attempt == 0 && (errors.As(err, &refusal) || err == nil && len(items) == 0) {
 			if err := h.catchUp(ctx); err != nil {
-				return 0, nil, err
+				return err
 			}
-			caughtUp = true
-			continue
+			err = read()
 		}
 		if err != nil || len(items) == 0 {
-			return 0, nil, err
+			return err
 		}
-		seq, err := h.Store.AppendAtomic(ctx, commandID, items)
-		if errors.Is(err, store.ErrConflict) {
-			if err := h.catchUp(ctx); err != nil {
-				return 0, nil, err
-			}
-			caughtUp = true
-			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5))))
-			continue
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-		return seq, items, h.landed(ctx, seq, items[0].Event)
+		seq, err = h.Store.AppendAtomic(ctx, commandID, items)
+		return err
+	})
+	if err != nil || len(items) == 0 {
+		return 0, nil, err
 	}
-	return 0, nil, fmt.Errorf("what this command changes was changed by other writes %d times in a row; nothing was recorded; try again", atomicAttempts)
+	return seq, items, h.landed(ctx, seq, items[0].Event)
 }
 
 // Enroll adds a node, with its overlay address when the network is set. A
@@ -199,7 +188,7 @@ func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Chang
 			return wire.Changed{}, err
 		}
 	}
-	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, _, err := h.withPool(ctx, "enroll", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		items, _, err := h.enrollItems(v, pool, []wire.EnrollRequest{r}, false)
 		return items, err
 	})
@@ -221,7 +210,7 @@ func (h *Handlers) Retire(ctx context.Context, r wire.RetireRequest) (wire.Chang
 	if err := validName("retire", r.Name); err != nil {
 		return wire.Changed{}, err
 	}
-	seq, _, err := h.withPool(ctx, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, _, err := h.withPool(ctx, "retire", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		return h.retireItems(v, pool, r.Name)
 	})
 	if err != nil {
@@ -242,7 +231,7 @@ func (h *Handlers) ChangeNode(ctx context.Context, r wire.ChangeNodeRequest) (wi
 	if r.Capabilities == nil && r.Labels == nil {
 		return wire.Changed{}, aggregates.Refuse("change", r.Name, aggregates.ErrInvalid, "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change")
 	}
-	seq, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
+	seq, _, err := h.decideAtomic(ctx, "change", r.Name, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		n, err := nodeAggregateOf(v, r.Name)
 		if err != nil {
 			return nil, err

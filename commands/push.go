@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -16,19 +15,10 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 )
-
-// maxSequence bounds the sequence a node's refusal is believed for: far
-// above any real mesh's (a declaration a second for a hundred million
-// years), far below where uint64 wraps.
-const maxSequence = 1 << 62
-
-// pushRounds bounds how often a push composes a node again because its
-// aggregate moved (an assignment, another push) between composing and
-// appending. Each round composes from read models that hold the move.
-const pushRounds = 4
 
 // Push composes, signs and sends a declaration to each target node. Each is
 // numbered at composition (the node's last sequence + 1) and appended
@@ -47,16 +37,14 @@ func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply
 	reply := wire.PushReply{Sent: []wire.PushedNode{}, Unsent: []wire.UnsentNode{}}
 	var last uint64
 	progress, started := h.progress(r.Progress), time.Now()
-	for round := range pushRounds {
-		if round > 0 {
-			// Compose again from read models that hold whatever moved.
-			if err := h.catchUp(ctx); err != nil {
-				return reply, err
-			}
-		}
+	// A round composes and appends every node still to send; the nodes
+	// whose aggregate moved between composing and appending (an
+	// assignment, another push) are composed again in the next round
+	// (decideAndAppend), from read models caught up to hold the move.
+	err = decideAndAppend(ctx, "push to", "its nodes", h.catchUp, func(round int) error {
 		sel, err := h.selectTargets(only, within, r, round)
 		if err != nil {
-			return reply, err
+			return err
 		}
 		if round == 0 {
 			reply.Considered = len(sel.targets)
@@ -70,7 +58,7 @@ func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply
 			reply.Unsent = append(reply.Unsent, unsent...)
 			outcomes, err := h.Store.AppendMany(ctx, batch.items)
 			if err != nil {
-				return reply, err
+				return err
 			}
 			for i, o := range outcomes {
 				p := batch.pushed[i]
@@ -91,18 +79,26 @@ func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply
 			}
 		}
 		if len(only) == 0 {
-			break
+			return nil
 		}
 		if r.Once {
 			// A node that moved since the read models looked was acted on
 			// by someone else (another controller's step): the caller
 			// decides on it again, rather than this push sending it twice.
 			only = nil
-			break
+			return nil
 		}
-	}
-	for n := range only {
-		reply.Unsent = append(reply.Unsent, wire.UnsentNode{Node: n, Reason: fmt.Sprintf("it changed under %d compositions in a row; push it again", pushRounds)})
+		return store.ErrConflict // some moved: compose those again
+	})
+	// Other writes kept moving the nodes still in only: each is unsent
+	// with the one sentence, and the push answers what it did send.
+	var contention *aggregates.Error
+	if errors.As(err, &contention) && contention.Err == aggregates.ErrContended {
+		for n := range only {
+			reply.Unsent = append(reply.Unsent, wire.UnsentNode{Node: n, Reason: contention.Detail})
+		}
+	} else if err != nil {
+		return reply, err
 	}
 	if len(reply.Sent) > 0 {
 		h.Log.Info("pushed", "sent", len(reply.Sent), "unsent", len(reply.Unsent))
@@ -245,7 +241,7 @@ func (h *Handlers) sealWindow(t targets, names []string, r wire.PushRequest, rou
 	var b pushBatch
 	var unsent []wire.UnsentNode
 	results := make([]sealedNode, len(names))
-	parallel(len(names), func(i int) {
+	fanout.PerCore(len(names), func(i int) {
 		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], cmp.Or(r.By, "push"), t.now)
 	})
 	for i, res := range results {
@@ -282,33 +278,18 @@ func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, by str
 	return out
 }
 
-// parallel runs fn(0..n-1) on a worker per core.
-func parallel(n int, fn func(int)) { inFlight(n, runtime.GOMAXPROCS(0), fn) }
-
-// seal numbers, chains and signs content for the node in row.
-//
-// A node that refused a declaration as a replay said the highest sequence it
-// has applied: when that is above what the log last sent (the log lost its
-// tail: an older backup restored, a power loss), the next declaration is
-// numbered above it, so the mesh converges without weakening the node's
-// replay check. The note says so.
+// seal numbers (aggregates.NumberDeclaration), chains and signs content
+// for the node in row.
 func (h *Handlers) seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, string) {
-	var seq uint64 = 1
-	var previous, note string
+	var last, refused uint64
+	var previous string
 	if row.LastSent != nil {
-		seq, previous = row.LastSent.Sequence+1, row.LastSent.Digest
+		last, previous = row.LastSent.Sequence, row.LastSent.Digest
 	}
-	switch r := row.LastReport; {
-	case r == nil || r.Outcome != events.OutcomeRefused || r.Highest < seq:
-	case r.Highest >= maxSequence:
-		// No mesh sends a node this many declarations: believing it would
-		// number the next near the end of uint64 and wrap to 0, and the
-		// node would refuse every push after.
-		note = fmt.Sprintf("numbered %d: %s says it applied sequence %d, which no mesh has sent; its state may be damaged", seq, row.Name, r.Highest)
-	default:
-		note = fmt.Sprintf("numbered %d, above %d, the highest sequence %s says it applied", r.Highest+1, r.Highest, row.Name)
-		seq = r.Highest + 1
+	if r := row.LastReport; r != nil && r.Outcome == events.OutcomeRefused {
+		refused = r.Highest
 	}
+	seq, note := aggregates.NumberDeclaration(row.Name, last, refused)
 	d := declaration.New(content, seq, previous, at)
 	s := h.Signer.Seal(d)
 	return events.DeclarationSent{

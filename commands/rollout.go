@@ -3,7 +3,6 @@ package commands
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 )
@@ -77,13 +75,16 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r wire.RolloutRe
 
 // ControlRollout pauses, resumes or aborts a rollout: a checked step.
 func (h *Handlers) ControlRollout(ctx context.Context, r wire.RolloutControl) (projections.Rollout, error) {
-	for range maxAttempts {
-		if err := h.catchUp(ctx); err != nil {
-			return projections.Rollout{}, err
-		}
+	// Decided on read models caught up first, and again after each
+	// conflict: a controller's drive took a step meanwhile, and the
+	// control is decided again on it.
+	if err := h.catchUp(ctx); err != nil {
+		return projections.Rollout{}, err
+	}
+	err := decideAndAppend(ctx, "change rollout", r.ID, h.catchUp, func(int) error {
 		ro, err := h.rollout(r.ID)
 		if err != nil {
-			return ro, err
+			return err
 		}
 		allowed := map[string]string{events.StepPaused: projections.RolloutRunning, events.StepResumed: projections.RolloutPaused}
 		switch from, ok := allowed[r.Step]; {
@@ -92,20 +93,18 @@ func (h *Handlers) ControlRollout(ctx context.Context, r wire.RolloutControl) (p
 			// ends it, which is what status tells them to do.
 		case ok && ro.State == from:
 		case ok || r.Step == events.StepAborted:
-			return ro, aggregates.Refuse("change rollout", r.ID, aggregates.ErrInvalid, fmt.Sprintf("it is %s, so it cannot be %s", ro.State, r.Step))
+			return aggregates.Refuse("change rollout", r.ID, aggregates.ErrInvalid, fmt.Sprintf("it is %s, so it cannot be %s", ro.State, r.Step))
 		default:
-			return ro, aggregates.Refuse("change rollout", r.ID, aggregates.ErrInvalid, fmt.Sprintf("%q is not paused, resumed or aborted", r.Step))
+			return aggregates.Refuse("change rollout", r.ID, aggregates.ErrInvalid, fmt.Sprintf("%q is not paused, resumed or aborted", r.Step))
 		}
-		err = h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: r.Step, Wave: ro.Wave})
-		if errors.Is(err, store.ErrConflict) {
-			continue // a controller's drive took a step meanwhile: decide again on it
-		}
-		if err != nil {
-			return ro, err
-		}
-		return h.rollout(r.ID)
+		// Expects the rollout's version as read: store.ErrConflict when
+		// a step landed since.
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: r.Step, Wave: ro.Wave})
+	})
+	if err != nil {
+		return projections.Rollout{}, err
 	}
-	return projections.Rollout{}, fmt.Errorf("cannot change rollout %s: it moved under %d attempts in a row; try again", r.ID, maxAttempts)
+	return h.rollout(r.ID)
 }
 
 // ListRollouts answers every rollout.
@@ -151,8 +150,8 @@ func (h *Handlers) ShowRollout(ctx context.Context, r wire.NameRequest) (wire.Ro
 	if ro.State == projections.RolloutRunning && ro.Wave >= 0 {
 		if waiting > 0 {
 			out.Gate = fmt.Sprintf("%d node(s) of wave %d have not applied the build", waiting, ro.Wave+1)
-		} else if hold, err := h.waveGate(ro, ro.Waves[ro.Wave].Nodes); err == nil && hold.node != "" {
-			out.Gate = hold.node + ": " + hold.why
+		} else if hold, err := h.waveGate(ro, ro.Waves[ro.Wave].Nodes); err == nil && hold.Node != "" {
+			out.Gate = hold.Node + ": " + hold.Why
 		} else if err != nil {
 			out.Gate = err.Error()
 		}

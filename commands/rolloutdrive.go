@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,40 +83,41 @@ const chainedSteps = 4
 var errMoved = errors.New("rollout: nodes moved to their build; send next")
 
 func (h *Handlers) driveOne(ctx context.Context, ro projections.Rollout) error {
-	if ro.Wave < 0 {
-		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepWaveStarted, Wave: 0})
-	}
-	wave := ro.Waves[ro.Wave]
-	limit, _ := inFlightOf(ro.MaxParallel, len(wave.Nodes))
-	done, err := h.moveWave(ctx, ro, wave.Nodes, func(string) string { return ro.Build }, limit)
-	var held gateHold
-	if err == nil && done {
-		held, err = h.waveGate(ro, wave.Nodes)
-	}
-	deadline := time.Duration(ro.DeadlineSeconds) * time.Second
-	late := ro.DeadlineSeconds > 0 && h.Now().After(ro.WaveAt.Add(deadline))
+	at := aggregates.RolloutAt{Wave: ro.Wave, Waves: len(ro.Waves), WaveAt: ro.WaveAt, Deadline: time.Duration(ro.DeadlineSeconds) * time.Second}
+	var done bool
+	var held aggregates.GateHold
 	var halt *waveHalt
-	switch {
-	case errors.As(err, &halt):
-		return h.halt(ctx, ro, halt)
-	case err != nil:
-		return err
-	case !done && late:
-		return h.halt(ctx, ro, &waveHalt{node: h.notApplied(wave.Nodes), why: fmt.Sprintf("it did not apply the build within the wave's deadline of %s", deadline)})
-	case held.node != "" && late && !held.baking:
-		return h.halt(ctx, ro, &waveHalt{node: held.node, why: fmt.Sprintf("%s, past the wave's deadline of %s", held.why, deadline)})
-	case !done || held.node != "":
-		return nil // waits for agents, a program, a standing, or the bake
-	case ro.Wave == len(ro.Waves)-1:
-		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepFinished, Wave: ro.Wave})
+	var notApplied string
+	if ro.Wave >= 0 {
+		wave := ro.Waves[ro.Wave]
+		limit, _ := inFlightOf(ro.MaxParallel, len(wave.Nodes))
+		var err error
+		done, err = h.moveWave(ctx, ro, wave.Nodes, func(string) string { return ro.Build }, limit)
+		if err == nil && done {
+			held, err = h.waveGate(ro, wave.Nodes)
+		}
+		if !errors.As(err, &halt) && err != nil {
+			return err
+		}
+		if !done {
+			notApplied = h.notApplied(wave.Nodes)
+		}
 	}
-	return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepWaveStarted, Wave: ro.Wave + 1})
+	switch step := aggregates.NextRolloutStep(at, done, held, halt, notApplied, h.Now()); step.Kind {
+	case aggregates.StepHalt:
+		return h.halt(ctx, ro, step.Halt)
+	case aggregates.StepStartWave:
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepWaveStarted, Wave: step.Wave})
+	case aggregates.StepFinish:
+		return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepFinished, Wave: step.Wave})
+	}
+	return nil // waits for agents, a program, a standing, or the bake
 }
 
 // halt records the halt, and with --auto-revert sends the wave back to the
 // builds it had: moved back, then sent from read models that hold the move.
 func (h *Handlers) halt(ctx context.Context, ro projections.Rollout, halt *waveHalt) error {
-	if err := h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepHalted, Wave: ro.Wave, Node: halt.node, Why: halt.why}); err != nil || !ro.AutoRevert {
+	if err := h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepHalted, Wave: ro.Wave, Node: halt.Node, Why: halt.Why}); err != nil || !ro.AutoRevert {
 		return err
 	}
 	ro, err := h.rollout(ro.ID)
@@ -141,63 +141,57 @@ func (h *Handlers) halt(ctx context.Context, ro projections.Rollout, halt *waveH
 	return h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepReverted, Wave: ro.Wave})
 }
 
-// gateHold is the first node of a wave that holds the next wave back
-// though it applied the build, and why; baking when only the bake does.
-type gateHold struct {
-	node, why string
-	baking    bool
-}
-
-// waveGate is the gate a wave that applied its build passes before the
-// next starts (rule 23): each node's program, if the build runs one, is
-// running; no provider standing involving the node or the module is
-// failing; and each has stood the bake since it applied (and since its
-// program last started). A crash-looping program halts the rollout.
-func (h *Handlers) waveGate(ro projections.Rollout, nodes []string) (gateHold, error) {
-	var hold gateHold
-	bake := time.Duration(ro.BakeSeconds) * time.Second
+// waveGate reads what the gate weighs of each node of a wave that applied
+// its build, and asks aggregates.Gate (rule 23).
+func (h *Handlers) waveGate(ro projections.Rollout, nodes []string) (aggregates.GateHold, error) {
+	var in []aggregates.GateNode
+	var runs bool
 	err := h.Proj.Read(func(v *projections.View) error {
 		m, found, err := h.manifests.get(v, compose.BuildRef{Module: ro.Module, Build: ro.Build})
 		if err != nil || !found {
 			return fmt.Errorf("build %s of %s cannot be read: %v", ro.Build, ro.Module, err)
 		}
+		runs = m.Run != nil
 		standings, err := v.Standings()
 		if err != nil {
 			return err
 		}
 		for _, n := range nodes {
 			row, found, err := v.Node(n)
-			if err != nil || !found || row.Retired || row.LastReport == nil {
+			if err != nil {
+				return err
+			}
+			g := aggregates.GateNode{Node: n, Reported: found && !row.Retired && row.LastReport != nil}
+			if !g.Reported {
+				in = append(in, g)
+				continue
+			}
+			g.ReportedAt = row.LastReport.At
+			if runs {
+				rt, err := runtimeOf(v, n, ro.Module)
 				if err != nil {
 					return err
 				}
-				continue
-			}
-			since := row.LastReport.At
-			if m.Run != nil {
-				rt, err := runtimeOf(v, n, ro.Module)
-				switch {
-				case err != nil:
-					return err
-				case rt.State == projections.RuntimeCrashLooping:
-					return &waveHalt{node: n, why: "its program is crash-looping: " + rt.Detail}
-				case rt.State != projections.RuntimeRunning && hold.node == "":
-					hold = gateHold{node: n, why: "its program is not running (" + cmp.Or(rt.State, "not reported yet") + ")"}
-				}
-				since = later(since, rt.Since)
+				g.Runtime, g.RuntimeDetail, g.RuntimeSince = rt.State, rt.Detail, rt.Since
 			}
 			for _, s := range standings {
-				if (s.Machine == n || s.Provider == ro.Module || s.Consumer == ro.Module) && hold.node == "" {
-					hold = gateHold{node: n, why: fmt.Sprintf("%s on %s is failing %s: %s", s.Provider, s.Machine, s.Consumer, s.Word)}
+				if s.Machine == n || s.Provider == ro.Module || s.Consumer == ro.Module {
+					g.Standing = fmt.Sprintf("%s on %s is failing %s: %s", s.Provider, s.Machine, s.Consumer, s.Word)
+					break
 				}
 			}
-			if until := since.Add(bake); hold.node == "" && h.Now().Before(until) {
-				hold = gateHold{node: n, why: "baking until " + until.UTC().Format(time.RFC3339), baking: true}
-			}
+			in = append(in, g)
 		}
 		return nil
 	})
-	return hold, err
+	if err != nil {
+		return aggregates.GateHold{}, err
+	}
+	hold, halt := aggregates.Gate(in, runs, time.Duration(ro.BakeSeconds)*time.Second, h.Now())
+	if halt != nil {
+		return aggregates.GateHold{}, halt
+	}
+	return hold, nil
 }
 
 // runtimeOf is a node's runtime of module; State "" when none is reported.
@@ -209,13 +203,6 @@ func runtimeOf(v *projections.View, node, module string) (projections.Runtime, e
 		}
 	}
 	return projections.Runtime{}, err
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // notApplied is the first node of nodes not current, for a halt's sentence.
@@ -246,11 +233,8 @@ func inFlightOf(s string, n int) (int, error) {
 	return v, nil
 }
 
-// waveHalt is a node of a wave that failed or refused its new build, or
-// whose program crash-loops on it.
-type waveHalt struct{ node, why string }
-
-func (w *waveHalt) Error() string { return w.node + ": " + w.why }
+// waveHalt is a node of a wave that halts the rollout (aggregates.WaveHalt).
+type waveHalt = aggregates.WaveHalt
 
 // moveWave takes one step of moving nodes to their build (build(node)):
 // it sends those moved and not yet sent, or else moves more; at most limit
@@ -261,8 +245,7 @@ func (w *waveHalt) Error() string { return w.node + ": " + w.why }
 // already sent it, is not moved or sent again: a step is safe to repeat,
 // by this controller or another.
 func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string, limit int) (bool, error) {
-	var toMove, toSend []string
-	done, inFlight := true, 0
+	in := make([]aggregates.WaveNode, 0, len(nodes))
 	err := h.Proj.Read(func(v *projections.View) error {
 		for _, n := range nodes {
 			row, found, err := v.Node(n)
@@ -273,41 +256,39 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 			if err != nil {
 				return err
 			}
-			if !found || row.Retired || !assigned || build(n) == "" {
-				continue // retired or unassigned meanwhile: out of the rollout
-			}
-			if have.Build != build(n) {
-				toMove, done = append(toMove, n), false
-				continue
-			}
+			w := aggregates.WaveNode{Node: n, Out: !found || row.Retired || !assigned || build(n) == ""}
+			w.Moved = !w.Out && have.Build == build(n)
 			// Read from what was sent since the node took the build and
 			// what it said of that, not from composing the fleet again
 			// (which a rollout of 10,000 nodes would do at every step):
 			// what the rollout waits for is its exact digest applied.
 			sent, rep := row.LastSent, row.LastReport
-			switch {
-			case sent == nil || sent.StreamSeq < have.Seq:
-				toSend, done = append(toSend, n), false
-			case rep == nil || rep.Digest != sent.Digest:
-				inFlight, done = inFlight+1, false
-			case rep.Outcome == events.OutcomeFailed:
-				return &waveHalt{node: n, why: "failed: " + failedShort(rep)}
-			case rep.Outcome == events.OutcomeRefused:
-				return &waveHalt{node: n, why: "refused: " + rep.Reason}
+			w.Sent = w.Moved && sent != nil && sent.StreamSeq >= have.Seq
+			w.Answered = w.Sent && rep != nil && rep.Digest == sent.Digest
+			if w.Answered {
+				w.Outcome = rep.Outcome
+				w.Why = rep.Reason
+				if rep.Outcome == events.OutcomeFailed {
+					w.Why = failedShort(rep)
+				}
 			}
+			in = append(in, w)
 		}
 		return nil
 	})
-	room := limit - inFlight
-	switch {
-	case err != nil || room <= 0:
+	if err != nil {
 		return false, err
-	case len(toSend) > 0:
-		return false, h.sendWave(ctx, ro, toSend[:min(room, len(toSend))])
-	case len(toMove) > 0:
-		return false, h.moveNodes(ctx, ro, toMove[:min(room, len(toMove))], build)
 	}
-	return done, nil
+	p := aggregates.ProgressWave(in, limit)
+	switch {
+	case p.Halt != nil:
+		return false, p.Halt
+	case len(p.Send) > 0:
+		return false, h.sendWave(ctx, ro, p.Send)
+	case len(p.Move) > 0:
+		return false, h.moveNodes(ctx, ro, p.Move, build)
+	}
+	return p.Done, nil
 }
 
 // assignmentOf is node's assignment of module, if it has one.
@@ -348,12 +329,12 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 				if err != nil {
 					why = err.Error()
 				}
-				return &waveHalt{node: n, why: why}
+				return &waveHalt{Node: n, Why: why}
 			}
 			evs, err := node.Decide(aggregates.AssignModule{Node: n, Module: ro.Module, Build: build(n), Spec: m.Settings, Settings: have.Settings}, h.Now())
 			var refusal *aggregates.Error
 			if errors.As(err, &refusal) {
-				return &waveHalt{node: n, why: refusal.Detail}
+				return &waveHalt{Node: n, Why: refusal.Detail}
 			}
 			if err != nil {
 				return err
@@ -384,7 +365,7 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 func (h *Handlers) sendWave(ctx context.Context, ro projections.Rollout, nodes []string) error {
 	r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: nodes, By: "rollout " + ro.ID, Once: true})
 	if err == nil && len(r.Unsent) > 0 {
-		return &waveHalt{node: r.Unsent[0].Node, why: "it was not sent: " + r.Unsent[0].Reason}
+		return &waveHalt{Node: r.Unsent[0].Node, Why: "it was not sent: " + r.Unsent[0].Reason}
 	}
 	return err
 }

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -35,47 +34,49 @@ func (h *Handlers) Rotate(ctx context.Context, r wire.RotateRequest) (wire.Rotat
 		return wire.RotateReply{}, fmt.Errorf("cannot rotate: %w", errNoSecrets)
 	}
 	agg := events.ModuleAggregate(r.Provider)
-	for range maxAttempts {
+	var plan rotation
+	var items []store.One
+	var seq uint64
+	// No reread: each attempt catches up itself, after reading the
+	// provider's version. An end or the provider that moved (a conflict)
+	// is composed again from what it is now.
+	err := decideAndAppend(ctx, "rotate", fmt.Sprintf("the credentials %s mints for %s", r.Provider, r.Consumer), nil, func(int) error {
 		// The provider's version before the catch-up: the view then holds
 		// every rotation up to it, and one landing after fails the append
 		// rather than being given the same generation again.
 		version, err := h.Store.Version(ctx, agg)
 		if err != nil {
-			return wire.RotateReply{}, err
+			return err
 		}
 		if err := h.catchUp(ctx); err != nil {
-			return wire.RotateReply{}, err
+			return err
 		}
-		var plan rotation
 		if err := h.Proj.Read(func(v *projections.View) (err error) {
 			plan, err = h.planRotation(v, r)
 			return err
 		}); err != nil {
-			return wire.RotateReply{}, err
+			return err
 		}
-		items := []store.One{{Aggregate: agg, Expected: version, Event: plan.event}}
+		items = []store.One{{Aggregate: agg, Expected: version, Event: plan.event}}
 		items = append(items, plan.sends...)
 		if len(items) > wire.MaxBatch {
-			return wire.RotateReply{}, aggregates.Refuse("rotate", plan.name(), aggregates.ErrInvalid, fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the rotation", len(plan.sends), wire.MaxBatch-1))
+			return aggregates.Refuse("rotate", plan.name(), aggregates.ErrInvalid, fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the rotation", len(plan.sends), wire.MaxBatch-1))
 		}
-		seq, err := h.Store.AppendAtomic(ctx, r.CommandID, items)
-		if errors.Is(err, store.ErrConflict) {
-			continue // an end or the provider moved: compose again from what it is now
-		}
-		if err != nil {
-			return wire.RotateReply{}, err
-		}
-		// The batch's messages are consecutive and end at seq: the
-		// rotation first, then each end's declaration.
-		first := seq - uint64(len(items)) + 1
-		reply := wire.RotateReply{Provider: r.Provider, Consumer: r.Consumer, Generation: plan.event.Generation, Seq: first, Sent: plan.sent}
-		for i := range reply.Sent {
-			reply.Sent[i].StreamSeq = first + uint64(i) + 1
-		}
-		h.Log.Info("credentials rotated", "provider", r.Provider, "consumer", r.Consumer, "generation", plan.event.Generation, "ends", len(plan.sent), "seq", seq)
-		return reply, h.landed(ctx, seq, plan.event)
+		seq, err = h.Store.AppendAtomic(ctx, r.CommandID, items)
+		return err
+	})
+	if err != nil {
+		return wire.RotateReply{}, err
 	}
-	return wire.RotateReply{}, fmt.Errorf("cannot rotate the credentials %s mints for %s: its ends changed under %d attempts in a row; try again", r.Provider, r.Consumer, maxAttempts)
+	// The batch's messages are consecutive and end at seq: the
+	// rotation first, then each end's declaration.
+	first := seq - uint64(len(items)) + 1
+	reply := wire.RotateReply{Provider: r.Provider, Consumer: r.Consumer, Generation: plan.event.Generation, Seq: first, Sent: plan.sent}
+	for i := range reply.Sent {
+		reply.Sent[i].StreamSeq = first + uint64(i) + 1
+	}
+	h.Log.Info("credentials rotated", "provider", r.Provider, "consumer", r.Consumer, "generation", plan.event.Generation, "ends", len(plan.sent), "seq", seq)
+	return reply, h.landed(ctx, seq, plan.event)
 }
 
 // rotation is what one rotation writes.

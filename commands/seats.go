@@ -177,7 +177,7 @@ func (h *Handlers) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wi
 	if err := h.ActiveNode(ctx, "hand over seat "+r.Seat+" to", r.To); err != nil {
 		return wire.SeatView{}, err
 	}
-	_, _, err := h.decideAtomic(ctx, r.CommandID, func(v *projections.View) ([]store.One, error) {
+	_, _, err := h.decideAtomic(ctx, "hand over seat "+r.Seat+" to", r.To, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		row, found, err := v.Seat(r.Seat)
 		if err != nil {
 			return nil, err
@@ -256,7 +256,7 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 			return nil // waits for the holder: seat show says so
 		}
 	}
-	_, _, err = h.decideAtomic(ctx, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
+	_, _, err = h.decideAtomic(ctx, "hand over seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
 		seat, err := seatOf(v, s.Seat)
 		if err != nil || seat.HandoverTo == "" || seat.Version != s.Version {
 			return nil, err // taken meanwhile
@@ -347,7 +347,7 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 		}
 	}
 	slices.Sort(nodes[1:])
-	_, _, err = h.decideAtomic(ctx, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
+	_, _, err = h.decideAtomic(ctx, "send the new holder of seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
 		in, err := h.input(v)
 		if err != nil {
 			return nil, err

@@ -178,7 +178,8 @@ func codeOf(err error) string {
 		return wire.CodeBadRequest
 	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule):
 		return wire.CodeNotFound
-	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable):
+	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable),
+		errors.Is(err, aggregates.ErrContended):
 		return wire.CodeConflict
 	case errors.Is(err, wire.ErrReadOnly):
 		return wire.CodeUnavailable

@@ -17,7 +17,7 @@ import (
 
 // Issue 29, "no side doors": app-1, as itself on a closed bus, publishes
 // its own report with a reply subject aimed at db-1's declaration subject.
-// The bus lets it (ARCHITECTURE.md, "One thing the bus cannot refuse"), and
+// The bus lets it (docs/security.md, "One thing the bus cannot refuse"), and
 // JetStream's acknowledgement lands there as the newest message. db-1's
 // agent, started after, applies db-1's newest declaration all the same,
 // and goes on following its declarations with junk on top. Fails when an

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 )
@@ -82,7 +83,7 @@ func (h *Handlers) composedFor(version uint64, w *compose.World) map[string]woul
 	}
 	names := w.Nodes()
 	results := make([]wouldSend, len(names))
-	parallel(len(names), func(i int) {
+	fanout.PerCore(len(names), func(i int) {
 		r := w.Compose(names[i])
 		results[i] = wouldSend{composable: r.Composable(), contentDigest: r.Digest, reason: r.Reason(),
 			leftOut: r.LeftOut, unresolved: r.Unresolved}

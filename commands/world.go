@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/fanout"
 	"slices"
 	"sync"
 	"time"
@@ -173,7 +174,7 @@ func (h *Handlers) openAll(as []compose.Assignment) {
 		}
 		cancel()
 	}
-	inFlight(len(as), openersInFlight, func(i int) { h.openSettings(&as[i]) })
+	fanout.Each(len(as), openersInFlight, func(i int) { h.openSettings(&as[i]) })
 }
 
 // world composes from one consistent view of the read models.

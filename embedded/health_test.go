@@ -25,7 +25,7 @@ import (
 // once and, with room again, starts JetStream again: the next publish is
 // stored. (What the server acknowledged but had not yet flushed when the
 // write failed may be gone: that is the server's durability, see
-// ARCHITECTURE.md.) The limit is the whole process's, so the scenario runs
+// docs/faults.md, "Durability".) The limit is the whole process's, so the scenario runs
 // in a process of its own: in this one it would fail the test framework's
 // own writes too.
 func TestKeepStorageRecoversFromAFailedWrite(t *testing.T) {

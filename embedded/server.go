@@ -27,7 +27,7 @@ type Options struct {
 	ServerName string
 	// Cluster, when set, makes this server a member of a NATS cluster.
 	Cluster *Cluster
-	// SyncAlways fsyncs every write. Off by default: see ARCHITECTURE.md on durability.
+	// SyncAlways fsyncs every write. Off by default: see docs/faults.md, "Durability".
 	SyncAlways bool
 	// ReadyTimeout bounds the wait for the server to be ready (default 10s).
 	ReadyTimeout time.Duration

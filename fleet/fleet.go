@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/nats-io/nats.go"
 )
 
@@ -89,26 +90,17 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	if cfg.Applying > 0 {
 		slots = make(chan struct{}, cfg.Applying)
 	}
-	// Open every agent, a bounded number at once.
-	var wg sync.WaitGroup
-	var firstErr error
-	var errOnce sync.Once
-	sem := make(chan struct{}, cfg.Parallel)
-	for i, j := range cfg.Joins {
-		m := f.members[i]
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			err := f.open(ctx, cfg, j, m, log, slots)
-			if err != nil {
-				errOnce.Do(func() { firstErr = err })
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		f.closeAll()
-		return nil, firstErr
+	// Open every agent, a bounded number at once; the first to fail (in
+	// the order given) is the answer, and every one opened is closed.
+	errs := make([]error, len(cfg.Joins))
+	fanout.Each(len(cfg.Joins), cfg.Parallel, func(i int) {
+		errs[i] = f.open(ctx, cfg, cfg.Joins[i], f.members[i], log, slots)
+	})
+	for _, err := range errs {
+		if err != nil {
+			f.closeAll()
+			return nil, err
+		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel

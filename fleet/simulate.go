@@ -14,6 +14,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
@@ -46,7 +47,7 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	// A report key per node, made as an agent makes its own.
 	var firstErr error
 	var once sync.Once
-	parallel(len(joins), func(i int) {
+	fanout.PerCore(len(joins), func(i int) {
 		s, err := simSealing(joins[i])
 		if err != nil {
 			once.Do(func() { firstErr = err })
@@ -69,7 +70,7 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	// report only under the key its node recorded.
 	var fail error
 	var failOnce sync.Once
-	parallelN(64, len(joins), func(i int) {
+	fanout.Each(len(joins), 64, func(i int) {
 		j := joins[i]
 		ev := events.ReportKeyRecorded{Node: j.Node, Key: sealings[i].Signer.PublicKey()}
 		if _, err := st.Report(ctx, j.Node, "key."+ev.Key[:20], ev, sealings[i]); err != nil {
@@ -120,16 +121,17 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 		return nil, err
 	}
 	acks := make(chan pendingReport, asyncWindow)
-	var answering sync.WaitGroup
-	for range 2 * runtime.GOMAXPROCS(0) {
-		answering.Go(func() {
+	f.running.Go(func() {
+		// Two answerers a core, each taking declarations until work is
+		// closed: an answer waits on the bus about as long as it computes.
+		// acks closes only once every answerer is done, or one would
+		// send on a closed channel.
+		answerers := 2 * runtime.GOMAXPROCS(0)
+		fanout.Each(answerers, answerers, func(int) {
 			for m := range work {
 				f.answer(runCtx, st, js, bySealing, m.Data, acks)
 			}
 		})
-	}
-	f.running.Go(func() {
-		answering.Wait()
 		close(acks)
 	})
 	f.running.Go(func() { f.awaitAcks(runCtx, acks) })
@@ -235,26 +237,6 @@ func simSealing(j agent.Join) (store.Sealing, error) {
 	}
 	signer, err := declaration.NewSigner(kp)
 	return store.Sealing{Signer: signer, MAC: mac}, err
-}
-
-func parallel(n int, fn func(i int)) { parallelN(runtime.GOMAXPROCS(0), n, fn) }
-
-// parallelN runs fn for 0..n-1 on workers goroutines.
-func parallelN(workers, n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				fn(i)
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
 
 // beatAll says every node of joins is alive once every events.LiveEvery,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/fanout"
 )
 
 // Sentinels for read models that do not belong to the stream they are opened on.
@@ -365,7 +365,7 @@ func scanRows[T any](r pebble.Reader, prefix []byte, decode func(key, value []by
 			one(i)
 		}
 	} else {
-		parallel(len(values), one)
+		fanout.PerCore(len(values), one)
 	}
 	for i, err := range errs {
 		if err != nil {
@@ -377,21 +377,6 @@ func scanRows[T any](r pebble.Reader, prefix []byte, decode func(key, value []by
 
 // parallelRows is the size from which a scan decodes on every core.
 const parallelRows = 512
-
-// parallel runs fn(0..n-1) on a worker per core.
-func parallel(n int, fn func(int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-}
 
 // createDir makes Dir and syncs its parent, so that after a crash CURRENT and
 // the generations are found where they were written, not lost with an

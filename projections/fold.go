@@ -43,16 +43,10 @@ func inBatch(fold func(*pebble.Batch, events.Recorded) error) func(*folder, even
 // movesComposition is true of every event that can change what some node
 // would be composed to, and of no other (reports, standings and sends do
 // not), so a cache of would-send digests stays valid across the events that
-// are most of a busy mesh's traffic.
+// are most of a busy mesh's traffic. events.Moved says which, for every
+// event type.
 func movesComposition(ev events.Event) bool {
-	switch ev.(type) {
-	case events.NodeEnrolled, events.NodeRetired, events.ModuleRegistered, events.ModuleAssigned, events.ModuleUnassigned,
-		events.CredentialRotated, events.SecretForgotten, events.NodeChanged, events.NodeFactsReported,
-		events.NetworkSet, events.AddressesAllotted, events.AddressesReleased,
-		events.SeatHandoverStarted, events.SeatHandedOver, events.SeatReleased, events.NodeKeysRecorded:
-		return true
-	}
-	return false
+	return events.MovesOf(ev.EventType())&events.MovesComposition != 0
 }
 
 // folder accumulates events into one indexed Pebble batch (indexed, so a fold

@@ -92,7 +92,9 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		nc, err = connect(addr, "mesh agent "+j.Node, append(append(secure, anonymous...), follow...)...)
 	}
 	if errors.Is(err, nats.ErrAuthorization) {
-		return fmt.Errorf("the bus at %s refused %s: it is retired, or this join string is not the one the mesh gives it now; copy it again with mesh node join %s", j.Bus, j.Node, j.Node)
+		// The bus says only "authorization violation": each cause the
+		// controller may have had is named, with where to find which.
+		return fmt.Errorf("the bus at %s refused %s: it is retired, re-keyed (mesh node rekey), cut for a while for flooding, or was enrolled with other keys; mesh node show %s and mesh status say which", j.Bus, j.Node, j.Node)
 	}
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 // A node's newest declaration, asked of the controller (issue 29). A
 // reply subject aimed at a node's declaration subject puts a message
 // there that the controller never wrote (the bus refuses no reply
-// subject: ARCHITECTURE.md, "Who may say what"), and a node may read only
+// subject: docs/security.md, "Who may say what"), and a node may read only
 // the last message on its subject: JetStream's direct get in the form a
 // closed bus grants it (the subject in the request's subject) answers the
 // last message and nothing else (up_to_seq, seq and batch are refused with
