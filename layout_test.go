@@ -153,7 +153,7 @@ var mayImport = map[string][]string{
 	"busauth":               {"declaration", "events", "manifest", natsGo, nkeys, "github.com/nats-io/jwt/v2"},
 	"client":                {"aggregates", "events", "events/store", "wire", natsGo},
 	"cmd/mesh":              {"agent", "aggregates", "busauth", "client", "commands", "compose", "embedded", "events", "events/store", "fleet", "manifest", "projections", "web", "wire", natsGo, nkeys, "github.com/alecthomas/kong", "github.com/willabides/kongplete"},
-	"commands":              {"aggregates", "busauth", "compose", "declaration", "events", "events/store", "fanout", "manifest", "projections", "secret", "wire", natsGo, nkeys},
+	"commands":              {"aggregates", "busauth", "compose", "declaration", "events", "events/store", "fanout", "manifest", "projections", "secret", "verdict", "wire", natsGo, nkeys},
 	"compose":               {"manifest"},
 	"declaration":           {"compose", nkeys},
 	"embedded":              {natsGo, "github.com/nats-io/nats-server/v2"},
@@ -168,6 +168,7 @@ var mayImport = map[string][]string{
 	"meshmod":               {"declaration", "events", "events/store", natsGo, nkeys},
 	"projections":           {"compose", "declaration", "events", "events/store", "fanout", "wire", "github.com/cockroachdb/pebble/v2"},
 	"secret":                {},
+	"verdict":               {"events", "wire"},
 	"wire":                  {"compose", "events", natsGo},
 	"web":                   {"aggregates", "commands", "projections", "wire", "github.com/prometheus/client_golang"},
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/verdict"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -269,7 +270,7 @@ func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes [
 				w.Outcome = rep.Outcome
 				w.Why = rep.Reason
 				if rep.Outcome == events.OutcomeFailed {
-					w.Why = failedShort(rep)
+					w.Why = verdict.FailedShort(rep)
 				}
 			}
 			in = append(in, w)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/verdict"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -111,41 +111,10 @@ func (c *composedCache) put(version uint64, nodes map[string]wouldSend) {
 	c.version, c.valid, c.nodes = version, true, nodes
 }
 
-// stateOf places a node in exactly one state: what a push cannot fix first,
-// then what a push would fix (never sent, behind), then what the node said
-// about what it was sent.
-func stateOf(n projections.Node, w wouldSend) (state wire.State, since time.Time, detail string) {
-	sent, rep := n.LastSent, n.LastReport
-	switch {
-	case !w.composable:
-		return wire.StateCannotCompose, n.EnrolledAt, w.reason
-	case sent == nil:
-		return wire.StateNeverSent, n.EnrolledAt, ""
-	case sent.ContentDigest != w.contentDigest:
-		detail = "what it would be sent now differs from what it was sent"
-		if sent.By == "declare" {
-			detail = "it holds a hand-written declaration; the mesh would compose another"
-		}
-		return wire.StateBehind, sent.At, detail
-	case rep == nil || rep.Digest != sent.Digest:
-		return wire.StateWaiting, sent.At, ""
-	case rep.Outcome == events.OutcomeFailed:
-		return wire.StateFailed, rep.At, failedShort(rep)
-	case rep.Outcome == events.OutcomeRefused:
-		return wire.StateRefused, rep.At, rep.Reason
-	}
-	return wire.StateCurrent, rep.At, ""
-}
-
-func failedShort(r *projections.Report) string {
-	if len(r.Failed) == 0 {
-		return ""
-	}
-	s := r.Failed[0].Path + ": " + r.Failed[0].Reason
-	if len(r.Failed) > 1 {
-		s += " (and " + strconv.Itoa(len(r.Failed)-1) + " more)"
-	}
-	return s
+// stateOf is the node's state in row, from what it would be sent now
+// (verdict.StateOf decides).
+func stateOf(n projections.Node, w wouldSend) (wire.State, time.Time, string) {
+	return verdict.StateOf(n.EnrolledAt, n.LastSent, n.LastReport, verdict.Would{Composable: w.composable, ContentDigest: w.contentDigest, Reason: w.reason})
 }
 
 // Status answers the whole mesh from the read models: a state per active
@@ -284,7 +253,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 		}
 		return err
 	})
-	out.Well = len(out.Standings) == 0 && len(out.Causes) == 0 && notCurrent == 0 && down == 0
+	out.Well = verdict.Well(verdict.Counts{NotWell: notCurrent, ProgramsDown: down, Standings: len(out.Standings), Causes: len(out.Causes)})
 	out.UnreachableAfter = h.UnreachableAfter().Seconds()
 	out.LivenessOff = h.live == nil && !h.past
 	out.OpenBus = h.OpenBus && !h.past

@@ -27,32 +27,6 @@ type Node struct {
 	LastReport *Report `json:"last_report,omitempty"`
 }
 
-// Sent is one declaration sent to a node.
-type Sent struct {
-	Sequence      uint64    `json:"sequence"`
-	Digest        string    `json:"digest"`
-	ContentDigest string    `json:"content_digest"`
-	By            string    `json:"by"`
-	Resources     int       `json:"resources"`
-	At            time.Time `json:"at"`
-	StreamSeq     uint64    `json:"stream_seq"`
-}
-
-// Report is one report a node sent back.
-type Report struct {
-	Outcome   events.Outcome           `json:"outcome"`
-	Sequence  uint64                   `json:"sequence"`
-	Digest    string                   `json:"digest"`
-	Reason    string                   `json:"reason,omitempty"`
-	Failed    []events.ResourceFailure `json:"failed,omitempty"`
-	Highest   uint64                   `json:"highest,omitempty"`
-	At        time.Time                `json:"at"`
-	StreamSeq uint64                   `json:"stream_seq"`
-	// FailingSince is when the node began failing (or refusing) the same
-	// way without an applied report between: rule 10's "for hours".
-	FailingSince time.Time `json:"failing_since,omitzero"`
-}
-
 // foldNode applies one node event to the nodes read model.
 func (f *folder) foldNode(rec events.Recorded) error {
 	switch ev := rec.Event.(type) {

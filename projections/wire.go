@@ -13,6 +13,8 @@ type (
 	Rollout        = wire.Rollout
 	Runtime        = wire.Runtime
 	Seat           = wire.Seat
+	Sent           = wire.Sent
+	Report         = wire.Report
 )
 
 // Rollout states.

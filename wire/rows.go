@@ -135,3 +135,29 @@ type Seat struct {
 	Why     string `json:"why,omitempty"`
 	Version uint64 `json:"version"`
 }
+
+// Sent is one declaration sent to a node.
+type Sent struct {
+	Sequence      uint64    `json:"sequence"`
+	Digest        string    `json:"digest"`
+	ContentDigest string    `json:"content_digest"`
+	By            string    `json:"by"`
+	Resources     int       `json:"resources"`
+	At            time.Time `json:"at"`
+	StreamSeq     uint64    `json:"stream_seq"`
+}
+
+// Report is one report a node sent back.
+type Report struct {
+	Outcome   events.Outcome           `json:"outcome"`
+	Sequence  uint64                   `json:"sequence"`
+	Digest    string                   `json:"digest"`
+	Reason    string                   `json:"reason,omitempty"`
+	Failed    []events.ResourceFailure `json:"failed,omitempty"`
+	Highest   uint64                   `json:"highest,omitempty"`
+	At        time.Time                `json:"at"`
+	StreamSeq uint64                   `json:"stream_seq"`
+	// FailingSince is when the node began failing (or refusing) the same
+	// way without an applied report between: rule 10's "for hours".
+	FailingSince time.Time `json:"failing_since,omitzero"`
+}

@@ -1,0 +1,77 @@
+// Package verdict is status's decision, pure: which one state a node is in
+// from what it was last sent, what it last said, and what it would be sent
+// now (rule 5's states, wire.States). The controller reads those from its
+// read models and a composition (commands/status.go); the verdict is here,
+// with a table test and no bus, so that status, push --behind and a
+// rollout's progress cannot disagree on what "current" is.
+package verdict
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
+)
+
+// Would is what a node would be sent now: composable, with its content
+// digest, or why it cannot be composed.
+type Would struct {
+	Composable    bool
+	ContentDigest string
+	Reason        string
+}
+
+// StateOf places a node in exactly one state: what a push cannot fix first
+// (cannot be composed), then what a push would fix (never sent, behind),
+// then what the node said of what it was sent (waiting, failed, refused,
+// current). since is when it entered it, as far as the rows know; detail
+// says why, for the states that have a why.
+func StateOf(enrolledAt time.Time, sent *wire.Sent, rep *wire.Report, w Would) (state wire.State, since time.Time, detail string) {
+	switch {
+	case !w.Composable:
+		return wire.StateCannotCompose, enrolledAt, w.Reason
+	case sent == nil:
+		return wire.StateNeverSent, enrolledAt, ""
+	case sent.ContentDigest != w.ContentDigest:
+		detail = "what it would be sent now differs from what it was sent"
+		if sent.By == "declare" {
+			detail = "it holds a hand-written declaration; the mesh would compose another"
+		}
+		return wire.StateBehind, sent.At, detail
+	case rep == nil || rep.Digest != sent.Digest:
+		return wire.StateWaiting, sent.At, ""
+	case rep.Outcome == events.OutcomeFailed:
+		return wire.StateFailed, rep.At, FailedShort(rep)
+	case rep.Outcome == events.OutcomeRefused:
+		return wire.StateRefused, rep.At, rep.Reason
+	}
+	return wire.StateCurrent, rep.At, ""
+}
+
+// FailedShort is a failed report in one line: its first failure, and how
+// many more.
+func FailedShort(r *wire.Report) string {
+	if len(r.Failed) == 0 {
+		return ""
+	}
+	s := r.Failed[0].Path + ": " + r.Failed[0].Reason
+	if len(r.Failed) > 1 {
+		s += " (and " + strconv.Itoa(len(r.Failed)-1) + " more)"
+	}
+	return s
+}
+
+// Counts is what the mesh's verdict weighs: nodes not in a well state
+// (wire.WellState), programs not running, provider standings failing, and
+// other causes (foreign messages, a halted rollout, a flooder, the bus).
+type Counts struct {
+	NotWell, ProgramsDown, Standings, Causes int
+}
+
+// Well is the mesh's verdict: well only when every node is in a well
+// state, every program runs, no provider is failing a consumer, and
+// nothing else is named.
+func Well(c Counts) bool {
+	return c.NotWell == 0 && c.ProgramsDown == 0 && c.Standings == 0 && c.Causes == 0
+}
