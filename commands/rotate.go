@@ -126,34 +126,28 @@ func (h *Handlers) planRotation(v *projections.View, r wire.RotateRequest) (rota
 			linked = linked || provisionsFor(in, a, r.Consumer)
 		}
 	}
-	switch {
-	case len(ends) == 0:
-		return plan, refuse(aggregates.ErrInvalid, "neither module is assigned to an active node: there is nothing to rotate")
-	case !linked:
-		return plan, refuse(aggregates.ErrInvalid, "no build of %s assigned provisions a credential that %s consumes: there is nothing to rotate", r.Provider, r.Consumer)
-	}
+	// Every end composed at the next generation; the decision is the
+	// aggregate's (all or nothing), then each end it keeps is sealed.
 	w := compose.NewWorld(in)
-	var problems []string
-	for _, node := range slices.Sorted(maps.Keys(ends)) {
-		res := w.Compose(node)
-		if why := endProblem(res, r); why != "" {
-			problems = append(problems, node+": "+why)
-			continue
-		}
+	names := slices.Sorted(maps.Keys(ends))
+	results := make(map[string]compose.Result, len(names))
+	decided := make([]aggregates.RotationEnd, len(names))
+	for i, node := range names {
+		results[node] = w.Compose(node)
+		decided[i] = aggregates.RotationEnd{Node: node, Problem: endProblem(results[node], r)}
+	}
+	if plan.event, err = aggregates.DecideRotation(r.Provider, r.Consumer, gen-1, linked, decided); err != nil {
+		return plan, err
+	}
+	for _, node := range plan.event.Ends {
 		row, _, err := v.Node(node)
 		if err != nil {
 			return plan, err
 		}
-		ev, _ := h.seal(*res.Declaration, row, "rotate", h.Now())
+		ev, _ := h.seal(*results[node].Declaration, row, "rotate", h.Now())
 		plan.sends = append(plan.sends, store.One{Aggregate: events.NodeAggregate(node), Expected: row.Version, Event: ev})
 		plan.sent = append(plan.sent, wire.PushedNode{Node: node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources})
-		plan.event.Ends = append(plan.event.Ends, node)
 	}
-	if len(problems) > 0 {
-		return plan, refuse(aggregates.ErrUncomposable, "nothing was sent and nothing recorded, because %d of its %d end(s) cannot be composed: %s",
-			len(problems), len(ends), strings.Join(problems, "; "))
-	}
-	plan.event.Generation = gen
 	return plan, nil
 }
 
