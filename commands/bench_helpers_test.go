@@ -138,8 +138,8 @@ func (m *benchMesh) fold() *Handlers {
 	}
 	signer, _ := declaration.NewSigner(m.kp)
 	m.proj = proj
-	m.h = &Handlers{Store: m.st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
-		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys}
+	m.h = &Handlers{Self: Self{Store: m.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
+		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys}, Proj: proj, Now: time.Now}
 	return m.h
 }
 

@@ -108,7 +108,7 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 	}
 	// The same key in every interleaving: sealed files' keyed digests and
 	// minted credentials are the key's, and must not differ by order.
-	hd := &Handlers{Store: st, Proj: proj, Now: time.Now, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}
+	hd := &Handlers{Self: Self{Store: st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}, Proj: proj, Now: time.Now}
 	w, err := hd.world()
 	if err != nil {
 		t.Fatal(err)

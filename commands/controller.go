@@ -178,8 +178,8 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	h := &Handlers{Store: st, Proj: proj, Now: c.Now, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub,
-		Keys: keys, secrets: secrets, replicas: c.Stream.Replicas, metrics: c.Metrics, flood: flood, cutUsers: c.Cut, OpenBus: c.OpenBus}
+	h := &Handlers{Self: Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, secrets: secrets,
+		replicas: c.Stream.Replicas, OpenBus: c.OpenBus}, Proj: proj, Now: c.Now, metrics: c.Metrics, flood: flood, cutUsers: c.Cut}
 	flood.mu.Lock()
 	flood.act = h.flooded
 	flood.mu.Unlock()

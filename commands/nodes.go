@@ -20,36 +20,18 @@ import (
 )
 
 // Handlers are the verbs, bound to one store and one set of read models.
+// What the controller is (Self) is the same in the present and in the
+// past: time travel (--as-of) makes handlers of the same Self over a fold
+// of the past, so a field added to Self is there too, and one added below
+// (a cache, live state) starts empty there, as it must.
 type Handlers struct {
-	Store *store.Store
-	Proj  *projections.Engine
-	Now   func() time.Time
-	Log   *slog.Logger
-	// Mesh is the mesh's name: every declaration carries it, so one meant
-	// for another mesh is refused.
-	Mesh string
-	// Key is the controller's key; Signer signs with it (declarations,
-	// and a standing on the operator's word); PublicKey is what agents pin.
-	Key       nkeys.KeyPair
-	Signer    *declaration.Signer
-	PublicKey string
-	// Keys are derived from Key: the MACs the fold checks (rule 19).
-	Keys *declaration.Keyring
-	// OpenBus: this controller serves a bus nobody closed (mesh serve
-	// --open-bus): the fold still sets aside what is not its rightful
-	// writer's, but anyone who reaches the bus may write to the log, ack,
-	// assign or delete the stream, and status says so.
-	OpenBus bool
+	Self
+	Proj *projections.Engine
+	Now  func() time.Time
 
 	manifests manifests
 	composed  composedCache
 	held      heldCache
-	// secrets are the salts of secret settings (nil: none can be sealed
-	// or opened, and a node that needs one is named as not composable).
-	secrets *secretKeys
-	// replicas is the stream's, which the buckets the controller makes
-	// take too (rule 15).
-	replicas int
 	// metrics is told what the controller does (nil: nothing).
 	metrics Metrics
 	// cutter ends live connections whose grant the log took away (nil on
@@ -80,6 +62,34 @@ type Handlers struct {
 	// addressSeen is the composition version at which no active node
 	// lacked an overlay address (DriveNetwork).
 	addressSeen atomic.Uint64
+}
+
+// Self is what a controller is, whatever read models it answers from: its
+// bus, its log, its mesh's name, its keys and its secrets.
+type Self struct {
+	Store *store.Store
+	Log   *slog.Logger
+	// Mesh is the mesh's name: every declaration carries it, so one meant
+	// for another mesh is refused.
+	Mesh string
+	// Key is the controller's key; Signer signs with it (declarations,
+	// and a standing on the operator's word); PublicKey is what agents pin.
+	Key       nkeys.KeyPair
+	Signer    *declaration.Signer
+	PublicKey string
+	// Keys are derived from Key: the MACs the fold checks (rule 19).
+	Keys *declaration.Keyring
+	// OpenBus: this controller serves a bus nobody closed (mesh serve
+	// --open-bus): the fold still sets aside what is not its rightful
+	// writer's, but anyone who reaches the bus may write to the log, ack,
+	// assign or delete the stream, and status says so.
+	OpenBus bool
+	// secrets are the salts of secret settings (nil: none can be sealed
+	// or opened, and a node that needs one is named as not composable).
+	secrets *secretKeys
+	// replicas is the stream's, which the buckets the controller makes
+	// take too (rule 15).
+	replicas int
 }
 
 // aggregate is what decide needs of one: folding its own events.

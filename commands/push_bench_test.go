@@ -44,7 +44,7 @@ func benchPushSecret(b *testing.B, sealed bool) {
 	}
 	bm.publish(events.ModuleAggregate("app"), events.ModuleRegistered{Module: "app", Build: m.Build(), Manifest: m.Canonical()})
 	nodes := benchNodes(10_000)
-	sealer := &Handlers{secrets: secrets}
+	sealer := &Handlers{Self: Self{secrets: secrets}}
 	for i := range nodes {
 		name := fmt.Sprintf("web-%d", i)
 		pw := fmt.Sprintf("password-of-%s", name)

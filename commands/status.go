@@ -281,8 +281,7 @@ func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handler
 		return err
 	}
 	defer past.Close()
-	return fn(&Handlers{Store: h.Store, Proj: past, Now: func() time.Time { return at }, Log: h.Log,
-		Mesh: h.Mesh, Key: h.Key, Signer: h.Signer, PublicKey: h.PublicKey, Keys: h.Keys, secrets: h.secrets, past: true})
+	return fn(&Handlers{Self: h.Self, Proj: past, Now: func() time.Time { return at }, past: true})
 }
 
 // VerifyProjections folds the whole stream afresh and compares it with the
