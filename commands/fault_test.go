@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
@@ -106,18 +105,20 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 		}
 		at := 1 + rng.IntN(nodes)
 		landed := 0
+		// The push fails or waits for a fold that cannot come: the kill
+		// ends it too (as the service's deadline would), so no round
+		// waits out a fixed time; Settle bounds a push the kill missed.
+		pctx, cancel := context.WithTimeout(ctx, embeddedtest.Settle)
 		sub, err := watch.Subscribe("mesh.ev.node.*.DeclarationSent", func(*nats.Msg) {
 			if landed++; landed == at {
 				nc.Close()
+				cancel()
 			}
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		watch.Flush()
-		// The push fails or waits for a fold that cannot come: its deadline
-		// (the service gives a push five minutes) ends it here.
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		ctrl.Handlers.Push(pctx, commands.PushRequest{CommandID: commands.NewCommandID()})
 		cancel()
 		sub.Unsubscribe()

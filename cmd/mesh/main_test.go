@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 	// Tests start many mesh ups; one HTTP port for all would collide. The
 	// tests of the listener give --http themselves.
 	os.Setenv("MESH_HTTP", "off")
-	os.Exit(m.Run())
+	// Temporary directories in memory where the box allows: see
+	// embeddedtest.Main. A child mesh inherits TMPDIR.
+	os.Exit(embeddedtest.Main(m))
 }
 
 type result struct {
