@@ -158,6 +158,7 @@ func msgData(m *nats.Msg) string {
 // Answers about thousands of nodes are larger than one NATS message may be
 // (1 MiB by default): push, status and node list still answer, whole.
 func TestLargeAnswersArriveWhole(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	ctx := context.Background()
 	srv := embeddedtest.Server(t)
 	nc := embeddedtest.Conn(t, srv)

@@ -80,6 +80,7 @@ func startOn(t *testing.T, srv *embedded.Server, home string) (*commands.Control
 // The controller killed (its bus connection cut, then stopped) at 20 random
 // points of a push to 1,000 nodes, each time started again on its home.
 func TestFaultControllerKilledMidPush(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	if testing.Short() {
 		t.Skip("pushes to 1,000 nodes twenty times")
 	}

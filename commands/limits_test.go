@@ -90,6 +90,7 @@ func TestAFloodingNodeIsCutAndNamedAndTheRestGoesOn(t *testing.T) {
 // past their number are refused by the bus, to that module. Fails when the
 // bucket takes whatever a module writes.
 func TestAModulesStateBucketIsBounded(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	m := newTrustMesh(t, true)
 	_, err := m.h.Enroll(m.ctx, commands.EnrollRequest{CommandID: commands.NewCommandID(), Name: "box"})
 	m.must(err)

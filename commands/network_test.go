@@ -21,6 +21,7 @@ import (
 // pool's version is not expected on every write (two controllers then
 // give one address twice).
 func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	srv := embeddedtest.Server(t)
 	first, second := t.TempDir(), t.TempDir()
 	clients := []*client.Client{controllerIn(t, srv, first)}

@@ -35,10 +35,10 @@ func fleetSize(t *testing.T) int {
 // follows without a consumer of its own, every push reaches every agent,
 // and each applies it and says so (rule 25; issue 13's harness in CI).
 func TestFleet(t *testing.T) {
+	t.Parallel() // long and mostly waiting: beside the others (see TestMain)
 	if testing.Short() {
 		t.Skip("a fleet of thousands of agents")
 	}
-	t.Setenv("MESH_NATS_URL", "")
 	home := t.TempDir()
 	up(t, home)
 	manifest := filepath.Join(t.TempDir(), "tool.json")

@@ -87,6 +87,9 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 func Main(m *testing.M) int {
 	if os.Getenv("TMPDIR") == "" && os.Getenv("MESH_TEST_DISK") == "" {
 		if dir, err := os.MkdirTemp("/dev/shm", "mesh-test-"); err == nil {
+			// Open to every user as /tmp is: a test runs a program as
+			// another user, in a directory of its own under this one.
+			os.Chmod(dir, 0o1777)
 			os.Setenv("TMPDIR", dir)
 			defer os.RemoveAll(dir)
 		}
