@@ -49,7 +49,10 @@ func TestFleet(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	n := fleetSize(t)
-	r := mesh(t, home, "fleet", "--agents", strconv.Itoa(n), "--assign", "tool", "--push", "2", "--dir", t.TempDir())
+	r := mesh(t, home, "fleet", "--agents", strconv.Itoa(n), "--assign", "tool", "--push", "2", "--dir", t.TempDir(),
+		// A report is waited for as every wait of the tests is: on a loaded
+		// box 2,000 at once outlast an agent's own 5 s (and it warns).
+		"--agent-timeout", embeddedtest.Settle.String())
 	t.Log("\n" + r.out + r.err)
 	if r.code != 0 {
 		t.Fatalf("mesh fleet: exit %d", r.code)
