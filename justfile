@@ -12,6 +12,11 @@ up:
 test:
     go test ./...
 
+# the whole suite ten times in a row (n runs) with two busy loops beside
+# it, stopping at the first failure (issue 30: under 60 s a run on 2 cores)
+stress n="10":
+    .ci/stress {{n}}
+
 # the CI script exactly as CI runs it
 ci:
     .ci/run

@@ -136,6 +136,7 @@ func TestAssignBatchBySelector(t *testing.T) {
 // A push says as it goes how many nodes it has sent, a window at a time,
 // ending at all of them: the command line shows it on a terminal.
 func TestPushSaysItsProgress(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	srv := embeddedtest.Server(t)
 	c := controller(t, srv)
 	var list []wire.EnrollRequest

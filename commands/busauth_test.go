@@ -143,6 +143,7 @@ func nodeSealing(t testing.TB, j agent.Join) store.Sealing {
 // subject, and nothing else; the operator asks the controller and reads the
 // stream, and never writes it; a connection that is neither is refused.
 func TestThePermissionMatrix(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	m := newClosedMesh(t, 0)
 	ctx := context.Background()
 	app := m.enrollAndDeclare("app-1")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
@@ -82,6 +81,7 @@ func startOn(t *testing.T, srv *embedded.Server, home string) (*commands.Control
 // The controller killed (its bus connection cut, then stopped) at 20 random
 // points of a push to 1,000 nodes, each time started again on its home.
 func TestFaultControllerKilledMidPush(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	if testing.Short() {
 		t.Skip("pushes to 1,000 nodes twenty times")
 	}
@@ -107,18 +107,20 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 		}
 		at := 1 + rng.IntN(nodes)
 		landed := 0
+		// The push fails or waits for a fold that cannot come: the kill
+		// ends it too (as the service's deadline would), so no round
+		// waits out a fixed time; Settle bounds a push the kill missed.
+		pctx, cancel := context.WithTimeout(ctx, embeddedtest.Settle)
 		sub, err := watch.Subscribe("mesh.ev.node.*.DeclarationSent", func(*nats.Msg) {
 			if landed++; landed == at {
 				nc.Close()
+				cancel()
 			}
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		watch.Flush()
-		// The push fails or waits for a fold that cannot come: its deadline
-		// (the service gives a push five minutes) ends it here.
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		ctrl.Handlers.Push(pctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		cancel()
 		sub.Unsubscribe()

@@ -114,6 +114,7 @@ func takeWork(ctx context.Context, nc *nats.Conn) (string, error) {
 // grant for its lifetime (main: ten minutes), or a retired node's standing
 // is still counted.
 func TestPermissionsFollowTheLog(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	ctx := context.Background()
 	m := grantMesh(t)
 

@@ -57,6 +57,7 @@ func livenessEvents(t *testing.T, m *agenttest.Mesh, node string) []string {
 // heard again, it is current. A node that never said anything, and one
 // that keeps beating, are never called lost.
 func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	var c clock
 	m := agenttest.NewWith(t, func(cfg *commands.ControllerConfig) { cfg.Now = c.Now })
 	for _, n := range []string{"web-1", "web-2", "web-3"} {

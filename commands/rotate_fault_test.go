@@ -24,6 +24,7 @@ import (
 // sent a rotated declaration without its rotation. Fails when a rotation's
 // events are written in more than one batch.
 func TestFaultControllerKilledMidRotation(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	ctx := context.Background()
 	srv := embeddedtest.Server(t)
 	home := t.TempDir()

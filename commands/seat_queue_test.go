@@ -17,6 +17,7 @@ import (
 // Fails when the queue is not asserted, does not keep work, hands it out
 // twice, or the grant reaches a module that does not hold the seat.
 func TestASeatsWorkWaitsForItsHolder(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
 	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})

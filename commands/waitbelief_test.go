@@ -21,6 +21,7 @@ import (
 // does not count it: it runs to its end and names it. Fails when the wait
 // believes a report the fold set aside.
 func TestAWaitBelievesOnlyWhatTheFoldBelieves(t *testing.T) {
+	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	m := newTrustMesh(t, true)
 	ctx := m.ctx
 	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})

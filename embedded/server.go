@@ -110,6 +110,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		DontListen: o.InProcessOnly,
+		// The server's first ping to a client comes two seconds after its
+		// CONNECT, even while a closed bus still waits for the controller's
+		// callout on it; nats.go then fails the handshake ("expected 'PONG',
+		// got 'PING'"). On a loaded box a callout can take that long (one of
+		// 2,000 fleet agents, or a command beside a busy controller): the
+		// first ping comes after the usual interval instead.
+		DisableShortFirstPing: true,
 	}
 	if o.TLS != nil {
 		opts.TLSConfig, opts.TLS, opts.TLSTimeout = o.TLS, true, 5

@@ -58,9 +58,15 @@ func normalizeURL(s string) string {
 	return strings.TrimSuffix(s, "/")
 }
 
+// connectTimeout bounds a dial and its handshake, which on a closed bus
+// waits for the controller's callout. The tests raise it (TestMain): on a
+// starved 2-core box two seconds were not always enough, and a command
+// then said the bus could not be reached.
+var connectTimeout = 2 * time.Second
+
 // connect dials the bus, failing fast with a sentence naming where it tried.
 func connect(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.Name(name), nats.Timeout(2 * time.Second)}, opts...)
+	opts = append([]nats.Option{nats.Name(name), nats.Timeout(connectTimeout)}, opts...)
 	nc, err := nats.Connect(addr.URL, opts...)
 	if errors.Is(err, nats.ErrAuthorization) {
 		return nil, fmt.Errorf("cannot connect to the bus at %s: %w", addr, err)

@@ -21,13 +21,17 @@ import (
 // FleetCmd runs many real agents in this process: the load harness the
 // mesh's fleet figures are measured with.
 type FleetCmd struct {
-	Agents   int               `default:"100" help:"How many agents to run, each with its own connection, identity, root and state."`
-	Prefix   string            `default:"fleet" help:"Nodes are named PREFIX-00000 on; each is enrolled once (capability linux, label fleet=PREFIX) if it is not yet."`
-	Dir      string            `help:"Where the agents' roots and states go (default: a fresh temporary directory, removed at the end)."`
-	Assign   string            `help:"Assign this registered module to every fleet node before pushing."`
-	Set      map[string]string `mapsep:"none" help:"With --assign: a setting k=v for the module (repeatable)."`
-	Push     int               `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
-	Simulate bool              `help:"Play the agents on one connection instead: record each node's report key, answer each declaration with the report applying it would make (signed and MAC'd as the node's), apply nothing. For fleets beyond one machine's processes; needs an open bus (mesh serve --open-bus)."`
+	Agents int               `default:"100" help:"How many agents to run, each with its own connection, identity, root and state."`
+	Prefix string            `default:"fleet" help:"Nodes are named PREFIX-00000 on; each is enrolled once (capability linux, label fleet=PREFIX) if it is not yet."`
+	Dir    string            `help:"Where the agents' roots and states go (default: a fresh temporary directory, removed at the end)."`
+	Assign string            `help:"Assign this registered module to every fleet node before pushing."`
+	Set    map[string]string `mapsep:"none" help:"With --assign: a setting k=v for the module (repeatable)."`
+	Push   int               `help:"Push this many times, each measured from the command to the last agent's report, then stop. Without it, the agents run until interrupted."`
+	// A configurable bound for the tests: beside other work on two cores,
+	// 2,000 agents reporting at once wait more than an agent's 5 s for an
+	// acknowledgement, keep the report for later, and warn.
+	AgentTimeout time.Duration `help:"How long each agent waits for the bus on one read or report before it tries again later (and warns); default: the agent's own, 5s."`
+	Simulate     bool          `help:"Play the agents on one connection instead: record each node's report key, answer each declaration with the report applying it would make (signed and MAC'd as the node's), apply nothing. For fleets beyond one machine's processes; needs an open bus (mesh serve --open-bus)."`
 }
 
 func (c *FleetCmd) Help() string {
@@ -84,7 +88,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.Simulate {
 		f, err = fleet.Simulate(ctx, cl.NC, joins)
 	} else {
-		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Applying: applySlots(c.Agents), Connect: func(j agent.Join) (*nats.Conn, error) {
+		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Applying: applySlots(c.Agents), Timeout: c.AgentTimeout, Connect: func(j agent.Join) (*nats.Conn, error) {
 			identity, err := j.Options()
 			if err != nil {
 				return nil, err

@@ -50,7 +50,7 @@ func child(t *testing.T, until string, args ...string) *exec.Cmd {
 // applied, and its program is not running but unknown; start it again and
 // the mesh is well.
 func TestAKilledAgentIsUnreachable(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel() // long and mostly waiting: beside the others (see TestMain)
 	home := t.TempDir()
 	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--unreachable-after", "10s")
 	mustRun(t, home, "node", "enroll", "web-1")

@@ -29,7 +29,17 @@ func TestMain(m *testing.M) {
 	// Tests start many mesh ups; one HTTP port for all would collide. The
 	// tests of the listener give --http themselves.
 	os.Setenv("MESH_HTTP", "off")
-	os.Exit(m.Run())
+	// No test reaches a bus named by the environment it was started in;
+	// the tests that run beside others (t.Parallel) cannot t.Setenv, and
+	// rely on this.
+	os.Unsetenv("MESH_NATS_URL")
+	// A command's handshake with a closed bus waits for the controller's
+	// callout: bounded by Settle here, as every wait of the tests is, so a
+	// loaded box is not taken for an unreachable bus.
+	connectTimeout = embeddedtest.Settle
+	// Temporary directories in memory where the box allows: see
+	// embeddedtest.Main. A child mesh inherits TMPDIR.
+	os.Exit(embeddedtest.Main(m))
 }
 
 type result struct {

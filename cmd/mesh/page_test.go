@@ -52,8 +52,8 @@ func headless(t *testing.T, exe string) context.Context {
 // the command line shows it current without being reloaded. A screenshot
 // is written beside the test's temporary files for a person to look at.
 func TestTheStatusPageFollowsAPushLive(t *testing.T) {
+	t.Parallel() // long and mostly waiting: beside the others (see TestMain)
 	exe := browser(t)
-	t.Setenv("MESH_NATS_URL", "")
 	home, httpAddr := t.TempDir(), freeAddr(t)
 	up := start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--http", httpAddr)
 	mustRun(t, home, "node", "enroll", "box")

@@ -26,7 +26,7 @@ import (
 // stands as a line of the command's, and no element of its making is on
 // the page. Fails when any of them prints the word raw.
 func TestANodesWordIsShownEscaped(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel() // long and mostly waiting: beside the others (see TestMain)
 	home, listen, httpAddr := t.TempDir(), freeAddr(t), freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", listen, "--http", httpAddr)
 	mustRun(t, home, "node", "enroll", "box", "--capability", "linux")
