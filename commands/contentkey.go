@@ -62,23 +62,15 @@ func (h *Handlers) contentKeys(node string, data []byte) declaration.ContentKeyR
 			out.Files[i].Refused = fmt.Sprintf("a file names 1 to %d salts", maxSaltsAFile)
 			continue
 		}
-		keys := make([][]byte, len(f.Salts))
-		for j, id := range f.Salts {
-			key, err := h.secrets.key(ctx, id)
-			if errors.Is(err, ErrForgotten) {
-				out.Files[i].Refused = fmt.Sprintf("a secret setting it printed was forgotten (mesh secret forget), so nothing can open it again; "+
-					"set the setting again with mesh assign %s MODULE --set-file SETTING=FILE and push", node)
-				break
-			}
-			if err != nil {
-				return declaration.ContentKeyReply{Error: err.Error()}
-			}
-			keys[j] = key
-		}
-		if out.Files[i].Refused != "" {
+		key, err := h.secrets.contentKey(ctx, node, f.Path, f.Salts)
+		if errors.Is(err, ErrForgotten) {
+			out.Files[i].Refused = fmt.Sprintf("a secret setting it printed was forgotten (mesh secret forget), so nothing can open it again; "+
+				"set the setting again with mesh assign %s MODULE --set-file SETTING=FILE and push", node)
 			continue
 		}
-		key := secret.ContentKey(keys, node, f.Path)
+		if err != nil {
+			return declaration.ContentKeyReply{Error: err.Error()}
+		}
 		place := secret.ContentKeyPlace(node, f.Path)
 		if owned {
 			box, err := secret.SealTo(k.Seal, place, key)

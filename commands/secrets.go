@@ -158,15 +158,7 @@ func (c composeSecrets) contentKey(node, path string, salts []string) ([]byte, e
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	keys := make([][]byte, len(salts))
-	for i, id := range salts {
-		k, err := c.secrets.key(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		keys[i] = k
-	}
-	return secret.ContentKey(keys, node, path), nil
+	return c.secrets.contentKey(ctx, node, path, salts)
 }
 
 // OverlayKey is the node's private overlay key as a template prints it: a

@@ -231,6 +231,21 @@ func (s *secretKeys) key(ctx context.Context, id string) ([]byte, error) {
 	return s.remember(id, m.Data), nil
 }
 
+// contentKey is the key of the file at path on node that printed the
+// secret settings sealed under salts (secret.ContentKey): made afresh from
+// the salts each time, and ErrForgotten once any of them is erased.
+func (s *secretKeys) contentKey(ctx context.Context, node, path string, salts []string) ([]byte, error) {
+	keys := make([][]byte, len(salts))
+	for i, id := range salts {
+		k, err := s.key(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = k
+	}
+	return secret.ContentKey(keys, node, path), nil
+}
+
 // present says whether salt id is still there.
 func (s *secretKeys) present(ctx context.Context, id string) (bool, error) {
 	m, err := s.salt(ctx, id)
@@ -301,9 +316,6 @@ func ExportSalts(ctx context.Context, js jetstream.JetStream) (map[string][]byte
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the secrets stream %s: %w", SecretsStream, err)
 	}
-	if stream.CachedInfo().State.Msgs == 0 {
-		return out, nil
-	}
 	err = eachSecretMsg(ctx, stream, func(m jetstream.Msg, _ *jetstream.MsgMetadata) error {
 		id := m.Subject()[len(secretSubject):]
 		switch {
@@ -322,9 +334,10 @@ func ExportSalts(ctx context.Context, js jetstream.JetStream) (map[string][]byte
 
 // eachSecretMsg calls f with every message of the secrets stream, in order.
 func eachSecretMsg(ctx context.Context, stream jetstream.Stream, f func(jetstream.Msg, *jetstream.MsgMetadata) error) error {
-	info, err := stream.Info(ctx)
-	if err != nil || info.State.Msgs == 0 {
-		return err
+	// The stream was just looked up (js.Stream): its cached state is
+	// what the bus holds now, so an empty one costs no consumer.
+	if stream.CachedInfo().State.Msgs == 0 {
+		return nil
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
 	if err != nil {
