@@ -6,9 +6,15 @@ import "slices"
 // caches and live state the controller keeps outside the read models. The
 // controller's caches (the would-send digests behind status, push and the
 // automatic rollouts; the live connections the bus lets through) are kept
-// valid by asking this table, so an event type missing from it would leave
-// one of them stale without a word: TestEveryEventSaysWhatItMoves fails
-// for any type of Rights not listed here.
+// valid by asking it, so each type's Right carries it (Rights), and a type
+// cannot be added without saying what it moves.
+//
+// Some choices, for the reader: a rollout's events move nothing
+// themselves (a rollout moves nodes by assigning them, which moves
+// composition); taking a seat neither (the holder's assignment does); a
+// node's own keys move composition (what is sealed to it, its overlay
+// key), and its re-key cuts its connections itself (commands.CutNode);
+// facts move composition (a capability changes what a node can host).
 type Moves uint8
 
 const (
@@ -24,64 +30,14 @@ const (
 	MovesGrants
 )
 
-// Moved is the table: every event type, and what it moves.
-var Moved = map[string]Moves{
-	"NodeEnrolled":          MovesComposition,
-	"NodeRetired":           MovesComposition | MovesGrants,
-	"NodeChanged":           MovesComposition,
-	"RolloutStarted":        MovesNothingElse, // a rollout moves nodes by assigning them, which moves composition
-	"RolloutStep":           MovesNothingElse,
-	"NetworkSet":            MovesComposition,
-	"AddressesAllotted":     MovesComposition,
-	"AddressesReleased":     MovesComposition,
-	"SeatTaken":             MovesNothingElse, // the holder's assignment moves composition; taking is the queue's
-	"SeatHandoverStarted":   MovesComposition | MovesGrants,
-	"SeatHandedOver":        MovesComposition | MovesGrants,
-	"SeatReleased":          MovesComposition | MovesGrants,
-	"ModuleAssigned":        MovesComposition,
-	"ModuleUnassigned":      MovesComposition | MovesGrants,
-	"DeclarationSent":       MovesNothingElse,
-	"ModuleRegistered":      MovesComposition,
-	"CredentialRotated":     MovesComposition,
-	"SecretForgotten":       MovesComposition,
-	"ControllerKeyRecorded": MovesNothingElse,
-	"ForeignAcknowledged":   MovesNothingElse,
-	"NodeFlooded":           MovesNothingElse,
-	"NodeUnreachable":       MovesNothingElse,
-	"NodeReachable":         MovesNothingElse,
-	"TokenCreated":          MovesNothingElse,
-	"TokenUsed":             MovesNothingElse,
-	"TokenRevoked":          MovesNothingElse,
-	// A node's own keys change what is sealed to it (its seal and overlay
-	// keys); its enrolment's re-key cuts its connections itself
-	// (commands.CutNode), once the event is folded.
-	"NodeKeysRecorded": MovesComposition,
-
-	"DeclarationApplied":  MovesNothingElse,
-	"DeclarationFailed":   MovesNothingElse,
-	"DeclarationRefused":  MovesNothingElse,
-	"ReportKeyRecorded":   MovesNothingElse,
-	"ProviderFailing":     MovesNothingElse,
-	"ProviderRecovered":   MovesNothingElse,
-	"RuntimeStarted":      MovesNothingElse,
-	"RuntimeExited":       MovesNothingElse,
-	"RuntimeCrashLooping": MovesNothingElse,
-	"RuntimeSteady":       MovesNothingElse,
-	"RuntimeStopped":      MovesNothingElse,
-	"DriftFound":          MovesNothingElse,
-	// Facts change which capabilities a node has, so what it can host.
-	"NodeFactsReported": MovesComposition,
-	"ApplyInterrupted":  MovesNothingElse,
-}
-
 // MovesOf is what an event of type typ moves.
-func MovesOf(typ string) Moves { return Moved[typ] }
+func MovesOf(typ string) Moves { return Rights[typ].Moves }
 
 // TypesMoving lists the event types that move m, sorted.
 func TypesMoving(m Moves) []string {
 	var out []string
-	for typ, moves := range Moved {
-		if moves&m != 0 {
+	for typ, r := range Rights {
+		if r.Moves&m != 0 {
 			out = append(out, typ)
 		}
 	}

@@ -43,7 +43,7 @@ func inBatch(fold func(*pebble.Batch, events.Recorded) error) func(*folder, even
 // movesComposition is true of every event that can change what some node
 // would be composed to, and of no other (reports, standings and sends do
 // not), so a cache of would-send digests stays valid across the events that
-// are most of a busy mesh's traffic. events.Moved says which, for every
+// are most of a busy mesh's traffic. Each type's events.Right says which, for every
 // event type.
 func movesComposition(ev events.Event) bool {
 	return events.MovesOf(ev.EventType())&events.MovesComposition != 0
