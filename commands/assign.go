@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/manifest"
@@ -18,7 +19,7 @@ import (
 // projections; the node aggregate decides. Assigning again after the module
 // was re-registered is how an upgrade reaches a node outside a rollout.
 func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assigned, error) {
-	if err := validName("assign to", r.Node); err != nil {
+	if err := core.ValidName("assign to", r.Node); err != nil {
 		return wire.Assigned{}, err
 	}
 	cmd, m, err := h.assignCommand(r.Module, r.Build, r.Policy, r.Settings)
@@ -30,7 +31,7 @@ func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assig
 	var policy events.Policy
 	// Decided on the read models, expecting the node's version (and each
 	// seat's the build claims, in the same atomic batch: rule 24).
-	seq, _, err := h.decideAtomic(ctx, "assign "+r.Module+" to", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
+	seq, _, err := h.DecideAtomic(ctx, "assign "+r.Module+" to", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		n, err := nodeAggregateOf(v, r.Node)
 		if err != nil {
 			return nil, err
@@ -41,7 +42,7 @@ func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assig
 			policy = n.Assignments[r.Module].Policy.Or()
 		}
 		c := cmd
-		if c.Settings, err = h.sealSettings(ctx, r.Node, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
+		if c.Settings, err = h.Secrets.SealSettings(ctx, r.Node, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
 			return nil, err
 		}
 		evs, err := n.Decide(c, h.Now())
@@ -85,12 +86,12 @@ func (h *Handlers) assignCommand(module, build, policy string, settings map[stri
 
 // Unassign takes a module off a node; one it does not have is nothing to do.
 func (h *Handlers) Unassign(ctx context.Context, r wire.UnassignRequest) (wire.Assigned, error) {
-	if err := validName("unassign from", r.Node); err != nil {
+	if err := core.ValidName("unassign from", r.Node); err != nil {
 		return wire.Assigned{}, err
 	}
 	var previous string
 	// Any seat the module holds there is let go in the same batch.
-	seq, _, err := h.decideAtomic(ctx, "unassign "+r.Module+" from", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
+	seq, _, err := h.DecideAtomic(ctx, "unassign "+r.Module+" from", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		n, err := nodeAggregateOf(v, r.Node)
 		if err != nil {
 			return nil, err

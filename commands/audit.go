@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -107,7 +108,7 @@ func (h *Handlers) Audit(ctx context.Context, r wire.AuditRequest) (wire.AuditRe
 	}
 	o := store.ReadOptions{}
 	if r.Node != "" {
-		if err := validName("audit", r.Node); err != nil {
+		if err := core.ValidName("audit", r.Node); err != nil {
 			return wire.AuditReport{}, err
 		}
 		if !slices.ContainsFunc(nodes, func(n projections.Node) bool { return n.Name == r.Node }) {

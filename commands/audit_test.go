@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -167,7 +167,7 @@ func TestACommandThatActedSaysSo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(m.ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
-	if !errors.Is(err, commands.ErrNotFolded) || !strings.Contains(err.Error(), "NodeEnrolled landed at event 2") {
+	if !errors.Is(err, core.ErrNotFolded) || !strings.Contains(err.Error(), "NodeEnrolled landed at event 2") {
 		t.Fatalf("enrol with the fold stopped: %v", err)
 	}
 	if v, err := m.h.Store.Version(m.ctx, events.NodeAggregate("web-1")); err != nil || v != 2 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -138,8 +139,8 @@ func (m *benchMesh) fold() *Handlers {
 	}
 	signer, _ := declaration.NewSigner(m.kp)
 	m.proj = proj
-	m.h = &Handlers{Self: Self{Store: m.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
-		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys}, Proj: proj, Now: time.Now}
+	m.h = &Handlers{Core: &core.Core{Self: core.Self{Store: m.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
+		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys}, Proj: proj, Now: time.Now}}
 	return m.h
 }
 

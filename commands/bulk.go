@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -17,7 +18,7 @@ import (
 // list can be given again after a failure part way); one enrolled
 // differently, or retired, refuses the whole batch.
 func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (wire.BatchReply, error) {
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.BatchReply{}, err
 	}
 	if err := batchSize("enroll", len(r.Nodes)); err != nil {
@@ -25,7 +26,7 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (
 	}
 	seen := map[string]bool{}
 	for _, n := range r.Nodes {
-		if err := validName("enroll", n.Name); err != nil {
+		if err := core.ValidName("enroll", n.Name); err != nil {
 			return wire.BatchReply{}, err
 		}
 		if seen[n.Name] {
@@ -46,7 +47,7 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (
 // node that is not enrolled, or retired, refuses the whole batch; one that
 // already holds that build with those settings is nothing to do.
 func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (wire.BatchReply, error) {
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.BatchReply{}, err
 	}
 	if err := batchSize("assign", len(r.Nodes)); err != nil {
@@ -54,7 +55,7 @@ func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (
 	}
 	seen := map[string]bool{}
 	for _, n := range r.Nodes {
-		if err := validName("assign to", n); err != nil {
+		if err := core.ValidName("assign to", n); err != nil {
 			return wire.BatchReply{}, err
 		}
 		if seen[n] {
@@ -83,7 +84,7 @@ func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (
 				return nil, nil, err
 			}
 			cmd.Node = name
-			if cmd.Settings, err = h.sealSettings(ctx, name, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
+			if cmd.Settings, err = h.Secrets.SealSettings(ctx, name, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
 				return nil, nil, err
 			}
 			evs, err := n.Decide(cmd, h.Now())
@@ -129,7 +130,7 @@ func nodeAggregateOf(v *projections.View, name string) (*aggregates.Node, error)
 // nothing landed, and it catches up and decides again.
 func (h *Handlers) decideBatch(ctx context.Context, op, id, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (wire.BatchReply, error) {
 	var unchanged []string
-	seq, items, err := h.decideAtomic(ctx, op, id, commandID, func(v *projections.View) (items []store.One, err error) {
+	seq, items, err := h.DecideAtomic(ctx, op, id, commandID, func(v *projections.View) (items []store.One, err error) {
 		items, unchanged, err = decideFn(v)
 		return items, err
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -66,7 +67,7 @@ func TestStatusNamesARemovedBusDirectory(t *testing.T) {
 		t.Fatalf("status of a removed bus directory: well %v, %q", well, cause)
 	}
 	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"})
-	if !errors.Is(err, commands.ErrBusDown) || !errors.Is(err, embedded.ErrDataGone) || strings.Contains(err.Error(), "storage is full") {
+	if !errors.Is(err, core.ErrBusDown) || !errors.Is(err, embedded.ErrDataGone) || strings.Contains(err.Error(), "storage is full") {
 		t.Fatalf("a write with the bus directory removed: %v", err)
 	}
 }

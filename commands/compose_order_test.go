@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -108,7 +109,7 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 	}
 	// The same key in every interleaving: sealed files' keyed digests and
 	// minted credentials are the key's, and must not differ by order.
-	hd := &Handlers{Self: Self{Store: st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}, Proj: proj, Now: time.Now}
+	hd := &Handlers{Core: &core.Core{Self: core.Self{Store: st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}, Proj: proj, Now: time.Now}}
 	w, err := hd.world()
 	if err != nil {
 		t.Fatal(err)

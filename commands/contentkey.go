@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -45,8 +46,8 @@ func (h *Handlers) contentKeys(node string, data []byte) declaration.ContentKeyR
 	if err := json.Unmarshal(data, &req); err != nil || len(req.Files) == 0 || len(req.Files) > declaration.MaxContentKeyFiles {
 		return declaration.ContentKeyReply{Error: fmt.Sprintf("the request is not a list of 1 to %d files", declaration.MaxContentKeyFiles)}
 	}
-	if h.secrets == nil {
-		return declaration.ContentKeyReply{Error: errNoSecrets.Error()}
+	if h.Secrets == nil {
+		return declaration.ContentKeyReply{Error: secrets.ErrNone.Error()}
 	}
 	var k projections.NodeKeys
 	var owned bool
@@ -62,8 +63,8 @@ func (h *Handlers) contentKeys(node string, data []byte) declaration.ContentKeyR
 			out.Files[i].Refused = fmt.Sprintf("a file names 1 to %d salts", maxSaltsAFile)
 			continue
 		}
-		key, err := h.secrets.contentKey(ctx, node, f.Path, f.Salts)
-		if errors.Is(err, ErrForgotten) {
+		key, err := h.Secrets.ContentKey(ctx, node, f.Path, f.Salts)
+		if errors.Is(err, secrets.ErrForgotten) {
 			out.Files[i].Refused = fmt.Sprintf("a secret setting it printed was forgotten (mesh secret forget), so nothing can open it again; "+
 				"set the setting again with mesh assign %s MODULE --set-file SETTING=FILE and push", node)
 			continue

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -64,13 +66,7 @@ type ControllerConfig struct {
 	Cut func(match func(user string) bool) (int, error)
 }
 
-// Metrics is what the controller tells of its work as it does it.
-type Metrics interface {
-	// Command: a verb answered after d, with its wire code ("" for none).
-	Command(verb string, d time.Duration, code string)
-	// Push: a push that sent and left unsent so many nodes, in d.
-	Push(sent, unsent int, d time.Duration)
-}
+type Metrics = core.Metrics
 
 // Controller is the stream, the read models and the service, running.
 type Controller struct {
@@ -126,7 +122,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, err
 	}
 	st.MAC = keys.LogMAC()
-	secrets, said, err := assertSecrets(ctx, st.JetStream(), c.Stream.Replicas, keys.Settings())
+	keep, said, err := secrets.Assert(ctx, st.JetStream(), c.Stream.Replicas, keys.Settings())
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +161,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		case errors.As(err, &fe):
 			// Never a wedged start (rule 19): the controller serves what
 			// it has folded, refuses writes, and status says why.
-			log.Error("the fold stopped: serving the read models as folded, and refusing writes", "why", refusal(fe), "folded", proj.Checkpoint())
+			log.Error("the fold stopped: serving the read models as folded, and refusing writes", "why", core.Refusal(fe), "folded", proj.Checkpoint())
 		case err != nil:
 			proj.Close()
 			return nil, err
@@ -178,8 +174,8 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	h := &Handlers{Self: Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, secrets: secrets,
-		replicas: c.Stream.Replicas, OpenBus: c.OpenBus}, Proj: proj, Now: c.Now, metrics: c.Metrics, flood: flood, cutUsers: c.Cut}
+	h := &Handlers{Core: &core.Core{Self: core.Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, Secrets: keep,
+		Replicas: c.Stream.Replicas, OpenBus: c.OpenBus}, Proj: proj, Now: c.Now, Metrics: c.Metrics}, flood: flood, cutUsers: c.Cut}
 	flood.mu.Lock()
 	flood.act = h.flooded
 	flood.mu.Unlock()
@@ -281,9 +277,7 @@ func (c *Controller) Close() error {
 		_ = c.enrol.Unsubscribe()
 	}
 	c.svc.Stop()
-	if s := c.Handlers.secrets; s != nil {
-		s.stop()
-	}
+	c.Handlers.Secrets.Stop()
 	return c.Proj.Close()
 }
 
@@ -293,42 +287,9 @@ func driveRollouts(h *Handlers, every time.Duration) func() {
 	if every < 0 {
 		return func() {}
 	}
-	return tickUntilStopped(h, cmp.Or(every, time.Second), "cannot drive a rollout; trying again", func(ctx context.Context) error {
+	return h.TickUntilStopped(cmp.Or(every, time.Second), "cannot drive a rollout; trying again", func(ctx context.Context) error {
 		return errors.Join(h.DriveRollouts(ctx), h.DriveSeats(ctx), h.DriveNetwork(ctx))
 	})
-}
-
-// tickUntilStopped runs step every interval, each run bounded by a minute
-// (rule 26), until stop is called. A step that fails is said once, with
-// what, and tried again at the next tick; the same failure again is not
-// said again until a step has succeeded.
-func tickUntilStopped(h *Handlers, every time.Duration, what string, step func(context.Context) error) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		said := ""
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			sctx, scancel := context.WithTimeout(ctx, time.Minute)
-			err := step(sctx)
-			scancel()
-			switch {
-			case err == nil:
-				said = ""
-			case err.Error() != said && ctx.Err() == nil:
-				said = err.Error()
-				h.Log.Warn(what, "err", err)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 // foldingGC lets the collector run half as often while a long fold runs (a

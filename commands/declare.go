@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/meshctl/mesh/projections"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/projections"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
@@ -32,7 +34,7 @@ type body struct {
 // like any other and recorded as sent by "declare", with its builds unknown,
 // so nothing reads it as what the mesh would compose (rule 13).
 func (h *Handlers) Declare(ctx context.Context, r wire.DeclareRequest) (wire.PushedNode, error) {
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.PushedNode{}, err
 	}
 	if err := h.ActiveNode(ctx, "declare to", r.Node); err != nil {
@@ -48,7 +50,7 @@ func (h *Handlers) Declare(ctx context.Context, r wire.DeclareRequest) (wire.Pus
 	// version: after a conflict (a push, an assignment), caught up and
 	// sealed again on the row that holds it. Each attempt has a command id
 	// of its own (perNode), as a push's rounds do.
-	err = decideAndAppend(ctx, "declare to", r.Node, h.catchUp, func(attempt int) error {
+	err = core.DecideAndAppend(ctx, "declare to", r.Node, h.CatchUp, func(attempt int) error {
 		row, _, err := h.Proj.Node(r.Node)
 		if err != nil {
 			return err
@@ -61,7 +63,7 @@ func (h *Handlers) Declare(ctx context.Context, r wire.DeclareRequest) (wire.Pus
 		return wire.PushedNode{}, err
 	}
 	h.Log.Info("declared", "node", r.Node, "sequence", ev.Sequence, "seq", seq)
-	return wire.PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.landed(ctx, seq, ev)
+	return wire.PushedNode{Node: r.Node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources, StreamSeq: seq}, h.Landed(ctx, seq, ev)
 }
 
 // parseBody reads and checks a hand-written body with the rules a manifest's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -26,7 +27,7 @@ import (
 
 // Enrol records node's own keys from an agent holding a token.
 func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (declaration.EnrolReply, error) {
-	if err := validName("enroll", r.Node); err != nil {
+	if err := core.ValidName("enroll", r.Node); err != nil {
 		return declaration.EnrolReply{}, err
 	}
 	if r.Mesh != h.Mesh {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
 )
@@ -184,7 +185,7 @@ func floodSentence(node string, reports, foreign int, bytes int64, in time.Durat
 func (h *Handlers) appendForeign(ctx context.Context, commandID string, ev events.Event) (uint64, error) {
 	agg := events.ForeignAggregate()
 	var seq uint64
-	err := decideAndAppend(ctx, "add a "+ev.EventType()+" to", "the foreign messages' record", nil, func(int) error {
+	err := core.DecideAndAppend(ctx, "add a "+ev.EventType()+" to", "the foreign messages' record", nil, func(int) error {
 		version, err := h.Store.Version(ctx, agg)
 		if err != nil {
 			return err

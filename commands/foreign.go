@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
@@ -34,7 +35,7 @@ func (h *Handlers) ListForeign(_ context.Context, _ wire.Empty) (wire.ForeignLis
 // a foreign message is refused whole, and nothing is recorded. Many at once
 // (All, or a range) are one event naming the range, however many it holds.
 func (h *Handlers) AckForeign(ctx context.Context, r wire.AckRequest) (wire.Acked, error) {
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.Acked{}, err
 	}
 	if err := checkAck(r); err != nil {
@@ -45,7 +46,7 @@ func (h *Handlers) AckForeign(ctx context.Context, r wire.AckRequest) (wire.Acke
 	agg := events.ForeignAggregate()
 	// Decided on the read models (which messages are foreign, which were
 	// acknowledged): caught up again after a conflict.
-	err := decideAndAppend(ctx, "acknowledge", "foreign messages", h.catchUp, func(int) (err error) {
+	err := core.DecideAndAppend(ctx, "acknowledge", "foreign messages", h.CatchUp, func(int) (err error) {
 		if out, ev, err = h.decideAck(r); err != nil || len(out.Acknowledged) == 0 {
 			return err
 		}
@@ -63,7 +64,7 @@ func (h *Handlers) AckForeign(ctx context.Context, r wire.AckRequest) (wire.Acke
 		return out, nil // every one it names was acknowledged before
 	}
 	h.Log.Info("foreign messages acknowledged", "count", len(out.Acknowledged), "first", out.Acknowledged[0], "seq", out.Seq)
-	return out, h.landed(ctx, out.Seq, ev)
+	return out, h.Landed(ctx, out.Seq, ev)
 }
 
 // checkAck refuses a request that names nothing, or more than one way.

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -22,27 +24,27 @@ import (
 // finds and erases. Forgetting the current value leaves the assignment
 // uncomposable until the setting is given again; status says so.
 func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire.Forgotten, error) {
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.Forgotten{}, err
 	}
-	if err := validName("forget a secret of", r.Node); err != nil {
+	if err := core.ValidName("forget a secret of", r.Node); err != nil {
 		return wire.Forgotten{}, err
 	}
-	if h.secrets == nil {
-		return wire.Forgotten{}, errNoSecrets
+	if h.Secrets == nil {
+		return wire.Forgotten{}, secrets.ErrNone
 	}
 	refuse := func(format string, args ...any) error {
 		return aggregates.Refuse("forget", fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), aggregates.ErrInvalid, fmt.Sprintf(format, args...))
 	}
 	// Decided on read models caught up first, and again after each
 	// conflict (the node's aggregate moved: a push, an assignment).
-	if err := h.catchUp(ctx); err != nil {
+	if err := h.CatchUp(ctx); err != nil {
 		return wire.Forgotten{}, err
 	}
 	var out wire.Forgotten
 	var versions map[int][]string
 	var ev events.SecretForgotten
-	err := decideAndAppend(ctx, "forget", fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), h.catchUp, func(attempt int) error {
+	err := core.DecideAndAppend(ctx, "forget", fmt.Sprintf("secret %s of %s on %s", r.Setting, r.Module, r.Node), h.CatchUp, func(attempt int) error {
 		var row projections.Node
 		var found bool
 		err := h.Proj.Read(func(v *projections.View) (err error) {
@@ -73,7 +75,7 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire
 		for _, v := range slices.Sorted(maps.Keys(versions)) {
 			here := false
 			for _, id := range versions[v] {
-				in, err := h.secrets.present(ctx, id)
+				in, err := h.Secrets.Present(ctx, id)
 				if err != nil {
 					return err
 				}
@@ -101,13 +103,13 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire
 	}
 	for _, v := range out.Forgotten {
 		for _, id := range versions[v] {
-			if _, err := h.secrets.erase(ctx, id); err != nil {
+			if _, err := h.Secrets.Erase(ctx, id); err != nil {
 				return wire.Forgotten{}, fmt.Errorf("the forgetting is recorded (event %d) but %w; run the same command again to finish it", out.Seq, err)
 			}
 		}
 	}
 	h.Log.Info("secret forgotten", "node", r.Node, "module", r.Module, "setting", r.Setting, "versions", out.Forgotten, "seq", out.Seq)
-	return out, h.landed(ctx, out.Seq, ev)
+	return out, h.Landed(ctx, out.Seq, ev)
 }
 
 // sealedVersions reads from the log every sealed value the setting was

@@ -3,13 +3,15 @@ package commands_test
 import (
 	"bytes"
 	"context"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meshctl/mesh/commands/secrets"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
@@ -84,9 +86,9 @@ func TestForgettingASecret(t *testing.T) {
 		}
 		return nil
 	}))
-	secrets, err := h.Store.JetStream().Stream(ctx, commands.SecretsStream)
+	stream, err := h.Store.JetStream().Stream(ctx, secrets.SecretsStream)
 	must(err)
-	e, err := secrets.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0])
+	e, err := stream.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0])
 	must(err)
 	salt := e.Data
 	if len(salts) != 2 || !onDisk(t, dir, salt) {
@@ -108,7 +110,7 @@ func TestForgettingASecret(t *testing.T) {
 	if f := forget(1); !slices.Equal(f.Forgotten, []int{1}) || f.Current {
 		t.Fatalf("forget version 1: %+v", f)
 	}
-	if m, err := secrets.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0]); err != nil || len(m.Data) != 0 || m.Header.Get("Mesh-Forgotten") == "" {
+	if m, err := stream.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0]); err != nil || len(m.Data) != 0 || m.Header.Get("Mesh-Forgotten") == "" {
 		t.Fatalf("the forgotten salt's subject holds %v %v, not the marker", m, err)
 	}
 	if onDisk(t, dir, salt) {

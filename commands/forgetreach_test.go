@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/agent/agenttest"
-	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/secret"
@@ -114,7 +114,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 		}
 		// A backup taken after holds no salt of it, and the controller key
 		// plus the log derive nothing without one.
-		salts, err := commands.ExportSalts(m.Ctx, m.H.Store.JetStream())
+		salts, err := secrets.ExportSalts(m.Ctx, m.H.Store.JetStream())
 		m.Must(err)
 		if _, held := salts[asked.Salts[0]]; held {
 			t.Fatal("the salt of the forgotten setting is still in what a backup takes")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,13 +28,13 @@ const lagTolerance = 3 * time.Second
 // own up to a moment.
 func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, error) {
 	out := []string{}
-	if !h.past {
-		if bus := h.busCause(); bus != "" {
+	if !h.Past {
+		if bus := h.BusCause(); bus != "" {
 			out = append(out, bus)
 		}
 		var fe *projections.FoldError
 		if errors.As(h.Proj.Failure(), &fe) {
-			out = append(out, fmt.Sprintf("the read models stopped at event %d and hold nothing after it: %v", fe.Seq, strings.TrimPrefix(refusal(fe).Error(), wire.ErrReadOnly.Error()+": ")))
+			out = append(out, fmt.Sprintf("the read models stopped at event %d and hold nothing after it: %v", fe.Seq, strings.TrimPrefix(core.Refusal(fe).Error(), wire.ErrReadOnly.Error()+": ")))
 		} else if errors.As(h.Proj.Stalled(), &fe) {
 			out = append(out, fmt.Sprintf("the read models cannot be written (a full disk?), and hold nothing after event %d until they can: %v", h.Proj.Checkpoint(), fe.Err))
 		} else if lag, err := h.lag(ctx, v.Checkpoint()); errors.Is(err, jetstream.ErrStreamNotFound) {

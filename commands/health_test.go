@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
@@ -31,8 +32,8 @@ func TestStatusNamesAFoldBehindTheStream(t *testing.T) {
 	defer proj.Close()
 	signer, _ := declaration.NewSigner(bm.kp)
 	now := time.Now()
-	h := &Handlers{Self: Self{Store: bm.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: bm.kp, Signer: signer,
-		PublicKey: signer.PublicKey(), Keys: bm.keys}, Proj: proj, Now: func() time.Time { return now }}
+	h := &Handlers{Core: &core.Core{Self: core.Self{Store: bm.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: bm.kp, Signer: signer,
+		PublicKey: signer.PublicKey(), Keys: bm.keys}, Proj: proj, Now: func() time.Time { return now }}}
 	s, err := h.Status(ctx, wire.StatusRequest{})
 	if err != nil || !s.Well || len(s.Causes) != 0 {
 		t.Fatalf("a moment behind is not yet a cause: %+v %v", s, err)

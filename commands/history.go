@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -81,7 +82,7 @@ var historyKinds = map[byte]string{
 // sent back, from the history index; with Diff, it reads the declarations
 // whose content changed back from the log for their contents.
 func (h *Handlers) History(ctx context.Context, r wire.HistoryRequest) (wire.History, error) {
-	if err := validName("show the history of", r.Node); err != nil {
+	if err := core.ValidName("show the history of", r.Node); err != nil {
 		return wire.History{}, err
 	}
 	if !r.Since.IsZero() && !r.Until.IsZero() && r.Since.After(r.Until) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -26,7 +27,7 @@ const KeyFile = busauth.KeyFile
 func loadKey(ctx context.Context, home string, st *store.Store) (nkeys.KeyPair, string, error) {
 	var kp nkeys.KeyPair
 	var pub string
-	err := decideAndAppend(ctx, "record", "the controller key", nil, func(int) (err error) {
+	err := core.DecideAndAppend(ctx, "record", "the controller key", nil, func(int) (err error) {
 		kp, pub, err = loadOrRecordKey(ctx, home, st)
 		return err
 	})

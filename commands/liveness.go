@@ -139,7 +139,7 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 	// dropped as a slow consumer, which would call live nodes lost.
 	_ = l.sub.SetPendingLimits(1<<20, 64<<20)
 	h.live = l
-	stopTicking := tickUntilStopped(h, every, "cannot record a node's liveness; trying again", h.checkLiveness)
+	stopTicking := h.TickUntilStopped(every, "cannot record a node's liveness; trying again", h.checkLiveness)
 	return func() { stopTicking(); _ = l.sub.Unsubscribe() }, nil
 }
 
@@ -254,7 +254,7 @@ type change struct {
 // the row again at the next tick.
 func (h *Handlers) checkLiveness(ctx context.Context) error {
 	l := h.live
-	if l == nil || h.writable() != nil {
+	if l == nil || h.Writable() != nil {
 		return nil
 	}
 	if !l.loaded {

@@ -2,10 +2,11 @@ package commands
 
 import (
 	"context"
-	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/events"
 	"testing"
 	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/events"
 
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/projections"
@@ -84,7 +85,7 @@ func TestThePastIsTheSameController(t *testing.T) {
 	t.Cleanup(func() { ctrl.Close() })
 	h := ctrl.Handlers
 	if err := h.inThePast(context.Background(), time.Now(), func(past *Handlers) error {
-		if past.Self != h.Self || !past.past || past.Proj == h.Proj {
+		if past.Self != h.Self || !past.Past || past.Proj == h.Proj {
 			t.Fatalf("the past's handlers: %+v", past.Self)
 		}
 		return nil

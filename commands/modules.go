@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
@@ -20,7 +21,7 @@ func (h *Handlers) RegisterModule(ctx context.Context, r wire.RegisterRequest) (
 		return wire.Registered{}, aggregates.Refuse("register", r.File, aggregates.ErrInvalid, err.Error())
 	}
 	var previous string
-	seq, err := decide(ctx, h, "register", events.ModuleAggregate(m.Module), r.CommandID,
+	seq, err := core.Decide(ctx, h.Core, "register", events.ModuleAggregate(m.Module), r.CommandID,
 		func() *aggregates.Module { return aggregates.NewModule(m.Module) },
 		func(a *aggregates.Module) ([]events.Event, error) {
 			previous = a.Latest
@@ -34,13 +35,13 @@ func (h *Handlers) RegisterModule(ctx context.Context, r wire.RegisterRequest) (
 	}
 	if m.Run != nil {
 		// Its running instances keep their state there from their start.
-		if _, err := assertState(ctx, h.Store.JetStream(), h.replicas, m.Module); err != nil {
+		if _, err := assertState(ctx, h.Store.JetStream(), h.Replicas, m.Module); err != nil {
 			return wire.Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
 		}
 	}
 	for _, seat := range m.Claims {
 		// Work can be asked of a seat before anyone holds it.
-		if _, err := assertSeatQueue(ctx, h.Store.JetStream(), h.replicas, seat); err != nil {
+		if _, err := assertSeatQueue(ctx, h.Store.JetStream(), h.Replicas, seat); err != nil {
 			return wire.Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
 		}
 	}

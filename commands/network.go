@@ -50,7 +50,7 @@ func poolOf(v *projections.View) (*aggregates.Pool, error) {
 // withPool is decideAtomic with the address pool as the read models hold
 // it, for the writes that give or take addresses.
 func (h *Handlers) withPool(ctx context.Context, op, id, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
-	return h.decideAtomic(ctx, op, id, commandID, func(v *projections.View) ([]store.One, error) {
+	return h.DecideAtomic(ctx, op, id, commandID, func(v *projections.View) ([]store.One, error) {
 		pool, err := poolOf(v)
 		if err != nil {
 			return nil, err
@@ -140,7 +140,7 @@ func (h *Handlers) allotMissing(ctx context.Context) (int, uint64, error) {
 // something that moves composition (an enrolment, the range) was folded
 // since it last found none missing.
 func (h *Handlers) DriveNetwork(ctx context.Context) error {
-	if h.writable() != nil || h.past {
+	if h.Writable() != nil || h.Past {
 		return nil
 	}
 	var version uint64

@@ -4,48 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
-	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
 	"github.com/meshctl/mesh/wire"
-	"github.com/nats-io/nkeys"
 )
 
 // Handlers are the verbs, bound to one store and one set of read models.
-// What the controller is (Self) is the same in the present and in the
-// past: time travel (--as-of) makes handlers of the same Self over a fold
-// of the past, so a field added to Self is there too, and one added below
-// (a cache, live state) starts empty there, as it must.
 type Handlers struct {
-	Self
-	Proj *projections.Engine
-	Now  func() time.Time
+	*core.Core
 
 	manifests manifests
 	composed  composedCache
 	held      heldCache
-	// metrics is told what the controller does (nil: nothing).
-	metrics Metrics
 	// cutter ends live connections whose grant the log took away (nil on
 	// an open bus, which grants nothing: grants.go).
 	cutter *busauth.Cutter
-	// past: these handlers answer from a fold of the past (--as-of), which
-	// neither follows the stream nor can be behind it.
-	past bool
-	// storageFull: the last write met a bus that could not store it.
-	storageFull atomic.Bool
-	// bus is why the bus takes no events now, when it does not (its disk
-	// failed a write, its directory is gone): writes are refused at once
-	// with it, and those in flight are cut with it (bustrouble.go).
-	bus busTrouble
 	// autoSeen is the composition version at which no new build waited
 	// for its auto rollout: a drive's tick reads no assignment until a
 	// registration or an assignment moves it.
@@ -64,129 +44,16 @@ type Handlers struct {
 	addressSeen atomic.Uint64
 }
 
-// Self is what a controller is, whatever read models it answers from: its
-// bus, its log, its mesh's name, its keys and its secrets.
-type Self struct {
-	Store *store.Store
-	Log   *slog.Logger
-	// Mesh is the mesh's name: every declaration carries it, so one meant
-	// for another mesh is refused.
-	Mesh string
-	// Key is the controller's key; Signer signs with it (declarations,
-	// and a standing on the operator's word); PublicKey is what agents pin.
-	Key       nkeys.KeyPair
-	Signer    *declaration.Signer
-	PublicKey string
-	// Keys are derived from Key: the MACs the fold checks (rule 19).
-	Keys *declaration.Keyring
-	// OpenBus: this controller serves a bus nobody closed (mesh serve
-	// --open-bus): the fold still sets aside what is not its rightful
-	// writer's, but anyone who reaches the bus may write to the log, ack,
-	// assign or delete the stream, and status says so.
-	OpenBus bool
-	// secrets are the salts of secret settings (nil: none can be sealed
-	// or opened, and a node that needs one is named as not composable).
-	secrets *secretKeys
-	// replicas is the stream's, which the buckets the controller makes
-	// take too (rule 15).
-	replicas int
-}
-
-// aggregate is what decide needs of one: folding its own events.
-type aggregate interface {
-	Apply(events.Recorded)
-}
-
-// decide loads an aggregate, asks it to decide, and appends the result
-// expecting the version it loaded; on a conflict it loads and decides again
-// (decideAndAppend). It answers the sequence of the last event appended (0
-// when the command was already satisfied) after the read models have folded
-// it. op and the aggregate's id name it in the sentence of a decision that
-// other writes kept moving.
-func decide[A aggregate](ctx context.Context, h *Handlers, op string, id events.AggregateID, commandID string,
-	fresh func() A, decideFn func(A) ([]events.Event, error)) (uint64, error) {
-	if err := h.writable(); err != nil {
-		return 0, err
-	}
-	var seq uint64
-	var evs []events.Event
-	// No reread: each attempt loads the aggregate from the log itself.
-	err := decideAndAppend(ctx, op, id.ID, nil, func(int) error {
-		recs, version, err := h.Store.Load(ctx, id)
-		if err != nil {
-			return err
-		}
-		a := fresh()
-		for _, r := range recs {
-			a.Apply(r)
-		}
-		if evs, err = decideFn(a); err != nil || len(evs) == 0 {
-			return err
-		}
-		seq, err = h.Store.Append(ctx, id, version, commandID, evs...)
-		return err
-	})
-	if err != nil || seq == 0 {
-		return 0, err
-	}
-	return seq, h.landed(ctx, seq, evs...)
-}
-
-// decideAtomic decides from the read models and appends the items as one
-// atomic batch, each expecting the version its aggregate's row holds; when
-// any moved meanwhile nothing landed, and it catches up and decides again
-// (decideAndAppend, which pauses a random while first, so that two
-// controllers racing part). A refusal, or nothing to do, is the answer only
-// once decided on read models caught up with the stream: they may not hold
-// a write another controller answered a moment ago (the node enrolled
-// there). op and id name what it changes in the sentence of a decision that
-// other writes kept moving ("enroll", "web-1").
-func (h *Handlers) decideAtomic(ctx context.Context, op, id, commandID string, decide func(*projections.View) ([]store.One, error)) (uint64, []store.One, error) {
-	if err := h.writable(); err != nil {
-		return 0, nil, err
-	}
-	var items []store.One
-	read := func() error {
-		return h.Proj.Read(func(v *projections.View) (err error) {
-			items, err = decide(v)
-			return err
-		})
-	}
-	var seq uint64
-	err := decideAndAppend(ctx, op, id, h.catchUp, func(attempt int) error {
-		err := read()
-		// Every attempt after the first follows a catch-up (the reread);
-		// the first may be on read models behind the stream, so it does
-		// not refuse, or do nothing, on them alone.
-		var refusal *aggregates.Error
-		if attempt == 0 && (errors.As(err, &refusal) || err == nil && len(items) == 0) {
-			if err := h.catchUp(ctx); err != nil {
-				return err
-			}
-			err = read()
-		}
-		if err != nil || len(items) == 0 {
-			return err
-		}
-		seq, err = h.Store.AppendAtomic(ctx, commandID, items)
-		return err
-	})
-	if err != nil || len(items) == 0 {
-		return 0, nil, err
-	}
-	return seq, items, h.landed(ctx, seq, items[0].Event)
-}
-
 // Enroll adds a node, with its overlay address when the network is set. A
 // name taken by any node, retired or not, is refused.
 func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Changed, error) {
-	if err := validName("enroll", r.Name); err != nil {
+	if err := core.ValidName("enroll", r.Name); err != nil {
 		return wire.Changed{}, err
 	}
 	// Read models that do not hold the network yet would enrol the node
 	// without an address: caught up first when they say there is none
 	// (the drive gives one to a node that slips past even so).
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.Changed{}, err
 	}
 	var set bool
@@ -194,7 +61,7 @@ func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Chang
 		return wire.Changed{}, err
 	}
 	if !set {
-		if err := h.catchUp(ctx); err != nil {
+		if err := h.CatchUp(ctx); err != nil {
 			return wire.Changed{}, err
 		}
 	}
@@ -217,7 +84,7 @@ func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Chang
 // Retire takes a node out of service for good, giving its overlay address
 // back; retiring a retired node is answered as nothing to do.
 func (h *Handlers) Retire(ctx context.Context, r wire.RetireRequest) (wire.Changed, error) {
-	if err := validName("retire", r.Name); err != nil {
+	if err := core.ValidName("retire", r.Name); err != nil {
 		return wire.Changed{}, err
 	}
 	seq, _, err := h.withPool(ctx, "retire", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
@@ -235,13 +102,13 @@ func (h *Handlers) Retire(ctx context.Context, r wire.RetireRequest) (wire.Chang
 // ChangeNode replaces a node's declared capabilities and labels (each when
 // given). What it would be sent follows: plan and push --behind show it.
 func (h *Handlers) ChangeNode(ctx context.Context, r wire.ChangeNodeRequest) (wire.Changed, error) {
-	if err := validName("change", r.Name); err != nil {
+	if err := core.ValidName("change", r.Name); err != nil {
 		return wire.Changed{}, err
 	}
 	if r.Capabilities == nil && r.Labels == nil {
 		return wire.Changed{}, aggregates.Refuse("change", r.Name, aggregates.ErrInvalid, "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change")
 	}
-	seq, _, err := h.decideAtomic(ctx, "change", r.Name, r.CommandID, func(v *projections.View) ([]store.One, error) {
+	seq, _, err := h.DecideAtomic(ctx, "change", r.Name, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		n, err := nodeAggregateOf(v, r.Name)
 		if err != nil {
 			return nil, err
@@ -391,12 +258,12 @@ func (h *Handlers) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeV
 			return err
 		})
 		if errors.Is(err, aggregates.ErrUnknownNode) {
-			err = h.notYetEnrolled(r.Name, r.AsOf)
+			err = h.NotYetEnrolled(r.Name, r.AsOf)
 		}
 		out.AsOf = &r.AsOf
 		return out, err
 	}
-	if err := validName("show", r.Name); err != nil {
+	if err := core.ValidName("show", r.Name); err != nil {
 		return wire.NodeView{}, err
 	}
 	var out wire.NodeView
@@ -495,24 +362,4 @@ func (h *Handlers) RebuildProjections(ctx context.Context, req wire.FoldRequest)
 	}
 	h.Log.Info("projections rebuilt", "from", r.From, "to", r.To, "events", r.Events, "seconds", r.Elapsed.Seconds())
 	return wire.RebuildReply{From: r.From, To: r.To, Events: r.Events, Checkpoint: r.Checkpoint, Seconds: r.Elapsed.Seconds()}, nil
-}
-
-// validName refuses a node name before it reaches a subject: a name with a
-// space or a dot would otherwise fail deep in the store as "invalid subject".
-func validName(op, name string) error {
-	if err := events.ValidateName("node", name); err != nil {
-		return aggregates.Refuse(op, fmt.Sprintf("%q", name), aggregates.ErrInvalid, err.Error())
-	}
-	return nil
-}
-
-// notYetEnrolled says that name was not a node at the moment asked about,
-// and when it became one if it is one now: "no node of that name is
-// enrolled" would send the reader to node list, which shows it.
-func (h *Handlers) notYetEnrolled(name string, at time.Time) error {
-	detail := "no node of that name was enrolled as of " + at.UTC().Format(time.RFC3339)
-	if n, found, err := h.Proj.Node(name); err == nil && found {
-		detail += "; it was enrolled at " + n.EnrolledAt.UTC().Format(time.RFC3339)
-	}
-	return aggregates.Refuse("show", name, aggregates.ErrUnknownNode, detail)
 }

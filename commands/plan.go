@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -16,7 +17,7 @@ import (
 // Plan answers what a node would be sent now, composed from one view of the
 // read models, and how it differs from what it was last sent.
 func (h *Handlers) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, error) {
-	if err := validName("plan", r.Name); err != nil {
+	if err := core.ValidName("plan", r.Name); err != nil {
 		return wire.Plan{}, err
 	}
 	n, found, err := h.Proj.Node(r.Name)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -27,7 +28,7 @@ import (
 // composed after it. The appended DeclarationSent event is the delivery. A
 // node that cannot be composed is named and skipped; every other is sent.
 func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply, error) {
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.PushReply{}, err
 	}
 	only, within, err := h.pushScope(ctx, "push to", r)
@@ -41,7 +42,7 @@ func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply
 	// whose aggregate moved between composing and appending (an
 	// assignment, another push) are composed again in the next round
 	// (decideAndAppend), from read models caught up to hold the move.
-	err = decideAndAppend(ctx, "push to", "its nodes", h.catchUp, func(round int) error {
+	err = core.DecideAndAppend(ctx, "push to", "its nodes", h.CatchUp, func(round int) error {
 		sel, err := h.selectTargets(only, within, r, round)
 		if err != nil {
 			return err
@@ -103,13 +104,13 @@ func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply
 	if len(reply.Sent) > 0 {
 		h.Log.Info("pushed", "sent", len(reply.Sent), "unsent", len(reply.Unsent))
 	}
-	if h.metrics != nil {
-		h.metrics.Push(len(reply.Sent), len(reply.Unsent), time.Since(started))
+	if h.Metrics != nil {
+		h.Metrics.Push(len(reply.Sent), len(reply.Unsent), time.Since(started))
 	}
 	if last == 0 {
 		return reply, nil
 	}
-	return reply, h.landed(ctx, last, events.DeclarationSent{})
+	return reply, h.Landed(ctx, last, events.DeclarationSent{})
 }
 
 // pushScope reads which nodes a push (or its plan, op) is about: only the
@@ -326,38 +327,4 @@ func consequence(named, other string, row projections.Node, composed map[string]
 func perNode(commandID, node string, round int) string {
 	sum := sha256.Sum256([]byte(node))
 	return fmt.Sprintf("%s.%s.%d", commandID, hex.EncodeToString(sum[:6]), round)
-}
-
-// ActiveNode refuses a node that is unknown or retired.
-func (h *Handlers) ActiveNode(ctx context.Context, op, name string) error {
-	if err := validName(op, name); err != nil {
-		return err
-	}
-	n, found, err := h.Proj.Node(name)
-	if err == nil && !found {
-		// Enrolled through another controller sharing the stream, perhaps,
-		// and not folded here yet: catch up before saying there is none.
-		if err := h.catchUp(ctx); err != nil {
-			return err
-		}
-		n, found, err = h.Proj.Node(name)
-	}
-	switch {
-	case err != nil:
-		return err
-	case !found:
-		return aggregates.Refuse(op, name, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
-	case n.Retired:
-		return aggregates.Refuse(op, name, aggregates.ErrRetired, "it is retired, and a retired node is sent nothing")
-	}
-	return nil
-}
-
-// catchUp waits until the read models hold everything the stream holds now.
-func (h *Handlers) catchUp(ctx context.Context) error {
-	st, err := h.Store.State(ctx)
-	if err != nil {
-		return err
-	}
-	return h.Proj.WaitFor(ctx, st.LastSeq)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/wire"
@@ -30,11 +31,11 @@ func BenchmarkPushSealed(b *testing.B) { benchPushSecret(b, true) }
 func benchPushSecret(b *testing.B, sealed bool) {
 	ctx := context.Background()
 	bm := newBenchMesh(b, true)
-	secrets, _, err := assertSecrets(ctx, bm.js, 1, bm.keys.Settings())
+	keep, _, err := secrets.Assert(ctx, bm.js, 1, bm.keys.Settings())
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(secrets.stop)
+	b.Cleanup(func() { keep.Stop() })
 	m, err := manifest.Parse([]byte(fmt.Sprintf(`{"module":"app","settings":{"port":{"default":"8080"},"password":{"required":true,"secret":%v}},"resources":[
 	  {"kind":"directory","path":"/etc/app","mode":"0755"},
 	  {"kind":"file","path":"/etc/app/app.conf","mode":"0644","template":"node = {{.Node.Name}}\nport = {{.Settings.port}}\n"},
@@ -44,12 +45,11 @@ func benchPushSecret(b *testing.B, sealed bool) {
 	}
 	bm.publish(events.ModuleAggregate("app"), events.ModuleRegistered{Module: "app", Build: m.Build(), Manifest: m.Canonical()})
 	nodes := benchNodes(10_000)
-	sealer := &Handlers{Self: Self{secrets: secrets}}
 	for i := range nodes {
 		name := fmt.Sprintf("web-%d", i)
 		pw := fmt.Sprintf("password-of-%s", name)
 		if sealed {
-			if pw, err = sealer.sealSetting(ctx, name, "app", "password", pw, ""); err != nil {
+			if pw, err = keep.SealSetting(ctx, name, "app", "password", pw, ""); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -57,11 +57,17 @@ func benchPushSecret(b *testing.B, sealed bool) {
 		bm.publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: "app", Build: m.Build(), Settings: map[string]string{"password": pw}})
 	}
 	h := bm.fold()
+	b.Cleanup(func() { h.Secrets.Stop() })
 	var push time.Duration
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		h.secrets = &secretKeys{js: secrets.js, stream: secrets.stream, base: secrets.base, keys: map[string][]byte{}}
+		// A store of its own each round: its keys are derived afresh,
+		// as a controller's first push after its start derives them.
+		h.Secrets.Stop()
+		if h.Secrets, _, err = secrets.Assert(ctx, bm.js, 1, bm.keys.Settings()); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 		t0 := time.Now()
 		r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})

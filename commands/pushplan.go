@@ -20,7 +20,7 @@ func (h *Handlers) PushPlan(ctx context.Context, r wire.PushRequest) (wire.PushP
 	if err != nil {
 		return wire.PushPlanReply{}, err
 	}
-	if err := h.catchUp(ctx); err != nil {
+	if err := h.CatchUp(ctx); err != nil {
 		return wire.PushPlanReply{}, err
 	}
 	sel, err := h.selectTargets(only, within, r, 0)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
@@ -23,7 +24,7 @@ func (h *Handlers) StartRollout(ctx context.Context, r wire.RolloutRequest) (pro
 }
 
 func (h *Handlers) startRollout(ctx context.Context, id string, r wire.RolloutRequest, auto bool) (projections.Rollout, error) {
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return projections.Rollout{}, err
 	}
 	if _, err := inFlightOf(r.MaxParallel, 1); err != nil {
@@ -67,7 +68,7 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r wire.RolloutRe
 		return projections.Rollout{}, err
 	}
 	h.Log.Info("rollout started", "id", ev.ID, "module", ev.Module, "waves", len(ev.Waves), "auto", auto, "seq", seq)
-	if err := h.landed(ctx, seq, ev); err != nil {
+	if err := h.Landed(ctx, seq, ev); err != nil {
 		return projections.Rollout{}, err
 	}
 	return h.rollout(ev.ID)
@@ -78,10 +79,10 @@ func (h *Handlers) ControlRollout(ctx context.Context, r wire.RolloutControl) (p
 	// Decided on read models caught up first, and again after each
 	// conflict: a controller's drive took a step meanwhile, and the
 	// control is decided again on it.
-	if err := h.catchUp(ctx); err != nil {
+	if err := h.CatchUp(ctx); err != nil {
 		return projections.Rollout{}, err
 	}
-	err := decideAndAppend(ctx, "change rollout", r.ID, h.catchUp, func(int) error {
+	err := core.DecideAndAppend(ctx, "change rollout", r.ID, h.CatchUp, func(int) error {
 		ro, err := h.rollout(r.ID)
 		if err != nil {
 			return err
@@ -203,5 +204,5 @@ func (h *Handlers) step(ctx context.Context, ro projections.Rollout, ev events.R
 		return err
 	}
 	h.Log.Info("rollout step", "id", ro.ID, "step", ev.Step, "wave", ev.Wave, "node", ev.Node, "seq", seq)
-	return h.landed(ctx, seq, ev)
+	return h.Landed(ctx, seq, ev)
 }

@@ -65,7 +65,7 @@ func BenchmarkRollout(b *testing.B) {
 	}
 	h := bm.fold()
 	clock := &pushClock{}
-	h.metrics = clock
+	h.Metrics = clock
 
 	// applyAll is every agent applying what it was sent and not yet
 	// reported on, its report appended; answers how long publishing took.
@@ -103,7 +103,7 @@ func BenchmarkRollout(b *testing.B) {
 		b.StopTimer()
 		register(build(i + 1))
 		<-bm.js.PublishAsyncComplete()
-		if err := h.catchUp(ctx); err != nil {
+		if err := h.CatchUp(ctx); err != nil {
 			b.Fatal(err)
 		}
 		clock.in, clock.sent = 0, 0

@@ -27,7 +27,7 @@ import (
 // its gate; a node that failed or refused the build, or whose program is
 // crash-looping, halts the rollout.
 func (h *Handlers) DriveRollouts(ctx context.Context) error {
-	if h.writable() != nil || h.past {
+	if h.Writable() != nil || h.Past {
 		return nil
 	}
 	if err := h.startAutoRollouts(ctx); err != nil {
@@ -39,7 +39,7 @@ func (h *Handlers) DriveRollouts(ctx context.Context) error {
 	if err != nil || !slices.ContainsFunc(list.Rollouts, func(r projections.Rollout) bool { return r.State == projections.RolloutRunning }) {
 		return err
 	}
-	if err := h.catchUp(ctx); err != nil {
+	if err := h.CatchUp(ctx); err != nil {
 		return err
 	}
 	if list, err = h.ListRollouts(ctx, wire.Empty{}); err != nil {
@@ -59,7 +59,7 @@ func (h *Handlers) DriveRollouts(ctx context.Context) error {
 			if err != nil && !moved && !taken {
 				return fmt.Errorf("rollout %s: %w", ro.ID, err)
 			}
-			if err := h.catchUp(ctx); err != nil {
+			if err := h.CatchUp(ctx); err != nil {
 				return err
 			}
 			next, err := h.rollout(ro.ID)
@@ -128,7 +128,7 @@ func (h *Handlers) halt(ctx context.Context, ro projections.Rollout, halt *waveH
 	nodes := ro.Waves[ro.Wave].Nodes
 	for i := range 2 {
 		if i > 0 {
-			if err := h.catchUp(ctx); err != nil {
+			if err := h.CatchUp(ctx); err != nil {
 				return err
 			}
 		}

@@ -39,7 +39,7 @@ func (h *Handlers) chooseWaves(ctx context.Context, r wire.RolloutPlanRequest) (
 	if len(r.Waves) == 0 {
 		return out, pool, nil, aggregates.Refuse("plan a rollout of", r.Module, aggregates.ErrInvalid, "it has no wave; give --wave NAME=SELECTOR, once for each wave, in order")
 	}
-	if err := h.catchUp(ctx); err != nil {
+	if err := h.CatchUp(ctx); err != nil {
 		return out, pool, nil, err
 	}
 	err := h.Proj.Read(func(v *projections.View) (err error) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -22,16 +24,16 @@ import (
 // event and every end's declaration are one atomic write, so a controller
 // killed at any point leaves both ends sent or neither.
 func (h *Handlers) Rotate(ctx context.Context, r wire.RotateRequest) (wire.RotateReply, error) {
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.RotateReply{}, err
 	}
 	for _, m := range []string{r.Provider, r.Consumer} {
-		if err := validName("rotate", m); err != nil {
+		if err := core.ValidName("rotate", m); err != nil {
 			return wire.RotateReply{}, err
 		}
 	}
 	if h.Keys == nil {
-		return wire.RotateReply{}, fmt.Errorf("cannot rotate: %w", errNoSecrets)
+		return wire.RotateReply{}, fmt.Errorf("cannot rotate: %w", secrets.ErrNone)
 	}
 	agg := events.ModuleAggregate(r.Provider)
 	var plan rotation
@@ -40,7 +42,7 @@ func (h *Handlers) Rotate(ctx context.Context, r wire.RotateRequest) (wire.Rotat
 	// No reread: each attempt catches up itself, after reading the
 	// provider's version. An end or the provider that moved (a conflict)
 	// is composed again from what it is now.
-	err := decideAndAppend(ctx, "rotate", fmt.Sprintf("the credentials %s mints for %s", r.Provider, r.Consumer), nil, func(int) error {
+	err := core.DecideAndAppend(ctx, "rotate", fmt.Sprintf("the credentials %s mints for %s", r.Provider, r.Consumer), nil, func(int) error {
 		// The provider's version before the catch-up: the view then holds
 		// every rotation up to it, and one landing after fails the append
 		// rather than being given the same generation again.
@@ -48,7 +50,7 @@ func (h *Handlers) Rotate(ctx context.Context, r wire.RotateRequest) (wire.Rotat
 		if err != nil {
 			return err
 		}
-		if err := h.catchUp(ctx); err != nil {
+		if err := h.CatchUp(ctx); err != nil {
 			return err
 		}
 		if err := h.Proj.Read(func(v *projections.View) (err error) {
@@ -76,7 +78,7 @@ func (h *Handlers) Rotate(ctx context.Context, r wire.RotateRequest) (wire.Rotat
 		reply.Sent[i].StreamSeq = first + uint64(i) + 1
 	}
 	h.Log.Info("credentials rotated", "provider", r.Provider, "consumer", r.Consumer, "generation", plan.event.Generation, "ends", len(plan.sent), "seq", seq)
-	return reply, h.landed(ctx, seq, plan.event)
+	return reply, h.Landed(ctx, seq, plan.event)
 }
 
 // rotation is what one rotation writes.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
@@ -63,9 +64,9 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	must(err)
 	subject := "mesh.secret." + setting.Key
 	js := h.Store.JetStream()
-	secrets, err := js.Stream(ctx, commands.SecretsStream)
+	stream, err := js.Stream(ctx, secrets.SecretsStream)
 	must(err)
-	salt, err := secrets.GetLastMsgForSubject(ctx, subject)
+	salt, err := stream.GetLastMsgForSubject(ctx, subject)
 	must(err)
 
 	// The door: a report whose acknowledgement is aimed at the salt, then
@@ -80,12 +81,12 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 		must(nc.PublishRequest(events.ReportSubject("db", "DeclarationApplied"), subject, []byte("{}")))
 		must(nc.PublishRequest(events.ReportSubject("db", "DeclarationApplied"), control, []byte("{}")))
 		embeddedtest.Eventually(t, "the acknowledgement aimed at "+control, func() bool {
-			_, err := secrets.GetLastMsgForSubject(ctx, control)
+			_, err := stream.GetLastMsgForSubject(ctx, control)
 			return err == nil
 		})
 	}
 	aim()
-	if m, err := secrets.GetLastMsgForSubject(ctx, subject); err != nil || m.Sequence != salt.Sequence {
+	if m, err := stream.GetLastMsgForSubject(ctx, subject); err != nil || m.Sequence != salt.Sequence {
 		t.Fatalf("something landed on the salt's subject: %v %v", m, err)
 	}
 	s, err := h.Status(ctx, wire.StatusRequest{})
@@ -96,21 +97,21 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 
 	// A secrets stream made before the limit, holding such junk, is
 	// cleared of it when the controller starts.
-	info, err := secrets.Info(ctx)
+	info, err := stream.Info(ctx)
 	must(err)
 	old := info.Config
 	old.MaxMsgsPerSubject, old.Discard, old.DiscardNewPerSubject = -1, jetstream.DiscardOld, false
 	_, err = js.UpdateStream(ctx, old)
 	must(err)
 	aim()
-	if m, err := secrets.GetLastMsgForSubject(ctx, subject); err != nil || m.Sequence == salt.Sequence {
+	if m, err := stream.GetLastMsgForSubject(ctx, subject); err != nil || m.Sequence == salt.Sequence {
 		t.Fatalf("the junk did not land on a stream without the limit (the test proves nothing): %v %v", m, err)
 	}
 	h = start()
-	if m, err := secrets.GetLastMsgForSubject(ctx, subject); err != nil || m.Sequence != salt.Sequence {
+	if m, err := stream.GetLastMsgForSubject(ctx, subject); err != nil || m.Sequence != salt.Sequence {
 		t.Fatalf("the start left junk on the salt's subject: %v %v", m, err)
 	}
-	salts, err := commands.ExportSalts(ctx, js)
+	salts, err := secrets.ExportSalts(ctx, js)
 	must(err)
 	if string(salts[setting.Key]) != string(salt.Data) {
 		t.Fatal("a backup does not carry the salt")

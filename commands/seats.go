@@ -177,7 +177,7 @@ func (h *Handlers) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wi
 	if err := h.ActiveNode(ctx, "hand over seat "+r.Seat+" to", r.To); err != nil {
 		return wire.SeatView{}, err
 	}
-	_, _, err := h.decideAtomic(ctx, "hand over seat "+r.Seat+" to", r.To, r.CommandID, func(v *projections.View) ([]store.One, error) {
+	_, _, err := h.DecideAtomic(ctx, "hand over seat "+r.Seat+" to", r.To, r.CommandID, func(v *projections.View) ([]store.One, error) {
 		row, found, err := v.Seat(r.Seat)
 		if err != nil {
 			return nil, err
@@ -218,7 +218,7 @@ func (h *Handlers) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wi
 // safe to take twice, by this controller or another: each expects the
 // versions it read.
 func (h *Handlers) DriveSeats(ctx context.Context) error {
-	if h.writable() != nil || h.past {
+	if h.Writable() != nil || h.Past {
 		return nil
 	}
 	var seats []projections.Seat
@@ -256,7 +256,7 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 			return nil // waits for the holder: seat show says so
 		}
 	}
-	_, _, err = h.decideAtomic(ctx, "hand over seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
+	_, _, err = h.DecideAtomic(ctx, "hand over seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
 		seat, err := seatOf(v, s.Seat)
 		if err != nil || seat.HandoverTo == "" || seat.Version != s.Version {
 			return nil, err // taken meanwhile
@@ -282,11 +282,11 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 		settings := map[string]string{}
 		for k, val := range have.Settings {
 			if secret.IsSealed(val) {
-				clear, err := h.openSetting(ctx, s.Node, s.Module, k, val)
+				clear, err := h.Secrets.OpenSetting(ctx, s.Node, s.Module, k, val)
 				if err != nil {
 					return nil, fmt.Errorf("the secret setting %s of %s on %s cannot be opened to move it: %v", k, s.Module, s.Node, err)
 				}
-				if val, err = h.sealSetting(ctx, s.HandoverTo, s.Module, k, clear, ""); err != nil {
+				if val, err = h.Secrets.SealSetting(ctx, s.HandoverTo, s.Module, k, clear, ""); err != nil {
 					return nil, err
 				}
 			}
@@ -347,7 +347,7 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 		}
 	}
 	slices.Sort(nodes[1:])
-	_, _, err = h.decideAtomic(ctx, "send the new holder of seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
+	_, _, err = h.DecideAtomic(ctx, "send the new holder of seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
 		in, err := h.input(v)
 		if err != nil {
 			return nil, err

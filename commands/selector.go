@@ -104,7 +104,7 @@ func (h *Handlers) SelectNodes(ctx context.Context, r wire.SelectRequest) (wire.
 		return wire.Selected{}, err
 	}
 	// A selector read just after a bulk enrol must see it.
-	if err := h.catchUp(ctx); err != nil {
+	if err := h.CatchUp(ctx); err != nil {
 		return wire.Selected{}, err
 	}
 	out := wire.Selected{Nodes: []string{}}

@@ -3,12 +3,11 @@ package commands
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -113,22 +112,22 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 		defer cancel()
 		if writes {
 			var uncut context.CancelFunc
-			ctx, uncut = h.cutOnTrouble(ctx)
+			ctx, uncut = h.CutOnTrouble(ctx)
 			defer uncut()
 		}
 		began := time.Now()
 		resp, err := fn(ctx, req)
-		if h.metrics != nil {
+		if h.Metrics != nil {
 			code := ""
 			if err != nil {
-				code = codeOf(err)
+				code = core.Code(err)
 			}
-			h.metrics.Command(verbOf(subject), time.Since(began), code)
+			h.Metrics.Command(verbOf(subject), time.Since(began), code)
 		}
 		if writes {
-			h.observe(err)
+			h.Observe(err)
 		}
-		if cut := cutBy(ctx); err != nil && cut != nil {
+		if cut := core.CutBy(ctx); err != nil && cut != nil {
 			// Whatever the verb made of its cut context (a canceled
 			// publish, a wait that ended), the cause is the bus.
 			r.Error(wire.CodeCut, "the controller stopped waiting on the bus: "+cut.Error(), nil)
@@ -137,7 +136,7 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 		if err != nil {
 			// The refusal's kind travels with it, so the client's error is
 			// of the same kind (errors.Is) as the one the controller made.
-			r.Error(codeOf(err), err.Error(), nil, micro.WithHeaders(micro.Headers{wire.KindHeader: {aggregates.Kind(err)}}))
+			r.Error(core.Code(err), err.Error(), nil, micro.WithHeaders(micro.Headers{wire.KindHeader: {aggregates.Kind(err)}}))
 			return
 		}
 		b, err := json.Marshal(resp)
@@ -158,31 +157,3 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 // controller's log, not one per command.
 // verbOf is a subject's verb as metrics name it: "node.enroll", "push".
 func verbOf(subject string) string { return strings.TrimPrefix(subject, wire.APIPrefix+".") }
-
-func (h *Handlers) observe(err error) {
-	switch {
-	case errors.Is(err, store.ErrStorage):
-		if !h.storageFull.Swap(true) {
-			h.Log.Error(err.Error())
-		}
-	case err == nil:
-		if h.storageFull.Swap(false) {
-			h.Log.Info("the bus stores events again")
-		}
-	}
-}
-
-func codeOf(err error) string {
-	switch {
-	case errors.Is(err, aggregates.ErrInvalid):
-		return wire.CodeBadRequest
-	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule):
-		return wire.CodeNotFound
-	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable),
-		errors.Is(err, aggregates.ErrContended):
-		return wire.CodeConflict
-	case errors.Is(err, wire.ErrReadOnly):
-		return wire.CodeUnavailable
-	}
-	return wire.CodeInternal
-}

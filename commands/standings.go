@@ -65,7 +65,7 @@ func (h *Handlers) Report(ctx context.Context, r wire.ReportRequest) (wire.Repor
 	} else if !failing {
 		return wire.Reported{}, nil
 	}
-	if err := h.writable(); err != nil {
+	if err := h.Writable(); err != nil {
 		return wire.Reported{}, err
 	}
 	seq, err := h.Store.Report(ctx, r.Machine, r.CommandID, ev, store.Sealing{Signer: h.Signer, MAC: h.Keys.LogMAC()})
@@ -73,5 +73,5 @@ func (h *Handlers) Report(ctx context.Context, r wire.ReportRequest) (wire.Repor
 		return wire.Reported{}, err
 	}
 	h.Log.Info("standing", "type", ev.EventType(), "provider", r.Provider, "machine", r.Machine, "consumer", r.Consumer)
-	return wire.Reported{Changed: true, Seq: seq}, h.landed(ctx, seq, ev)
+	return wire.Reported{Changed: true, Seq: seq}, h.Landed(ctx, seq, ev)
 }

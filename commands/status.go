@@ -255,8 +255,8 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 	})
 	out.Well = verdict.Well(verdict.Counts{NotWell: notCurrent, ProgramsDown: down, Standings: len(out.Standings), Causes: len(out.Causes)})
 	out.UnreachableAfter = h.UnreachableAfter().Seconds()
-	out.LivenessOff = h.live == nil && !h.past
-	out.OpenBus = h.OpenBus && !h.past
+	out.LivenessOff = h.live == nil && !h.Past
+	out.OpenBus = h.OpenBus && !h.Past
 	return out, err
 }
 
@@ -276,12 +276,12 @@ func nodeStatus(n projections.Node, w wouldSend) wire.NodeStatus {
 // inThePast runs fn against handlers over read models folded from the stream
 // up to moment at, in a temporary store: the mesh as it was.
 func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handlers) error) error {
-	past, err := h.Proj.FoldCopy(ctx, 0, at)
+	past, done, err := h.Core.InThePast(ctx, at)
 	if err != nil {
 		return err
 	}
-	defer past.Close()
-	return fn(&Handlers{Self: h.Self, Proj: past, Now: func() time.Time { return at }, past: true})
+	defer done()
+	return fn(&Handlers{Core: past})
 }
 
 // VerifyProjections folds the whole stream afresh and compares it with the

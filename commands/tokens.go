@@ -64,7 +64,7 @@ func (h *Handlers) CreateToken(ctx context.Context, r wire.TokenRequest) (wire.T
 	if err != nil {
 		return wire.TokenReply{}, err
 	}
-	if err := h.landed(ctx, seq, ev); err != nil {
+	if err := h.Landed(ctx, seq, ev); err != nil {
 		return wire.TokenReply{}, err
 	}
 	h.Log.Info("enrolment token made", "token", id, "uses", uses, "expires", ev.Expires, "node", r.Node, "rekey", r.Rekey)
@@ -107,7 +107,7 @@ func (h *Handlers) RevokeToken(ctx context.Context, r wire.NameRequest) (wire.Ch
 	if err != nil {
 		return wire.Changed{}, err
 	}
-	return wire.Changed{Changed: true, Seq: seq}, h.landed(ctx, seq, events.TokenRevoked{ID: r.Name})
+	return wire.Changed{Changed: true, Seq: seq}, h.Landed(ctx, seq, events.TokenRevoked{ID: r.Name})
 }
 
 // nodeToken makes a one-use token for node (enroll, join, rekey).

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/fanout"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/secrets"
+	"github.com/meshctl/mesh/fanout"
 
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/manifest"
@@ -56,7 +58,7 @@ func (h *Handlers) input(v *projections.View) (compose.Input, error) {
 		if owned, err = v.AllNodeKeys(); err != nil {
 			return in, err
 		}
-		in.Secrets = composeSecrets{keys: h.Keys, owned: owned, secrets: h.secrets}
+		in.Secrets = secrets.ComposeSecrets{Keys: h.Keys, Owned: owned, Secrets: h.Secrets}
 	}
 	nodes, err := v.Nodes()
 	if err != nil {
@@ -159,7 +161,7 @@ const openersInFlight = 32
 // start needs ten thousand, which are read in one scan of the secrets
 // stream, or, when few, many at a time.
 func (h *Handlers) openAll(as []compose.Assignment) {
-	if h.secrets != nil {
+	if h.Secrets != nil {
 		var ids []string
 		for _, a := range as {
 			for _, v := range a.Settings {
@@ -169,12 +171,12 @@ func (h *Handlers) openAll(as []compose.Assignment) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := h.secrets.preload(ctx, ids); err != nil {
+		if err := h.Secrets.Preload(ctx, ids); err != nil {
 			h.Log.Warn("cannot read the secrets stream in one scan; reading each salt instead", "err", err)
 		}
 		cancel()
 	}
-	fanout.Each(len(as), openersInFlight, func(i int) { h.openSettings(&as[i]) })
+	fanout.Each(len(as), openersInFlight, func(i int) { h.Secrets.OpenSettings(&as[i]) })
 }
 
 // world composes from one consistent view of the read models.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
@@ -69,7 +70,7 @@ func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err := os.WriteFile(filepath.Join(c.Dir, commands.KeyFile), key, 0o600); err != nil {
 		return err
 	}
-	salts, err := commands.ExportSalts(ctx, st.JetStream())
+	salts, err := secrets.ExportSalts(ctx, st.JetStream())
 	if err != nil {
 		return fmt.Errorf("the backup in %s is incomplete: %w", c.Dir, err)
 	}
@@ -165,7 +166,7 @@ func restoreSalts(ctx context.Context, st *store.Store, dir string, out *Output)
 	if err != nil {
 		return fmt.Errorf("the backup's %s cannot be read (%v); its secrets would not open, so nothing more was restored: mesh restore again with a whole backup", backupSalts, err)
 	}
-	n, err := commands.RestoreSalts(ctx, st.JetStream(), 0, salts)
+	n, err := secrets.RestoreSalts(ctx, st.JetStream(), 0, salts)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package commands
+package core
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func TestDecideAndAppendLandsEachDecisionOnce(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			decision := fmt.Sprintf("w-%02d", w)
-			errs[w] = decideAndAppend(ctx, "change", "web-1", nil, func(attempt int) error {
+			errs[w] = DecideAndAppend(ctx, "change", "web-1", nil, func(attempt int) error {
 				rounds.Add(1)
 				_, version, err := st.Load(ctx, agg)
 				if attempt == 0 {
@@ -101,7 +101,7 @@ func TestDecideAndAppendSaysTheOneSentenceAtTheBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rounds, rereads int
-	err = decideAndAppend(ctx, "change", "web-1", func(context.Context) error { rereads++; return nil }, func(attempt int) error {
+	err = DecideAndAppend(ctx, "change", "web-1", func(context.Context) error { rereads++; return nil }, func(attempt int) error {
 		rounds++
 		_, err := st.Append(ctx, agg, 0, fmt.Sprintf("stale-%d", attempt), events.NodeChanged{Name: "web-1"})
 		return err
@@ -114,8 +114,8 @@ func TestDecideAndAppendSaysTheOneSentenceAtTheBound(t *testing.T) {
 	}
 	var refusal *aggregates.Error
 	if !errors.As(err, &refusal) || !errors.Is(err, aggregates.ErrContended) || aggregates.Kind(err) != "contended" ||
-		aggregates.KindNamed(aggregates.Kind(err)) != aggregates.ErrContended || codeOf(err) != wire.CodeConflict {
-		t.Fatalf("the sentence lost its kind: %#v (kind %q, code %s)", err, aggregates.Kind(err), codeOf(err))
+		aggregates.KindNamed(aggregates.Kind(err)) != aggregates.ErrContended || Code(err) != wire.CodeConflict {
+		t.Fatalf("the sentence lost its kind: %#v (kind %q, code %s)", err, aggregates.Kind(err), Code(err))
 	}
 	if rounds != decideAttempts || rereads != decideAttempts-1 {
 		t.Fatalf("%d rounds and %d rereads, want %d and %d", rounds, rereads, decideAttempts, decideAttempts-1)
@@ -130,12 +130,12 @@ func TestDecideAndAppendSaysTheOneSentenceAtTheBound(t *testing.T) {
 func TestDecideAndAppendAnswersAnythingButAConflict(t *testing.T) {
 	refused := aggregates.Refuse("enroll", "web-1", aggregates.ErrNameTaken, "a node of that name is enrolled")
 	rounds := 0
-	err := decideAndAppend(context.Background(), "enroll", "web-1", nil, func(int) error { rounds++; return refused })
+	err := DecideAndAppend(context.Background(), "enroll", "web-1", nil, func(int) error { rounds++; return refused })
 	if err != refused || rounds != 1 {
 		t.Fatalf("a refusal: %v after %d rounds, want it as made after one", err, rounds)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	err = decideAndAppend(ctx, "enroll", "web-1", nil, func(int) error { cancel(); return fmt.Errorf("append: %w", store.ErrConflict) })
+	err = DecideAndAppend(ctx, "enroll", "web-1", nil, func(int) error { cancel(); return fmt.Errorf("append: %w", store.ErrConflict) })
 	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "other writes") {
 		t.Fatalf("cancelled between attempts: %v", err)
 	}

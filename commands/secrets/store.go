@@ -1,4 +1,4 @@
-package commands
+package secrets
 
 import (
 	"context"
@@ -41,11 +41,11 @@ const (
 // from a backup that did not carry it.
 var ErrForgotten = errors.New("its salt is gone from the secrets stream: the value was forgotten, or the bus restored from a backup without its salt")
 
-// errNoSecrets: handlers started without the controller's secrets stream.
-var errNoSecrets = errors.New("this controller has no secrets stream to seal with")
+// ErrNone: handlers started without the controller's secrets stream.
+var ErrNone = errors.New("this controller has no secrets stream to seal with")
 
-// secretKeys finds and makes the keys secret settings are sealed under.
-type secretKeys struct {
+// Store finds and makes the keys secret settings are sealed under.
+type Store struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	base   []byte
@@ -57,14 +57,14 @@ type secretKeys struct {
 	keys map[string][]byte // salt id -> key, remembered once derived
 }
 
-// assertSecrets makes the secrets stream if it is not there, with the
+// Assert makes the secrets stream if it is not there, with the
 // event stream's replicas (rule 15), and says which.
-func assertSecrets(ctx context.Context, js jetstream.JetStream, replicas int, base []byte) (*secretKeys, string, error) {
+func Assert(ctx context.Context, js jetstream.JetStream, replicas int, base []byte) (*Store, string, error) {
 	stream, action, err := secretsStream(ctx, js, replicas)
 	if err != nil {
 		return nil, "", err
 	}
-	s := &secretKeys{js: js, stream: stream, base: base, keys: map[string][]byte{}}
+	s := &Store{js: js, stream: stream, base: base, keys: map[string][]byte{}}
 	if err := s.watch(); err != nil {
 		return nil, "", err
 	}
@@ -147,7 +147,7 @@ func isSalt(data []byte, h nats.Header) bool {
 
 // watch drops the key of each salt erased, by this controller or another:
 // one consumer a controller, never one a secret.
-func (s *secretKeys) watch() error {
+func (s *Store) watch() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err == nil {
@@ -167,7 +167,7 @@ func (s *secretKeys) watch() error {
 }
 
 // fresh makes a new salt, records it, and answers its id and key.
-func (s *secretKeys) fresh(ctx context.Context) (string, []byte, error) {
+func (s *Store) Fresh(ctx context.Context) (string, []byte, error) {
 	var b [8 + saltSize]byte
 	rand.Read(b[:]) // never fails
 	id, salt := hex.EncodeToString(b[:8]), b[8:]
@@ -185,7 +185,7 @@ func putSalt(ctx context.Context, js jetstream.JetStream, id string, salt []byte
 	return nil
 }
 
-func (s *secretKeys) remember(id string, salt []byte) []byte {
+func (s *Store) remember(id string, salt []byte) []byte {
 	key := []byte(secret.MAC(s.base, id, string(salt)))
 	s.mu.Lock()
 	s.keys[id] = key
@@ -193,14 +193,14 @@ func (s *secretKeys) remember(id string, salt []byte) []byte {
 	return key
 }
 
-func (s *secretKeys) drop(id string) {
+func (s *Store) drop(id string) {
 	s.mu.Lock()
 	delete(s.keys, id)
 	s.mu.Unlock()
 }
 
 // salt reads salt id: nil when it was never recorded or was erased.
-func (s *secretKeys) salt(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
+func (s *Store) salt(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
 	m, err := s.stream.GetLastMsgForSubject(ctx, secretSubject+id)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -214,7 +214,7 @@ func (s *secretKeys) salt(ctx context.Context, id string) (*jetstream.RawStreamM
 }
 
 // key is the key of salt id.
-func (s *secretKeys) key(ctx context.Context, id string) ([]byte, error) {
+func (s *Store) Key(ctx context.Context, id string) ([]byte, error) {
 	s.mu.Lock()
 	key, ok := s.keys[id]
 	s.mu.Unlock()
@@ -234,10 +234,10 @@ func (s *secretKeys) key(ctx context.Context, id string) ([]byte, error) {
 // contentKey is the key of the file at path on node that printed the
 // secret settings sealed under salts (secret.ContentKey): made afresh from
 // the salts each time, and ErrForgotten once any of them is erased.
-func (s *secretKeys) contentKey(ctx context.Context, node, path string, salts []string) ([]byte, error) {
+func (s *Store) ContentKey(ctx context.Context, node, path string, salts []string) ([]byte, error) {
 	keys := make([][]byte, len(salts))
 	for i, id := range salts {
-		k, err := s.key(ctx, id)
+		k, err := s.Key(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +247,7 @@ func (s *secretKeys) contentKey(ctx context.Context, node, path string, salts []
 }
 
 // present says whether salt id is still there.
-func (s *secretKeys) present(ctx context.Context, id string) (bool, error) {
+func (s *Store) Present(ctx context.Context, id string) (bool, error) {
 	m, err := s.salt(ctx, id)
 	return m != nil, err
 }
@@ -255,7 +255,7 @@ func (s *secretKeys) present(ctx context.Context, id string) (bool, error) {
 // erase forgets salt id: its message is overwritten where the bus keeps
 // it (on every replica), then a marker takes its place, which every
 // controller's watch sees. Answers false when it was gone already.
-func (s *secretKeys) erase(ctx context.Context, id string) (bool, error) {
+func (s *Store) Erase(ctx context.Context, id string) (bool, error) {
 	m, err := s.salt(ctx, id)
 	if err != nil || m == nil {
 		s.drop(id)
@@ -280,7 +280,7 @@ const scanAt = 64
 
 // preload derives the keys of the salts ids names that are not yet known,
 // by one read of the whole stream when there are many.
-func (s *secretKeys) preload(ctx context.Context, ids []string) error {
+func (s *Store) Preload(ctx context.Context, ids []string) error {
 	s.mu.Lock()
 	missing := 0
 	for _, id := range ids {
@@ -387,4 +387,11 @@ func RestoreSalts(ctx context.Context, js jetstream.JetStream, replicas int, sal
 		n++
 	}
 	return n, nil
+}
+
+// Stop ends the watch that drops forgotten salts' keys (nil: nothing to stop).
+func (s *Store) Stop() {
+	if s != nil && s.stop != nil {
+		s.stop()
+	}
 }

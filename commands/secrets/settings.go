@@ -1,4 +1,4 @@
-package commands
+package secrets
 
 import (
 	"context"
@@ -19,11 +19,11 @@ func settingPlace(node, module, name string, version int) string {
 	return secret.Where("setting", node, module, name, strconv.Itoa(version))
 }
 
-// sealSettings is what an assignment records of the settings given: a
+// SealSettings is what an assignment records of the settings given: a
 // secret one sealed (or, when it is the value already recorded, kept as
 // recorded, so assigning the same again is nothing to do); a secret one
 // not given keeps its recorded value, so an upgrade need not type it again.
-func (h *Handlers) sealSettings(ctx context.Context, node, module string, spec map[string]manifest.Setting, given, had map[string]string) (map[string]string, error) {
+func (st *Store) SealSettings(ctx context.Context, node, module string, spec map[string]manifest.Setting, given, had map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(given))
 	for k, v := range given {
 		s, known := spec[k]
@@ -34,7 +34,7 @@ func (h *Handlers) sealSettings(ctx context.Context, node, module string, spec m
 			}
 			out[k] = v
 		default:
-			sealed, err := h.sealSetting(ctx, node, module, k, v, had[k])
+			sealed, err := st.SealSetting(ctx, node, module, k, v, had[k])
 			if err != nil {
 				return nil, err
 			}
@@ -49,18 +49,18 @@ func (h *Handlers) sealSettings(ctx context.Context, node, module string, spec m
 	return out, nil
 }
 
-func (h *Handlers) sealSetting(ctx context.Context, node, module, name, value, had string) (string, error) {
-	if h.secrets == nil {
-		return "", errNoSecrets
+func (st *Store) SealSetting(ctx context.Context, node, module, name, value, had string) (string, error) {
+	if st == nil {
+		return "", ErrNone
 	}
 	version := 1
 	if prev, err := secret.ParseSetting(had); err == nil {
-		if clear, err := h.openSetting(ctx, node, module, name, had); err == nil && clear == value {
+		if clear, err := st.OpenSetting(ctx, node, module, name, had); err == nil && clear == value {
 			return had, nil
 		}
 		version = prev.Version + 1
 	}
-	id, key, err := h.secrets.fresh(ctx)
+	id, key, err := st.Fresh(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -68,16 +68,16 @@ func (h *Handlers) sealSetting(ctx context.Context, node, module, name, value, h
 	return secret.Setting{Version: version, Key: id, Box: box}.String(), nil
 }
 
-// openSetting opens a sealed setting's value.
-func (h *Handlers) openSetting(ctx context.Context, node, module, name, v string) (string, error) {
+// OpenSetting opens a sealed setting's value.
+func (st *Store) OpenSetting(ctx context.Context, node, module, name, v string) (string, error) {
 	s, err := secret.ParseSetting(v)
 	if err != nil {
 		return "", err
 	}
-	if h.secrets == nil {
-		return "", errNoSecrets
+	if st == nil {
+		return "", ErrNone
 	}
-	key, err := h.secrets.key(ctx, s.Key)
+	key, err := st.Key(ctx, s.Key)
 	if err != nil {
 		return "", err
 	}
@@ -85,9 +85,9 @@ func (h *Handlers) openSetting(ctx context.Context, node, module, name, v string
 	return string(clear), err
 }
 
-// openSettings opens an assignment's sealed settings for composing it, or
+// OpenSettings opens an assignment's sealed settings for composing it, or
 // says why they do not open, as the assignment's problem.
-func (h *Handlers) openSettings(a *compose.Assignment) {
+func (st *Store) OpenSettings(a *compose.Assignment) {
 	var opened map[string]string // a copy, made at the first sealed one: the row's map is shared
 	for k, v := range a.Settings {
 		if !secret.IsSealed(v) {
@@ -98,7 +98,7 @@ func (h *Handlers) openSettings(a *compose.Assignment) {
 			a.Salts = map[string]string{}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		clear, err := h.openSetting(ctx, a.Node, a.Module, k, v)
+		clear, err := st.OpenSetting(ctx, a.Node, a.Module, k, v)
 		cancel()
 		if err != nil {
 			a.Problem = fmt.Sprintf("secret setting %s of %s on %s cannot be opened (%v); set it again: mesh assign %s %s --set-file %s=FILE",
@@ -115,13 +115,13 @@ func (h *Handlers) openSettings(a *compose.Assignment) {
 	}
 }
 
-// composeSecrets seals and mints for composition with the controller's
+// ComposeSecrets seals and mints for composition with the controller's
 // keys, the keys nodes made themselves (owned, issue 29), and the salts of
 // secret settings (secrets).
-type composeSecrets struct {
-	keys    *declaration.Keyring
-	owned   map[string]projections.NodeKeys
-	secrets *secretKeys
+type ComposeSecrets struct {
+	Keys    *declaration.Keyring
+	Owned   map[string]projections.NodeKeys
+	Secrets *Store
 }
 
 // Seal seals content to node: to the X25519 key it made, when it made its
@@ -130,8 +130,8 @@ type composeSecrets struct {
 // secret settings is sealed first under a key made of their salts
 // (secret.ContentKey), which the agent asks for at apply (serveContentKeys):
 // erasing a salt then leaves nothing that opens the file from the log.
-func (c composeSecrets) Seal(node, path, content string, salts []string) (compose.Sealed, error) {
-	s := compose.Sealed{MAC: secret.MAC(c.keys.ContentMAC(), node, path, content)}
+func (c ComposeSecrets) Seal(node, path, content string, salts []string) (compose.Sealed, error) {
+	s := compose.Sealed{MAC: secret.MAC(c.Keys.ContentMAC(), node, path, content)}
 	inner := []byte(content)
 	if len(salts) > 0 {
 		key, err := c.contentKey(node, path, salts)
@@ -140,39 +140,39 @@ func (c composeSecrets) Seal(node, path, content string, salts []string) (compos
 		}
 		inner, s.Keys = []byte(secret.Seal(key, secret.FilePlace(node, path), inner)), salts
 	}
-	if k, ok := c.owned[node]; ok {
+	if k, ok := c.Owned[node]; ok {
 		// An error leaves the box empty: the agent refuses a box that
 		// does not open and says so in its report, never a file half made.
 		s.Box, _ = secret.SealTo(k.Seal, secret.FilePlace(node, path), inner)
 		return s, nil
 	}
-	s.Box = secret.Seal(c.keys.NodeSeal(node), secret.FilePlace(node, path), inner)
+	s.Box = secret.Seal(c.Keys.NodeSeal(node), secret.FilePlace(node, path), inner)
 	return s, nil
 }
 
 // contentKey is the key of the file at path on node that printed the
 // secret settings sealed under salts.
-func (c composeSecrets) contentKey(node, path string, salts []string) ([]byte, error) {
-	if c.secrets == nil {
-		return nil, errNoSecrets
+func (c ComposeSecrets) contentKey(node, path string, salts []string) ([]byte, error) {
+	if c.Secrets == nil {
+		return nil, ErrNone
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return c.secrets.contentKey(ctx, node, path, salts)
+	return c.Secrets.ContentKey(ctx, node, path, salts)
 }
 
 // OverlayKey is the node's private overlay key as a template prints it: a
 // node that made its keys holds its own, so its declaration carries a
 // placeholder its agent puts the key in place of (declaration.OverlayPlaceholder).
-func (c composeSecrets) OverlayKey(node string) string {
-	if _, ok := c.owned[node]; ok {
+func (c ComposeSecrets) OverlayKey(node string) string {
+	if _, ok := c.Owned[node]; ok {
 		return declaration.OverlayPlaceholder
 	}
-	private, _ := c.keys.NodeOverlay(node)
+	private, _ := c.Keys.NodeOverlay(node)
 	return private
 }
 
-func (c composeSecrets) Mint(r compose.CredentialRef) string {
-	return secret.Mint(c.keys.Mint(), r.Mesh, r.ProviderNode, r.Provider, r.Requirement, r.ConsumerNode, r.Consumer,
+func (c ComposeSecrets) Mint(r compose.CredentialRef) string {
+	return secret.Mint(c.Keys.Mint(), r.Mesh, r.ProviderNode, r.Provider, r.Requirement, r.ConsumerNode, r.Consumer,
 		strconv.FormatUint(r.Generation, 10))
 }

@@ -1,4 +1,4 @@
-package commands
+package core
 
 import (
 	"context"
@@ -28,8 +28,8 @@ type busTrouble struct {
 // SetBusTrouble says the bus takes no events now, and why (nil: it does
 // again). mesh up, which owns its bus, watches it and says so
 // (embedded.KeepStorage).
-func (h *Handlers) SetBusTrouble(err error) {
-	b := &h.bus
+func (c *Core) SetBusTrouble(err error) {
+	b := &c.bus
 	b.mu.Lock()
 	was := b.err
 	b.err = err
@@ -44,7 +44,7 @@ func (h *Handlers) SetBusTrouble(err error) {
 	}
 	b.mu.Unlock()
 	if err == nil && was != nil {
-		h.Proj.Refollow() // the bus's consumers were started again with it
+		c.Proj.Refollow() // the bus's consumers were started again with it
 	}
 }
 
@@ -59,25 +59,25 @@ func (b *busTrouble) trouble() (error, <-chan struct{}) {
 	return b.err, b.down
 }
 
-// busDown is the one sentence of a write the bus did not take because of
+// BusDown is the one sentence of a write the bus did not take because of
 // cause: what it is, and that nothing of it is known to be recorded.
-func busDown(cause error) error {
+func BusDown(cause error) error {
 	return fmt.Errorf("%w: %w", ErrBusDown, cause)
 }
 
-// cutOnTrouble is ctx, cut with the bus's trouble when mesh up says the bus
+// CutOnTrouble is ctx, cut with the bus's trouble when mesh up says the bus
 // stopped taking events: a write waiting on an acknowledgement returns
 // then, not when its own timeout ends.
-func (h *Handlers) cutOnTrouble(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *Core) CutOnTrouble(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	_, down := h.bus.trouble()
+	_, down := c.bus.trouble()
 	// One goroutine per write, ended by the write's own end (cancel).
 	go func() {
 		select {
 		case <-down:
-			err, _ := h.bus.trouble()
+			err, _ := c.bus.trouble()
 			if err != nil {
-				cancel(busDown(err))
+				cancel(BusDown(err))
 			}
 		case <-ctx.Done():
 		}
@@ -85,22 +85,22 @@ func (h *Handlers) cutOnTrouble(ctx context.Context) (context.Context, context.C
 	return ctx, func() { cancel(nil) }
 }
 
-// cutBy is the bus trouble that cut ctx, nil when it was not cut by one.
-func cutBy(ctx context.Context) error {
+// CutBy is the bus trouble that cut ctx, nil when it was not cut by one.
+func CutBy(ctx context.Context) error {
 	if cause := context.Cause(ctx); errors.Is(cause, ErrBusDown) {
 		return cause
 	}
 	return nil
 }
 
-// busCause is the cause status names while the bus takes no events, or
+// BusCause is the cause status names while the bus takes no events, or
 // while the last write met a bus with no room (a JetStream limit, which
 // mesh serve's cluster, not watched, also meets): "" when neither.
-func (h *Handlers) busCause() string {
-	if err, _ := h.bus.trouble(); err != nil {
-		return "writes are refused: " + busDown(err).Error()
+func (c *Core) BusCause() string {
+	if err, _ := c.bus.trouble(); err != nil {
+		return "writes are refused: " + BusDown(err).Error()
 	}
-	if h.storageFull.Load() {
+	if c.storageFull.Load() {
 		return "the last write was refused: the bus's storage is full or at its limit; free space on its disk or raise its JetStream storage limit"
 	}
 	return ""

@@ -1,4 +1,4 @@
-package commands
+package core
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 // read model whose version does not follow the log) take longer to say so.
 const decideAttempts = 64
 
-// decideAndAppend is the one decide-and-append loop: round reads what the
+// DecideAndAppend is the one decide-and-append loop: round reads what the
 // command changes (the read models or the aggregate's own events), decides,
 // and appends expecting the version it read; the store refuses the append
 // with store.ErrConflict when another write landed since, and nothing of it
 // is recorded. Then it pauses a random while and calls reread (when not
-// nil: h.catchUp, so the next round decides on read models that hold the
+// nil: c.CatchUp, so the next round decides on read models that hold the
 // write that won), and runs round again, with its attempt number (0 first).
 // Any other answer of round, nil or an error, is the answer.
 //
@@ -44,7 +44,7 @@ const decideAttempts = 64
 //     is the answer as the round made it, its kind unchanged.
 //
 // After decideAttempts conflicts in a row it answers contended(op, id).
-func decideAndAppend(ctx context.Context, op, id string, reread func(context.Context) error, round func(attempt int) error) error {
+func DecideAndAppend(ctx context.Context, op, id string, reread func(context.Context) error, round func(attempt int) error) error {
 	for attempt := range decideAttempts {
 		if attempt > 0 {
 			if err := pause(ctx, attempt); err != nil {

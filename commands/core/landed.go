@@ -1,4 +1,4 @@
-package commands
+package core
 
 import (
 	"context"
@@ -16,21 +16,21 @@ import (
 // only that the controller has caught up with it.
 var ErrNotFolded = errors.New("the change landed but is not folded yet")
 
-// writable refuses a write while the fold is stopped (rule 19: a newer
+// Writable refuses a write while the fold is stopped (rule 19: a newer
 // controller's event, or a failing disk), with the one sentence that says why.
-func (h *Handlers) writable() error {
-	if err, _ := h.bus.trouble(); err != nil {
-		return busDown(err)
+func (c *Core) Writable() error {
+	if err, _ := c.bus.trouble(); err != nil {
+		return BusDown(err)
 	}
 	var fe *projections.FoldError
-	if errors.As(h.Proj.Failure(), &fe) {
-		return refusal(fe)
+	if errors.As(c.Proj.Failure(), &fe) {
+		return Refusal(fe)
 	}
 	return nil
 }
 
-// refusal is why a controller whose fold stopped at fe refuses writes.
-func refusal(fe *projections.FoldError) error {
+// Refusal is why a controller whose fold stopped at fe refuses writes.
+func Refusal(fe *projections.FoldError) error {
 	var newer *events.NewerError
 	if errors.As(fe, &newer) {
 		return fmt.Errorf("%w: this controller is older than the log: event %d is a %s it does not know; upgrade it",
@@ -39,12 +39,12 @@ func refusal(fe *projections.FoldError) error {
 	return fmt.Errorf("%w: its read models stopped at event %d (%v); see mesh projections status", wire.ErrReadOnly, fe.Seq, fe.Err)
 }
 
-// landed waits for the fold of what a command appended (up to seq) and,
+// Landed waits for the fold of what a command appended (up to seq) and,
 // when it cannot confirm it, says what landed rather than failing as if
 // nothing happened (issue 11, part 8): an operator who retries a command
 // that did act must know it did.
-func (h *Handlers) landed(ctx context.Context, seq uint64, what ...events.Event) error {
-	err := h.Proj.WaitFor(ctx, seq)
+func (c *Core) Landed(ctx context.Context, seq uint64, what ...events.Event) error {
+	err := c.Proj.WaitFor(ctx, seq)
 	if err == nil {
 		return nil
 	}
