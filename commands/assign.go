@@ -74,7 +74,7 @@ func (h *Handlers) assignCommand(module, build, policy string, settings map[stri
 	}
 	cmd.Policy = p
 	err = h.Proj.Read(func(v *projections.View) error {
-		b, got, err := h.buildOf(v, "assign", module, build)
+		b, got, err := h.BuildOf(v, "assign", module, build)
 		if errors.Is(err, aggregates.ErrUnknownModule) {
 			return nil
 		}

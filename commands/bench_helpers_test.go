@@ -139,8 +139,8 @@ func (m *benchMesh) fold() *Handlers {
 	}
 	signer, _ := declaration.NewSigner(m.kp)
 	m.proj = proj
-	m.h = &Handlers{Core: &core.Core{Self: core.Self{Store: m.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
-		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys}, Proj: proj, Now: time.Now}}
+	m.h = newHandlers(&core.Core{Self: core.Self{Store: m.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
+		Key: m.kp, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.keys}, Proj: proj, Now: time.Now})
 	return m.h
 }
 

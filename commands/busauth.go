@@ -85,7 +85,7 @@ func (d directory) RunningModule(node, module string) (manifest.Manifest, []stri
 			if a.Module != module {
 				continue
 			}
-			got, found, err := d.h.manifests.get(v, compose.BuildRef{Module: a.Module, Build: a.Build})
+			got, found, err := d.h.Manifest(v, compose.BuildRef{Module: a.Module, Build: a.Build})
 			if err != nil || !found {
 				return fmt.Errorf("the build of %s assigned to %s cannot be read", module, node)
 			}

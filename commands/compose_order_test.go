@@ -109,8 +109,8 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 	}
 	// The same key in every interleaving: sealed files' keyed digests and
 	// minted credentials are the key's, and must not differ by order.
-	hd := &Handlers{Core: &core.Core{Self: core.Self{Store: st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}, Proj: proj, Now: time.Now}}
-	w, err := hd.world()
+	hd := newHandlers(&core.Core{Self: core.Self{Store: st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}, Proj: proj, Now: time.Now})
+	w, err := hd.World()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
@@ -103,12 +104,12 @@ func (h *Handlers) lag(ctx context.Context, checkpoint uint64) (string, error) {
 
 // partial turns a node that is current with what could be composed into
 // partial when a module assigned to it was left out.
-func partial(state wire.State, detail string, w wouldSend) (wire.State, string) {
-	if state != wire.StateCurrent || len(w.leftOut) == 0 {
+func partial(state wire.State, detail string, w world.Would) (wire.State, string) {
+	if state != wire.StateCurrent || len(w.LeftOut) == 0 {
 		return state, detail
 	}
-	parts := make([]string, len(w.leftOut))
-	for i, l := range w.leftOut {
+	parts := make([]string, len(w.LeftOut))
+	for i, l := range w.LeftOut {
 		parts[i] = l.Module + " left out: " + l.Reason
 	}
 	return wire.StatePartial, strings.Join(parts, "; ")

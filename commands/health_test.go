@@ -32,8 +32,8 @@ func TestStatusNamesAFoldBehindTheStream(t *testing.T) {
 	defer proj.Close()
 	signer, _ := declaration.NewSigner(bm.kp)
 	now := time.Now()
-	h := &Handlers{Core: &core.Core{Self: core.Self{Store: bm.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: bm.kp, Signer: signer,
-		PublicKey: signer.PublicKey(), Keys: bm.keys}, Proj: proj, Now: func() time.Time { return now }}}
+	h := newHandlers(&core.Core{Self: core.Self{Store: bm.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: bm.kp, Signer: signer,
+		PublicKey: signer.PublicKey(), Keys: bm.keys}, Proj: proj, Now: func() time.Time { return now }})
 	s, err := h.Status(ctx, wire.StatusRequest{})
 	if err != nil || !s.Well || len(s.Causes) != 0 {
 		t.Fatalf("a moment behind is not yet a cause: %+v %v", s, err)

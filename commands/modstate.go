@@ -85,7 +85,7 @@ func (h *Handlers) assertModuleStreams(ctx context.Context, replicas int) ([]str
 		}
 		for _, row := range rows {
 			for _, b := range row.Builds {
-				m, found, err := h.manifests.get(v, compose.BuildRef{Module: row.Name, Build: b.Build})
+				m, found, err := h.Manifest(v, compose.BuildRef{Module: row.Name, Build: b.Build})
 				if err != nil {
 					return err
 				}

@@ -106,7 +106,7 @@ func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (w
 			}
 		}
 	}
-	m, found, err := h.manifests.get(v, compose.BuildRef{Module: row.Name, Build: row.Latest})
+	m, found, err := h.Manifest(v, compose.BuildRef{Module: row.Name, Build: row.Latest})
 	if err != nil || !found {
 		// Named, not fatal: one unreadable build must not hide the catalogue.
 		mv.Unreadable = fmt.Sprintf("the latest build %s cannot be read: %v; register the module again", manifest.ShortBuild(row.Latest), err)

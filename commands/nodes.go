@@ -9,6 +9,7 @@ import (
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -16,13 +17,15 @@ import (
 	"github.com/meshctl/mesh/wire"
 )
 
+// newHandlers are the verbs over c, every cache empty.
+func newHandlers(c *core.Core) *Handlers { return &Handlers{Core: c, Composer: world.New(c)} }
+
 // Handlers are the verbs, bound to one store and one set of read models.
 type Handlers struct {
 	*core.Core
+	*world.Composer
 
-	manifests manifests
-	composed  composedCache
-	held      heldCache
+	held heldCache
 	// cutter ends live connections whose grant the log took away (nil on
 	// an open bus, which grants nothing: grants.go).
 	cutter *busauth.Cutter
@@ -332,7 +335,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeV
 	if err != nil || row.Retired {
 		return out, err
 	}
-	composed, err := h.composeAll()
+	composed, err := h.ComposeAll()
 	if err != nil {
 		return out, err
 	}
@@ -342,8 +345,8 @@ func (h *Handlers) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeV
 	state, detail = drifted(state, detail, row, drifts)
 	state, detail = held(state, detail, holds[r.Name])
 	state, since, detail = unreachable(state, since, detail, live)
-	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.contentDigest
-	out.LeftOut, out.Unresolved = w.leftOut, w.unresolved
+	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.ContentDigest
+	out.LeftOut, out.Unresolved = w.LeftOut, w.Unresolved
 	return out, nil
 }
 

@@ -30,7 +30,7 @@ func (h *Handlers) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, err
 	case n.Retired:
 		return wire.Plan{}, aggregates.Refuse("plan", r.Name, aggregates.ErrRetired, "it is retired, and a retired node is sent nothing")
 	}
-	w, err := h.world()
+	w, err := h.World()
 	if err != nil {
 		return wire.Plan{}, err
 	}

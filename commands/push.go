@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -195,17 +196,17 @@ func (h *Handlers) selectTargets(only, within map[string]bool, r wire.PushReques
 			t.rows[n.Name] = n
 		}
 		version = v.CompositionVersion()
-		in, err = h.input(v)
+		in, err = h.Input(v)
 		return err
 	})
 	if err != nil {
 		return t, err
 	}
 	t.w = compose.NewWorld(in)
-	var composed map[string]wouldSend
+	var composed map[string]world.Would
 	if r.Behind || r.Node != "" && round == 0 {
 		// From the same view as the rows: the states are of one instant.
-		composed = h.composedFor(version, t.w)
+		composed = h.ComposedFor(version, t.w)
 	}
 	for _, name := range t.w.Nodes() {
 		row := t.rows[name]
@@ -306,19 +307,19 @@ const sameFailureFor = 6 * time.Hour
 // consequence reports whether other's declaration changed because of what
 // named provides it or receives from it: other is related to named through
 // a receipt, and would now be sent something other than it was.
-func consequence(named, other string, row projections.Node, composed map[string]wouldSend) bool {
+func consequence(named, other string, row projections.Node, composed map[string]world.Would) bool {
 	if other == named {
 		return false
 	}
 	related := false
-	for _, rc := range composed[named].receives {
+	for _, rc := range composed[named].Receives {
 		related = related || rc.Node == other
 	}
-	for _, rc := range composed[other].receives {
+	for _, rc := range composed[other].Receives {
 		related = related || rc.Node == named
 	}
 	w := composed[other]
-	return related && w.composable && (row.LastSent == nil || row.LastSent.ContentDigest != w.contentDigest)
+	return related && w.Composable && (row.LastSent == nil || row.LastSent.ContentDigest != w.ContentDigest)
 }
 
 // perNode is the command id of one node's append within a push: derived, so

@@ -164,7 +164,7 @@ func (h *Handlers) ShowRollout(ctx context.Context, r wire.NameRequest) (wire.Ro
 	var world compose.Input
 	rows := map[string]projections.Node{}
 	err = h.Proj.Read(func(v *projections.View) (err error) {
-		if world, err = h.input(v); err != nil {
+		if world, err = h.Input(v); err != nil {
 			return err
 		}
 		for n := range in {

@@ -148,7 +148,7 @@ func (h *Handlers) waveGate(ro projections.Rollout, nodes []string) (aggregates.
 	var in []aggregates.GateNode
 	var runs bool
 	err := h.Proj.Read(func(v *projections.View) error {
-		m, found, err := h.manifests.get(v, compose.BuildRef{Module: ro.Module, Build: ro.Build})
+		m, found, err := h.Manifest(v, compose.BuildRef{Module: ro.Module, Build: ro.Build})
 		if err != nil || !found {
 			return fmt.Errorf("build %s of %s cannot be read: %v", ro.Build, ro.Module, err)
 		}
@@ -319,7 +319,7 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 				return err
 			}
 			have := node.Assignments[ro.Module]
-			m, found, err := h.manifests.get(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
+			m, found, err := h.Manifest(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
 			if err != nil || !found {
 				return fmt.Errorf("build %s of %s cannot be read: %v", build(n), ro.Module, err)
 			}

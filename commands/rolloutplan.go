@@ -25,7 +25,7 @@ func (h *Handlers) PlanRollout(ctx context.Context, r wire.RolloutPlanRequest) (
 		return out, err
 	}
 	var in compose.Input
-	if err := h.Proj.Read(func(v *projections.View) (err error) { in, err = h.input(v); return err }); err != nil {
+	if err := h.Proj.Read(func(v *projections.View) (err error) { in, err = h.Input(v); return err }); err != nil {
 		return out, err
 	}
 	return out, h.planWaves(ctx, &out, in, pool.rows, waves)
@@ -43,7 +43,7 @@ func (h *Handlers) chooseWaves(ctx context.Context, r wire.RolloutPlanRequest) (
 		return out, pool, nil, err
 	}
 	err := h.Proj.Read(func(v *projections.View) (err error) {
-		if out.Build, _, err = h.buildOf(v, "plan a rollout of", r.Module, r.Build); err != nil {
+		if out.Build, _, err = h.BuildOf(v, "plan a rollout of", r.Module, r.Build); err != nil {
 			return err
 		}
 		pool, out.Held, err = wavePoolOf(v, r.Module, r.Auto)
@@ -78,7 +78,7 @@ func (h *Handlers) planWaves(ctx context.Context, out *wire.RolloutPlan, in comp
 	ref := compose.BuildRef{Module: out.Module, Build: out.Build}
 	if _, ok := in.Manifests[ref]; !ok {
 		err := h.Proj.Read(func(v *projections.View) error {
-			m, found, err := h.manifests.get(v, ref)
+			m, found, err := h.Manifest(v, ref)
 			if found {
 				in.Manifests = maps.Clone(in.Manifests)
 				in.Manifests[ref] = m

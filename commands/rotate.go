@@ -107,7 +107,7 @@ func (h *Handlers) planRotation(v *projections.View, r wire.RotateRequest) (rota
 			return plan, err
 		}
 	}
-	in, err := h.input(v)
+	in, err := h.Input(v)
 	if err != nil {
 		return plan, err
 	}

@@ -273,7 +273,7 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 		if !ok {
 			return nil, fmt.Errorf("%s no longer holds %s", s.Node, s.Module)
 		}
-		m, found, err := h.manifests.get(v, compose.BuildRef{Module: s.Module, Build: have.Build})
+		m, found, err := h.Manifest(v, compose.BuildRef{Module: s.Module, Build: have.Build})
 		if err != nil || !found {
 			return nil, fmt.Errorf("build %s of %s cannot be read: %v", have.Build, s.Module, err)
 		}
@@ -334,13 +334,13 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 	if err != nil || !found || row.LastSent != nil && row.LastSent.StreamSeq > s.TakenSeq {
 		return err
 	}
-	composed, err := h.composeAll()
+	composed, err := h.ComposeAll()
 	if err != nil {
 		return err
 	}
 	nodes := []string{s.Node}
 	for n, w := range composed {
-		for _, r := range w.receives {
+		for _, r := range w.Receives {
 			if r.Node == s.Node && r.Module == s.Module && n != s.Node && !slices.Contains(nodes, n) {
 				nodes = append(nodes, n)
 			}
@@ -348,7 +348,7 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 	}
 	slices.Sort(nodes[1:])
 	_, _, err = h.DecideAtomic(ctx, "send the new holder of seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
-		in, err := h.input(v)
+		in, err := h.Input(v)
 		if err != nil {
 			return nil, err
 		}

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/verdict"
 	"github.com/meshctl/mesh/wire"
@@ -25,96 +23,10 @@ func drifted(state wire.State, detail string, n projections.Node, drifts map[str
 	return wire.StateDrifted, "changed behind its agent's back: " + strings.Join(d.Paths, ", ")
 }
 
-// wouldSend is what composition says of one node now.
-type wouldSend struct {
-	composable    bool
-	contentDigest string
-	reason        string
-	leftOut       []compose.LeftOut
-	unresolved    []compose.Unresolved
-	receives      []compose.Receipt
-}
-
-// composedCache holds every node's would-send content digest for one
-// composition version. Reports, sends and standings do not move that
-// version, so status on a busy mesh reads digests instead of composing.
-type composedCache struct {
-	mu      sync.Mutex
-	version uint64
-	valid   bool
-	nodes   map[string]wouldSend
-}
-
-// composeAll answers what every active node would be sent now, from the
-// cache when the read models' composition version has not moved.
-func (h *Handlers) composeAll() (map[string]wouldSend, error) {
-	for {
-		var version uint64
-		var in compose.Input
-		hit := false
-		err := h.Proj.Read(func(v *projections.View) (err error) {
-			version = v.CompositionVersion()
-			if _, hit = h.composed.get(version); hit {
-				return nil // no need to read composition's input
-			}
-			in, err = h.input(v)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		if !hit {
-			return h.composedFor(version, compose.NewWorld(in)), nil
-		}
-		if nodes, ok := h.composed.get(version); ok {
-			return nodes, nil
-		}
-		// Another caller cached a newer version meanwhile: read again.
-	}
-}
-
-// composedFor answers every node's would-send for a world built at a
-// composition version: from the cache if it holds that version, else by
-// composing w (which a caller that already indexed a world passes in, so
-// it is not built twice) and keeping the result.
-func (h *Handlers) composedFor(version uint64, w *compose.World) map[string]wouldSend {
-	if nodes, ok := h.composed.get(version); ok {
-		return nodes
-	}
-	names := w.Nodes()
-	results := make([]wouldSend, len(names))
-	fanout.PerCore(len(names), func(i int) {
-		r := w.Compose(names[i])
-		results[i] = wouldSend{composable: r.Composable(), contentDigest: r.Digest, reason: r.Reason(),
-			leftOut: r.LeftOut, unresolved: r.Unresolved}
-		if r.Declaration != nil {
-			results[i].receives = r.Declaration.Receives
-		}
-	})
-	nodes := make(map[string]wouldSend, len(names))
-	for i, n := range names {
-		nodes[n] = results[i]
-	}
-	h.composed.put(version, nodes)
-	return nodes
-}
-
-func (c *composedCache) get(version uint64) (map[string]wouldSend, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.nodes, c.valid && c.version == version
-}
-
-func (c *composedCache) put(version uint64, nodes map[string]wouldSend) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.version, c.valid, c.nodes = version, true, nodes
-}
-
 // stateOf is the node's state in row, from what it would be sent now
 // (verdict.StateOf decides).
-func stateOf(n projections.Node, w wouldSend) (wire.State, time.Time, string) {
-	return verdict.StateOf(n.EnrolledAt, n.LastSent, n.LastReport, verdict.Would{Composable: w.composable, ContentDigest: w.contentDigest, Reason: w.reason})
+func stateOf(n projections.Node, w world.Would) (wire.State, time.Time, string) {
+	return verdict.StateOf(n.EnrolledAt, n.LastSent, n.LastReport, verdict.Would{Composable: w.Composable, ContentDigest: w.ContentDigest, Reason: w.Reason})
 }
 
 // Status answers the whole mesh from the read models: a state per active
@@ -134,7 +46,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 	if err != nil {
 		return wire.StatusReport{}, err
 	}
-	composed, err := h.composeAll()
+	composed, err := h.ComposeAll()
 	if err != nil {
 		return wire.StatusReport{}, err
 	}
@@ -260,10 +172,10 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 	return out, err
 }
 
-func nodeStatus(n projections.Node, w wouldSend) wire.NodeStatus {
+func nodeStatus(n projections.Node, w world.Would) wire.NodeStatus {
 	state, since, detail := stateOf(n, w)
 	state, detail = partial(state, detail, w)
-	ns := wire.NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.contentDigest}
+	ns := wire.NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.ContentDigest}
 	if s := n.LastSent; s != nil {
 		ns.Sequence, ns.Digest, ns.ContentDigest, ns.By = s.Sequence, s.Digest, s.ContentDigest, s.By
 	}
@@ -281,7 +193,7 @@ func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handler
 		return err
 	}
 	defer done()
-	return fn(&Handlers{Core: past})
+	return fn(newHandlers(past))
 }
 
 // VerifyProjections folds the whole stream afresh and compares it with the
@@ -317,7 +229,7 @@ func (h *Handlers) progress(subject string) func(projections.Progress) {
 // those that hold its build and applied what they would be sent now. The
 // rows and the assignments are read once for every rollout listed, not a
 // node at a time.
-func rolloutProgress(v *projections.View, nodes []projections.Node, composed map[string]wouldSend) (func(projections.Rollout) wire.RolloutProgress, error) {
+func rolloutProgress(v *projections.View, nodes []projections.Node, composed map[string]world.Would) (func(projections.Rollout) wire.RolloutProgress, error) {
 	rows := make(map[string]projections.Node, len(nodes))
 	for _, n := range nodes {
 		rows[n.Name] = n

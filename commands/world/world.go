@@ -1,4 +1,4 @@
-package commands
+package world
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/fanout"
 
@@ -18,11 +19,30 @@ import (
 	"github.com/meshctl/mesh/secret"
 )
 
+// Composer answers what each node would be sent, composed from one
+// consistent view of the read models, and keeps what it can between
+// compositions: parsed manifests (by build, which never go stale) and the
+// last composition of every node (by the read models' composition version).
+type Composer struct {
+	*core.Core
+	manifests manifests
+	composed  composedCache
+}
+
+// New is a Composer over c, its caches empty.
+func New(c *core.Core) *Composer { return &Composer{Core: c} }
+
 // manifests caches parsed manifests by build. A build is the digest of its
 // content, so an entry can never go stale: the cache only saves parsing.
 type manifests struct {
 	mu sync.Mutex
 	m  map[compose.BuildRef]manifest.Manifest
+}
+
+// Manifest is the manifest of a build the catalogue holds (found false
+// when it holds none), parsed once.
+func (h *Composer) Manifest(v *projections.View, ref compose.BuildRef) (manifest.Manifest, bool, error) {
+	return h.manifests.get(v, ref)
 }
 
 func (c *manifests) get(v *projections.View, ref compose.BuildRef) (manifest.Manifest, bool, error) {
@@ -48,9 +68,9 @@ func (c *manifests) get(v *projections.View, ref compose.BuildRef) (manifest.Man
 	return m, true, nil
 }
 
-// input gathers composition's input from one view of the read models:
+// Input gathers composition's input from one view of the read models:
 // active nodes, their assignments, and the manifests those name.
-func (h *Handlers) input(v *projections.View) (compose.Input, error) {
+func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 	in := compose.Input{Mesh: h.Mesh, Manifests: map[compose.BuildRef]manifest.Manifest{}}
 	var owned map[string]projections.NodeKeys
 	if h.Keys != nil {
@@ -160,7 +180,7 @@ const openersInFlight = 32
 // known is one read of the bus (its salt): the first composition after a
 // start needs ten thousand, which are read in one scan of the secrets
 // stream, or, when few, many at a time.
-func (h *Handlers) openAll(as []compose.Assignment) {
+func (h *Composer) openAll(as []compose.Assignment) {
 	if h.Secrets != nil {
 		var ids []string
 		for _, a := range as {
@@ -179,11 +199,11 @@ func (h *Handlers) openAll(as []compose.Assignment) {
 	fanout.Each(len(as), openersInFlight, func(i int) { h.Secrets.OpenSettings(&as[i]) })
 }
 
-// world composes from one consistent view of the read models.
-func (h *Handlers) world() (*compose.World, error) {
+// World composes from one consistent view of the read models.
+func (h *Composer) World() (*compose.World, error) {
 	var in compose.Input
 	err := h.Proj.Read(func(v *projections.View) (err error) {
-		in, err = h.input(v)
+		in, err = h.Input(v)
 		return err
 	})
 	if err != nil {
@@ -192,11 +212,11 @@ func (h *Handlers) world() (*compose.World, error) {
 	return compose.NewWorld(in), nil
 }
 
-// buildOf resolves the build an operator names for a module (its full
+// BuildOf resolves the build an operator names for a module (its full
 // digest or the short form lists show; "" is the latest) and reads its
 // manifest. A module or build the catalogue lacks is refused as op, with
 // where to look.
-func (h *Handlers) buildOf(v *projections.View, op, module, want string) (string, manifest.Manifest, error) {
+func (h *Composer) BuildOf(v *projections.View, op, module, want string) (string, manifest.Manifest, error) {
 	row, found, err := v.Module(module)
 	if err != nil {
 		return "", manifest.Manifest{}, err
