@@ -32,7 +32,7 @@ func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assig
 	// Decided on the read models, expecting the node's version (and each
 	// seat's the build claims, in the same atomic batch: rule 24).
 	seq, _, err := h.DecideAtomic(ctx, "assign "+r.Module+" to", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
-		n, err := nodeAggregateOf(v, r.Node)
+		n, err := core.NodeOf(v, r.Node)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +49,7 @@ func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assig
 		if err != nil || len(evs) == 0 {
 			return nil, err
 		}
-		claims, err := claimItems(v, r.Node, r.Module, m, nil)
+		claims, err := core.ClaimItems(v, r.Node, r.Module, m, nil)
 		return append([]store.One{{Aggregate: events.NodeAggregate(r.Node), Expected: n.Version, Event: evs[0]}}, claims...), err
 	})
 	if err != nil {
@@ -92,7 +92,7 @@ func (h *Handlers) Unassign(ctx context.Context, r wire.UnassignRequest) (wire.A
 	var previous string
 	// Any seat the module holds there is let go in the same batch.
 	seq, _, err := h.DecideAtomic(ctx, "unassign "+r.Module+" from", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
-		n, err := nodeAggregateOf(v, r.Node)
+		n, err := core.NodeOf(v, r.Node)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +101,7 @@ func (h *Handlers) Unassign(ctx context.Context, r wire.UnassignRequest) (wire.A
 		if err != nil || len(evs) == 0 {
 			return nil, err
 		}
-		released, err := releaseItems(v, r.Node, r.Module, "unassigned from "+r.Node)
+		released, err := core.ReleaseItems(v, r.Node, r.Module, "unassigned from "+r.Node)
 		return append([]store.One{{Aggregate: events.NodeAggregate(r.Node), Expected: n.Version, Event: evs[0]}}, released...), err
 	})
 	if err != nil {

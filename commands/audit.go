@@ -124,7 +124,7 @@ func (h *Handlers) Audit(ctx context.Context, r wire.AuditRequest) (wire.AuditRe
 	if st, err := h.Store.State(ctx); err == nil {
 		total = st.LastSeq
 	}
-	progress := h.progress(r.Progress)
+	progress := h.Progress(r.Progress)
 	var read uint64
 	err = h.Store.Read(ctx, o, func(m store.Msg) error {
 		read++

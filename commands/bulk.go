@@ -35,7 +35,7 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (
 		seen[n.Name] = true
 	}
 	return h.decideBatch(ctx, "enroll", fmt.Sprintf("%d nodes", len(r.Nodes)), r.CommandID, "enrolled", func(v *projections.View) ([]store.One, []string, error) {
-		pool, err := poolOf(v)
+		pool, err := core.PoolOf(v)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -74,12 +74,12 @@ func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (
 		var unchanged []string
 		seats := map[string]string{} // seat -> the node this batch gives it
 		claim := func(node string) error {
-			claims, err := claimItems(v, node, r.Module, m, seats)
+			claims, err := core.ClaimItems(v, node, r.Module, m, seats)
 			items = append(items, claims...)
 			return err
 		}
 		for _, name := range r.Nodes {
-			n, err := nodeAggregateOf(v, name)
+			n, err := core.NodeOf(v, name)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -104,25 +104,6 @@ func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (
 	})
 	reply.Build = build
 	return reply, err
-}
-
-// nodeAggregateOf is a node's aggregate as far as assigning needs it, from
-// its read model row: enrolled, retired, its assignments and its version.
-// The version is the append's expectation, so a row behind the stream
-// fails the append rather than deciding on stale state.
-func nodeAggregateOf(v *projections.View, name string) (*aggregates.Node, error) {
-	n := aggregates.NewNode(name)
-	row, found, err := v.Node(name)
-	if err != nil || !found {
-		return n, err
-	}
-	n.Enrolled, n.Retired, n.Version = true, row.Retired, row.Version
-	n.Capabilities, n.Labels = row.Capabilities, row.Labels
-	as, err := v.AssignmentsOf(name)
-	for _, a := range as {
-		n.Assignments[a.Module] = aggregates.Assignment{Build: a.Build, Settings: orEmpty(a.Settings), Policy: a.Policy}
-	}
-	return n, err
 }
 
 // decideBatch decides a batch from the read models and appends it as one
@@ -157,13 +138,6 @@ func batchSize(op string, n int) error {
 		return aggregates.Refuse(op, "a batch", aggregates.ErrInvalid, fmt.Sprintf("it names %d nodes, over the %d one batch may hold; send the list in batches (mesh does)", n, wire.MaxBatch))
 	}
 	return nil
-}
-
-func orEmpty(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
 }
 
 func orNone(s []string) []string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
@@ -21,37 +22,11 @@ import (
 // the node's and the pool's version, so no address is given twice and no
 // node is enrolled without one once the network is set.
 
-// poolOf is the address pool as the read models hold it.
-func poolOf(v *projections.View) (*aggregates.Pool, error) {
-	p := aggregates.NewPool()
-	n, found, err := v.Network()
-	if err != nil || !found {
-		if err == nil {
-			p.Version = n.Version
-		}
-		return p, err
-	}
-	p.Range, _ = netip.ParsePrefix(n.CIDR)
-	p.Quarantine, p.Version = time.Duration(n.QuarantineSeconds)*time.Second, n.Version
-	rows, err := v.Addresses()
-	for _, r := range rows {
-		addr, perr := netip.ParseAddr(r.Address)
-		if perr != nil {
-			continue
-		}
-		p.Used[addr] = aggregates.AddressUse{Node: r.Node, Fixed: r.Fixed, Released: r.Released}
-		if r.Node != "" {
-			p.Of[r.Node] = addr
-		}
-	}
-	return p, err
-}
-
 // withPool is decideAtomic with the address pool as the read models hold
 // it, for the writes that give or take addresses.
 func (h *Handlers) withPool(ctx context.Context, op, id, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
 	return h.DecideAtomic(ctx, op, id, commandID, func(v *projections.View) ([]store.One, error) {
-		pool, err := poolOf(v)
+		pool, err := core.PoolOf(v)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +198,7 @@ func (h *Handlers) enrollItems(v *projections.View, pool *aggregates.Pool, reqs 
 			return nil, nil, err
 		}
 		if found {
-			if !batch || row.Retired || !slices.Equal(row.Capabilities, want.Capabilities) || !maps.Equal(orEmpty(row.Labels), want.Labels) {
+			if !batch || row.Retired || !slices.Equal(row.Capabilities, want.Capabilities) || !maps.Equal(core.OrEmpty(row.Labels), want.Labels) {
 				return nil, nil, takenName(row, batch)
 			}
 			unchanged = append(unchanged, req.Name)
@@ -265,7 +240,7 @@ func takenName(row projections.Node, batch bool) error {
 // retireItems decides a retirement, with the node's address given back in
 // the same batch.
 func (h *Handlers) retireItems(v *projections.View, pool *aggregates.Pool, name string) ([]store.One, error) {
-	node, err := nodeAggregateOf(v, name)
+	node, err := core.NodeOf(v, name)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +249,7 @@ func (h *Handlers) retireItems(v *projections.View, pool *aggregates.Pool, name 
 		return nil, err
 	}
 	items := []store.One{{Aggregate: events.NodeAggregate(name), Expected: node.Version, Event: evs[0]}}
-	released, err := releaseItems(v, name, "", name+" retired")
+	released, err := core.ReleaseItems(v, name, "", name+" retired")
 	items = append(items, released...)
 	return append(items, poolItem(pool, pool.Releases(name))...), err
 }

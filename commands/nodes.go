@@ -9,6 +9,7 @@ import (
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/push"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -18,12 +19,20 @@ import (
 )
 
 // newHandlers are the verbs over c, every cache empty.
-func newHandlers(c *core.Core) *Handlers { return &Handlers{Core: c, Composer: world.New(c)} }
+func newHandlers(c *core.Core) *Handlers {
+	w := world.New(c)
+	return &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w)}
+}
+
+// The services Handlers embeds while the verbs move into packages of
+// their own (issue 30), named so that their field names differ.
+type pushVerbs = push.Service
 
 // Handlers are the verbs, bound to one store and one set of read models.
 type Handlers struct {
 	*core.Core
 	*world.Composer
+	*pushVerbs
 
 	held heldCache
 	// cutter ends live connections whose grant the log took away (nil on
@@ -112,7 +121,7 @@ func (h *Handlers) ChangeNode(ctx context.Context, r wire.ChangeNodeRequest) (wi
 		return wire.Changed{}, aggregates.Refuse("change", r.Name, aggregates.ErrInvalid, "give --capability or --label (or --clear-capabilities, --clear-labels): there is nothing to change")
 	}
 	seq, _, err := h.DecideAtomic(ctx, "change", r.Name, r.CommandID, func(v *projections.View) ([]store.One, error) {
-		n, err := nodeAggregateOf(v, r.Name)
+		n, err := core.NodeOf(v, r.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +159,7 @@ func (h *Handlers) changed(name string, seq uint64) (wire.Changed, error) {
 
 // nodeView is a node's row with its assignments and, for each, the latest build.
 func nodeView(v *projections.View, n projections.Node) (wire.NodeView, error) {
-	nv := viewOf(n)
+	nv := core.ViewOf(n)
 	var err error
 	if nv.Address, err = v.AddressOf(n.Name); err != nil {
 		return nv, err
@@ -216,7 +225,7 @@ func (h *Handlers) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeLi
 			return err
 		}
 		for _, n := range nodes {
-			nv := viewOf(n)
+			nv := core.ViewOf(n)
 			nv.Address = addresses[n.Name]
 			reach(&nv)
 			// Both lists are in name order: walk them together.
@@ -340,9 +349,9 @@ func (h *Handlers) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeV
 		return out, err
 	}
 	w := composed[r.Name]
-	state, since, detail := stateOf(row, w)
+	state, since, detail := w.StateOf(row)
 	state, detail = partial(state, detail, w)
-	state, detail = drifted(state, detail, row, drifts)
+	state, detail = world.Drifted(state, detail, row, drifts)
 	state, detail = held(state, detail, holds[r.Name])
 	state, since, detail = unreachable(state, since, detail, live)
 	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.ContentDigest
@@ -358,7 +367,7 @@ func (h *Handlers) ProjectionsStatus(ctx context.Context, _ wire.Empty) (wire.St
 // RebuildProjections folds the stream into fresh read models and swaps them in.
 func (h *Handlers) RebuildProjections(ctx context.Context, req wire.FoldRequest) (wire.RebuildReply, error) {
 	restoreGC := foldingGC()
-	r, err := h.Proj.Rebuild(ctx, h.progress(req.Progress))
+	r, err := h.Proj.Rebuild(ctx, h.Progress(req.Progress))
 	restoreGC()
 	if err != nil {
 		return wire.RebuildReply{}, err

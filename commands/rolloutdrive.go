@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -314,7 +315,7 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 	var items []store.One
 	err := h.Proj.Read(func(v *projections.View) error {
 		for _, n := range nodes {
-			node, err := nodeAggregateOf(v, n)
+			node, err := core.NodeOf(v, n)
 			if err != nil {
 				return err
 			}
@@ -325,7 +326,7 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 			}
 			// A build that claims a seat its node does not hold takes it
 			// only by mesh assign, whose batch expects the seat's version.
-			if claims, err := claimItems(v, n, ro.Module, m, nil); err != nil || len(claims) > 0 {
+			if claims, err := core.ClaimItems(v, n, ro.Module, m, nil); err != nil || len(claims) > 0 {
 				why := fmt.Sprintf("build %s claims seats %v, which a rollout does not take; assign it to the node that is to hold them", manifest.ShortBuild(build(n)), m.Claims)
 				if err != nil {
 					why = err.Error()

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/push"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
@@ -100,7 +101,7 @@ func (h *Handlers) planWaves(ctx context.Context, out *wire.RolloutPlan, in comp
 				wp.Unsent = append(wp.Unsent, wire.UnsentNode{Node: p.Node, Reason: res.Reason()})
 				continue
 			}
-			planned, err := h.planned(ctx, rows[p.Node], res, &detailed)
+			planned, err := h.Planned(ctx, rows[p.Node], res, &detailed)
 			if err != nil {
 				return err
 			}
@@ -164,7 +165,7 @@ func wavePoolOf(v *projections.View, module string, auto bool) (wavePool, []wire
 
 // resolve chooses each wave's nodes, in order, among the pool, each node
 // in its first wave only; a wave that chooses none is refused. A wave's
-// selector is a selector (see Selector), or N% for that share of the
+// selector is a selector (see push.Selector), or N% for that share of the
 // pool (rounded up) among the nodes no earlier wave chose, in name order.
 // It answers the waves and the pool's nodes no wave chose. For the
 // rollout a new build starts by itself (auto), a wave that chooses none is
@@ -179,9 +180,9 @@ func (p wavePool) resolve(module string, specs []wire.WaveSpec, auto bool) ([]ev
 		if err != nil {
 			return nil, nil, err
 		}
-		var sel Selector
+		var sel push.Selector
 		if !isShare {
-			if sel, err = ParseSelector(w.Selector); err != nil {
+			if sel, err = push.ParseSelector(w.Selector); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -146,7 +146,7 @@ func (h *Handlers) planRotation(v *projections.View, r wire.RotateRequest) (rota
 		if err != nil {
 			return plan, err
 		}
-		ev, _ := h.seal(*results[node].Declaration, row, "rotate", h.Now())
+		ev, _ := h.Seal(*results[node].Declaration, row, "rotate", h.Now())
 		plan.sends = append(plan.sends, store.One{Aggregate: events.NodeAggregate(node), Expected: row.Version, Event: ev})
 		plan.sent = append(plan.sent, wire.PushedNode{Node: node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources})
 	}

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
-	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/secret"
 	"github.com/meshctl/mesh/wire"
@@ -25,65 +25,6 @@ import (
 // claiming module, so two holders are never recorded; a handover releases
 // before it acquires, each step an event, driven by every controller's
 // timer like a rollout.
-
-// seatOf is a seat's aggregate as the read models hold it.
-func seatOf(v *projections.View, name string) (*aggregates.Seat, error) {
-	s := aggregates.NewSeat(name)
-	row, found, err := v.Seat(name)
-	if err != nil || !found {
-		return s, err
-	}
-	s.Node, s.Module, s.HandoverTo, s.HandoverForced, s.Version = row.Node, row.Module, row.HandoverTo, row.Force, row.Version
-	return s, nil
-}
-
-// claimItems are the seat events of module on node taking the seats m
-// claims, each expecting its seat's version; taken names the seats this
-// batch already gives, so a batch never gives one seat twice. A seat held
-// by another is refused, naming the holder.
-func claimItems(v *projections.View, node, module string, m manifest.Manifest, taken map[string]string) ([]store.One, error) {
-	var items []store.One
-	for _, name := range m.Claims {
-		if other, dup := taken[name]; dup && other != node {
-			return nil, aggregates.Refuse("claim seat", name, aggregates.ErrNameTaken, fmt.Sprintf("this request gives %s to both %s and %s, and a seat has one holder; assign it to one node", module, other, node))
-		}
-		s, err := seatOf(v, name)
-		if err != nil {
-			return nil, err
-		}
-		evs, err := s.Claim(node, module)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range evs {
-			items = append(items, store.One{Aggregate: events.SeatAggregate(name), Expected: s.Version, Event: ev})
-		}
-		if taken != nil {
-			taken[name] = node
-		}
-	}
-	return items, nil
-}
-
-// releaseItems are the seat events of node letting go every seat module
-// (every module, when module is "") holds there.
-func releaseItems(v *projections.View, node, module, why string) ([]store.One, error) {
-	seats, err := v.Seats()
-	var items []store.One
-	for _, row := range seats {
-		if row.Node != node || module != "" && row.Module != module {
-			continue
-		}
-		s, err := seatOf(v, row.Seat)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range s.Release(node, why) {
-			items = append(items, store.One{Aggregate: events.SeatAggregate(row.Seat), Expected: s.Version, Event: ev})
-		}
-	}
-	return items, err
-}
 
 // ListSeats answers every seat, with where a handover stands.
 func (h *Handlers) ListSeats(ctx context.Context, _ wire.Empty) (wire.SeatList, error) {
@@ -185,7 +126,7 @@ func (h *Handlers) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wi
 		if !found {
 			return nil, aggregates.Refuse("hand over seat", r.Seat, aggregates.ErrUnknownNode, "no module ever held a seat of that name; mesh seat list names those that exist")
 		}
-		s, err := seatOf(v, r.Seat)
+		s, err := core.SeatOf(v, r.Seat)
 		if err != nil {
 			return nil, err
 		}
@@ -257,15 +198,15 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 		}
 	}
 	_, _, err = h.DecideAtomic(ctx, "hand over seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
-		seat, err := seatOf(v, s.Seat)
+		seat, err := core.SeatOf(v, s.Seat)
 		if err != nil || seat.HandoverTo == "" || seat.Version != s.Version {
 			return nil, err // taken meanwhile
 		}
-		from, err := nodeAggregateOf(v, s.Node)
+		from, err := core.NodeOf(v, s.Node)
 		if err != nil {
 			return nil, err
 		}
-		to, err := nodeAggregateOf(v, s.HandoverTo)
+		to, err := core.NodeOf(v, s.HandoverTo)
 		if err != nil {
 			return nil, err
 		}
@@ -364,7 +305,7 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 			if err != nil {
 				return nil, err
 			}
-			ev, _ := h.seal(*res.Declaration, r, "handover "+s.Seat, h.Now())
+			ev, _ := h.Seal(*res.Declaration, r, "handover "+s.Seat, h.Now())
 			items = append(items, store.One{Aggregate: events.NodeAggregate(n), Expected: r.Version, Event: ev})
 		}
 		return items, nil

@@ -2,9 +2,7 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/commands/world"
@@ -13,21 +11,6 @@ import (
 	"github.com/meshctl/mesh/verdict"
 	"github.com/meshctl/mesh/wire"
 )
-
-// drifted is state, or drifted when a current node's last drift still holds.
-func drifted(state wire.State, detail string, n projections.Node, drifts map[string]projections.Drift) (wire.State, string) {
-	d, ok := drifts[n.Name]
-	if state != wire.StateCurrent || !ok || n.LastReport == nil || !d.Holds(n.LastReport.Sequence) {
-		return state, detail
-	}
-	return wire.StateDrifted, "changed behind its agent's back: " + strings.Join(d.Paths, ", ")
-}
-
-// stateOf is the node's state in row, from what it would be sent now
-// (verdict.StateOf decides).
-func stateOf(n projections.Node, w world.Would) (wire.State, time.Time, string) {
-	return verdict.StateOf(n.EnrolledAt, n.LastSent, n.LastReport, verdict.Would{Composable: w.Composable, ContentDigest: w.ContentDigest, Reason: w.Reason})
-}
 
 // Status answers the whole mesh from the read models: a state per active
 // node, every standing, and the verdict. The mesh is well only when every
@@ -42,7 +25,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 		out.AsOf = &r.AsOf
 		return out, err
 	}
-	within, err := h.within(ctx, wire.PushRequest{Selector: r.Selector})
+	within, err := h.Within(ctx, wire.PushRequest{Selector: r.Selector})
 	if err != nil {
 		return wire.StatusReport{}, err
 	}
@@ -107,7 +90,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 				continue
 			}
 			ns := nodeStatus(n, composed[n.Name])
-			ns.State, ns.Detail = drifted(ns.State, ns.Detail, n, drifts)
+			ns.State, ns.Detail = world.Drifted(ns.State, ns.Detail, n, drifts)
 			ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
 			ns.State, ns.Since, ns.Detail = unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])
 			ns.Address = addresses[n.Name]
@@ -173,7 +156,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 }
 
 func nodeStatus(n projections.Node, w world.Would) wire.NodeStatus {
-	state, since, detail := stateOf(n, w)
+	state, since, detail := w.StateOf(n)
 	state, detail = partial(state, detail, w)
 	ns := wire.NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.ContentDigest}
 	if s := n.LastSent; s != nil {
@@ -200,29 +183,8 @@ func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handler
 // live read models.
 func (h *Handlers) VerifyProjections(ctx context.Context, r wire.FoldRequest) (wire.Verified, error) {
 	start := time.Now()
-	diff, at, err := h.Proj.Verify(ctx, h.progress(r.Progress))
+	diff, at, err := h.Proj.Verify(ctx, h.Progress(r.Progress))
 	return wire.Verified{Checkpoint: at, Diff: diff, Seconds: time.Since(start).Seconds()}, err
-}
-
-// progress publishes fold progress to subject, at most five times a second
-// and always the last; nil when nobody asked.
-func (h *Handlers) progress(subject string) func(projections.Progress) {
-	if subject == "" {
-		return nil
-	}
-	var last time.Time
-	return func(p projections.Progress) {
-		if p.Folded < p.Total && time.Since(last) < 200*time.Millisecond {
-			return
-		}
-		last = time.Now()
-		rate := 0.0
-		if p.Elapsed > 0 {
-			rate = float64(p.Folded) / p.Elapsed.Seconds()
-		}
-		b, _ := json.Marshal(wire.FoldProgress{Folded: p.Folded, Total: p.Total, Rate: rate})
-		h.Store.NC().Publish(subject, b)
-	}
 }
 
 // rolloutProgress answers a rollout's progress: its active nodes, and
@@ -251,7 +213,7 @@ func rolloutProgress(v *projections.View, nodes []projections.Node, composed map
 					continue
 				}
 				p.Total++
-				if state, _, _ := stateOf(row, composed[n]); builds[[2]string{ro.Module, n}] == ro.Build && state == wire.StateCurrent {
+				if state, _, _ := composed[n].StateOf(row); builds[[2]string{ro.Module, n}] == ro.Build && state == wire.StateCurrent {
 					p.Applied++
 				}
 			}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -293,4 +294,25 @@ func Code(err error) string {
 		return wire.CodeUnavailable
 	}
 	return wire.CodeInternal
+}
+
+// Progress publishes fold progress to subject, at most five times a second
+// and always the last; nil when nobody asked.
+func (c *Core) Progress(subject string) func(projections.Progress) {
+	if subject == "" {
+		return nil
+	}
+	var last time.Time
+	return func(p projections.Progress) {
+		if p.Folded < p.Total && time.Since(last) < 200*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		rate := 0.0
+		if p.Elapsed > 0 {
+			rate = float64(p.Folded) / p.Elapsed.Seconds()
+		}
+		b, _ := json.Marshal(wire.FoldProgress{Folded: p.Folded, Total: p.Total, Rate: rate})
+		c.Store.NC().Publish(subject, b)
+	}
 }

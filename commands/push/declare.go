@@ -1,4 +1,4 @@
-package commands
+package push
 
 import (
 	"bytes"
@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/meshctl/mesh/commands/core"
-	"github.com/meshctl/mesh/projections"
 
 	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -33,7 +30,7 @@ type body struct {
 // Declare sends a hand-written declaration: numbered, chained and signed
 // like any other and recorded as sent by "declare", with its builds unknown,
 // so nothing reads it as what the mesh would compose (rule 13).
-func (h *Handlers) Declare(ctx context.Context, r wire.DeclareRequest) (wire.PushedNode, error) {
+func (h *Service) Declare(ctx context.Context, r wire.DeclareRequest) (wire.PushedNode, error) {
 	if err := h.Writable(); err != nil {
 		return wire.PushedNode{}, err
 	}
@@ -49,14 +46,14 @@ func (h *Handlers) Declare(ctx context.Context, r wire.DeclareRequest) (wire.Pus
 	// Numbered and chained on the node's row as read, expecting its
 	// version: after a conflict (a push, an assignment), caught up and
 	// sealed again on the row that holds it. Each attempt has a command id
-	// of its own (perNode), as a push's rounds do.
+	// of its own (PerNode), as a push's rounds do.
 	err = core.DecideAndAppend(ctx, "declare to", r.Node, h.CatchUp, func(attempt int) error {
 		row, _, err := h.Proj.Node(r.Node)
 		if err != nil {
 			return err
 		}
-		ev, _ = h.seal(content, row, "declare", h.Now())
-		seq, err = h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, perNode(r.CommandID, r.Node, attempt), ev)
+		ev, _ = h.Seal(content, row, "declare", h.Now())
+		seq, err = h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, PerNode(r.CommandID, r.Node, attempt), ev)
 		return err
 	})
 	if err != nil {
@@ -116,41 +113,4 @@ func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
 		d.Receives = b.Receives
 	}
 	return d, nil
-}
-
-// Join answers what an agent needs to join as node: a new one-use token
-// for its name, while the node has not made its keys. A node that has is
-// refused: its keys are on its machine, and a new machine for it is a
-// re-key, which is recorded (mesh node rekey).
-func (h *Handlers) Join(ctx context.Context, r wire.NameRequest) (wire.Identity, error) {
-	if err := h.ActiveNode(ctx, "join", r.Name); err != nil {
-		return wire.Identity{}, err
-	}
-	var k projections.NodeKeys
-	var owned bool
-	if err := h.Proj.Read(func(v *projections.View) (err error) { k, owned, err = v.NodeKeys(r.Name); return err }); err != nil {
-		return wire.Identity{}, err
-	}
-	if owned {
-		return wire.Identity{}, aggregates.Refuse("join", r.Name, aggregates.ErrInvalid,
-			fmt.Sprintf("its agent made its keys at %s and holds them; to give a new or wiped machine this name, mesh node rekey %s", k.At.UTC().Format(time.RFC3339), r.Name))
-	}
-	return h.nodeToken(ctx, r.Name, false)
-}
-
-// LegacyIdentity is the join of a node enrolled before nodes made their
-// own keys: its seed derived from the controller key, which is why the
-// controller key could make its word (issue 29). No verb answers it; it is
-// kept for meshes whose agents hold such a join string, for the harnesses
-// that simulate thousands of nodes, and for tests of that path.
-func (h *Handlers) LegacyIdentity(node string) (wire.Identity, error) {
-	kp, err := busauth.NodeKey(h.Key, node)
-	if err != nil {
-		return wire.Identity{}, err
-	}
-	seed, err := kp.Seed()
-	if err != nil {
-		return wire.Identity{}, err
-	}
-	return wire.Identity{Mesh: h.Mesh, Node: node, Key: h.PublicKey, Seed: string(seed)}, nil
 }

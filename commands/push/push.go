@@ -1,4 +1,4 @@
-package commands
+package push
 
 import (
 	"cmp"
@@ -28,23 +28,23 @@ import (
 // declaration composed before an assignment changed can never land after one
 // composed after it. The appended DeclarationSent event is the delivery. A
 // node that cannot be composed is named and skipped; every other is sent.
-func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply, error) {
+func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply, error) {
 	if err := h.Writable(); err != nil {
 		return wire.PushReply{}, err
 	}
-	only, within, err := h.pushScope(ctx, "push to", r)
+	only, within, err := h.PushScope(ctx, "push to", r)
 	if err != nil {
 		return wire.PushReply{}, err
 	}
 	reply := wire.PushReply{Sent: []wire.PushedNode{}, Unsent: []wire.UnsentNode{}}
 	var last uint64
-	progress, started := h.progress(r.Progress), time.Now()
+	progress, started := h.Progress(r.Progress), time.Now()
 	// A round composes and appends every node still to send; the nodes
 	// whose aggregate moved between composing and appending (an
 	// assignment, another push) are composed again in the next round
 	// (decideAndAppend), from read models caught up to hold the move.
 	err = core.DecideAndAppend(ctx, "push to", "its nodes", h.CatchUp, func(round int) error {
-		sel, err := h.selectTargets(only, within, r, round)
+		sel, err := h.SelectTargets(only, within, r, round)
 		if err != nil {
 			return err
 		}
@@ -114,10 +114,10 @@ func (h *Handlers) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply
 	return reply, h.Landed(ctx, last, events.DeclarationSent{})
 }
 
-// pushScope reads which nodes a push (or its plan, op) is about: only the
+// PushScope reads which nodes a push (or its plan, op) is about: only the
 // named node (nil: every target the first round finds), within the nodes
 // its selector or list chooses (nil: no bound).
-func (h *Handlers) pushScope(ctx context.Context, op string, r wire.PushRequest) (only, within map[string]bool, err error) {
+func (h *Service) PushScope(ctx context.Context, op string, r wire.PushRequest) (only, within map[string]bool, err error) {
 	if r.Node != "" && r.Behind {
 		return nil, nil, aggregates.Refuse(op, r.Node, aggregates.ErrInvalid, "name a node or give --behind, not both: a named node is pushed whether it is behind or not")
 	}
@@ -127,12 +127,12 @@ func (h *Handlers) pushScope(ctx context.Context, op string, r wire.PushRequest)
 		}
 		only = map[string]bool{r.Node: true}
 	}
-	within, err = h.within(ctx, r)
+	within, err = h.Within(ctx, r)
 	return only, within, err
 }
 
-// within is the set of nodes a push's selector chooses, nil for none.
-func (h *Handlers) within(ctx context.Context, r wire.PushRequest) (map[string]bool, error) {
+// Within is the set of nodes a push's selector chooses, nil for none.
+func (h *Service) Within(ctx context.Context, r wire.PushRequest) (map[string]bool, error) {
 	if len(r.Nodes) > 0 {
 		out := make(map[string]bool, len(r.Nodes))
 		for _, n := range r.Nodes {
@@ -175,11 +175,11 @@ type targets struct {
 	now     time.Time
 }
 
-// selectTargets chooses the nodes this round sends to: those in only, or
+// SelectTargets chooses the nodes this round sends to: those in only, or
 // when only is nil, every active node (that is behind, with r.Behind); a
 // named push adds the nodes its consequences changed.
 // within, when not nil (a push --selector), bounds every round.
-func (h *Handlers) selectTargets(only, within map[string]bool, r wire.PushRequest, round int) (targets, error) {
+func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest, round int) (targets, error) {
 	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
 	var in compose.Input
 	var version uint64
@@ -222,8 +222,8 @@ func (h *Handlers) selectTargets(only, within map[string]bool, r wire.PushReques
 		case only != nil:
 			continue
 		case r.Behind:
-			state, _, _ := stateOf(row, composed[name])
-			state, _ = drifted(state, "", row, drifts)
+			state, _, _ := composed[name].StateOf(row)
+			state, _ = world.Drifted(state, "", row, drifts)
 			if state == wire.StateCurrent {
 				continue
 			}
@@ -239,7 +239,7 @@ func (h *Handlers) selectTargets(only, within map[string]bool, r wire.PushReques
 // sealWindow composes and seals the declarations of names. Composing and
 // signing are pure and independent per node, and signing is most of a
 // push's CPU: a worker per core, results kept in order.
-func (h *Handlers) sealWindow(t targets, names []string, r wire.PushRequest, round int) (pushBatch, []wire.UnsentNode) {
+func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, round int) (pushBatch, []wire.UnsentNode) {
 	var b pushBatch
 	var unsent []wire.UnsentNode
 	results := make([]sealedNode, len(names))
@@ -253,7 +253,7 @@ func (h *Handlers) sealWindow(t targets, names []string, r wire.PushRequest, rou
 			continue
 		}
 		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: t.rows[name].Version,
-			CommandID: perNode(r.CommandID, name, round), Event: res.ev})
+			CommandID: PerNode(r.CommandID, name, round), Event: res.ev})
 		note := strings.TrimPrefix(strings.Join([]string{t.notes[name], res.note}, "; "), "; ")
 		b.pushed = append(b.pushed, wire.PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources,
 			Note: strings.TrimSuffix(note, "; ")})
@@ -267,22 +267,22 @@ type sealedNode struct {
 	note   string
 }
 
-func (h *Handlers) composeAndSeal(w *compose.World, row projections.Node, by string, now time.Time) sealedNode {
+func (h *Service) composeAndSeal(w *compose.World, row projections.Node, by string, now time.Time) sealedNode {
 	res := w.Compose(row.Name)
 	if !res.Composable() {
 		return sealedNode{unsent: res.Reason()}
 	}
 	var out sealedNode
-	out.ev, out.note = h.seal(*res.Declaration, row, by, now)
+	out.ev, out.note = h.Seal(*res.Declaration, row, by, now)
 	if len(res.LeftOut) > 0 {
 		out.note = strings.TrimPrefix(out.note+"; "+fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason), "; ")
 	}
 	return out
 }
 
-// seal numbers (aggregates.NumberDeclaration), chains and signs content
+// Seal numbers (aggregates.NumberDeclaration), chains and signs content
 // for the node in row.
-func (h *Handlers) seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, string) {
+func (h *Service) Seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, string) {
 	var last, refused uint64
 	var previous string
 	if row.LastSent != nil {
@@ -322,10 +322,10 @@ func consequence(named, other string, row projections.Node, composed map[string]
 	return related && w.Composable && (row.LastSent == nil || row.LastSent.ContentDigest != w.ContentDigest)
 }
 
-// perNode is the command id of one node's append within a push: derived, so
+// PerNode is the command id of one node's append within a push: derived, so
 // a retried push request stores nothing twice; the round, because a
 // recomposed declaration is another decision.
-func perNode(commandID, node string, round int) string {
+func PerNode(commandID, node string, round int) string {
 	sum := sha256.Sum256([]byte(node))
 	return fmt.Sprintf("%s.%s.%d", commandID, hex.EncodeToString(sum[:6]), round)
 }

@@ -1,11 +1,13 @@
-package commands
+package core
 
 import (
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 )
 
-func viewOf(n projections.Node) wire.NodeView {
+// ViewOf is a node's row as the wire shows it, before its assignments
+// and address are added.
+func ViewOf(n projections.Node) wire.NodeView {
 	v := wire.NodeView{
 		Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels, Retired: n.Retired,
 		EnrolledAt: n.EnrolledAt, EnrolledSeq: n.EnrolledSeq, Version: n.Version,

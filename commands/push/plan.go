@@ -1,4 +1,4 @@
-package commands
+package push
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // Plan answers what a node would be sent now, composed from one view of the
 // read models, and how it differs from what it was last sent.
-func (h *Handlers) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, error) {
+func (h *Service) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, error) {
 	if err := core.ValidName("plan", r.Name); err != nil {
 		return wire.Plan{}, err
 	}
@@ -35,7 +35,7 @@ func (h *Handlers) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, err
 		return wire.Plan{}, err
 	}
 	res := w.Compose(r.Name)
-	last, err := h.lastSent(ctx, n)
+	last, err := h.LastSent(ctx, n)
 	if err != nil {
 		return wire.Plan{}, err
 	}
@@ -43,7 +43,7 @@ func (h *Handlers) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, err
 		Node: r.Name, Composable: res.Composable(), Digest: res.Digest,
 		Modules: []compose.ModuleBuild{}, Resources: []compose.Resource{}, Receives: []compose.Receipt{},
 		LeftOut: nonNil(res.LeftOut), Unresolved: nonNil(res.Unresolved), Problems: nonNil(res.Problems),
-		Sent: viewOf(n).LastSent, Changes: []compose.Change{},
+		Sent: core.ViewOf(n).LastSent, Changes: []compose.Change{},
 	}
 	if res.Composable() {
 		p.Changes = compose.Diff(last, res.Declaration)
@@ -64,9 +64,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// lastSent reads the content of the last declaration sent to n from the log
+// LastSent reads the content of the last declaration sent to n from the log
 // (one direct get by the sequence its row keeps), nil when none was sent.
-func (h *Handlers) lastSent(ctx context.Context, n projections.Node) (*compose.Declaration, error) {
+func (h *Service) LastSent(ctx context.Context, n projections.Node) (*compose.Declaration, error) {
 	if n.LastSent == nil {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package commands
+package push
 
 import (
 	"context"
@@ -98,7 +98,7 @@ func (s Selector) Matches(n projections.Node, f projections.Facts) bool {
 
 // SelectNodes answers the names of the active nodes a selector chooses, in
 // name order.
-func (h *Handlers) SelectNodes(ctx context.Context, r wire.SelectRequest) (wire.Selected, error) {
+func (h *Service) SelectNodes(ctx context.Context, r wire.SelectRequest) (wire.Selected, error) {
 	sel, err := ParseSelector(r.Selector)
 	if err != nil {
 		return wire.Selected{}, err

@@ -1,4 +1,4 @@
-package commands
+package push
 
 import (
 	"context"
@@ -15,15 +15,15 @@ const maxPlanned = 1000
 
 // PushPlan answers what Push would do with the same request, and does
 // nothing: which nodes would be sent, and what changes on each.
-func (h *Handlers) PushPlan(ctx context.Context, r wire.PushRequest) (wire.PushPlanReply, error) {
-	only, within, err := h.pushScope(ctx, "plan a push to", r)
+func (h *Service) PushPlan(ctx context.Context, r wire.PushRequest) (wire.PushPlanReply, error) {
+	only, within, err := h.PushScope(ctx, "plan a push to", r)
 	if err != nil {
 		return wire.PushPlanReply{}, err
 	}
 	if err := h.CatchUp(ctx); err != nil {
 		return wire.PushPlanReply{}, err
 	}
-	sel, err := h.selectTargets(only, within, r, 0)
+	sel, err := h.SelectTargets(only, within, r, 0)
 	if err != nil {
 		return wire.PushPlanReply{}, err
 	}
@@ -34,7 +34,7 @@ func (h *Handlers) PushPlan(ctx context.Context, r wire.PushRequest) (wire.PushP
 			out.Unsent = append(out.Unsent, wire.UnsentNode{Node: name, Reason: res.Reason()})
 			continue
 		}
-		p, err := h.planned(ctx, sel.rows[name], res, &out.Detailed)
+		p, err := h.Planned(ctx, sel.rows[name], res, &out.Detailed)
 		if err != nil {
 			return out, err
 		}
@@ -47,16 +47,16 @@ func (h *Handlers) PushPlan(ctx context.Context, r wire.PushRequest) (wire.PushP
 	return out, nil
 }
 
-// planned is what a node would be sent against what it was sent: the
+// Planned is what a node would be sent against what it was sent: the
 // same content, or its changes, read from the log for the first
 // maxPlanned nodes that change (counted in detailed).
-func (h *Handlers) planned(ctx context.Context, row projections.Node, res compose.Result, detailed *int) (wire.PlannedNode, error) {
+func (h *Service) Planned(ctx context.Context, row projections.Node, res compose.Result, detailed *int) (wire.PlannedNode, error) {
 	p := wire.PlannedNode{Node: row.Name}
 	switch {
 	case row.LastSent != nil && row.LastSent.ContentDigest == res.Digest:
 		p.Same = true
 	case *detailed < maxPlanned:
-		last, err := h.lastSent(ctx, row)
+		last, err := h.LastSent(ctx, row)
 		if err != nil {
 			return p, err
 		}
