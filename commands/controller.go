@@ -222,7 +222,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		ctrl.Close()
 		return nil, err
 	}
-	if ctrl.stopLive, err = startLiveness(h, c.UnreachableAfter, 0); err != nil {
+	if ctrl.stopLive, err = h.liveVerbs.Start(c.UnreachableAfter, 0); err != nil {
 		ctrl.Close()
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/agent/agenttest"
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -74,7 +75,7 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 
 	// web-1's agent stops; the clock runs on past the bound.
 	stop1()
-	c.pass(t, m, commands.DefaultUnreachableAfter+2*time.Second, "web-2")
+	c.pass(t, m, liveness.DefaultUnreachableAfter+2*time.Second, "web-2")
 	n := m.WaitState("web-1", wire.StateUnreachable)
 	if !strings.Contains(n.Detail, "its last state: current") {
 		t.Fatalf("web-1's detail says not what it was last: %q", n.Detail)
@@ -84,8 +85,8 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 	if s.Well {
 		t.Fatal("status is well with web-1 unreachable")
 	}
-	if s.UnreachableAfter != commands.DefaultUnreachableAfter.Seconds() {
-		t.Fatalf("status says the bound is %vs, not %v", s.UnreachableAfter, commands.DefaultUnreachableAfter)
+	if s.UnreachableAfter != liveness.DefaultUnreachableAfter.Seconds() {
+		t.Fatalf("status says the bound is %vs, not %v", s.UnreachableAfter, liveness.DefaultUnreachableAfter)
 	}
 	// node show and node list say so too.
 	show, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "web-1"})
@@ -152,7 +153,7 @@ func TestANodeSilentAcrossARestartIsUnreachable(t *testing.T) {
 	m.Must(err)
 	defer ctrl.Close()
 	m.H = ctrl.Handlers
-	c.Advance(commands.DefaultUnreachableAfter + time.Second)
+	c.Advance(liveness.DefaultUnreachableAfter + time.Second)
 	m.WaitState("db-1", wire.StateUnreachable)
 	if got := livenessEvents(t, m, "gone"); len(got) != 0 {
 		t.Fatalf("a retired node's liveness in the log: %v", got)

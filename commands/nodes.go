@@ -9,6 +9,7 @@ import (
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/commands/push"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
@@ -21,18 +22,22 @@ import (
 // newHandlers are the verbs over c, every cache empty.
 func newHandlers(c *core.Core) *Handlers {
 	w := world.New(c)
-	return &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w)}
+	return &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w), liveVerbs: liveness.New(c)}
 }
 
 // The services Handlers embeds while the verbs move into packages of
 // their own (issue 30), named so that their field names differ.
-type pushVerbs = push.Service
+type (
+	pushVerbs = push.Service
+	liveVerbs = liveness.Service
+)
 
 // Handlers are the verbs, bound to one store and one set of read models.
 type Handlers struct {
 	*core.Core
 	*world.Composer
 	*pushVerbs
+	*liveVerbs
 
 	held heldCache
 	// cutter ends live connections whose grant the log took away (nil on
@@ -42,10 +47,6 @@ type Handlers struct {
 	// for its auto rollout: a drive's tick reads no assignment until a
 	// registration or an assignment moves it.
 	autoSeen atomic.Uint64
-	// live is what this controller hears of the agents (nil: liveness is
-	// off, or these handlers answer from the past, which has only what
-	// the log recorded).
-	live *liveness
 	// flood counts what each node writes on its report subjects (nil for
 	// the past); cutUsers drops the connections of the users it matches on
 	// a bus the controller runs (nil: a cluster's, which it cannot).
@@ -332,7 +333,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeV
 			out.UnreachableSince = &live.Since
 		}
 		for i, rt := range out.Runtimes {
-			out.Runtimes[i] = runtimeOn(rt, live)
+			out.Runtimes[i] = liveness.RuntimeOn(rt, live)
 		}
 		if at := h.LastHeard(n.Name); !at.IsZero() {
 			out.LastHeard = &at
@@ -353,7 +354,7 @@ func (h *Handlers) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeV
 	state, detail = partial(state, detail, w)
 	state, detail = world.Drifted(state, detail, row, drifts)
 	state, detail = held(state, detail, holds[r.Name])
-	state, since, detail = unreachable(state, since, detail, live)
+	state, since, detail = liveness.Unreachable(state, since, detail, live)
 	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.ContentDigest
 	out.LeftOut, out.Unresolved = w.LeftOut, w.Unresolved
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
@@ -92,7 +93,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 			ns := nodeStatus(n, composed[n.Name])
 			ns.State, ns.Detail = world.Drifted(ns.State, ns.Detail, n, drifts)
 			ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
-			ns.State, ns.Since, ns.Detail = unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])
+			ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])
 			ns.Address = addresses[n.Name]
 			// The brief table has no column for it: asked only for the
 			// answer that carries it, a lookup a node.
@@ -117,7 +118,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 		}
 		for _, rt := range runtimes {
 			if active[rt.Node] {
-				rt = runtimeOn(rt, lives[rt.Node])
+				rt = liveness.RuntimeOn(rt, lives[rt.Node])
 				out.Runtimes = append(out.Runtimes, rt)
 				if rt.State != projections.RuntimeRunning {
 					down++
@@ -150,7 +151,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 	})
 	out.Well = verdict.Well(verdict.Counts{NotWell: notCurrent, ProgramsDown: down, Standings: len(out.Standings), Causes: len(out.Causes)})
 	out.UnreachableAfter = h.UnreachableAfter().Seconds()
-	out.LivenessOff = h.live == nil && !h.Past
+	out.LivenessOff = !h.Hearing() && !h.Past
 	out.OpenBus = h.OpenBus && !h.Past
 	return out, err
 }

@@ -27,7 +27,7 @@ const LivenessPrefix = "mesh.live"
 const SubjectsLiveness = LivenessPrefix + ".*"
 
 // LiveEvery is how often an agent says it is alive. The controller's
-// bound on silence is a few of these (commands.DefaultUnreachableAfter).
+// bound on silence is a few of these (liveness.DefaultUnreachableAfter).
 const LiveEvery = 5 * time.Second
 
 // LivenessSubject is where node's agent says it is alive.

@@ -18,6 +18,7 @@ import (
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/commands/liveness"
 
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/embedded"
@@ -55,8 +56,8 @@ func (f liveFlag) bound() (time.Duration, error) {
 		return -1, nil
 	}
 	d, err := time.ParseDuration(f.UnreachableAfter)
-	if err != nil || d < commands.MinUnreachableAfter {
-		return 0, usagef("--unreachable-after %s: give a duration of at least %s (two of an agent's beats), such as 30s, or off", f.UnreachableAfter, commands.MinUnreachableAfter)
+	if err != nil || d < liveness.MinUnreachableAfter {
+		return 0, usagef("--unreachable-after %s: give a duration of at least %s (two of an agent's beats), such as 30s, or off", f.UnreachableAfter, liveness.MinUnreachableAfter)
 	}
 	return d, nil
 }

@@ -1,4 +1,9 @@
-package commands
+// Package liveness hears each agent say it is alive (a core NATS message
+// every events.LiveEvery that never enters the stream), and records only
+// the changes as facts: NodeUnreachable for a node heard before and silent
+// past the bound, NodeReachable once heard again. Status, node list and
+// /metrics read when each node was last heard through a *Service.
+package liveness
 
 import (
 	"context"
@@ -7,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -14,6 +20,21 @@ import (
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
+
+// Service is what this controller hears of the agents, over one Core.
+type Service struct {
+	*core.Core
+	// live is nil while liveness is off, and for the past, which has only
+	// what the log recorded.
+	live *hearing
+}
+
+// New is liveness over c, hearing nothing until Start.
+func New(c *core.Core) *Service { return &Service{Core: c} }
+
+// Hearing says whether this controller hears the agents now (false: off,
+// or the past).
+func (h *Service) Hearing() bool { return h.live != nil }
 
 // Liveness (issue 28): the controller hears each agent say it is alive on
 // events.LivenessSubject, a core NATS message every events.LiveEvery that
@@ -37,8 +58,8 @@ const stallGap = 5 * time.Second
 // than an agent's beat would call every node lost between two.
 const MinUnreachableAfter = 2 * events.LiveEvery
 
-// liveness is what this controller hears of the agents.
-type liveness struct {
+// hearing is what this controller hears of the agents.
+type hearing struct {
 	bound time.Duration
 	nc    *nats.Conn
 	sub   *nats.Subscription
@@ -86,10 +107,10 @@ type beat struct {
 	said int64
 }
 
-// startLiveness hears the agents and checks their silence every tick until
+// Start hears the agents and checks their silence every tick until
 // stopped. bound 0 is DefaultUnreachableAfter; a negative bound hears
 // nothing and records nothing (a test, or an operator who said off).
-func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err error) {
+func (h *Service) Start(bound, every time.Duration) (stop func(), err error) {
 	if bound < 0 {
 		return func() {}, nil
 	}
@@ -103,7 +124,7 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 		every = time.Second
 	}
 	nc := h.Store.NC()
-	l := &liveness{bound: bound, nc: nc, now: h.Now, heard: map[string]beat{},
+	l := &hearing{bound: bound, nc: nc, now: h.Now, heard: map[string]beat{},
 		hearing: h.Now(), reconnects: nc.Stats().Reconnects, checked: time.Now()}
 	// The handler checks the beat's MAC and notes the time: at 100,000
 	// nodes a beat every five seconds is 20,000 messages a second on this
@@ -145,7 +166,7 @@ func startLiveness(h *Handlers, bound, every time.Duration) (stop func(), err er
 
 // load reads what the log says: the nodes recorded unreachable, and the
 // nodes that ever said anything, whose silence from now on counts.
-func (l *liveness) load(h *Handlers) error {
+func (l *hearing) load(h *Service) error {
 	lost, known := map[string]projections.Liveness{}, map[string]time.Time{}
 	err := h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Liveness()
@@ -190,7 +211,7 @@ func (l *liveness) load(h *Handlers) error {
 // LastHeard is when node's agent was last heard: by this controller, or
 // before it started as far as the log says (its last report, its last
 // return); zero when neither, or liveness is off.
-func (h *Handlers) LastHeard(node string) time.Time {
+func (h *Service) LastHeard(node string) time.Time {
 	if h.live == nil {
 		return time.Time{}
 	}
@@ -209,7 +230,7 @@ func (h *Handlers) LastHeard(node string) time.Time {
 // is off), for /metrics: a node silent since before this controller
 // started keeps its time, so an alert on its age still fires after a
 // restart. A copy of every entry: a listing asks LastHeard of each row.
-func (h *Handlers) LastHeardAll() map[string]time.Time {
+func (h *Service) LastHeardAll() map[string]time.Time {
 	if h.live == nil {
 		return nil
 	}
@@ -235,7 +256,7 @@ func (h *Handlers) LastHeardAll() map[string]time.Time {
 
 // UnreachableAfter is the bound in force (0: liveness is off, or this is
 // the past).
-func (h *Handlers) UnreachableAfter() time.Duration {
+func (h *Service) UnreachableAfter() time.Duration {
 	if h.live == nil {
 		return 0
 	}
@@ -252,7 +273,7 @@ type change struct {
 // Each change is an append expecting the node's liveness version, so two
 // controllers never record one change twice; one that lost the race reads
 // the row again at the next tick.
-func (h *Handlers) checkLiveness(ctx context.Context) error {
+func (h *Service) checkLiveness(ctx context.Context) error {
 	l := h.live
 	if l == nil || h.Writable() != nil {
 		return nil
@@ -344,7 +365,7 @@ func (h *Handlers) checkLiveness(ctx context.Context) error {
 
 // changes are the nodes silent past the bound and not yet recorded lost,
 // and those recorded lost and heard since.
-func (l *liveness) changes(now time.Time) []change {
+func (l *hearing) changes(now time.Time) []change {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r := l.nc.Stats().Reconnects; r != l.reconnects {
@@ -397,7 +418,7 @@ func livenessRow(ev events.Event, seq uint64, at time.Time) projections.Liveness
 }
 
 // settle notes what the read models now say of node.
-func (l *liveness) settle(node string, r projections.Liveness) {
+func (l *hearing) settle(node string, r projections.Liveness) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r.Unreachable {
@@ -409,7 +430,7 @@ func (l *liveness) settle(node string, r projections.Liveness) {
 }
 
 // forget drops a retired node: it is neither heard nor lost any more.
-func (l *liveness) forget(node string) {
+func (l *hearing) forget(node string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.heard, node)
@@ -417,10 +438,10 @@ func (l *liveness) forget(node string) {
 	delete(l.lost, node)
 }
 
-// unreachable turns a node recorded unreachable into that state, saying
+// Unreachable turns a node recorded unreachable into that state, saying
 // what it was last known to be: its agent may have died, or its machine,
 // or the network between, and its last report may no longer hold.
-func unreachable(state wire.State, since time.Time, detail string, lv projections.Liveness) (wire.State, time.Time, string) {
+func Unreachable(state wire.State, since time.Time, detail string, lv projections.Liveness) (wire.State, time.Time, string) {
 	if !lv.Unreachable {
 		return state, since, detail
 	}
@@ -435,10 +456,10 @@ func unreachable(state wire.State, since time.Time, detail string, lv projection
 	return wire.StateUnreachable, lv.Since, why
 }
 
-// runtimeOn is a program as status shows it: on an unreachable node its
+// RuntimeOn is a program as status shows it: on an unreachable node its
 // last report may no longer hold (a pid that is gone), so it is not
 // running but unknown.
-func runtimeOn(rt projections.Runtime, lv projections.Liveness) projections.Runtime {
+func RuntimeOn(rt projections.Runtime, lv projections.Liveness) projections.Runtime {
 	if !lv.Unreachable {
 		return rt
 	}
