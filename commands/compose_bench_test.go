@@ -15,7 +15,7 @@ import (
 // second on one core (run with -cpu 1).
 func BenchmarkComposeFromReadModels(b *testing.B) {
 	bm := newBenchMesh(b, false)
-	publish := bm.publish
+	publish := bm.Publish
 	var builds []string
 	for i := range 5 {
 		m, err := manifest.Parse([]byte(fmt.Sprintf(`{"module":"m%d","requires":["linux"],"settings":{"port":{"default":"80%d"}},

@@ -22,18 +22,18 @@ import (
 func TestStatusNamesAFoldBehindTheStream(t *testing.T) {
 	ctx := context.Background()
 	bm := newBenchMesh(t, false)
-	bm.publish(events.NodeAggregate("web-1"), events.NodeEnrolled{Name: "web-1"})
-	bm.publish(events.NodeAggregate("web-2"), events.NodeEnrolled{Name: "web-2"})
-	<-bm.js.PublishAsyncComplete()
-	proj, _, err := projections.Open(ctx, projections.Options{Dir: t.TempDir(), Store: bm.st, Keys: bm.keys})
+	bm.Publish(events.NodeAggregate("web-1"), events.NodeEnrolled{Name: "web-1"})
+	bm.Publish(events.NodeAggregate("web-2"), events.NodeEnrolled{Name: "web-2"})
+	<-bm.JS.PublishAsyncComplete()
+	proj, _, err := projections.Open(ctx, projections.Options{Dir: t.TempDir(), Store: bm.Store, Keys: bm.Keys})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer proj.Close()
-	signer, _ := declaration.NewSigner(bm.kp)
+	signer, _ := declaration.NewSigner(bm.Key)
 	now := time.Now()
-	h := newHandlers(&core.Core{Self: core.Self{Store: bm.st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: bm.kp, Signer: signer,
-		PublicKey: signer.PublicKey(), Keys: bm.keys}, Proj: proj, Now: func() time.Time { return now }})
+	h := newHandlers(&core.Core{Self: core.Self{Store: bm.Store, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: bm.Key, Signer: signer,
+		PublicKey: signer.PublicKey(), Keys: bm.Keys}, Proj: proj, Now: func() time.Time { return now }})
 	s, err := h.Status(ctx, wire.StatusRequest{})
 	if err != nil || !s.Well || len(s.Causes) != 0 {
 		t.Fatalf("a moment behind is not yet a cause: %+v %v", s, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
@@ -31,7 +32,7 @@ func BenchmarkPushSealed(b *testing.B) { benchPushSecret(b, true) }
 func benchPushSecret(b *testing.B, sealed bool) {
 	ctx := context.Background()
 	bm := newBenchMesh(b, true)
-	keep, _, err := secrets.Assert(ctx, bm.js, 1, bm.keys.Settings())
+	keep, _, err := secrets.Assert(ctx, bm.JS, 1, bm.Keys.Settings())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,8 +44,8 @@ func benchPushSecret(b *testing.B, sealed bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bm.publish(events.ModuleAggregate("app"), events.ModuleRegistered{Module: "app", Build: m.Build(), Manifest: m.Canonical()})
-	nodes := benchNodes(10_000)
+	bm.Publish(events.ModuleAggregate("app"), events.ModuleRegistered{Module: "app", Build: m.Build(), Manifest: m.Canonical()})
+	nodes := coretest.Nodes(10_000)
 	for i := range nodes {
 		name := fmt.Sprintf("web-%d", i)
 		pw := fmt.Sprintf("password-of-%s", name)
@@ -53,8 +54,8 @@ func benchPushSecret(b *testing.B, sealed bool) {
 				b.Fatal(err)
 			}
 		}
-		bm.publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})
-		bm.publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: "app", Build: m.Build(), Settings: map[string]string{"password": pw}})
+		bm.Publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})
+		bm.Publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: "app", Build: m.Build(), Settings: map[string]string{"password": pw}})
 	}
 	h := bm.fold()
 	b.Cleanup(func() { h.Secrets.Stop() })
@@ -65,7 +66,7 @@ func benchPushSecret(b *testing.B, sealed bool) {
 		// A store of its own each round: its keys are derived afresh,
 		// as a controller's first push after its start derives them.
 		h.Secrets.Stop()
-		if h.Secrets, _, err = secrets.Assert(ctx, bm.js, 1, bm.keys.Settings()); err != nil {
+		if h.Secrets, _, err = secrets.Assert(ctx, bm.JS, 1, bm.Keys.Settings()); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -87,12 +88,12 @@ func BenchmarkPushCluster(b *testing.B) { benchPush(b, newClusterBenchMesh(b), 3
 
 func benchPush(b *testing.B, bm *benchMesh, replicas int) {
 	ctx := context.Background()
-	st, js, publish := bm.st, bm.js, bm.publish
+	st, js, publish := bm.Store, bm.JS, bm.Publish
 	m, _ := manifest.Parse([]byte(`{"module":"app","settings":{"port":{"default":"8080"}},"resources":[
 	  {"kind":"directory","path":"/etc/app","mode":"0755"},
 	  {"kind":"file","path":"/etc/app/app.conf","mode":"0644","template":"node = {{.Node.Name}}\nport = {{.Settings.port}}\n"}]}`))
 	publish(events.ModuleAggregate("app"), events.ModuleRegistered{Module: "app", Build: m.Build(), Manifest: m.Canonical()})
-	nodes := benchNodes(10_000)
+	nodes := coretest.Nodes(10_000)
 	for i := range nodes {
 		name := fmt.Sprintf("web-%d", i)
 		publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})

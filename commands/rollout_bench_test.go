@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
@@ -52,16 +53,16 @@ func BenchmarkRollout(b *testing.B) {
 		return m
 	}
 	register := func(m manifest.Manifest) {
-		bm.publish(events.ModuleAggregate("app"), events.ModuleRegistered{Module: "app", Build: m.Build(), Manifest: m.Canonical()})
+		bm.Publish(events.ModuleAggregate("app"), events.ModuleRegistered{Module: "app", Build: m.Build(), Manifest: m.Canonical()})
 	}
 	first := build(0)
 	register(first)
-	nodes := benchNodes(10_000)
+	nodes := coretest.Nodes(10_000)
 	for i := range nodes {
 		name := fmt.Sprintf("web-%05d", i)
-		bm.publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})
-		bm.publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: "app", Build: first.Build(), Settings: map[string]string{}, Policy: events.PolicyManual})
-		bm.report(name, events.ReportKeyRecorded{Node: name, Key: bm.agent.PublicKey()})
+		bm.Publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})
+		bm.Publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: "app", Build: first.Build(), Settings: map[string]string{}, Policy: events.PolicyManual})
+		bm.Report(name, events.ReportKeyRecorded{Node: name, Key: bm.Agent.PublicKey()})
 	}
 	h := bm.fold()
 	clock := &pushClock{}
@@ -84,9 +85,9 @@ func BenchmarkRollout(b *testing.B) {
 		}
 		t0 := time.Now()
 		for _, r := range sent {
-			bm.report(r.Name, events.DeclarationApplied{Node: r.Name, Sequence: r.LastSent.Sequence, Digest: r.LastSent.Digest})
+			bm.Report(r.Name, events.DeclarationApplied{Node: r.Name, Sequence: r.LastSent.Sequence, Digest: r.LastSent.Digest})
 		}
-		<-bm.js.PublishAsyncComplete()
+		<-bm.JS.PublishAsyncComplete()
 		return time.Since(t0)
 	}
 	full := time.Now()
@@ -102,7 +103,7 @@ func BenchmarkRollout(b *testing.B) {
 	for i := range b.N {
 		b.StopTimer()
 		register(build(i + 1))
-		<-bm.js.PublishAsyncComplete()
+		<-bm.JS.PublishAsyncComplete()
 		if err := h.CatchUp(ctx); err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
@@ -24,14 +25,14 @@ import (
 func BenchmarkStatus(b *testing.B) {
 	ctx := context.Background()
 	bm := newBenchMesh(b, true)
-	publish := bm.publish
+	publish := bm.Publish
 	var builds []string
 	for i := range 5 {
 		m, _ := manifest.Parse([]byte(fmt.Sprintf(`{"module":"m%d","resources":[{"kind":"file","path":"/etc/m%d.conf","mode":"0644","template":"node = {{.Node.Name}}\n"}]}`, i, i)))
 		publish(events.ModuleAggregate(m.Module), events.ModuleRegistered{Module: m.Module, Build: m.Build(), Manifest: m.Canonical()})
 		builds = append(builds, m.Build())
 	}
-	nodes := benchNodes(10_000)
+	nodes := coretest.Nodes(10_000)
 	for i := range nodes {
 		name := fmt.Sprintf("web-%d", i)
 		publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})
@@ -40,7 +41,7 @@ func BenchmarkStatus(b *testing.B) {
 		}
 	}
 	h := bm.fold()
-	proj := bm.proj
+	proj := bm.Proj
 	if r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
 		b.Fatalf("push: %v", err)
 	}

@@ -1,4 +1,4 @@
-package commands
+package history
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func inForce(keys []keyRecord, seq uint64) string {
 
 // auditor walks the log once, in order, and proves what it reads.
 type auditor struct {
-	h       *Handlers
+	h       *Service
 	foreign map[uint64]projections.ForeignMessage
 	ctrl    []keyRecord
 	nodes   map[string]*nodeAudit
@@ -88,7 +88,7 @@ const checkBatch = 8192
 
 // Audit proves one node's record (r.Node), or every node's and names every
 // foreign message.
-func (h *Handlers) Audit(ctx context.Context, r wire.AuditRequest) (wire.AuditReport, error) {
+func (h *Service) Audit(ctx context.Context, r wire.AuditRequest) (wire.AuditReport, error) {
 	start := time.Now()
 	a := &auditor{h: h, foreign: map[uint64]projections.ForeignMessage{}, nodes: map[string]*nodeAudit{}, keys: map[string]nkeys.KeyPair{}}
 	var all []projections.ForeignMessage

@@ -1,4 +1,4 @@
-package commands
+package world
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 func history(t *testing.T) map[events.AggregateID][]events.Event {
 	t.Helper()
 	reg := func(file string) events.Event {
-		data, err := os.ReadFile("../examples/" + file)
+		data, err := os.ReadFile("../../examples/" + file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 	}
 	// The same key in every interleaving: sealed files' keyed digests and
 	// minted credentials are the key's, and must not differ by order.
-	hd := newHandlers(&core.Core{Self: core.Self{Store: st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}, Proj: proj, Now: time.Now})
+	hd := New(&core.Core{Self: core.Self{Store: st, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Keys: keys}, Proj: proj, Now: time.Now})
 	w, err := hd.World()
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package commands
+package history
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -28,9 +29,9 @@ func BenchmarkHistory(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_EVENTS")); err == nil && v > 0 {
 		total = v
 	}
-	bm := newBenchMesh(b, false)
-	publish := bm.publish
-	signer, _ := declaration.NewSigner(bm.kp)
+	bm := coretest.New(b, false)
+	publish := bm.Publish
+	signer, _ := declaration.NewSigner(bm.Key)
 	publish(events.NodeAggregate("app-1"), events.NodeEnrolled{Name: "app-1"})
 	const decls = 1000
 	every := total / decls
@@ -53,7 +54,7 @@ func BenchmarkHistory(b *testing.B) {
 		name := fmt.Sprintf("n%d", i)
 		publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name})
 	}
-	h := bm.fold()
+	h := New(bm.Fold())
 	measure := func(fn func() error) float64 {
 		start := time.Now()
 		for range b.N {

@@ -1,4 +1,4 @@
-package commands
+package history
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -28,11 +29,11 @@ func BenchmarkAudit(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_EVENTS")); err == nil && v > 0 {
 		total = v
 	}
-	bm := newBenchMesh(b, false)
-	signer, _ := declaration.NewSigner(bm.kp)
-	agent, report := bm.agent, bm.report
+	bm := coretest.New(b, false)
+	signer, _ := declaration.NewSigner(bm.Key)
+	agent, report := bm.Agent, bm.Report
 	// The controller's key record first, as a controller's start writes it.
-	if _, err := bm.st.Append(ctx, events.ControllerAggregate(), 0, "key", events.ControllerKeyRecorded{PublicKey: signer.PublicKey()}); err != nil {
+	if _, err := bm.Store.Append(ctx, events.ControllerAggregate(), 0, "key", events.ControllerKeyRecorded{PublicKey: signer.PublicKey()}); err != nil {
 		b.Fatal(err)
 	}
 	const nodes = 1000
@@ -40,7 +41,7 @@ func BenchmarkAudit(b *testing.B) {
 	previous := map[string]string{}
 	for i := range nodes {
 		name := fmt.Sprintf("node-%d", i)
-		bm.publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name})
+		bm.Publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name})
 		report(name, events.ReportKeyRecorded{Node: name, Key: agent.PublicKey()})
 	}
 	for r := range max(1, (total-2*nodes)/(2*nodes)) {
@@ -51,12 +52,12 @@ func BenchmarkAudit(b *testing.B) {
 				Receives:  []compose.Receipt{}}, uint64(r+1), previous[name], time.Now())
 			s := signer.Seal(d)
 			previous[name] = s.Digest()
-			bm.publish(events.NodeAggregate(name), events.DeclarationSent{Node: name, Sequence: uint64(r + 1), Digest: s.Digest(),
+			bm.Publish(events.NodeAggregate(name), events.DeclarationSent{Node: name, Sequence: uint64(r + 1), Digest: s.Digest(),
 				ContentDigest: d.ContentDigest(), By: "push", Resources: 1, Declaration: s.Bytes, Signature: s.Signature, Key: s.Key})
 			report(name, events.DeclarationApplied{Node: name, Sequence: uint64(r + 1), Digest: s.Digest()})
 		}
 	}
-	h := bm.fold()
+	h := New(bm.Fold())
 	var a wire.AuditReport
 	b.ResetTimer()
 	for range b.N {

@@ -1,4 +1,4 @@
-package commands
+package history
 
 import (
 	"context"
@@ -26,7 +26,7 @@ type recorded struct {
 }
 
 // index reads node's history rows.
-func (h *Handlers) index(node string, since, until time.Time) (idx []projections.HistoryEntry, err error) {
+func (h *Service) index(node string, since, until time.Time) (idx []projections.HistoryEntry, err error) {
 	err = h.Proj.Read(func(v *projections.View) error {
 		idx, err = v.History(node, since, until)
 		return err
@@ -37,7 +37,7 @@ func (h *Handlers) index(node string, since, until time.Time) (idx []projections
 // readDeclarations reads the declarations of rows back from the log by
 // sequence, each checked against its row: a row the log does not bear out
 // is a read model gone wrong, and answering from it would be a lie.
-func (h *Handlers) readDeclarations(ctx context.Context, rows []projections.HistoryEntry) ([]recorded, error) {
+func (h *Service) readDeclarations(ctx context.Context, rows []projections.HistoryEntry) ([]recorded, error) {
 	// Each read is a round trip; they are independent, so several are in
 	// flight at once, and the results keep the rows' order.
 	out := make([]recorded, len(rows))
@@ -48,7 +48,7 @@ func (h *Handlers) readDeclarations(ctx context.Context, rows []projections.Hist
 	return out, errors.Join(errs...)
 }
 
-func (h *Handlers) readDeclaration(ctx context.Context, row projections.HistoryEntry) (recorded, error) {
+func (h *Service) readDeclaration(ctx context.Context, row projections.HistoryEntry) (recorded, error) {
 	m, err := h.Store.Get(ctx, row.Seq)
 	if err != nil {
 		return recorded{}, err
@@ -81,7 +81,7 @@ var historyKinds = map[byte]string{
 // History answers every declaration the node was told and every report it
 // sent back, from the history index; with Diff, it reads the declarations
 // whose content changed back from the log for their contents.
-func (h *Handlers) History(ctx context.Context, r wire.HistoryRequest) (wire.History, error) {
+func (h *Service) History(ctx context.Context, r wire.HistoryRequest) (wire.History, error) {
 	if err := core.ValidName("show the history of", r.Node); err != nil {
 		return wire.History{}, err
 	}
@@ -118,7 +118,7 @@ func (h *Handlers) History(ctx context.Context, r wire.HistoryRequest) (wire.His
 // content digests are equal content, so only a declaration whose content
 // differs from the one before, and that one, are read back from the log:
 // a history of a thousand pushes of one content is one read.
-func (h *Handlers) diff(ctx context.Context, idx []projections.HistoryEntry, entries []wire.HistoryEntry) error {
+func (h *Service) diff(ctx context.Context, idx []projections.HistoryEntry, entries []wire.HistoryEntry) error {
 	var sent []int // the declarations, by index into idx
 	for i, row := range idx {
 		if row.Kind == projections.HistoryDeclaration {

@@ -1,0 +1,157 @@
+// Package coretest is a real bus, stream and read models for the tests and
+// benchmarks of the controller's services, filled by publishing events
+// directly (fast) and folded before a benchmark's clock starts: each
+// service is made over the Core that Fold answers.
+package coretest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+)
+
+// Mesh is a real bus, stream and read models, filled by publishing events
+// directly and folded on demand.
+type Mesh struct {
+	TB    testing.TB
+	Store *store.Store
+	JS    jetstream.JetStream
+	Proj  *projections.Engine
+	Key   nkeys.KeyPair
+	Keys  *declaration.Keyring
+	// Agent signs the reports the benchmark writes as every node's agent.
+	Agent *declaration.Signer
+}
+
+// New connects in-process, as mesh up's controller does, or over TCP.
+func New(b testing.TB, inProcess bool) *Mesh {
+	b.Helper()
+	srv := embeddedtest.Server(b)
+	var nc *nats.Conn
+	if inProcess {
+		var err error
+		if nc, err = srv.Connect(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+	} else {
+		nc = embeddedtest.Conn(b, srv)
+	}
+	return on(b, nc, 1)
+}
+
+// NewCluster is a 3-server cluster in this process, its stream
+// replicated on all three, reached over TCP as mesh serve reaches one.
+func NewCluster(b testing.TB) *Mesh {
+	b.Helper()
+	var urls []string
+	for _, s := range embeddedtest.Cluster(b, 3) {
+		urls = append(urls, s.ClientURL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	return on(b, nc, 3)
+}
+
+func on(b testing.TB, nc *nats.Conn, replicas int) *Mesh {
+	st, _, err := store.Open(context.Background(), nc, store.StreamConfig{Replicas: replicas})
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	kp, _ := nkeys.CreateAccount()
+	keys, err := declaration.NewKeyring(kp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.MAC = keys.LogMAC()
+	agentKP, _ := nkeys.CreateUser()
+	agent, _ := declaration.NewSigner(agentKP)
+	return &Mesh{TB: b, Store: st, JS: js, Key: kp, Keys: keys, Agent: agent}
+}
+
+// Report publishes ev as node's agent would: under the node's report
+// subject, with its MAC and the agent's signature, without waiting for
+// the acknowledgement. The node's report key must be recorded first
+// (events.ReportKeyRecorded with m.Agent's key).
+func (m *Mesh) Report(node string, ev events.Event) {
+	data, _ := events.Encode(events.NodeAggregate(node), "r", 0, time.Now(), ev)
+	msg := nats.NewMsg(events.ReportSubject(node, ev.EventType()))
+	msg.Data = data
+	msg.Header.Set(events.MACHeader, declaration.MAC(m.Keys.NodeMAC(node), msg.Subject, data))
+	msg.Header.Set(events.SignerHeader, m.Agent.PublicKey())
+	msg.Header.Set(events.SignatureHeader, m.Agent.Sign(data))
+	if _, err := m.JS.PublishMsgAsync(msg); err != nil {
+		m.TB.Fatal(err)
+	}
+}
+
+// Publish appends ev as the controller would (with its MAC), without
+// waiting for each acknowledgement.
+func (m *Mesh) Publish(agg events.AggregateID, ev events.Event) {
+	data, _ := events.Encode(agg, "c", 0, time.Now(), ev)
+	msg := nats.NewMsg(agg.Subject(ev.EventType()))
+	msg.Data = data
+	msg.Header.Set(events.MACHeader, declaration.MAC(m.Keys.LogMAC(), msg.Subject, data))
+	if _, err := m.JS.PublishMsgAsync(msg); err != nil {
+		m.TB.Fatal(err)
+	}
+}
+
+// Fold waits for the publishes, folds them, and answers a Core over the
+// read models, with a key.
+func (m *Mesh) Fold() *core.Core {
+	ctx := context.Background()
+	<-m.JS.PublishAsyncComplete()
+	proj, _, err := projections.Open(ctx, projections.Options{Dir: m.TB.TempDir(), Store: m.Store, Keys: m.Keys})
+	if err != nil {
+		m.TB.Fatal(err)
+	}
+	m.TB.Cleanup(func() { proj.Close() })
+	proj.Start()
+	state, _ := m.Store.State(ctx)
+	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
+		m.TB.Fatal(err)
+	}
+	// The events published are the controller's: a foreign one would be
+	// set aside cheaply and flatter whatever is measured over it.
+	if err := proj.Read(func(v *projections.View) error {
+		if n, first, err := v.OpenForeign(); err != nil || n > 0 {
+			return fmt.Errorf("%d foreign message(s) among the benchmark's events, the first %+v: %v", n, first, err)
+		}
+		return nil
+	}); err != nil {
+		m.TB.Fatal(err)
+	}
+	signer, _ := declaration.NewSigner(m.Key)
+	m.Proj = proj
+	return &core.Core{Self: core.Self{Store: m.Store, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
+		Key: m.Key, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.Keys}, Proj: proj, Now: time.Now}
+}
+
+// Nodes is how many nodes a benchmark's mesh holds: def, or
+// MESH_BENCH_NODES (issue 13 measures 100,000 the same way).
+func Nodes(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_NODES")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
