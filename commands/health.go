@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/credentials"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
@@ -48,7 +49,7 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 			out = append(out, lag)
 		}
 	}
-	open, err := openRotations(v)
+	open, err := credentials.OpenRotations(v)
 	if err != nil {
 		return nil, err
 	}

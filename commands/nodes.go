@@ -9,6 +9,7 @@ import (
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/credentials"
 	"github.com/meshctl/mesh/commands/history"
 	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/commands/push"
@@ -23,15 +24,18 @@ import (
 // newHandlers are the verbs over c, every cache empty.
 func newHandlers(c *core.Core) *Handlers {
 	w := world.New(c)
-	return &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w), liveVerbs: liveness.New(c), historyVerbs: history.New(c)}
+	h := &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w), liveVerbs: liveness.New(c), historyVerbs: history.New(c)}
+	h.credentialVerbs = credentials.New(c, w, h.pushVerbs)
+	return h
 }
 
 // The services Handlers embeds while the verbs move into packages of
 // their own (issue 30), named so that their field names differ.
 type (
-	pushVerbs    = push.Service
-	liveVerbs    = liveness.Service
-	historyVerbs = history.Service
+	pushVerbs       = push.Service
+	liveVerbs       = liveness.Service
+	historyVerbs    = history.Service
+	credentialVerbs = credentials.Service
 )
 
 // Handlers are the verbs, bound to one store and one set of read models.
@@ -41,6 +45,7 @@ type Handlers struct {
 	*pushVerbs
 	*liveVerbs
 	*historyVerbs
+	*credentialVerbs
 
 	held heldCache
 	// cutter ends live connections whose grant the log took away (nil on

@@ -1,4 +1,4 @@
-package commands
+package credentials
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // nothing is sent and nothing recorded; otherwise the CredentialRotated
 // event and every end's declaration are one atomic write, so a controller
 // killed at any point leaves both ends sent or neither.
-func (h *Handlers) Rotate(ctx context.Context, r wire.RotateRequest) (wire.RotateReply, error) {
+func (h *Service) Rotate(ctx context.Context, r wire.RotateRequest) (wire.RotateReply, error) {
 	if err := h.Writable(); err != nil {
 		return wire.RotateReply{}, err
 	}
@@ -94,7 +94,7 @@ func (p rotation) name() string {
 
 // planRotation composes every end at the next generation, or refuses the
 // whole rotation naming each end that cannot be composed and why.
-func (h *Handlers) planRotation(v *projections.View, r wire.RotateRequest) (rotation, error) {
+func (h *Service) planRotation(v *projections.View, r wire.RotateRequest) (rotation, error) {
 	plan := rotation{event: events.CredentialRotated{Provider: r.Provider, Consumer: r.Consumer}}
 	refuse := func(err error, format string, args ...any) error {
 		return aggregates.Refuse("rotate", plan.name(), err, fmt.Sprintf(format, args...))
@@ -107,7 +107,7 @@ func (h *Handlers) planRotation(v *projections.View, r wire.RotateRequest) (rota
 			return plan, err
 		}
 	}
-	in, err := h.Input(v)
+	in, err := h.world.Input(v)
 	if err != nil {
 		return plan, err
 	}
@@ -146,7 +146,7 @@ func (h *Handlers) planRotation(v *projections.View, r wire.RotateRequest) (rota
 		if err != nil {
 			return plan, err
 		}
-		ev, _ := h.Seal(*results[node].Declaration, row, "rotate", h.Now())
+		ev, _ := h.sealer.Seal(*results[node].Declaration, row, "rotate", h.Now())
 		plan.sends = append(plan.sends, store.One{Aggregate: events.NodeAggregate(node), Expected: row.Version, Event: ev})
 		plan.sent = append(plan.sent, wire.PushedNode{Node: node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources})
 	}
@@ -213,10 +213,10 @@ func (r OpenRotation) String() string {
 	return fmt.Sprintf("%s is half applied: applied on %s, not on %s", what, strings.Join(r.Applied, ", "), strings.Join(r.Pending, ", "))
 }
 
-// openRotations are the rotations some active end has not applied: it was
+// OpenRotations are the rotations some active end has not applied: it was
 // not sent a declaration since (the rotation event comes first in its
 // batch, the ends' declarations after), or has not reported applying it.
-func openRotations(v *projections.View) ([]OpenRotation, error) {
+func OpenRotations(v *projections.View) ([]OpenRotation, error) {
 	rotations, err := v.Rotations()
 	if err != nil {
 		return nil, err

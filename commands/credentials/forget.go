@@ -1,4 +1,4 @@
-package commands
+package credentials
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // killed between the two leaves salts that the same command, run again,
 // finds and erases. Forgetting the current value leaves the assignment
 // uncomposable until the setting is given again; status says so.
-func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire.Forgotten, error) {
+func (h *Service) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire.Forgotten, error) {
 	if err := h.Writable(); err != nil {
 		return wire.Forgotten{}, err
 	}
@@ -117,7 +117,7 @@ func (h *Handlers) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire
 // ever given on the node, by version, with the salt ids of each (an
 // assignment removed and given again numbers its secrets from 1 again),
 // and the version it holds now (0: none, or unassigned).
-func (h *Handlers) sealedVersions(ctx context.Context, r wire.ForgetRequest) (map[int][]string, int, error) {
+func (h *Service) sealedVersions(ctx context.Context, r wire.ForgetRequest) (map[int][]string, int, error) {
 	versions := map[int][]string{}
 	current := 0
 	err := h.Store.Read(ctx, store.ReadOptions{Filter: events.NodeAggregate(r.Node).Filter()}, func(m store.Msg) error {
