@@ -39,7 +39,7 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (
 		if err != nil {
 			return nil, nil, err
 		}
-		return h.enrollItems(v, pool, r.Nodes, true)
+		return h.EnrollItems(v, pool, r.Nodes, true)
 	})
 }
 

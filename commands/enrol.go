@@ -38,7 +38,7 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 	}
 	keys := events.NodeKeysRecorded{Node: r.Node, Bus: r.Bus, Report: r.Report, Seal: r.Seal, Overlay: r.Overlay}
 	var already bool
-	seq, _, err := h.withPool(ctx, "enroll", r.Node, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, _, err := h.WithPool(ctx, "enroll", r.Node, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		// The same keys again (the agent's answer was lost, and it asks
 		// again): nothing to do, whatever the token says now.
 		if k, found, err := v.NodeKeys(r.Node); err != nil || found && k.Bus == r.Bus && k.Report == r.Report && k.Seal == r.Seal && k.Overlay == r.Overlay {
@@ -51,7 +51,7 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 		}
 		keys.Token, keys.Rekey = t.ID, t.Rekey
 		items, err := h.tokenItems(v, func(node string, t projections.Token) ([]store.One, error) {
-			items, _, err := h.enrollItems(v, pool, []wire.EnrollRequest{{Name: node, Capabilities: t.Capabilities, Labels: t.Labels}}, false)
+			items, _, err := h.EnrollItems(v, pool, []wire.EnrollRequest{{Name: node, Capabilities: t.Capabilities, Labels: t.Labels}}, false)
 			return items, err
 		}, t, keys)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/commands/credentials"
+	"github.com/meshctl/mesh/commands/seats"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
@@ -56,13 +57,13 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 	for _, r := range open {
 		out = append(out, r.String())
 	}
-	seats, err := v.Seats()
+	held, err := v.Seats()
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range seats {
+	for _, s := range held {
 		if s.HandoverTo != "" {
-			out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, waitsFor(v, s)))
+			out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, seats.WaitsFor(v, s)))
 		}
 	}
 	floods, err := v.OpenFloods()

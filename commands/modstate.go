@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meshctl/mesh/commands/seats"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
@@ -111,7 +112,7 @@ func (h *Handlers) assertModuleStreams(ctx context.Context, replicas int) ([]str
 		return nil, err
 	}
 	queues, err := sayAsserted("seat work queues", "no module claims a seat yet", slices.Sorted(maps.Keys(claimed)), func(seat string) (string, string, error) {
-		action, err := assertSeatQueue(ctx, js, replicas, seat)
+		action, err := seats.AssertSeatQueue(ctx, js, replicas, seat)
 		return events.SeatStream(seat), action, err
 	})
 	return []string{buckets, queues}, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/seats"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
@@ -41,7 +42,7 @@ func (h *Handlers) RegisterModule(ctx context.Context, r wire.RegisterRequest) (
 	}
 	for _, seat := range m.Claims {
 		// Work can be asked of a seat before anyone holds it.
-		if _, err := assertSeatQueue(ctx, h.Store.JetStream(), h.Replicas, seat); err != nil {
+		if _, err := seats.AssertSeatQueue(ctx, h.Store.JetStream(), h.Replicas, seat); err != nil {
 			return wire.Registered{}, fmt.Errorf("registered %s at sequence %d, but %w; register it again to retry", m.Module, seq, err)
 		}
 	}

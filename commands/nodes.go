@@ -12,7 +12,9 @@ import (
 	"github.com/meshctl/mesh/commands/credentials"
 	"github.com/meshctl/mesh/commands/history"
 	"github.com/meshctl/mesh/commands/liveness"
+	"github.com/meshctl/mesh/commands/network"
 	"github.com/meshctl/mesh/commands/push"
+	"github.com/meshctl/mesh/commands/seats"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -26,6 +28,8 @@ func newHandlers(c *core.Core) *Handlers {
 	w := world.New(c)
 	h := &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w), liveVerbs: liveness.New(c), historyVerbs: history.New(c)}
 	h.credentialVerbs = credentials.New(c, w, h.pushVerbs)
+	h.networkVerbs = network.New(c)
+	h.seatVerbs = seats.New(c, w, h.pushVerbs)
 	return h
 }
 
@@ -36,6 +40,8 @@ type (
 	liveVerbs       = liveness.Service
 	historyVerbs    = history.Service
 	credentialVerbs = credentials.Service
+	networkVerbs    = network.Service
+	seatVerbs       = seats.Service
 )
 
 // Handlers are the verbs, bound to one store and one set of read models.
@@ -46,6 +52,8 @@ type Handlers struct {
 	*liveVerbs
 	*historyVerbs
 	*credentialVerbs
+	*networkVerbs
+	*seatVerbs
 
 	held heldCache
 	// cutter ends live connections whose grant the log took away (nil on
@@ -60,9 +68,6 @@ type Handlers struct {
 	// a bus the controller runs (nil: a cluster's, which it cannot).
 	flood    *floodWatch
 	cutUsers func(match func(user string) bool) (int, error)
-	// addressSeen is the composition version at which no active node
-	// lacked an overlay address (DriveNetwork).
-	addressSeen atomic.Uint64
 }
 
 // Enroll adds a node, with its overlay address when the network is set. A
@@ -86,8 +91,8 @@ func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Chang
 			return wire.Changed{}, err
 		}
 	}
-	seq, _, err := h.withPool(ctx, "enroll", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
-		items, _, err := h.enrollItems(v, pool, []wire.EnrollRequest{r}, false)
+	seq, _, err := h.WithPool(ctx, "enroll", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		items, _, err := h.EnrollItems(v, pool, []wire.EnrollRequest{r}, false)
 		return items, err
 	})
 	if err != nil {
@@ -108,8 +113,8 @@ func (h *Handlers) Retire(ctx context.Context, r wire.RetireRequest) (wire.Chang
 	if err := core.ValidName("retire", r.Name); err != nil {
 		return wire.Changed{}, err
 	}
-	seq, _, err := h.withPool(ctx, "retire", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
-		return h.retireItems(v, pool, r.Name)
+	seq, _, err := h.WithPool(ctx, "retire", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		return h.RetireItems(v, pool, r.Name)
 	})
 	if err != nil {
 		return wire.Changed{}, err

@@ -1,4 +1,4 @@
-package commands
+package seats
 
 import (
 	"cmp"
@@ -27,12 +27,12 @@ import (
 // timer like a rollout.
 
 // ListSeats answers every seat, with where a handover stands.
-func (h *Handlers) ListSeats(ctx context.Context, _ wire.Empty) (wire.SeatList, error) {
+func (h *Service) ListSeats(ctx context.Context, _ wire.Empty) (wire.SeatList, error) {
 	out := wire.SeatList{Seats: []wire.SeatView{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Seats()
 		for _, row := range rows {
-			out.Seats = append(out.Seats, wire.SeatView{Seat: row, Waiting: waitsFor(v, row), Steps: []wire.SeatStep{}})
+			out.Seats = append(out.Seats, wire.SeatView{Seat: row, Waiting: WaitsFor(v, row), Steps: []wire.SeatStep{}})
 		}
 		return err
 	})
@@ -40,12 +40,12 @@ func (h *Handlers) ListSeats(ctx context.Context, _ wire.Empty) (wire.SeatList, 
 }
 
 // ShowSeat answers one seat and its steps in the log.
-func (h *Handlers) ShowSeat(ctx context.Context, r wire.NameRequest) (wire.SeatView, error) {
+func (h *Service) ShowSeat(ctx context.Context, r wire.NameRequest) (wire.SeatView, error) {
 	var out wire.SeatView
 	var found bool
 	if err := h.Proj.Read(func(v *projections.View) (err error) {
 		out.Seat, found, err = v.Seat(r.Name)
-		out.Waiting = waitsFor(v, out.Seat)
+		out.Waiting = WaitsFor(v, out.Seat)
 		return err
 	}); err != nil {
 		return wire.SeatView{}, err
@@ -87,9 +87,9 @@ func seatStep(ev events.Event) string {
 	return ev.EventType()
 }
 
-// waitsFor says what a seat's handover under way waits for, from v ("" when
+// WaitsFor says what a seat's handover under way waits for, from v ("" when
 // none is under way).
-func waitsFor(v *projections.View, s projections.Seat) string {
+func WaitsFor(v *projections.View, s projections.Seat) string {
 	if s.HandoverTo == "" {
 		return ""
 	}
@@ -114,7 +114,7 @@ func waitsFor(v *projections.View, s projections.Seat) string {
 // HandoverSeat starts moving a seat to a node: its steps are the
 // controllers' drive's to take (DriveSeats), and seat show says where it
 // stands.
-func (h *Handlers) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wire.SeatView, error) {
+func (h *Service) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wire.SeatView, error) {
 	if err := h.ActiveNode(ctx, "hand over seat "+r.Seat+" to", r.To); err != nil {
 		return wire.SeatView{}, err
 	}
@@ -158,7 +158,7 @@ func (h *Handlers) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wi
 // receive from its module their declarations in one more. Every step is
 // safe to take twice, by this controller or another: each expects the
 // versions it read.
-func (h *Handlers) DriveSeats(ctx context.Context) error {
+func (h *Service) DriveSeats(ctx context.Context) error {
 	if h.Writable() != nil || h.Past {
 		return nil
 	}
@@ -183,7 +183,7 @@ func (h *Handlers) DriveSeats(ctx context.Context) error {
 
 // handoverStep sends the holder its declaration without the seat, or,
 // once it applied it, hands the seat over.
-func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
+func (h *Service) handoverStep(ctx context.Context, s projections.Seat) error {
 	row, found, err := h.Proj.Node(s.Node)
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 	if !s.Force && found && !row.Retired {
 		switch {
 		case row.LastSent == nil || row.LastSent.StreamSeq < s.HandoverSeq:
-			_, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: []string{s.Node}, By: "handover " + s.Seat, Once: true})
+			_, err := h.push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: []string{s.Node}, By: "handover " + s.Seat, Once: true})
 			return err
 		case row.LastReport == nil || row.LastReport.Digest != row.LastSent.Digest || row.LastReport.Outcome != events.OutcomeApplied:
 			return nil // waits for the holder: seat show says so
@@ -214,7 +214,7 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 		if !ok {
 			return nil, fmt.Errorf("%s no longer holds %s", s.Node, s.Module)
 		}
-		m, found, err := h.Manifest(v, compose.BuildRef{Module: s.Module, Build: have.Build})
+		m, found, err := h.world.Manifest(v, compose.BuildRef{Module: s.Module, Build: have.Build})
 		if err != nil || !found {
 			return nil, fmt.Errorf("build %s of %s cannot be read: %v", have.Build, s.Module, err)
 		}
@@ -259,7 +259,7 @@ func (h *Handlers) handoverStep(ctx context.Context, s projections.Seat) error {
 	return h.sendNewHolder(ctx, s)
 }
 
-func (h *Handlers) seatRow(name string) (projections.Seat, bool, error) {
+func (h *Service) seatRow(name string) (projections.Seat, bool, error) {
 	var s projections.Seat
 	var found bool
 	err := h.Proj.Read(func(v *projections.View) (err error) { s, found, err = v.Seat(name); return err })
@@ -270,12 +270,12 @@ func (h *Handlers) seatRow(name string) (projections.Seat, bool, error) {
 // from its module their declarations, in one atomic batch: the consumers
 // move to the holder in the same act as the holder takes it. Nothing to
 // do once the holder was sent a declaration since it took the seat.
-func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error {
+func (h *Service) sendNewHolder(ctx context.Context, s projections.Seat) error {
 	row, found, err := h.Proj.Node(s.Node)
 	if err != nil || !found || row.LastSent != nil && row.LastSent.StreamSeq > s.TakenSeq {
 		return err
 	}
-	composed, err := h.ComposeAll()
+	composed, err := h.world.ComposeAll()
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 	}
 	slices.Sort(nodes[1:])
 	_, _, err = h.DecideAtomic(ctx, "send the new holder of seat", s.Seat, wire.NewCommandID(), func(v *projections.View) ([]store.One, error) {
-		in, err := h.Input(v)
+		in, err := h.world.Input(v)
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +305,7 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 			if err != nil {
 				return nil, err
 			}
-			ev, _ := h.Seal(*res.Declaration, r, "handover "+s.Seat, h.Now())
+			ev, _ := h.push.Seal(*res.Declaration, r, "handover "+s.Seat, h.Now())
 			items = append(items, store.One{Aggregate: events.NodeAggregate(n), Expected: r.Version, Event: ev})
 		}
 		return items, nil
@@ -316,11 +316,11 @@ func (h *Handlers) sendNewHolder(ctx context.Context, s projections.Seat) error 
 	return err
 }
 
-// assertSeatQueue makes a seat's work queue if it is not there, with the
+// AssertSeatQueue makes a seat's work queue if it is not there, with the
 // stream's replicas, and says which. Work-queue retention: a message is
 // kept until a holder takes and acknowledges it, whoever holds the seat
 // by then, and is taken once.
-func assertSeatQueue(ctx context.Context, js jetstream.JetStream, replicas int, seat string) (string, error) {
+func AssertSeatQueue(ctx context.Context, js jetstream.JetStream, replicas int, seat string) (string, error) {
 	name := events.SeatStream(seat)
 	if _, err := js.Stream(ctx, name); err == nil {
 		return "found", nil

@@ -1,4 +1,4 @@
-package commands
+package network
 
 import (
 	"context"
@@ -22,9 +22,9 @@ import (
 // the node's and the pool's version, so no address is given twice and no
 // node is enrolled without one once the network is set.
 
-// withPool is decideAtomic with the address pool as the read models hold
+// WithPool is decideAtomic with the address pool as the read models hold
 // it, for the writes that give or take addresses.
-func (h *Handlers) withPool(ctx context.Context, op, id, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
+func (h *Service) WithPool(ctx context.Context, op, id, commandID string, decide func(*projections.View, *aggregates.Pool) ([]store.One, error)) (uint64, []store.One, error) {
 	return h.DecideAtomic(ctx, op, id, commandID, func(v *projections.View) ([]store.One, error) {
 		pool, err := core.PoolOf(v)
 		if err != nil {
@@ -47,7 +47,7 @@ func poolItem(pool *aggregates.Pool, evs []events.Event) []store.One {
 // an address one from it: the range, then the addresses in batches of 998
 // (a controller stopped between two leaves some without, and network set
 // again gives them theirs).
-func (h *Handlers) SetNetwork(ctx context.Context, r wire.NetworkRequest) (wire.NetworkView, error) {
+func (h *Service) SetNetwork(ctx context.Context, r wire.NetworkRequest) (wire.NetworkView, error) {
 	quarantine := r.Quarantine
 	if quarantine == 0 {
 		quarantine = aggregates.DefaultQuarantine
@@ -55,7 +55,7 @@ func (h *Handlers) SetNetwork(ctx context.Context, r wire.NetworkRequest) (wire.
 	var out wire.NetworkView
 	// The range alone: the pool takes one event a batch, and the
 	// addresses follow in batches of their own.
-	seq, items, err := h.withPool(ctx, "set the network to", r.CIDR, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, items, err := h.WithPool(ctx, "set the network to", r.CIDR, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		set, err := pool.Set(r.CIDR, quarantine)
 		return poolItem(pool, set), err
 	})
@@ -79,11 +79,11 @@ func (h *Handlers) SetNetwork(ctx context.Context, r wire.NetworkRequest) (wire.
 // of 998, and answers how many it gave. An enrolment decided on read models
 // that did not hold the range yet has none; network set, and every
 // controller's drive, give it one.
-func (h *Handlers) allotMissing(ctx context.Context) (int, uint64, error) {
+func (h *Service) allotMissing(ctx context.Context) (int, uint64, error) {
 	total, last := 0, uint64(0)
 	for {
 		batch := 0
-		seq, items, err := h.withPool(ctx, "give addresses to", "the nodes without one", wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		seq, items, err := h.WithPool(ctx, "give addresses to", "the nodes without one", wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 			nodes, err := v.Nodes()
 			if err != nil {
 				return nil, err
@@ -114,7 +114,7 @@ func (h *Handlers) allotMissing(ctx context.Context) (int, uint64, error) {
 // the network is set (see allotMissing); it reads the nodes only when
 // something that moves composition (an enrolment, the range) was folded
 // since it last found none missing.
-func (h *Handlers) DriveNetwork(ctx context.Context) error {
+func (h *Service) DriveNetwork(ctx context.Context) error {
 	if h.Writable() != nil || h.Past {
 		return nil
 	}
@@ -138,7 +138,7 @@ func (h *Handlers) DriveNetwork(ctx context.Context) error {
 }
 
 // ShowNetwork answers the range and every address not free.
-func (h *Handlers) ShowNetwork(_ context.Context, _ wire.Empty) (wire.NetworkView, error) {
+func (h *Service) ShowNetwork(_ context.Context, _ wire.Empty) (wire.NetworkView, error) {
 	out := wire.NetworkView{Addresses: []projections.AddressRow{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		n, found, err := v.Network()
@@ -155,7 +155,7 @@ func (h *Handlers) ShowNetwork(_ context.Context, _ wire.Empty) (wire.NetworkVie
 
 // FixAddress gives an active node the address it asks for, giving back
 // the one it had (quarantined like any other).
-func (h *Handlers) FixAddress(ctx context.Context, r wire.AddressRequest) (wire.NetworkView, error) {
+func (h *Service) FixAddress(ctx context.Context, r wire.AddressRequest) (wire.NetworkView, error) {
 	addr, err := netip.ParseAddr(r.Address)
 	if err != nil {
 		return wire.NetworkView{}, aggregates.Refuse("give an address to", r.Node, aggregates.ErrInvalid, fmt.Sprintf("%q is not an address", r.Address))
@@ -163,7 +163,7 @@ func (h *Handlers) FixAddress(ctx context.Context, r wire.AddressRequest) (wire.
 	if err := h.ActiveNode(ctx, "give an address to", r.Node); err != nil {
 		return wire.NetworkView{}, err
 	}
-	seq, _, err := h.withPool(ctx, "give an address to", r.Node, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, _, err := h.WithPool(ctx, "give an address to", r.Node, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		if pool.Of[r.Node] == addr {
 			return nil, nil
 		}
@@ -178,10 +178,10 @@ func (h *Handlers) FixAddress(ctx context.Context, r wire.AddressRequest) (wire.
 	return view, err
 }
 
-// enrollItems decides an enrolment of each request (a fresh name, or one
+// EnrollItems decides an enrolment of each request (a fresh name, or one
 // enrolled the same way already: unchanged), with their addresses from the
 // pool in the same batch when the network is set.
-func (h *Handlers) enrollItems(v *projections.View, pool *aggregates.Pool, reqs []wire.EnrollRequest, batch bool) ([]store.One, []string, error) {
+func (h *Service) EnrollItems(v *projections.View, pool *aggregates.Pool, reqs []wire.EnrollRequest, batch bool) ([]store.One, []string, error) {
 	var items []store.One
 	var unchanged, fresh []string
 	fixed := map[string]netip.Addr{}
@@ -237,9 +237,9 @@ func takenName(row projections.Node, batch bool) error {
 	return aggregates.Refuse("enroll", row.Name, aggregates.ErrNameTaken, detail)
 }
 
-// retireItems decides a retirement, with the node's address given back in
+// RetireItems decides a retirement, with the node's address given back in
 // the same batch.
-func (h *Handlers) retireItems(v *projections.View, pool *aggregates.Pool, name string) ([]store.One, error) {
+func (h *Service) RetireItems(v *projections.View, pool *aggregates.Pool, name string) ([]store.One, error) {
 	node, err := core.NodeOf(v, name)
 	if err != nil {
 		return nil, err
