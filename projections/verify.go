@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -149,11 +150,17 @@ func generational(key []byte) bool {
 	return bytes.Equal(key, keyIdentity) || bytes.Equal(key, keySchema)
 }
 
+// modelNames names every read model by its prefix, for a person reading
+// verify's answer; a prefix missing here shows as "read model 0x..", and
+// TestEveryPrefixIsNamed fails when keys.go defines one this table lacks.
 var modelNames = map[byte]string{
 	prefixMeta: "meta", prefixNode: "node", prefixModule: "module", prefixBuild: "build",
 	prefixAssign: "assignment", prefixAssignByModule: "assigned-to index", prefixStanding: "standing",
 	prefixHistory: "history of", prefixForeign: "foreign message", prefixForeignOpen: "open foreign message",
-	prefixReportKey: "report key of", prefixNodeKeys: "own keys of", prefixToken: "enrolment token", prefixFlood: "flood recorded at event",
+	prefixReportKey: "report key of", prefixCredential: "credential rotation", prefixRuntime: "runtime",
+	prefixDrift: "drift of", prefixFacts: "facts of", prefixRollout: "rollout", prefixNetwork: "network",
+	prefixNodeAddress: "overlay address of", prefixSeat: "seat", prefixLiveness: "liveness of",
+	prefixNodeKeys: "own keys of", prefixToken: "enrolment token", prefixFlood: "flood recorded at event",
 }
 
 // describeKey names a row for a person: its read model and its names.
@@ -175,6 +182,15 @@ func describeKey(key []byte) string {
 	case prefixHistory:
 		if i := bytes.IndexByte(rest, sep); i >= 0 && len(rest)-i-1 == 8 {
 			return fmt.Sprintf("history of %s, event %d", rest[:i], binary.BigEndian.Uint64(rest[i+1:]))
+		}
+	case prefixNetwork:
+		// The pool's row, or an address row keyed by its 16 bytes
+		// (addressKey): shown as the address, not as raw bytes.
+		if len(rest) == 1 && rest[0] == 'm' {
+			return "the network"
+		}
+		if len(rest) == 17 && rest[0] == 'a' {
+			return "network address " + netip.AddrFrom16([16]byte(rest[1:])).Unmap().String()
 		}
 	case prefixForeign, prefixForeignOpen, prefixFlood:
 		if len(rest) == 8 {
