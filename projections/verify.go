@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/rows"
 )
 
 // maxDifferences is how many differing rows Verify describes; it counts
@@ -208,7 +209,7 @@ func describeRow(key, v []byte) string {
 	}
 	switch key[0] {
 	case prefixNode:
-		if n, err := decodeNode(v); err == nil {
+		if n, err := rows.DecodeNode(v); err == nil {
 			return fmt.Sprintf("%+v", n)
 		}
 	case prefixMeta:
