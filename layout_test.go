@@ -24,6 +24,8 @@ var forbidden = map[string][]string{
 	"github.com/meshctl/mesh/projections":  {"github.com/meshctl/mesh/commands", "github.com/meshctl/mesh/aggregates"},
 	// A row's codec is bytes alone: it needs neither the store it is
 	// written to nor the bus it was folded from.
+	// Where read models live is files alone: neither a row nor an event.
+	"github.com/meshctl/mesh/projections/disk": {"github.com/meshctl/mesh/", "github.com/nats-io/"},
 	// Rule 19's first half judges a message alone, on the decoding
 	// workers: no read model, so no Pebble.
 	"github.com/meshctl/mesh/projections/provenance": {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
@@ -172,7 +174,8 @@ var mayImport = map[string][]string{
 	"fleet":                  {"agent", "declaration", "events", "events/store", "fanout", natsGo, nkeys},
 	"manifest":               {"events"},
 	"meshmod":                {"declaration", "events", "events/store", natsGo, nkeys},
-	"projections":            {"compose", "declaration", "events", "events/store", "fanout", "projections/provenance", "projections/rows", "wire", "github.com/cockroachdb/pebble/v2"},
+	"projections":            {"compose", "declaration", "events", "events/store", "fanout", "projections/disk", "projections/provenance", "projections/rows", "wire", "github.com/cockroachdb/pebble/v2"},
+	"projections/disk":       {"github.com/cockroachdb/pebble/v2"},
 	"projections/provenance": {"compose", "declaration", "events", "events/store"},
 	"projections/rows":       {"compose", "events", "wire"},
 	"secret":                 {},
