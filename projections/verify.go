@@ -201,8 +201,8 @@ func describeKey(key []byte) string {
 	return model + " " + strings.ReplaceAll(string(rest), string(rune(sep)), "/")
 }
 
-// describeRow shows a row's value: decoded where a codec of this package
-// wrote it, JSON as it is, anything else quoted.
+// describeRow shows a row's value: decoded where a binary codec (rows) wrote
+// it (node rows), JSON as it is, anything else quoted.
 func describeRow(key, v []byte) string {
 	if v == nil {
 		return "nothing"

@@ -8,9 +8,10 @@ import (
 	"github.com/meshctl/mesh/events"
 )
 
-// A history row: one a node's declaration or report, keyed by the node
-// and the event's stream sequence (projections/history.go). Its value, in
-// the notation of codec.go:
+// A history row is one event of a node's history (a declaration sent to
+// it, a report of its, the controller losing and hearing it again), keyed
+// by the node and the event's stream sequence (projections/history.go).
+// Its value, in the notation of codec.go:
 //
 //	uvarint(version=1) | kind | time(at) | uvarint(sequence) | str(digest) |
 //	declaration: str(content digest) str(by) varint(resources) bool(builds known) [uvarint(n) n × (str(module) str(build))]

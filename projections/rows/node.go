@@ -30,7 +30,7 @@ type Node struct {
 // Node rows are written on every enrolment, send and report, and read whole
 // by status: in JSON their encoding was the largest cost of a fold's one
 // goroutine and their decoding most of status. So they use the compact form
-// of codec.go (this package): fields in a fixed order, strings and lists length-prefixed,
+// of codec.go: fields in a fixed order, strings and lists length-prefixed,
 // labels in key order (one row has one encoding), times as a presence byte
 // and unix nanoseconds.
 const nodeCodec = 1
