@@ -22,11 +22,19 @@ var forbidden = map[string][]string{
 	"github.com/meshctl/mesh/events/store": {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
 	"github.com/meshctl/mesh/aggregates":   {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/events/store"},
 	"github.com/meshctl/mesh/projections":  {"github.com/meshctl/mesh/commands", "github.com/meshctl/mesh/aggregates"},
-	"github.com/meshctl/mesh/embedded":     {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/"},
-	"github.com/meshctl/mesh/manifest":     {"github.com/nats-io/", "github.com/cockroachdb/pebble"},
-	"github.com/meshctl/mesh/compose":      {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
-	"github.com/meshctl/mesh/declaration":  {"github.com/nats-io/nats", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
-	"github.com/meshctl/mesh/agent":        {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
+	// A row's codec is bytes alone: it needs neither the store it is
+	// written to nor the bus it was folded from.
+	// Where read models live is files alone: neither a row nor an event.
+	"github.com/meshctl/mesh/projections/disk": {"github.com/meshctl/mesh/", "github.com/nats-io/"},
+	// Rule 19's first half judges a message alone, on the decoding
+	// workers: no read model, so no Pebble.
+	"github.com/meshctl/mesh/projections/provenance": {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
+	"github.com/meshctl/mesh/projections/rows":       {"github.com/cockroachdb/pebble", "github.com/nats-io/nats-server", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
+	"github.com/meshctl/mesh/embedded":               {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/"},
+	"github.com/meshctl/mesh/manifest":               {"github.com/nats-io/", "github.com/cockroachdb/pebble"},
+	"github.com/meshctl/mesh/compose":                {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
+	"github.com/meshctl/mesh/declaration":            {"github.com/nats-io/nats", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
+	"github.com/meshctl/mesh/agent":                  {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
 	// wire is the protocol alone, and client speaks only it: whoever only
 	// talks to a controller links neither the read models' store nor the
 	// bus's server (client once linked 58 Pebble packages through commands).
@@ -176,7 +184,10 @@ var mayImport = map[string][]string{
 	"fleet":                  {"agent", "declaration", "events", "events/store", "fanout", natsGo, nkeys},
 	"manifest":               {"events"},
 	"meshmod":                {"declaration", "events", "events/store", natsGo, nkeys},
-	"projections":            {"compose", "declaration", "events", "events/store", "fanout", "wire", "github.com/cockroachdb/pebble/v2"},
+	"projections":            {"compose", "declaration", "events", "events/store", "fanout", "projections/disk", "projections/provenance", "projections/rows", "wire", "github.com/cockroachdb/pebble/v2"},
+	"projections/disk":       {"github.com/cockroachdb/pebble/v2"},
+	"projections/provenance": {"compose", "declaration", "events", "events/store"},
+	"projections/rows":       {"compose", "events", "wire"},
 	"secret":                 {},
 	"verdict":                {"events", "wire"},
 	"wire":                   {"compose", "events", natsGo},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/rows"
 )
 
 // ModuleRow is the catalogue's row for one module: every build registered
@@ -26,17 +27,9 @@ type BuildRow struct {
 	Seq          uint64    `json:"seq"`
 }
 
-// AssignmentRow is one module on one node.
-type AssignmentRow struct {
-	Node       string            `json:"node"`
-	Module     string            `json:"module"`
-	Build      string            `json:"build"`
-	Settings   map[string]string `json:"settings"`
-	AssignedAt time.Time         `json:"assigned_at"`
-	Seq        uint64            `json:"seq"`
-	// Policy as recorded ("" before policies: manual; see Policy.Or).
-	Policy events.Policy `json:"policy,omitempty"`
-}
+// AssignmentRow is one module on one node (rows.AssignmentRow: its binary
+// codec is there).
+type AssignmentRow = rows.AssignmentRow
 
 // foldCatalogue applies registrations and assignments.
 func foldCatalogue(b *pebble.Batch, rec events.Recorded) error {
@@ -57,7 +50,7 @@ func foldCatalogue(b *pebble.Batch, rec events.Recorded) error {
 	case events.ModuleAssigned:
 		row := AssignmentRow{Node: ev.Node, Module: ev.Module, Build: ev.Build, Settings: ev.Settings,
 			AssignedAt: rec.Envelope.OccurredAt, Seq: rec.Seq, Policy: ev.Policy}
-		if err := b.Set(pairKey(prefixAssign, ev.Node, ev.Module), encodeAssignment(row), nil); err != nil {
+		if err := b.Set(pairKey(prefixAssign, ev.Node, ev.Module), rows.EncodeAssignment(row), nil); err != nil {
 			return err
 		}
 		return b.Set(pairKey(prefixAssignByModule, ev.Module, ev.Node), nil, nil)
@@ -102,8 +95,8 @@ func assignmentRows(r pebble.Reader, prefix []byte) ([]AssignmentRow, error) {
 	return scanRows(r, prefix, func(k, v []byte) (AssignmentRow, error) {
 		node, module, ok := strings.Cut(string(k[1:]), string(rune(sep)))
 		if !ok {
-			return AssignmentRow{}, errCorruptRow
+			return AssignmentRow{}, rows.ErrCorrupt
 		}
-		return decodeAssignment(node, module, v)
+		return rows.DecodeAssignment(node, module, v)
 	})
 }

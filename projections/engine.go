@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/fanout"
+	"github.com/meshctl/mesh/projections/disk"
 )
 
 // Sentinels for read models that do not belong to the stream they are opened on.
@@ -42,7 +43,7 @@ type Options struct {
 	// Required: without them nothing could be believed.
 	Keys *declaration.Keyring
 	// SnapshotEvery, when set, keeps a snapshot of the read models every
-	// so many events folded, from which time travel starts (snapshots.go).
+	// so many events folded, from which time travel starts (snapshots.go; disk keeps them).
 	SnapshotEvery uint64
 	// Brief opens read models for one answer (a snapshot and a short fold,
 	// for time travel) with Pebble's default memtable (4 MiB) rather than
@@ -143,16 +144,16 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 			return nil, Opening{}, fmt.Errorf("projections: cannot discard %s: %w", o.Dir, err)
 		}
 	}
-	if err := e.createDir(); err != nil {
+	if err := e.dir().Create(); err != nil {
 		return nil, Opening{}, err
 	}
-	gen, err := e.readCurrent()
+	gen, err := e.dir().Current()
 	if err != nil {
 		return nil, Opening{}, err
 	}
 	fresh := gen == ""
 	if fresh {
-		gen = generationName(1)
+		gen = disk.GenerationName(1)
 	}
 	st, err := o.Store.State(ctx)
 	if err != nil {
@@ -166,24 +167,27 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		if err := o.FS.RemoveAll(o.Dir); err != nil {
 			return nil, Opening{}, fmt.Errorf("projections: cannot discard %s: %w", o.Dir, err)
 		}
-		if err := e.createDir(); err != nil {
+		if err := e.dir().Create(); err != nil {
 			return nil, Opening{}, err
 		}
-		fresh, gen = true, generationName(1)
+		fresh, gen = true, disk.GenerationName(1)
 		db, err = e.openGeneration(gen, st)
 	}
 	if err != nil {
 		return nil, Opening{}, err
 	}
 	if fresh {
-		if err := e.writeCurrent(gen); err != nil {
+		if err := e.dir().SetCurrent(gen); err != nil {
 			db.Close()
 			return nil, Opening{}, err
 		}
 	}
 	e.db, e.gen = db, gen
 	e.checkpoint.Store(readCheckpoint(db))
-	e.clearSnapshotLeftovers()
+	e.dir().ClearLeftovers()
+	if s := e.dir().Snapshots(); len(s) > 0 {
+		e.lastSnap.Store(s[len(s)-1].Checkpoint)
+	}
 	// Counted by key, not decoded: a start says how many nodes it found
 	// without reading every row of a large mesh.
 	nodes, err := keysUnder(db, []byte{prefixNode})
@@ -378,20 +382,8 @@ func scanRows[T any](r pebble.Reader, prefix []byte, decode func(key, value []by
 // parallelRows is the size from which a scan decodes on every core.
 const parallelRows = 512
 
-// createDir makes Dir and syncs its parent, so that after a crash CURRENT and
-// the generations are found where they were written, not lost with an
-// unsynced directory entry.
-func (e *Engine) createDir() error {
-	if err := e.fs.MkdirAll(e.o.Dir, 0o755); err != nil {
-		return fmt.Errorf("projections: cannot create %s: %w", e.o.Dir, err)
-	}
-	parent, err := e.fs.OpenDir(e.fs.PathDir(e.o.Dir))
-	if err != nil {
-		return fmt.Errorf("projections: cannot open the parent of %s: %w", e.o.Dir, err)
-	}
-	defer parent.Close()
-	return parent.Sync()
-}
+// dir is the directory the read models live in.
+func (e *Engine) dir() disk.Dir { return disk.Dir{FS: e.fs, Path: e.o.Dir} }
 
 // pebbleLogger sends Pebble's own messages to the mesh's log at debug level:
 // a start that prints "Found 0 WALs" reads as trouble to an operator.
@@ -421,12 +413,12 @@ type Folded struct {
 // Peek reads the identity and checkpoint of the read models in dir, read
 // only; found is false when there are none.
 func Peek(dir string) (Folded, bool, error) {
-	e := &Engine{o: Options{Dir: dir}, fs: vfs.Default}
-	gen, err := e.readCurrent()
+	d := disk.Dir{FS: vfs.Default, Path: dir}
+	gen, err := d.Current()
 	if err != nil || gen == "" {
 		return Folded{}, false, err
 	}
-	db, err := pebble.Open(e.fs.PathJoin(dir, gen), &pebble.Options{ReadOnly: true, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	db, err := pebble.Open(d.Join(gen), &pebble.Options{ReadOnly: true, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		return Folded{}, false, fmt.Errorf("projections: cannot read the read models in %s: %w", dir, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/provenance"
 )
 
 // Foreign messages (rule 19): what arrived on the stream and is not its
@@ -165,13 +166,13 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		// key or the machine's join string) or the operator's, through the
 		// controller.
 		// Or, since issue 15, the provider itself running there, by its
-		// own identity (proof.go held the MAC and signature to it).
-		module, _ := f.keys.Module(name, standingProvider(ev))
+		// own identity (provenance held the MAC and signature to it).
+		module, _ := f.keys.Module(name, provenance.StandingProvider(ev))
 		if rec.Signer == "" || rec.Signer != key && rec.Signer != f.keys.NodeBus(name) && rec.Signer != f.keys.Controller() && rec.Signer != module {
 			return events.Foreignf("a standing for %s signed by %q, which is neither %s's nor the controller's", name, rec.Signer, name), nil
 		}
 		_, recovery := ev.(events.ProviderRecovered)
-		provider, consumer := standingNames(ev)
+		provider, consumer := provenance.StandingNames(ev)
 		return f.admitStanding(provider, name, consumer, recovery)
 	case events.ReportKeyRecorded:
 		if foreign, err := f.needNode(ev.Node, false); foreign != nil || err != nil {

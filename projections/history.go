@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/rows"
 )
 
 // The history index: for each node, every declaration it was sent and every
@@ -20,68 +20,23 @@ import (
 // Only history --diff (the contents) and audit (the signatures) read the
 // log, and each read is checked against its row.
 //
-// Key: node, sep, seq (8 bytes big endian). Value, in the notation of
-// codec.go and the row writer of nodecodec.go:
-//
-//	uvarint(version=1) | kind | time(at) | uvarint(sequence) | str(digest) |
-//	declaration: str(content digest) str(by) varint(resources) bool(builds known) [uvarint(n) n × (str(module) str(build))]
-//	applied:     varint(changed)
-//	failed:      uvarint(n) n × (str(path) str(reason))
-//	refused:     str(reason) uvarint(highest)
-//	drift:       bool(corrected) uvarint(n) n × str(path)
-//	interrupted: time(began at)
-//	unreachable: time(last heard) uvarint(bound in ns)
-//	reachable:   (nothing more)
-//
-// A declaration whose builds could not be read from its bytes is written
-// with builds unknown, so that history says so instead of showing none.
-const historyCodec = 1
+// The key is node, sep, seq (8 bytes big endian); the value is a
+// rows.HistoryEntry in its binary codec (rows/history.go).
+
+// HistoryEntry is one indexed event of a node: what history shows of it.
+type HistoryEntry = rows.HistoryEntry
 
 // The kinds of a history row.
 const (
-	HistoryDeclaration byte = 'd'
-	HistoryApplied     byte = 'a'
-	HistoryFailed      byte = 'f'
-	HistoryRefused     byte = 'r'
-	HistoryDrift       byte = 'x' // what drifted under the root since an apply
-	// HistoryInterrupted: an apply the agent began and did not finish
-	// (killed part way); the report of the apply that completed it follows.
-	HistoryInterrupted byte = 'i'
-	// HistoryUnreachable and HistoryReachable: the controller stopped
-	// hearing the node's agent, and heard it again (issue 28). Not the
-	// node's word, the controller's; history shows when a node went dark,
-	// so its last report is read knowing it.
-	HistoryUnreachable byte = 'u'
-	HistoryReachable   byte = 'b'
+	HistoryDeclaration = rows.HistoryDeclaration
+	HistoryApplied     = rows.HistoryApplied
+	HistoryFailed      = rows.HistoryFailed
+	HistoryRefused     = rows.HistoryRefused
+	HistoryDrift       = rows.HistoryDrift
+	HistoryInterrupted = rows.HistoryInterrupted
+	HistoryUnreachable = rows.HistoryUnreachable
+	HistoryReachable   = rows.HistoryReachable
 )
-
-// HistoryEntry is one indexed event of a node: what history shows of it.
-type HistoryEntry struct {
-	Seq      uint64 // stream sequence
-	Kind     byte
-	At       time.Time
-	Sequence uint64 // the declaration's, or the one reported on
-	Digest   string
-	// A declaration's.
-	ContentDigest string
-	By            string
-	Resources     int
-	Builds        []compose.ModuleBuild // nil: its bytes did not say
-	// A report's.
-	Changed int
-	Failed  []events.ResourceFailure
-	Reason  string
-	Highest uint64
-	// Drift's: the paths changed behind the agent's back, and whether it
-	// put them back.
-	Paths     []string
-	Corrected bool
-	// An interrupted apply's: when the agent began it.
-	BeganAt time.Time
-	// An unreachable's: when it was last heard, and the bound it outlasted.
-	LastHeard time.Time
-	Bound     time.Duration
-}
 
 func historyKey(node string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(pairPrefix(prefixHistory, node), seq)
@@ -118,93 +73,7 @@ func (f *folder) foldHistory(rec events.Recorded) error {
 	default:
 		return nil
 	}
-	return f.b.Set(historyKey(node, rec.Seq), encodeHistory(e), nil)
-}
-
-func encodeHistory(e HistoryEntry) []byte {
-	w := rowWriter{b: binary.AppendUvarint(nil, historyCodec)}
-	w.b = append(w.b, e.Kind)
-	w.time(e.At)
-	w.uint(e.Sequence)
-	w.str(e.Digest)
-	switch e.Kind {
-	case HistoryDeclaration:
-		w.str(e.ContentDigest)
-		w.str(e.By)
-		w.int(int64(e.Resources))
-		w.bool(e.Builds != nil)
-		if e.Builds != nil {
-			w.uint(uint64(len(e.Builds)))
-			for _, m := range e.Builds {
-				w.str(m.Module)
-				w.str(m.Build)
-			}
-		}
-	case HistoryApplied:
-		w.int(int64(e.Changed))
-	case HistoryFailed:
-		w.failures(e.Failed)
-	case HistoryRefused:
-		w.str(e.Reason)
-		w.uint(e.Highest)
-	case HistoryDrift:
-		w.bool(e.Corrected)
-		w.uint(uint64(len(e.Paths)))
-		for _, p := range e.Paths {
-			w.str(p)
-		}
-	case HistoryInterrupted:
-		w.time(e.BeganAt)
-	case HistoryUnreachable:
-		w.time(e.LastHeard)
-		w.uint(uint64(e.Bound))
-	}
-	return w.b
-}
-
-func decodeHistory(seq uint64, v []byte) (HistoryEntry, error) {
-	r := reader{b: v}
-	if r.uvarint() != historyCodec || len(r.b) == 0 {
-		return HistoryEntry{}, errCorruptRow
-	}
-	e := HistoryEntry{Seq: seq, Kind: r.b[0]}
-	r.b = r.b[1:]
-	e.At, e.Sequence, e.Digest = r.time(), r.uvarint(), r.str()
-	switch e.Kind {
-	case HistoryDeclaration:
-		e.ContentDigest, e.By, e.Resources = r.str(), r.str(), int(r.varint())
-		if r.bool() {
-			n := r.count()
-			e.Builds = make([]compose.ModuleBuild, 0, n)
-			for range n {
-				e.Builds = append(e.Builds, compose.ModuleBuild{Module: r.str(), Build: r.str()})
-			}
-		}
-	case HistoryApplied:
-		e.Changed = int(r.varint())
-	case HistoryFailed:
-		e.Failed = r.failures()
-	case HistoryRefused:
-		e.Reason, e.Highest = r.str(), r.uvarint()
-	case HistoryDrift:
-		e.Corrected = r.bool()
-		n := r.count()
-		e.Paths = make([]string, 0, n)
-		for range n {
-			e.Paths = append(e.Paths, r.str())
-		}
-	case HistoryInterrupted:
-		e.BeganAt = r.time()
-	case HistoryUnreachable:
-		e.LastHeard, e.Bound = r.time(), time.Duration(r.uvarint())
-	case HistoryReachable:
-	default:
-		r.bad = true
-	}
-	if r.bad || len(r.b) != 0 {
-		return HistoryEntry{}, errCorruptRow
-	}
-	return e, nil
+	return f.b.Set(historyKey(node, rec.Seq), rows.EncodeHistory(e), nil)
 }
 
 // History lists node's indexed events between since and until (zero: open).
@@ -220,9 +89,9 @@ func (v *View) History(node string, since, until time.Time) ([]HistoryEntry, err
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
 		if len(k) != len(prefix)+8 {
-			return nil, errCorruptRow
+			return nil, rows.ErrCorrupt
 		}
-		e, err := decodeHistory(binary.BigEndian.Uint64(k[len(prefix):]), it.Value())
+		e, err := rows.DecodeHistory(binary.BigEndian.Uint64(k[len(prefix):]), it.Value())
 		if err != nil {
 			return nil, err
 		}

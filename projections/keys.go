@@ -54,11 +54,11 @@ var (
 //
 //	1  nodes
 //	2  catalogue and assignments
-//	3  assignment rows in the binary codec of codec.go
+//	3  assignment rows in the binary codec of rows/assignment.go
 //	4  last declaration sent and last report on the node row
 //	5  standings; failing-since on the node row; the composition version in meta
 //	6  the history index
-//	7  node rows in the compact codec of nodecodec.go
+//	7  node rows in the compact codec of rows/node.go
 //	8  history rows hold what history shows, not only the sequence
 //	9  foreign messages set aside; report keys; only the rightful writer's events folded
 //	10 the latest moment folded, in meta (snapshots for time travel)

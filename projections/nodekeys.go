@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/provenance"
 )
 
 // NodeKeys are the public keys a node's agent made on its own machine and
@@ -127,14 +128,14 @@ func (f *folder) admitOwned(rec events.Recorded, node string) (foreign error, fo
 		return nil, found, err
 	}
 	switch {
-	case rec.Signer == f.keys.Controller() && isStanding(rec.Event) && !rec.Verified:
+	case rec.Signer == f.keys.Controller() && provenance.IsStanding(rec.Event) && !rec.Verified:
 		// The operator's word, through the controller (its MAC, checked).
 		return nil, true, nil
 	case !rec.Verified:
 		return events.Foreignf("it carries a MAC the controller key can make, not a signature by a key %s made; %s's keys are its own since event %d", node, node, k.Seq), true, nil
 	case rec.Signer == k.Report:
 		return nil, true, nil
-	case isStanding(rec.Event) && vouched(k, rec):
+	case provenance.IsStanding(rec.Event) && vouched(k, rec):
 		return nil, true, nil
 	}
 	return events.Foreignf("it is signed by %q, which is not a key %s recorded (its report key is %s)", rec.Signer, node, k.Report), true, nil
@@ -144,5 +145,5 @@ func (f *folder) admitOwned(rec events.Recorded, node string) (foreign error, fo
 // the node's own bus key vouched for (declaration.Voucher), and the
 // standing names that module as its provider.
 func vouched(k NodeKeys, rec events.Recorded) bool {
-	return declaration.CheckVoucher(k.Bus, k.Node, standingProvider(rec.Event), rec.Signer, rec.Voucher)
+	return declaration.CheckVoucher(k.Bus, k.Node, provenance.StandingProvider(rec.Event), rec.Signer, rec.Voucher)
 }

@@ -3,29 +3,16 @@ package projections
 import (
 	"encoding/json"
 	"errors"
-	"time"
+	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/rows"
 )
 
-// Node is the nodes read model's row: what the mesh knows of one machine.
-type Node struct {
-	Name         string            `json:"name"`
-	Capabilities []string          `json:"capabilities"`
-	Labels       map[string]string `json:"labels"`
-	Retired      bool              `json:"retired"`
-	EnrolledAt   time.Time         `json:"enrolled_at"`
-	RetiredAt    time.Time         `json:"retired_at,omitzero"`
-	// EnrolledSeq is the stream sequence of the enrolment; Version that of the
-	// node aggregate's last event folded.
-	EnrolledSeq uint64 `json:"enrolled_seq"`
-	Version     uint64 `json:"version"`
-	// LastSent is the last declaration sent to the node; LastReport the last
-	// report it sent back. Nil until there is one.
-	LastSent   *Sent   `json:"last_sent,omitempty"`
-	LastReport *Report `json:"last_report,omitempty"`
-}
+// Node is the nodes read model's row (rows.Node: its binary codec is there).
+type Node = rows.Node
 
 // foldNode applies one node event to the nodes read model.
 func (f *folder) foldNode(rec events.Recorded) error {
@@ -125,4 +112,37 @@ func sameFailure(a, b Report) bool {
 		}
 	}
 	return true
+}
+
+// putNode encodes the row into a pooled buffer: the batch copies what it is
+// given, and a row allocated per event was most of a fold's own garbage.
+func putNode(b *pebble.Batch, n Node) error {
+	buf := rowBuffers.Get().(*[]byte)
+	*buf = rows.AppendNode((*buf)[:0], n)
+	err := b.Set(nodeKey(n.Name), *buf, nil)
+	rowBuffers.Put(buf)
+	return err
+}
+
+var rowBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+func getNode(rd pebble.Reader, name string) (Node, bool, error) {
+	v, closer, err := rd.Get(nodeKey(name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Node{}, false, nil
+	}
+	if err != nil {
+		return Node{}, false, err
+	}
+	defer closer.Close()
+	n, err := rows.DecodeNode(v)
+	if err != nil {
+		return Node{}, false, fmt.Errorf("%w: %s", err, name)
+	}
+	return n, true, nil
+}
+
+// nodeRows decodes every node row; brief as rows.DecodeNodeAs.
+func nodeRows(rd pebble.Reader, brief bool) ([]Node, error) {
+	return scanRows(rd, []byte{prefixNode}, func(_, v []byte) (Node, error) { return rows.DecodeNodeAs(v, brief) })
 }

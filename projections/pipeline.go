@@ -10,6 +10,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/provenance"
 )
 
 // A fold spends most of its time decoding JSON, and decoding one event does
@@ -149,12 +150,12 @@ func (p *pipeline) decode() {
 			rec := events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev, Stored: m.Time, Foreign: err}
 			var head declaration.Head
 			if err == nil {
-				rec.Signer, rec.Verified, rec.Foreign = provenance(p.f.keys, &macs, m, ev, &head)
-				if isStanding(ev) {
-					rec.Voucher = header(m, events.VoucherHeader)
+				rec.Signer, rec.Verified, rec.Foreign = provenance.Of(p.f.keys, &macs, m, ev, &head)
+				if provenance.IsStanding(ev) {
+					rec.Voucher = provenance.Header(m, events.VoucherHeader)
 				}
 			} else {
-				rec.Signer = header(m, events.SignerHeader)
+				rec.Signer = provenance.Header(m, events.SignerHeader)
 			}
 			c.recs = append(c.recs, rec)
 			c.heads = append(c.heads, head)

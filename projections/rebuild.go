@@ -2,81 +2,14 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/disk"
 )
-
-// The read models live in generations: Dir/gen-000001, gen-000002, ... and
-// Dir/CURRENT names the one in use. A rebuild folds into the next generation
-// while the current one keeps serving, then replaces CURRENT with one rename,
-// so a crash at any point leaves either the old or the new generation named,
-// never a half-folded one.
-const currentFile = "CURRENT"
-
-func generationName(n int) string { return fmt.Sprintf("gen-%06d", n) }
-
-func generationNumber(gen string) int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(gen, "gen-"))
-	return n
-}
-
-func (e *Engine) readCurrent() (string, error) {
-	f, err := e.fs.Open(e.fs.PathJoin(e.o.Dir, currentFile))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil
-		}
-		return "", fmt.Errorf("projections: cannot read %s: %w", currentFile, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return "", fmt.Errorf("projections: cannot read %s: %w", currentFile, err)
-	}
-	gen := strings.TrimSpace(string(b))
-	if generationNumber(gen) < 1 {
-		return "", fmt.Errorf("projections: %s names %q, not a generation; remove %s to fold the read models again", currentFile, gen, e.o.Dir)
-	}
-	return gen, nil
-}
-
-// writeCurrent points CURRENT at gen: written aside, synced, renamed over.
-func (e *Engine) writeCurrent(gen string) error {
-	tmp := e.fs.PathJoin(e.o.Dir, currentFile+".tmp")
-	f, err := e.fs.Create(tmp, "")
-	if err != nil {
-		return fmt.Errorf("projections: cannot write %s: %w", currentFile, err)
-	}
-	if _, err := f.Write([]byte(gen + "\n")); err != nil {
-		f.Close()
-		return fmt.Errorf("projections: cannot write %s: %w", currentFile, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("projections: cannot sync %s: %w", currentFile, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := e.fs.Rename(tmp, e.fs.PathJoin(e.o.Dir, currentFile)); err != nil {
-		return fmt.Errorf("projections: cannot replace %s: %w", currentFile, err)
-	}
-	dir, err := e.fs.OpenDir(e.o.Dir)
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
-}
 
 // Progress is reported after each commit of a rebuild.
 type Progress struct {
@@ -106,7 +39,7 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 	e.mu.RLock()
 	from := e.gen
 	e.mu.RUnlock()
-	next := generationName(generationNumber(from) + 1)
+	next := disk.GenerationName(disk.GenerationNumber(from) + 1)
 	path := e.fs.PathJoin(e.o.Dir, next)
 	// A directory left by an abandoned rebuild is not to be trusted.
 	if err := e.fs.RemoveAll(path); err != nil {
@@ -159,7 +92,7 @@ func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt,
 		restart()
 		return abandon(err)
 	}
-	if err := e.writeCurrent(next); err != nil {
+	if err := e.dir().SetCurrent(next); err != nil {
 		restart()
 		return abandon(err)
 	}

@@ -38,7 +38,7 @@ func TestTimeTravelFromSnapshots(t *testing.T) {
 		last = enrollMany(t, s, i, 5)
 		waitFor(t, e, last)
 	}
-	snaps := e.snapshots()
+	snaps := e.dir().Snapshots()
 	if len(snaps) < 3 {
 		t.Fatalf("%d snapshot(s) after %d events, one every 10 wanted", len(snaps), last)
 	}
@@ -49,8 +49,8 @@ func TestTimeTravelFromSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer full.Close()
-	first := time.Unix(0, snaps[0].latest)
-	for _, at := range []time.Time{first.Add(-3 * time.Second), first, first.Add(7 * time.Second), time.Unix(0, snaps[len(snaps)-1].latest).Add(2 * time.Second), base.Add(time.Hour)} {
+	first := time.Unix(0, snaps[0].Latest)
+	for _, at := range []time.Time{first.Add(-3 * time.Second), first, first.Add(7 * time.Second), time.Unix(0, snaps[len(snaps)-1].Latest).Add(2 * time.Second), base.Add(time.Hour)} {
 		want, err := full.FoldCopy(ctx, 0, at)
 		if err != nil {
 			t.Fatal(err)
@@ -76,19 +76,7 @@ func TestTimeTravelFromSnapshots(t *testing.T) {
 		from.Close()
 	}
 	// A copy's directory goes with it; the snapshots stay.
-	if names, _ := vfs.Default.List(e.snapshotsDir()); len(names) != len(e.snapshots()) {
+	if names, _ := vfs.Default.List(e.dir().SnapshotsDir()); len(names) != len(e.dir().Snapshots()) {
 		t.Fatalf("the snapshots directory holds %v after every copy closed", names)
-	}
-}
-
-// Thinning keeps snapshots evenly spread: the one dropped is the one
-// whose neighbours are closest, never the first or the last.
-func TestThinningDropsTheClosest(t *testing.T) {
-	s := []savedSnapshot{{checkpoint: 10}, {checkpoint: 20}, {checkpoint: 22}, {checkpoint: 40}, {checkpoint: 50}}
-	if i := closest(s); i != 1 && i != 2 {
-		t.Fatalf("dropped snapshot %d (at %d); want one of the two close together", i, s[i].checkpoint)
-	}
-	if i := closest(s[:3]); i != 1 {
-		t.Fatalf("of three, dropped %d; only the middle one may go", i)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/rows"
 )
 
 // A standing says that a provider on a machine fails a consumer of it, and
@@ -167,7 +168,7 @@ func (s *standingRule) placed(node, module string) (placing, bool, error) {
 	if err != nil {
 		return placing{}, false, err
 	}
-	a, err := decodeAssignment(node, module, raw)
+	a, err := rows.DecodeAssignment(node, module, raw)
 	closer.Close()
 	if err != nil {
 		return placing{}, false, err

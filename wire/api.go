@@ -150,7 +150,7 @@ type NodeView struct {
 	// Address is its overlay address ("" before the network is set).
 	Address     string           `json:"address,omitempty"`
 	Assignments []AssignmentView `json:"assignments"`
-	LastSent    *SentView        `json:"last_sent"`
+	LastSent    *Sent            `json:"last_sent"`
 	LastReport  *ReportView      `json:"last_report"`
 	// Filled by node show: the node's state, what it would be sent now
 	// (content digest) beside what it was sent, what composition left out
@@ -370,18 +370,8 @@ type Plan struct {
 	Unresolved []compose.Unresolved  `json:"unresolved"`
 	Problems   []string              `json:"problems"`
 	// Sent is what the node was last sent; nil when it was never sent anything.
-	Sent    *SentView        `json:"sent"`
+	Sent    *Sent            `json:"sent"`
 	Changes []compose.Change `json:"changes"`
-}
-
-// SentView names the last declaration a node was sent.
-type SentView struct {
-	Sequence      uint64    `json:"sequence"`
-	Digest        string    `json:"digest"`
-	ContentDigest string    `json:"content_digest"`
-	By            string    `json:"by"`
-	Resources     int       `json:"resources"`
-	At            time.Time `json:"at"`
 }
 
 // PushRequest sends declarations: to one node, to every active node, or

@@ -136,7 +136,8 @@ type Seat struct {
 	Version uint64 `json:"version"`
 }
 
-// Sent is one declaration sent to a node.
+// Sent is one declaration sent to a node: the node row's last send, and
+// what node list, node show and plan print of it.
 type Sent struct {
 	Sequence      uint64    `json:"sequence"`
 	Digest        string    `json:"digest"`
@@ -144,7 +145,11 @@ type Sent struct {
 	By            string    `json:"by"`
 	Resources     int       `json:"resources"`
 	At            time.Time `json:"at"`
-	StreamSeq     uint64    `json:"stream_seq"`
+	// StreamSeq is where the send is in the log: the row's, for the
+	// commands that read the declaration back or wait past it. The views
+	// leave it zero, so it is not printed: their --json output (golden
+	// files) never carried it, and a row's is never 0.
+	StreamSeq uint64 `json:"stream_seq,omitempty"`
 }
 
 // Report is one report a node sent back.

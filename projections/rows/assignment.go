@@ -1,13 +1,24 @@
-package projections
+package rows
 
 import (
 	"encoding/binary"
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/meshctl/mesh/events"
 )
+
+// AssignmentRow is one module on one node.
+type AssignmentRow struct {
+	Node       string            `json:"node"`
+	Module     string            `json:"module"`
+	Build      string            `json:"build"`
+	Settings   map[string]string `json:"settings"`
+	AssignedAt time.Time         `json:"assigned_at"`
+	Seq        uint64            `json:"seq"`
+	// Policy as recorded ("" before policies: manual; see Policy.Or).
+	Policy events.Policy `json:"policy,omitempty"`
+}
 
 // Assignment rows are the read model a composition reads most (five or more
 // per node, all of them on every push), so they are stored in a compact binary
@@ -21,9 +32,8 @@ import (
 // in key order, so one assignment has one encoding.
 const assignmentCodec = 2
 
-var errCorruptRow = errors.New("projections: corrupt assignment or history row")
-
-func encodeAssignment(a AssignmentRow) []byte {
+// EncodeAssignment is a's row.
+func EncodeAssignment(a AssignmentRow) []byte {
 	b := binary.AppendUvarint(nil, assignmentCodec)
 	b = appendStr(b, a.Build)
 	b = binary.AppendUvarint(b, uint64(len(a.Settings)))
@@ -40,15 +50,16 @@ func encodeAssignment(a AssignmentRow) []byte {
 	return appendStr(b, string(a.Policy))
 }
 
-func decodeAssignment(node, module string, b []byte) (AssignmentRow, error) {
+// DecodeAssignment reads the row of module on node.
+func DecodeAssignment(node, module string, b []byte) (AssignmentRow, error) {
 	r := reader{b: b}
 	if v := r.uvarint(); v != assignmentCodec {
-		return AssignmentRow{}, errCorruptRow
+		return AssignmentRow{}, ErrCorrupt
 	}
 	a := AssignmentRow{Node: node, Module: module, Build: r.str()}
 	n := r.uvarint()
 	if n > uint64(len(b)) {
-		return AssignmentRow{}, errCorruptRow
+		return AssignmentRow{}, ErrCorrupt
 	}
 	a.Settings = make(map[string]string, n)
 	for range n {
@@ -59,58 +70,7 @@ func decodeAssignment(node, module string, b []byte) (AssignmentRow, error) {
 	a.Seq = r.uvarint()
 	a.Policy = events.Policy(r.str())
 	if r.bad || len(r.b) != 0 {
-		return AssignmentRow{}, errCorruptRow
+		return AssignmentRow{}, ErrCorrupt
 	}
 	return a, nil
-}
-
-func appendStr(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-// reader consumes a row; any malformed field sets bad and yields zeros.
-type reader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// skip passes over a string without making it.
-func (r *reader) skip() {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return
-	}
-	r.b = r.b[n:]
-}
-
-func (r *reader) str() string {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
 }

@@ -1,4 +1,4 @@
-package projections
+package rows
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 )
 
 func TestAssignmentCodecRoundTrips(t *testing.T) {
@@ -16,8 +17,8 @@ func TestAssignmentCodecRoundTrips(t *testing.T) {
 		{Node: "n", Module: "m", Build: "b", Settings: map[string]string{}, AssignedAt: time.Unix(0, 0).UTC()},
 		fullAssignment(time.Date(2026, 12, 2, 16, 0, 0, 123456789, time.UTC)),
 	} {
-		b := encodeAssignment(a)
-		got, err := decodeAssignment(a.Node, a.Module, b)
+		b := EncodeAssignment(a)
+		got, err := DecodeAssignment(a.Node, a.Module, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +27,7 @@ func TestAssignmentCodecRoundTrips(t *testing.T) {
 		}
 		// Every truncation is refused, never half-read.
 		for i := range b {
-			if _, err := decodeAssignment(a.Node, a.Module, b[:i]); !errors.Is(err, errCorruptRow) {
+			if _, err := DecodeAssignment(a.Node, a.Module, b[:i]); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("truncated to %d bytes: err = %v", i, err)
 			}
 		}
@@ -39,8 +40,8 @@ func TestNodeCodecRoundTrips(t *testing.T) {
 		{Name: "a", Capabilities: []string{}, Labels: map[string]string{}},
 		fullNode(at),
 	} {
-		b := encodeNode(n)
-		got, err := decodeNode(b)
+		b := EncodeNode(n)
+		got, err := DecodeNode(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,15 +49,15 @@ func TestNodeCodecRoundTrips(t *testing.T) {
 			t.Fatalf("(-want +got):\n%s", diff)
 		}
 		for i := range b {
-			if _, err := decodeNode(b[:i]); err == nil {
+			if _, err := DecodeNode(b[:i]); err == nil {
 				t.Fatalf("truncated to %d of %d bytes and still decoded", i, len(b))
 			}
-			if _, err := decodeNodeAs(b[:i], true); err == nil {
+			if _, err := DecodeNodeAs(b[:i], true); err == nil {
 				t.Fatalf("truncated to %d of %d bytes and still decoded briefly", i, len(b))
 			}
 		}
 		// Brief is the whole row but for capabilities and labels.
-		brief, err := decodeNodeAs(b, true)
+		brief, err := DecodeNodeAs(b, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,8 +86,8 @@ func TestHistoryCodecRoundTrips(t *testing.T) {
 		{Seq: 11, Kind: HistoryUnreachable, At: at, LastHeard: at.Add(-21 * time.Second), Bound: 20 * time.Second},
 		{Seq: 12, Kind: HistoryReachable, At: at},
 	} {
-		b := encodeHistory(e)
-		got, err := decodeHistory(e.Seq, b)
+		b := EncodeHistory(e)
+		got, err := DecodeHistory(e.Seq, b)
 		if err != nil {
 			t.Fatalf("%+v: %v", e, err)
 		}
@@ -94,7 +95,7 @@ func TestHistoryCodecRoundTrips(t *testing.T) {
 			t.Fatalf("(-want +got):\n%s", diff)
 		}
 		for i := range b {
-			if _, err := decodeHistory(e.Seq, b[:i]); !errors.Is(err, errCorruptRow) {
+			if _, err := DecodeHistory(e.Seq, b[:i]); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("%+v truncated to %d of %d bytes: err = %v", e, i, len(b), err)
 			}
 		}
@@ -133,8 +134,8 @@ func TestCodecSamplesFillEveryField(t *testing.T) {
 func fullNode(at time.Time) Node {
 	return Node{Name: "web-1", Capabilities: []string{"amd64", "linux"}, Labels: map[string]string{"zone": "eu-1", "": "x"}, Retired: true,
 		EnrolledAt: at, RetiredAt: at.Add(time.Hour), EnrolledSeq: 3, Version: 1 << 33,
-		LastSent: &Sent{Sequence: 7, Digest: "d", ContentDigest: "c", By: "push", Resources: 5, At: at, StreamSeq: 99},
-		LastReport: &Report{Outcome: "failed", Sequence: 7, Digest: "d", Reason: "r", Highest: 6, At: at, StreamSeq: 100, FailingSince: at,
+		LastSent: &wire.Sent{Sequence: 7, Digest: "d", ContentDigest: "c", By: "push", Resources: 5, At: at, StreamSeq: 99},
+		LastReport: &wire.Report{Outcome: "failed", Sequence: 7, Digest: "d", Reason: "r", Highest: 6, At: at, StreamSeq: 100, FailingSince: at,
 			Failed: []events.ResourceFailure{{Path: "/a", Reason: "why"}, {Path: "/b", Reason: ""}}}}
 }
 

@@ -1,4 +1,4 @@
-package projections
+package provenance
 
 import (
 	"github.com/meshctl/mesh/compose"
@@ -7,20 +7,12 @@ import (
 	"github.com/meshctl/mesh/events/store"
 )
 
-// Rule 19 in the fold, the part that needs no read model and so runs on
-// the decoding workers, in parallel: is the message its rightful writer's?
-// A controller event must carry the MAC of the controller's log key; a
-// report, the MAC of its node's report key (a standing may also carry the
-// controller's, on the operator's word). The MAC is a keyed sha256, about
-// a microsecond a message: an ed25519 check of every message would cost a
-// rebuild forty times that, and proves nothing more to the controller,
-// which can make any of these keys. What it proves to a third party (the
-// node's own signature, the controller's on a declaration) audit checks.
-
-// provenance answers the signer m names and nil, or why m is foreign;
-// verified says the signer's signature was checked here (a report with no
-// MAC the controller can make: admit holds it to the node's own keys).
-func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store.Msg, ev events.Event, head *declaration.Head) (signer string, verified bool, err error) {
+// Of answers the signer m names and nil, or why m is foreign; verified
+// says the signer's signature was checked here (a report with no MAC the
+// controller can make: the fold's admit holds it to the node's own keys).
+// head, for a declaration sent, is filled with the head of the signed
+// bytes it carries, read here once so that the fold need not read it again.
+func Of(keys *declaration.Keyring, macs *declaration.MACChecker, m store.Msg, ev events.Event, head *declaration.Head) (signer string, verified bool, err error) {
 	signer, err = provenanceMAC(keys, macs, m, ev, head)
 	if err == nil || events.Rights[ev.EventType()].Writer == events.ByController || len(m.Data) > events.MaxReport {
 		return signer, false, err
@@ -29,16 +21,16 @@ func provenance(keys *declaration.Keyring, macs *declaration.MACChecker, m store
 	// (issue 29) has none the controller could make: its report stands on
 	// its signature alone, which admit holds to the node's recorded keys.
 	// Checked here, on the decoding workers, because it costs about 50 µs.
-	if declaration.Verify(signer, m.Data, header(m, events.SignatureHeader)) {
+	if declaration.Verify(signer, m.Data, Header(m, events.SignatureHeader)) {
 		return signer, true, nil
 	}
 	return signer, false, err
 }
 
-// provenanceMAC is provenance by MAC: the controller's, or one derived from
+// provenanceMAC is Of by MAC: the controller's, or one derived from
 // the controller key for a node enrolled before keys were born on nodes.
 func provenanceMAC(keys *declaration.Keyring, macs *declaration.MACChecker, m store.Msg, ev events.Event, head *declaration.Head) (string, error) {
-	mac, signer := header(m, events.MACHeader), header(m, events.SignerHeader)
+	mac, signer := Header(m, events.MACHeader), Header(m, events.SignerHeader)
 	switch events.Rights[ev.EventType()].Writer {
 	case events.ByController:
 		if !macs.Check(keys.LogMAC(), m.Subject, m.Data, mac) {
@@ -56,14 +48,14 @@ func provenanceMAC(keys *declaration.Keyring, macs *declaration.MACChecker, m st
 		}
 		switch {
 		case macs.Check(keys.NodeMAC(node), m.Subject, m.Data, mac):
-		case isStanding(ev) && macs.Check(moduleMAC(keys, node, ev), m.Subject, m.Data, mac):
+		case IsStanding(ev) && macs.Check(moduleMAC(keys, node, ev), m.Subject, m.Data, mac):
 			// A running module's own standing: the MAC and the signature
 			// of that module's identity on that node, and no other's.
-			if pub, _ := keys.Module(node, standingProvider(ev)); signer != pub {
-				return signer, events.Foreignf("a standing of %s carrying its MAC, signed by %s, not by its identity %s", standingProvider(ev), signer, pub)
+			if pub, _ := keys.Module(node, StandingProvider(ev)); signer != pub {
+				return signer, events.Foreignf("a standing of %s carrying its MAC, signed by %s, not by its identity %s", StandingProvider(ev), signer, pub)
 			}
 			return signer, nil
-		case isStanding(ev) && macs.Check(keys.LogMAC(), m.Subject, m.Data, mac):
+		case IsStanding(ev) && macs.Check(keys.LogMAC(), m.Subject, m.Data, mac):
 			if signer != keys.Controller() {
 				return signer, events.Foreignf("a standing with the controller's MAC, signed by %s, not by the controller", signer)
 			}
@@ -105,18 +97,18 @@ func checkSent(keys *declaration.Keyring, sent events.DeclarationSent, head *dec
 // moduleMAC is the MAC key of the identity of the provider a standing
 // names, running on node.
 func moduleMAC(keys *declaration.Keyring, node string, ev events.Event) []byte {
-	_, mac := keys.Module(node, standingProvider(ev))
+	_, mac := keys.Module(node, StandingProvider(ev))
 	return mac
 }
 
-// standingProvider is the provider a standing names ("" for another event).
-func standingProvider(ev events.Event) string {
-	provider, _ := standingNames(ev)
+// StandingProvider is the provider a standing names ("" for another event).
+func StandingProvider(ev events.Event) string {
+	provider, _ := StandingNames(ev)
 	return provider
 }
 
-// standingNames are the provider and the consumer a standing names.
-func standingNames(ev events.Event) (provider, consumer string) {
+// StandingNames are the provider and the consumer a standing names.
+func StandingNames(ev events.Event) (provider, consumer string) {
 	switch s := ev.(type) {
 	case events.ProviderFailing:
 		return s.Provider, s.Consumer
@@ -126,7 +118,9 @@ func standingNames(ev events.Event) (provider, consumer string) {
 	return "", ""
 }
 
-func isStanding(ev events.Event) bool {
+// IsStanding: a standing (ProviderFailing, ProviderRecovered), which a
+// provider's own identity may sign as well as its node's agent.
+func IsStanding(ev events.Event) bool {
 	switch ev.(type) {
 	case events.ProviderFailing, events.ProviderRecovered:
 		return true
@@ -134,10 +128,10 @@ func isStanding(ev events.Event) bool {
 	return false
 }
 
-// header reads one of the mesh's headers. Their names are in canonical
+// Header reads one of the mesh's headers. Their names are in canonical
 // form, so the map is read directly: Get canonicalises the name at every
 // call, a tenth of checking a message.
-func header(m store.Msg, name string) string {
+func Header(m store.Msg, name string) string {
 	if v := m.Header[name]; len(v) > 0 {
 		return v[0]
 	}

@@ -1,0 +1,160 @@
+package rows
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+)
+
+// The compact form every row here is written in: fields in a fixed order,
+// unsigned integers as uvarints and signed ones as varints, a string (and
+// a list) as its length followed by its bytes (its items), a boolean as
+// one byte 0 or 1, a time as a presence byte and unix nanoseconds. Each
+// row starts with its codec's version. A reader refuses a length longer
+// than the bytes left and a boolean other than 0 or 1, so a corrupt row
+// is an error, never a half-read row (the round-trip tests truncate every
+// row at every byte).
+
+// ErrCorrupt is a row that does not decode: a Pebble that lost bytes, or
+// read models of another schema (which keys.go's schema version keeps out).
+var ErrCorrupt = errors.New("projections: corrupt row")
+
+func appendStr(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// reader consumes a row; any malformed field sets bad and yields zeros.
+type reader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// skip passes over a string without making it.
+func (r *reader) skip() {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return
+	}
+	r.b = r.b[n:]
+}
+
+func (r *reader) str() string {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+// rowWriter appends the compact form's fields.
+type rowWriter struct{ b []byte }
+
+func (w *rowWriter) uint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+func (w *rowWriter) str(s string)  { w.b = appendStr(w.b, s) }
+func (w *rowWriter) bool(v bool) {
+	if v {
+		w.b = append(w.b, 1)
+	} else {
+		w.b = append(w.b, 0)
+	}
+}
+
+func (w *rowWriter) int(v int64) { w.b = binary.AppendVarint(w.b, v) }
+
+// failures writes a report's failed resources; none reads back as nil.
+func (w *rowWriter) failures(l []events.ResourceFailure) {
+	w.uint(uint64(len(l)))
+	for _, f := range l {
+		w.str(f.Path)
+		w.str(f.Reason)
+	}
+}
+
+func (r *reader) failures() []events.ResourceFailure {
+	k := r.count()
+	if k == 0 {
+		return nil
+	}
+	out := make([]events.ResourceFailure, k)
+	for i := range out {
+		out[i] = events.ResourceFailure{Path: r.str(), Reason: r.str()}
+	}
+	return out
+}
+
+func (w *rowWriter) strs(l []string) {
+	w.uint(uint64(len(l)))
+	for _, s := range l {
+		w.str(s)
+	}
+}
+
+func (w *rowWriter) time(t time.Time) {
+	if t.IsZero() {
+		w.b = append(w.b, 0)
+		return
+	}
+	w.b = binary.AppendVarint(append(w.b, 1), t.UnixNano())
+}
+
+func (r *reader) bool() bool {
+	if r.bad || len(r.b) == 0 || r.b[0] > 1 {
+		r.bad = true
+		return false
+	}
+	v := r.b[0] == 1
+	r.b = r.b[1:]
+	return v
+}
+
+// count reads a list length, refusing one longer than the bytes left.
+func (r *reader) count() uint64 {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.bad = true
+		return 0
+	}
+	return n
+}
+
+func (r *reader) strs() []string {
+	n := r.count()
+	out := make([]string, 0, n)
+	for range n {
+		out = append(out, r.str())
+	}
+	return out
+}
+
+func (r *reader) time() time.Time {
+	if !r.bool() {
+		return time.Time{}
+	}
+	return time.Unix(0, r.varint()).UTC()
+}
