@@ -10,6 +10,7 @@ import (
 	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/verdict"
 )
 
 // A flooding node (issue 29): the bus bounds what one message may be
@@ -120,7 +121,7 @@ func (h *Handlers) flooded(ev events.NodeFlooded) {
 	if !ev.Cut {
 		how = "it is refused at its next connect (this bus's connections are not the controller's to cut: it is a cluster's)"
 	}
-	h.Log.Warn(fmt.Sprintf("%s; %s until %s", floodSentence(ev.Node, ev.Reports, ev.Foreign, ev.Bytes, ev.To.Sub(ev.From)), how, ev.Until.UTC().Format(time.RFC3339)))
+	h.Log.Warn(fmt.Sprintf("%s; %s until %s", verdict.Flooded(ev.Node, ev.Reports, ev.Foreign, ev.Bytes, ev.To.Sub(ev.From)), how, ev.Until.UTC().Format(time.RFC3339)))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := h.appendForeign(ctx, fmt.Sprintf("flood:%s:%d", ev.Node, ev.From.UnixNano()), ev); err != nil {
@@ -169,12 +170,6 @@ func (h *Handlers) floodRefusal(node string) error {
 		return nil
 	}
 	return fmt.Errorf("%s flooded its report subjects and is refused until %s; mesh foreign list shows what it wrote", node, until.UTC().Format(time.RFC3339))
-}
-
-// floodSentence says what a flooding node did.
-func floodSentence(node string, reports, foreign int, bytes int64, in time.Duration) string {
-	return fmt.Sprintf("node %s flooded its report subjects: %d message(s) (%d foreign), %.1f MB in %s",
-		node, reports, foreign, float64(bytes)/1e6, max(in, time.Second).Round(time.Second))
 }
 
 // appendForeign appends ev to the foreign aggregate, expecting its version

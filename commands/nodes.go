@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -15,11 +14,11 @@ import (
 	"github.com/meshctl/mesh/commands/network"
 	"github.com/meshctl/mesh/commands/push"
 	"github.com/meshctl/mesh/commands/seats"
+	"github.com/meshctl/mesh/commands/status"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
-	"github.com/meshctl/mesh/secret"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -30,6 +29,7 @@ func newHandlers(c *core.Core) *Handlers {
 	h.credentialVerbs = credentials.New(c, w, h.pushVerbs)
 	h.networkVerbs = network.New(c)
 	h.seatVerbs = seats.New(c, w, h.pushVerbs)
+	h.statusVerbs = status.New(c, w, h.liveVerbs, h.pushVerbs)
 	return h
 }
 
@@ -42,6 +42,7 @@ type (
 	credentialVerbs = credentials.Service
 	networkVerbs    = network.Service
 	seatVerbs       = seats.Service
+	statusVerbs     = status.Service
 )
 
 // Handlers are the verbs, bound to one store and one set of read models.
@@ -54,8 +55,8 @@ type Handlers struct {
 	*credentialVerbs
 	*networkVerbs
 	*seatVerbs
+	*statusVerbs
 
-	held heldCache
 	// cutter ends live connections whose grant the log took away (nil on
 	// an open bus, which grants nothing: grants.go).
 	cutter *busauth.Cutter
@@ -165,31 +166,10 @@ func (h *Handlers) changed(name string, seq uint64) (wire.Changed, error) {
 			return fmt.Errorf("node %s was written at %d but the read models do not hold it", name, seq)
 		}
 		out = wire.Changed{Changed: seq != 0, Seq: seq}
-		out.Node, err = nodeView(v, n)
+		out.Node, err = core.NodeView(v, n)
 		return err
 	})
 	return out, err
-}
-
-// nodeView is a node's row with its assignments and, for each, the latest build.
-func nodeView(v *projections.View, n projections.Node) (wire.NodeView, error) {
-	nv := core.ViewOf(n)
-	var err error
-	if nv.Address, err = v.AddressOf(n.Name); err != nil {
-		return nv, err
-	}
-	as, err := v.AssignmentsOf(n.Name)
-	if err != nil {
-		return nv, err
-	}
-	for _, a := range as {
-		m, _, err := v.Module(a.Module)
-		if err != nil {
-			return nv, err
-		}
-		nv.Assignments = append(nv.Assignments, assignmentView(a, m.Latest))
-	}
-	return nv, nil
 }
 
 // ListNodes answers every node from the read models. Every assignment and
@@ -230,7 +210,7 @@ func (h *Handlers) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeLi
 			}
 			return nil
 		}
-		latest, err := latestBuilds(v)
+		latest, err := core.LatestBuilds(v)
 		if err != nil {
 			return err
 		}
@@ -247,7 +227,7 @@ func (h *Handlers) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeLi
 				all = all[1:]
 			}
 			for len(all) > 0 && all[0].Node == n.Name {
-				nv.Assignments = append(nv.Assignments, assignmentView(all[0], latest[all[0].Module]))
+				nv.Assignments = append(nv.Assignments, core.AssignmentView(all[0], latest[all[0].Module]))
 				all = all[1:]
 			}
 			out.Nodes = append(out.Nodes, nv)
@@ -255,137 +235,4 @@ func (h *Handlers) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeLi
 		return nil
 	})
 	return out, err
-}
-
-// latestBuilds is each module's latest build, by module name.
-func latestBuilds(v *projections.View) (map[string]string, error) {
-	mods, err := v.Modules()
-	latest := make(map[string]string, len(mods))
-	for _, m := range mods {
-		latest[m.Name] = m.Latest
-	}
-	return latest, err
-}
-
-func assignmentView(a projections.AssignmentRow, latest string) wire.AssignmentView {
-	settings := make(map[string]string, len(a.Settings))
-	for k, v := range a.Settings {
-		settings[k] = secret.Shown(v) // a secret as set and its version (rule 21)
-	}
-	return wire.AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: settings, Policy: a.Policy.Or()}
-}
-
-// ShowNode answers one node, or says it is not enrolled.
-func (h *Handlers) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeView, error) {
-	if !r.AsOf.IsZero() {
-		var out wire.NodeView
-		err := h.inThePast(ctx, r.AsOf, func(past *Handlers) (err error) {
-			out, err = past.ShowNode(ctx, wire.NameRequest{Name: r.Name})
-			return err
-		})
-		if errors.Is(err, aggregates.ErrUnknownNode) {
-			err = h.NotYetEnrolled(r.Name, r.AsOf)
-		}
-		out.AsOf = &r.AsOf
-		return out, err
-	}
-	if err := core.ValidName("show", r.Name); err != nil {
-		return wire.NodeView{}, err
-	}
-	var out wire.NodeView
-	var row projections.Node
-	var drifts map[string]projections.Drift
-	var holds map[string]string
-	var live projections.Liveness
-	err := h.Proj.Read(func(v *projections.View) error {
-		causes, err := h.causes(ctx, v)
-		if err != nil {
-			return err
-		}
-		n, found, err := v.Node(r.Name)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return aggregates.Refuse("show", r.Name, aggregates.ErrUnknownNode, "no node of that name is enrolled; see mesh node list")
-		}
-		if out, err = nodeView(v, n); err != nil {
-			return err
-		}
-		standings, err := v.Standings()
-		hosts := map[string]bool{}
-		for _, a := range out.Assignments {
-			hosts[a.Module] = true
-		}
-		for _, s := range standings {
-			if s.Machine == n.Name || hosts[s.Consumer] {
-				out.Standings = append(out.Standings, wire.StandingView(s))
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if out.Runtimes, err = v.RuntimesOf(n.Name); err != nil {
-			return err
-		}
-		if f, found, err := v.NodeFacts(n.Name); err != nil {
-			return err
-		} else if found {
-			out.Facts, out.Detected = f.Facts, f.Capabilities
-		}
-		if drifts, err = v.Drifts(); err != nil {
-			return err
-		}
-		if holds, err = holdsOf(v, n.Name); err != nil {
-			return err
-		}
-		if live, err = v.NodeLiveness(n.Name); err != nil {
-			return err
-		}
-		if live.Unreachable {
-			out.UnreachableSince = &live.Since
-		}
-		for i, rt := range out.Runtimes {
-			out.Runtimes[i] = liveness.RuntimeOn(rt, live)
-		}
-		if at := h.LastHeard(n.Name); !at.IsZero() {
-			out.LastHeard = &at
-		}
-		row = n
-		out.Causes = causes
-		return nil
-	})
-	if err != nil || row.Retired {
-		return out, err
-	}
-	composed, err := h.ComposeAll()
-	if err != nil {
-		return out, err
-	}
-	w := composed[r.Name]
-	state, since, detail := w.StateOf(row)
-	state, detail = partial(state, detail, w)
-	state, detail = world.Drifted(state, detail, row, drifts)
-	state, detail = held(state, detail, holds[r.Name])
-	state, since, detail = liveness.Unreachable(state, since, detail, live)
-	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.ContentDigest
-	out.LeftOut, out.Unresolved = w.LeftOut, w.Unresolved
-	return out, nil
-}
-
-// ProjectionsStatus says where the read models stand against the stream.
-func (h *Handlers) ProjectionsStatus(ctx context.Context, _ wire.Empty) (wire.StatusReply, error) {
-	return h.Proj.Status(ctx)
-}
-
-// RebuildProjections folds the stream into fresh read models and swaps them in.
-func (h *Handlers) RebuildProjections(ctx context.Context, req wire.FoldRequest) (wire.RebuildReply, error) {
-	restoreGC := foldingGC()
-	r, err := h.Proj.Rebuild(ctx, h.Progress(req.Progress))
-	restoreGC()
-	if err != nil {
-		return wire.RebuildReply{}, err
-	}
-	h.Log.Info("projections rebuilt", "from", r.From, "to", r.To, "events", r.Events, "seconds", r.Elapsed.Seconds())
-	return wire.RebuildReply{From: r.From, To: r.To, Events: r.Events, Checkpoint: r.Checkpoint, Seconds: r.Elapsed.Seconds()}, nil
 }

@@ -7,6 +7,7 @@
 package verdict
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -74,4 +75,11 @@ type Counts struct {
 // nothing else is named.
 func Well(c Counts) bool {
 	return c.NotWell == 0 && c.ProgramsDown == 0 && c.Standings == 0 && c.Causes == 0
+}
+
+// Flooded says what a flooding node did: the controller's log line when it
+// cuts the node, and status's cause until the flood is acknowledged.
+func Flooded(node string, reports, foreign int, bytes int64, in time.Duration) string {
+	return fmt.Sprintf("node %s flooded its report subjects: %d message(s) (%d foreign), %.1f MB in %s",
+		node, reports, foreign, float64(bytes)/1e6, max(in, time.Second).Round(time.Second))
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/secret"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -30,4 +31,45 @@ func ViewOf(n projections.Node) wire.NodeView {
 		v.RetiredAt = &at
 	}
 	return v
+}
+
+// NodeView is a node's row with its assignments and, for each, the latest build.
+func NodeView(v *projections.View, n projections.Node) (wire.NodeView, error) {
+	nv := ViewOf(n)
+	var err error
+	if nv.Address, err = v.AddressOf(n.Name); err != nil {
+		return nv, err
+	}
+	as, err := v.AssignmentsOf(n.Name)
+	if err != nil {
+		return nv, err
+	}
+	for _, a := range as {
+		m, _, err := v.Module(a.Module)
+		if err != nil {
+			return nv, err
+		}
+		nv.Assignments = append(nv.Assignments, AssignmentView(a, m.Latest))
+	}
+	return nv, nil
+}
+
+// LatestBuilds is each module's latest build, by module name.
+func LatestBuilds(v *projections.View) (map[string]string, error) {
+	mods, err := v.Modules()
+	latest := make(map[string]string, len(mods))
+	for _, m := range mods {
+		latest[m.Name] = m.Latest
+	}
+	return latest, err
+}
+
+// AssignmentView is an assignment as the wire shows it, a secret setting
+// as its version only.
+func AssignmentView(a projections.AssignmentRow, latest string) wire.AssignmentView {
+	settings := make(map[string]string, len(a.Settings))
+	for k, v := range a.Settings {
+		settings[k] = secret.Shown(v) // a secret as set and its version (rule 21)
+	}
+	return wire.AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: settings, Policy: a.Policy.Or()}
 }

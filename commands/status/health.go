@@ -1,4 +1,4 @@
-package commands
+package status
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/commands/seats"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/verdict"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -29,7 +30,7 @@ const lagTolerance = 3 * time.Second
 // the fold stopped, or behind the stream, and foreign messages not yet
 // acknowledged. None for the past (status --as-of), which is a fold of its
 // own up to a moment.
-func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, error) {
+func (h *Service) causes(ctx context.Context, v *projections.View) ([]string, error) {
 	out := []string{}
 	if !h.Past {
 		if bus := h.BusCause(); bus != "" {
@@ -72,7 +73,7 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 	}
 	for _, f := range floods {
 		out = append(out, fmt.Sprintf("%s (event %d); it was refused at connect until %s: find out why that machine wrote it (retire it if it is not yours any more), then mesh foreign ack %d",
-			floodSentence(f.Node, f.Reports, f.Foreign, f.Bytes, f.To.Sub(f.From)), f.Seq, f.Until.UTC().Format(time.RFC3339), f.Seq))
+			verdict.Flooded(f.Node, f.Reports, f.Foreign, f.Bytes, f.To.Sub(f.From)), f.Seq, f.Until.UTC().Format(time.RFC3339), f.Seq))
 	}
 	n, first, err := v.OpenForeign()
 	if err != nil {
@@ -87,7 +88,7 @@ func (h *Handlers) causes(ctx context.Context, v *projections.View) ([]string, e
 
 // lag says how far the read models are behind the stream, when it is past
 // lagTolerance: in events, and in the age of the oldest event not folded.
-func (h *Handlers) lag(ctx context.Context, checkpoint uint64) (string, error) {
+func (h *Service) lag(ctx context.Context, checkpoint uint64) (string, error) {
 	st, err := h.Store.State(ctx)
 	if err != nil || st.LastSeq <= checkpoint {
 		return "", err

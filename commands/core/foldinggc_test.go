@@ -1,4 +1,4 @@
-package commands
+package core
 
 import (
 	"runtime/debug"
@@ -12,7 +12,7 @@ func TestFoldingGC(t *testing.T) {
 	defer debug.SetGCPercent(was)
 
 	t.Setenv("GOGC", "")
-	first, second := foldingGC(), foldingGC()
+	first, second := FoldingGC(), FoldingGC()
 	if during := debug.SetGCPercent(200); during != 200 {
 		t.Fatalf("during two folds the collector's percent is %d, want 200", during)
 	}
@@ -28,7 +28,7 @@ func TestFoldingGC(t *testing.T) {
 
 	t.Setenv("GOGC", "50")
 	debug.SetGCPercent(50)
-	restore := foldingGC()
+	restore := FoldingGC()
 	if during := debug.SetGCPercent(50); during != 50 {
 		t.Fatalf("with GOGC=50 the catch-up set the collector's percent to %d", during)
 	}

@@ -1,4 +1,4 @@
-package commands
+package status
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ type heldCache struct {
 
 // holdsAll is holdsOf for every node, from the cache when nothing it reads
 // has moved.
-func (h *Handlers) holdsAll(v *projections.View) (map[string]string, error) {
+func (h *Service) holdsAll(v *projections.View) (map[string]string, error) {
 	rollouts, err := v.Rollouts()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package commands
+package status
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
@@ -21,7 +22,7 @@ import (
 // the same.
 func TestStatusNamesAFoldBehindTheStream(t *testing.T) {
 	ctx := context.Background()
-	bm := newBenchMesh(t, false)
+	bm := coretest.New(t, false)
 	bm.Publish(events.NodeAggregate("web-1"), events.NodeEnrolled{Name: "web-1"})
 	bm.Publish(events.NodeAggregate("web-2"), events.NodeEnrolled{Name: "web-2"})
 	<-bm.JS.PublishAsyncComplete()
@@ -32,7 +33,7 @@ func TestStatusNamesAFoldBehindTheStream(t *testing.T) {
 	defer proj.Close()
 	signer, _ := declaration.NewSigner(bm.Key)
 	now := time.Now()
-	h := newHandlers(&core.Core{Self: core.Self{Store: bm.Store, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: bm.Key, Signer: signer,
+	h := Over(&core.Core{Self: core.Self{Store: bm.Store, Log: slog.New(slog.DiscardHandler), Mesh: "mesh", Key: bm.Key, Signer: signer,
 		PublicKey: signer.PublicKey(), Keys: bm.Keys}, Proj: proj, Now: func() time.Time { return now }})
 	s, err := h.Status(ctx, wire.StatusRequest{})
 	if err != nil || !s.Well || len(s.Causes) != 0 {

@@ -1,4 +1,4 @@
-package commands
+package status
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // JudgeReport waits until the read models have folded the message at
 // r.Seq, then says whether they took it as a fact.
-func (h *Handlers) JudgeReport(ctx context.Context, r wire.JudgeRequest) (wire.Judgement, error) {
+func (h *Service) JudgeReport(ctx context.Context, r wire.JudgeRequest) (wire.Judgement, error) {
 	if err := h.Proj.WaitFor(ctx, r.Seq); err != nil {
 		return wire.Judgement{}, err
 	}
@@ -29,6 +29,6 @@ func (h *Handlers) JudgeReport(ctx context.Context, r wire.JudgeRequest) (wire.J
 }
 
 // Judge is JudgeReport, for a wait in the controller's own process.
-func (h *Handlers) Judge(ctx context.Context, seq uint64) (wire.Judgement, error) {
+func (h *Service) Judge(ctx context.Context, seq uint64) (wire.Judgement, error) {
 	return h.JudgeReport(ctx, wire.JudgeRequest{Seq: seq})
 }

@@ -1,4 +1,4 @@
-package commands
+package status
 
 import "github.com/meshctl/mesh/wire"
 

@@ -1,14 +1,11 @@
 package commands
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
 
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -33,26 +30,5 @@ func TestEveryGrantEventCuts(t *testing.T) {
 func TestTheGateReadsTheFoldsRuntimeStates(t *testing.T) {
 	if aggregates.RuntimeRunning != projections.RuntimeRunning || aggregates.RuntimeCrashLooping != projections.RuntimeCrashLooping {
 		t.Fatal("aggregates and projections name the runtime states differently")
-	}
-}
-
-// Time travel answers as the same controller: every field of Self (its
-// bus, name, keys, secrets) is the present's in the past's handlers. Fails
-// when the past's handlers are built field by field and one is missed.
-func TestThePastIsTheSameController(t *testing.T) {
-	srv := embeddedtest.Server(t)
-	ctrl, err := StartController(context.Background(), embeddedtest.Conn(t, srv), ControllerConfig{Home: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctrl.Close() })
-	h := ctrl.Handlers
-	if err := h.inThePast(context.Background(), time.Now(), func(past *Handlers) error {
-		if past.Self != h.Self || !past.Past || past.Proj == h.Proj {
-			t.Fatalf("the past's handlers: %+v", past.Self)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package commands
+package status
 
 import (
 	"context"
@@ -16,21 +16,21 @@ import (
 // Status answers the whole mesh from the read models: a state per active
 // node, every standing, and the verdict. The mesh is well only when every
 // node is current and nothing is failing.
-func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.StatusReport, error) {
+func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.StatusReport, error) {
 	if !r.AsOf.IsZero() {
 		var out wire.StatusReport
-		err := h.inThePast(ctx, r.AsOf, func(past *Handlers) (err error) {
+		err := h.inThePast(ctx, r.AsOf, func(past *Service) (err error) {
 			out, err = past.Status(ctx, wire.StatusRequest{Brief: r.Brief, Selector: r.Selector})
 			return err
 		})
 		out.AsOf = &r.AsOf
 		return out, err
 	}
-	within, err := h.Within(ctx, wire.PushRequest{Selector: r.Selector})
+	within, err := h.push.Within(ctx, wire.PushRequest{Selector: r.Selector})
 	if err != nil {
 		return wire.StatusReport{}, err
 	}
-	composed, err := h.ComposeAll()
+	composed, err := h.world.ComposeAll()
 	if err != nil {
 		return wire.StatusReport{}, err
 	}
@@ -97,7 +97,7 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 			ns.Address = addresses[n.Name]
 			// The brief table has no column for it: asked only for the
 			// answer that carries it, a lookup a node.
-			if at := h.LastHeard(n.Name); !r.Brief && !at.IsZero() {
+			if at := h.live.LastHeard(n.Name); !r.Brief && !at.IsZero() {
 				ns.LastHeard = &at
 			}
 			if !wire.WellState(ns.State) {
@@ -150,8 +150,8 @@ func (h *Handlers) Status(ctx context.Context, r wire.StatusRequest) (wire.Statu
 		return err
 	})
 	out.Well = verdict.Well(verdict.Counts{NotWell: notCurrent, ProgramsDown: down, Standings: len(out.Standings), Causes: len(out.Causes)})
-	out.UnreachableAfter = h.UnreachableAfter().Seconds()
-	out.LivenessOff = !h.Hearing() && !h.Past
+	out.UnreachableAfter = h.live.UnreachableAfter().Seconds()
+	out.LivenessOff = !h.live.Hearing() && !h.Past
 	out.OpenBus = h.OpenBus && !h.Past
 	return out, err
 }
@@ -171,18 +171,18 @@ func nodeStatus(n projections.Node, w world.Would) wire.NodeStatus {
 
 // inThePast runs fn against handlers over read models folded from the stream
 // up to moment at, in a temporary store: the mesh as it was.
-func (h *Handlers) inThePast(ctx context.Context, at time.Time, fn func(*Handlers) error) error {
+func (h *Service) inThePast(ctx context.Context, at time.Time, fn func(*Service) error) error {
 	past, done, err := h.Core.InThePast(ctx, at)
 	if err != nil {
 		return err
 	}
 	defer done()
-	return fn(newHandlers(past))
+	return fn(Over(past))
 }
 
 // VerifyProjections folds the whole stream afresh and compares it with the
 // live read models.
-func (h *Handlers) VerifyProjections(ctx context.Context, r wire.FoldRequest) (wire.Verified, error) {
+func (h *Service) VerifyProjections(ctx context.Context, r wire.FoldRequest) (wire.Verified, error) {
 	start := time.Now()
 	diff, at, err := h.Proj.Verify(ctx, h.Progress(r.Progress))
 	return wire.Verified{Checkpoint: at, Diff: diff, Seconds: time.Since(start).Seconds()}, err

@@ -1,4 +1,4 @@
-package commands
+package status
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // the triple's word; recovered ends it, and with nothing failing is said as
 // such and appends nothing. The event goes under the machine's reports
 // prefix, where a provider on that machine may publish it itself.
-func (h *Handlers) Report(ctx context.Context, r wire.ReportRequest) (wire.Reported, error) {
+func (h *Service) Report(ctx context.Context, r wire.ReportRequest) (wire.Reported, error) {
 	if err := h.ActiveNode(ctx, "report on", r.Machine); err != nil {
 		return wire.Reported{}, err
 	}

@@ -1,4 +1,4 @@
-package commands
+package status
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ import (
 // (reported as rss-MiB: this process holds the controller and its bus).
 func BenchmarkStatus(b *testing.B) {
 	ctx := context.Background()
-	bm := newBenchMesh(b, true)
+	bm := coretest.New(b, true)
 	publish := bm.Publish
 	var builds []string
 	for i := range 5 {
@@ -40,9 +40,9 @@ func BenchmarkStatus(b *testing.B) {
 			publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: fmt.Sprintf("m%d", j), Build: build, Settings: map[string]string{}})
 		}
 	}
-	h := bm.fold()
+	h := Over(bm.Fold())
 	proj := bm.Proj
-	if r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
+	if r, err := h.push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
 		b.Fatalf("push: %v", err)
 	}
 	if _, err := h.Status(ctx, wire.StatusRequest{}); err != nil { // warms the would-send cache, as the push did not
