@@ -3,10 +3,7 @@ package commands
 import (
 	"testing"
 
-	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
-
-	"github.com/meshctl/mesh/projections"
 )
 
 // Every event type that moves grants (events.MovesGrants) names whom it
@@ -21,14 +18,5 @@ func TestEveryGrantEventCuts(t *testing.T) {
 		if _, ok := grantUsers[typ]; !ok {
 			t.Errorf("%s moves grants and cuts nobody: add it to grantUsers", typ)
 		}
-	}
-}
-
-// The rollout's gate (aggregates.Gate) reads the runtime states the fold
-// writes: were they to differ, every program would read as not running and
-// a crash loop would never halt a wave.
-func TestTheGateReadsTheFoldsRuntimeStates(t *testing.T) {
-	if aggregates.RuntimeRunning != projections.RuntimeRunning || aggregates.RuntimeCrashLooping != projections.RuntimeCrashLooping {
-		t.Fatal("aggregates and projections name the runtime states differently")
 	}
 }

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
@@ -13,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/commands/network"
 	"github.com/meshctl/mesh/commands/push"
+	"github.com/meshctl/mesh/commands/rollout"
 	"github.com/meshctl/mesh/commands/seats"
 	"github.com/meshctl/mesh/commands/status"
 	"github.com/meshctl/mesh/commands/world"
@@ -30,6 +30,7 @@ func newHandlers(c *core.Core) *Handlers {
 	h.networkVerbs = network.New(c)
 	h.seatVerbs = seats.New(c, w, h.pushVerbs)
 	h.statusVerbs = status.New(c, w, h.liveVerbs, h.pushVerbs)
+	h.rolloutVerbs = rollout.New(c, w, h.pushVerbs, h.statusVerbs)
 	return h
 }
 
@@ -43,6 +44,7 @@ type (
 	networkVerbs    = network.Service
 	seatVerbs       = seats.Service
 	statusVerbs     = status.Service
+	rolloutVerbs    = rollout.Service
 )
 
 // Handlers are the verbs, bound to one store and one set of read models.
@@ -56,14 +58,11 @@ type Handlers struct {
 	*networkVerbs
 	*seatVerbs
 	*statusVerbs
+	*rolloutVerbs
 
 	// cutter ends live connections whose grant the log took away (nil on
 	// an open bus, which grants nothing: grants.go).
 	cutter *busauth.Cutter
-	// autoSeen is the composition version at which no new build waited
-	// for its auto rollout: a drive's tick reads no assignment until a
-	// registration or an assignment moves it.
-	autoSeen atomic.Uint64
 	// flood counts what each node writes on its report subjects (nil for
 	// the past); cutUsers drops the connections of the users it matches on
 	// a bus the controller runs (nil: a cluster's, which it cannot).

@@ -1,4 +1,4 @@
-package commands
+package rollout
 
 import (
 	"context"
@@ -7,7 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/commands/core/coretest"
+	"github.com/meshctl/mesh/commands/liveness"
+	"github.com/meshctl/mesh/commands/push"
+	"github.com/meshctl/mesh/commands/status"
+	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
@@ -42,7 +47,7 @@ func (p *pushClock) Push(sent, _ int, d time.Duration) {
 // other side.
 func BenchmarkRollout(b *testing.B) {
 	ctx := context.Background()
-	bm := newBenchMesh(b, true)
+	bm := coretest.New(b, true)
 	build := func(i int) manifest.Manifest {
 		m, err := manifest.Parse([]byte(fmt.Sprintf(`{"module":"app","resources":[
 		  {"kind":"directory","path":"/etc/app","mode":"0755"},
@@ -64,7 +69,7 @@ func BenchmarkRollout(b *testing.B) {
 		bm.Publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: "app", Build: first.Build(), Settings: map[string]string{}, Policy: events.PolicyManual})
 		bm.Report(name, events.ReportKeyRecorded{Node: name, Key: bm.Agent.PublicKey()})
 	}
-	h := bm.fold()
+	h := over(bm.Fold())
 	clock := &pushClock{}
 	h.Metrics = clock
 
@@ -91,7 +96,7 @@ func BenchmarkRollout(b *testing.B) {
 		return time.Since(t0)
 	}
 	full := time.Now()
-	if r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
+	if r, err := h.push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
 		b.Fatalf("the first push: %v, %d sent", err, len(r.Sent))
 	}
 	fullPush := time.Since(full)
@@ -124,7 +129,7 @@ func BenchmarkRollout(b *testing.B) {
 				// answered from the cache): timed, and kept out of the
 				// bookkeeping.
 				t1 := time.Now()
-				if _, err := h.Status(ctx, wire.StatusRequest{Brief: true}); err != nil {
+				if _, err := h.status.Status(ctx, wire.StatusRequest{Brief: true}); err != nil {
 					b.Fatal(err)
 				}
 				during = time.Since(t1)
@@ -149,4 +154,11 @@ func BenchmarkRollout(b *testing.B) {
 	b.ReportMetric((total-pushes-agents).Seconds()/n, "s-bookkeeping/rollout")
 	b.ReportMetric(fullPush.Seconds(), "s/push-of-all")
 	b.ReportMetric(float64(during.Milliseconds()), "status-ms-during")
+}
+
+// over is the rollouts over c with push and status of their own.
+func over(c *core.Core) *Service {
+	w := world.New(c)
+	p := push.New(c, w)
+	return New(c, w, p, status.New(c, w, liveness.New(c), p))
 }

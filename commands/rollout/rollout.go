@@ -1,4 +1,4 @@
-package commands
+package rollout
 
 import (
 	"cmp"
@@ -19,11 +19,11 @@ import (
 // the nodes the module is assigned to whose policy lets a rollout move
 // them, and the controllers' drive moves it wave by wave, each only once
 // the one before passed its gate.
-func (h *Handlers) StartRollout(ctx context.Context, r wire.RolloutRequest) (projections.Rollout, error) {
+func (h *Service) StartRollout(ctx context.Context, r wire.RolloutRequest) (projections.Rollout, error) {
 	return h.startRollout(ctx, "r-"+strings.ToLower(r.CommandID[:min(10, len(r.CommandID))]), r, false)
 }
 
-func (h *Handlers) startRollout(ctx context.Context, id string, r wire.RolloutRequest, auto bool) (projections.Rollout, error) {
+func (h *Service) startRollout(ctx context.Context, id string, r wire.RolloutRequest, auto bool) (projections.Rollout, error) {
 	if err := h.Writable(); err != nil {
 		return projections.Rollout{}, err
 	}
@@ -75,7 +75,7 @@ func (h *Handlers) startRollout(ctx context.Context, id string, r wire.RolloutRe
 }
 
 // ControlRollout pauses, resumes or aborts a rollout: a checked step.
-func (h *Handlers) ControlRollout(ctx context.Context, r wire.RolloutControl) (projections.Rollout, error) {
+func (h *Service) ControlRollout(ctx context.Context, r wire.RolloutControl) (projections.Rollout, error) {
 	// Decided on read models caught up first, and again after each
 	// conflict: a controller's drive took a step meanwhile, and the
 	// control is decided again on it.
@@ -109,7 +109,7 @@ func (h *Handlers) ControlRollout(ctx context.Context, r wire.RolloutControl) (p
 }
 
 // ListRollouts answers every rollout.
-func (h *Handlers) ListRollouts(context.Context, wire.Empty) (wire.RolloutList, error) {
+func (h *Service) ListRollouts(context.Context, wire.Empty) (wire.RolloutList, error) {
 	var out wire.RolloutList
 	err := h.Proj.Read(func(v *projections.View) (err error) {
 		out.Rollouts, err = v.Rollouts()
@@ -123,7 +123,7 @@ func (h *Handlers) ListRollouts(context.Context, wire.Empty) (wire.RolloutList, 
 
 // ShowRollout answers one rollout, its nodes' states, and while it is
 // open the plan of what is still to change.
-func (h *Handlers) ShowRollout(ctx context.Context, r wire.NameRequest) (wire.RolloutView, error) {
+func (h *Service) ShowRollout(ctx context.Context, r wire.NameRequest) (wire.RolloutView, error) {
 	ro, err := h.rollout(r.Name)
 	if err != nil {
 		return wire.RolloutView{}, err
@@ -135,7 +135,7 @@ func (h *Handlers) ShowRollout(ctx context.Context, r wire.NameRequest) (wire.Ro
 			in[n] = true
 		}
 	}
-	s, err := h.Status(ctx, wire.StatusRequest{})
+	s, err := h.status.Status(ctx, wire.StatusRequest{})
 	if err != nil {
 		return out, err
 	}
@@ -164,7 +164,7 @@ func (h *Handlers) ShowRollout(ctx context.Context, r wire.NameRequest) (wire.Ro
 	var world compose.Input
 	rows := map[string]projections.Node{}
 	err = h.Proj.Read(func(v *projections.View) (err error) {
-		if world, err = h.Input(v); err != nil {
+		if world, err = h.world.Input(v); err != nil {
 			return err
 		}
 		for n := range in {
@@ -183,7 +183,7 @@ func (h *Handlers) ShowRollout(ctx context.Context, r wire.NameRequest) (wire.Ro
 	return out, err
 }
 
-func (h *Handlers) rollout(id string) (projections.Rollout, error) {
+func (h *Service) rollout(id string) (projections.Rollout, error) {
 	var ro projections.Rollout
 	var found bool
 	err := h.Proj.Read(func(v *projections.View) (err error) {
@@ -198,7 +198,7 @@ func (h *Handlers) rollout(id string) (projections.Rollout, error) {
 
 // step appends one step of a rollout, expecting its version: of two
 // controllers taking the same step, one lands and the other conflicts.
-func (h *Handlers) step(ctx context.Context, ro projections.Rollout, ev events.RolloutStep) error {
+func (h *Service) step(ctx context.Context, ro projections.Rollout, ev events.RolloutStep) error {
 	seq, err := h.Store.Append(ctx, events.RolloutAggregate(ro.ID), ro.Version, wire.NewCommandID(), ev)
 	if err != nil {
 		return err

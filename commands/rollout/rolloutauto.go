@@ -1,4 +1,4 @@
-package commands
+package rollout
 
 import (
 	"context"
@@ -34,7 +34,7 @@ type autoDue struct {
 // startAutoRollouts starts the rollouts new builds ask for. Its id is the
 // module and the build, the same in every controller, so of two
 // controllers starting it one lands and the other conflicts.
-func (h *Handlers) startAutoRollouts(ctx context.Context) error {
+func (h *Service) startAutoRollouts(ctx context.Context) error {
 	due, version, err := h.autoRolloutsDue()
 	if err != nil || due == nil {
 		return err
@@ -71,7 +71,7 @@ func (h *Handlers) startAutoRollouts(ctx context.Context) error {
 // autoRolloutsDue reads which modules' auto nodes wait for a build no
 // rollout has taken yet; nil when nothing was registered or assigned since
 // the last look found none (the composition version did not move).
-func (h *Handlers) autoRolloutsDue() ([]autoDue, uint64, error) {
+func (h *Service) autoRolloutsDue() ([]autoDue, uint64, error) {
 	var due []autoDue
 	var version uint64
 	err := h.Proj.Read(func(v *projections.View) error {

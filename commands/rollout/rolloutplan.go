@@ -1,4 +1,4 @@
-package commands
+package rollout
 
 import (
 	"context"
@@ -20,13 +20,13 @@ import (
 // order against the nodes the module is assigned to, composes each node
 // as if its wave had taken the build, and diffs that against what the
 // node was last sent. Nothing is sent or recorded.
-func (h *Handlers) PlanRollout(ctx context.Context, r wire.RolloutPlanRequest) (wire.RolloutPlan, error) {
+func (h *Service) PlanRollout(ctx context.Context, r wire.RolloutPlanRequest) (wire.RolloutPlan, error) {
 	out, pool, waves, err := h.chooseWaves(ctx, r)
 	if err != nil {
 		return out, err
 	}
 	var in compose.Input
-	if err := h.Proj.Read(func(v *projections.View) (err error) { in, err = h.Input(v); return err }); err != nil {
+	if err := h.Proj.Read(func(v *projections.View) (err error) { in, err = h.world.Input(v); return err }); err != nil {
 		return out, err
 	}
 	return out, h.planWaves(ctx, &out, in, pool.rows, waves)
@@ -34,7 +34,7 @@ func (h *Handlers) PlanRollout(ctx context.Context, r wire.RolloutPlanRequest) (
 
 // chooseWaves resolves a rollout's build and waves: the plan without what
 // would change on each node.
-func (h *Handlers) chooseWaves(ctx context.Context, r wire.RolloutPlanRequest) (wire.RolloutPlan, wavePool, []events.RolloutWave, error) {
+func (h *Service) chooseWaves(ctx context.Context, r wire.RolloutPlanRequest) (wire.RolloutPlan, wavePool, []events.RolloutWave, error) {
 	out := wire.RolloutPlan{Module: r.Module, Waves: []wire.WavePlan{}, Left: []string{}, Held: []wire.HeldNode{}}
 	var pool wavePool
 	if len(r.Waves) == 0 {
@@ -44,7 +44,7 @@ func (h *Handlers) chooseWaves(ctx context.Context, r wire.RolloutPlanRequest) (
 		return out, pool, nil, err
 	}
 	err := h.Proj.Read(func(v *projections.View) (err error) {
-		if out.Build, _, err = h.BuildOf(v, "plan a rollout of", r.Module, r.Build); err != nil {
+		if out.Build, _, err = h.world.BuildOf(v, "plan a rollout of", r.Module, r.Build); err != nil {
 			return err
 		}
 		pool, out.Held, err = wavePoolOf(v, r.Module, r.Auto)
@@ -60,7 +60,7 @@ func (h *Handlers) chooseWaves(ctx context.Context, r wire.RolloutPlanRequest) (
 
 // planWaves fills out's waves: each wave's nodes composed as if every wave
 // had taken out.Build, and diffed against what each was last sent.
-func (h *Handlers) planWaves(ctx context.Context, out *wire.RolloutPlan, in compose.Input, rows map[string]projections.Node, waves []events.RolloutWave) error {
+func (h *Service) planWaves(ctx context.Context, out *wire.RolloutPlan, in compose.Input, rows map[string]projections.Node, waves []events.RolloutWave) error {
 	taken := map[string]bool{}
 	for _, w := range waves {
 		wp := wire.WavePlan{Name: w.Name, Selector: w.Selector, Nodes: []wire.PlannedNode{}, Unsent: []wire.UnsentNode{}}
@@ -79,7 +79,7 @@ func (h *Handlers) planWaves(ctx context.Context, out *wire.RolloutPlan, in comp
 	ref := compose.BuildRef{Module: out.Module, Build: out.Build}
 	if _, ok := in.Manifests[ref]; !ok {
 		err := h.Proj.Read(func(v *projections.View) error {
-			m, found, err := h.Manifest(v, ref)
+			m, found, err := h.world.Manifest(v, ref)
 			if found {
 				in.Manifests = maps.Clone(in.Manifests)
 				in.Manifests[ref] = m
@@ -101,7 +101,7 @@ func (h *Handlers) planWaves(ctx context.Context, out *wire.RolloutPlan, in comp
 				wp.Unsent = append(wp.Unsent, wire.UnsentNode{Node: p.Node, Reason: res.Reason()})
 				continue
 			}
-			planned, err := h.Planned(ctx, rows[p.Node], res, &detailed)
+			planned, err := h.push.Planned(ctx, rows[p.Node], res, &detailed)
 			if err != nil {
 				return err
 			}

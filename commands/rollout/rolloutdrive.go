@@ -1,4 +1,4 @@
-package commands
+package rollout
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 // is nothing to do (rule 23). A wave starts once the one before it passed
 // its gate; a node that failed or refused the build, or whose program is
 // crash-looping, halts the rollout.
-func (h *Handlers) DriveRollouts(ctx context.Context) error {
+func (h *Service) DriveRollouts(ctx context.Context) error {
 	if h.Writable() != nil || h.Past {
 		return nil
 	}
@@ -84,7 +84,7 @@ const chainedSteps = 4
 // they are sent on the next step, from read models that hold the moves.
 var errMoved = errors.New("rollout: nodes moved to their build; send next")
 
-func (h *Handlers) driveOne(ctx context.Context, ro projections.Rollout) error {
+func (h *Service) driveOne(ctx context.Context, ro projections.Rollout) error {
 	at := aggregates.RolloutAt{Wave: ro.Wave, Waves: len(ro.Waves), WaveAt: ro.WaveAt, Deadline: time.Duration(ro.DeadlineSeconds) * time.Second}
 	var done bool
 	var held aggregates.GateHold
@@ -118,7 +118,7 @@ func (h *Handlers) driveOne(ctx context.Context, ro projections.Rollout) error {
 
 // halt records the halt, and with --auto-revert sends the wave back to the
 // builds it had: moved back, then sent from read models that hold the move.
-func (h *Handlers) halt(ctx context.Context, ro projections.Rollout, halt *waveHalt) error {
+func (h *Service) halt(ctx context.Context, ro projections.Rollout, halt *waveHalt) error {
 	if err := h.step(ctx, ro, events.RolloutStep{ID: ro.ID, Step: events.StepHalted, Wave: ro.Wave, Node: halt.Node, Why: halt.Why}); err != nil || !ro.AutoRevert {
 		return err
 	}
@@ -145,11 +145,11 @@ func (h *Handlers) halt(ctx context.Context, ro projections.Rollout, halt *waveH
 
 // waveGate reads what the gate weighs of each node of a wave that applied
 // its build, and asks aggregates.Gate (rule 23).
-func (h *Handlers) waveGate(ro projections.Rollout, nodes []string) (aggregates.GateHold, error) {
+func (h *Service) waveGate(ro projections.Rollout, nodes []string) (aggregates.GateHold, error) {
 	var in []aggregates.GateNode
 	var runs bool
 	err := h.Proj.Read(func(v *projections.View) error {
-		m, found, err := h.Manifest(v, compose.BuildRef{Module: ro.Module, Build: ro.Build})
+		m, found, err := h.world.Manifest(v, compose.BuildRef{Module: ro.Module, Build: ro.Build})
 		if err != nil || !found {
 			return fmt.Errorf("build %s of %s cannot be read: %v", ro.Build, ro.Module, err)
 		}
@@ -208,7 +208,7 @@ func runtimeOf(v *projections.View, node, module string) (projections.Runtime, e
 }
 
 // notApplied is the first node of nodes not current, for a halt's sentence.
-func (h *Handlers) notApplied(nodes []string) string {
+func (h *Service) notApplied(nodes []string) string {
 	for _, n := range nodes {
 		row, found, err := h.Proj.Node(n)
 		if err == nil && found && (row.LastReport == nil || row.LastSent == nil || row.LastReport.Digest != row.LastSent.Digest) {
@@ -246,7 +246,7 @@ type waveHalt = aggregates.WaveHalt
 // answers whether every node applied its build. A node already moved, or
 // already sent it, is not moved or sent again: a step is safe to repeat,
 // by this controller or another.
-func (h *Handlers) moveWave(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string, limit int) (bool, error) {
+func (h *Service) moveWave(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string, limit int) (bool, error) {
 	in := make([]aggregates.WaveNode, 0, len(nodes))
 	err := h.Proj.Read(func(v *projections.View) error {
 		for _, n := range nodes {
@@ -311,7 +311,7 @@ func assignmentOf(v *projections.View, node, module string) (projections.Assignm
 // expecting its node's version: one that moved meanwhile (another
 // controller's move) is left to the next step, which reads it again. It
 // answers errMoved.
-func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string) error {
+func (h *Service) moveNodes(ctx context.Context, ro projections.Rollout, nodes []string, build func(string) string) error {
 	var items []store.One
 	err := h.Proj.Read(func(v *projections.View) error {
 		for _, n := range nodes {
@@ -320,7 +320,7 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 				return err
 			}
 			have := node.Assignments[ro.Module]
-			m, found, err := h.Manifest(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
+			m, found, err := h.world.Manifest(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
 			if err != nil || !found {
 				return fmt.Errorf("build %s of %s cannot be read: %v", build(n), ro.Module, err)
 			}
@@ -364,8 +364,8 @@ func (h *Handlers) moveNodes(ctx context.Context, ro projections.Rollout, nodes 
 
 // sendWave pushes nodes, recorded as sent by the rollout; one that could
 // not be sent halts the wave, named.
-func (h *Handlers) sendWave(ctx context.Context, ro projections.Rollout, nodes []string) error {
-	r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: nodes, By: "rollout " + ro.ID, Once: true})
+func (h *Service) sendWave(ctx context.Context, ro projections.Rollout, nodes []string) error {
+	r, err := h.push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: nodes, By: "rollout " + ro.ID, Once: true})
 	if err == nil && len(r.Unsent) > 0 {
 		return &waveHalt{Node: r.Unsent[0].Node, Why: "it was not sent: " + r.Unsent[0].Reason}
 	}
