@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/commands/access"
 	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/declaration"
@@ -128,14 +129,14 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	flood := newFloodWatch(c.Now)
-	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery, Heard: flood.heard})
+	flood := access.NewFloodWatch(c.Now)
+	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery, Heard: flood.Heard})
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
 		// Read models that do not belong to the stream (a restore, a reset
 		// bus, a lost tail) are never served: they are folded again, and
 		// the start says why.
 		log.Warn(err.Error() + "; rebuilding them from the stream before serving")
-		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery, Heard: flood.heard})
+		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery, Heard: flood.Heard})
 	}
 	if err != nil {
 		return nil, err
@@ -171,12 +172,8 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	h := newHandlers(&core.Core{Self: core.Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, Secrets: keep,
-		Replicas: c.Stream.Replicas, OpenBus: c.OpenBus}, Proj: proj, Now: c.Now, Metrics: c.Metrics})
-	h.flood, h.cutUsers = flood, c.Cut
-	flood.mu.Lock()
-	flood.act = h.flooded
-	flood.mu.Unlock()
+	h := newHandlersFlooding(&core.Core{Self: core.Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, Secrets: keep,
+		Replicas: c.Stream.Replicas, OpenBus: c.OpenBus}, Proj: proj, Now: c.Now, Metrics: c.Metrics}, flood, c.Cut)
 	asserted, err := h.assertModuleStreams(ctx, c.Stream.Replicas)
 	if err != nil {
 		proj.Close()
@@ -215,7 +212,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", wire.ServiceName, err)
 	}
 	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log, stopNewest: stopNewest}
-	if ctrl.enrol, err = h.serveEnrol(nc); err != nil {
+	if ctrl.enrol, err = h.ServeEnrol(nc); err != nil {
 		ctrl.Close()
 		return nil, err
 	}
@@ -230,16 +227,13 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	// meanwhile answers an error here, which nobody needs to hear.
 	go h.ComposeAll()
 	if c.Callout != nil {
-		callout := busauth.Callout{Directory: directory{h}, Controller: h.Key, Issuer: c.Callout, Lifetime: c.Lifetime, Log: h.Log}
+		callout := busauth.Callout{Directory: h.Directory(), Controller: h.Key, Issuer: c.Callout, Lifetime: c.Lifetime, Log: h.Log}
 		if ctrl.auth, err = busauth.Serve(nc, callout); err == nil {
 			err = busauth.WriteOperatorKey(c.Home, kp)
 		}
 		if err == nil {
 			// Its own connection is decided by the callout just served.
-			h.cutter, err = busauth.DialCutter(nc, kp)
-		}
-		if err == nil {
-			ctrl.stopGrants, err = followGrants(h)
+			ctrl.stopGrants, err = h.Guard(nc, kp)
 		}
 		if err != nil {
 			ctrl.Close()
@@ -264,9 +258,6 @@ func (c *Controller) Close() error {
 	}
 	if c.stopGrants != nil {
 		c.stopGrants()
-	}
-	if c.Handlers.cutter != nil {
-		c.Handlers.cutter.Close()
 	}
 	if c.auth != nil {
 		_ = c.auth.Unsubscribe()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/access"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
@@ -77,7 +78,7 @@ func TestAFloodingNodeIsCutAndNamedAndTheRestGoesOn(t *testing.T) {
 	// Acknowledged, with every foreign message it wrote, in one event.
 	acked, err := m.h.AckForeign(m.ctx, wire.AckRequest{CommandID: wire.NewCommandID(), All: true})
 	m.must(err)
-	if len(acked.Acknowledged) < commands.FloodForeign {
+	if len(acked.Acknowledged) < access.FloodForeign {
 		t.Fatalf("ack --all after a flood acknowledged %d", len(acked.Acknowledged))
 	}
 	s, err = m.h.Status(m.ctx, wire.StatusRequest{})

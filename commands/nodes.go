@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/commands/access"
 	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/commands/credentials"
 	"github.com/meshctl/mesh/commands/history"
@@ -23,7 +23,11 @@ import (
 )
 
 // newHandlers are the verbs over c, every cache empty.
-func newHandlers(c *core.Core) *Handlers {
+func newHandlers(c *core.Core) *Handlers { return newHandlersFlooding(c, nil, nil) }
+
+// newHandlersFlooding are the verbs over c, counting floods with flood
+// and cutting with cut (both nil: neither).
+func newHandlersFlooding(c *core.Core, flood *access.FloodWatch, cut func(match func(user string) bool) (int, error)) *Handlers {
 	w := world.New(c)
 	h := &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w), liveVerbs: liveness.New(c), historyVerbs: history.New(c)}
 	h.credentialVerbs = credentials.New(c, w, h.pushVerbs)
@@ -31,6 +35,7 @@ func newHandlers(c *core.Core) *Handlers {
 	h.seatVerbs = seats.New(c, w, h.pushVerbs)
 	h.statusVerbs = status.New(c, w, h.liveVerbs, h.pushVerbs)
 	h.rolloutVerbs = rollout.New(c, w, h.pushVerbs, h.statusVerbs)
+	h.accessVerbs = access.New(c, w, h.networkVerbs, flood, cut)
 	return h
 }
 
@@ -45,6 +50,7 @@ type (
 	seatVerbs       = seats.Service
 	statusVerbs     = status.Service
 	rolloutVerbs    = rollout.Service
+	accessVerbs     = access.Service
 )
 
 // Handlers are the verbs, bound to one store and one set of read models.
@@ -59,15 +65,7 @@ type Handlers struct {
 	*seatVerbs
 	*statusVerbs
 	*rolloutVerbs
-
-	// cutter ends live connections whose grant the log took away (nil on
-	// an open bus, which grants nothing: grants.go).
-	cutter *busauth.Cutter
-	// flood counts what each node writes on its report subjects (nil for
-	// the past); cutUsers drops the connections of the users it matches on
-	// a bus the controller runs (nil: a cluster's, which it cannot).
-	flood    *floodWatch
-	cutUsers func(match func(user string) bool) (int, error)
+	*accessVerbs
 }
 
 // Enroll adds a node, with its overlay address when the network is set. A
@@ -103,7 +101,7 @@ func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Chang
 	if err != nil {
 		return c, err
 	}
-	c.Identity, err = h.nodeToken(ctx, r.Name, false)
+	c.Identity, err = h.NodeToken(ctx, r.Name, false)
 	return c, err
 }
 

@@ -1,4 +1,4 @@
-package commands
+package access
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // a token publish there and nowhere else (busauth.EnrolPermissions).
 
 // Enrol records node's own keys from an agent holding a token.
-func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (declaration.EnrolReply, error) {
+func (h *Service) Enrol(ctx context.Context, r declaration.EnrolRequest) (declaration.EnrolReply, error) {
 	if err := core.ValidName("enroll", r.Node); err != nil {
 		return declaration.EnrolReply{}, err
 	}
@@ -38,7 +38,7 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 	}
 	keys := events.NodeKeysRecorded{Node: r.Node, Bus: r.Bus, Report: r.Report, Seal: r.Seal, Overlay: r.Overlay}
 	var already bool
-	seq, _, err := h.WithPool(ctx, "enroll", r.Node, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+	seq, _, err := h.network.WithPool(ctx, "enroll", r.Node, wire.NewCommandID(), func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
 		// The same keys again (the agent's answer was lost, and it asks
 		// again): nothing to do, whatever the token says now.
 		if k, found, err := v.NodeKeys(r.Node); err != nil || found && k.Bus == r.Bus && k.Report == r.Report && k.Seal == r.Seal && k.Overlay == r.Overlay {
@@ -51,7 +51,7 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 		}
 		keys.Token, keys.Rekey = t.ID, t.Rekey
 		items, err := h.tokenItems(v, func(node string, t projections.Token) ([]store.One, error) {
-			items, _, err := h.EnrollItems(v, pool, []wire.EnrollRequest{{Name: node, Capabilities: t.Capabilities, Labels: t.Labels}}, false)
+			items, _, err := h.network.EnrollItems(v, pool, []wire.EnrollRequest{{Name: node, Capabilities: t.Capabilities, Labels: t.Labels}}, false)
 			return items, err
 		}, t, keys)
 		if err != nil {
@@ -71,8 +71,8 @@ func (h *Handlers) Enrol(ctx context.Context, r declaration.EnrolRequest) (decla
 // enrolTimeout bounds one enrolment: a decision and an atomic append.
 const enrolTimeout = 30 * time.Second
 
-// serveEnrol answers agents holding tokens, in the controllers' queue group.
-func (h *Handlers) serveEnrol(nc *nats.Conn) (*nats.Subscription, error) {
+// ServeEnrol answers agents holding tokens, in the controllers' queue group.
+func (h *Service) ServeEnrol(nc *nats.Conn) (*nats.Subscription, error) {
 	sub, err := nc.QueueSubscribe(events.EnrolPrefix+".*", "mesh-enrol", func(m *nats.Msg) {
 		var r declaration.EnrolRequest
 		var reply declaration.EnrolReply
@@ -114,7 +114,7 @@ func (h *Handlers) serveEnrol(nc *nats.Conn) (*nats.Subscription, error) {
 // LocalToken is what an agent that runs beside this controller (mesh up's
 // own, a test's) enrols with: a token while node has not made its keys,
 // "" once it has (its state directory holds them: agent.Enrol).
-func (h *Handlers) LocalToken(ctx context.Context, node string) (string, error) {
+func (h *Service) LocalToken(ctx context.Context, node string) (string, error) {
 	var owned bool
 	if err := h.Proj.Read(func(v *projections.View) (err error) { _, owned, err = v.NodeKeys(node); return err }); err != nil || owned {
 		return "", err

@@ -1,4 +1,4 @@
-package commands
+package access
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 
 // directory is what the bus authority (busauth) asks of the read models
 // when it decides a connection on a closed bus (rule 18).
-type directory struct{ h *Handlers }
+type directory struct{ h *Service }
 
 var _ busauth.Directory = directory{}
 
@@ -85,7 +85,7 @@ func (d directory) RunningModule(node, module string) (manifest.Manifest, []stri
 			if a.Module != module {
 				continue
 			}
-			got, found, err := d.h.Manifest(v, compose.BuildRef{Module: a.Module, Build: a.Build})
+			got, found, err := d.h.world.Manifest(v, compose.BuildRef{Module: a.Module, Build: a.Build})
 			if err != nil || !found {
 				return fmt.Errorf("the build of %s assigned to %s cannot be read", module, node)
 			}

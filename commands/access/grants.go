@@ -1,9 +1,8 @@
-package commands
+package access
 
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -62,11 +61,11 @@ var grantUsers = map[string]func(events.Event) []string{
 // retirement does it by itself; a re-keying should call it once its event
 // is folded). It says how many it ended; on an open bus, which grants
 // nothing, none.
-func (h *Handlers) CutNode(ctx context.Context, node string) (int, error) {
+func (h *Service) CutNode(ctx context.Context, node string) (int, error) {
 	if h.cutter == nil {
 		return 0, nil
 	}
-	return h.cutter.CutWhere(ctx, func(user string) bool { return user == node || strings.HasPrefix(user, node+"/") })
+	return h.cutter.CutWhere(ctx, cutsNode(node))
 }
 
 // followGrants ends the connections whose grant each new event of
@@ -74,7 +73,7 @@ func (h *Handlers) CutNode(ctx context.Context, node string) (int, error) {
 // the connections open now, which may hold grants taken away while no
 // controller was running. It reads from the stream's end as it is now, so
 // nothing appended after the sweep's list can be missed.
-func followGrants(h *Handlers) (stop func(), err error) {
+func (h *Service) followGrants() (stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := h.Store.State(ctx)
 	if err != nil {
@@ -118,7 +117,7 @@ func followGrants(h *Handlers) (stop func(), err error) {
 
 // cutGrant ends the connections whose grant m takes away. A message that
 // is not the controller's event (the fold sets it aside) ends nothing.
-func (h *Handlers) cutGrant(ctx context.Context, m store.Msg) {
+func (h *Service) cutGrant(ctx context.Context, m store.Msg) {
 	_, ev, err := events.Read(m.Subject, m.Data)
 	if err != nil {
 		return

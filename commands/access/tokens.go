@@ -1,4 +1,4 @@
-package commands
+package access
 
 import (
 	"context"
@@ -33,7 +33,7 @@ const (
 )
 
 // CreateToken records a new token and answers its secret.
-func (h *Handlers) CreateToken(ctx context.Context, r wire.TokenRequest) (wire.TokenReply, error) {
+func (h *Service) CreateToken(ctx context.Context, r wire.TokenRequest) (wire.TokenReply, error) {
 	uses, expires := r.Uses, r.Expires
 	if uses == 0 {
 		uses = 1
@@ -73,7 +73,7 @@ func (h *Handlers) CreateToken(ctx context.Context, r wire.TokenRequest) (wire.T
 }
 
 // ListTokens answers every token.
-func (h *Handlers) ListTokens(_ context.Context, _ wire.Empty) (wire.TokenList, error) {
+func (h *Service) ListTokens(_ context.Context, _ wire.Empty) (wire.TokenList, error) {
 	out := wire.TokenList{Mesh: h.Mesh, Key: h.PublicKey}
 	err := h.Proj.Read(func(v *projections.View) (err error) {
 		out.Tokens, err = v.Tokens()
@@ -87,7 +87,7 @@ func (h *Handlers) ListTokens(_ context.Context, _ wire.Empty) (wire.TokenList, 
 
 // RevokeToken withdraws a token's unused uses; a spent or revoked token is
 // nothing to do.
-func (h *Handlers) RevokeToken(ctx context.Context, r wire.NameRequest) (wire.Changed, error) {
+func (h *Service) RevokeToken(ctx context.Context, r wire.NameRequest) (wire.Changed, error) {
 	var t projections.Token
 	var found bool
 	err := h.Proj.Read(func(v *projections.View) (err error) {
@@ -110,8 +110,8 @@ func (h *Handlers) RevokeToken(ctx context.Context, r wire.NameRequest) (wire.Ch
 	return wire.Changed{Changed: true, Seq: seq}, h.Landed(ctx, seq, events.TokenRevoked{ID: r.Name})
 }
 
-// nodeToken makes a one-use token for node (enroll, join, rekey).
-func (h *Handlers) nodeToken(ctx context.Context, node string, rekey bool) (wire.Identity, error) {
+// NodeToken makes a one-use token for node (enroll, join, rekey).
+func (h *Service) NodeToken(ctx context.Context, node string, rekey bool) (wire.Identity, error) {
 	r, err := h.CreateToken(ctx, wire.TokenRequest{CommandID: wire.NewCommandID(), Node: node, Rekey: rekey})
 	return r.Identity, err
 }
@@ -120,11 +120,11 @@ func (h *Handlers) nodeToken(ctx context.Context, node string, rekey bool) (wire
 // replaced, or it enrolled before nodes made their own keys. Until the
 // token is used the node keeps its keys; once used, the old ones are
 // refused at the bus and in the fold (recorded, and audit shows it).
-func (h *Handlers) Rekey(ctx context.Context, r wire.NameRequest) (wire.Identity, error) {
+func (h *Service) Rekey(ctx context.Context, r wire.NameRequest) (wire.Identity, error) {
 	if err := h.ActiveNode(ctx, "re-key", r.Name); err != nil {
 		return wire.Identity{}, err
 	}
-	return h.nodeToken(ctx, r.Name, true)
+	return h.NodeToken(ctx, r.Name, true)
 }
 
 func newTokenSecret() (id, secret string) {
@@ -165,7 +165,7 @@ func checkToken(v *projections.View, given, node string, now time.Time) (project
 // tokenItems are the token's use and the node's keys, with its enrolment
 // when it is new, as one atomic batch: the token's version is expected, so
 // its last use goes to one machine only.
-func (h *Handlers) tokenItems(v *projections.View, pool poolDecider, t projections.Token, keys events.NodeKeysRecorded) ([]store.One, error) {
+func (h *Service) tokenItems(v *projections.View, pool poolDecider, t projections.Token, keys events.NodeKeysRecorded) ([]store.One, error) {
 	row, found, err := v.Node(keys.Node)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package commands
+package access
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // ListForeign lists the foreign messages.
-func (h *Handlers) ListForeign(_ context.Context, _ wire.Empty) (wire.ForeignList, error) {
+func (h *Service) ListForeign(_ context.Context, _ wire.Empty) (wire.ForeignList, error) {
 	out := wire.ForeignList{Foreign: []projections.ForeignMessage{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		all, err := v.Foreign()
@@ -34,7 +34,7 @@ func (h *Handlers) ListForeign(_ context.Context, _ wire.Empty) (wire.ForeignLis
 // of its own, so the log says who saw what and when. A sequence that is not
 // a foreign message is refused whole, and nothing is recorded. Many at once
 // (All, or a range) are one event naming the range, however many it holds.
-func (h *Handlers) AckForeign(ctx context.Context, r wire.AckRequest) (wire.Acked, error) {
+func (h *Service) AckForeign(ctx context.Context, r wire.AckRequest) (wire.Acked, error) {
 	if err := h.Writable(); err != nil {
 		return wire.Acked{}, err
 	}
@@ -91,7 +91,7 @@ func checkAck(r wire.AckRequest) error {
 
 // decideAck reads what r acknowledges: the event to append, or nothing
 // (out.Acknowledged empty) when every one it names was acknowledged before.
-func (h *Handlers) decideAck(r wire.AckRequest) (wire.Acked, events.ForeignAcknowledged, error) {
+func (h *Service) decideAck(r wire.AckRequest) (wire.Acked, events.ForeignAcknowledged, error) {
 	out := wire.Acked{Acknowledged: []uint64{}, Already: []uint64{}}
 	var ev events.ForeignAcknowledged
 	err := h.Proj.Read(func(v *projections.View) error {

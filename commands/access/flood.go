@@ -1,9 +1,8 @@
-package commands
+package access
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +43,8 @@ const (
 	FloodCoolDown = 10 * time.Minute
 )
 
-// floodWatch counts each node's reports as the live fold reads them.
-type floodWatch struct {
+// FloodWatch counts each node's reports as the live fold reads them.
+type FloodWatch struct {
 	now   func() time.Time
 	since time.Time // reports stored before this controller began are the past, replayed
 	mu    sync.Mutex
@@ -62,13 +61,15 @@ type tally struct {
 	bytes            int64
 }
 
-func newFloodWatch(now func() time.Time) *floodWatch {
-	return &floodWatch{now: now, since: now(), seen: map[string]*tally{}, cooling: map[string]time.Time{}}
+// NewFloodWatch counts reports from now on, by the clock now; the
+// projections call its Heard for each report they fold.
+func NewFloodWatch(now func() time.Time) *FloodWatch {
+	return &FloodWatch{now: now, since: now(), seen: map[string]*tally{}, cooling: map[string]time.Time{}}
 }
 
-// heard counts one report; it runs on the folding goroutine, so a flood is
+// Heard counts one report; it runs on the folding goroutine, so a flood is
 // acted on by another.
-func (w *floodWatch) heard(m projections.Heard) {
+func (w *FloodWatch) Heard(m projections.Heard) {
 	if m.Stored.Before(w.since) {
 		return
 	}
@@ -107,7 +108,7 @@ func (w *floodWatch) heard(m projections.Heard) {
 }
 
 // cooled is until when node is refused for a flood this controller saw.
-func (w *floodWatch) cooled(node string) (time.Time, bool) {
+func (w *FloodWatch) cooled(node string) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	until, ok := w.cooling[node]
@@ -115,7 +116,7 @@ func (w *floodWatch) cooled(node string) (time.Time, bool) {
 }
 
 // flooded cuts node's connections, records the flood and says so, once.
-func (h *Handlers) flooded(ev events.NodeFlooded) {
+func (h *Service) flooded(ev events.NodeFlooded) {
 	ev.Cut = h.cutNode(ev.Node)
 	how := "its connections are cut and it is refused at connect"
 	if !ev.Cut {
@@ -132,11 +133,11 @@ func (h *Handlers) flooded(ev events.NodeFlooded) {
 // cutNode drops the live connections of node's identity and of its
 // modules' (NODE/MODULE: their standings are on its subjects too), where
 // the bus is the controller's own; it answers whether it could.
-func (h *Handlers) cutNode(node string) bool {
+func (h *Service) cutNode(node string) bool {
 	if h.cutUsers == nil {
 		return false
 	}
-	_, err := h.cutUsers(func(user string) bool { return user == node || strings.HasPrefix(user, node+"/") })
+	_, err := h.cutUsers(cutsNode(node))
 	if err != nil {
 		h.Log.Error("cannot cut a flooding node's connections", "node", node, "err", err)
 		return false
@@ -147,7 +148,7 @@ func (h *Handlers) cutNode(node string) bool {
 // floodRefusal is why node may not connect now, if it flooded: this
 // controller's memory of the cut, or a flood in the log not yet past its
 // cool-down (another controller's, or before a restart).
-func (h *Handlers) floodRefusal(node string) error {
+func (h *Service) floodRefusal(node string) error {
 	until, cooling := time.Time{}, false
 	if h.flood != nil {
 		until, cooling = h.flood.cooled(node)
@@ -177,7 +178,7 @@ func (h *Handlers) floodRefusal(node string) error {
 // writer of the aggregate could change. It does not wait for the fold,
 // which a flood may hold back: no reread, each attempt reads the
 // aggregate's version from the log.
-func (h *Handlers) appendForeign(ctx context.Context, commandID string, ev events.Event) (uint64, error) {
+func (h *Service) appendForeign(ctx context.Context, commandID string, ev events.Event) (uint64, error) {
 	agg := events.ForeignAggregate()
 	var seq uint64
 	err := core.DecideAndAppend(ctx, "add a "+ev.EventType()+" to", "the foreign messages' record", nil, func(int) error {

@@ -1,4 +1,4 @@
-package commands
+package access
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // for its name, while the node has not made its keys. A node that has is
 // refused: its keys are on its machine, and a new machine for it is a
 // re-key, which is recorded (mesh node rekey).
-func (h *Handlers) Join(ctx context.Context, r wire.NameRequest) (wire.Identity, error) {
+func (h *Service) Join(ctx context.Context, r wire.NameRequest) (wire.Identity, error) {
 	if err := h.ActiveNode(ctx, "join", r.Name); err != nil {
 		return wire.Identity{}, err
 	}
@@ -28,7 +28,7 @@ func (h *Handlers) Join(ctx context.Context, r wire.NameRequest) (wire.Identity,
 		return wire.Identity{}, aggregates.Refuse("join", r.Name, aggregates.ErrInvalid,
 			fmt.Sprintf("its agent made its keys at %s and holds them; to give a new or wiped machine this name, mesh node rekey %s", k.At.UTC().Format(time.RFC3339), r.Name))
 	}
-	return h.nodeToken(ctx, r.Name, false)
+	return h.NodeToken(ctx, r.Name, false)
 }
 
 // LegacyIdentity is the join of a node enrolled before nodes made their
@@ -36,7 +36,7 @@ func (h *Handlers) Join(ctx context.Context, r wire.NameRequest) (wire.Identity,
 // controller key could make its word (issue 29). No verb answers it; it is
 // kept for meshes whose agents hold such a join string, for the harnesses
 // that simulate thousands of nodes, and for tests of that path.
-func (h *Handlers) LegacyIdentity(node string) (wire.Identity, error) {
+func (h *Service) LegacyIdentity(node string) (wire.Identity, error) {
 	kp, err := busauth.NodeKey(h.Key, node)
 	if err != nil {
 		return wire.Identity{}, err
