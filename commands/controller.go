@@ -174,7 +174,7 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	}
 	h := newHandlersFlooding(&core.Core{Self: core.Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, Secrets: keep,
 		Replicas: c.Stream.Replicas, OpenBus: c.OpenBus}, Proj: proj, Now: c.Now, Metrics: c.Metrics}, flood, c.Cut)
-	asserted, err := h.assertModuleStreams(ctx, c.Stream.Replicas)
+	asserted, err := h.AssertStreams(ctx, c.Stream.Replicas)
 	if err != nil {
 		proj.Close()
 		return nil, err

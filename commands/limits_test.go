@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/commands/access"
+	"github.com/meshctl/mesh/commands/modules"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
@@ -112,7 +112,7 @@ func TestAModulesStateBucketIsBounded(t *testing.T) {
 	// Bytes: distinct keys of 60 KB each, twice what the bucket may hold.
 	value := bytes.Repeat([]byte("x"), 60<<10)
 	var refused error
-	for i := 0; refused == nil && i < 2*commands.StateMaxBytes/len(value); i++ {
+	for i := 0; refused == nil && i < 2*modules.StateMaxBytes/len(value); i++ {
 		_, refused = kv.Put(m.ctx, "box.k"+strconv.Itoa(i), value) // its node's keys only (issue 29)
 	}
 	var apiErr *jetstream.APIError
@@ -122,7 +122,7 @@ func TestAModulesStateBucketIsBounded(t *testing.T) {
 
 	// Consumers: one more than the bound is refused.
 	var last error
-	for i := 0; last == nil && i <= commands.StateMaxConsumers; i++ {
+	for i := 0; last == nil && i <= modules.StateMaxConsumers; i++ {
 		// Filtered to its node's keys, the only consumers it may make.
 		// Kept an hour though unused: an ephemeral consumer idle for the
 		// server's default 5 s is removed, and on a loaded box the first
@@ -132,6 +132,6 @@ func TestAModulesStateBucketIsBounded(t *testing.T) {
 			InactiveThreshold: time.Hour})
 	}
 	if last == nil || !strings.Contains(last.Error(), "maximum consumers") {
-		t.Fatalf("making %d consumers on the bucket: %v", commands.StateMaxConsumers+1, last)
+		t.Fatalf("making %d consumers on the bucket: %v", modules.StateMaxConsumers+1, last)
 	}
 }

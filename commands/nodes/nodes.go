@@ -1,76 +1,20 @@
-package commands
+package nodes
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/meshctl/mesh/aggregates"
-	"github.com/meshctl/mesh/commands/access"
 	"github.com/meshctl/mesh/commands/core"
-	"github.com/meshctl/mesh/commands/credentials"
-	"github.com/meshctl/mesh/commands/history"
-	"github.com/meshctl/mesh/commands/liveness"
-	"github.com/meshctl/mesh/commands/network"
-	"github.com/meshctl/mesh/commands/push"
-	"github.com/meshctl/mesh/commands/rollout"
-	"github.com/meshctl/mesh/commands/seats"
-	"github.com/meshctl/mesh/commands/status"
-	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 )
 
-// newHandlers are the verbs over c, every cache empty.
-func newHandlers(c *core.Core) *Handlers { return newHandlersFlooding(c, nil, nil) }
-
-// newHandlersFlooding are the verbs over c, counting floods with flood
-// and cutting with cut (both nil: neither).
-func newHandlersFlooding(c *core.Core, flood *access.FloodWatch, cut func(match func(user string) bool) (int, error)) *Handlers {
-	w := world.New(c)
-	h := &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w), liveVerbs: liveness.New(c), historyVerbs: history.New(c)}
-	h.credentialVerbs = credentials.New(c, w, h.pushVerbs)
-	h.networkVerbs = network.New(c)
-	h.seatVerbs = seats.New(c, w, h.pushVerbs)
-	h.statusVerbs = status.New(c, w, h.liveVerbs, h.pushVerbs)
-	h.rolloutVerbs = rollout.New(c, w, h.pushVerbs, h.statusVerbs)
-	h.accessVerbs = access.New(c, w, h.networkVerbs, flood, cut)
-	return h
-}
-
-// The services Handlers embeds while the verbs move into packages of
-// their own (issue 30), named so that their field names differ.
-type (
-	pushVerbs       = push.Service
-	liveVerbs       = liveness.Service
-	historyVerbs    = history.Service
-	credentialVerbs = credentials.Service
-	networkVerbs    = network.Service
-	seatVerbs       = seats.Service
-	statusVerbs     = status.Service
-	rolloutVerbs    = rollout.Service
-	accessVerbs     = access.Service
-)
-
-// Handlers are the verbs, bound to one store and one set of read models.
-type Handlers struct {
-	*core.Core
-	*world.Composer
-	*pushVerbs
-	*liveVerbs
-	*historyVerbs
-	*credentialVerbs
-	*networkVerbs
-	*seatVerbs
-	*statusVerbs
-	*rolloutVerbs
-	*accessVerbs
-}
-
 // Enroll adds a node, with its overlay address when the network is set. A
 // name taken by any node, retired or not, is refused.
-func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Changed, error) {
+func (h *Service) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Changed, error) {
 	if err := core.ValidName("enroll", r.Name); err != nil {
 		return wire.Changed{}, err
 	}
@@ -89,8 +33,8 @@ func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Chang
 			return wire.Changed{}, err
 		}
 	}
-	seq, _, err := h.WithPool(ctx, "enroll", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
-		items, _, err := h.EnrollItems(v, pool, []wire.EnrollRequest{r}, false)
+	seq, _, err := h.network.WithPool(ctx, "enroll", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		items, _, err := h.network.EnrollItems(v, pool, []wire.EnrollRequest{r}, false)
 		return items, err
 	})
 	if err != nil {
@@ -101,18 +45,18 @@ func (h *Handlers) Enroll(ctx context.Context, r wire.EnrollRequest) (wire.Chang
 	if err != nil {
 		return c, err
 	}
-	c.Identity, err = h.NodeToken(ctx, r.Name, false)
+	c.Identity, err = h.tokens.NodeToken(ctx, r.Name, false)
 	return c, err
 }
 
 // Retire takes a node out of service for good, giving its overlay address
 // back; retiring a retired node is answered as nothing to do.
-func (h *Handlers) Retire(ctx context.Context, r wire.RetireRequest) (wire.Changed, error) {
+func (h *Service) Retire(ctx context.Context, r wire.RetireRequest) (wire.Changed, error) {
 	if err := core.ValidName("retire", r.Name); err != nil {
 		return wire.Changed{}, err
 	}
-	seq, _, err := h.WithPool(ctx, "retire", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
-		return h.RetireItems(v, pool, r.Name)
+	seq, _, err := h.network.WithPool(ctx, "retire", r.Name, r.CommandID, func(v *projections.View, pool *aggregates.Pool) ([]store.One, error) {
+		return h.network.RetireItems(v, pool, r.Name)
 	})
 	if err != nil {
 		return wire.Changed{}, err
@@ -125,7 +69,7 @@ func (h *Handlers) Retire(ctx context.Context, r wire.RetireRequest) (wire.Chang
 
 // ChangeNode replaces a node's declared capabilities and labels (each when
 // given). What it would be sent follows: plan and push --behind show it.
-func (h *Handlers) ChangeNode(ctx context.Context, r wire.ChangeNodeRequest) (wire.Changed, error) {
+func (h *Service) ChangeNode(ctx context.Context, r wire.ChangeNodeRequest) (wire.Changed, error) {
 	if err := core.ValidName("change", r.Name); err != nil {
 		return wire.Changed{}, err
 	}
@@ -152,7 +96,7 @@ func (h *Handlers) ChangeNode(ctx context.Context, r wire.ChangeNodeRequest) (wi
 	return h.changed(r.Name, seq)
 }
 
-func (h *Handlers) changed(name string, seq uint64) (wire.Changed, error) {
+func (h *Service) changed(name string, seq uint64) (wire.Changed, error) {
 	var out wire.Changed
 	err := h.Proj.Read(func(v *projections.View) error {
 		n, found, err := v.Node(name)
@@ -173,7 +117,7 @@ func (h *Handlers) changed(name string, seq uint64) (wire.Changed, error) {
 // every module row is read once, in one scan each: a lookup per node, and
 // one module's row decoded again for each of its ten thousand nodes, were
 // most of node list's time. Brief leaves out what the table does not show.
-func (h *Handlers) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeList, error) {
+func (h *Service) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeList, error) {
 	out := wire.NodeList{Nodes: []wire.NodeView{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		nodes, err := v.Nodes()
@@ -194,7 +138,7 @@ func (h *Handlers) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeLi
 			if lv := lives[nv.Name]; lv.Unreachable && !nv.Retired {
 				nv.UnreachableSince = &lv.Since
 			}
-			if at := h.LastHeard(nv.Name); !at.IsZero() {
+			if at := h.live.LastHeard(nv.Name); !at.IsZero() {
 				nv.LastHeard = &at
 			}
 		}

@@ -1,4 +1,4 @@
-package commands
+package nodes
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // enrolled with exactly these capabilities and labels is nothing to do (so a
 // list can be given again after a failure part way); one enrolled
 // differently, or retired, refuses the whole batch.
-func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (wire.BatchReply, error) {
+func (h *Service) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (wire.BatchReply, error) {
 	if err := h.Writable(); err != nil {
 		return wire.BatchReply{}, err
 	}
@@ -39,14 +39,14 @@ func (h *Handlers) EnrollBatch(ctx context.Context, r wire.EnrollBatchRequest) (
 		if err != nil {
 			return nil, nil, err
 		}
-		return h.EnrollItems(v, pool, r.Nodes, true)
+		return h.network.EnrollItems(v, pool, r.Nodes, true)
 	})
 }
 
 // AssignBatch gives many nodes a module's latest build, all or nothing: a
 // node that is not enrolled, or retired, refuses the whole batch; one that
 // already holds that build with those settings is nothing to do.
-func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (wire.BatchReply, error) {
+func (h *Service) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (wire.BatchReply, error) {
 	if err := h.Writable(); err != nil {
 		return wire.BatchReply{}, err
 	}
@@ -109,7 +109,7 @@ func (h *Handlers) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (
 // decideBatch decides a batch from the read models and appends it as one
 // atomic batch (decideAtomic): when any aggregate of it moved meanwhile,
 // nothing landed, and it catches up and decides again.
-func (h *Handlers) decideBatch(ctx context.Context, op, id, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (wire.BatchReply, error) {
+func (h *Service) decideBatch(ctx context.Context, op, id, commandID, verb string, decideFn func(*projections.View) ([]store.One, []string, error)) (wire.BatchReply, error) {
 	var unchanged []string
 	seq, items, err := h.DecideAtomic(ctx, op, id, commandID, func(v *projections.View) (items []store.One, err error) {
 		items, unchanged, err = decideFn(v)

@@ -1,4 +1,4 @@
-package commands
+package modules
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // RegisterModule enters a manifest's build into the catalogue, or says it is
 // already the latest build and appends nothing.
-func (h *Handlers) RegisterModule(ctx context.Context, r wire.RegisterRequest) (wire.Registered, error) {
+func (h *Service) RegisterModule(ctx context.Context, r wire.RegisterRequest) (wire.Registered, error) {
 	m, err := manifest.Parse([]byte(r.Manifest))
 	if err != nil {
 		return wire.Registered{}, aggregates.Refuse("register", r.File, aggregates.ErrInvalid, err.Error())
@@ -50,7 +50,7 @@ func (h *Handlers) RegisterModule(ctx context.Context, r wire.RegisterRequest) (
 }
 
 // ListModules answers the catalogue.
-func (h *Handlers) ListModules(context.Context, wire.Empty) (wire.ModuleList, error) {
+func (h *Service) ListModules(context.Context, wire.Empty) (wire.ModuleList, error) {
 	out := wire.ModuleList{Modules: []wire.ModuleView{}}
 	err := h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Modules()
@@ -70,7 +70,7 @@ func (h *Handlers) ListModules(context.Context, wire.Empty) (wire.ModuleList, er
 }
 
 // ShowModule answers one module: its builds, its latest manifest, where it is assigned.
-func (h *Handlers) ShowModule(_ context.Context, r wire.NameRequest) (wire.ModuleView, error) {
+func (h *Service) ShowModule(_ context.Context, r wire.NameRequest) (wire.ModuleView, error) {
 	var out wire.ModuleView
 	err := h.Proj.Read(func(v *projections.View) error {
 		row, found, err := v.Module(r.Name)
@@ -86,7 +86,7 @@ func (h *Handlers) ShowModule(_ context.Context, r wire.NameRequest) (wire.Modul
 	return out, err
 }
 
-func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (wire.ModuleView, error) {
+func (h *Service) moduleView(v *projections.View, row projections.ModuleRow) (wire.ModuleView, error) {
 	mv := wire.ModuleView{Name: row.Name, Latest: row.Latest, Builds: []wire.BuildView{}, AssignedTo: []wire.AssignedView{},
 		Settings: map[string]wire.SettingView{}, Resources: []wire.ResourceView{}}
 	for _, b := range row.Builds {
@@ -107,7 +107,7 @@ func (h *Handlers) moduleView(v *projections.View, row projections.ModuleRow) (w
 			}
 		}
 	}
-	m, found, err := h.Manifest(v, compose.BuildRef{Module: row.Name, Build: row.Latest})
+	m, found, err := h.world.Manifest(v, compose.BuildRef{Module: row.Name, Build: row.Latest})
 	if err != nil || !found {
 		// Named, not fatal: one unreadable build must not hide the catalogue.
 		mv.Unreadable = fmt.Sprintf("the latest build %s cannot be read: %v; register the module again", manifest.ShortBuild(row.Latest), err)

@@ -1,4 +1,4 @@
-package commands
+package nodes
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // named) under an upgrade policy. The catalogue is read from the
 // projections; the node aggregate decides. Assigning again after the module
 // was re-registered is how an upgrade reaches a node outside a rollout.
-func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assigned, error) {
+func (h *Service) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assigned, error) {
 	if err := core.ValidName("assign to", r.Node); err != nil {
 		return wire.Assigned{}, err
 	}
@@ -65,7 +65,7 @@ func (h *Handlers) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assig
 // assignCommand is the assignment asked for, its build resolved from the
 // catalogue. A module not registered leaves Build empty, for the node
 // aggregate to refuse after what it checks first (the node).
-func (h *Handlers) assignCommand(module, build, policy string, settings map[string]string) (aggregates.AssignModule, manifest.Manifest, error) {
+func (h *Service) assignCommand(module, build, policy string, settings map[string]string) (aggregates.AssignModule, manifest.Manifest, error) {
 	cmd := aggregates.AssignModule{Module: module, Settings: settings}
 	var m manifest.Manifest
 	p, err := events.ParsePolicy(policy)
@@ -74,7 +74,7 @@ func (h *Handlers) assignCommand(module, build, policy string, settings map[stri
 	}
 	cmd.Policy = p
 	err = h.Proj.Read(func(v *projections.View) error {
-		b, got, err := h.BuildOf(v, "assign", module, build)
+		b, got, err := h.world.BuildOf(v, "assign", module, build)
 		if errors.Is(err, aggregates.ErrUnknownModule) {
 			return nil
 		}
@@ -85,7 +85,7 @@ func (h *Handlers) assignCommand(module, build, policy string, settings map[stri
 }
 
 // Unassign takes a module off a node; one it does not have is nothing to do.
-func (h *Handlers) Unassign(ctx context.Context, r wire.UnassignRequest) (wire.Assigned, error) {
+func (h *Service) Unassign(ctx context.Context, r wire.UnassignRequest) (wire.Assigned, error) {
 	if err := core.ValidName("unassign from", r.Node); err != nil {
 		return wire.Assigned{}, err
 	}

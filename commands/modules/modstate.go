@@ -1,4 +1,4 @@
-package commands
+package modules
 
 import (
 	"context"
@@ -71,12 +71,12 @@ func assertState(ctx context.Context, js jetstream.JetStream, replicas int, modu
 	return action, nil
 }
 
-// assertModuleStreams asserts, at a start, the state bucket of every
+// AssertStreams asserts, at a start, the state bucket of every
 // module whose latest build runs and the work queue of every seat a
 // registered build claims (a seat's queue keeps work before anyone ever
 // held it), from one pass over the modules, and says what it found: a line
 // for the buckets, one for the queues.
-func (h *Handlers) assertModuleStreams(ctx context.Context, replicas int) ([]string, error) {
+func (h *Service) AssertStreams(ctx context.Context, replicas int) ([]string, error) {
 	var running []string
 	claimed := map[string]bool{}
 	err := h.Proj.Read(func(v *projections.View) error {
@@ -86,7 +86,7 @@ func (h *Handlers) assertModuleStreams(ctx context.Context, replicas int) ([]str
 		}
 		for _, row := range rows {
 			for _, b := range row.Builds {
-				m, found, err := h.Manifest(v, compose.BuildRef{Module: row.Name, Build: b.Build})
+				m, found, err := h.world.Manifest(v, compose.BuildRef{Module: row.Name, Build: b.Build})
 				if err != nil {
 					return err
 				}
