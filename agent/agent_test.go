@@ -60,9 +60,9 @@ func TestPushAppliesWithTheProvidersAddress(t *testing.T) {
 	}
 	// Rule 4: "is it current?" compares the content digest last sent with
 	// the content that would be sent now, which is what plan calls its digest.
-	plan, err := m.H.Plan(m.Ctx, wire.NameRequest{Name: "app-1"})
+	plan, err := m.H.Push.Plan(m.Ctx, wire.NameRequest{Name: "app-1"})
 	m.Must(err)
-	row, _, _ := m.H.Proj.Node("app-1")
+	row, _, _ := m.H.Core.Proj.Node("app-1")
 	if plan.Digest != row.LastSent.ContentDigest || plan.Digest == row.LastSent.Digest {
 		t.Fatalf("plan digest %s, sent content digest %s, sent digest %s", plan.Digest, row.LastSent.ContentDigest, row.LastSent.Digest)
 	}
@@ -83,7 +83,7 @@ func TestForgedDeclarationIsRefused(t *testing.T) {
 	m.Enroll("web-1")
 	root, _ := m.Agent("web-1")
 	forger, _ := nkeys.CreateAccount()
-	d := declaration.Declaration{Mesh: m.H.Mesh, Node: "web-1", Sequence: 99, ComposedAt: time.Now(),
+	d := declaration.Declaration{Mesh: m.H.Core.Mesh, Node: "web-1", Sequence: 99, ComposedAt: time.Now(),
 		Resources: []compose.Resource{{Path: "/etc/evil", Kind: "file", Mode: "0644", Content: str("owned\n"), Module: "x"}}}
 	ev := agenttest.Sealed(t, forger, d)
 	m.Publish("web-1", ev)
@@ -108,7 +108,7 @@ func TestReplayAndOtherNodesDeclarationsAreRefused(t *testing.T) {
 	m.Report("web-1", second.Digest)
 
 	// The first declaration's event, published again verbatim.
-	old, err := m.H.Store.Get(m.Ctx, first.StreamSeq)
+	old, err := m.H.Core.Store.Get(m.Ctx, first.StreamSeq)
 	m.Must(err)
 	_, ev, _ := events.Decode(old.Data)
 	m.Publish("web-1", ev.(events.DeclarationSent))
@@ -118,13 +118,13 @@ func TestReplayAndOtherNodesDeclarationsAreRefused(t *testing.T) {
 	}
 	// The refusal is in its history; it says nothing of what the node was
 	// last sent, which it still holds: a replay does not change its state.
-	if n, _, _ := m.H.Proj.Node("web-1"); n.LastReport == nil || n.LastReport.Digest != second.Digest || n.LastReport.Outcome != "applied" {
+	if n, _, _ := m.H.Core.Proj.Node("web-1"); n.LastReport == nil || n.LastReport.Digest != second.Digest || n.LastReport.Outcome != "applied" {
 		t.Fatalf("a replayed declaration changed web-1's report on its last send: %+v", n.LastReport)
 	}
 
 	// web-2's declaration, correctly signed, on web-1's subject.
 	other := m.Push("web-2").Sent[0]
-	msg, err := m.H.Store.Get(m.Ctx, other.StreamSeq)
+	msg, err := m.H.Core.Store.Get(m.Ctx, other.StreamSeq)
 	m.Must(err)
 	_, ev, _ = events.Decode(msg.Data)
 	m.Publish("web-1", ev.(events.DeclarationSent))
@@ -145,13 +145,13 @@ func TestPathsOutOfTheRootFail(t *testing.T) {
 	m.Must(os.Symlink(outside, filepath.Join(root, "etc/link")))
 	// Signed with the controller's own key: the agent must hold the line
 	// even against a declaration that verifies.
-	d := declaration.Declaration{Mesh: m.H.Mesh, Node: "web-1", Sequence: 1, ComposedAt: time.Now(),
+	d := declaration.Declaration{Mesh: m.H.Core.Mesh, Node: "web-1", Sequence: 1, ComposedAt: time.Now(),
 		Resources: []compose.Resource{
 			{Path: "/etc/../../escape", Kind: "file", Mode: "0644", Content: str("x"), Module: "m"},
 			{Path: "/etc/link/pwned", Kind: "file", Mode: "0644", Content: str("x"), Module: "m"},
 			{Path: "/etc/ok", Kind: "file", Mode: "0644", Content: str("fine\n"), Module: "m"},
 		}}
-	ev := agenttest.Sealed(t, m.H.Key, d)
+	ev := agenttest.Sealed(t, m.H.Core.Key, d)
 	m.Publish("web-1", ev)
 	rep := m.Report("web-1", ev.Digest)
 	if rep.Outcome != "failed" || len(rep.Failed) != 2 {
@@ -186,7 +186,7 @@ func TestEmptyDeclarationRemovesOnlyWhatTheMeshCreated(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "etc/app/README")); strings.Contains(string(b), "mine") {
 		t.Fatal("the adopted file was not brought to what was declared")
 	}
-	_, err := m.H.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "app-1", Module: "app"})
+	_, err := m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "app-1", Module: "app"})
 	m.Must(err)
 	s = m.Push("app-1").Sent[0]
 	if s.Resources != 0 {
@@ -217,7 +217,7 @@ func TestRacingPushesGiveRisingSequences(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 3 {
-				if _, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil {
+				if _, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -226,7 +226,7 @@ func TestRacingPushesGiveRisingSequences(t *testing.T) {
 	wg.Wait()
 	for _, n := range nodes {
 		var seqs []uint64
-		m.Must(m.H.Store.Read(m.Ctx, storeRead(n), func(msg storeMsg) error {
+		m.Must(m.H.Core.Store.Read(m.Ctx, storeRead(n), func(msg storeMsg) error {
 			_, ev, err := events.Decode(msg.Data)
 			if err == nil {
 				seqs = append(seqs, ev.(events.DeclarationSent).Sequence)
@@ -238,7 +238,7 @@ func TestRacingPushesGiveRisingSequences(t *testing.T) {
 				t.Fatalf("%s's sequences in the log: %v, want 1, 2, 3, ... without gaps or repeats", n, seqs)
 			}
 		}
-		row, _, _ := m.H.Proj.Node(n)
+		row, _, _ := m.H.Core.Proj.Node(n)
 		if rep := m.Report(n, row.LastSent.Digest); rep.Sequence != uint64(len(seqs)) || rep.Outcome != "applied" {
 			t.Fatalf("%s ended on %+v, want the last sequence %d applied", n, rep, len(seqs))
 		}
@@ -255,7 +255,7 @@ func TestOfflineAgentAppliesOnlyTheLatest(t *testing.T) {
 		m.Push("web-1")
 	}
 	stop := m.AgentAt("web-1", root)
-	row, _, _ := m.H.Proj.Node("web-1")
+	row, _, _ := m.H.Core.Proj.Node("web-1")
 	rep := m.Report("web-1", row.LastSent.Digest)
 	if rep.Sequence != 3 {
 		t.Fatalf("applied %d, want only the latest, 3", rep.Sequence)
@@ -279,7 +279,7 @@ func TestOfflineAgentAppliesOnlyTheLatest(t *testing.T) {
 // declaration, and one kept from a run stopped early is sent at the next.
 func countReports(t *testing.T, m *mesh, node string) int {
 	n := 0
-	m.Must(m.H.Store.Read(m.Ctx, storeReadReports(node), func(msg storeMsg) error {
+	m.Must(m.H.Core.Store.Read(m.Ctx, storeReadReports(node), func(msg storeMsg) error {
 		if !strings.HasSuffix(msg.Subject, ".NodeFactsReported") && !strings.HasSuffix(msg.Subject, ".ReportKeyRecorded") {
 			n++
 		}

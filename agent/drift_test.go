@@ -18,7 +18,7 @@ const motdModule = `{"module":"motd","resources":[{"kind":"directory","path":"/e
 // historyDrift is node's drift entries in history.
 func (m *mesh) historyDrift(node string) []wire.HistoryEntry {
 	m.T.Helper()
-	h, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: node})
+	h, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: node})
 	m.Must(err)
 	var out []wire.HistoryEntry
 	for _, e := range h.Entries {
@@ -73,7 +73,7 @@ func TestDriftIsCorrectedOrReported(t *testing.T) {
 	if d := m.historyDrift("watched"); len(d) != 1 || d[0].Corrected || !strings.Contains(m.Status()["watched"].Detail, "/etc/motd") {
 		t.Fatalf("watched's drift: %+v, status %+v (said once, not at every check)", d, m.Status()["watched"])
 	}
-	r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
+	r, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
 	m.Must(err)
 	if len(r.Sent) != 1 || r.Sent[0].Node != "watched" {
 		t.Fatalf("push --behind with a drifted node sent %+v", r.Sent)

@@ -24,7 +24,7 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 	m.WriteModule(`{"module":"gpu-job","requires":["gpu"],"resources":[{"kind":"file","path":"/etc/gpu","mode":"0644","content":"x\n"}]}`)
 	m.Assign("box", "hello", nil)
 	m.Assign("box", "gpu-job", nil)
-	plan, err := m.H.Plan(m.Ctx, wire.NameRequest{Name: "box"})
+	plan, err := m.H.Push.Plan(m.Ctx, wire.NameRequest{Name: "box"})
 	m.Must(err)
 	if len(plan.LeftOut) != 2 {
 		t.Fatalf("before any facts, box should host neither module: %+v", plan.LeftOut)
@@ -36,7 +36,7 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 		}
 	})
 	eventually(t, "box's facts", func() bool {
-		n, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "box"})
+		n, err := m.H.Status.ShowNode(m.Ctx, wire.NameRequest{Name: "box"})
 		m.Must(err)
 		return n.Facts["os"] == "linux"
 	})
@@ -51,7 +51,7 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 	}
 
 	// The operator declares a gpu: gpu-job is hosted, and box is behind.
-	c, err := m.H.ChangeNode(m.Ctx, wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
+	c, err := m.H.Nodes.ChangeNode(m.Ctx, wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
 	m.Must(err)
 	if !c.Changed {
 		t.Fatalf("node set: %+v", c)
@@ -63,7 +63,7 @@ func TestFactsAndDeclaredCapabilities(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "etc/gpu")); err != nil {
 		t.Fatalf("gpu-job not applied after the capability was declared: %v", err)
 	}
-	again, err := m.H.ChangeNode(m.Ctx, wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
+	again, err := m.H.Nodes.ChangeNode(m.Ctx, wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: "box", Capabilities: []string{"gpu"}})
 	if err != nil || again.Changed {
 		t.Fatalf("the same node set again: %+v %v (nothing to do)", again, err)
 	}

@@ -73,7 +73,7 @@ func TestAnInterruptedApplyIsInHistory(t *testing.T) {
 		t.Fatalf("the apply after the cut: %+v", r)
 	}
 	kinds := func() (out []wire.HistoryEntry) {
-		h, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: "web-1"})
+		h, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "web-1"})
 		m.Must(err)
 		for _, e := range h.Entries {
 			if e.Sequence == cut.Sequence {
@@ -104,7 +104,7 @@ func TestAnInterruptedApplyIsInHistory(t *testing.T) {
 	m.WriteModule(`{"module":"banner","resources":[{"kind":"file","path":"/etc/banner","mode":"0644","content":"newer\n"}]}`)
 	m.Assign("web-1", "banner", nil)
 	m.Report("web-1", m.Push("web-1").Sent[0].Digest)
-	h, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: "web-1"})
+	h, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "web-1"})
 	m.Must(err)
 	n := 0
 	for _, e := range h.Entries {
@@ -118,7 +118,7 @@ func TestAnInterruptedApplyIsInHistory(t *testing.T) {
 
 	// The file the cut apply made is the mesh's: taken away, it goes. (It
 	// was adopted, and stayed, when the cut was not remembered.)
-	_, err = m.H.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "web-1", Module: "banner"})
+	_, err = m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "web-1", Module: "banner"})
 	m.Must(err)
 	m.Report("web-1", m.Push("web-1").Sent[0].Digest)
 	if _, err := os.Stat(filepath.Join(root, "etc/banner")); !errors.Is(err, fs.ErrNotExist) {

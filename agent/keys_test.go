@@ -27,7 +27,7 @@ func TestEachStartRecordsItsKeyUnderItsOwnID(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	records := func() (ids map[string]bool, n int) {
 		ids = map[string]bool{}
-		m.Must(m.H.Store.Read(m.Ctx, storeReadReports("web-1"), func(msg storeMsg) error {
+		m.Must(m.H.Core.Store.Read(m.Ctx, storeReadReports("web-1"), func(msg storeMsg) error {
 			if strings.HasSuffix(msg.Subject, ".ReportKeyRecorded") {
 				ids[store.MsgID(msg.Header)] = true
 				n++
@@ -57,7 +57,7 @@ func TestALostReportKeyNamesTheRekey(t *testing.T) {
 	m.AgentAt("web-1", root)()
 	state := agent.StateDir(root, "")
 	m.Must(os.Remove(filepath.Join(state, "report.nk")))
-	j, err := agent.Enrol(m.Ctx, agent.Join{Mesh: m.H.Mesh, Bus: m.Srv.ClientURL(), Node: "web-1", Key: m.H.PublicKey}, state,
+	j, err := agent.Enrol(m.Ctx, agent.Join{Mesh: m.H.Core.Mesh, Bus: m.Srv.ClientURL(), Node: "web-1", Key: m.H.Core.PublicKey}, state,
 		func(o ...nats.Option) (*nats.Conn, error) { return nats.Connect(m.Srv.ClientURL(), o...) }, slog.New(slog.DiscardHandler))
 	m.Must(err)
 	_, err = agent.Open(m.Ctx, embeddedtest.Conn(t, m.Srv), agent.Config{Join: j, Root: root})

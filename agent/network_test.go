@@ -23,7 +23,7 @@ import (
 // node itself derives.
 func TestTheOverlayInEveryDeclaration(t *testing.T) {
 	m := newMesh(t)
-	_, err := m.H.SetNetwork(m.Ctx, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: "10.50.0.0/24"})
+	_, err := m.H.Network.SetNetwork(m.Ctx, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: "10.50.0.0/24"})
 	m.Must(err)
 	m.Register("wireguard.json")
 	m.WriteModule(`{"module":"svc","provides":["thing"],"settings":{"port":{"default":"7000"}}}`)
@@ -44,7 +44,7 @@ func TestTheOverlayInEveryDeclaration(t *testing.T) {
 	}
 	pushAll()
 	view := func(n string) wire.NodeView {
-		v, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: n})
+		v, err := m.H.Status.ShowNode(m.Ctx, wire.NameRequest{Name: n})
 		m.Must(err)
 		return v
 	}
@@ -99,7 +99,7 @@ func TestTheOverlayInEveryDeclaration(t *testing.T) {
 		t.Fatalf("edge-2 lists edge-1, which it neither receives from nor serves:\n%s", got)
 	}
 	// The private keys travel sealed: the log never holds one in clear.
-	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: events.SubjectsEvents}, func(msg store.Msg) error {
+	m.Must(m.H.Core.Store.Read(m.Ctx, store.ReadOptions{Filter: events.SubjectsEvents}, func(msg store.Msg) error {
 		if strings.Contains(string(msg.Data), hubPrivate) {
 			t.Fatalf("event %d holds hub's private overlay key in clear", msg.Seq)
 		}

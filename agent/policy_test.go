@@ -31,7 +31,7 @@ func TestUpgradePolicies(t *testing.T) {
 	read := func(n string) string { b, _ := os.ReadFile(filepath.Join(roots[n], "etc/motd")); return string(b) }
 	motd("one")
 	for n, p := range map[string]events.Policy{"pin": events.PolicyPinned, "man": "", "auto": events.PolicyAuto} {
-		a, err := m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: n, Module: "motd", Policy: string(p)})
+		a, err := m.H.Nodes.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: n, Module: "motd", Policy: string(p)})
 		m.Must(err)
 		if a.Policy != p.Or() {
 			t.Fatalf("%s assigned under policy %q, want %q", n, a.Policy, p.Or())
@@ -43,7 +43,7 @@ func TestUpgradePolicies(t *testing.T) {
 
 	motd("two")
 	eventually(t, "the auto node to take the new build by itself", func() bool { return read("auto") == "two\n" && m.Status()["auto"].State == wire.StateCurrent })
-	list, err := m.H.ListRollouts(m.Ctx, wire.Empty{})
+	list, err := m.H.Rollouts.ListRollouts(m.Ctx, wire.Empty{})
 	m.Must(err)
 	if len(list.Rollouts) != 1 || !list.Rollouts[0].Auto || !onlyNode(list.Rollouts[0].Waves, "auto") {
 		t.Fatalf("the rollout the new build started: %+v", list.Rollouts)
@@ -54,20 +54,20 @@ func TestUpgradePolicies(t *testing.T) {
 			t.Fatalf("%s after a new build: %+v holding %q, want held: %s", n, st[n], read(n), why)
 		}
 	}
-	if s, err := m.H.Status(m.Ctx, wire.StatusRequest{}); err != nil || !s.Well {
+	if s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{}); err != nil || !s.Well {
 		t.Fatalf("held nodes made the mesh not well: %v %+v", err, s.Causes)
 	}
-	if r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil || len(r.Sent) != 0 {
+	if r, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil || len(r.Sent) != 0 {
 		t.Fatalf("push --behind sent held nodes %+v (%v)", r.Sent, err)
 	}
 	// The new build's rollout is not started twice, whatever the drive.
-	m.Must(m.H.DriveRollouts(m.Ctx))
-	if list, _ := m.H.ListRollouts(m.Ctx, wire.Empty{}); len(list.Rollouts) != 1 {
+	m.Must(m.H.Rollouts.DriveRollouts(m.Ctx))
+	if list, _ := m.H.Rollouts.ListRollouts(m.Ctx, wire.Empty{}); len(list.Rollouts) != 1 {
 		t.Fatalf("the auto rollout was started again: %+v", list.Rollouts)
 	}
 
 	// An operator's rollout of every node moves the manual one only.
-	plan, err := m.H.PlanRollout(m.Ctx, wire.RolloutPlanRequest{Module: "motd", Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
+	plan, err := m.H.Rollouts.PlanRollout(m.Ctx, wire.RolloutPlanRequest{Module: "motd", Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
 	m.Must(err)
 	var planned []string
 	for _, p := range plan.Waves[0].Nodes {
@@ -78,30 +78,30 @@ func TestUpgradePolicies(t *testing.T) {
 	if len(plan.Held) != 1 || plan.Held[0].Node != "pin" || len(planned) != 1 || planned[0] != "man" {
 		t.Fatalf("the plan of a rollout: held %+v, wave %+v", plan.Held, plan.Waves[0].Nodes)
 	}
-	if _, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd",
+	if _, err := m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd",
 		Waves: []wire.WaveSpec{{Name: "pinned", Selector: "name=pin"}}}); err == nil || !strings.Contains(err.Error(), "pinned one stays") {
 		t.Fatalf("a wave of only a pinned node: %v", err)
 	}
-	r, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
+	r, err := m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
 	m.Must(err)
 	eventually(t, "the operator's rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
 	if read("man") != "two\n" || read("pin") != "one\n" || m.Status()["pin"].State != wire.StateHeld {
 		t.Fatalf("after the rollout: man %q, pin %q %+v", read("man"), read("pin"), m.Status()["pin"])
 	}
 	// The declaration says which rollout sent it.
-	if row, _, _ := m.H.Proj.Node("man"); row.LastSent.By != "rollout "+r.ID {
+	if row, _, _ := m.H.Core.Proj.Node("man"); row.LastSent.By != "rollout "+r.ID {
 		t.Fatalf("man's declaration recorded as sent by %q", row.LastSent.By)
 	}
 
 	// The policy changes without the build: assign names the build it has.
 	pinned := m.Status()["pin"]
-	a, err := m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: plan.Held[0].Node})
+	a, err := m.H.Nodes.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: plan.Held[0].Node})
 	if err == nil || !strings.Contains(err.Error(), "has no build pin") {
 		t.Fatalf("assign of a build that is not: %v %+v", err, a)
 	}
-	rows, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "pin"})
+	rows, err := m.H.Status.ShowNode(m.Ctx, wire.NameRequest{Name: "pin"})
 	m.Must(err)
-	a, err = m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: rows.Assignments[0].Build})
+	a, err = m.H.Nodes.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "pin", Module: "motd", Policy: "manual", Build: rows.Assignments[0].Build})
 	m.Must(err)
 	if !a.Changed || a.Build != a.Previous || a.Policy != events.PolicyManual || m.Status()["pin"].Sequence != pinned.Sequence {
 		t.Fatalf("the policy changed alone: %+v", a)

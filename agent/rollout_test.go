@@ -55,8 +55,8 @@ func (m *mesh) newBuildFor(nodes []string, agent func(string) bool) {
 // rolloutState drives the rollouts once more and answers id's state.
 func (m *mesh) rolloutState(id string) projections.Rollout {
 	m.T.Helper()
-	m.Must(m.H.DriveRollouts(m.Ctx))
-	list, err := m.H.ListRollouts(m.Ctx, wire.Empty{})
+	m.Must(m.H.Rollouts.DriveRollouts(m.Ctx))
+	list, err := m.H.Rollouts.ListRollouts(m.Ctx, wire.Empty{})
 	m.Must(err)
 	for _, r := range list.Rollouts {
 		if r.ID == id {
@@ -71,7 +71,7 @@ func (m *mesh) rolloutState(id string) projections.Rollout {
 func (m *mesh) steps(id string) map[string]int {
 	m.T.Helper()
 	out := map[string]int{}
-	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: events.RolloutAggregate(id).Filter()}, func(msg store.Msg) error {
+	m.Must(m.H.Core.Store.Read(m.Ctx, store.ReadOptions{Filter: events.RolloutAggregate(id).Filter()}, func(msg store.Msg) error {
 		if _, ev, err := events.Decode(msg.Data); err == nil {
 			if s, ok := ev.(events.RolloutStep); ok {
 				out[fmt.Sprintf("%s %d", s.Step, s.Wave)]++
@@ -99,7 +99,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		if i == 3 {
 			zone = "eu-2"
 		}
-		_, err := m.H.Enroll(m.Ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Labels: map[string]string{"zone": zone}})
+		_, err := m.H.Nodes.Enroll(m.Ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Labels: map[string]string{"zone": zone}})
 		m.Must(err)
 		roots[n] = filepath.Join(t.TempDir(), "root")
 		m.AgentAt(n, roots[n])
@@ -117,7 +117,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 	waves := []wire.WaveSpec{{Name: "canary", Selector: "name=w-1"}, {Name: "half", Selector: "50%"}, {Name: "rest", Selector: "*"}}
 	start := func(autoRevert bool) projections.Rollout {
 		t.Helper()
-		r, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Waves: waves, AutoRevert: autoRevert})
+		r, err := m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Waves: waves, AutoRevert: autoRevert})
 		m.Must(err)
 		return r
 	}
@@ -135,13 +135,13 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 	during := time.Now()
 	eventually(t, "the rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
 	// status --as-of sees the rollout as it was, open.
-	then, err := m.H.Status(m.Ctx, wire.StatusRequest{AsOf: during})
+	then, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{AsOf: during})
 	m.Must(err)
 	if len(then.Rollouts) != 1 || then.Rollouts[0].ID != r.ID || !then.Rollouts[0].Open() {
 		t.Fatalf("status as of the rollout's start: %+v", then.Rollouts)
 	}
 	// history names the rollout that sent each declaration.
-	h, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: "w-4"})
+	h, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "w-4"})
 	m.Must(err)
 	if last := h.Entries[len(h.Entries)-1]; last.Kind != "applied" || h.Entries[len(h.Entries)-2].By != "rollout "+r.ID {
 		t.Fatalf("w-4's history ends %+v, %+v", h.Entries[len(h.Entries)-2], last)
@@ -152,7 +152,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		}
 	}
 	applied := func(node string) uint64 { // stream seq of node's report applying its newest
-		h, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: node})
+		h, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: node})
 		m.Must(err)
 		var seq uint64
 		for _, e := range h.Entries {
@@ -163,7 +163,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		return seq
 	}
 	sent := func(node string) uint64 { // stream seq of node's newest declaration
-		row, _, err := m.H.Proj.Node(node)
+		row, _, err := m.H.Core.Proj.Node(node)
 		m.Must(err)
 		return row.LastSent.StreamSeq
 	}
@@ -189,17 +189,17 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 		}
 	}
 	eventually(t, "the canary back on the build it had", func() bool {
-		row, _, _ := m.H.Proj.Node("w-1")
+		row, _, _ := m.H.Core.Proj.Node("w-1")
 		return row.LastReport != nil && row.LastReport.Outcome == "applied" && row.LastReport.Digest == row.LastSent.Digest && read("w-1") == "two\n"
 	})
 
 	// Halted, it keeps the mesh not well until the operator aborts it.
-	if s, _ := m.H.Status(m.Ctx, wire.StatusRequest{}); s.Well || !strings.Contains(strings.Join(s.Causes, "\n"), "mesh rollout abort "+r.ID) {
+	if s, _ := m.H.Status.Status(m.Ctx, wire.StatusRequest{}); s.Well || !strings.Contains(strings.Join(s.Causes, "\n"), "mesh rollout abort "+r.ID) {
 		t.Fatalf("status with a halted rollout: %+v", s.Causes)
 	}
-	_, err = m.H.ControlRollout(m.Ctx, wire.RolloutControl{CommandID: wire.NewCommandID(), ID: r.ID, Step: events.StepAborted})
+	_, err = m.H.Rollouts.ControlRollout(m.Ctx, wire.RolloutControl{CommandID: wire.NewCommandID(), ID: r.ID, Step: events.StepAborted})
 	m.Must(err)
-	if s, _ := m.H.Status(m.Ctx, wire.StatusRequest{}); strings.Contains(strings.Join(s.Causes, "\n"), r.ID) {
+	if s, _ := m.H.Status.Status(m.Ctx, wire.StatusRequest{}); strings.Contains(strings.Join(s.Causes, "\n"), r.ID) {
 		t.Fatalf("an aborted rollout still a cause: %+v", s.Causes)
 	}
 
@@ -207,14 +207,14 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 	m.Must(os.Remove(filepath.Join(roots["w-1"], "etc/link")))
 	motd("four", "")
 	r = start(false)
-	paused, err := m.H.ControlRollout(m.Ctx, wire.RolloutControl{CommandID: wire.NewCommandID(), ID: r.ID, Step: events.StepPaused})
+	paused, err := m.H.Rollouts.ControlRollout(m.Ctx, wire.RolloutControl{CommandID: wire.NewCommandID(), ID: r.ID, Step: events.StepPaused})
 	m.Must(err)
 	for range 3 {
 		if ro := m.rolloutState(r.ID); ro.State != projections.RolloutPaused || ro.Wave != paused.Wave {
 			t.Fatalf("a paused rollout moved from wave %d: %+v", paused.Wave, ro)
 		}
 	}
-	_, err = m.H.ControlRollout(m.Ctx, wire.RolloutControl{CommandID: wire.NewCommandID(), ID: r.ID, Step: events.StepResumed})
+	_, err = m.H.Rollouts.ControlRollout(m.Ctx, wire.RolloutControl{CommandID: wire.NewCommandID(), ID: r.ID, Step: events.StepResumed})
 	m.Must(err)
 	eventually(t, "the resumed rollout to finish", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
 	if got := read("w-4"); got != "four\n" {
@@ -230,21 +230,21 @@ func TestRolloutBakeAndDeadline(t *testing.T) {
 	m := newMesh(t)
 	var ahead atomic.Int64 // how far the second controller's clock is ahead
 	c2 := m.controller(-1)
-	c2.Handlers.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	c2.Core.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	m.newBuildFor([]string{"b-1", "b-2", "b-3"}, func(n string) bool { return n != "b-3" }) // b-3 has no agent: it never applies
-	r, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Bake: time.Hour, Deadline: 2 * time.Hour,
+	r, err := m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Bake: time.Hour, Deadline: 2 * time.Hour,
 		Waves: []wire.WaveSpec{{Name: "one", Selector: "name=b-1"}, {Name: "two", Selector: "name=b-2"}, {Name: "three", Selector: "name=b-3"}}})
 	m.Must(err)
 	state := func() projections.Rollout {
 		t.Helper()
-		m.Must(c2.Handlers.DriveRollouts(m.Ctx))
+		m.Must(c2.Rollouts.DriveRollouts(m.Ctx))
 		// Read where it started, once that has folded every step the
 		// second took: the second's read models may not hold the rollout
 		// yet, and its drive then waits for its next tick.
-		st, err := m.H.Store.State(m.Ctx)
+		st, err := m.H.Core.Store.State(m.Ctx)
 		m.Must(err)
-		m.Must(m.H.Proj.WaitFor(m.Ctx, st.LastSeq))
-		ro, err := m.H.ShowRollout(m.Ctx, wire.NameRequest{Name: r.ID})
+		m.Must(m.H.Core.Proj.WaitFor(m.Ctx, st.LastSeq))
+		ro, err := m.H.Rollouts.ShowRollout(m.Ctx, wire.NameRequest{Name: r.ID})
 		m.Must(err)
 		return ro.Rollout
 	}
@@ -291,18 +291,18 @@ func TestRolloutMaxParallel(t *testing.T) {
 	}
 	m.WriteModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"two\n"}]}`)
 	// 25% of three nodes is less than one: one at a time.
-	_, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", MaxParallel: "25%",
+	_, err := m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", MaxParallel: "25%",
 		Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
 	m.Must(err)
 	eventually(t, "p-1 to be sent the build", func() bool {
-		m.Must(m.H.DriveRollouts(m.Ctx))
+		m.Must(m.H.Rollouts.DriveRollouts(m.Ctx))
 		return m.Status()["p-1"].Sequence == 2
 	})
 	for range 3 {
-		m.Must(m.H.DriveRollouts(m.Ctx))
+		m.Must(m.H.Rollouts.DriveRollouts(m.Ctx))
 		// push --behind does not jump the bound: the others wait their
 		// turn, held, not behind.
-		if r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil || slices.ContainsFunc(r.Sent, func(p wire.PushedNode) bool { return p.Node != "p-1" }) {
+		if r, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil || slices.ContainsFunc(r.Sent, func(p wire.PushedNode) bool { return p.Node != "p-1" }) {
 			t.Fatalf("push --behind during the rollout sent %+v (%v)", r.Sent, err)
 		}
 		for _, n := range []string{"p-2", "p-3"} {
@@ -311,7 +311,7 @@ func TestRolloutMaxParallel(t *testing.T) {
 			}
 		}
 	}
-	if _, err = m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", MaxParallel: "0",
+	if _, err = m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", MaxParallel: "0",
 		Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}}); err == nil || !strings.Contains(err.Error(), "--max-parallel") {
 		t.Fatalf("a bound of 0: %v", err)
 	}
@@ -341,10 +341,10 @@ func TestRolloutGates(t *testing.T) {
 	for _, s := range m.Push("").Sent {
 		m.Report(s.Node, s.Digest)
 	}
-	_, err := m.H.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true, Provider: "cache", Machine: "g-1", Consumer: "app", Word: "refuses logins"})
+	_, err := m.H.Status.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true, Provider: "cache", Machine: "g-1", Consumer: "app", Word: "refuses logins"})
 	m.Must(err)
 	m.WriteModule(`{"module":"db","resources":[{"kind":"file","path":"/etc/db","mode":"0644","content":"two\n"}]}`)
-	r, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "db",
+	r, err := m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "db",
 		Waves: []wire.WaveSpec{{Name: "one", Selector: "name=g-1"}, {Name: "two", Selector: "name=g-2"}}})
 	m.Must(err)
 	eventually(t, "g-1 to apply the build", func() bool {
@@ -357,7 +357,7 @@ func TestRolloutGates(t *testing.T) {
 			t.Fatalf("the next wave started while cache on g-1 was failing app: %+v", ro)
 		}
 	}
-	_, err = m.H.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Provider: "cache", Machine: "g-1", Consumer: "app"})
+	_, err = m.H.Status.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Provider: "cache", Machine: "g-1", Consumer: "app"})
 	m.Must(err)
 	eventually(t, "the next wave once cache recovered", func() bool { return m.rolloutState(r.ID).Wave == 1 })
 
@@ -369,7 +369,7 @@ func TestRolloutGates(t *testing.T) {
 	m.Report("c-1", m.Push("c-1").Sent[0].Digest)
 	eventually(t, "svc to run", func() bool { return m.runtimeState("c-1", "svc").State == projections.RuntimeRunning })
 	m.WriteModule(`{"module":"svc","run":{"command":"/bin/sh","args":["-c","echo no config >&2; exit 3"]}}`)
-	r, err = m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "svc", Bake: time.Hour,
+	r, err = m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "svc", Bake: time.Hour,
 		Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
 	m.Must(err)
 	eventually(t, "the crash loop to halt the rollout", func() bool { return m.rolloutState(r.ID).State == projections.RolloutHalted })
@@ -390,7 +390,7 @@ func TestWaveSelectorsReadFacts(t *testing.T) {
 		if n == "f-2" {
 			labels["os"] = "plan9"
 		}
-		_, err := m.H.Enroll(m.Ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Labels: labels})
+		_, err := m.H.Nodes.Enroll(m.Ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Labels: labels})
 		m.Must(err)
 		if n != "f-3" { // f-3 has no agent: no facts
 			m.Agent(n)
@@ -398,7 +398,7 @@ func TestWaveSelectorsReadFacts(t *testing.T) {
 	}
 	eventually(t, "the agents' facts", func() bool {
 		found := 0
-		m.Must(m.H.Proj.Read(func(v *projections.View) error {
+		m.Must(m.H.Core.Proj.Read(func(v *projections.View) error {
 			for _, n := range []string{"f-1", "f-2"} {
 				if _, ok, _ := v.NodeFacts(n); ok {
 					found++
@@ -412,7 +412,7 @@ func TestWaveSelectorsReadFacts(t *testing.T) {
 	for _, n := range []string{"f-1", "f-2", "f-3"} {
 		m.Assign(n, "motd", nil)
 	}
-	plan, err := m.H.PlanRollout(m.Ctx, wire.RolloutPlanRequest{Module: "motd",
+	plan, err := m.H.Rollouts.PlanRollout(m.Ctx, wire.RolloutPlanRequest{Module: "motd",
 		Waves: []wire.WaveSpec{{Name: "here", Selector: "os=" + runtime.GOOS}, {Name: "third", Selector: "34%"}}})
 	m.Must(err)
 	var got []string
@@ -436,7 +436,7 @@ func TestARolloutResumesInAnotherController(t *testing.T) {
 	m := newMesh(t)
 	m.newBuildFor([]string{"k-1", "k-2", "k-3"}, func(string) bool { return true })
 	// A bake of an hour stops the first controller after the canary.
-	r, err := m.H.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Bake: time.Hour,
+	r, err := m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "motd", Bake: time.Hour,
 		Waves: []wire.WaveSpec{{Name: "canary", Selector: "name=k-1"}, {Name: "rest", Selector: "*"}}})
 	m.Must(err)
 	eventually(t, "the canary to apply", func() bool {
@@ -448,8 +448,8 @@ func TestARolloutResumesInAnotherController(t *testing.T) {
 
 	// The next controller, its clock past the bake, takes it from there.
 	c2 := m.controller(-1)
-	c2.Handlers.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
-	m.H = c2.Handlers
+	c2.Core.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	m.H = c2
 	eventually(t, "the rollout to finish in the next controller", func() bool { return m.rolloutState(r.ID).State == projections.RolloutFinished })
 	if s := m.steps(r.ID); s["wave started 0"] != 1 || s["wave started 1"] != 1 || s["finished 1"] != 1 {
 		t.Fatalf("steps of the rollout: %v (each once)", s)

@@ -29,13 +29,13 @@ func minted(t *testing.T, appRoot string) string {
 }
 
 func (m *mesh) rotate() (wire.RotateReply, error) {
-	return m.H.Rotate(m.Ctx, wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: "postgres", Consumer: "app"})
+	return m.H.Credentials.Rotate(m.Ctx, wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: "postgres", Consumer: "app"})
 }
 
 // openRotations are status's causes that name a rotation.
 func (m *mesh) openRotations() []string {
 	m.T.Helper()
-	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
+	s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	var out []string
 	for _, c := range s.Causes {
@@ -70,7 +70,7 @@ func TestRotationReachesBothEndsOrNeither(t *testing.T) {
 	// The controller's events only: an agent's own report (its facts, a
 	// late runtime word) may land meanwhile and is no record a rotation
 	// wrote.
-	st, found, err := m.H.Store.Last(m.Ctx, events.SubjectsEvents)
+	st, found, err := m.H.Core.Store.Last(m.Ctx, events.SubjectsEvents)
 	m.Must(err)
 	if !found || !strings.HasPrefix(st.Subject, events.EventPrefix+".") {
 		t.Fatalf("the controller's last event: %v %s", found, st.Subject)
@@ -79,13 +79,13 @@ func TestRotationReachesBothEndsOrNeither(t *testing.T) {
 	if !errors.Is(err, aggregates.ErrUncomposable) || !strings.Contains(err.Error(), "app-1: ") || !strings.Contains(err.Error(), "nothing was sent") {
 		t.Fatalf("a rotation with an uncomposable end: %v", err)
 	}
-	after, _, err := m.H.Store.Last(m.Ctx, events.SubjectsEvents)
+	after, _, err := m.H.Core.Store.Last(m.Ctx, events.SubjectsEvents)
 	m.Must(err)
 	if after.Seq != st.Seq {
 		t.Fatalf("a refused rotation wrote to the log: last event %d (%s), then %d (%s)", st.Seq, st.Subject, after.Seq, after.Subject)
 	}
 
-	_, err = m.H.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "app-1", Module: "lonely"})
+	_, err = m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "app-1", Module: "lonely"})
 	m.Must(err)
 	// app-1's agent is down: the rotation reaches db-1 first.
 	stopApp()

@@ -57,7 +57,7 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 func (m *mesh) runtimeReports(node string) map[string]int {
 	m.T.Helper()
 	out := map[string]int{}
-	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: events.ReportFilter(node)}, func(msg store.Msg) error {
+	m.Must(m.H.Core.Store.Read(m.Ctx, store.ReadOptions{Filter: events.ReportFilter(node)}, func(msg store.Msg) error {
 		if _, ev, err := events.DecodeFromSubject(msg.Subject, msg.Data); err == nil && events.RuntimeModule(ev) != "" {
 			out[ev.EventType()]++
 		}
@@ -69,7 +69,7 @@ func (m *mesh) runtimeReports(node string) map[string]int {
 // runtimeState is the status of module's program on node ("" for none).
 func (m *mesh) runtimeState(node, module string) projections.Runtime {
 	m.T.Helper()
-	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
+	s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	for _, rt := range s.Runtimes {
 		if rt.Node == node && rt.Module == module {
@@ -122,7 +122,7 @@ func TestAModuleRunsUnderItsAgent(t *testing.T) {
 
 	// Unassigned: stopped, and status no longer lists it.
 	third := pids(t, root)[2]
-	_, err := m.H.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "svc"})
+	_, err := m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "svc"})
 	m.Must(err)
 	m.Report("box", m.Push("box").Sent[0].Digest)
 	eventually(t, "the unassigned program to stop", func() bool { return !alive(third) })
@@ -150,7 +150,7 @@ func TestACrashLoopIsNamed(t *testing.T) {
 	m.Assign("box", "crashy", nil)
 	m.Report("box", m.Push("box").Sent[0].Digest)
 	eventually(t, "the crash loop to be named", func() bool { return m.runtimeState("box", "crashy").State == projections.RuntimeCrashLooping })
-	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
+	s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	// Why it ended, in its own words: its last line of errors.
 	if d := m.runtimeState("box", "crashy").Detail; s.Well || !strings.Contains(d, "exited with code 3: cannot bind port 80") {
@@ -158,10 +158,10 @@ func TestACrashLoopIsNamed(t *testing.T) {
 	}
 	// Retired, the node's programs are no longer the mesh's: status lists
 	// none of them, and the crash loop no longer keeps the mesh unwell.
-	_, err = m.H.Retire(m.Ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "box"})
+	_, err = m.H.Nodes.Retire(m.Ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "box"})
 	m.Must(err)
 	eventually(t, "status to drop the retired node's program", func() bool { return m.runtimeState("box", "crashy").Module == "" })
-	if s, err = m.H.Status(m.Ctx, wire.StatusRequest{}); err != nil || !s.Well {
+	if s, err = m.H.Status.Status(m.Ctx, wire.StatusRequest{}); err != nil || !s.Well {
 		t.Fatalf("status with only a retired node's crash loop: well %v, causes %v (%v)", s.Well, s.Causes, err)
 	}
 }

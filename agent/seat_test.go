@@ -33,7 +33,7 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	m.WriteModule(`{"module":"builder","claims":["builder"],"provides":["build"],"resources":[{"kind":"file","path":"/etc/builder.conf","mode":"0644","content":"i build\n"}]}`)
 	m.WriteModule(`{"module":"client","consumes":["build"],"resources":[{"kind":"file","path":"/etc/client.conf","mode":"0644","template":"builder = {{.Receives.build.Node}}\n"}]}`)
 	m.Assign("b-1", "builder", nil)
-	if _, err := m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "b-2", Module: "builder"}); err == nil ||
+	if _, err := m.H.Nodes.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "b-2", Module: "builder"}); err == nil ||
 		!strings.Contains(err.Error(), "builder on b-1 holds it") {
 		t.Fatalf("a second holder: %v", err)
 	}
@@ -44,13 +44,13 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	has := func(n, path string) bool { _, err := os.Stat(filepath.Join(roots[n], path)); return err == nil }
 	client := func() string { b, _ := os.ReadFile(filepath.Join(roots["c-1"], "etc/client.conf")); return string(b) }
 	seat := func() projections.Seat {
-		s, err := m.H.ShowSeat(m.Ctx, wire.NameRequest{Name: "builder"})
+		s, err := m.H.Seats.ShowSeat(m.Ctx, wire.NameRequest{Name: "builder"})
 		m.Must(err)
 		return s.Seat
 	}
 	handover := func(to string, force bool) {
 		t.Helper()
-		_, err := m.H.HandoverSeat(m.Ctx, wire.HandoverRequest{CommandID: wire.NewCommandID(), Seat: "builder", To: to, Force: force})
+		_, err := m.H.Seats.HandoverSeat(m.Ctx, wire.HandoverRequest{CommandID: wire.NewCommandID(), Seat: "builder", To: to, Force: force})
 		m.Must(err)
 	}
 
@@ -65,7 +65,7 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	// In the log's order: b-1 applied its declaration without builder
 	// before b-2 was sent one with it.
 	released, taken := uint64(0), uint64(0)
-	h1, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: "b-1"})
+	h1, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "b-1"})
 	m.Must(err)
 	for i, e := range h1.Entries {
 		if e.Kind == "declaration" && !slices.ContainsFunc(e.Builds, func(b compose.ModuleBuild) bool { return b.Module == "builder" }) {
@@ -76,7 +76,7 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 			}
 		}
 	}
-	h2, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: "b-2"})
+	h2, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "b-2"})
 	m.Must(err)
 	for _, e := range h2.Entries {
 		if e.Kind == "declaration" && taken == 0 && slices.ContainsFunc(e.Builds, func(b compose.ModuleBuild) bool { return b.Module == "builder" }) {
@@ -91,12 +91,12 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	stops["b-2"]()
 	handover("b-1", false)
 	for range 3 {
-		m.Must(m.H.DriveSeats(m.Ctx))
+		m.Must(m.H.Seats.DriveSeats(m.Ctx))
 		if s := seat(); s.Node != "b-2" || s.HandoverTo != "b-1" {
 			t.Fatalf("the handover did not wait for b-2: %+v", s)
 		}
 	}
-	st, err := m.H.Status(m.Ctx, wire.StatusRequest{})
+	st, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	if st.Well || !strings.Contains(strings.Join(st.Causes, "\n"), "b-2 has not reported applying its declaration without builder") {
 		t.Fatalf("status during a waiting handover: %v", st.Causes)
@@ -105,7 +105,7 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	// once b-2's agent is back and lets the seat go.
 	m.Must(m.Ctrl.Close())
 	c2 := m.controller(20 * time.Millisecond)
-	m.H = c2.Handlers
+	m.H = c2
 	stops["b-2"] = m.AgentAt("b-2", roots["b-2"])
 	eventually(t, "the handover to b-1 finished by the next controller", func() bool {
 		return seat().Node == "b-1" && client() == "builder = b-1\n" && has("b-1", "etc/builder.conf") && !has("b-2", "etc/builder.conf")
@@ -114,13 +114,13 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 	// The holder's machine lost: --force does not wait for it.
 	stops["b-1"]()
 	handover("b-2", false)
-	m.Must(m.H.DriveSeats(m.Ctx))
+	m.Must(m.H.Seats.DriveSeats(m.Ctx))
 	if s := seat(); s.Node != "b-1" {
 		t.Fatalf("the handover did not wait for b-1: %+v", s)
 	}
 	handover("b-2", true)
 	eventually(t, "the forced handover to b-2", func() bool { return seat().Node == "b-2" && client() == "builder = b-2\n" })
-	show, err := m.H.ShowSeat(m.Ctx, wire.NameRequest{Name: "builder"})
+	show, err := m.H.Seats.ShowSeat(m.Ctx, wire.NameRequest{Name: "builder"})
 	m.Must(err)
 	if last := show.Steps[len(show.Steps)-1]; !strings.Contains(last.What, "forced: b-1 was not waited for") {
 		t.Fatalf("the seat's last step: %+v", last)

@@ -52,7 +52,7 @@ func TestSecretsReachTheirFilesAndNeverTheStream(t *testing.T) {
 		t.Fatalf("the two ends disagree: app-1 holds %q, db-1 lists %q", cred, users)
 	}
 	var held [][]byte
-	err = m.H.Store.Read(m.Ctx, store.ReadOptions{}, func(msg store.Msg) error {
+	err = m.H.Core.Store.Read(m.Ctx, store.ReadOptions{}, func(msg store.Msg) error {
 		held = append(held, msg.Data)
 		// A declaration travels base64 inside its event: scan its bytes too.
 		if _, ev, err := events.DecodeFromSubject(msg.Subject, msg.Data); err == nil {
@@ -95,7 +95,7 @@ func TestAnAgentWaitsForTheKeyOfASecretFile(t *testing.T) {
 	sent := m.Push("db-1").Sent[0]
 	m.Ctrl.Close()
 	// It starts from what it enrolled: no token, no controller asked.
-	j, err := agent.Enrol(m.Ctx, agent.Join{Mesh: m.H.Mesh, Bus: m.Srv.ClientURL(), Node: "db-1", Key: m.H.PublicKey}, agent.StateDir(root, ""),
+	j, err := agent.Enrol(m.Ctx, agent.Join{Mesh: m.H.Core.Mesh, Bus: m.Srv.ClientURL(), Node: "db-1", Key: m.H.Core.PublicKey}, agent.StateDir(root, ""),
 		func(o ...nats.Option) (*nats.Conn, error) { return nats.Connect(m.Srv.ClientURL(), o...) }, slog.New(slog.DiscardHandler))
 	m.Must(err)
 	following := make(chan struct{})
@@ -119,7 +119,7 @@ func TestAnAgentWaitsForTheKeyOfASecretFile(t *testing.T) {
 		}
 	})
 	// A second controller with the mesh's key answers from now on.
-	m.H = m.controller(-1).Handlers
+	m.H = m.controller(-1)
 	if rep := m.Report("db-1", sent.Digest); rep.Outcome != events.OutcomeApplied {
 		t.Fatalf("db-1's first report on the declaration whose key it waited for: %+v", rep)
 	}

@@ -88,7 +88,7 @@ func onDigest(ev events.Event, digest string) bool {
 }
 
 // Judge says how the fold took the message at a stream sequence.
-// commands.Handlers is one (in the controller's process); a Client asks
+// status.Service is one (in the controller's process); a Client asks
 // it over the bus (Client.Judge).
 type Judge interface {
 	Judge(ctx context.Context, seq uint64) (wire.Judgement, error)

@@ -9,7 +9,7 @@ import (
 // benchMesh is coretest's mesh with the handlers made over its fold.
 type benchMesh struct {
 	*coretest.Mesh
-	h *Handlers
+	h *Services
 }
 
 func newBenchMesh(b testing.TB, inProcess bool) *benchMesh {
@@ -19,7 +19,7 @@ func newBenchMesh(b testing.TB, inProcess bool) *benchMesh {
 func newClusterBenchMesh(b testing.TB) *benchMesh { return &benchMesh{Mesh: coretest.NewCluster(b)} }
 
 // fold folds what was published and makes handlers over it.
-func (m *benchMesh) fold() *Handlers {
-	m.h = newHandlers(m.Fold())
+func (m *benchMesh) fold() *Services {
+	m.h = NewServices(m.Fold(), nil, nil)
 	return m.h
 }

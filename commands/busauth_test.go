@@ -31,7 +31,7 @@ import (
 type closedMesh struct {
 	t    testing.TB
 	srv  *embedded.Server
-	h    *commands.Handlers
+	h    *commands.Controller
 	home string
 }
 
@@ -57,24 +57,24 @@ func newClosedMesh(t testing.TB, lifetime time.Duration) *closedMesh {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctrl.Close() })
-	return &closedMesh{t: t, srv: srv, h: ctrl.Handlers, home: home}
+	return &closedMesh{t: t, srv: srv, h: ctrl, home: home}
 }
 
 // enrollAndDeclare enrols node and sends it one declaration; its join.
 func (m *closedMesh) enrollAndDeclare(node string) agent.Join {
 	m.t.Helper()
 	ctx := context.Background()
-	c, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
+	c, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	if _, err := m.h.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: node, File: "f.json",
+	if _, err := m.h.Push.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: node, File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/secret","mode":"0600","content":"` + node + `'s secret"}]}`}); err != nil {
 		m.t.Fatal(err)
 	}
 	// The legacy join (derived seed): the matrix below is of permissions,
 	// which are the same for a node that made its own keys.
-	id, err := m.h.LegacyIdentity(c.Node.Name)
+	id, err := m.h.Access.LegacyIdentity(c.Node.Name)
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -189,12 +189,12 @@ func TestThePermissionMatrix(t *testing.T) {
 		}
 	}
 	beat(time.Now())
-	embeddedtest.Eventually(t, "the controller to hear app-1 alive", func() bool { return !m.h.LastHeard("app-1").IsZero() })
+	embeddedtest.Eventually(t, "the controller to hear app-1 alive", func() bool { return !m.h.Live.LastHeard("app-1").IsZero() })
 	// A request it may make, answered onto db-1's liveness subject: the
 	// bus delivers JetStream's answer there, and it is not db-1's beat.
-	seen, err := m.h.Store.NC().SubscribeSync(events.LivenessSubject("db-1"))
+	seen, err := m.h.Core.Store.NC().SubscribeSync(events.LivenessSubject("db-1"))
 	if err == nil {
-		err = m.h.Store.NC().Flush()
+		err = m.h.Core.Store.NC().Flush()
 	}
 	if err == nil {
 		err = nc.PublishRequest("$JS.API.DIRECT.GET."+events.Stream+"."+events.DeclarationSubject("app-1"), events.LivenessSubject("db-1"), nil)
@@ -207,10 +207,10 @@ func TestThePermissionMatrix(t *testing.T) {
 	}
 	// Heard after it on the same subscription: once app-1's next beat is
 	// heard, the answer before it was weighed.
-	before := m.h.LastHeard("app-1")
+	before := m.h.Live.LastHeard("app-1")
 	beat(time.Now().Add(time.Second))
-	embeddedtest.Eventually(t, "app-1's next beat", func() bool { return m.h.LastHeard("app-1").After(before) })
-	if !m.h.LastHeard("db-1").IsZero() {
+	embeddedtest.Eventually(t, "app-1's next beat", func() bool { return m.h.Live.LastHeard("app-1").After(before) })
+	if !m.h.Live.LastHeard("db-1").IsZero() {
 		t.Fatal("an answer aimed at db-1's liveness subject was heard as db-1 alive")
 	}
 
@@ -241,7 +241,7 @@ func TestThePermissionMatrix(t *testing.T) {
 		}
 		v.waitFor(t, fmt.Sprintf("Publish to %q", subject))
 	}
-	if !m.h.LastHeard("db-1").IsZero() {
+	if !m.h.Live.LastHeard("db-1").IsZero() {
 		t.Fatal("app-1's publish on db-1's liveness subject was heard as db-1")
 	}
 	for _, subject := range []string{"mesh.ev.>", "mesh.ev.node.db-1.DeclarationSent", "mesh.rp.>", "_INBOX.>", "_INBOX_db-1.>"} {
@@ -271,7 +271,7 @@ func TestThePermissionMatrix(t *testing.T) {
 		t.Fatal("app-1 called the controller's status")
 	}
 	// Only app-1's own reports landed.
-	if err := m.h.Store.Read(ctx, store.ReadOptions{Filter: "mesh.rp.>"}, func(msg store.Msg) error {
+	if err := m.h.Core.Store.Read(ctx, store.ReadOptions{Filter: "mesh.rp.>"}, func(msg store.Msg) error {
 		if !strings.HasPrefix(msg.Subject, "mesh.rp.app-1.") || strings.Count(msg.Subject, ".") != 3 {
 			t.Errorf("a report app-1 may not publish landed: %s", msg.Subject)
 		}
@@ -333,7 +333,7 @@ func TestThePermissionMatrix(t *testing.T) {
 	if _, err := m.connectAs(stolen, nil); err == nil {
 		t.Fatal("app-1's key was let in as db-1")
 	}
-	if _, err := m.h.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "db-1"}); err != nil {
+	if _, err := m.h.Nodes.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "db-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.connectAs(db, nil); err == nil {
@@ -342,7 +342,7 @@ func TestThePermissionMatrix(t *testing.T) {
 
 	// The controller's system identity: lists connections on every
 	// server, and nothing of the mesh's.
-	sysKey, _ := busauth.SystemKey(m.h.Key)
+	sysKey, _ := busauth.SystemKey(m.h.Core.Key)
 	sysPub, _ := sysKey.PublicKey()
 	var sv violations
 	sys, err := nats.Connect(m.srv.ClientURL(), nats.Nkey(sysPub, sysKey.Sign), nats.UserInfo(busauth.SystemUser, ""),
@@ -393,16 +393,16 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(ctx) }()
 	embeddedtest.Eventually(t, "the bus to close the connection at the end of its lifetime", func() bool { return nc.Stats().Reconnects > 0 })
-	d, err := m.h.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "app-1", File: "f.json",
+	d, err := m.h.Push.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "app-1", File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/after","mode":"0644","content":"x"}]}`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := client.WaitReport(ctx, m.h.Store, m.h, "app-1", d.Digest, d.StreamSeq, reportWait); err != nil {
+	if err := client.WaitReport(ctx, m.h.Core.Store, m.h.Status, "app-1", d.Digest, d.StreamSeq, reportWait); err != nil {
 		t.Fatalf("the agent after its connection was decided again: %v", err)
 	}
 
-	if _, err := m.h.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "app-1"}); err != nil {
+	if _, err := m.h.Nodes.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "app-1"}); err != nil {
 		t.Fatal(err)
 	}
 	embeddedtest.Eventually(t, "retired app-1 to lose its connection", func() bool { return !nc.IsConnected() })
@@ -446,7 +446,7 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctrl.Close()
-	m := &closedMesh{t: t, srv: servers[2], h: ctrl.Handlers, home: home}
+	m := &closedMesh{t: t, srv: servers[2], h: ctrl, home: home}
 	app := m.enrollAndDeclare("app-1")
 	m.enrollAndDeclare("db-1")
 
@@ -489,7 +489,7 @@ func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cut.Close()
-	if _, err := ctrl.Handlers.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "app-1"}); err != nil {
+	if _, err := ctrl.Nodes.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "app-1"}); err != nil {
 		t.Fatal(err)
 	}
 	embeddedtest.Eventually(t, "retired app-1's connection to another server to be ended", cut.IsClosed)

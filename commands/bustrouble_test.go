@@ -22,9 +22,9 @@ import (
 )
 
 // causeWith is the first of status's causes that holds part ("" for none).
-func causeWith(t *testing.T, h *commands.Handlers, part string) (string, bool) {
+func causeWith(t *testing.T, h *commands.Controller, part string) (string, bool) {
 	t.Helper()
-	s, err := h.Status(context.Background(), wire.StatusRequest{})
+	s, err := h.Status.Status(context.Background(), wire.StatusRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +47,13 @@ func TestStatusNamesARemovedBusDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctrl.Close()
-	h := ctrl.Handlers
-	if _, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
+	h := ctrl
+	if _, err := h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
 		t.Fatal(err)
 	}
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
-	go srv.KeepStorage(watch, slog.New(slog.DiscardHandler), h.SetBusTrouble)
+	go srv.KeepStorage(watch, slog.New(slog.DiscardHandler), h.Core.SetBusTrouble)
 	if err := os.RemoveAll(filepath.Join(dir, "jetstream")); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestStatusNamesARemovedBusDirectory(t *testing.T) {
 	if well || strings.Contains(cause, "storage is full") {
 		t.Fatalf("status of a removed bus directory: well %v, %q", well, cause)
 	}
-	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"})
+	_, err = h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"})
 	if !errors.Is(err, core.ErrBusDown) || !errors.Is(err, embedded.ErrDataGone) || strings.Contains(err.Error(), "storage is full") {
 		t.Fatalf("a write with the bus directory removed: %v", err)
 	}
@@ -81,13 +81,13 @@ func TestStatusNamesAFailedDiskAndItsRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctrl.Close()
-	h := ctrl.Handlers
-	h.SetBusTrouble(embedded.ErrStorageFailed)
+	h := ctrl
+	h.Core.SetBusTrouble(embedded.ErrStorageFailed)
 	if cause, well := causeWith(t, h, "disk"); well || cause == "" {
 		t.Fatalf("status with the bus's disk failing: well %v, cause %q", well, cause)
 	}
-	h.SetBusTrouble(nil)
-	if s, err := h.Status(ctx, wire.StatusRequest{}); err != nil || !s.Well {
+	h.Core.SetBusTrouble(nil)
+	if s, err := h.Status.Status(ctx, wire.StatusRequest{}); err != nil || !s.Well {
 		t.Fatalf("status once the bus takes events again: %+v %v", s, err)
 	}
 }
@@ -106,7 +106,7 @@ func TestStatusNamesALostStream(t *testing.T) {
 	if err := js.DeleteStream(ctx, events.Stream); err != nil {
 		t.Fatal(err)
 	}
-	if cause, well := causeWith(t, ctrl.Handlers, "no longer has the stream "+events.Stream); well || cause == "" || !strings.Contains(cause, "mesh restore") {
+	if cause, well := causeWith(t, ctrl, "no longer has the stream "+events.Stream); well || cause == "" || !strings.Contains(cause, "mesh restore") {
 		t.Fatalf("status with the stream lost: well %v, cause %q", well, cause)
 	}
 }
@@ -145,7 +145,7 @@ func TestAWriteInFlightIsCutWhenTheBusFails(t *testing.T) {
 	}
 	go func() {
 		<-published // the enrolment is on the bus, waiting for its ack
-		ctrl.Handlers.SetBusTrouble(embedded.ErrStorageFailed)
+		ctrl.Core.SetBusTrouble(embedded.ErrStorageFailed)
 	}()
 	c := &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: embeddedtest.Settle}
 	err = c.Call(ctx, wire.SubjectNodeEnroll, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}, &wire.Changed{})

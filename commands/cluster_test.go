@@ -139,10 +139,10 @@ func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctrl.Close()
-	h := ctrl.Handlers
+	h := ctrl
 	const nodes = 300
 	for i := range nodes {
-		if _, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
+		if _, err := h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,7 +153,7 @@ func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+	r, err := h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	if err != nil || len(r.Sent) != nodes || len(r.Unsent) != 0 {
 		t.Fatalf("the push across the leader's loss: %d sent, %d unsent (%+v), %v", len(r.Sent), len(r.Unsent), r.Unsent[:min(len(r.Unsent), 3)], err)
 	}
@@ -161,7 +161,7 @@ func TestAPushSurvivesLosingTheStreamLeader(t *testing.T) {
 	// where a direct get of its last message says, which a replica still
 	// catching up may answer short).
 	sends := map[string]int{}
-	if err := h.Store.Read(ctx, store.ReadOptions{}, func(m store.Msg) error {
+	if err := h.Core.Store.Read(ctx, store.ReadOptions{}, func(m store.Msg) error {
 		if strings.HasSuffix(m.Subject, ".DeclarationSent") {
 			sends[m.Subject]++
 		}

@@ -41,7 +41,7 @@ func BenchmarkComposeFromReadModels(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		w, err := h.World()
+		w, err := h.World.World()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,9 +13,9 @@ import (
 // A key is made afresh from the salts at each ask and kept nowhere: once a
 // salt is erased, the answer for a file that printed its setting is a
 // refusal, and no key anywhere opens the file from the log.
-func serveContentKeys(h *Handlers) (stop func(), err error) {
-	return answerAgents(h, events.ContentKeyPrefix,
-		func(node string, data []byte) *nats.Msg { return keysAnswer(h.ContentKeys(node, data)) },
+func serveContentKeys(h *Services) (stop func(), err error) {
+	return answerAgents(h.Core, events.ContentKeyPrefix,
+		func(node string, data []byte) *nats.Msg { return keysAnswer(h.Credentials.ContentKeys(node, data)) },
 		func(why string) *nats.Msg { return keysAnswer(declaration.ContentKeyReply{Error: why}) })
 }
 

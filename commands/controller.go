@@ -70,7 +70,7 @@ type Metrics = core.Metrics
 type Controller struct {
 	Store    *store.Store
 	Proj     *projections.Engine
-	Handlers *Handlers
+	*Services
 	svc      micro.Service
 	auth     *nats.Subscription // nil on an open bus
 	enrol    *nats.Subscription // agents holding tokens
@@ -172,9 +172,9 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
 	}
-	h := newHandlersFlooding(&core.Core{Self: core.Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, Secrets: keep,
+	h := NewServices(&core.Core{Self: core.Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, Secrets: keep,
 		Replicas: c.Stream.Replicas, OpenBus: c.OpenBus}, Proj: proj, Now: c.Now, Metrics: c.Metrics}, flood, c.Cut)
-	asserted, err := h.AssertStreams(ctx, c.Stream.Replicas)
+	asserted, err := h.Modules.AssertStreams(ctx, c.Stream.Replicas)
 	if err != nil {
 		proj.Close()
 		return nil, err
@@ -211,12 +211,12 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		proj.Close()
 		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", wire.ServiceName, err)
 	}
-	ctrl := &Controller{Store: st, Proj: proj, Handlers: h, svc: svc, log: log, stopNewest: stopNewest}
-	if ctrl.enrol, err = h.ServeEnrol(nc); err != nil {
+	ctrl := &Controller{Store: st, Proj: proj, Services: h, svc: svc, log: log, stopNewest: stopNewest}
+	if ctrl.enrol, err = h.Access.ServeEnrol(nc); err != nil {
 		ctrl.Close()
 		return nil, err
 	}
-	if ctrl.stopLive, err = h.liveVerbs.Start(c.UnreachableAfter, 0); err != nil {
+	if ctrl.stopLive, err = h.Live.Start(c.UnreachableAfter, 0); err != nil {
 		ctrl.Close()
 		return nil, err
 	}
@@ -225,15 +225,15 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	// operator's first status or push: at 100,000 nodes that first status
 	// took 1.0 s, against 0.2-0.26 s once composed. A controller closed
 	// meanwhile answers an error here, which nobody needs to hear.
-	go h.ComposeAll()
+	go h.World.ComposeAll()
 	if c.Callout != nil {
-		callout := busauth.Callout{Directory: h.Directory(), Controller: h.Key, Issuer: c.Callout, Lifetime: c.Lifetime, Log: h.Log}
+		callout := busauth.Callout{Directory: h.Access.Directory(), Controller: h.Core.Key, Issuer: c.Callout, Lifetime: c.Lifetime, Log: h.Core.Log}
 		if ctrl.auth, err = busauth.Serve(nc, callout); err == nil {
 			err = busauth.WriteOperatorKey(c.Home, kp)
 		}
 		if err == nil {
 			// Its own connection is decided by the callout just served.
-			ctrl.stopGrants, err = h.Guard(nc, kp)
+			ctrl.stopGrants, err = h.Access.Guard(nc, kp)
 		}
 		if err != nil {
 			ctrl.Close()
@@ -266,18 +266,18 @@ func (c *Controller) Close() error {
 		_ = c.enrol.Unsubscribe()
 	}
 	c.svc.Stop()
-	c.Handlers.Secrets.Stop()
+	c.Core.Secrets.Stop()
 	return c.Proj.Close()
 }
 
 // driveRollouts drives the rollouts and the seats' handovers every
 // interval until stopped.
-func driveRollouts(h *Handlers, every time.Duration) func() {
+func driveRollouts(h *Services, every time.Duration) func() {
 	if every < 0 {
 		return func() {}
 	}
-	return h.TickUntilStopped(cmp.Or(every, time.Second), "cannot drive a rollout; trying again", func(ctx context.Context) error {
-		return errors.Join(h.DriveRollouts(ctx), h.DriveSeats(ctx), h.DriveNetwork(ctx))
+	return h.Core.TickUntilStopped(cmp.Or(every, time.Second), "cannot drive a rollout; trying again", func(ctx context.Context) error {
+		return errors.Join(h.Rollouts.DriveRollouts(ctx), h.Seats.DriveSeats(ctx), h.Network.DriveNetwork(ctx))
 	})
 }
 

@@ -26,15 +26,15 @@ import (
 // checkAfterFault holds what must hold after any fault: verify passes, each
 // node's declarations in the log have distinct, rising sequences, and a push
 // leaves every node sent what it would be sent now.
-func checkAfterFault(t *testing.T, h *commands.Handlers) {
+func checkAfterFault(t *testing.T, h *commands.Controller) {
 	t.Helper()
 	ctx := context.Background()
-	v, err := h.VerifyProjections(ctx, wire.FoldRequest{})
+	v, err := h.Status.VerifyProjections(ctx, wire.FoldRequest{})
 	if err != nil || v.Diff != "" {
 		t.Fatalf("verify after the fault: %v\n%s", err, v.Diff)
 	}
 	last := map[string]uint64{}
-	err = h.Store.Read(ctx, store.ReadOptions{Filter: "mesh.ev.node.*.DeclarationSent"}, func(m store.Msg) error {
+	err = h.Core.Store.Read(ctx, store.ReadOptions{Filter: "mesh.ev.node.*.DeclarationSent"}, func(m store.Msg) error {
 		_, ev, err := events.Read(m.Subject, m.Data)
 		if err != nil {
 			return fmt.Errorf("event %d: %w", m.Seq, err)
@@ -49,10 +49,10 @@ func checkAfterFault(t *testing.T, h *commands.Handlers) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil {
+	if _, err := h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil {
 		t.Fatalf("the push after the fault: %v", err)
 	}
-	s, err := h.Status(ctx, wire.StatusRequest{})
+	s, err := h.Status.Status(ctx, wire.StatusRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 	ctrl, nc := start()
 	const nodes = 1000
 	for i := range nodes {
-		if _, err := ctrl.Handlers.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
+		if _, err := ctrl.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +101,7 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 	for round := range 20 {
 		// Each round changes what every node would be sent, so the push
 		// sends all of them, and is cut after a random number have landed.
-		if _, err := ctrl.Handlers.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json",
+		if _, err := ctrl.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json",
 			Manifest: fmt.Sprintf(`{"module":"m%d","resources":[]}`, round)}); err != nil {
 			t.Fatal(err)
 		}
@@ -121,13 +121,13 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 			t.Fatal(err)
 		}
 		watch.Flush()
-		ctrl.Handlers.Push(pctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+		ctrl.Push.Push(pctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		cancel()
 		sub.Unsubscribe()
 		ctrl.Close()
 		nc.Close()
 		ctrl, nc = start()
-		checkAfterFault(t, ctrl.Handlers)
+		checkAfterFault(t, ctrl)
 	}
 	ctrl.Close()
 	nc.Close()
@@ -140,13 +140,13 @@ func TestFaultRestoreKilledPartWay(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
 	for i := range 50 {
-		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)})
+		_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("n%d", i)})
 		m.must(err)
 	}
-	_, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+	_, err := m.h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	m.must(err)
 	var backup bytes.Buffer
-	manifest, err := m.h.Store.Export(ctx, &backup)
+	manifest, err := m.h.Core.Store.Export(ctx, &backup)
 	m.must(err)
 	rng := rand.New(rand.NewPCG(12, 2026))
 	for range 5 {
@@ -167,10 +167,10 @@ func TestFaultRestoreKilledPartWay(t *testing.T) {
 		}
 		ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
 		m.must(err)
-		if s, _ := ctrl.Handlers.Status(ctx, wire.StatusRequest{}); len(s.Nodes) != 50 {
+		if s, _ := ctrl.Status.Status(ctx, wire.StatusRequest{}); len(s.Nodes) != 50 {
 			t.Fatalf("the restored mesh has %d nodes, want 50", len(s.Nodes))
 		}
-		checkAfterFault(t, ctrl.Handlers)
+		checkAfterFault(t, ctrl)
 		ctrl.Close()
 	}
 }

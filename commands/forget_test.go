@@ -63,20 +63,20 @@ func TestForgettingASecret(t *testing.T) {
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: home})
 	must(err)
 	t.Cleanup(func() { ctrl.Close() })
-	h := ctrl.Handlers
+	h := ctrl
 	data, err := os.ReadFile("../examples/postgres.json")
 	must(err)
-	_, err = h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(data)})
+	_, err = h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(data)})
 	must(err)
-	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
+	_, err = h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
 	must(err)
 	for _, pw := range []string{"leaked-once", "second"} {
-		_, err = h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": pw}})
+		_, err = h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": pw}})
 		must(err)
 	}
 	// The salt of each version, from the log, and its bytes from the bucket.
 	var salts []string
-	must(h.Store.Read(ctx, store.ReadOptions{Filter: events.NodeAggregate("db").Filter()}, func(m store.Msg) error {
+	must(h.Core.Store.Read(ctx, store.ReadOptions{Filter: events.NodeAggregate("db").Filter()}, func(m store.Msg) error {
 		if _, ev, err := events.Decode(m.Data); err == nil {
 			if a, ok := ev.(events.ModuleAssigned); ok {
 				s, err := secret.ParseSetting(a.Settings["password"])
@@ -86,7 +86,7 @@ func TestForgettingASecret(t *testing.T) {
 		}
 		return nil
 	}))
-	stream, err := h.Store.JetStream().Stream(ctx, secrets.SecretsStream)
+	stream, err := h.Core.Store.JetStream().Stream(ctx, secrets.SecretsStream)
 	must(err)
 	e, err := stream.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0])
 	must(err)
@@ -96,13 +96,13 @@ func TestForgettingASecret(t *testing.T) {
 	}
 	forget := func(version int) wire.Forgotten {
 		t.Helper()
-		f, err := h.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "password", Version: version})
+		f, err := h.Credentials.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "password", Version: version})
 		must(err)
 		return f
 	}
 	state := func() wire.NodeStatus {
 		t.Helper()
-		s, err := h.Status(ctx, wire.StatusRequest{})
+		s, err := h.Status.Status(ctx, wire.StatusRequest{})
 		must(err)
 		return s.Nodes[0]
 	}
@@ -119,12 +119,12 @@ func TestForgettingASecret(t *testing.T) {
 	if s := state(); s.State == wire.StateCannotCompose {
 		t.Fatalf("forgetting an old version broke the current one: %+v", s)
 	}
-	before, err := h.Store.State(ctx)
+	before, err := h.Core.Store.State(ctx)
 	must(err)
 	if f := forget(1); len(f.Forgotten) != 0 || !slices.Equal(f.Already, []int{1}) {
 		t.Fatalf("forget version 1 again: %+v", f)
 	}
-	if after, _ := h.Store.State(ctx); after.LastSeq != before.LastSeq {
+	if after, _ := h.Core.Store.State(ctx); after.LastSeq != before.LastSeq {
 		t.Fatal("forgetting what was forgotten wrote to the log")
 	}
 	// A second controller sharing the key has composed with the current
@@ -138,13 +138,13 @@ func TestForgettingASecret(t *testing.T) {
 	second, err := commands.StartController(ctx, nc2, commands.ControllerConfig{Home: other})
 	must(err)
 	t.Cleanup(func() { second.Close() })
-	stateOn := func(h *commands.Handlers) wire.NodeStatus {
+	stateOn := func(h *commands.Controller) wire.NodeStatus {
 		t.Helper()
-		s, err := h.Status(ctx, wire.StatusRequest{})
+		s, err := h.Status.Status(ctx, wire.StatusRequest{})
 		must(err)
 		return s.Nodes[0]
 	}
-	if s := stateOn(second.Handlers); s.State == wire.StateCannotCompose {
+	if s := stateOn(second); s.State == wire.StateCannotCompose {
 		t.Fatalf("the second controller cannot compose before anything was forgotten: %+v", s)
 	}
 	if f := forget(0); !slices.Equal(f.Forgotten, []int{2}) || !f.Current {
@@ -155,21 +155,21 @@ func TestForgettingASecret(t *testing.T) {
 	}
 	// The second learns it by its watch of the secrets stream: a moment.
 	embeddedtest.Eventually(t, "the second controller to stop composing the forgotten value", func() bool {
-		return stateOn(second.Handlers).State == wire.StateCannotCompose
+		return stateOn(second).State == wire.StateCannotCompose
 	})
-	if a, err := h.Audit(ctx, wire.AuditRequest{}); err != nil || !a.OK {
+	if a, err := h.History.Audit(ctx, wire.AuditRequest{}); err != nil || !a.OK {
 		t.Fatalf("audit after forgetting: %v %+v", err, a)
 	}
-	_, err = h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "third"}})
+	_, err = h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "third"}})
 	must(err)
 	if s := state(); s.State == wire.StateCannotCompose {
 		t.Fatalf("set again after forgetting: %+v", s)
 	}
-	_, err = h.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "port"})
+	_, err = h.Credentials.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "port"})
 	if err == nil || !strings.Contains(err.Error(), "no sealed value") {
 		t.Fatalf("forgetting a setting that is no secret: %v", err)
 	}
-	if v, err := h.VerifyProjections(ctx, wire.FoldRequest{}); err != nil || v.Diff != "" {
+	if v, err := h.Status.VerifyProjections(ctx, wire.FoldRequest{}); err != nil || v.Diff != "" {
 		t.Fatalf("a fresh fold differs from the live read models: %v\n%s", err, v.Diff)
 	}
 }

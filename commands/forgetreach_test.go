@@ -54,7 +54,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 			open = func(where, box string) ([]byte, error) { return secret.OpenWith(curve, where, box) }
 		} else {
 			stop = m.LegacyAgentAt(node, root)
-			open = func(where, box string) ([]byte, error) { return secret.Open(m.H.Keys.NodeSeal(node), where, box) }
+			open = func(where, box string) ([]byte, error) { return secret.Open(m.H.Core.Keys.NodeSeal(node), where, box) }
 		}
 		sent := m.Push(node).Sent[0]
 		if r := m.Report(node, sent.Digest); r.Outcome != events.OutcomeApplied {
@@ -68,7 +68,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 		stop()
 
 		ds := lastSent(t, m, node)
-		d, err := declaration.Open(declaration.Sealed{Bytes: ds.Declaration, Signature: ds.Signature, Key: ds.Key}, m.H.PublicKey, m.H.Mesh, node)
+		d, err := declaration.Open(declaration.Sealed{Bytes: ds.Declaration, Signature: ds.Signature, Key: ds.Key}, m.H.Core.PublicKey, m.H.Core.Mesh, node)
 		m.Must(err)
 		var asked *declaration.ContentKeyAsk
 		var inner []byte
@@ -88,7 +88,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 		ask := func() declaration.ContentKeyGiven {
 			t.Helper()
 			b, _ := json.Marshal(declaration.ContentKeyRequest{Files: []declaration.ContentKeyAsk{*asked}})
-			resp, err := m.H.Store.NC().Request(events.ContentKeySubject(node), b, 5*time.Second)
+			resp, err := m.H.Core.Store.NC().Request(events.ContentKeySubject(node), b, 5*time.Second)
 			m.Must(err)
 			var reply declaration.ContentKeyReply
 			m.Must(json.Unmarshal(resp.Data, &reply))
@@ -107,14 +107,14 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 			t.Fatalf("the content key does not open %s's file before the forget: %v %q", node, err, clear)
 		}
 
-		_, err = m.H.ForgetSecret(m.Ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: node, Module: "postgres", Setting: "password"})
+		_, err = m.H.Credentials.ForgetSecret(m.Ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: node, Module: "postgres", Setting: "password"})
 		m.Must(err)
 		if g := ask(); g.Box != "" || !strings.Contains(g.Refused, "forgotten") {
 			t.Fatalf("the controller still gives the key of %s's forgotten secret's file: %+v", node, g)
 		}
 		// A backup taken after holds no salt of it, and the controller key
 		// plus the log derive nothing without one.
-		salts, err := secrets.ExportSalts(m.Ctx, m.H.Store.JetStream())
+		salts, err := secrets.ExportSalts(m.Ctx, m.H.Core.Store.JetStream())
 		m.Must(err)
 		if _, held := salts[asked.Salts[0]]; held {
 			t.Fatal("the salt of the forgotten setting is still in what a backup takes")

@@ -23,7 +23,7 @@ func grantMesh(t *testing.T) *trustMesh {
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
 	for _, node := range []string{"box", "box-2"} {
-		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
+		_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
 		m.must(err)
 	}
 	for _, doc := range []string{
@@ -31,11 +31,11 @@ func grantMesh(t *testing.T) *trustMesh {
 		`{"module":"app","consumes":["greeting"],"run":{"command":"/bin/true"}}`,
 		`{"module":"builder","claims":["builder"],"run":{"command":"/bin/true"}}`,
 	} {
-		_, err := m.h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
+		_, err := m.h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
 		m.must(err)
 	}
 	for _, mod := range []string{"greeter", "app", "builder"} {
-		_, err := m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: mod})
+		_, err := m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: mod})
 		m.must(err)
 	}
 	return m
@@ -120,7 +120,7 @@ func TestPermissionsFollowTheLog(t *testing.T) {
 
 	// Unassigned: app on box is ended, and may not come back.
 	app := m.mustModule("box", "app")
-	_, err := m.h.Unassign(ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "app"})
+	_, err := m.h.Nodes.Unassign(ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "app"})
 	m.must(err)
 	cutWithin(t, "app on box", app)
 	if _, _, err := m.connectModule("box", "app", nil, nil); err == nil {
@@ -138,7 +138,7 @@ func TestPermissionsFollowTheLog(t *testing.T) {
 	if _, err := takeWork(ctx, builder); err != nil {
 		t.Fatalf("the seat's holder making its consumer before the handover: %v", err)
 	}
-	_, err = m.h.HandoverSeat(ctx, wire.HandoverRequest{CommandID: wire.NewCommandID(), Seat: "builder", To: "box-2"})
+	_, err = m.h.Seats.HandoverSeat(ctx, wire.HandoverRequest{CommandID: wire.NewCommandID(), Seat: "builder", To: "box-2"})
 	m.must(err)
 	cutWithin(t, "builder on box (the seat's former holder)", builder)
 	if _, err := ojs.Publish(ctx, events.SeatWork("builder"), []byte("build v3")); err != nil {
@@ -155,26 +155,26 @@ func TestPermissionsFollowTheLog(t *testing.T) {
 	m.must(err)
 	// app consumes greeting on box again: a standing counts only toward a
 	// consumer resolved to its provider (unassigned above).
-	_, err = m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "app"})
+	_, err = m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "app"})
 	m.must(err)
 	st, err := store.AttachNode(greeter, "")
 	m.must(err)
 	_, err = st.Report(ctx, "box", "std-1", events.ProviderFailing{Provider: "greeter", Machine: "box", Consumer: "app", Word: "down"}, moduleSealing(t, key))
 	m.must(err)
 	m.settle()
-	if s, err := m.h.Status(ctx, wire.StatusRequest{}); err != nil || len(s.Standings) != 1 {
+	if s, err := m.h.Status.Status(ctx, wire.StatusRequest{}); err != nil || len(s.Standings) != 1 {
 		t.Fatalf("greeter's standing before box retired: %+v %v", s.Standings, err)
 	}
 	node := m.connectNode("box")
-	_, err = m.h.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "box"})
+	_, err = m.h.Nodes.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "box"})
 	m.must(err)
 	cutWithin(t, "box", node)
 	cutWithin(t, "greeter on box", greeter)
 	m.settle()
-	if s, err := m.h.Status(ctx, wire.StatusRequest{}); err != nil || len(s.Standings) != 0 {
+	if s, err := m.h.Status.Status(ctx, wire.StatusRequest{}); err != nil || len(s.Standings) != 0 {
 		t.Fatalf("a retired node's standing still counts: %+v %v", s.Standings, err)
 	}
-	if n, err := m.h.CutNode(ctx, "box"); err != nil || n != 0 {
+	if n, err := m.h.Access.CutNode(ctx, "box"); err != nil || n != 0 {
 		t.Fatalf("cutting a retired node with no connection left: %d %v", n, err)
 	}
 }
@@ -193,9 +193,9 @@ func TestAStartingControllerSweepsStaleConnections(t *testing.T) {
 	// controller that does not close the bus appends it.
 	open, err := commands.StartController(ctx, m.nc, commands.ControllerConfig{Home: m.home})
 	m.must(err)
-	_, err = open.Handlers.Unassign(ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "app"})
+	_, err = open.Nodes.Unassign(ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "app"})
 	m.must(err)
-	_, err = open.Handlers.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "box-2"})
+	_, err = open.Nodes.Retire(ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "box-2"})
 	m.must(err)
 	m.must(open.Close())
 	if app.IsClosed() || node.IsClosed() {

@@ -16,54 +16,40 @@ import (
 	"github.com/meshctl/mesh/commands/world"
 )
 
-// newHandlers are the verbs over c, every cache empty.
-func newHandlers(c *core.Core) *Handlers { return newHandlersFlooding(c, nil, nil) }
-
-// newHandlersFlooding are the verbs over c, counting floods with flood
-// and cutting with cut (both nil: neither).
-func newHandlersFlooding(c *core.Core, flood *access.FloodWatch, cut func(match func(user string) bool) (int, error)) *Handlers {
-	w := world.New(c)
-	h := &Handlers{Core: c, Composer: w, pushVerbs: push.New(c, w), liveVerbs: liveness.New(c), historyVerbs: history.New(c)}
-	h.credentialVerbs = credentials.New(c, w, h.pushVerbs)
-	h.networkVerbs = network.New(c)
-	h.seatVerbs = seats.New(c, w, h.pushVerbs)
-	h.statusVerbs = status.New(c, w, h.liveVerbs, h.pushVerbs)
-	h.rolloutVerbs = rollout.New(c, w, h.pushVerbs, h.statusVerbs)
-	h.accessVerbs = access.New(c, w, h.networkVerbs, flood, cut)
-	h.nodeVerbs = nodes.New(c, w, h.networkVerbs, h.accessVerbs, h.liveVerbs)
-	h.moduleVerbs = modules.New(c, w)
-	return h
+// Services are the controller's verbs, each a service over one Core named
+// for its noun. None holds another whole: each reads the others through
+// the narrow interface its package declares (push's Sealer for
+// credentials, rollout's Pusher and Stater, nodes' Tokens and Hearing),
+// and this is the one place that hands each what it reads through.
+type Services struct {
+	// Core is what the controller is and the read models it answers from;
+	// every service shares it, so its clock (Core.Now) is theirs.
+	Core        *core.Core
+	World       *world.Composer
+	Push        *push.Service
+	Live        *liveness.Service
+	History     *history.Service
+	Credentials *credentials.Service
+	Network     *network.Service
+	Seats       *seats.Service
+	Status      *status.Service
+	Rollouts    *rollout.Service
+	Access      *access.Service
+	Nodes       *nodes.Service
+	Modules     *modules.Service
 }
 
-// The services Handlers embeds while the verbs move into packages of
-// their own (issue 30), named so that their field names differ.
-type (
-	pushVerbs       = push.Service
-	liveVerbs       = liveness.Service
-	historyVerbs    = history.Service
-	credentialVerbs = credentials.Service
-	networkVerbs    = network.Service
-	seatVerbs       = seats.Service
-	statusVerbs     = status.Service
-	rolloutVerbs    = rollout.Service
-	accessVerbs     = access.Service
-	nodeVerbs       = nodes.Service
-	moduleVerbs     = modules.Service
-)
-
-// Handlers are the verbs, bound to one store and one set of read models.
-type Handlers struct {
-	*core.Core
-	*world.Composer
-	*pushVerbs
-	*liveVerbs
-	*historyVerbs
-	*credentialVerbs
-	*networkVerbs
-	*seatVerbs
-	*statusVerbs
-	*rolloutVerbs
-	*accessVerbs
-	*nodeVerbs
-	*moduleVerbs
+// NewServices are the verbs over c, every cache empty, counting floods with
+// flood and cutting with cut (both nil: neither, as for a test's services).
+func NewServices(c *core.Core, flood *access.FloodWatch, cut func(match func(user string) bool) (int, error)) *Services {
+	w := world.New(c)
+	s := &Services{Core: c, World: w, Push: push.New(c, w), Live: liveness.New(c), History: history.New(c), Network: network.New(c)}
+	s.Credentials = credentials.New(c, w, s.Push)
+	s.Seats = seats.New(c, w, s.Push)
+	s.Status = status.New(c, w, s.Live, s.Push)
+	s.Rollouts = rollout.New(c, w, s.Push, s.Status)
+	s.Access = access.New(c, w, s.Network, flood, cut)
+	s.Nodes = nodes.New(c, w, s.Network, s.Access, s.Live)
+	s.Modules = modules.New(c, w)
+	return s
 }

@@ -44,12 +44,12 @@ func TestHistoryAndAudit(t *testing.T) {
 	// the second is no change, which history tells from the index without
 	// reading it back, and the push after it is diffed against it.
 	for range 2 {
-		_, err := m.H.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "app-1", File: "f.json",
+		_, err := m.H.Push.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "app-1", File: "f.json",
 			Body: `{"resources":[{"kind":"file","path":"/etc/hand","mode":"0644","content":"x"}]}`})
 		m.Must(err)
 	}
 	m.Push("app-1")
-	h, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: "app-1", Diff: true})
+	h, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "app-1", Diff: true})
 	m.Must(err)
 	if diff := cmp.Diff(historyFromLog(t, m, h.Entries), h.Entries); diff != "" {
 		t.Fatalf("history from the index is not what the log says (-log +history):\n%s", diff)
@@ -87,7 +87,7 @@ func TestHistoryAndAudit(t *testing.T) {
 		!strings.Contains(lastChanges[0], "- database = db-1:6000|+ database = db-1:7000") {
 		t.Fatalf("the last declaration's diff: %v", lastChanges)
 	}
-	rep, err := m.H.Audit(m.Ctx, wire.AuditRequest{Node: "app-1"})
+	rep, err := m.H.History.Audit(m.Ctx, wire.AuditRequest{Node: "app-1"})
 	m.Must(err)
 	if a := rep.Nodes[0]; !rep.OK || a.Declarations != 6 {
 		t.Fatalf("audit: %+v", rep)
@@ -103,7 +103,7 @@ func TestHistoryAndAudit(t *testing.T) {
 	tjs, _ := jetstream.New(tnc)
 	var tampered uint64
 	seen := 0
-	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{}, func(msg store.Msg) error {
+	m.Must(m.H.Core.Store.Read(m.Ctx, store.ReadOptions{}, func(msg store.Msg) error {
 		data := msg.Data
 		if strings.HasSuffix(msg.Subject, "app-1.DeclarationSent") {
 			if seen++; seen == 2 {
@@ -142,7 +142,7 @@ func TestHistoryAndAudit(t *testing.T) {
 	defer copyCtrl.Close()
 	// The edited send no longer carries the controller's MAC: the copy's
 	// fold set it aside, audit names it, and the chain breaks after it.
-	rep, err = copyCtrl.Handlers.Audit(m.Ctx, wire.AuditRequest{Node: "app-1"})
+	rep, err = copyCtrl.History.Audit(m.Ctx, wire.AuditRequest{Node: "app-1"})
 	m.Must(err)
 	if a := rep.Nodes[0]; rep.OK || len(a.Foreign) != 1 || a.Foreign[0].Seq != tampered || !strings.Contains(a.Foreign[0].Reason, "MAC") ||
 		!strings.Contains(a.Break, "chains to") {
@@ -158,7 +158,7 @@ func historyFromLog(t *testing.T, m *agenttest.Mesh, entries []wire.HistoryEntry
 	var out []wire.HistoryEntry
 	var previous *compose.Declaration
 	for _, e := range entries {
-		msg, err := m.H.Store.Get(m.Ctx, e.Seq)
+		msg, err := m.H.Core.Store.Get(m.Ctx, e.Seq)
 		m.Must(err)
 		env, ev, err := events.Decode(msg.Data)
 		m.Must(err)

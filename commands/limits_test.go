@@ -27,7 +27,7 @@ import (
 func TestAFloodingNodeIsCutAndNamedAndTheRestGoesOn(t *testing.T) {
 	m := newTrustMesh(t, true)
 	for _, n := range []string{"web-1", "flood"} {
-		_, err := m.h.Enroll(m.ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n})
+		_, err := m.h.Nodes.Enroll(m.ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n})
 		m.must(err)
 	}
 	m.runAgent("web-1", t.TempDir())
@@ -58,30 +58,30 @@ func TestAFloodingNodeIsCutAndNamedAndTheRestGoesOn(t *testing.T) {
 	// the fold believes it.
 	p := m.pushAndWait("web-1")
 	m.settle()
-	s, err := m.h.Status(m.ctx, wire.StatusRequest{})
+	s, err := m.h.Status.Status(m.ctx, wire.StatusRequest{})
 	m.must(err)
 	if i := slices.IndexFunc(s.Nodes, func(n wire.NodeStatus) bool { return n.Name == "web-1" }); i < 0 || s.Nodes[i].State != wire.StateCurrent || s.Nodes[i].Digest != p.Digest {
 		t.Fatalf("web-1 after a push past the flood: %+v", s.Nodes)
 	}
-	v, err := m.h.VerifyProjections(m.ctx, wire.FoldRequest{})
+	v, err := m.h.Status.VerifyProjections(m.ctx, wire.FoldRequest{})
 	if err != nil || v.Diff != "" {
 		t.Fatalf("verify after a flood: %v\n%s", err, v.Diff)
 	}
 
 	// Status names the flooder, with what it did and the remedy.
-	s, err = m.h.Status(m.ctx, wire.StatusRequest{})
+	s, err = m.h.Status.Status(m.ctx, wire.StatusRequest{})
 	m.must(err)
 	i := slices.IndexFunc(s.Causes, func(c string) bool { return strings.Contains(c, "node flood flooded its report subjects") })
 	if s.Well || i < 0 || !strings.Contains(s.Causes[i], "refused at connect until") || !strings.Contains(s.Causes[i], "mesh foreign ack") {
 		t.Fatalf("status after a flood names no flooder: well %v, causes %q", s.Well, s.Causes)
 	}
 	// Acknowledged, with every foreign message it wrote, in one event.
-	acked, err := m.h.AckForeign(m.ctx, wire.AckRequest{CommandID: wire.NewCommandID(), All: true})
+	acked, err := m.h.Access.AckForeign(m.ctx, wire.AckRequest{CommandID: wire.NewCommandID(), All: true})
 	m.must(err)
 	if len(acked.Acknowledged) < access.FloodForeign {
 		t.Fatalf("ack --all after a flood acknowledged %d", len(acked.Acknowledged))
 	}
-	s, err = m.h.Status(m.ctx, wire.StatusRequest{})
+	s, err = m.h.Status.Status(m.ctx, wire.StatusRequest{})
 	m.must(err)
 	if slices.ContainsFunc(s.Causes, func(c string) bool { return strings.Contains(c, "flood") || strings.Contains(c, "foreign") }) {
 		t.Fatalf("status after the acknowledgement: %q", s.Causes)
@@ -95,12 +95,12 @@ func TestAFloodingNodeIsCutAndNamedAndTheRestGoesOn(t *testing.T) {
 func TestAModulesStateBucketIsBounded(t *testing.T) {
 	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	m := newTrustMesh(t, true)
-	_, err := m.h.Enroll(m.ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})
+	_, err := m.h.Nodes.Enroll(m.ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})
 	m.must(err)
-	_, err = m.h.RegisterModule(m.ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json",
+	_, err = m.h.Modules.RegisterModule(m.ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json",
 		Manifest: `{"module":"greeter","run":{"command":"/bin/true"}}`})
 	m.must(err)
-	_, err = m.h.Assign(m.ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "greeter"})
+	_, err = m.h.Nodes.Assign(m.ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "greeter"})
 	m.must(err)
 	nc, _, err := m.connectModule("box", "greeter", nil, nil)
 	m.must(err)

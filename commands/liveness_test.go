@@ -34,7 +34,7 @@ func (c *clock) pass(t *testing.T, m *agenttest.Mesh, d time.Duration, beating .
 		c.Advance(time.Second)
 		at := c.Now()
 		for _, n := range beating {
-			embeddedtest.Eventually(t, n+" to be heard on the moved clock", func() bool { return !m.H.LastHeard(n).Before(at) })
+			embeddedtest.Eventually(t, n+" to be heard on the moved clock", func() bool { return !m.H.Live.LastHeard(n).Before(at) })
 		}
 	}
 }
@@ -71,7 +71,7 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 	m.Push("")
 	m.WaitState("web-1", wire.StateCurrent)
 	m.WaitState("web-2", wire.StateCurrent)
-	embeddedtest.Eventually(t, "the controller to hear web-1", func() bool { return !m.H.LastHeard("web-1").IsZero() })
+	embeddedtest.Eventually(t, "the controller to hear web-1", func() bool { return !m.H.Live.LastHeard("web-1").IsZero() })
 
 	// web-1's agent stops; the clock runs on past the bound.
 	stop1()
@@ -80,7 +80,7 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 	if !strings.Contains(n.Detail, "its last state: current") {
 		t.Fatalf("web-1's detail says not what it was last: %q", n.Detail)
 	}
-	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
+	s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	if s.Well {
 		t.Fatal("status is well with web-1 unreachable")
@@ -89,12 +89,12 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 		t.Fatalf("status says the bound is %vs, not %v", s.UnreachableAfter, liveness.DefaultUnreachableAfter)
 	}
 	// node show and node list say so too.
-	show, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "web-1"})
+	show, err := m.H.Status.ShowNode(m.Ctx, wire.NameRequest{Name: "web-1"})
 	m.Must(err)
 	if show.State != wire.StateUnreachable || show.UnreachableSince == nil || show.LastHeard == nil {
 		t.Fatalf("node show: state %s, unreachable since %v, last heard %v", show.State, show.UnreachableSince, show.LastHeard)
 	}
-	list, err := m.H.ListNodes(m.Ctx, wire.ListRequest{Brief: true})
+	list, err := m.H.Nodes.ListNodes(m.Ctx, wire.ListRequest{Brief: true})
 	m.Must(err)
 	for _, nv := range list.Nodes {
 		if (nv.UnreachableSince != nil) != (nv.Name == "web-1") {
@@ -109,7 +109,7 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 		t.Fatalf("web-1's liveness in the log: %s, want one loss and one return", got)
 	}
 	// history says when it went dark, among what it was told and said.
-	hist, err := m.H.History(m.Ctx, wire.HistoryRequest{Node: "web-1"})
+	hist, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "web-1"})
 	m.Must(err)
 	var kinds []string
 	for _, e := range hist.Entries {
@@ -145,14 +145,14 @@ func TestANodeSilentAcrossARestartIsUnreachable(t *testing.T) {
 	m.WaitState("gone", wire.StateCurrent)
 	stopDB()
 	stopGone()
-	_, err := m.H.Retire(m.Ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "gone"})
+	_, err := m.H.Nodes.Retire(m.Ctx, wire.RetireRequest{CommandID: wire.NewCommandID(), Name: "gone"})
 	m.Must(err)
 	m.Ctrl.Close()
 
 	ctrl, err := commands.StartController(context.Background(), embeddedtest.Conn(t, m.Srv), commands.ControllerConfig{Home: m.Home, Now: c.Now})
 	m.Must(err)
 	defer ctrl.Close()
-	m.H = ctrl.Handlers
+	m.H = ctrl
 	c.Advance(liveness.DefaultUnreachableAfter + time.Second)
 	m.WaitState("db-1", wire.StateUnreachable)
 	if got := livenessEvents(t, m, "gone"); len(got) != 0 {

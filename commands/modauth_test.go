@@ -48,7 +48,7 @@ func (m *trustMesh) connectModule(node, module string, key nkeys.KeyPair, v *vio
 func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
-	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})
+	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})
 	m.must(err)
 	for _, doc := range []string{
 		`{"module":"greeter","provides":["greeting"],"consumes":["time"],"run":{"command":"/bin/true"}}`,
@@ -57,11 +57,11 @@ func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
 		// A consumer of greeting, which greeter's standing may name.
 		`{"module":"app","consumes":["greeting"],"resources":[]}`,
 	} {
-		_, err := m.h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
+		_, err := m.h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
 		m.must(err)
 	}
 	for _, mod := range []string{"greeter", "files", "app"} {
-		_, err := m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: mod})
+		_, err := m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: mod})
 		m.must(err)
 	}
 	op, err := nats.Connect(m.srv.ClientURL(), operatorOptions(t, m.home)...)
@@ -115,12 +115,12 @@ func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
 	_, err = st.Report(ctx, "box", "std-2", events.ProviderFailing{Provider: "files", Machine: "box", Consumer: "app", Word: "forged"}, sealing)
 	m.must(err)
 	m.settle()
-	s, err := m.h.Status(ctx, wire.StatusRequest{})
+	s, err := m.h.Status.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	if len(s.Standings) != 1 || s.Standings[0].Provider != "greeter" {
 		t.Fatalf("standings after greeter reported its own and another's: %+v", s.Standings)
 	}
-	if f, _ := m.h.ListForeign(ctx, wire.Empty{}); len(f.Foreign) != 1 || !strings.Contains(f.Foreign[0].Reason, "MAC") && !strings.Contains(f.Foreign[0].Reason, "neither box's nor the controller's") {
+	if f, _ := m.h.Access.ListForeign(ctx, wire.Empty{}); len(f.Foreign) != 1 || !strings.Contains(f.Foreign[0].Reason, "MAC") && !strings.Contains(f.Foreign[0].Reason, "neither box's nor the controller's") {
 		t.Fatalf("the standing for another provider was not set aside: %+v", f.Foreign)
 	}
 

@@ -29,22 +29,22 @@ func TestAModuleIsBoundToItsNode(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
 	for _, node := range []string{"web-1", "db-1"} {
-		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
+		_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
 		m.must(err)
 	}
 	// Nor can a node take the any-provider token as its name.
-	if _, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: events.ServiceAny}); err == nil {
+	if _, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: events.ServiceAny}); err == nil {
 		t.Fatalf("a node was enrolled as %q, whose endpoints every provider answers", events.ServiceAny)
 	}
 	for _, doc := range []string{
 		`{"module":"greeter","provides":["greeting"],"run":{"command":"/bin/true"}}`,
 		`{"module":"app","consumes":["greeting"],"run":{"command":"/bin/true"}}`,
 	} {
-		_, err := m.h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
+		_, err := m.h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
 		m.must(err)
 	}
 	for _, a := range [][2]string{{"web-1", "greeter"}, {"db-1", "greeter"}, {"web-1", "app"}} {
-		_, err := m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: a[0], Module: a[1]})
+		_, err := m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: a[0], Module: a[1]})
 		m.must(err)
 	}
 	db, _, err := m.connectModule("db-1", "greeter", nil, nil)

@@ -19,7 +19,7 @@ func TestAStartMakesModulesStreamsAgain(t *testing.T) {
 	srv := embeddedtest.Server(t)
 	home := t.TempDir()
 	ctrl, nc := startOn(t, srv, home)
-	_, err := ctrl.Handlers.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "builder.json",
+	_, err := ctrl.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "builder.json",
 		Manifest: `{"module":"builder","claims":["builder"],"run":{"command":"/bin/true"}}`})
 	if err != nil {
 		t.Fatal(err)

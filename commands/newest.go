@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
@@ -23,9 +24,9 @@ const busy = "the controller is answering many such requests; ask again"
 // answerAgents answers agents asking on prefix.<node>, each on its own
 // goroutine, at most askedAtOnce at a time (past it, refused with busy),
 // and only to the asker's own inbox (toOwnInbox).
-func answerAgents(h *Handlers, prefix string, answer func(node string, data []byte) *nats.Msg, refuse func(why string) *nats.Msg) (stop func(), err error) {
+func answerAgents(c *core.Core, prefix string, answer func(node string, data []byte) *nats.Msg, refuse func(why string) *nats.Msg) (stop func(), err error) {
 	slots := make(chan struct{}, askedAtOnce)
-	sub, err := h.Store.NC().QueueSubscribe(prefix+".*", wire.ServiceName, func(m *nats.Msg) {
+	sub, err := c.Store.NC().QueueSubscribe(prefix+".*", wire.ServiceName, func(m *nats.Msg) {
 		node := m.Subject[len(prefix)+1:]
 		if !toOwnInbox(node, m.Reply) {
 			return
@@ -60,34 +61,34 @@ func toOwnInbox(node, reply string) bool {
 // serveNewest answers agents asking for their newest declaration (issue
 // 29, store.Newest): an agent that finds on its declaration subject a
 // message the controller did not sign cannot read past it itself.
-func serveNewest(h *Handlers) (stop func(), err error) {
-	return answerAgents(h, events.NewestPrefix, func(node string, _ []byte) *nats.Msg { return h.newest(node) }, store.NewestRefusal)
+func serveNewest(h *Services) (stop func(), err error) {
+	return answerAgents(h.Core, events.NewestPrefix, func(node string, _ []byte) *nats.Msg { return newest(h.Core, node) }, store.NewestRefusal)
 }
 
 // newest is node's newest declaration the fold took as the controller's,
 // once the fold has passed the newest message on node's subject (whatever
 // wrote it): a declaration sent before that message is then folded.
-func (h *Handlers) newest(node string) *nats.Msg {
+func newest(c *core.Core, node string) *nats.Msg {
 	ctx, cancel := context.WithTimeout(context.Background(), store.NewestWait)
 	defer cancel()
-	top, found, err := h.Store.Last(ctx, events.DeclarationSubject(node))
+	top, found, err := c.Store.Last(ctx, events.DeclarationSubject(node))
 	if err != nil {
 		return store.NewestRefusal(err.Error())
 	}
 	if !found {
 		return store.NewestNone()
 	}
-	if err := h.Proj.WaitFor(ctx, top.Seq); err != nil {
+	if err := c.Proj.WaitFor(ctx, top.Seq); err != nil {
 		return store.NewestRefusal(fmt.Sprintf("the controller has not folded event %d yet", top.Seq))
 	}
-	n, found, err := h.Proj.Node(node)
+	n, found, err := c.Proj.Node(node)
 	switch {
 	case err != nil:
 		return store.NewestRefusal(err.Error())
 	case !found || n.LastSent == nil:
 		return store.NewestNone()
 	}
-	m, err := h.Store.Get(ctx, n.LastSent.StreamSeq)
+	m, err := c.Store.Get(ctx, n.LastSent.StreamSeq)
 	if err != nil {
 		return store.NewestRefusal(err.Error())
 	}

@@ -36,7 +36,7 @@ func TestAnOperatorsHomeCannotMakeANodesWord(t *testing.T) {
 
 	// What is sealed to db-1 opens with none of the controller's keys.
 	sent := lastSent(t, m, "db-1")
-	d, err := declaration.Open(declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key}, m.H.PublicKey, m.H.Mesh, "db-1")
+	d, err := declaration.Open(declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key}, m.H.Core.PublicKey, m.H.Core.Mesh, "db-1")
 	m.Must(err)
 	sealed := 0
 	for _, r := range d.Content().Resources {
@@ -47,7 +47,7 @@ func TestAnOperatorsHomeCannotMakeANodesWord(t *testing.T) {
 		if !secret.IsSealedTo(r.Sealed.Box) {
 			t.Fatalf("%s is sealed under a key the controller derives, not to db-1's own", r.Path)
 		}
-		if _, err := secret.Open(m.H.Keys.NodeSeal("db-1"), secret.FilePlace("db-1", r.Path), r.Sealed.Box); err == nil {
+		if _, err := secret.Open(m.H.Core.Keys.NodeSeal("db-1"), secret.FilePlace("db-1", r.Path), r.Sealed.Box); err == nil {
 			t.Fatalf("the controller's derived key opens %s, sealed to db-1", r.Path)
 		}
 	}
@@ -68,27 +68,27 @@ func TestAnOperatorsHomeCannotMakeANodesWord(t *testing.T) {
 	// With the MAC the controller key derives for app-1 (what made the
 	// forgery fold before), and without one (a signature alone).
 	for i, ev := range forged {
-		for j, mac := range [][]byte{m.H.Keys.NodeMAC("app-1"), nil} {
-			_, err := m.H.Store.Report(m.Ctx, "app-1", "forged-"+string(rune('a'+i))+string(rune('a'+j)), ev, store.Sealing{Signer: signer, MAC: mac})
+		for j, mac := range [][]byte{m.H.Core.Keys.NodeMAC("app-1"), nil} {
+			_, err := m.H.Core.Store.Report(m.Ctx, "app-1", "forged-"+string(rune('a'+i))+string(rune('a'+j)), ev, store.Sealing{Signer: signer, MAC: mac})
 			m.Must(err)
 		}
 	}
 	embeddedtest.Eventually(t, "every forgery set aside", func() bool {
-		f, err := m.H.ListForeign(m.Ctx, wire.Empty{})
+		f, err := m.H.Access.ListForeign(m.Ctx, wire.Empty{})
 		m.Must(err)
 		return len(f.Foreign) == 4
 	})
 	if st := m.Status()["app-1"]; st.State == wire.StateCurrent {
 		t.Fatalf("app-1 reads current on reports its agent never made: %+v", st)
 	}
-	a, err := m.H.Audit(m.Ctx, wire.AuditRequest{Node: "app-1"})
+	a, err := m.H.History.Audit(m.Ctx, wire.AuditRequest{Node: "app-1"})
 	m.Must(err)
 	if n := a.Nodes[0]; !n.OwnKeys || len(n.ReportKeys) != 1 || !n.OK || len(a.Foreign) != 4 {
 		t.Fatalf("audit of app-1: %+v", a)
 	}
 	// And its old, derived identity is no longer its join: a join string
 	// again is refused, naming the re-key.
-	if _, err := m.H.Join(m.Ctx, wire.NameRequest{Name: "app-1"}); err == nil || !strings.Contains(err.Error(), "mesh node rekey app-1") {
+	if _, err := m.H.Access.Join(m.Ctx, wire.NameRequest{Name: "app-1"}); err == nil || !strings.Contains(err.Error(), "mesh node rekey app-1") {
 		t.Fatalf("a join string for a node with its own keys: %v", err)
 	}
 	m.Verified()
@@ -97,7 +97,7 @@ func TestAnOperatorsHomeCannotMakeANodesWord(t *testing.T) {
 // lastSent is the newest declaration sent to node.
 func lastSent(t *testing.T, m *agenttest.Mesh, node string) events.DeclarationSent {
 	t.Helper()
-	msg, found, err := m.H.Store.Last(m.Ctx, events.DeclarationSubject(node))
+	msg, found, err := m.H.Core.Store.Last(m.Ctx, events.DeclarationSubject(node))
 	m.Must(err)
 	if !found {
 		t.Fatalf("nothing was sent to %s", node)

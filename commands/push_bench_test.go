@@ -58,20 +58,20 @@ func benchPushSecret(b *testing.B, sealed bool) {
 		bm.Publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: "app", Build: m.Build(), Settings: map[string]string{"password": pw}})
 	}
 	h := bm.fold()
-	b.Cleanup(func() { h.Secrets.Stop() })
+	b.Cleanup(func() { h.Core.Secrets.Stop() })
 	var push time.Duration
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		// A store of its own each round: its keys are derived afresh,
 		// as a controller's first push after its start derives them.
-		h.Secrets.Stop()
-		if h.Secrets, _, err = secrets.Assert(ctx, bm.JS, 1, bm.Keys.Settings()); err != nil {
+		h.Core.Secrets.Stop()
+		if h.Core.Secrets, _, err = secrets.Assert(ctx, bm.JS, 1, bm.Keys.Settings()); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+		r, err := h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		if err != nil || len(r.Sent) != nodes {
 			b.Fatalf("push: %v, %d sent, %+v", err, len(r.Sent), r.Unsent)
 		}
@@ -112,7 +112,7 @@ func benchPush(b *testing.B, bm *benchMesh, replicas int) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+		r, err := h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		if err != nil || len(r.Sent) != nodes {
 			b.Fatalf("push: %v, %d sent, %+v", err, len(r.Sent), r.Unsent)
 		}

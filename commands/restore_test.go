@@ -27,15 +27,15 @@ func TestAPartialRestoreIsNeverServed(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
 	for _, n := range []string{"web-1", "web-2", "web-3"} {
-		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n})
+		_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n})
 		m.must(err)
 	}
-	_, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+	_, err := m.h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	m.must(err)
 	var backup bytes.Buffer
-	manifest, err := m.h.Store.Export(ctx, &backup)
+	manifest, err := m.h.Core.Store.Export(ctx, &backup)
 	m.must(err)
-	want, err := m.h.Status(ctx, wire.StatusRequest{})
+	want, err := m.h.Status.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 
 	// A new bus; the restore dies after half the backup's lines.
@@ -64,7 +64,7 @@ func TestAPartialRestoreIsNeverServed(t *testing.T) {
 		t.Fatalf("a controller on the finished restore: %v", err)
 	}
 	defer ctrl.Close()
-	got, err := ctrl.Handlers.Status(ctx, wire.StatusRequest{})
+	got, err := ctrl.Status.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	if len(got.Nodes) != len(want.Nodes) || got.Checkpoint != want.Checkpoint {
 		t.Fatalf("restored mesh: %d nodes at %d, backed up %d at %d", len(got.Nodes), got.Checkpoint, len(want.Nodes), want.Checkpoint)
@@ -97,26 +97,26 @@ func writeKey(t *testing.T, from, to string) {
 func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
-	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
 	// The backup, taken before the agent ever started: it holds no report key.
 	var backup bytes.Buffer
-	manifest, err := m.h.Store.Export(ctx, &backup)
+	manifest, err := m.h.Core.Store.Export(ctx, &backup)
 	m.must(err)
 	m.runAgent("web-1", t.TempDir())
 	m.pushAndWait("web-1")
 	last := m.pushAndWait("web-1")
 
 	// Restore the older backup into the same bus, under the running agent.
-	st, err := m.h.Store.Replace(ctx, store.StreamConfig{})
+	st, err := m.h.Core.Store.Replace(ctx, store.StreamConfig{})
 	m.must(err)
 	_, _, err = st.Import(ctx, manifest, bytes.NewReader(backup.Bytes()))
 	m.must(err)
 	m.start()
-	r, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
+	r, err := m.h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
 	m.must(err)
 	p := r.Sent[0]
-	if err := client.WaitReport(ctx, m.h.Store, m.h, "web-1", p.Digest, p.StreamSeq, reportWait); err == nil ||
+	if err := client.WaitReport(ctx, m.h.Core.Store, m.h.Status, "web-1", p.Digest, p.StreamSeq, reportWait); err == nil ||
 		!strings.Contains(err.Error(), "refused") {
 		t.Fatalf("the first push after the restore (sequence %d, the agent applied %d): %v", p.Sequence, last.Sequence, err)
 	}
@@ -126,7 +126,7 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 		t.Fatalf("the push after the refusal is sequence %d, want %d", next.Sequence, last.Sequence+1)
 	}
 	m.settle()
-	s, err := m.h.Status(ctx, wire.StatusRequest{})
+	s, err := m.h.Status.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	if !s.Well {
 		t.Fatalf("the mesh after an older backup under running agents: %+v", s)
@@ -143,18 +143,18 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 func TestARepeatedMessageIDRestores(t *testing.T) {
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
-	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
 	m.runAgent("web-1", t.TempDir())
 	m.pushAndWait("web-1")
-	key, found, err := m.h.Store.Last(ctx, events.ReportSubject("web-1", "ReportKeyRecorded"))
+	key, found, err := m.h.Core.Store.Last(ctx, events.ReportSubject("web-1", "ReportKeyRecorded"))
 	if err != nil || !found || key.Header.Get(jetstream.MsgIDHeader) == "" {
 		t.Fatalf("the agent's key record: found %t, %v, headers %v", found, err, key.Header)
 	}
 	// The same record again, under its id, once the source stream no
 	// longer remembers that id: as the log of a restarted agent holds it.
-	js := m.h.Store.JetStream()
-	info, err := js.Stream(ctx, m.h.Store.Name())
+	js := m.h.Core.Store.JetStream()
+	info, err := js.Stream(ctx, m.h.Core.Store.Name())
 	m.must(err)
 	cfg := info.CachedInfo().Config
 	cfg.Duplicates = 100 * time.Millisecond // the least the server takes
@@ -170,7 +170,7 @@ func TestARepeatedMessageIDRestores(t *testing.T) {
 	want := m.pushAndWait("web-1") // events after the repeat
 	m.settle()
 	var backup bytes.Buffer
-	manifest, err := m.h.Store.Export(ctx, &backup)
+	manifest, err := m.h.Core.Store.Export(ctx, &backup)
 	m.must(err)
 	if n := bytes.Count(backup.Bytes(), []byte(`"Nats-Msg-Id":["`+key.Header.Get(jetstream.MsgIDHeader)+`"]`)); n != 2 {
 		t.Fatalf("the backup holds the key's id %d time(s), want 2", n)
@@ -206,8 +206,8 @@ func TestARepeatedMessageIDRestores(t *testing.T) {
 		t.Fatalf("a controller on the restored log: %v", err)
 	}
 	defer ctrl.Close()
-	m.must(ctrl.Handlers.Proj.WaitFor(ctx, manifest.LastSeq))
-	s, err := ctrl.Handlers.Status(ctx, wire.StatusRequest{})
+	m.must(ctrl.Core.Proj.WaitFor(ctx, manifest.LastSeq))
+	s, err := ctrl.Status.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	if len(s.Nodes) != 1 || s.Nodes[0].Digest != want.Digest || s.Nodes[0].State != wire.StateCurrent ||
 		strings.Contains(strings.Join(s.Causes, " "), "foreign") {

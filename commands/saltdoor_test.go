@@ -31,7 +31,7 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	srv := embeddedtest.ServerIn(t, dir)
 	home := t.TempDir()
 	var ctrl *commands.Controller
-	start := func() *commands.Handlers {
+	start := func() *commands.Controller {
 		t.Helper()
 		if ctrl != nil {
 			ctrl.Close()
@@ -40,7 +40,7 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 		if ctrl, err = commands.StartController(ctx, embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: home}); err != nil {
 			t.Fatal(err)
 		}
-		return ctrl.Handlers
+		return ctrl
 	}
 	t.Cleanup(func() { ctrl.Close() })
 	h := start()
@@ -52,18 +52,18 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	}
 	data, err := os.ReadFile("../examples/postgres.json")
 	must(err)
-	_, err = h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(data)})
+	_, err = h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(data)})
 	must(err)
-	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
+	_, err = h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "db", Capabilities: []string{"linux"}})
 	must(err)
-	_, err = h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "door"}})
+	_, err = h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Settings: map[string]string{"password": "door"}})
 	must(err)
 	var rows []projections.AssignmentRow
-	must(h.Proj.Read(func(v *projections.View) (err error) { rows, err = v.AssignmentsOf("db"); return err }))
+	must(h.Core.Proj.Read(func(v *projections.View) (err error) { rows, err = v.AssignmentsOf("db"); return err }))
 	setting, err := secret.ParseSetting(rows[0].Settings["password"])
 	must(err)
 	subject := "mesh.secret." + setting.Key
-	js := h.Store.JetStream()
+	js := h.Core.Store.JetStream()
 	stream, err := js.Stream(ctx, secrets.SecretsStream)
 	must(err)
 	salt, err := stream.GetLastMsgForSubject(ctx, subject)
@@ -89,7 +89,7 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	if m, err := stream.GetLastMsgForSubject(ctx, subject); err != nil || m.Sequence != salt.Sequence {
 		t.Fatalf("something landed on the salt's subject: %v %v", m, err)
 	}
-	s, err := h.Status(ctx, wire.StatusRequest{})
+	s, err := h.Status.Status(ctx, wire.StatusRequest{})
 	must(err)
 	if s.Nodes[0].State == wire.StateCannotCompose {
 		t.Fatalf("junk at its salt broke db's secret: %+v", s.Nodes[0])
@@ -116,12 +116,12 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	if string(salts[setting.Key]) != string(salt.Data) {
 		t.Fatal("a backup does not carry the salt")
 	}
-	_, err = h.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "password"})
+	_, err = h.Credentials.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "password"})
 	must(err)
 	if onDisk(t, dir, salt.Data) {
 		t.Fatal("after the forget the salt is still on the bus's disk")
 	}
-	s, err = h.Status(ctx, wire.StatusRequest{})
+	s, err = h.Status.Status(ctx, wire.StatusRequest{})
 	must(err)
 	if !strings.Contains(s.Nodes[0].Detail, "--set-file password=") {
 		t.Fatalf("after the forget: %+v", s.Nodes[0])

@@ -20,13 +20,13 @@ func TestASeatsWorkWaitsForItsHolder(t *testing.T) {
 	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
-	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})
+	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})
 	m.must(err)
 	for _, doc := range []string{
 		`{"module":"builder","claims":["builder"],"run":{"command":"/bin/true"}}`,
 		`{"module":"other","run":{"command":"/bin/true"}}`,
 	} {
-		_, err := m.h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
+		_, err := m.h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
 		m.must(err)
 	}
 	// Nobody holds the seat yet: the work is kept.
@@ -39,7 +39,7 @@ func TestASeatsWorkWaitsForItsHolder(t *testing.T) {
 		t.Fatalf("putting work on the seat's queue: %v", err)
 	}
 	for _, mod := range []string{"builder", "other"} {
-		_, err := m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: mod})
+		_, err := m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: mod})
 		m.must(err)
 	}
 

@@ -24,7 +24,7 @@ const (
 // Serve registers the mesh-controller micro service with one endpoint per verb.
 // Endpoints share the default queue group, so several controllers on one bus
 // split the requests; optimistic concurrency on the stream keeps them honest.
-func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
+func Serve(nc *nats.Conn, h *Services) (micro.Service, error) {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: wire.ServiceName, Version: wire.ServiceVersion,
 		Description: "the mesh controller: nodes, modules, assignments, plans and signed pushes",
@@ -36,51 +36,51 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 		name, subject string
 		handler       micro.Handler
 	}{
-		{"node-enroll", wire.SubjectNodeEnroll, endpoint(nc, h, wire.SubjectNodeEnroll, h.Enroll, verbTimeout)},
-		{"node-retire", wire.SubjectNodeRetire, endpoint(nc, h, wire.SubjectNodeRetire, h.Retire, verbTimeout)},
-		{"node-change", wire.SubjectNodeChange, endpoint(nc, h, wire.SubjectNodeChange, h.ChangeNode, verbTimeout)},
-		{"node-list", wire.SubjectNodeList, endpoint(nc, h, wire.SubjectNodeList, h.ListNodes, verbTimeout)},
-		{"node-show", wire.SubjectNodeShow, endpoint(nc, h, wire.SubjectNodeShow, h.ShowNode, verbTimeout)},
-		{"node-assign", wire.SubjectNodeAssign, endpoint(nc, h, wire.SubjectNodeAssign, h.Assign, verbTimeout)},
-		{"node-unassign", wire.SubjectNodeUnassign, endpoint(nc, h, wire.SubjectNodeUnassign, h.Unassign, verbTimeout)},
-		{"node-plan", wire.SubjectNodePlan, endpoint(nc, h, wire.SubjectNodePlan, h.Plan, verbTimeout)},
-		{"node-enroll-batch", wire.SubjectNodeEnrollBatch, endpoint(nc, h, wire.SubjectNodeEnrollBatch, h.EnrollBatch, verbTimeout)},
-		{"node-assign-batch", wire.SubjectNodeAssignBatch, endpoint(nc, h, wire.SubjectNodeAssignBatch, h.AssignBatch, verbTimeout)},
-		{"node-select", wire.SubjectNodeSelect, endpoint(nc, h, wire.SubjectNodeSelect, h.SelectNodes, verbTimeout)},
-		{"node-join", wire.SubjectNodeJoin, endpoint(nc, h, wire.SubjectNodeJoin, h.Join, verbTimeout)},
-		{"node-rekey", wire.SubjectNodeRekey, endpoint(nc, h, wire.SubjectNodeRekey, h.Rekey, verbTimeout)},
-		{"token-create", wire.SubjectTokenCreate, endpoint(nc, h, wire.SubjectTokenCreate, h.CreateToken, verbTimeout)},
-		{"token-list", wire.SubjectTokenList, endpoint(nc, h, wire.SubjectTokenList, h.ListTokens, verbTimeout)},
-		{"token-revoke", wire.SubjectTokenRevoke, endpoint(nc, h, wire.SubjectTokenRevoke, h.RevokeToken, verbTimeout)},
-		{"push", wire.SubjectPush, endpoint(nc, h, wire.SubjectPush, h.Push, pushTimeout)},
-		{"rollout-start", wire.SubjectRolloutStart, endpoint(nc, h, wire.SubjectRolloutStart, h.StartRollout, pushTimeout)},
-		{"rollout-control", wire.SubjectRolloutControl, endpoint(nc, h, wire.SubjectRolloutControl, h.ControlRollout, verbTimeout)},
-		{"rollout-list", wire.SubjectRolloutList, endpoint(nc, h, wire.SubjectRolloutList, h.ListRollouts, verbTimeout)},
-		{"rollout-show", wire.SubjectRolloutShow, endpoint(nc, h, wire.SubjectRolloutShow, h.ShowRollout, verbTimeout)},
-		{"rollout-plan", wire.SubjectRolloutPlan, endpoint(nc, h, wire.SubjectRolloutPlan, h.PlanRollout, pushTimeout)},
-		{"network-set", wire.SubjectNetworkSet, endpoint(nc, h, wire.SubjectNetworkSet, h.SetNetwork, verbTimeout)},
-		{"network-show", wire.SubjectNetworkShow, endpoint(nc, h, wire.SubjectNetworkShow, h.ShowNetwork, verbTimeout)},
-		{"network-address", wire.SubjectNetworkAddress, endpoint(nc, h, wire.SubjectNetworkAddress, h.FixAddress, verbTimeout)},
-		{"seat-list", wire.SubjectSeatList, endpoint(nc, h, wire.SubjectSeatList, h.ListSeats, verbTimeout)},
-		{"seat-show", wire.SubjectSeatShow, endpoint(nc, h, wire.SubjectSeatShow, h.ShowSeat, verbTimeout)},
-		{"seat-handover", wire.SubjectSeatHandover, endpoint(nc, h, wire.SubjectSeatHandover, h.HandoverSeat, pushTimeout)},
-		{"push-plan", wire.SubjectPushPlan, endpoint(nc, h, wire.SubjectPushPlan, h.PushPlan, pushTimeout)},
-		{"rotate", wire.SubjectRotate, endpoint(nc, h, wire.SubjectRotate, h.Rotate, verbTimeout)},
-		{"secret-forget", wire.SubjectSecretForget, endpoint(nc, h, wire.SubjectSecretForget, h.ForgetSecret, verbTimeout)},
-		{"declare", wire.SubjectDeclare, endpoint(nc, h, wire.SubjectDeclare, h.Declare, verbTimeout)},
-		{"status", wire.SubjectStatus, endpoint(nc, h, wire.SubjectStatus, h.Status, verbTimeout)},
-		{"report", wire.SubjectReport, endpoint(nc, h, wire.SubjectReport, h.Report, verbTimeout)},
-		{"history", wire.SubjectHistory, endpoint(nc, h, wire.SubjectHistory, h.History, verbTimeout)},
-		{"audit", wire.SubjectAudit, endpoint(nc, h, wire.SubjectAudit, h.Audit, rebuildTimeout)},
-		{"foreign-list", wire.SubjectForeignList, endpoint(nc, h, wire.SubjectForeignList, h.ListForeign, verbTimeout)},
-		{"foreign-ack", wire.SubjectForeignAck, endpoint(nc, h, wire.SubjectForeignAck, h.AckForeign, verbTimeout)},
-		{"report-judge", wire.SubjectReportJudge, endpoint(nc, h, wire.SubjectReportJudge, h.JudgeReport, verbTimeout)},
-		{"module-register", wire.SubjectModuleRegister, endpoint(nc, h, wire.SubjectModuleRegister, h.RegisterModule, verbTimeout)},
-		{"module-list", wire.SubjectModuleList, endpoint(nc, h, wire.SubjectModuleList, h.ListModules, verbTimeout)},
-		{"module-show", wire.SubjectModuleShow, endpoint(nc, h, wire.SubjectModuleShow, h.ShowModule, verbTimeout)},
-		{"projections-status", wire.SubjectProjectionsStatus, endpoint(nc, h, wire.SubjectProjectionsStatus, h.ProjectionsStatus, verbTimeout)},
-		{"projections-rebuild", wire.SubjectProjectionsRebuild, endpoint(nc, h, wire.SubjectProjectionsRebuild, h.RebuildProjections, rebuildTimeout)},
-		{"projections-verify", wire.SubjectProjectionsVerify, endpoint(nc, h, wire.SubjectProjectionsVerify, h.VerifyProjections, rebuildTimeout)},
+		{"node-enroll", wire.SubjectNodeEnroll, endpoint(nc, h, wire.SubjectNodeEnroll, h.Nodes.Enroll, verbTimeout)},
+		{"node-retire", wire.SubjectNodeRetire, endpoint(nc, h, wire.SubjectNodeRetire, h.Nodes.Retire, verbTimeout)},
+		{"node-change", wire.SubjectNodeChange, endpoint(nc, h, wire.SubjectNodeChange, h.Nodes.ChangeNode, verbTimeout)},
+		{"node-list", wire.SubjectNodeList, endpoint(nc, h, wire.SubjectNodeList, h.Nodes.ListNodes, verbTimeout)},
+		{"node-show", wire.SubjectNodeShow, endpoint(nc, h, wire.SubjectNodeShow, h.Status.ShowNode, verbTimeout)},
+		{"node-assign", wire.SubjectNodeAssign, endpoint(nc, h, wire.SubjectNodeAssign, h.Nodes.Assign, verbTimeout)},
+		{"node-unassign", wire.SubjectNodeUnassign, endpoint(nc, h, wire.SubjectNodeUnassign, h.Nodes.Unassign, verbTimeout)},
+		{"node-plan", wire.SubjectNodePlan, endpoint(nc, h, wire.SubjectNodePlan, h.Push.Plan, verbTimeout)},
+		{"node-enroll-batch", wire.SubjectNodeEnrollBatch, endpoint(nc, h, wire.SubjectNodeEnrollBatch, h.Nodes.EnrollBatch, verbTimeout)},
+		{"node-assign-batch", wire.SubjectNodeAssignBatch, endpoint(nc, h, wire.SubjectNodeAssignBatch, h.Nodes.AssignBatch, verbTimeout)},
+		{"node-select", wire.SubjectNodeSelect, endpoint(nc, h, wire.SubjectNodeSelect, h.Push.SelectNodes, verbTimeout)},
+		{"node-join", wire.SubjectNodeJoin, endpoint(nc, h, wire.SubjectNodeJoin, h.Access.Join, verbTimeout)},
+		{"node-rekey", wire.SubjectNodeRekey, endpoint(nc, h, wire.SubjectNodeRekey, h.Access.Rekey, verbTimeout)},
+		{"token-create", wire.SubjectTokenCreate, endpoint(nc, h, wire.SubjectTokenCreate, h.Access.CreateToken, verbTimeout)},
+		{"token-list", wire.SubjectTokenList, endpoint(nc, h, wire.SubjectTokenList, h.Access.ListTokens, verbTimeout)},
+		{"token-revoke", wire.SubjectTokenRevoke, endpoint(nc, h, wire.SubjectTokenRevoke, h.Access.RevokeToken, verbTimeout)},
+		{"push", wire.SubjectPush, endpoint(nc, h, wire.SubjectPush, h.Push.Push, pushTimeout)},
+		{"rollout-start", wire.SubjectRolloutStart, endpoint(nc, h, wire.SubjectRolloutStart, h.Rollouts.StartRollout, pushTimeout)},
+		{"rollout-control", wire.SubjectRolloutControl, endpoint(nc, h, wire.SubjectRolloutControl, h.Rollouts.ControlRollout, verbTimeout)},
+		{"rollout-list", wire.SubjectRolloutList, endpoint(nc, h, wire.SubjectRolloutList, h.Rollouts.ListRollouts, verbTimeout)},
+		{"rollout-show", wire.SubjectRolloutShow, endpoint(nc, h, wire.SubjectRolloutShow, h.Rollouts.ShowRollout, verbTimeout)},
+		{"rollout-plan", wire.SubjectRolloutPlan, endpoint(nc, h, wire.SubjectRolloutPlan, h.Rollouts.PlanRollout, pushTimeout)},
+		{"network-set", wire.SubjectNetworkSet, endpoint(nc, h, wire.SubjectNetworkSet, h.Network.SetNetwork, verbTimeout)},
+		{"network-show", wire.SubjectNetworkShow, endpoint(nc, h, wire.SubjectNetworkShow, h.Network.ShowNetwork, verbTimeout)},
+		{"network-address", wire.SubjectNetworkAddress, endpoint(nc, h, wire.SubjectNetworkAddress, h.Network.FixAddress, verbTimeout)},
+		{"seat-list", wire.SubjectSeatList, endpoint(nc, h, wire.SubjectSeatList, h.Seats.ListSeats, verbTimeout)},
+		{"seat-show", wire.SubjectSeatShow, endpoint(nc, h, wire.SubjectSeatShow, h.Seats.ShowSeat, verbTimeout)},
+		{"seat-handover", wire.SubjectSeatHandover, endpoint(nc, h, wire.SubjectSeatHandover, h.Seats.HandoverSeat, pushTimeout)},
+		{"push-plan", wire.SubjectPushPlan, endpoint(nc, h, wire.SubjectPushPlan, h.Push.PushPlan, pushTimeout)},
+		{"rotate", wire.SubjectRotate, endpoint(nc, h, wire.SubjectRotate, h.Credentials.Rotate, verbTimeout)},
+		{"secret-forget", wire.SubjectSecretForget, endpoint(nc, h, wire.SubjectSecretForget, h.Credentials.ForgetSecret, verbTimeout)},
+		{"declare", wire.SubjectDeclare, endpoint(nc, h, wire.SubjectDeclare, h.Push.Declare, verbTimeout)},
+		{"status", wire.SubjectStatus, endpoint(nc, h, wire.SubjectStatus, h.Status.Status, verbTimeout)},
+		{"report", wire.SubjectReport, endpoint(nc, h, wire.SubjectReport, h.Status.Report, verbTimeout)},
+		{"history", wire.SubjectHistory, endpoint(nc, h, wire.SubjectHistory, h.History.History, verbTimeout)},
+		{"audit", wire.SubjectAudit, endpoint(nc, h, wire.SubjectAudit, h.History.Audit, rebuildTimeout)},
+		{"foreign-list", wire.SubjectForeignList, endpoint(nc, h, wire.SubjectForeignList, h.Access.ListForeign, verbTimeout)},
+		{"foreign-ack", wire.SubjectForeignAck, endpoint(nc, h, wire.SubjectForeignAck, h.Access.AckForeign, verbTimeout)},
+		{"report-judge", wire.SubjectReportJudge, endpoint(nc, h, wire.SubjectReportJudge, h.Status.JudgeReport, verbTimeout)},
+		{"module-register", wire.SubjectModuleRegister, endpoint(nc, h, wire.SubjectModuleRegister, h.Modules.RegisterModule, verbTimeout)},
+		{"module-list", wire.SubjectModuleList, endpoint(nc, h, wire.SubjectModuleList, h.Modules.ListModules, verbTimeout)},
+		{"module-show", wire.SubjectModuleShow, endpoint(nc, h, wire.SubjectModuleShow, h.Modules.ShowModule, verbTimeout)},
+		{"projections-status", wire.SubjectProjectionsStatus, endpoint(nc, h, wire.SubjectProjectionsStatus, h.Status.ProjectionsStatus, verbTimeout)},
+		{"projections-rebuild", wire.SubjectProjectionsRebuild, endpoint(nc, h, wire.SubjectProjectionsRebuild, h.Status.RebuildProjections, rebuildTimeout)},
+		{"projections-verify", wire.SubjectProjectionsVerify, endpoint(nc, h, wire.SubjectProjectionsVerify, h.Status.VerifyProjections, rebuildTimeout)},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, e.handler, micro.WithEndpointSubject(e.subject)); err != nil {
@@ -98,7 +98,7 @@ func Serve(nc *nats.Conn, h *Handlers) (micro.Service, error) {
 // error. Each verb has a subscription of its own, so a long verb (an
 // audit, a push waiting for its fold) holds up only requests of the same
 // verb to this controller; several controllers share the queue group.
-func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
+func endpoint[Req, Resp any](nc *nats.Conn, h *Services, subject string, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
 	writes := wire.Writes(subject)
 	return micro.HandlerFunc(func(r micro.Request) {
 		var req Req
@@ -112,20 +112,20 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Handlers, subject string, fn func
 		defer cancel()
 		if writes {
 			var uncut context.CancelFunc
-			ctx, uncut = h.CutOnTrouble(ctx)
+			ctx, uncut = h.Core.CutOnTrouble(ctx)
 			defer uncut()
 		}
 		began := time.Now()
 		resp, err := fn(ctx, req)
-		if h.Metrics != nil {
+		if h.Core.Metrics != nil {
 			code := ""
 			if err != nil {
 				code = core.Code(err)
 			}
-			h.Metrics.Command(verbOf(subject), time.Since(began), code)
+			h.Core.Metrics.Command(verbOf(subject), time.Since(began), code)
 		}
 		if writes {
-			h.Observe(err)
+			h.Core.Observe(err)
 		}
 		if cut := core.CutBy(ctx); err != nil && cut != nil {
 			// Whatever the verb made of its cut context (a canceled

@@ -44,7 +44,7 @@ func TestJunkAimedAtADeclarationSubjectDoesNotHoldTheNode(t *testing.T) {
 		}
 		var top uint64
 		embeddedtest.Eventually(t, "the acknowledgement to land on db-1's declaration subject", func() bool {
-			last, found, err := m.h.Store.Last(ctx, subject)
+			last, found, err := m.h.Core.Store.Last(ctx, subject)
 			top = last.Seq
 			return err == nil && found && strings.Contains(string(last.Data), `"stream"`)
 		})
@@ -53,7 +53,7 @@ func TestJunkAimedAtADeclarationSubjectDoesNotHoldTheNode(t *testing.T) {
 	seq := junk()
 	// The fold sets it aside: it names db-1 and is no event of the controller's.
 	embeddedtest.Eventually(t, "the junk to be listed foreign", func() bool {
-		l, err := m.h.ListForeign(ctx, wire.Empty{})
+		l, err := m.h.Access.ListForeign(ctx, wire.Empty{})
 		return err == nil && len(l.Foreign) > 0 && l.Foreign[len(l.Foreign)-1].Seq == seq
 	})
 
@@ -98,7 +98,7 @@ func TestTheNewestDeclarationIsAnsweredOnlyToAnInbox(t *testing.T) {
 	app := m.enrollAndDeclare("app-1")
 	m.enrollAndDeclare("db-1")
 	subject := events.DeclarationSubject("db-1")
-	before, _, err := m.h.Store.Last(ctx, subject)
+	before, _, err := m.h.Core.Store.Last(ctx, subject)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestTheNewestDeclarationIsAnsweredOnlyToAnInbox(t *testing.T) {
 	}
 	// Asked properly, twice, after it: the controller takes its requests in
 	// order, so by the second answer the first request was long settled.
-	own, _, err := m.h.Store.Last(ctx, events.DeclarationSubject("app-1"))
+	own, _, err := m.h.Core.Store.Last(ctx, events.DeclarationSubject("app-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestTheNewestDeclarationIsAnsweredOnlyToAnInbox(t *testing.T) {
 			t.Fatalf("app-1 asking for its newest declaration: event %d on %s, found %v, %v; want event %d", got.Seq, got.Subject, found, err, own.Seq)
 		}
 	}
-	if after, _, err := m.h.Store.Last(ctx, subject); err != nil || after.Seq != before.Seq {
+	if after, _, err := m.h.Core.Store.Last(ctx, subject); err != nil || after.Seq != before.Seq {
 		t.Fatalf("an answer aimed at db-1's declaration subject landed there: event %d, was %d (%v)", after.Seq, before.Seq, err)
 	}
 }
@@ -130,7 +130,7 @@ func TestTheNewestDeclarationIsAnsweredOnlyToAnInbox(t *testing.T) {
 // declare sends node a declaration of one file, /etc/secret, holding content.
 func (m *closedMesh) declare(node, content string) {
 	m.t.Helper()
-	if _, err := m.h.Declare(context.Background(), wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: node, File: "f.json",
+	if _, err := m.h.Push.Declare(context.Background(), wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: node, File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/secret","mode":"0600","content":"` + content + `"}]}`}); err != nil {
 		m.t.Fatal(err)
 	}

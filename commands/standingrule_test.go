@@ -24,18 +24,18 @@ func TestAStandingIsAProvidersOnItsMachineTowardItsConsumer(t *testing.T) {
 	m := newTrustMesh(t, true)
 	ctx := m.ctx
 	for _, n := range []string{"db-1", "app-1", "web-1"} {
-		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Capabilities: []string{"linux"}})
+		_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Capabilities: []string{"linux"}})
 		m.must(err)
 	}
 	for _, f := range []string{"postgres.json", "app.json", "greeter.json"} {
 		b, err := os.ReadFile("../examples/" + f)
 		m.must(err)
-		_, err = m.h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: f, Manifest: string(b)})
+		_, err = m.h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: f, Manifest: string(b)})
 		m.must(err)
 	}
 	assign := func(node, module string, settings map[string]string) {
 		t.Helper()
-		_, err := m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: node, Module: module, Settings: settings})
+		_, err := m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: node, Module: module, Settings: settings})
 		m.must(err)
 	}
 	assign("app-1", "app", nil)
@@ -71,14 +71,14 @@ func TestAStandingIsAProvidersOnItsMachineTowardItsConsumer(t *testing.T) {
 	say("web-1", failing("greeter", "web-1", "app"))
 	m.settle()
 	standings := func() []wire.StandingView {
-		s, err := m.h.Status(ctx, wire.StatusRequest{})
+		s, err := m.h.Status.Status(ctx, wire.StatusRequest{})
 		m.must(err)
 		return s.Standings
 	}
 	if st := standings(); len(st) != 0 {
 		t.Fatalf("standings of providers not on their machine or toward no consumer of theirs stand: %+v", st)
 	}
-	list, err := m.h.ListForeign(ctx, wire.Empty{})
+	list, err := m.h.Access.ListForeign(ctx, wire.Empty{})
 	m.must(err)
 	for _, want := range []string{"which is not assigned there", "which is not assigned there", "toward greeter, which is not resolved to it", "toward app, which is not resolved to it"} {
 		found := false
@@ -102,7 +102,7 @@ func TestAStandingIsAProvidersOnItsMachineTowardItsConsumer(t *testing.T) {
 	}
 	// Moved away, its failing word is no more a fact, but its recovery
 	// still clears what it said while it was there.
-	_, err = m.h.Unassign(ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "postgres"})
+	_, err = m.h.Nodes.Unassign(ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "postgres"})
 	m.must(err)
 	say("db-1", events.ProviderFailing{Provider: "postgres", Machine: "db-1", Consumer: "app", Word: "after it left"})
 	m.settle()
@@ -116,13 +116,13 @@ func TestAStandingIsAProvidersOnItsMachineTowardItsConsumer(t *testing.T) {
 	}
 
 	// The operator's word is held to the same, refused before it is appended.
-	if _, err := m.h.Report(ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true,
+	if _, err := m.h.Status.Report(ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true,
 		Provider: "greeter", Machine: "web-1", Consumer: "app", Word: "x"}); err == nil || !strings.Contains(err.Error(), "not resolved to it") {
 		t.Fatalf("the operator's standing toward a module that consumes nothing of it: %v", err)
 	}
 
 	// A fresh fold decides each the same, at its place in the log.
-	v, err := m.h.VerifyProjections(ctx, wire.FoldRequest{})
+	v, err := m.h.Status.VerifyProjections(ctx, wire.FoldRequest{})
 	if err != nil || v.Diff != "" {
 		t.Fatalf("verify: %v\n%s", err, v.Diff)
 	}

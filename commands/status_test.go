@@ -72,20 +72,20 @@ func TestEveryNodeState(t *testing.T) {
 	m.Agent("hand")
 	m.Push("hand")
 	m.WaitState("hand", wire.StateCurrent)
-	_, err := m.H.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "hand", File: "h.json",
+	_, err := m.H.Push.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "hand", File: "h.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hi\n"}]}`})
 	m.Must(err)
 	if n := m.Status()["hand"]; n.State != wire.StateBehind || !strings.Contains(n.Detail, "hand-written") {
 		t.Fatalf("hand: %+v", n)
 	}
 
-	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
+	s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	if s.Well {
 		t.Fatal("status calls a mesh with failed, refused and behind nodes well")
 	}
 	// push --behind sends exactly the nodes that are not current.
-	r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
+	r, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
 	m.Must(err)
 	sent := map[string]bool{}
 	for _, p := range r.Sent {
@@ -118,13 +118,13 @@ func TestStandings(t *testing.T) {
 	m.WaitState("auth-1", wire.StateCurrent)
 	m.WaitState("app-1", wire.StateCurrent)
 	report := func(failing bool, word string) wire.Reported {
-		r, err := m.H.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: failing,
+		r, err := m.H.Status.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: failing,
 			Provider: "postgres", Machine: "auth-1", Consumer: "app", Word: word})
 		m.Must(err)
 		return r
 	}
 	well := func() (bool, []wire.StandingView) {
-		s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
+		s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 		m.Must(err)
 		return s.Well, s.Standings
 	}
@@ -140,7 +140,7 @@ func TestStandings(t *testing.T) {
 	if !st[0].Since.Before(st[0].Updated) {
 		t.Fatalf("a new word must keep since the first failing report: %+v", st[0])
 	}
-	view, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "auth-1"})
+	view, err := m.H.Status.ShowNode(m.Ctx, wire.NameRequest{Name: "auth-1"})
 	m.Must(err)
 	if len(view.Standings) != 1 {
 		t.Fatalf("node show does not name the standing of its machine: %+v", view.Standings)
@@ -154,7 +154,7 @@ func TestStandings(t *testing.T) {
 	if r := report(false, ""); r.Changed {
 		t.Fatal("a recovery with nothing failing appended something")
 	}
-	if _, err := m.H.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true, Provider: "nope", Machine: "auth-1", Consumer: "app", Word: "x"}); err == nil {
+	if _, err := m.H.Status.Report(m.Ctx, wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true, Provider: "nope", Machine: "auth-1", Consumer: "app", Word: "x"}); err == nil {
 		t.Fatal("a standing of an unknown module was accepted")
 	}
 }
@@ -216,23 +216,23 @@ func TestStatusAsOf(t *testing.T) {
 	// The controller's clock an hour on: what is appended now is after
 	// before, with no sleeping (the injected clock, not the wall's).
 	before := time.Now()
-	m.H.Store.Now = func() time.Time { return before.Add(time.Hour) }
+	m.H.Core.Store.Now = func() time.Time { return before.Add(time.Hour) }
 	m.Assign("db-1", "postgres", map[string]string{"password": "b"})
 	if m.Status()["db-1"].State != wire.StateBehind {
 		t.Fatal("not behind after the change")
 	}
-	past, err := m.H.Status(m.Ctx, wire.StatusRequest{AsOf: before})
+	past, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{AsOf: before})
 	m.Must(err)
 	if past.AsOf == nil || !past.Well || past.Nodes[0].State != wire.StateCurrent {
 		t.Fatalf("status as of before the change: %+v", past)
 	}
-	show, err := m.H.ShowNode(m.Ctx, wire.NameRequest{Name: "db-1", AsOf: before})
+	show, err := m.H.Status.ShowNode(m.Ctx, wire.NameRequest{Name: "db-1", AsOf: before})
 	m.Must(err)
 	if show.AsOf == nil || show.State != wire.StateCurrent || show.Assignments[0].Settings["password"] != "(secret, version 1)" {
 		t.Fatalf("node show as of before the change: %+v", show)
 	}
 	long := time.Now().Add(-time.Hour)
-	ancient, err := m.H.Status(m.Ctx, wire.StatusRequest{AsOf: long})
+	ancient, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{AsOf: long})
 	m.Must(err)
 	if len(ancient.Nodes) != 0 {
 		t.Fatalf("an hour ago there were no nodes: %+v", ancient.Nodes)
@@ -252,13 +252,13 @@ func TestLongFailingNodeIsPushedWithANote(t *testing.T) {
 	m.Push("web-1")
 	first := m.WaitState("web-1", wire.StateFailed)
 	m.Push("web-1") // fails the same way again
-	row, _, _ := m.H.Proj.Node("web-1")
+	row, _, _ := m.H.Core.Proj.Node("web-1")
 	second := m.Report("web-1", row.LastSent.Digest)
 	if first.FailingSince == nil || !second.FailingSince.Equal(*first.FailingSince) {
 		t.Fatalf("failing the same way must keep its start: first %v, then %v", first.FailingSince, second.FailingSince)
 	}
-	m.H.Now = func() time.Time { return time.Now().Add(7 * time.Hour) }
-	r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
+	m.H.Core.Now = func() time.Time { return time.Now().Add(7 * time.Hour) }
+	r, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true})
 	m.Must(err)
 	if len(r.Sent) != 1 || !strings.Contains(r.Sent[0].Note, "the cause is unlikely to be timing") {
 		t.Fatalf("push --behind seven hours on: %+v", r.Sent)

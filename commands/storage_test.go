@@ -38,8 +38,8 @@ func TestAFullBusIsSaidAndSurvived(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctrl.Close()
-	h := ctrl.Handlers
-	if _, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
+	h := ctrl
+	if _, err := h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
 		t.Fatal(err)
 	}
 	// Another stream takes the rest of the bus's storage.
@@ -58,17 +58,17 @@ func TestAFullBusIsSaidAndSurvived(t *testing.T) {
 		}
 	}
 
-	_, err = h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"})
+	_, err = h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"})
 	if !errors.Is(err, store.ErrStorage) || !strings.Contains(err.Error(), "nothing was recorded") || strings.Count(err.Error(), "cannot append") != 1 {
 		t.Fatalf("enrol on a full bus: %v", err)
 	}
 	// A push names each node it could not send to, with the cause: the
 	// command line then exits 1 saying how many were not sent.
-	if r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"}); err != nil || len(r.Sent) != 0 ||
+	if r, err := h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"}); err != nil || len(r.Sent) != 0 ||
 		len(r.Unsent) != 1 || !strings.Contains(r.Unsent[0].Reason, "storage is full") {
 		t.Fatalf("a push on a full bus: %+v %v", r, err)
 	}
-	if s, err := h.Status(ctx, wire.StatusRequest{}); err != nil || len(s.Nodes) != 1 {
+	if s, err := h.Status.Status(ctx, wire.StatusRequest{}); err != nil || len(s.Nodes) != 1 {
 		t.Fatalf("status on a full bus: %+v %v", s, err)
 	}
 
@@ -76,7 +76,7 @@ func TestAFullBusIsSaidAndSurvived(t *testing.T) {
 	if err := js.DeleteStream(ctx, "FILL"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"}); err != nil {
+	if _, err := h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-2"}); err != nil {
 		t.Fatalf("enrol once there is room again: %v", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestALostStreamIsNotServedAsAnEmptyMesh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ctrl.Handlers.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
+	if _, err := ctrl.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"}); err != nil {
 		t.Fatal(err)
 	}
 	ctrl.Close()
@@ -112,7 +112,7 @@ func TestALostStreamIsNotServedAsAnEmptyMesh(t *testing.T) {
 		t.Fatalf("a start with --rebuild: %v", err)
 	}
 	defer again.Close()
-	if s, _ := again.Handlers.Status(ctx, wire.StatusRequest{}); len(s.Nodes) != 0 {
+	if s, _ := again.Status.Status(ctx, wire.StatusRequest{}); len(s.Nodes) != 0 {
 		t.Fatalf("the new mesh: %+v", s)
 	}
 }

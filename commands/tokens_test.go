@@ -25,12 +25,12 @@ func TestOneTokenEnrolsAFleet(t *testing.T) {
 	m := agenttest.New(t)
 	token := func(uses int) string {
 		t.Helper()
-		r, err := m.H.CreateToken(m.Ctx, wire.TokenRequest{CommandID: wire.NewCommandID(), Uses: uses, Labels: map[string]string{"zone": "eu-1"}})
+		r, err := m.H.Access.CreateToken(m.Ctx, wire.TokenRequest{CommandID: wire.NewCommandID(), Uses: uses, Labels: map[string]string{"zone": "eu-1"}})
 		m.Must(err)
 		return r.Identity.Token
 	}
 	enrol := func(tok, node string) error {
-		j := agent.Join{Mesh: m.H.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: m.H.PublicKey, Token: tok}
+		j := agent.Join{Mesh: m.H.Core.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: m.H.Core.PublicKey, Token: tok}
 		_, err := agent.Enrol(m.Ctx, j, filepath.Join(t.TempDir(), "state"), func(o ...nats.Option) (*nats.Conn, error) {
 			return nats.Connect(m.Srv.ClientURL(), o...)
 		}, slog.New(slog.DiscardHandler))
@@ -48,7 +48,7 @@ func TestOneTokenEnrolsAFleet(t *testing.T) {
 			t.Fatalf("n%d enrolling with the fleet's token: %v", i+1, err)
 		}
 	}
-	nodes, err := m.H.ListNodes(m.Ctx, wire.ListRequest{})
+	nodes, err := m.H.Nodes.ListNodes(m.Ctx, wire.ListRequest{})
 	m.Must(err)
 	if len(nodes.Nodes) != 3 {
 		t.Fatalf("nodes after three uses: %+v", nodes.Nodes)
@@ -64,12 +64,12 @@ func TestOneTokenEnrolsAFleet(t *testing.T) {
 	more := token(2)
 	m.Must(enrol(more, "n5"))
 	id, _, _ := strings.Cut(more, ".")
-	if c, err := m.H.RevokeToken(m.Ctx, wire.NameRequest{Name: id}); err != nil || !c.Changed {
+	if c, err := m.H.Access.RevokeToken(m.Ctx, wire.NameRequest{Name: id}); err != nil || !c.Changed {
 		t.Fatalf("revoking a token with a use left: %+v %v", c, err)
 	}
 	var tk projections.Token
-	m.Must(m.H.Proj.Read(func(v *projections.View) (err error) { tk, _, err = v.Token(id); return err }))
-	if left, why := tk.Left(m.H.Now()); left != 0 || !strings.Contains(why, "revoked") {
+	m.Must(m.H.Core.Proj.Read(func(v *projections.View) (err error) { tk, _, err = v.Token(id); return err }))
+	if left, why := tk.Left(m.H.Core.Now()); left != 0 || !strings.Contains(why, "revoked") {
 		t.Fatalf("after the revoke: %d left (%s)", left, why)
 	}
 }

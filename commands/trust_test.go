@@ -33,7 +33,7 @@ type trustMesh struct {
 	nc     *nats.Conn
 	home   string
 	ctrl   *commands.Controller
-	h      *commands.Handlers
+	h      *commands.Controller
 }
 
 func newTrustMesh(t *testing.T, closed bool) *trustMesh {
@@ -78,7 +78,7 @@ func (m *trustMesh) start() {
 		m.t.Fatalf("the controller's start: %v", err)
 	}
 	m.t.Cleanup(func() { ctrl.Close() })
-	m.ctrl, m.h = ctrl, ctrl.Handlers
+	m.ctrl, m.h = ctrl, ctrl
 }
 
 func (m *trustMesh) must(err error) {
@@ -93,7 +93,7 @@ func (m *trustMesh) join(node string) agent.Join {
 	// A node enrolled before nodes made their own keys: the path these
 	// tests pin (their seeds derive from the controller key); the nodes
 	// that made theirs are TestAnOperatorsHomeCannotMakeANodesWord's.
-	id, err := m.h.LegacyIdentity(node)
+	id, err := m.h.Access.LegacyIdentity(node)
 	m.must(err)
 	return agent.Join{Mesh: id.Mesh, Bus: m.srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}
 }
@@ -131,18 +131,18 @@ func (m *trustMesh) runAgent(node, root string) {
 // message published before it has been folded too.
 func (m *trustMesh) fence() {
 	m.t.Helper()
-	r, err := m.h.Enroll(m.ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "fence-" + strings.ToLower(wire.NewCommandID()[:8])})
+	r, err := m.h.Nodes.Enroll(m.ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "fence-" + strings.ToLower(wire.NewCommandID()[:8])})
 	m.must(err)
-	m.must(m.h.Proj.WaitFor(m.ctx, r.Seq))
+	m.must(m.h.Core.Proj.WaitFor(m.ctx, r.Seq))
 }
 
 // settle waits until the read models have folded everything the stream
 // holds now (what was acknowledged to its writer is in it).
 func (m *trustMesh) settle() {
 	m.t.Helper()
-	st, err := m.h.Store.State(m.ctx)
+	st, err := m.h.Core.Store.State(m.ctx)
 	m.must(err)
-	m.must(m.h.Proj.WaitFor(m.ctx, st.LastSeq))
+	m.must(m.h.Core.Proj.WaitFor(m.ctx, st.LastSeq))
 }
 
 // envelope is ev as a mesh event on agg, as anyone could encode it.
@@ -186,18 +186,18 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	m := newTrustMesh(t, closed)
 	ctx := m.ctx
 	for _, n := range []string{"app-1", "db-1", "ghost-1"} {
-		_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Capabilities: []string{"linux"}})
+		_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Capabilities: []string{"linux"}})
 		m.must(err)
 	}
 	manifest, err := os.ReadFile("../examples/postgres.json")
 	m.must(err)
-	_, err = m.h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(manifest)})
+	_, err = m.h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(manifest)})
 	m.must(err)
-	_, err = m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "x"}})
+	_, err = m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "x"}})
 	m.must(err)
 	root := filepath.Join(t.TempDir(), "db-1")
 	m.runAgent("db-1", root)
-	pushed, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+	pushed, err := m.h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	m.must(err)
 	var dbSent, ghostSent wire.PushedNode
 	for _, p := range pushed.Sent {
@@ -208,9 +208,9 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 			ghostSent = p
 		}
 	}
-	m.must(client.WaitReport(ctx, m.h.Store, m.h, "db-1", dbSent.Digest, dbSent.StreamSeq, reportWait))
+	m.must(client.WaitReport(ctx, m.h.Core.Store, m.h.Status, "db-1", dbSent.Digest, dbSent.StreamSeq, reportWait))
 	m.fence()
-	before, err := m.h.Status(ctx, wire.StatusRequest{})
+	before, err := m.h.Status.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 
 	// What app-1's join string gives an attacker: its MAC key.
@@ -221,7 +221,7 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	evil := `{"module":"evil","requires":[],"provides":[],"consumes":[],"settings":{},"resources":[{"kind":"file","path":"/etc/evil","mode":"0644","content":"owned\n"}]}`
 	evilBuild := compose.Digest([]byte(evil))
 	forger, _ := nkeys.CreateAccount()
-	forged, err := declaration.Seal(forger, declaration.Declaration{Mesh: m.h.Mesh, Node: "db-1", Sequence: 99, ComposedAt: time.Now(),
+	forged, err := declaration.Seal(forger, declaration.Declaration{Mesh: m.h.Core.Mesh, Node: "db-1", Sequence: 99, ComposedAt: time.Now(),
 		Resources: []compose.Resource{{Path: "/etc/evil", Kind: "file", Mode: "0644", Content: ptr("owned\n"), Module: "evil"}}})
 	m.must(err)
 	node, module := events.NodeAggregate, events.ModuleAggregate
@@ -299,7 +299,7 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	if _, err := os.Stat(filepath.Join(root, "etc/evil")); !os.IsNotExist(err) {
 		t.Fatalf("a forgery wrote a file on db-1: %v", err)
 	}
-	after, err := m.h.Status(ctx, wire.StatusRequest{})
+	after, err := m.h.Status.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	now := map[string]wire.NodeStatus{}
 	for _, n := range after.Nodes {
@@ -313,14 +313,14 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	if len(after.Standings) != 0 {
 		t.Errorf("a forged standing stands: %+v", after.Standings)
 	}
-	if row, _, _ := m.h.Proj.Node("db-1"); row.Retired {
+	if row, _, _ := m.h.Core.Proj.Node("db-1"); row.Retired {
 		t.Error("db-1 was retired by a forgery")
 	}
-	if mods, err := m.h.ListModules(ctx, wire.Empty{}); err != nil || len(mods.Modules) != 1 {
+	if mods, err := m.h.Modules.ListModules(ctx, wire.Empty{}); err != nil || len(mods.Modules) != 1 {
 		t.Errorf("the catalogue: %+v %v", mods, err)
 	}
 	// Each that landed is foreign, with its reason.
-	list, err := m.h.ListForeign(ctx, wire.Empty{})
+	list, err := m.h.Access.ListForeign(ctx, wire.Empty{})
 	m.must(err)
 	if len(list.Foreign) != wantForeign || list.Open != wantForeign {
 		t.Fatalf("%d foreign messages (%d open), want %d: %+v", len(list.Foreign), list.Open, wantForeign, list.Foreign)
@@ -338,23 +338,23 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 		t.Fatalf("status over open foreign messages: well %v, causes %v", after.Well, after.Causes)
 	}
 	// A routine push sends nothing of the attacker's.
-	if _, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil {
+	if _, err := m.h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil {
 		t.Fatal(err)
 	}
-	if row, _, _ := m.h.Proj.Node("db-1"); row.LastSent == nil || row.LastSent.Sequence != dbSent.Sequence {
+	if row, _, _ := m.h.Core.Proj.Node("db-1"); row.LastSent == nil || row.LastSent.Sequence != dbSent.Sequence {
 		t.Fatalf("db-1 was sent something after the forgeries: %+v", row.LastSent)
 	}
 
 	// The mesh restarts over them, and a fresh fold equals the live one.
 	m.start()
-	v2, err := m.h.VerifyProjections(ctx, wire.FoldRequest{})
+	v2, err := m.h.Status.VerifyProjections(ctx, wire.FoldRequest{})
 	if err != nil || v2.Diff != "" {
 		t.Fatalf("verify over foreign messages: %v\n%s", err, v2.Diff)
 	}
-	if _, err := m.h.RebuildProjections(ctx, wire.FoldRequest{}); err != nil {
+	if _, err := m.h.Status.RebuildProjections(ctx, wire.FoldRequest{}); err != nil {
 		t.Fatalf("rebuild over foreign messages: %v", err)
 	}
-	if l, _ := m.h.ListForeign(ctx, wire.Empty{}); len(l.Foreign) != wantForeign {
+	if l, _ := m.h.Access.ListForeign(ctx, wire.Empty{}); len(l.Foreign) != wantForeign {
 		t.Fatalf("after a restart and a rebuild: %d foreign, want %d", len(l.Foreign), wantForeign)
 	}
 
@@ -363,28 +363,28 @@ func forgeriesChangeNothing(t *testing.T, closed bool) {
 	for _, f := range list.Foreign {
 		seqs = append(seqs, f.Seq)
 	}
-	if _, err := m.h.AckForeign(ctx, wire.AckRequest{CommandID: wire.NewCommandID(), Seqs: []uint64{1}}); err == nil {
+	if _, err := m.h.Access.AckForeign(ctx, wire.AckRequest{CommandID: wire.NewCommandID(), Seqs: []uint64{1}}); err == nil {
 		t.Fatal("acknowledging event 1, which is no foreign message, was accepted")
 	}
-	ack, err := m.h.AckForeign(ctx, wire.AckRequest{CommandID: wire.NewCommandID(), Seqs: seqs})
+	ack, err := m.h.Access.AckForeign(ctx, wire.AckRequest{CommandID: wire.NewCommandID(), Seqs: seqs})
 	m.must(err)
 	if len(ack.Acknowledged) != wantForeign {
 		t.Fatalf("acknowledged %+v", ack)
 	}
-	s, err := m.h.Status(ctx, wire.StatusRequest{})
+	s, err := m.h.Status.Status(ctx, wire.StatusRequest{})
 	m.must(err)
 	if strings.Contains(strings.Join(s.Causes, "\n"), "foreign") {
 		t.Fatalf("status after the acknowledgement: %v", s.Causes)
 	}
-	if l, _ := m.h.ListForeign(ctx, wire.Empty{}); len(l.Foreign) != wantForeign || l.Open != 0 {
+	if l, _ := m.h.Access.ListForeign(ctx, wire.Empty{}); len(l.Foreign) != wantForeign || l.Open != 0 {
 		t.Fatalf("foreign list after the acknowledgement: %+v", l)
 	}
 	// db-1 can still be changed and sent to: the forgeries on its subjects
 	// moved the stream's last sequence for it, and its row followed (else
 	// every write to db-1 would conflict for good).
-	_, err = m.h.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "y"}})
+	_, err = m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "postgres", Settings: map[string]string{"password": "y"}})
 	m.must(err)
-	if r, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "db-1"}); err != nil || len(r.Sent) != 1 {
+	if r, err := m.h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "db-1"}); err != nil || len(r.Sent) != 1 {
 		t.Fatalf("a push to db-1 after the forgeries: %+v %v", r, err)
 	}
 }

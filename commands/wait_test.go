@@ -30,33 +30,33 @@ func TestWaitForTheNodesReport(t *testing.T) {
 	m.Enroll("idle")
 	root, _ := m.Agent("web-1")
 	s := m.Push("web-1").Sent[0]
-	if err := client.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", s.Digest, s.StreamSeq, 10*time.Second); err != nil {
+	if err := client.WaitReport(m.Ctx, m.H.Core.Store, m.H.Status, "web-1", s.Digest, s.StreamSeq, 10*time.Second); err != nil {
 		t.Fatalf("applied: %v", err)
 	}
 
 	outside := t.TempDir()
 	m.Must(os.Symlink(outside, filepath.Join(root, "link")))
-	d, err := m.H.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "web-1", File: "f.json",
+	d, err := m.H.Push.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "web-1", File: "f.json",
 		Body: `{"resources":[{"kind":"file","path":"/link/x","mode":"0644","content":"x"}]}`})
 	m.Must(err)
 	start := time.Now()
-	err = client.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", d.Digest, d.StreamSeq, 30*time.Second)
+	err = client.WaitReport(m.Ctx, m.H.Core.Store, m.H.Status, "web-1", d.Digest, d.StreamSeq, 30*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "failed sequence") || !strings.Contains(err.Error(), "/link/x") || time.Since(start) > 10*time.Second {
 		t.Fatalf("failed: %v after %s", err, time.Since(start))
 	}
 
 	forger, _ := nkeys.CreateAccount()
-	ev := agenttest.Sealed(t, forger, declaration.Declaration{Mesh: m.H.Mesh, Node: "web-1", Sequence: 50, ComposedAt: time.Now(),
+	ev := agenttest.Sealed(t, forger, declaration.Declaration{Mesh: m.H.Core.Mesh, Node: "web-1", Sequence: 50, ComposedAt: time.Now(),
 		Resources: []compose.Resource{}})
-	st, _ := m.H.Store.State(m.Ctx)
+	st, _ := m.H.Core.Store.State(m.Ctx)
 	m.Publish("web-1", ev)
-	err = client.WaitReport(m.Ctx, m.H.Store, m.H, "web-1", ev.Digest, st.LastSeq+1, 30*time.Second)
+	err = client.WaitReport(m.Ctx, m.H.Core.Store, m.H.Status, "web-1", ev.Digest, st.LastSeq+1, 30*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "refused sequence 50") || !strings.Contains(err.Error(), "signature") {
 		t.Fatalf("refused: %v", err)
 	}
 
 	idle := m.Push("idle").Sent[0]
-	err = client.WaitReport(m.Ctx, m.H.Store, m.H, "idle", idle.Digest, idle.StreamSeq, 300*time.Millisecond)
+	err = client.WaitReport(m.Ctx, m.H.Core.Store, m.H.Status, "idle", idle.Digest, idle.StreamSeq, 300*time.Millisecond)
 	if !errors.Is(err, client.ErrStillConverging) || !strings.Contains(err.Error(), "may still be converging") {
 		t.Fatalf("timeout: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 		return c
 	}
 	ctrl := start()
-	m := &agenttest.Mesh{T: t, Srv: srv, Ctrl: ctrl, H: ctrl.Handlers, Ctx: context.Background(), Home: home}
+	m := &agenttest.Mesh{T: t, Srv: srv, Ctrl: ctrl, H: ctrl, Ctx: context.Background(), Home: home}
 	var nodes []string
 	for i := range 30 {
 		n := "n" + string(rune('a'+i%26)) + string(rune('a'+i/26))
@@ -87,11 +87,11 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ctrl.Handlers.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+		ctrl.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	}()
 	// Stop it as soon as the first declaration is on the stream.
 	embeddedtest.Eventually(t, "the first declaration on the stream", func() bool {
-		_, found, _ := m.H.Store.Last(m.Ctx, "mesh.ev.node.*.DeclarationSent")
+		_, found, _ := m.H.Core.Store.Last(m.Ctx, "mesh.ev.node.*.DeclarationSent")
 		return found
 	})
 	cancel()
@@ -100,7 +100,7 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 
 	ctrl = start()
 	defer ctrl.Close()
-	m.H, m.Ctrl = ctrl.Handlers, ctrl
+	m.H, m.Ctrl = ctrl, ctrl
 	r := m.Push("")
 	if len(r.Sent) != len(nodes) {
 		t.Fatalf("the second push sent %d of %d: %+v", len(r.Sent), len(nodes), r.Unsent)
@@ -112,14 +112,14 @@ func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
 	}
 	// Every digest any agent reported on is a declaration in the log.
 	sent := map[string]bool{}
-	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: events.DeclarationSubject("*")}, func(msg store.Msg) error {
+	m.Must(m.H.Core.Store.Read(m.Ctx, store.ReadOptions{Filter: events.DeclarationSubject("*")}, func(msg store.Msg) error {
 		_, ev, err := events.Decode(msg.Data)
 		if err == nil {
 			sent[ev.(events.DeclarationSent).Digest] = true
 		}
 		return err
 	}))
-	m.Must(m.H.Store.Read(m.Ctx, store.ReadOptions{Filter: "mesh.rp.>"}, func(msg store.Msg) error {
+	m.Must(m.H.Core.Store.Read(m.Ctx, store.ReadOptions{Filter: "mesh.rp.>"}, func(msg store.Msg) error {
 		_, ev, err := events.Decode(msg.Data)
 		if a, ok := ev.(events.DeclarationApplied); ok && !sent[a.Digest] {
 			t.Errorf("%s applied %s, which is not in the log", a.Node, a.Digest)

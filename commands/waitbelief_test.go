@@ -24,9 +24,9 @@ func TestAWaitBelievesOnlyWhatTheFoldBelieves(t *testing.T) {
 	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	m := newTrustMesh(t, true)
 	ctx := m.ctx
-	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
+	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
 	m.must(err)
-	pushed, err := m.h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
+	pushed, err := m.h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
 	m.must(err)
 	s := pushed.Sent[0]
 
@@ -42,13 +42,13 @@ func TestAWaitBelievesOnlyWhatTheFoldBelieves(t *testing.T) {
 	m.must(err)
 	defer op.Close()
 	overTheBus := &client.Client{NC: op, Where: m.srv.ClientURL()}
-	for what, judge := range map[string]client.Judge{"over the bus": overTheBus, "in process": m.h} {
-		err := client.WaitReport(ctx, m.h.Store, judge, "web-1", s.Digest, s.StreamSeq, time.Second)
+	for what, judge := range map[string]client.Judge{"over the bus": overTheBus, "in process": m.h.Status} {
+		err := client.WaitReport(ctx, m.h.Core.Store, judge, "web-1", s.Digest, s.StreamSeq, time.Second)
 		if !errors.Is(err, client.ErrStillConverging) || !strings.Contains(err.Error(), "set aside as foreign") {
 			t.Fatalf("a wait %s, over a forged report on the digest: %v", what, err)
 		}
 	}
-	if n, _, _ := m.h.Proj.Node("web-1"); n.LastReport != nil {
+	if n, _, _ := m.h.Core.Proj.Node("web-1"); n.LastReport != nil {
 		t.Fatalf("the forged report is web-1's state: %+v", n.LastReport)
 	}
 }

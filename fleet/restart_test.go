@@ -109,12 +109,12 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 	for i := range names {
 		names[i] = wire.EnrollRequest{Name: fmt.Sprintf("r-%03d", i), Capabilities: []string{"linux"}}
 	}
-	if _, err := up.ctrl.Handlers.EnrollBatch(ctx, wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: names}); err != nil {
+	if _, err := up.ctrl.Nodes.EnrollBatch(ctx, wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: names}); err != nil {
 		t.Fatal(err)
 	}
 	joins := make([]agent.Join, len(names))
 	for i, n := range names {
-		id, err := up.ctrl.Handlers.LegacyIdentity(n.Name)
+		id, err := up.ctrl.Access.LegacyIdentity(n.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,9 +146,9 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 	defer f.Stop()
 
 	// pushAll pushes every node and answers each one's sequence.
-	pushAll := func(h *commands.Handlers) map[string]uint64 {
+	pushAll := func(h *commands.Controller) map[string]uint64 {
 		t.Helper()
-		r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+		r, err := h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 			return len(stuck) == 0
 		})
 	}
-	allApplied(0, pushAll(up.ctrl.Handlers))
+	allApplied(0, pushAll(up.ctrl))
 
 	for round := 1; round <= restartRounds; round++ {
 		// A push in flight, and the bus killed at a random moment of it:
@@ -190,12 +190,12 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 		// drawn in time missed the agents' reads (about a tenth of a
 		// second, sooner or later on a loaded box) more often than not.
 		var pushing sync.WaitGroup
-		h := up.ctrl.Handlers
+		h := up.ctrl
 		before := make([]uint64, len(f.members))
 		for i, m := range f.members {
 			before[i] = m.seq.Load()
 		}
-		pushing.Go(func() { h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}) })
+		pushing.Go(func() { h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}) })
 		if k := rng.IntN(restartAgents); k > 0 {
 			embeddedtest.Eventually(t, fmt.Sprintf("%d agents to apply push %d", k, round), func() bool {
 				n := 0
@@ -210,7 +210,7 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 		up.kill()
 		pushing.Wait()
 		up = startUp(t, busDir, home, port, agentsAt)
-		allApplied(round, pushAll(up.ctrl.Handlers))
+		allApplied(round, pushAll(up.ctrl))
 	}
 	if n, first := f.Warnings(); n > 0 {
 		t.Logf("the agents logged %d warning(s) through the restarts; the first: %s", n, first)

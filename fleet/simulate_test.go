@@ -27,7 +27,7 @@ func TestASimulatedFleetWaitsForRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctrl.Close() })
-	h := ctrl.Handlers
+	h := ctrl
 	const n = 300
 	var enrol wire.EnrollBatchRequest
 	var names []string
@@ -37,19 +37,19 @@ func TestASimulatedFleetWaitsForRoom(t *testing.T) {
 		enrol.Nodes = append(enrol.Nodes, wire.EnrollRequest{Name: name, Capabilities: []string{"linux"}})
 	}
 	enrol.CommandID = wire.NewCommandID()
-	if _, err := h.EnrollBatch(ctx, enrol); err != nil {
+	if _, err := h.Nodes.EnrollBatch(ctx, enrol); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "motd.json",
+	if _, err := h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "motd.json",
 		Manifest: `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","template":"hello {{.Node.Name}}\n"}]}`}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.AssignBatch(ctx, wire.AssignBatchRequest{CommandID: wire.NewCommandID(), Module: "motd", Nodes: names}); err != nil {
+	if _, err := h.Nodes.AssignBatch(ctx, wire.AssignBatchRequest{CommandID: wire.NewCommandID(), Module: "motd", Nodes: names}); err != nil {
 		t.Fatal(err)
 	}
 	var joins []agent.Join
 	for _, name := range names {
-		id, err := h.LegacyIdentity(name)
+		id, err := h.Access.LegacyIdentity(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestASimulatedFleetWaitsForRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Stop()
-	r, err := h.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
+	r, err := h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()})
 	if err != nil || len(r.Sent) != n {
 		t.Fatalf("push: %v, %d of %d sent", err, len(r.Sent), n)
 	}
@@ -78,7 +78,7 @@ func TestASimulatedFleetWaitsForRoom(t *testing.T) {
 		t.Fatalf("%d warning(s), the first: %s", warnings, first)
 	}
 	embeddedtest.Eventually(t, "status to believe every simulated report", func() bool {
-		s, err := h.Status(ctx, wire.StatusRequest{})
+		s, err := h.Status.Status(ctx, wire.StatusRequest{})
 		return err == nil && s.Well && len(s.Nodes) == n
 	})
 }

@@ -20,7 +20,7 @@ type Metrics struct {
 	commands *prometheus.HistogramVec
 	pushed   prometheus.Histogram
 	pushTime prometheus.Histogram
-	h        *commands.Handlers // set by Start; nil until then
+	h        *commands.Controller // set by Start; nil until then
 }
 
 // NewMetrics makes the registry, with Go's and the process's own metrics.
@@ -50,7 +50,7 @@ func (m *Metrics) Push(sent, _ int, d time.Duration) {
 }
 
 // mesh is the collector of the mesh's state, read at each scrape.
-type mesh struct{ h *commands.Handlers }
+type mesh struct{ h *commands.Controller }
 
 var (
 	descNodes     = prometheus.NewDesc("mesh_nodes", "Active nodes, by state (as status says).", []string{"state"}, nil)
@@ -77,7 +77,7 @@ func (mesh) Describe(ch chan<- *prometheus.Desc) {
 func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := c.h.Status(ctx, wire.StatusRequest{})
+	s, err := c.h.Status.Status(ctx, wire.StatusRequest{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descWell, err)
 		return
@@ -104,7 +104,7 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	for p, n := range failing {
 		ch <- prometheus.MustNewConstMetric(descStandings, prometheus.GaugeValue, float64(n), p)
 	}
-	for node, at := range c.h.LastHeardAll() {
+	for node, at := range c.h.Live.LastHeardAll() {
 		ch <- prometheus.MustNewConstMetric(descLastHeard, prometheus.GaugeValue, float64(at.UnixMilli())/1000, node)
 	}
 	ch <- prometheus.MustNewConstMetric(descBound, prometheus.GaugeValue, s.UnreachableAfter)
@@ -123,7 +123,7 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	}
 	// The count alone: listing every foreign message to count them read
 	// each at every scrape.
-	if err := c.h.Proj.Read(func(v *projections.View) error {
+	if err := c.h.Core.Proj.Read(func(v *projections.View) error {
 		n, _, err := v.OpenForeign()
 		if err == nil {
 			ch <- prometheus.MustNewConstMetric(descForeign, prometheus.GaugeValue, float64(n))
@@ -132,12 +132,12 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	}); err != nil {
 		ch <- prometheus.NewInvalidMetric(descForeign, err)
 	}
-	if p, err := c.h.ProjectionsStatus(ctx, wire.Empty{}); err == nil {
+	if p, err := c.h.Status.ProjectionsStatus(ctx, wire.Empty{}); err == nil {
 		ch <- prometheus.MustNewConstMetric(descFolded, prometheus.CounterValue, float64(p.Checkpoint))
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(p.Lag))
 		age := 0.0
 		if p.Lag > 0 {
-			if m, err := c.h.Store.Get(ctx, p.Checkpoint+1); err == nil {
+			if m, err := c.h.Core.Store.Get(ctx, p.Checkpoint+1); err == nil {
 				age = time.Since(m.Time).Seconds()
 			}
 		}

@@ -58,14 +58,14 @@ func Start(o Options, ctrl *commands.Controller, m *Metrics, log *slog.Logger) (
 	if o.TLS != nil {
 		ln = tls.NewListener(ln, o.TLS)
 	}
-	h := ctrl.Handlers
+	h := ctrl
 	m.reg.MustRegister(mesh{h: h})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorLog: slogLogger{log}}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok: the controller's process lives") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { ready(w, r, h) })
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, r, func(ctx context.Context) (any, error) { return h.Status(ctx, wire.StatusRequest{}) })
+		answer(w, r, func(ctx context.Context) (any, error) { return h.Status.Status(ctx, wire.StatusRequest{}) })
 	})
 	mux.HandleFunc("GET /api/node/{name}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, r, func(ctx context.Context) (any, error) { return nodePage(ctx, h, r.PathValue("name")) })
@@ -91,10 +91,10 @@ func (s *Server) Close() error {
 // ready answers 200 when the read models hold the whole stream and the
 // bus answers, else 503 with why: what a load balancer or an orchestrator
 // asks before sending the controller work.
-func ready(w http.ResponseWriter, r *http.Request, h *commands.Handlers) {
+func ready(w http.ResponseWriter, r *http.Request, h *commands.Controller) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	p, err := h.ProjectionsStatus(ctx, wire.Empty{})
+	p, err := h.Status.ProjectionsStatus(ctx, wire.Empty{})
 	switch {
 	case err != nil:
 		http.Error(w, "not ready: the bus does not answer: "+err.Error(), http.StatusServiceUnavailable)
@@ -132,12 +132,12 @@ type NodePage struct {
 	History wire.History  `json:"history"`
 }
 
-func nodePage(ctx context.Context, h *commands.Handlers, name string) (NodePage, error) {
-	n, err := h.ShowNode(ctx, wire.NameRequest{Name: name})
+func nodePage(ctx context.Context, h *commands.Controller, name string) (NodePage, error) {
+	n, err := h.Status.ShowNode(ctx, wire.NameRequest{Name: name})
 	if err != nil {
 		return NodePage{}, err
 	}
-	hist, err := h.History(ctx, wire.HistoryRequest{Node: name, Diff: true})
+	hist, err := h.History.History(ctx, wire.HistoryRequest{Node: name, Diff: true})
 	return NodePage{Node: n, History: hist}, err
 }
 

@@ -34,7 +34,7 @@ type Mesh struct {
 	T    *testing.T
 	Srv  *embedded.Server
 	Ctrl *commands.Controller
-	H    *commands.Handlers
+	H    *commands.Controller
 	Ctx  context.Context
 	Home string // the controller's home: its key and read models
 }
@@ -58,7 +58,7 @@ func NewWith(t *testing.T, set func(*commands.ControllerConfig)) *Mesh {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctrl.Close() })
-	return &Mesh{T: t, Srv: srv, Ctrl: ctrl, H: ctrl.Handlers, Ctx: context.Background(), Home: home}
+	return &Mesh{T: t, Srv: srv, Ctrl: ctrl, H: ctrl, Ctx: context.Background(), Home: home}
 }
 
 // Must fails the test on err.
@@ -72,7 +72,7 @@ func (m *Mesh) Must(err error) {
 // Enroll enrols node with caps.
 func (m *Mesh) Enroll(name string, caps ...string) {
 	m.T.Helper()
-	_, err := m.H.Enroll(m.Ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: name, Capabilities: caps})
+	_, err := m.H.Nodes.Enroll(m.Ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: name, Capabilities: caps})
 	m.Must(err)
 }
 
@@ -82,28 +82,28 @@ func (m *Mesh) Register(file string) {
 	m.T.Helper()
 	data, err := os.ReadFile("../examples/" + file)
 	m.Must(err)
-	_, err = m.H.RegisterModule(m.Ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: file, Manifest: string(data)})
+	_, err = m.H.Modules.RegisterModule(m.Ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: file, Manifest: string(data)})
 	m.Must(err)
 }
 
 // WriteModule registers the manifest doc.
 func (m *Mesh) WriteModule(doc string) {
 	m.T.Helper()
-	_, err := m.H.RegisterModule(m.Ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
+	_, err := m.H.Modules.RegisterModule(m.Ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json", Manifest: doc})
 	m.Must(err)
 }
 
 // Assign assigns module to node with settings.
 func (m *Mesh) Assign(node, module string, settings map[string]string) {
 	m.T.Helper()
-	_, err := m.H.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: node, Module: module, Settings: settings})
+	_, err := m.H.Nodes.Assign(m.Ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: node, Module: module, Settings: settings})
 	m.Must(err)
 }
 
 // Push pushes node ("" every node).
 func (m *Mesh) Push(node string) wire.PushReply {
 	m.T.Helper()
-	r, err := m.H.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: node})
+	r, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: node})
 	m.Must(err)
 	return r
 }
@@ -126,9 +126,9 @@ func (m *Mesh) AgentAt(node, root string) func() {
 func (m *Mesh) AgentWith(node, root string, set func(*agent.Config)) func() {
 	m.T.Helper()
 	// Enrolled as any agent is (issue 29): a token, keys it makes.
-	token, err := m.H.LocalToken(m.Ctx, node)
+	token, err := m.H.Access.LocalToken(m.Ctx, node)
 	m.Must(err)
-	j := agent.Join{Mesh: m.H.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: m.H.PublicKey, Token: token}
+	j := agent.Join{Mesh: m.H.Core.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: m.H.Core.PublicKey, Token: token}
 	j, err = agent.Enrol(m.Ctx, j, agent.StateDir(root, ""), func(o ...nats.Option) (*nats.Conn, error) {
 		return nats.Connect(m.Srv.ClientURL(), o...)
 	}, slog.New(slog.DiscardHandler))
@@ -140,7 +140,7 @@ func (m *Mesh) AgentWith(node, root string, set func(*agent.Config)) func() {
 // nodes made their own keys: with the seed derived from the controller's.
 func (m *Mesh) LegacyAgentAt(node, root string) func() {
 	m.T.Helper()
-	id, err := m.H.LegacyIdentity(node)
+	id, err := m.H.Access.LegacyIdentity(node)
 	m.Must(err)
 	return m.AgentJoined(agent.Join{Mesh: id.Mesh, Bus: m.Srv.ClientURL(), Node: node, Key: id.Key, Seed: id.Seed}, root, func(*agent.Config) {})
 }
@@ -176,7 +176,7 @@ func (m *Mesh) ReportWhere(node, digest string, outcome events.Outcome) projecti
 	outcomes := map[byte]events.Outcome{projections.HistoryApplied: events.OutcomeApplied, projections.HistoryFailed: events.OutcomeFailed, projections.HistoryRefused: events.OutcomeRefused}
 	var found *projections.Report
 	embeddedtest.Eventually(m.T, fmt.Sprintf("%s to report on %s", node, digest), func() bool {
-		m.Must(m.H.Proj.Read(func(v *projections.View) error {
+		m.Must(m.H.Core.Proj.Read(func(v *projections.View) error {
 			entries, err := v.History(node, time.Time{}, time.Time{})
 			for _, e := range entries {
 				if o, ok := outcomes[e.Kind]; ok && e.Digest == digest && (outcome == "" || o == outcome) {
@@ -189,7 +189,7 @@ func (m *Mesh) ReportWhere(node, digest string, outcome events.Outcome) projecti
 	})
 	// The node row's report, where it is this one, says more (since when
 	// it has been failing).
-	if n, _, _ := m.H.Proj.Node(node); n.LastReport != nil && n.LastReport.StreamSeq == found.StreamSeq {
+	if n, _, _ := m.H.Core.Proj.Node(node); n.LastReport != nil && n.LastReport.StreamSeq == found.StreamSeq {
 		return *n.LastReport
 	}
 	return *found
@@ -209,7 +209,7 @@ func (m *Mesh) Publish(node string, ev events.DeclarationSent) {
 // Status is each node's status, by name.
 func (m *Mesh) Status() map[string]wire.NodeStatus {
 	m.T.Helper()
-	s, err := m.H.Status(m.Ctx, wire.StatusRequest{})
+	s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	out := map[string]wire.NodeStatus{}
 	for _, n := range s.Nodes {
@@ -230,7 +230,7 @@ func (m *Mesh) WaitState(node string, state wire.State) wire.NodeStatus {
 // live read models (rule 17): what a test's events built, a rebuild builds.
 func (m *Mesh) Verified() {
 	m.T.Helper()
-	v, err := m.H.VerifyProjections(m.Ctx, wire.FoldRequest{})
+	v, err := m.H.Status.VerifyProjections(m.Ctx, wire.FoldRequest{})
 	if err != nil || v.Diff != "" {
 		m.T.Fatalf("a fresh fold differs from the live read models: %v\n%s", err, v.Diff)
 	}

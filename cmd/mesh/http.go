@@ -64,7 +64,7 @@ func (f httpFlag) start(ctrl *commands.Controller, m *web.Metrics, log *slog.Log
 	}
 	host, _, _ := net.SplitHostPort(f.HTTP)
 	if !loopback(host) {
-		if o.Token, err = busauth.ControllerHTTPToken(ctrl.Handlers.Key); err != nil {
+		if o.Token, err = busauth.ControllerHTTPToken(ctrl.Core.Key); err != nil {
 			return nil, err
 		}
 	}

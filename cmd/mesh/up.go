@@ -204,7 +204,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	defer stopHTTP()
 	// A full disk: said once, writes refused at once, and storing again by
 	// itself once there is room (issue 12).
-	go srv.KeepStorage(ctx, log, ctrl.Handlers.SetBusTrouble)
+	go srv.KeepStorage(ctx, log, ctrl.Core.SetBusTrouble)
 	// With TLS the server names its URL tls://, which makes the commands
 	// of this home insist on it.
 	if err := writeBusRecord(g.Home, srv.ClientURL()); err != nil {
@@ -353,11 +353,11 @@ func tlsHosts(host string) []string {
 // localAgent enrolls node if needed and runs its agent in this process, on
 // its own in-process connection, until stop is called.
 func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Controller, node, root string, log *slog.Logger) (func(), error) {
-	h := ctrl.Handlers
-	_, err := h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
+	h := ctrl
+	_, err := h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: node})
 	switch {
 	case errors.Is(err, aggregates.ErrNameTaken):
-		if err := h.ActiveNode(ctx, "run an agent for", node); err != nil {
+		if err := h.Core.ActiveNode(ctx, "run an agent for", node); err != nil {
 			return nil, err
 		}
 	case err != nil:
@@ -365,11 +365,11 @@ func localAgent(ctx context.Context, srv *embedded.Server, ctrl *commands.Contro
 	default:
 		log.Info("enrolled for the local agent", "node", node)
 	}
-	token, err := h.LocalToken(ctx, node)
+	token, err := h.Access.LocalToken(ctx, node)
 	if err != nil {
 		return nil, err
 	}
-	j := agent.Join{Mesh: h.Mesh, Bus: srv.ClientURL(), Node: node, Key: h.PublicKey, Token: token}
+	j := agent.Join{Mesh: h.Core.Mesh, Bus: srv.ClientURL(), Node: node, Key: h.Core.PublicKey, Token: token}
 	if j, err = agent.Enrol(ctx, j, agent.StateDir(root, ""), func(o ...nats.Option) (*nats.Conn, error) { return srv.Connect(o...) }, log); err != nil {
 		return nil, err
 	}
