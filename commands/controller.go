@@ -68,13 +68,13 @@ type Metrics = core.Metrics
 
 // Controller is the stream, the read models and the service, running.
 type Controller struct {
-	Store    *store.Store
-	Proj     *projections.Engine
+	Store *store.Store
+	Proj  *projections.Engine
 	*Services
-	svc      micro.Service
-	auth     *nats.Subscription // nil on an open bus
-	enrol    *nats.Subscription // agents holding tokens
-	log      *slog.Logger
+	svc   micro.Service
+	auth  *nats.Subscription // nil on an open bus
+	enrol *nats.Subscription // agents holding tokens
+	log   *slog.Logger
 	// stopDrive ends the rollouts' drive; stopLive the hearing of agents;
 	// stopNewest the answering of agents asking for their newest
 	// declaration and for their files' content keys; stopGrants the ending of connections whose grant the
