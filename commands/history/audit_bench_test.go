@@ -3,14 +3,10 @@ package history
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/meshctl/mesh/commands/core/coretest"
-	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
@@ -25,10 +21,7 @@ import (
 // the second bounds the first.
 func BenchmarkAudit(b *testing.B) {
 	ctx := context.Background()
-	total := 100_000
-	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_EVENTS")); err == nil && v > 0 {
-		total = v
-	}
+	total := coretest.Events(100_000)
 	bm := coretest.New(b, false)
 	signer, _ := declaration.NewSigner(bm.Key)
 	agent, report := bm.Agent, bm.Report
@@ -47,14 +40,8 @@ func BenchmarkAudit(b *testing.B) {
 	for r := range max(1, (total-2*nodes)/(2*nodes)) {
 		for i := range nodes {
 			name := fmt.Sprintf("node-%d", i)
-			d := declaration.New(compose.Declaration{Mesh: "mesh", Node: name, Modules: []compose.ModuleBuild{},
-				Resources: []compose.Resource{{Path: "/etc/app.conf", Kind: "file", Mode: "0644", Content: &content, Module: "app"}},
-				Receives:  []compose.Receipt{}}, uint64(r+1), previous[name], time.Now())
-			s := signer.Seal(d)
-			previous[name] = s.Digest()
-			bm.Publish(events.NodeAggregate(name), events.DeclarationSent{Node: name, Sequence: uint64(r + 1), Digest: s.Digest(),
-				ContentDigest: d.ContentDigest(), By: "push", Resources: 1, Declaration: s.Bytes, Signature: s.Signature, Key: s.Key})
-			report(name, events.DeclarationApplied{Node: name, Sequence: uint64(r + 1), Digest: s.Digest()})
+			previous[name] = bm.Send(signer, name, uint64(r+1), previous[name], content)
+			report(name, events.DeclarationApplied{Node: name, Sequence: uint64(r + 1), Digest: previous[name]})
 		}
 	}
 	h := New(bm.Fold())

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/meshctl/mesh/commands/core/coretest"
-	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/fanout"
@@ -25,10 +22,7 @@ import (
 // cannot beat (ratios against them in the same run).
 func BenchmarkHistory(b *testing.B) {
 	ctx := context.Background()
-	total := 1_000_000
-	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_EVENTS")); err == nil && v > 0 {
-		total = v
-	}
+	total := coretest.Events(1_000_000)
 	bm := coretest.New(b, false)
 	publish := bm.Publish
 	signer, _ := declaration.NewSigner(bm.Key)
@@ -42,13 +36,7 @@ func BenchmarkHistory(b *testing.B) {
 			seq := uint64(i / every)
 			content := fmt.Sprintf("x = %d\n", i)
 			seqs = append(seqs, uint64(i)+1) // app-1's enrolment is event 1
-			d := declaration.New(compose.Declaration{Mesh: "mesh", Node: "app-1", Modules: []compose.ModuleBuild{},
-				Resources: []compose.Resource{{Path: "/etc/app.conf", Kind: "file", Mode: "0644", Content: &content, Module: "app"}},
-				Receives:  []compose.Receipt{}}, seq, previous, time.Now())
-			s := signer.Seal(d)
-			previous = s.Digest()
-			publish(events.NodeAggregate("app-1"), events.DeclarationSent{Node: "app-1", Sequence: seq, Digest: s.Digest(),
-				ContentDigest: d.ContentDigest(), By: "push", Resources: 1, Declaration: s.Bytes, Signature: s.Signature, Key: s.Key})
+			previous = bm.Send(signer, "app-1", seq, previous, content)
 			continue
 		}
 		name := fmt.Sprintf("n%d", i)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/meshctl/mesh/commands/core/coretest"
-	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
@@ -17,12 +15,7 @@ import (
 func sendTo(m *coretest.Mesh, content string) {
 	signer, _ := declaration.NewSigner(m.Key)
 	m.Publish(events.NodeAggregate("app-1"), events.NodeEnrolled{Name: "app-1"})
-	d := declaration.New(compose.Declaration{Mesh: "mesh", Node: "app-1", Modules: []compose.ModuleBuild{},
-		Resources: []compose.Resource{{Path: "/etc/app.conf", Kind: "file", Mode: "0644", Content: &content, Module: "app"}},
-		Receives:  []compose.Receipt{}}, 1, "", time.Now())
-	s := signer.Seal(d)
-	m.Publish(events.NodeAggregate("app-1"), events.DeclarationSent{Node: "app-1", Sequence: 1, Digest: s.Digest(),
-		ContentDigest: d.ContentDigest(), By: "push", Resources: 1, Declaration: s.Bytes, Signature: s.Signature, Key: s.Key})
+	m.Send(signer, "app-1", 1, "", content)
 }
 
 // History answers from its index, and reads the log only for --diff: a row

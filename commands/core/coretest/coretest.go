@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -154,4 +155,26 @@ func Nodes(def int) int {
 		return v
 	}
 	return def
+}
+
+// Events is how many events a benchmark's stream holds: def, or
+// MESH_BENCH_EVENTS.
+func Events(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_EVENTS")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// Send publishes, as the controller signing with signer would, the
+// declaration number seq of node, chained to previous, of one file holding
+// content; it answers the declaration's digest, the next one's previous.
+func (m *Mesh) Send(signer *declaration.Signer, node string, seq uint64, previous, content string) string {
+	d := declaration.New(compose.Declaration{Mesh: "mesh", Node: node, Modules: []compose.ModuleBuild{},
+		Resources: []compose.Resource{{Path: "/etc/app.conf", Kind: "file", Mode: "0644", Content: &content, Module: "app"}},
+		Receives:  []compose.Receipt{}}, seq, previous, time.Now())
+	s := signer.Seal(d)
+	m.Publish(events.NodeAggregate(node), events.DeclarationSent{Node: node, Sequence: seq, Digest: s.Digest(),
+		ContentDigest: d.ContentDigest(), By: "push", Resources: 1, Declaration: s.Bytes, Signature: s.Signature, Key: s.Key})
+	return s.Digest()
 }
