@@ -84,59 +84,94 @@ type Controller struct {
 
 // StartController asserts the stream, opens and catches up the read models,
 // and starts answering verbs. It says what it found and did at each step, and
-// returns only when it is ready to answer.
+// returns only when it is ready to answer. A step that fails stops what the
+// steps before it started.
 func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*Controller, error) {
-	log := c.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
 	}
-	if err := lostStream(ctx, nc, c); err != nil {
-		return nil, err
-	}
-	st, a, err := store.Open(ctx, nc, c.Stream)
-	if err != nil {
-		return nil, err
-	}
-	log.Info(a.String())
-	// A partial restore is never served (rule 26): the stream says so
-	// until the restore's last event has landed.
-	if r, err := st.Restoring(ctx); err != nil {
-		return nil, err
-	} else if r != nil {
-		return nil, fmt.Errorf("stream %s holds a restore that did not finish: %d of %d event(s) landed; run mesh restore with the same backup again to finish it (it resumes), or with --force to start over",
-			st.Name(), a.State.LastSeq, r.Messages)
-	}
-	kp, pub, err := loadKey(ctx, c.Home, st)
-	if err != nil {
-		return nil, err
-	}
-	signer, err := declaration.NewSigner(kp)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("signing as the controller key", "key", pub)
-	keys, err := declaration.NewKeyring(kp)
-	if err != nil {
-		return nil, err
-	}
-	st.MAC = keys.LogMAC()
-	keep, said, err := secrets.Assert(ctx, st.JetStream(), c.Stream.Replicas, keys.Settings())
-	if err != nil {
-		return nil, err
-	}
-	log.Info(said)
-	dir := filepath.Join(c.Home, "projections")
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Mesh == "" {
+		c.Mesh = "mesh"
+	}
+	self, err := openLog(ctx, nc, c)
+	if err != nil {
+		return nil, err
+	}
 	flood := access.NewFloodWatch(c.Now)
-	proj, o, err := projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: c.Reset, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery, Heard: flood.Heard})
+	proj, err := openReadModels(ctx, self, c, flood.Heard)
+	if err != nil {
+		self.Secrets.Stop()
+		return nil, err
+	}
+	ctrl := &Controller{Store: self.Store, Proj: proj, log: c.Log,
+		Services: NewServices(&core.Core{Self: self, Proj: proj, Now: c.Now, Metrics: c.Metrics}, flood, c.Cut)}
+	if err := ctrl.serve(ctx, nc, c); err != nil {
+		ctrl.Close()
+		return nil, err
+	}
+	c.Log.Info("serving", "service", wire.ServiceName, "version", wire.ServiceVersion, "subjects", wire.APIPrefix+".>")
+	return ctrl, nil
+}
+
+// openLog asserts the stream and the secrets stream, and holds the
+// controller's key to the log's record of it: what the controller is.
+func openLog(ctx context.Context, nc *nats.Conn, c ControllerConfig) (core.Self, error) {
+	self := core.Self{Log: c.Log, Mesh: c.Mesh, Replicas: c.Stream.Replicas, OpenBus: c.OpenBus}
+	if err := lostStream(ctx, nc, c); err != nil {
+		return self, err
+	}
+	st, a, err := store.Open(ctx, nc, c.Stream)
+	if err != nil {
+		return self, err
+	}
+	c.Log.Info(a.String())
+	// A partial restore is never served (rule 26): the stream says so
+	// until the restore's last event has landed.
+	if r, err := st.Restoring(ctx); err != nil {
+		return self, err
+	} else if r != nil {
+		return self, fmt.Errorf("stream %s holds a restore that did not finish: %d of %d event(s) landed; run mesh restore with the same backup again to finish it (it resumes), or with --force to start over",
+			st.Name(), a.State.LastSeq, r.Messages)
+	}
+	if self.Key, self.PublicKey, err = loadKey(ctx, c.Home, st); err != nil {
+		return self, err
+	}
+	if self.Signer, err = declaration.NewSigner(self.Key); err != nil {
+		return self, err
+	}
+	c.Log.Info("signing as the controller key", "key", self.PublicKey)
+	if self.Keys, err = declaration.NewKeyring(self.Key); err != nil {
+		return self, err
+	}
+	st.MAC = self.Keys.LogMAC()
+	self.Store = st
+	keep, said, err := secrets.Assert(ctx, st.JetStream(), c.Stream.Replicas, self.Keys.Settings())
+	if err != nil {
+		return self, err
+	}
+	c.Log.Info(said)
+	self.Secrets = keep
+	return self, nil
+}
+
+// openReadModels opens this home's read models (folding them again when
+// they are not the stream's) and catches them up with the stream, each
+// report folded told to heard.
+func openReadModels(ctx context.Context, self core.Self, c ControllerConfig, heard func(projections.Heard)) (*projections.Engine, error) {
+	log := c.Log
+	opts := projections.Options{Dir: filepath.Join(c.Home, "projections"), Store: self.Store, Log: log, Reset: c.Reset, Keys: self.Keys,
+		SnapshotEvery: projections.DefaultSnapshotEvery, Heard: heard}
+	proj, o, err := projections.Open(ctx, opts)
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
 		// Read models that do not belong to the stream (a restore, a reset
 		// bus, a lost tail) are never served: they are folded again, and
 		// the start says why.
 		log.Warn(err.Error() + "; rebuilding them from the stream before serving")
-		proj, o, err = projections.Open(ctx, projections.Options{Dir: dir, Store: st, Log: log, Reset: true, Keys: keys, SnapshotEvery: projections.DefaultSnapshotEvery, Heard: flood.Heard})
+		opts.Reset = true
+		proj, o, err = projections.Open(ctx, opts)
 	}
 	if err != nil {
 		return nil, err
@@ -148,77 +183,67 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	}
 	start := time.Now()
 	proj.Start()
-	if o.Stream.LastSeq > o.Checkpoint {
-		stop := logProgress(log, proj, o.Stream.LastSeq)
-		restoreGC := core.FoldingGC()
-		err := proj.WaitFor(ctx, o.Stream.LastSeq)
-		restoreGC()
-		stop()
-		var fe *projections.FoldError
-		switch {
-		case errors.As(err, &fe):
-			// Never a wedged start (rule 19): the controller serves what
-			// it has folded, refuses writes, and status says why.
-			log.Error("the fold stopped: serving the read models as folded, and refusing writes", "why", core.Refusal(fe), "folded", proj.Checkpoint())
-		case err != nil:
-			proj.Close()
-			return nil, err
-		default:
-			log.Info("projections caught up", "folded", o.Stream.LastSeq-o.Checkpoint, "took", time.Since(start).Round(time.Millisecond))
-		}
-	} else {
+	if o.Stream.LastSeq <= o.Checkpoint {
 		log.Info("projections are current with the stream")
+		return proj, nil
 	}
-	if c.Mesh == "" {
-		c.Mesh = "mesh"
-	}
-	h := NewServices(&core.Core{Self: core.Self{Store: st, Log: log, Mesh: c.Mesh, Key: kp, Signer: signer, PublicKey: pub, Keys: keys, Secrets: keep,
-		Replicas: c.Stream.Replicas, OpenBus: c.OpenBus}, Proj: proj, Now: c.Now, Metrics: c.Metrics}, flood, c.Cut)
-	asserted, err := h.Modules.AssertStreams(ctx, c.Stream.Replicas)
-	if err != nil {
+	stop := logProgress(log, proj, o.Stream.LastSeq)
+	restoreGC := core.FoldingGC()
+	err = proj.WaitFor(ctx, o.Stream.LastSeq)
+	restoreGC()
+	stop()
+	var fe *projections.FoldError
+	switch {
+	case errors.As(err, &fe):
+		// Never a wedged start (rule 19): the controller serves what it
+		// has folded, refuses writes, and status says why.
+		log.Error("the fold stopped: serving the read models as folded, and refusing writes", "why", core.Refusal(fe), "folded", proj.Checkpoint())
+	case err != nil:
 		proj.Close()
 		return nil, err
+	default:
+		log.Info("projections caught up", "folded", o.Stream.LastSeq-o.Checkpoint, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return proj, nil
+}
+
+// serve starts each part that answers or acts: the modules' streams, the
+// verbs, the answers to agents, enrolment, liveness, the drives, and on a
+// closed bus the callout and the end of connections the log takes a grant
+// from. What it started is in ctrl, which Close stops.
+func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerConfig) error {
+	h, log := ctrl.Services, c.Log
+	asserted, err := h.Modules.AssertStreams(ctx, c.Stream.Replicas)
+	if err != nil {
+		return err
 	}
 	for _, line := range asserted {
 		log.Info(line)
 	}
-	svc, err := Serve(nc, h)
-	if err != nil {
-		proj.Close()
-		return nil, fmt.Errorf("cannot start the %s service: %w", wire.ServiceName, err)
+	if ctrl.svc, err = Serve(nc, h); err != nil {
+		return fmt.Errorf("cannot start the %s service: %w", wire.ServiceName, err)
 	}
 	stopNewest, err := serveNewest(h)
 	if err != nil {
-		svc.Stop()
-		proj.Close()
-		return nil, err
+		return err
 	}
+	ctrl.stopNewest = stopNewest
 	stopKeys, err := serveContentKeys(h)
 	if err != nil {
-		stopNewest()
-		svc.Stop()
-		proj.Close()
-		return nil, err
+		return err
 	}
 	// Both answer agents, and stop together.
-	newest := stopNewest
-	stopNewest = func() { newest(); stopKeys() }
+	ctrl.stopNewest = func() { stopNewest(); stopKeys() }
 	// Ready means reachable: until the server has the service's
 	// subscriptions, a client's request would meet "no responders".
 	if err := nc.Flush(); err != nil {
-		stopNewest()
-		svc.Stop()
-		proj.Close()
-		return nil, fmt.Errorf("cannot reach the bus to start the %s service: %w", wire.ServiceName, err)
+		return fmt.Errorf("cannot reach the bus to start the %s service: %w", wire.ServiceName, err)
 	}
-	ctrl := &Controller{Store: st, Proj: proj, Services: h, svc: svc, log: log, stopNewest: stopNewest}
 	if ctrl.enrol, err = h.Access.ServeEnrol(nc); err != nil {
-		ctrl.Close()
-		return nil, err
+		return err
 	}
 	if ctrl.stopLive, err = h.Live.Start(c.UnreachableAfter, 0); err != nil {
-		ctrl.Close()
-		return nil, err
+		return err
 	}
 	ctrl.stopDrive = driveRollouts(h, c.RolloutEvery)
 	// What every node would be sent, composed once now rather than by the
@@ -226,38 +251,32 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	// took 1.0 s, against 0.2-0.26 s once composed. A controller closed
 	// meanwhile answers an error here, which nobody needs to hear.
 	go h.World.ComposeAll()
-	if c.Callout != nil {
-		callout := busauth.Callout{Directory: h.Access.Directory(), Controller: h.Core.Key, Issuer: c.Callout, Lifetime: c.Lifetime, Log: h.Core.Log}
-		if ctrl.auth, err = busauth.Serve(nc, callout); err == nil {
-			err = busauth.WriteOperatorKey(c.Home, kp)
-		}
-		if err == nil {
-			// Its own connection is decided by the callout just served.
-			ctrl.stopGrants, err = h.Access.Guard(nc, kp)
-		}
-		if err != nil {
-			ctrl.Close()
-			return nil, err
-		}
-		log.Info("the bus is closed: nodes connect with their join strings, the command line with the operator key", "operator_key", filepath.Join(c.Home, busauth.OperatorKeyFile))
+	if c.Callout == nil {
+		return nil
 	}
-	log.Info("serving", "service", wire.ServiceName, "version", wire.ServiceVersion, "subjects", wire.APIPrefix+".>")
-	return ctrl, nil
+	kp := h.Core.Key
+	callout := busauth.Callout{Directory: h.Access.Directory(), Controller: kp, Issuer: c.Callout, Lifetime: c.Lifetime, Log: log}
+	if ctrl.auth, err = busauth.Serve(nc, callout); err != nil {
+		return err
+	}
+	if err := busauth.WriteOperatorKey(c.Home, kp); err != nil {
+		return err
+	}
+	// Its own connection is decided by the callout just served.
+	if ctrl.stopGrants, err = h.Access.Guard(nc, kp); err != nil {
+		return err
+	}
+	log.Info("the bus is closed: nodes connect with their join strings, the command line with the operator key", "operator_key", filepath.Join(c.Home, busauth.OperatorKeyFile))
+	return nil
 }
 
-// Close stops answering, then stops folding.
+// Close stops answering, then stops folding; it stops only what the start
+// got as far as starting.
 func (c *Controller) Close() error {
-	if c.stopDrive != nil {
-		c.stopDrive()
-	}
-	if c.stopLive != nil {
-		c.stopLive()
-	}
-	if c.stopNewest != nil {
-		c.stopNewest()
-	}
-	if c.stopGrants != nil {
-		c.stopGrants()
+	for _, stop := range []func(){c.stopDrive, c.stopLive, c.stopNewest, c.stopGrants} {
+		if stop != nil {
+			stop()
+		}
 	}
 	if c.auth != nil {
 		_ = c.auth.Unsubscribe()
@@ -265,7 +284,9 @@ func (c *Controller) Close() error {
 	if c.enrol != nil {
 		_ = c.enrol.Unsubscribe()
 	}
-	c.svc.Stop()
+	if c.svc != nil {
+		_ = c.svc.Stop()
+	}
 	c.Core.Secrets.Stop()
 	return c.Proj.Close()
 }
