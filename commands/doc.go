@@ -1,9 +1,10 @@
-// Package commands holds the mesh's verbs and the controller that serves them.
-// A handler reads projections, asks an aggregate to decide, appends what it
-// decided, and waits until the projections have folded its own events before
-// it answers, so the next command reads its own writes. The controller is the
-// one process that opens Pebble; operator commands reach it as requests to
-// the NATS micro service mesh-controller (nats micro ls shows it), through
-// package client; the requests, answers and subjects are package wire's,
-// so that a client links none of this package (nor Pebble).
+// Package commands starts the controller and serves its verbs. The verbs
+// themselves live in packages named for their nouns under commands/ (push,
+// rollout, status, nodes, modules, seats, network, access, credentials,
+// history, liveness), each a service over one core.Core; Services is the one
+// place each is handed the others it reads through, and Serve gives every
+// verb an endpoint of the NATS micro service mesh-controller (nats micro ls
+// shows it). Operator commands reach it through package client, in package
+// wire's terms, so that a client links none of this (nor Pebble). The
+// controller is the one process that opens Pebble.
 package commands
