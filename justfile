@@ -26,23 +26,23 @@ bench:
     go test ./events/store/ -run '^$' -bench AppendVsRawPublish -benchtime 20000x
     go test ./projections/ -run '^$' -bench FoldVsRawRead -benchtime 3x
     go test ./compose/ -run '^$' -bench Compose -benchtime 20000x -cpu 1
-    go test ./commands/ -run '^$' -bench ComposeFromReadModels -benchtime 3x -cpu 1
-    go test ./commands/ -run '^$' -bench 'BenchmarkPush$' -benchtime 3x
+    go test ./commands/world/ -run '^$' -bench ComposeFromReadModels -benchtime 3x -cpu 1
+    go test ./commands/push/ -run '^$' -bench 'BenchmarkPush$' -benchtime 3x
     go test ./agent/ -run '^$' -bench VerifyAndApplyUnchanged
-    go test ./commands/ -run '^$' -bench 'BenchmarkStatus$' -benchtime 5x
+    go test ./commands/status/ -run '^$' -bench 'BenchmarkStatus$' -benchtime 5x
     go test ./commands/ -run '^$' -bench ConnectAsNode -benchtime 200x
     go test ./declaration/ -run '^$' -bench Builds
-    go test ./commands/ -run '^$' -bench 'BenchmarkAudit$' -benchtime 2x
+    go test ./commands/history/ -run '^$' -bench 'BenchmarkAudit$' -benchtime 2x
 
 # the long benchmarks: a stream of a million events (a few minutes)
 bench-million:
     go test ./projections/ -run '^$' -bench 'BenchmarkRebuild$' -benchtime 1x -timeout 30m
-    go test ./commands/ -run '^$' -bench 'BenchmarkHistory$' -benchtime 3x -timeout 30m
+    go test ./commands/history/ -run '^$' -bench 'BenchmarkHistory$' -benchtime 3x -timeout 30m
 
 # the fault suite: the controller killed mid-push, a restore killed part way,
 # the stream leader lost mid-push, a bus at its storage limit
 fault:
-    go test ./commands/ -run 'Fault|LosingTheStreamLeader|FullBus|LostStream|PartialRestore|OlderBackup' -count 1 -v
+    go test ./commands/ ./commands/credentials/ -run 'Fault|LosingTheStreamLeader|FullBus|LostStream|PartialRestore|OlderBackup' -count 1 -v
 
 # the tests with the race detector
 race:

@@ -177,6 +177,7 @@ var mayImport = map[string][]string{
 	"commands/access":        {"aggregates", "busauth", "commands/core", "commands/network", "commands/world", "compose", "declaration", "events", "events/store", "manifest", natsGo, nkeys, "projections", "verdict", "wire"},
 	"commands/modules":       {"aggregates", "commands/core", "commands/seats", "commands/world", "compose", "events", "manifest", natsGo, "projections", "wire"},
 	"commands/nodes":         {"aggregates", "commands/core", "commands/network", "commands/world", "events", "events/store", "manifest", "projections", "secret", "wire"},
+	"commands/commandstest":  {"agent/agenttest", "client", "commands", "embedded", "embedded/embeddedtest", "events", "events/store", natsGo, "wire"},
 	"compose":                {"manifest"},
 	"declaration":            {"compose", nkeys},
 	"embedded":               {natsGo, "github.com/nats-io/nats-server/v2"},

@@ -17,7 +17,6 @@ import (
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
-	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -26,37 +25,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 )
-
-func controller(t *testing.T, srv *embedded.Server) *client.Client {
-	t.Helper()
-	return controllerIn(t, srv, t.TempDir())
-}
-
-func controllerIn(t *testing.T, srv *embedded.Server, home string) *client.Client {
-	t.Helper()
-	nc := embeddedtest.Conn(t, srv)
-	c, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: home})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
-}
-
-func enroll(c *client.Client, name string, caps ...string) (wire.Changed, error) {
-	var out wire.Changed
-	err := c.Call(context.Background(), wire.SubjectNodeEnroll,
-		wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: name, Capabilities: caps}, &out)
-	return out, err
-}
-
-func code(err error) string {
-	var re *client.RemoteError
-	if errors.As(err, &re) {
-		return re.Code
-	}
-	return ""
-}
 
 // Concurrent enrolls of one name through two controllers on one stream: one
 // winner, and every other caller is told the name is taken.

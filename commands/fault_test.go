@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/commands"
-	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
-	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
@@ -22,61 +20,6 @@ import (
 // cluster tests), a bus at its storage limit (TestAFullBusIsSaidAndSurvived).
 // After each: a fresh fold equals the live read models, no node has two
 // declarations of one sequence, and the next push converges.
-
-// checkAfterFault holds what must hold after any fault: verify passes, each
-// node's declarations in the log have distinct, rising sequences, and a push
-// leaves every node sent what it would be sent now.
-func checkAfterFault(t *testing.T, h *commands.Controller) {
-	t.Helper()
-	ctx := context.Background()
-	v, err := h.Status.VerifyProjections(ctx, wire.FoldRequest{})
-	if err != nil || v.Diff != "" {
-		t.Fatalf("verify after the fault: %v\n%s", err, v.Diff)
-	}
-	last := map[string]uint64{}
-	err = h.Core.Store.Read(ctx, store.ReadOptions{Filter: "mesh.ev.node.*.DeclarationSent"}, func(m store.Msg) error {
-		_, ev, err := events.Read(m.Subject, m.Data)
-		if err != nil {
-			return fmt.Errorf("event %d: %w", m.Seq, err)
-		}
-		sent := ev.(events.DeclarationSent)
-		if sent.Sequence <= last[sent.Node] {
-			return fmt.Errorf("event %d: %s sequence %d after %d", m.Seq, sent.Node, sent.Sequence, last[sent.Node])
-		}
-		last[sent.Node] = sent.Sequence
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Behind: true}); err != nil {
-		t.Fatalf("the push after the fault: %v", err)
-	}
-	s, err := h.Status.Status(ctx, wire.StatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range s.Nodes {
-		if n.ContentDigest != n.WouldSend {
-			t.Fatalf("%s was not sent what it would be sent now after the push: %+v", n.Name, n)
-		}
-	}
-}
-
-// startOn starts a controller on home over a connection of its own, to be
-// killed by closing that connection.
-func startOn(t *testing.T, srv *embedded.Server, home string) (*commands.Controller, *nats.Conn) {
-	t.Helper()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl, err := commands.StartController(context.Background(), nc, commands.ControllerConfig{Home: home})
-	if err != nil {
-		t.Fatalf("the start after a kill: %v", err)
-	}
-	return ctrl, nc
-}
 
 // The controller killed (its bus connection cut, then stopped) at 20 random
 // points of a push to 1,000 nodes, each time started again on its home.

@@ -3,8 +3,6 @@ package commands_test
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,19 +71,6 @@ func TestAPartialRestoreIsNeverServed(t *testing.T) {
 		if got.Nodes[i].Name != want.Nodes[i].Name || got.Nodes[i].Digest != want.Nodes[i].Digest {
 			t.Fatalf("restored %+v, backed up %+v", got.Nodes[i], want.Nodes[i])
 		}
-	}
-}
-
-// writeKey copies the controller key of one home into another, as a
-// restore places it.
-func writeKey(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(from, commands.KeyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(to, commands.KeyFile), b, 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 

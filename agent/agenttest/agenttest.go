@@ -77,10 +77,10 @@ func (m *Mesh) Enroll(name string, caps ...string) {
 }
 
 // Register registers the example manifest file (examples/ at the
-// repository's top, seen from a package one level down).
+// repository's top, found above the test's package however deep it sits).
 func (m *Mesh) Register(file string) {
 	m.T.Helper()
-	data, err := os.ReadFile("../examples/" + file)
+	data, err := os.ReadFile(Example(m.T, file))
 	m.Must(err)
 	_, err = m.H.Modules.RegisterModule(m.Ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: file, Manifest: string(data)})
 	m.Must(err)
@@ -246,4 +246,25 @@ func Sealed(t *testing.T, kp nkeys.KeyPair, d declaration.Declaration) events.De
 		t.Fatal(err)
 	}
 	return events.DeclarationSent{Node: d.Node, Sequence: d.Sequence, Digest: s.Digest(), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key}
+}
+
+// Example is the path of file in examples/ at the repository's top: the
+// first directory above the test's package holding go.mod, since a test runs
+// in its package's directory at any depth.
+func Example(t testing.TB, file string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "examples", file)
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatalf("no go.mod above the test to find examples/%s", file)
+		}
+		dir = up
+	}
 }

@@ -1,15 +1,16 @@
-package commands
+package push_test
 
 import (
 	"testing"
 
+	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/commands/core/coretest"
 )
 
 // benchMesh is coretest's mesh with the handlers made over its fold.
 type benchMesh struct {
 	*coretest.Mesh
-	h *Services
+	h *commands.Services
 }
 
 func newBenchMesh(b testing.TB, inProcess bool) *benchMesh {
@@ -19,7 +20,7 @@ func newBenchMesh(b testing.TB, inProcess bool) *benchMesh {
 func newClusterBenchMesh(b testing.TB) *benchMesh { return &benchMesh{Mesh: coretest.NewCluster(b)} }
 
 // fold folds what was published and makes handlers over it.
-func (m *benchMesh) fold() *Services {
-	m.h = NewServices(m.Fold(), nil, nil)
+func (m *benchMesh) fold() *commands.Services {
+	m.h = commands.NewServices(m.Fold(), nil, nil)
 	return m.h
 }

@@ -1,15 +1,13 @@
-package commands_test
+package credentials_test
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 
@@ -19,27 +17,6 @@ import (
 	"github.com/meshctl/mesh/secret"
 	"github.com/meshctl/mesh/wire"
 )
-
-// onDisk says whether any file under dir holds b.
-func onDisk(t *testing.T, dir string, b []byte) bool {
-	t.Helper()
-	found := false
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || found {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil // a file the server removed meanwhile
-		}
-		found = bytes.Contains(data, b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return found
-}
 
 // Rule 21, forgetting: a forgotten version's salt is gone from the bucket
 // and from the bus's disk, so nothing can open that value again; a version
@@ -64,7 +41,7 @@ func TestForgettingASecret(t *testing.T) {
 	must(err)
 	t.Cleanup(func() { ctrl.Close() })
 	h := ctrl
-	data, err := os.ReadFile("../examples/postgres.json")
+	data, err := os.ReadFile("../../examples/postgres.json")
 	must(err)
 	_, err = h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(data)})
 	must(err)
@@ -91,8 +68,8 @@ func TestForgettingASecret(t *testing.T) {
 	e, err := stream.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0])
 	must(err)
 	salt := e.Data
-	if len(salts) != 2 || !onDisk(t, dir, salt) {
-		t.Fatalf("salts %v; the first on disk before forgetting: %v (the scan would prove nothing)", salts, onDisk(t, dir, salt))
+	if len(salts) != 2 || !commandstest.OnDisk(t, dir, salt) {
+		t.Fatalf("salts %v; the first on disk before forgetting: %v (the scan would prove nothing)", salts, commandstest.OnDisk(t, dir, salt))
 	}
 	forget := func(version int) wire.Forgotten {
 		t.Helper()
@@ -113,7 +90,7 @@ func TestForgettingASecret(t *testing.T) {
 	if m, err := stream.GetLastMsgForSubject(ctx, "mesh.secret."+salts[0]); err != nil || len(m.Data) != 0 || m.Header.Get("Mesh-Forgotten") == "" {
 		t.Fatalf("the forgotten salt's subject holds %v %v, not the marker", m, err)
 	}
-	if onDisk(t, dir, salt) {
+	if commandstest.OnDisk(t, dir, salt) {
 		t.Fatal("the forgotten salt is still on the bus's disk")
 	}
 	if s := state(); s.State == wire.StateCannotCompose {
@@ -131,7 +108,7 @@ func TestForgettingASecret(t *testing.T) {
 	// value (so it holds its key) when the first forgets it: it must not
 	// go on composing a value the mesh forgot.
 	other := t.TempDir()
-	writeKey(t, home, other)
+	commandstest.WriteKey(t, home, other)
 	nc2, err := srv.Connect()
 	must(err)
 	t.Cleanup(nc2.Close)

@@ -1,4 +1,4 @@
-package commands_test
+package credentials_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -28,7 +29,7 @@ func TestFaultControllerKilledMidRotation(t *testing.T) {
 	ctx := context.Background()
 	srv := embeddedtest.Server(t)
 	home := t.TempDir()
-	start := func() (*commands.Controller, *nats.Conn) { return startOn(t, srv, home) }
+	start := func() (*commands.Controller, *nats.Conn) { return commandstest.StartOn(t, srv, home) }
 	ctrl, nc := start()
 	h := ctrl
 	must := func(err error) {
@@ -38,7 +39,7 @@ func TestFaultControllerKilledMidRotation(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"postgres.json", "app.json"} {
-		data, err := os.ReadFile("../examples/" + f)
+		data, err := os.ReadFile("../../examples/" + f)
 		must(err)
 		_, err = h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: f, Manifest: string(data)})
 		must(err)
@@ -90,7 +91,7 @@ func TestFaultControllerKilledMidRotation(t *testing.T) {
 	// How many of the cuts came before a commit depends on timing (10 to
 	// 11 of 13 landed in runs here): said, not asserted.
 	t.Logf("%d of 13 rotations landed", checkRotations(t, ctrl, consumers+1))
-	checkAfterFault(t, ctrl)
+	commandstest.CheckAfterFault(t, ctrl)
 	ctrl.Close()
 	nc.Close()
 }

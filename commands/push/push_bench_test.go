@@ -1,4 +1,4 @@
-package commands
+package push_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package commands_test
+package credentials_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/agent/agenttest"
+	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -67,7 +68,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 		}
 		stop()
 
-		ds := lastSent(t, m, node)
+		ds := commandstest.LastSent(t, m, node)
 		d, err := declaration.Open(declaration.Sealed{Bytes: ds.Declaration, Signature: ds.Signature, Key: ds.Key}, m.H.Core.PublicKey, m.H.Core.Mesh, node)
 		m.Must(err)
 		var asked *declaration.ContentKeyAsk
@@ -123,7 +124,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 		// key and read models), nor the agent's state. (It travelled in a
 		// reply, which no stream stores.)
 		for _, dir := range []string{m.Home, agent.StateDir(root, "")} {
-			if onDisk(t, dir, key) {
+			if commandstest.OnDisk(t, dir, key) {
 				t.Fatalf("the content key of a forgotten secret's file is on disk under %s", dir)
 			}
 		}

@@ -1,4 +1,4 @@
-package commands_test
+package secrets_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -50,7 +51,7 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile("../examples/postgres.json")
+	data, err := os.ReadFile("../../examples/postgres.json")
 	must(err)
 	_, err = h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "postgres.json", Manifest: string(data)})
 	must(err)
@@ -118,7 +119,7 @@ func TestJunkAimedAtASaltChangesNothing(t *testing.T) {
 	}
 	_, err = h.Credentials.ForgetSecret(ctx, wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: "db", Module: "postgres", Setting: "password"})
 	must(err)
-	if onDisk(t, dir, salt.Data) {
+	if commandstest.OnDisk(t, dir, salt.Data) {
 		t.Fatal("after the forget the salt is still on the bus's disk")
 	}
 	s, err = h.Status.Status(ctx, wire.StatusRequest{})

@@ -1,4 +1,4 @@
-package commands_test
+package status_test
 
 import (
 	"os"

@@ -1,10 +1,11 @@
-package commands_test
+package access_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/meshctl/mesh/agent/agenttest"
+	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
@@ -35,7 +36,7 @@ func TestAnOperatorsHomeCannotMakeANodesWord(t *testing.T) {
 	}
 
 	// What is sealed to db-1 opens with none of the controller's keys.
-	sent := lastSent(t, m, "db-1")
+	sent := commandstest.LastSent(t, m, "db-1")
 	d, err := declaration.Open(declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key}, m.H.Core.PublicKey, m.H.Core.Mesh, "db-1")
 	m.Must(err)
 	sealed := 0
@@ -92,17 +93,4 @@ func TestAnOperatorsHomeCannotMakeANodesWord(t *testing.T) {
 		t.Fatalf("a join string for a node with its own keys: %v", err)
 	}
 	m.Verified()
-}
-
-// lastSent is the newest declaration sent to node.
-func lastSent(t *testing.T, m *agenttest.Mesh, node string) events.DeclarationSent {
-	t.Helper()
-	msg, found, err := m.H.Core.Store.Last(m.Ctx, events.DeclarationSubject(node))
-	m.Must(err)
-	if !found {
-		t.Fatalf("nothing was sent to %s", node)
-	}
-	_, ev, err := events.Decode(msg.Data)
-	m.Must(err)
-	return ev.(events.DeclarationSent)
 }

@@ -1,4 +1,4 @@
-package commands_test
+package liveness_test
 
 import (
 	"context"

@@ -1,9 +1,10 @@
-package commands_test
+package modules_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
@@ -18,7 +19,7 @@ func TestAStartMakesModulesStreamsAgain(t *testing.T) {
 	ctx := context.Background()
 	srv := embeddedtest.Server(t)
 	home := t.TempDir()
-	ctrl, nc := startOn(t, srv, home)
+	ctrl, nc := commandstest.StartOn(t, srv, home)
 	_, err := ctrl.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "builder.json",
 		Manifest: `{"module":"builder","claims":["builder"],"run":{"command":"/bin/true"}}`})
 	if err != nil {
@@ -36,7 +37,7 @@ func TestAStartMakesModulesStreamsAgain(t *testing.T) {
 	}
 	ctrl.Close()
 	nc.Close()
-	ctrl, nc = startOn(t, srv, home)
+	ctrl, nc = commandstest.StartOn(t, srv, home)
 	defer nc.Close()
 	defer ctrl.Close()
 	if _, err := js.KeyValue(ctx, events.StateBucket("builder")); err != nil {

@@ -1,4 +1,4 @@
-package commands_test
+package nodes_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
@@ -33,8 +34,8 @@ func nodeCount(t *testing.T, c *client.Client) int {
 // differently refuses the whole batch and records nothing; the same list
 // again, once fixed, enrolls what is missing and calls the rest nothing to do.
 func TestEnrollBatchIsAllOrNothing(t *testing.T) {
-	c := controller(t, embeddedtest.Server(t))
-	if _, err := enroll(c, "web-5", "linux"); err != nil {
+	c := commandstest.Controller(t, embeddedtest.Server(t))
+	if _, err := commandstest.Enroll(c, "web-5", "linux"); err != nil {
 		t.Fatal(err)
 	}
 	var list []wire.EnrollRequest
@@ -44,8 +45,8 @@ func TestEnrollBatchIsAllOrNothing(t *testing.T) {
 	// web-5 exists without the zone label: the batch is refused whole.
 	_, err := batchCall[wire.EnrollBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeEnrollBatch,
 		wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list})
-	if code(err) != wire.CodeConflict {
-		t.Fatalf("a batch holding a name enrolled otherwise: err %v (code %q), want a conflict", err, code(err))
+	if commandstest.Code(err) != wire.CodeConflict {
+		t.Fatalf("a batch holding a name enrolled otherwise: err %v (code %q), want a conflict", err, commandstest.Code(err))
 	}
 	if n := nodeCount(t, c); n != 1 {
 		t.Fatalf("a refused batch left %d nodes, want the 1 before it", n)
@@ -65,7 +66,7 @@ func TestEnrollBatchIsAllOrNothing(t *testing.T) {
 	// Twice in one list is refused before anything is decided.
 	list = append(list, list[0])
 	if _, err := batchCall[wire.EnrollBatchRequest, wire.BatchReply](t, c, wire.SubjectNodeEnrollBatch,
-		wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list}); code(err) != wire.CodeBadRequest {
+		wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list}); commandstest.Code(err) != wire.CodeBadRequest {
 		t.Fatalf("a node named twice: err %v, want a bad request", err)
 	}
 }
@@ -73,7 +74,7 @@ func TestEnrollBatchIsAllOrNothing(t *testing.T) {
 // A bulk assignment by selector chooses exactly the matching active nodes,
 // and a batch naming a retired node is refused whole.
 func TestAssignBatchBySelector(t *testing.T) {
-	c := controller(t, embeddedtest.Server(t))
+	c := commandstest.Controller(t, embeddedtest.Server(t))
 	var list []wire.EnrollRequest
 	for i := range 6 {
 		list = append(list, wire.EnrollRequest{Name: fmt.Sprintf("n-%d", i), Capabilities: []string{"linux"},
@@ -99,7 +100,7 @@ func TestAssignBatchBySelector(t *testing.T) {
 	if !slices.Equal(sel.Nodes, []string{"n-0", "n-2"}) {
 		t.Fatalf("zone=z0 chose %v, want n-0 and n-2 (n-4 is retired)", sel.Nodes)
 	}
-	if _, err := batchCall[wire.SelectRequest, wire.Selected](t, c, wire.SubjectNodeSelect, wire.SelectRequest{Selector: "zone"}); code(err) != wire.CodeBadRequest {
+	if _, err := batchCall[wire.SelectRequest, wire.Selected](t, c, wire.SubjectNodeSelect, wire.SelectRequest{Selector: "zone"}); commandstest.Code(err) != wire.CodeBadRequest {
 		t.Fatalf("a term without '=': err %v, want a bad request", err)
 	}
 	// n-4 is retired: the batch naming it assigns to none of them.
@@ -138,7 +139,7 @@ func TestAssignBatchBySelector(t *testing.T) {
 func TestPushSaysItsProgress(t *testing.T) {
 	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	srv := embeddedtest.Server(t)
-	c := controller(t, srv)
+	c := commandstest.Controller(t, srv)
 	var list []wire.EnrollRequest
 	for i := range 2500 {
 		list = append(list, wire.EnrollRequest{Name: fmt.Sprintf("p-%04d", i)})

@@ -1,4 +1,4 @@
-package commands_test
+package network_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/wire"
 )
@@ -24,12 +25,12 @@ func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 	t.Parallel() // its own bus and homes; long and partly waiting: beside the others
 	srv := embeddedtest.Server(t)
 	first, second := t.TempDir(), t.TempDir()
-	clients := []*client.Client{controllerIn(t, srv, first)}
-	writeKey(t, first, second)
-	clients = append(clients, controllerIn(t, srv, second))
+	clients := []*client.Client{commandstest.ControllerIn(t, srv, first)}
+	commandstest.WriteKey(t, first, second)
+	clients = append(clients, commandstest.ControllerIn(t, srv, second))
 	ctx := context.Background()
 	// A node enrolled before the network is given an address by network set.
-	if _, err := enroll(clients[0], "n-000"); err != nil {
+	if _, err := commandstest.Enroll(clients[0], "n-000"); err != nil {
 		t.Fatal(err)
 	}
 	var set wire.NetworkView
@@ -48,7 +49,7 @@ func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 				if i == 0 {
 					continue // enrolled before the network
 				}
-				if _, err := enroll(clients[i%2], fmt.Sprintf("n-%03d", i)); err != nil {
+				if _, err := commandstest.Enroll(clients[i%2], fmt.Sprintf("n-%03d", i)); err != nil {
 					errs <- err
 				}
 			}
@@ -88,7 +89,7 @@ func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := list.Nodes[0].Address
-	next, err := enroll(clients[1], "late-1")
+	next, err := commandstest.Enroll(clients[1], "late-1")
 	if err != nil || next.Node.Address == gone || next.Node.Address == "" {
 		t.Fatalf("enrolled after a retirement: %+v %v (the retired address %s is quarantined)", next.Node, err, gone)
 	}
@@ -105,7 +106,7 @@ func TestTwoControllersGiveDistinctAddresses(t *testing.T) {
 		t.Fatalf("a range that leaves out addresses in use: %v", err)
 	}
 	for i := 0; ; i++ {
-		_, err := enroll(clients[i%2], fmt.Sprintf("more-%d", i))
+		_, err := commandstest.Enroll(clients[i%2], fmt.Sprintf("more-%d", i))
 		if err == nil {
 			continue
 		}

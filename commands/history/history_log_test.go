@@ -1,4 +1,4 @@
-package commands_test
+package history_test
 
 import (
 	"bytes"

@@ -1,10 +1,12 @@
-package commands
+package world_test
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 )
@@ -14,7 +16,7 @@ import (
 // composition's input once per round, as a push will. Target: 20,000 nodes a
 // second on one core (run with -cpu 1).
 func BenchmarkComposeFromReadModels(b *testing.B) {
-	bm := newBenchMesh(b, false)
+	bm := coretest.New(b, false)
 	publish := bm.Publish
 	var builds []string
 	for i := range 5 {
@@ -36,7 +38,7 @@ func BenchmarkComposeFromReadModels(b *testing.B) {
 			publish(agg, events.ModuleAssigned{Node: name, Module: fmt.Sprintf("m%d", j), Build: build, Settings: map[string]string{}})
 		}
 	}
-	h := bm.fold()
+	h := commands.NewServices(bm.Fold(), nil, nil)
 	var load time.Duration
 	b.ResetTimer()
 	for range b.N {
