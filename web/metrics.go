@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -49,6 +51,24 @@ func (m *Metrics) Push(sent, _ int, d time.Duration) {
 	m.pushTime.Observe(d.Seconds())
 }
 
+// build is what the binary says of its own build, read once.
+var build = func() (b struct{ version, revision, goVersion string }) {
+	b.version, b.revision, b.goVersion = "(devel)", "unknown", runtime.Version()
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	if info.Main.Version != "" {
+		b.version = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			b.revision = s.Value
+		}
+	}
+	return b
+}()
+
 // mesh is the collector of the mesh's state, read at each scrape.
 type mesh struct{ h *commands.Controller }
 
@@ -65,11 +85,14 @@ var (
 	descRollout   = prometheus.NewDesc("mesh_rollout_nodes", "Nodes of a rollout under way, paused or halted (by its state and wave, 1-based).", []string{"rollout", "module", "state", "wave"}, nil)
 	descLastHeard = prometheus.NewDesc("mesh_node_last_heard_timestamp_seconds", "When each node's agent was last heard saying it is alive (unix seconds): by this controller, or before it started as the log says.", []string{"node"}, nil)
 	descBound     = prometheus.NewDesc("mesh_node_unreachable_after_seconds", "The silence after which a node is unreachable (0: liveness off).", nil, nil)
+	descFailing   = prometheus.NewDesc("mesh_failing_standings", "Providers' standings failing a consumer, all providers (0 included: mesh_standings_failing has no series then).", nil, nil)
+	descRollouts  = prometheus.NewDesc("mesh_rollouts_open", "Rollouts under way, paused or halted (0 included: mesh_rollout_nodes has no series then).", nil, nil)
+	descBuild     = prometheus.NewDesc("mesh_build_info", "The controller's build: 1, labelled with its version, commit and Go.", []string{"version", "revision", "goversion"}, nil)
 	descRolledOut = prometheus.NewDesc("mesh_rollout_nodes_applied", "Nodes of that rollout that hold its build and applied it.", []string{"rollout", "module", "state", "wave"}, nil)
 )
 
 func (mesh) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut, descLastHeard, descBound} {
+	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut, descLastHeard, descBound, descFailing, descRollouts, descBuild} {
 		ch <- d
 	}
 }
@@ -104,6 +127,11 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	for p, n := range failing {
 		ch <- prometheus.MustNewConstMetric(descStandings, prometheus.GaugeValue, float64(n), p)
 	}
+	// A labelled family has no series at zero, and an alert on it cannot
+	// tell none failing from a scrape that lost it: the totals always are.
+	ch <- prometheus.MustNewConstMetric(descFailing, prometheus.GaugeValue, float64(len(s.Standings)))
+	ch <- prometheus.MustNewConstMetric(descRollouts, prometheus.GaugeValue, float64(len(s.Rollouts)))
+	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, build.version, build.revision, build.goVersion)
 	for node, at := range c.h.Live.LastHeardAll() {
 		ch <- prometheus.MustNewConstMetric(descLastHeard, prometheus.GaugeValue, float64(at.UnixMilli())/1000, node)
 	}

@@ -172,6 +172,22 @@ func TestMetricsAgreeWithStatus(t *testing.T) {
 		}
 		return fams
 	}
+	// Every family an alert reads is there at zero too, and the build.
+	gauge := func(fams map[string]*dto.MetricFamily, name string) float64 {
+		t.Helper()
+		f := fams[name]
+		if f == nil || len(f.GetMetric()) != 1 {
+			t.Fatalf("/metrics has no single %s: %v", name, f)
+		}
+		return f.GetMetric()[0].GetGauge().GetValue()
+	}
+	first := scrape()
+	if gauge(first, "mesh_failing_standings") != 0 || gauge(first, "mesh_rollouts_open") != 0 || gauge(first, "mesh_build_info") != 1 {
+		t.Errorf("at zero: failing standings %v, open rollouts %v, build %v", first["mesh_failing_standings"], first["mesh_rollouts_open"], first["mesh_build_info"])
+	}
+	if labels := first["mesh_build_info"].GetMetric()[0].GetLabel(); len(labels) != 3 || labels[0].GetValue() == "" {
+		t.Errorf("mesh_build_info names no build: %v", labels)
+	}
 	done := make(chan struct{})
 	go func() { defer close(done); mesh(t, home, "push") }()
 	scrape() // while the push runs: it must parse then too
@@ -222,6 +238,9 @@ func TestMetricsAgreeWithStatus(t *testing.T) {
 	}
 	if total != 3 || applied != 0 {
 		t.Errorf("rollout %s exported as %v of %v nodes applied; want 0 of 3 (no agents)", id, applied, total)
+	}
+	if open := gauge(scrape(), "mesh_rollouts_open"); open != 1 {
+		t.Errorf("mesh_rollouts_open is %v with rollout %s under way", open, id)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		r, err := http.Get("http://" + httpAddr + path)
