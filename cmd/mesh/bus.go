@@ -32,8 +32,12 @@ func (b busAddr) String() string { return fmt.Sprintf("%s (from %s)", b.URL, b.F
 // resolveBus decides which bus a command uses. --bus and MESH_NATS_URL that
 // disagree are refused rather than one silently winning: an operator who
 // exported one and typed the other cannot know which mesh they just changed.
+// NATS_URL, the nats CLI's, names the bus when neither does (before the
+// bus mesh up recorded): an operator who pointed nats at a bus means that
+// one, and every error names where the bus came from.
 func (g *Globals) resolveBus(required bool) (busAddr, error) {
 	env := os.Getenv("MESH_NATS_URL")
+	natsEnv := os.Getenv("NATS_URL")
 	switch {
 	case g.Bus != "" && env != "" && normalizeURL(g.Bus) != normalizeURL(env):
 		return busAddr{}, usagef("the bus is configured two ways: --bus says %s and MESH_NATS_URL says %s; give one, or make them agree", g.Bus, env)
@@ -41,8 +45,10 @@ func (g *Globals) resolveBus(required bool) (busAddr, error) {
 		return busAddr{URL: g.Bus, From: "--bus"}, nil
 	case env != "":
 		return busAddr{URL: env, From: "MESH_NATS_URL"}, nil
+	case natsEnv != "":
+		return busAddr{URL: natsEnv, From: "NATS_URL"}, nil
 	case required:
-		return busAddr{}, usagef("no bus named: give --bus URL or set MESH_NATS_URL (mesh up runs its own)")
+		return busAddr{}, usagef("no bus named: give --bus URL or set MESH_NATS_URL or NATS_URL (mesh up runs its own)")
 	}
 	if rec, err := readBusRecord(g.Home); err == nil {
 		return busAddr{URL: rec.URL, From: fmt.Sprintf("%s, where mesh up recorded it", busRecordPath(g.Home))}, nil
@@ -248,4 +254,6 @@ func splitListen(s string) (string, int, error) {
 
 // busNamed reports whether the command was told a bus (--bus or
 // MESH_NATS_URL), rather than left to find the one mesh up recorded.
-func (g *Globals) busNamed() bool { return g.Bus != "" || os.Getenv("MESH_NATS_URL") != "" }
+func (g *Globals) busNamed() bool {
+	return g.Bus != "" || os.Getenv("MESH_NATS_URL") != "" || os.Getenv("NATS_URL") != ""
+}

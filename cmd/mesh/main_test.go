@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 	// the tests that run beside others (t.Parallel) cannot t.Setenv, and
 	// rely on this.
 	os.Unsetenv("MESH_NATS_URL")
+	os.Unsetenv("NATS_URL")
 	// A command's handshake with a closed bus waits for the controller's
 	// callout: bounded by Settle here, as every wait of the tests is, so a
 	// loaded box is not taken for an unreachable bus.
@@ -217,6 +218,18 @@ func TestNoControllerNoBusAndAmbiguousBus(t *testing.T) {
 	r = mesh(t, home, "--bus", "nats://"+addr, "node", "list")
 	if r.code != 2 || !strings.Contains(r.err, "configured two ways") {
 		t.Fatalf("ambiguous bus: %+v", r)
+	}
+	// NATS_URL, which the nats CLI reads, names the bus when nothing
+	// more particular to mesh does, and the error says it came from there.
+	t.Setenv("MESH_NATS_URL", "")
+	t.Setenv("NATS_URL", "nats://"+addr)
+	r = mesh(t, home, "node", "list")
+	if r.code != 1 || !strings.Contains(r.err, addr+" (from NATS_URL)") {
+		t.Fatalf("a bus from NATS_URL: %+v", r)
+	}
+	t.Setenv("MESH_NATS_URL", "nats://127.0.0.1:1")
+	if r = mesh(t, home, "node", "list"); r.code != 1 || !strings.Contains(r.err, "127.0.0.1:1") || strings.Contains(r.err, addr) {
+		t.Fatalf("MESH_NATS_URL beside NATS_URL: %+v", r)
 	}
 }
 
