@@ -319,7 +319,6 @@ func (h *Service) moveNodes(ctx context.Context, ro projections.Rollout, nodes [
 			if err != nil {
 				return err
 			}
-			have := node.Assignments[ro.Module]
 			m, found, err := h.world.Manifest(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
 			if err != nil || !found {
 				return fmt.Errorf("build %s of %s cannot be read: %v", build(n), ro.Module, err)
@@ -333,7 +332,9 @@ func (h *Service) moveNodes(ctx context.Context, ro projections.Rollout, nodes [
 				}
 				return &waveHalt{Node: n, Why: why}
 			}
-			evs, err := node.Decide(aggregates.AssignModule{Node: n, Module: ro.Module, Build: build(n), Spec: m.Settings, Settings: have.Settings}, h.Now())
+			// No settings given: the assignment keeps those it holds (one the
+			// new build no longer declares is dropped, not refused).
+			evs, err := node.Decide(aggregates.AssignModule{Node: n, Module: ro.Module, Build: build(n), Spec: m.Settings}, h.Now())
 			var refusal *aggregates.Error
 			if errors.As(err, &refusal) {
 				return &waveHalt{Node: n, Why: refusal.Detail}
