@@ -428,6 +428,9 @@ type PushReply struct {
 	Unsent []UnsentNode `json:"unsent"`
 	// Considered is how many nodes the push looked at.
 	Considered int `json:"considered"`
+	// Held are the nodes left out because a hand declaration holds them
+	// (mesh declare): only a push naming one sends to it.
+	Held []UnsentNode `json:"held,omitempty"`
 }
 
 // PushedNode is one declaration sent.

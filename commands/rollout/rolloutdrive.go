@@ -367,8 +367,14 @@ func (h *Service) moveNodes(ctx context.Context, ro projections.Rollout, nodes [
 // not be sent halts the wave, named.
 func (h *Service) sendWave(ctx context.Context, ro projections.Rollout, nodes []string) error {
 	r, err := h.push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: nodes, By: "rollout " + ro.ID, Once: true})
-	if err == nil && len(r.Unsent) > 0 {
+	switch {
+	case err != nil:
+		return err
+	case len(r.Unsent) > 0:
 		return &waveHalt{Node: r.Unsent[0].Node, Why: "it was not sent: " + r.Unsent[0].Reason}
+	case len(r.Held) > 0:
+		// The wave cannot pass a node it may not send to: halted, named.
+		return &waveHalt{Node: r.Held[0].Node, Why: "it is held by its " + r.Held[0].Reason}
 	}
-	return err
+	return nil
 }
