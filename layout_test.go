@@ -172,7 +172,7 @@ var mayImport = map[string][]string{
 	"commands/network":       {"aggregates", "commands/core", "events", "events/store", "projections", "wire"},
 	"commands/seats":         {"aggregates", "commands/core", "commands/world", "compose", "events", "events/store", natsGo, "projections", "secret", "wire"},
 	"commands/status":        {"aggregates", "commands/core", "commands/credentials", "commands/liveness", "commands/push", "commands/seats", "commands/world", "events", "events/store", "manifest", natsGo, "projections", "verdict", "wire"},
-	"commands/push":          {"aggregates", "commands/core", "commands/world", "compose", "declaration", "events", "events/store", "fanout", "manifest", "projections", "wire"},
+	"commands/push":          {"aggregates", "commands/core", "commands/world", "compose", "declaration", "events", "events/store", "fanout", "manifest", "projections", "verdict", "wire"},
 	"commands/rollout":       {"aggregates", "commands/core", "commands/push", "commands/world", "compose", "events", "events/store", "manifest", "projections", "verdict", "wire"},
 	"commands/access":        {"aggregates", "busauth", "commands/core", "commands/network", "commands/world", "compose", "declaration", "events", "events/store", "manifest", natsGo, nkeys, "projections", "verdict", "wire"},
 	"commands/modules":       {"aggregates", "commands/core", "commands/seats", "commands/world", "compose", "events", "manifest", natsGo, "projections", "wire"},

@@ -23,6 +23,16 @@ func TestAssignDecide(t *testing.T) {
 		c.Policy = p
 		return c
 	}
+	patch := func(settings map[string]string, unset []string, reset bool) AssignModule {
+		c := assign("b1", settings)
+		c.Unset, c.Reset = unset, reset
+		return c
+	}
+	withPort := events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b1", Settings: map[string]string{"password": "x", "port": "6543"}}
+	withColour := events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b0", Settings: map[string]string{"password": "x", "colour": "red"}}
+	settled := func(settings map[string]string) []events.Event {
+		return []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b1", Settings: settings, Policy: events.PolicyManual}}
+	}
 	pinned := events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b1", Settings: map[string]string{"password": "x"}, Policy: events.PolicyPinned}
 	cases := []struct {
 		name    string
@@ -44,6 +54,20 @@ func TestAssignDecide(t *testing.T) {
 			want: []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b2", Settings: map[string]string{"password": "x"}, Policy: events.PolicyManual}}},
 		{name: "other settings replace", given: []events.Event{enrolled, assigned}, cmd: assign("b1", map[string]string{"password": "y", "port": "6543"}),
 			want: []events.Event{events.ModuleAssigned{Node: "db-1", Module: "postgres", Build: "b1", Settings: map[string]string{"password": "y", "port": "6543"}, Policy: events.PolicyManual}}},
+		{name: "a setting not given stays (the README's new password keeps port)", given: []events.Event{enrolled, withPort}, cmd: assign("b1", map[string]string{"password": "y"}),
+			want: settled(map[string]string{"password": "y", "port": "6543"})},
+		{name: "nothing given is already assigned", given: []events.Event{enrolled, withPort}, cmd: assign("b1", nil)},
+		{name: "unset removes one", given: []events.Event{enrolled, withPort}, cmd: patch(nil, []string{"port"}, false),
+			want: settled(map[string]string{"password": "x"})},
+		{name: "unset what is not set is nothing to do", given: []events.Event{enrolled, assigned}, cmd: patch(nil, []string{"port"}, false)},
+		{name: "unset a required setting", given: []events.Event{enrolled, withPort}, cmd: patch(nil, []string{"password"}, false), wantErr: ErrInvalid, say: "setting password is required"},
+		{name: "unset an unknown setting", given: []events.Event{enrolled, withPort}, cmd: patch(nil, []string{"colour"}, false), wantErr: ErrInvalid, say: `no setting "colour" to unset`},
+		{name: "given and unset", given: []events.Event{enrolled, withPort}, cmd: patch(map[string]string{"port": "1"}, []string{"port"}, false), wantErr: ErrInvalid, say: "not both"},
+		{name: "reset starts from the defaults", given: []events.Event{enrolled, withPort}, cmd: patch(map[string]string{"password": "z"}, nil, true),
+			want: settled(map[string]string{"password": "z"})},
+		{name: "reset drops a required one not given again", given: []events.Event{enrolled, withPort}, cmd: patch(nil, nil, true), wantErr: ErrInvalid, say: "--set password=VALUE"},
+		{name: "a setting the new build does not declare is dropped", given: []events.Event{enrolled, withColour}, cmd: assign("b1", nil),
+			want: settled(map[string]string{"password": "x"})},
 		{name: "unknown node", cmd: assign("b1", nil), wantErr: ErrUnknownNode, say: "no node db-1 is enrolled"},
 		{name: "retired node", given: []events.Event{enrolled, events.NodeRetired{Name: "db-1"}}, cmd: assign("b1", nil), wantErr: ErrRetired, say: "retired"},
 		{name: "unknown module", given: []events.Event{enrolled}, cmd: assign("", nil), wantErr: ErrUnknownModule, say: "mesh module list"},
@@ -65,6 +89,29 @@ func TestAssignDecide(t *testing.T) {
 			}
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Fatalf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSettingChanges(t *testing.T) {
+	s := func(v string) *string { return &v }
+	cases := []struct {
+		name          string
+		before, after map[string]string
+		want          []SettingChange
+	}{
+		{name: "none", before: map[string]string{"a": "1"}, after: map[string]string{"a": "1"}},
+		{name: "changed, added and removed, by name", before: map[string]string{"b": "1", "c": "x"}, after: map[string]string{"a": "2", "b": "3"},
+			want: []SettingChange{{"a", nil, s("2")}, {"b", s("1"), s("3")}, {"c", s("x"), nil}}},
+		{name: "an empty value is a value", before: map[string]string{}, after: map[string]string{"greeting": ""},
+			want: []SettingChange{{"greeting", nil, s("")}}},
+		{name: "a new assignment", before: nil, after: map[string]string{"port": "6543"}, want: []SettingChange{{"port", nil, s("6543")}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, SettingChanges(c.before, c.after)); diff != "" {
+				t.Fatalf("changes (-want +got):\n%s", diff)
 			}
 		})
 	}

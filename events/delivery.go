@@ -19,6 +19,12 @@ type DeclarationSent struct {
 	Key         string `json:"key"`
 }
 
+// ByHand is DeclarationSent.By of a hand-written declaration (mesh
+// declare). A node whose last declaration is one is held: every push that
+// does not name it leaves it out, so the hand's work is not overwritten by
+// a push --behind or a rollout's wave (issue 31).
+const ByHand = "declare"
+
 // ControllerKeyRecorded: the controller signs with this public key from now
 // on, so history says which key signed what.
 type ControllerKeyRecorded struct {

@@ -29,26 +29,35 @@ type Would struct {
 // current). since is when it entered it, as far as the rows know; detail
 // says why, for the states that have a why.
 func StateOf(enrolledAt time.Time, sent *wire.Sent, rep *wire.Report, w Would) (state wire.State, since time.Time, detail string) {
+	// A node held by its hand declaration is not judged against what the
+	// mesh composes: no push sends that until one names the node.
+	hand := HandHeld(sent)
 	switch {
-	case !w.Composable:
+	case !hand && !w.Composable:
 		return wire.StateCannotCompose, enrolledAt, w.Reason
 	case sent == nil:
 		return wire.StateNeverSent, enrolledAt, ""
-	case sent.ContentDigest != w.ContentDigest:
-		detail = "what it would be sent now differs from what it was sent"
-		if sent.By == "declare" {
-			detail = "it holds a hand-written declaration; the mesh would compose another"
-		}
-		return wire.StateBehind, sent.At, detail
+	case !hand && sent.ContentDigest != w.ContentDigest:
+		return wire.StateBehind, sent.At, "what it would be sent now differs from what it was sent"
 	case rep == nil || rep.Digest != sent.Digest:
 		return wire.StateWaiting, sent.At, ""
 	case rep.Outcome == events.OutcomeFailed:
 		return wire.StateFailed, rep.At, FailedShort(rep)
 	case rep.Outcome == events.OutcomeRefused:
 		return wire.StateRefused, rep.At, rep.Reason
+	case hand:
+		return wire.StateHeld, rep.At, HandHeldWhy
 	}
 	return wire.StateCurrent, rep.At, ""
 }
+
+// HandHeld says whether a node's last declaration was written by hand (mesh
+// declare): it is held, left out of every push that does not name it.
+func HandHeld(sent *wire.Sent) bool { return sent != nil && sent.By == events.ByHand }
+
+// HandHeldWhy is the detail of a node held by its hand declaration, and
+// why a push that does not name it leaves it out.
+const HandHeldWhy = "hand declaration: left out of every push that does not name it; mesh push NODE sends what the mesh composes and ends the hold"
 
 // FailedShort is a failed report in one line: its first failure, and how
 // many more.

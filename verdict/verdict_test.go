@@ -15,6 +15,7 @@ func TestStateOf(t *testing.T) {
 	sentAt, repAt := enrolled.Add(time.Hour), enrolled.Add(2*time.Hour)
 	sent := &wire.Sent{Digest: "d1", ContentDigest: "c1", At: sentAt}
 	would := Would{Composable: true, ContentDigest: "c1"}
+	hand := &wire.Sent{Digest: "d1", ContentDigest: "c0", By: events.ByHand, At: sentAt}
 	report := func(o events.Outcome, digest string) *wire.Report {
 		return &wire.Report{Outcome: o, Digest: digest, At: repAt, Reason: "why",
 			Failed: []events.ResourceFailure{{Path: "/a", Reason: "denied"}, {Path: "/b", Reason: "x"}}}
@@ -31,7 +32,10 @@ func TestStateOf(t *testing.T) {
 		{"cannot be composed comes first", sent, report(events.OutcomeApplied, "d1"), Would{Reason: "needs linux"}, wire.StateCannotCompose, enrolled, "needs linux"},
 		{"never sent", nil, nil, would, wire.StateNeverSent, enrolled, ""},
 		{"behind: would be sent other content", sent, report(events.OutcomeApplied, "d1"), Would{Composable: true, ContentDigest: "c2"}, wire.StateBehind, sentAt, "what it would be sent now differs from what it was sent"},
-		{"behind a hand declaration", &wire.Sent{Digest: "d1", ContentDigest: "c0", By: "declare", At: sentAt}, nil, would, wire.StateBehind, sentAt, "it holds a hand-written declaration; the mesh would compose another"},
+		{"a hand declaration not yet applied is waiting", hand, nil, would, wire.StateWaiting, sentAt, ""},
+		{"a hand declaration applied is held, not behind", hand, report(events.OutcomeApplied, "d1"), would, wire.StateHeld, repAt, HandHeldWhy},
+		{"held whether or not the mesh could compose it", hand, report(events.OutcomeApplied, "d1"), Would{Reason: "needs linux"}, wire.StateHeld, repAt, HandHeldWhy},
+		{"a hand declaration that failed says so", hand, report(events.OutcomeFailed, "d1"), would, wire.StateFailed, repAt, "/a: denied (and 1 more)"},
 		{"waiting: no report", sent, nil, would, wire.StateWaiting, sentAt, ""},
 		{"waiting: a report on an older send", sent, report(events.OutcomeApplied, "d0"), would, wire.StateWaiting, sentAt, ""},
 		{"failed", sent, report(events.OutcomeFailed, "d1"), would, wire.StateFailed, repAt, "/a: denied (and 1 more)"},

@@ -290,6 +290,10 @@ type AssignRequest struct {
 	Node      string            `json:"node"`
 	Module    string            `json:"module"`
 	Settings  map[string]string `json:"settings"`
+	// Unset names settings to remove; Reset starts from the manifest's
+	// defaults. Settings neither given, unset nor reset stay as they are.
+	Unset []string `json:"unset,omitempty"`
+	Reset bool     `json:"reset,omitempty"`
 	// Build, when set, is the build to assign (full or short); the latest
 	// otherwise. Policy, when set, replaces the assignment's policy
 	// (pinned, manual or auto); it is kept otherwise (manual when new).
@@ -310,9 +314,11 @@ type AssignBatchRequest struct {
 	Module    string            `json:"module"`
 	Settings  map[string]string `json:"settings"`
 	Nodes     []string          `json:"nodes"`
-	// Build and Policy: as AssignRequest's.
-	Build  string `json:"build,omitempty"`
-	Policy string `json:"policy,omitempty"`
+	// Unset, Reset, Build and Policy: as AssignRequest's.
+	Unset  []string `json:"unset,omitempty"`
+	Reset  bool     `json:"reset,omitempty"`
+	Build  string   `json:"build,omitempty"`
+	Policy string   `json:"policy,omitempty"`
 }
 
 // BatchReply answers a bulk verb: the nodes it changed, at which last
@@ -344,15 +350,31 @@ type UnassignRequest struct {
 
 // Assigned answers assign and unassign. Changed false: nothing to do.
 type Assigned struct {
-	Changed  bool              `json:"changed"`
-	Seq      uint64            `json:"seq"`
-	Node     string            `json:"node"`
-	Module   string            `json:"module"`
-	Build    string            `json:"build,omitempty"`
-	Previous string            `json:"previous,omitempty"`
+	Changed  bool   `json:"changed"`
+	Seq      uint64 `json:"seq"`
+	Node     string `json:"node"`
+	Module   string `json:"module"`
+	Build    string `json:"build,omitempty"`
+	Previous string `json:"previous,omitempty"`
+	// Settings are those the assignment holds now, a secret one as set
+	// and its version (rule 21).
 	Settings map[string]string `json:"settings,omitempty"`
-	// Policy is the assignment's upgrade policy now (unassign: none).
-	Policy events.Policy `json:"policy,omitempty"`
+	// Policy is the assignment's upgrade policy now (unassign: none);
+	// PreviousPolicy what it was, when this assignment changed it.
+	Policy         events.Policy `json:"policy,omitempty"`
+	PreviousPolicy events.Policy `json:"previous_policy,omitempty"`
+	// Changes are the settings this assignment changed, in name order.
+	Changes []SettingChange `json:"changes,omitempty"`
+}
+
+// SettingChange is one setting an assignment changed, as people may see
+// it: Secret, as set and its version, never its value. Old null: it was
+// not set (the manifest's default applied); New null: it is no longer set.
+type SettingChange struct {
+	Setting string  `json:"setting"`
+	Old     *string `json:"old"`
+	New     *string `json:"new"`
+	Secret  bool    `json:"secret,omitempty"`
 }
 
 // Plan is what a node would be sent now, and how that differs from what it
@@ -406,6 +428,9 @@ type PushReply struct {
 	Unsent []UnsentNode `json:"unsent"`
 	// Considered is how many nodes the push looked at.
 	Considered int `json:"considered"`
+	// Held are the nodes left out because a hand declaration holds them
+	// (mesh declare): only a push naming one sends to it.
+	Held []UnsentNode `json:"held,omitempty"`
 }
 
 // PushedNode is one declaration sent.

@@ -13,6 +13,8 @@ type PushPlanReply struct {
 	// Detailed is how many nodes' changes were read (the first
 	// maxPlanned that change); the others are counted.
 	Detailed int `json:"detailed"`
+	// Held: as PushReply's, the nodes the push would leave out.
+	Held []UnsentNode `json:"held,omitempty"`
 }
 
 // PlannedNode is one node a push would send to, and how what it would be

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/meshctl/mesh/events"
@@ -18,17 +19,21 @@ type AssignCmd struct {
 	Module   string            `arg:"" optional:""`
 	Set      map[string]string `mapsep:"none" help:"A setting k=v for the module on this node (repeatable; the value is everything after the first =, ; included)."`
 	SetFile  map[string]string `name:"set-file" mapsep:"none" help:"A setting k=FILE read from FILE ('-': standard input), one trailing newline dropped: how a secret stays out of shell history and ps (repeatable)."`
+	Unset    []string          `help:"Remove a setting KEY, so the manifest's default applies (repeatable). Settings not given, unset or reset stay as they are."`
+	Reset    bool              `help:"Start from the manifest's defaults: every setting not given now is removed, secret ones included."`
 	Selector string            `help:"Assign to every active node this selects: *, name=NODE, or KEY=VALUE label-or-fact and capability=NAME terms joined by commas (all must hold)."`
 	From     string            `help:"Assign to every node a file names, one name a line ('-': standard input)."`
 	Build    string            `help:"The build to assign (as mesh module show lists it); the latest when left out."`
 	Policy   string            `help:"The upgrade policy: pinned (stays on its build until assigned again), manual (a newer build waits for a rollout) or auto (a newer build starts the module's rollout by itself). Kept when left out; manual for a new assignment."`
-	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings, policy} as JSON (one node)."`
+	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings, policy, previous_policy, changes} as JSON (one node)."`
 }
 
 func (c *AssignCmd) Help() string {
 	return "Examples:\n  mesh assign db-1 postgres --set-file password=- --set port=5433   (the password on standard input)\n" +
 		"  mesh assign --selector zone=eu-1,capability=linux app\n  mesh assign --from nodes.txt app\n" +
-		"  mesh assign db-1 postgres --policy pinned --build 3f2a9c1e   (stay on this build until assigned again)\n\n" +
+		"  mesh assign db-1 postgres --policy pinned --build 3f2a9c1e   (stay on this build until assigned again)\n" +
+		"  mesh assign db-1 postgres --unset port   (back to the manifest's default; the other settings stay)\n\n" +
+		"Only the settings given change; --reset starts from the manifest's defaults.\n" +
 		"With --selector or --from, nodes are assigned in batches of a thousand, each all or nothing."
 }
 
@@ -42,6 +47,11 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if _, err := events.ParsePolicy(c.Policy); err != nil {
 		return usagef("%v; give --policy pinned, manual or auto", err)
 	}
+	for _, k := range c.Unset {
+		if _, both := c.Set[k]; both {
+			return usagef("setting %s is given with both --set and --unset; give it once", k)
+		}
+	}
 	if c.Selector != "" || c.From != "" {
 		return c.assignMany(ctx, g, out)
 	}
@@ -49,7 +59,7 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return usagef("name a node and a module: mesh assign NODE MODULE (or mesh assign --selector SELECTOR MODULE)")
 	}
 	var r wire.Assigned
-	req := wire.AssignRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set, Build: c.Build, Policy: c.Policy}
+	req := wire.AssignRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set, Unset: c.Unset, Reset: c.Reset, Build: c.Build, Policy: c.Policy}
 	if err := g.call(ctx, wire.SubjectNodeAssign, req, &r); err != nil {
 		return err
 	}
@@ -65,9 +75,34 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	case r.Previous != r.Build:
 		fmt.Fprintf(out.Out, "assigned %s build %s (policy %s) to %s at sequence %d (from %s)\n", r.Module, b, r.Policy, r.Node, r.Seq, manifest.ShortBuild(r.Previous))
 	default:
-		fmt.Fprintf(out.Out, "assigned %s (build %s, policy %s) to %s with new settings or policy at sequence %d\n", r.Module, b, r.Policy, r.Node, r.Seq)
+		fmt.Fprintf(out.Out, "changed %s on %s (build %s, policy %s) at sequence %d\n", r.Module, r.Node, b, r.Policy, r.Seq)
 	}
+	printAssignChanges(out, r)
 	return nil
+}
+
+// printAssignChanges says what an assignment changed, one line each: its
+// policy, then each setting old -> new (a secret as its version).
+func printAssignChanges(out *Output, r wire.Assigned) {
+	if r.PreviousPolicy != "" {
+		fmt.Fprintf(out.Out, "  policy: %s -> %s\n", r.PreviousPolicy, r.Policy)
+	}
+	for _, c := range r.Changes {
+		fmt.Fprintf(out.Out, "  %s: %s -> %s\n", shown(c.Setting), settingValue(c.Old, c.Secret), settingValue(c.New, c.Secret))
+	}
+}
+
+// settingValue is a setting's value as the change lines print it: not set
+// (the manifest's default applies), a secret as its version, any other
+// quoted, so that an empty value shows and nothing in it acts on the terminal.
+func settingValue(v *string, secret bool) string {
+	switch {
+	case v == nil:
+		return "(not set)"
+	case secret:
+		return *v
+	}
+	return strconv.Quote(*v)
 }
 
 // UnassignCmd takes a module off a node.

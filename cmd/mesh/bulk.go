@@ -166,7 +166,7 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 			names = append(names, n.Name)
 		}
 	}
-	changed, unchanged, build, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: module, Settings: c.Set, Build: c.Build, Policy: c.Policy}, names)
+	changed, unchanged, build, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: module, Settings: c.Set, Unset: c.Unset, Reset: c.Reset, Build: c.Build, Policy: c.Policy}, names)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -126,6 +127,7 @@ func (c *PushCmd) dryRun(ctx context.Context, g *Globals, out *Output) error {
 	for _, u := range p.Unsent {
 		fmt.Fprintf(w, "would not send %s: %s\n", u.Node, u.Reason)
 	}
+	printHeld(w, p.Held, "would leave out", each)
 	fmt.Fprintf(w, "would send %d of %d node(s), %d with changes; nothing was sent (a dry run)\n", len(p.WouldSend), p.Considered, changed)
 	return nil
 }
@@ -135,6 +137,19 @@ func whatOf(what []string) string {
 		return ""
 	}
 	return ": " + strings.Join(what, ", ")
+}
+
+// printHeld names the nodes a push left out because a hand declaration
+// holds them (each, or their count), so a held node is never mistaken for
+// one the push forgot (rule 23).
+func printHeld(w io.Writer, held []wire.UnsentNode, verb string, each bool) {
+	if len(held) > 0 && !each {
+		fmt.Fprintf(w, "%s %d node(s) held by a hand declaration (mesh push -v or --json names every one)\n", verb, len(held))
+		return
+	}
+	for _, u := range held {
+		fmt.Fprintf(w, "%s %s, held: %s\n", verb, u.Node, u.Reason)
+	}
 }
 
 // pushExceptions is how many nodes not sent a push names without -v; the
@@ -163,6 +178,7 @@ func printPush(out *Output, r wire.PushReply, behind, verbose bool) {
 		}
 		fmt.Fprintf(w, "not sent %s: %s\n", u.Node, u.Reason)
 	}
+	printHeld(w, r.Held, "left out", each)
 	switch {
 	case behind && r.Considered == 0:
 		fmt.Fprintln(w, "every machine is doing what it was told; nothing to push")

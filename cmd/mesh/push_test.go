@@ -4,6 +4,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -89,9 +90,22 @@ func TestPushToAgents(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(appRoot, "etc/app/app.conf")); err == nil {
 		t.Fatal("a hand declaration without app.conf left the file the mesh had created")
 	}
-	// A hand declaration is not what the mesh composes: app-1 is behind.
-	if r = must("push", "--behind"); !strings.Contains(r.out, "sent app-1") || strings.Contains(r.out, "db-1") {
-		t.Fatalf("push --behind after a hand declaration: %+v", r)
+	// A hand declaration holds app-1: held in status, left out (and named)
+	// by every push that does not name it, sent by one that does.
+	waitWell(t, home)
+	if r = must("status"); !regexp.MustCompile(`app-1 +3 +held .*hand declaration`).MatchString(r.out) {
+		t.Fatalf("status after a hand declaration: %s", r.out)
+	}
+	for _, args := range [][]string{{"push", "--behind"}, {"push"}} {
+		if r = must(args...); strings.Contains(r.out, "sent app-1") || !strings.Contains(r.out, "left out app-1, held: hand declaration") {
+			t.Fatalf("%v after a hand declaration: %+v", args, r)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(appRoot, "etc/motd")); string(b) != "hello\n" {
+		t.Fatalf("a push that did not name app-1 replaced its hand-declared file: %q", b)
+	}
+	if r = must("push", "app-1", "--wait", "10s"); !strings.Contains(r.out, "sent app-1") {
+		t.Fatalf("a push naming the held node: %+v", r)
 	}
 	waitWell(t, home)
 	if r = must("push", "--behind"); !strings.Contains(r.out, "every machine is doing what it was told") {

@@ -26,15 +26,7 @@ func TestNoSecretOutsideTheFilesOfItsNodes(t *testing.T) {
 	dir := t.TempDir()
 	pwFile := filepath.Join(dir, "pw")
 	secrets := []string{"first-s3cret-value", "second-s3cret-value"}
-	run("node", "enroll", "db-1", "--capability", "linux")
-	run("node", "enroll", "app-1", "--capability", "linux")
-	roots := map[string]string{}
-	for _, n := range []string{"db-1", "app-1"} {
-		roots[n] = filepath.Join(dir, n)
-		start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, n), "--root", roots[n])
-	}
-	run("module", "register", "../../examples/postgres.json")
-	run("module", "register", "../../examples/app.json")
+	roots := providerAndConsumer(t, home, dir, func(args ...string) { run(args...) })
 	if err := writeFile(pwFile, secrets[0]+"\n"); err != nil {
 		t.Fatal(err)
 	}

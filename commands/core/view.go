@@ -67,9 +67,15 @@ func LatestBuilds(v *projections.View) (map[string]string, error) {
 // AssignmentView is an assignment as the wire shows it, a secret setting
 // as its version only.
 func AssignmentView(a projections.AssignmentRow, latest string) wire.AssignmentView {
-	settings := make(map[string]string, len(a.Settings))
-	for k, v := range a.Settings {
-		settings[k] = secret.Shown(v) // a secret as set and its version (rule 21)
+	return wire.AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: ShownSettings(a.Settings), Policy: a.Policy.Or()}
+}
+
+// ShownSettings is an assignment's settings as people may see them: a
+// secret one as set and its version, never its value (rule 21).
+func ShownSettings(settings map[string]string) map[string]string {
+	out := make(map[string]string, len(settings))
+	for k, v := range settings {
+		out[k] = secret.Shown(v)
 	}
-	return wire.AssignmentView{Module: a.Module, Build: a.Build, Latest: latest, Settings: settings, Policy: a.Policy.Or()}
+	return out
 }

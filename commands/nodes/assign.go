@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -26,9 +27,8 @@ func (h *Service) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assign
 	if err != nil {
 		return wire.Assigned{}, err
 	}
-	cmd.Node = r.Node
-	var previous string
-	var policy events.Policy
+	cmd.Node, cmd.Unset, cmd.Reset = r.Node, r.Unset, r.Reset
+	var had, now aggregates.Assignment
 	// Decided on the read models, expecting the node's version (and each
 	// seat's the build claims, in the same atomic batch: rule 24).
 	seq, _, err := h.DecideAtomic(ctx, "assign "+r.Module+" to", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
@@ -36,30 +36,34 @@ func (h *Service) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assign
 		if err != nil {
 			return nil, err
 		}
-		previous = n.Assignments[r.Module].Build
-		policy = cmd.Policy
-		if policy == "" {
-			policy = n.Assignments[r.Module].Policy.Or()
-		}
+		had = n.Assignments[r.Module]
+		now = had
+		now.Policy = cmp.Or(cmd.Policy, had.Policy.Or())
 		c := cmd
-		if c.Settings, err = h.Secrets.SealSettings(ctx, r.Node, r.Module, cmd.Spec, r.Settings, n.Assignments[r.Module].Settings); err != nil {
+		if c.Settings, err = h.Secrets.SealSettings(ctx, r.Node, r.Module, cmd.Spec, r.Settings, had.Settings); err != nil {
 			return nil, err
 		}
 		evs, err := n.Decide(c, h.Now())
 		if err != nil || len(evs) == 0 {
 			return nil, err
 		}
+		now.Settings = evs[0].(events.ModuleAssigned).Settings
 		claims, err := core.ClaimItems(v, r.Node, r.Module, m, nil)
 		return append([]store.One{{Aggregate: events.NodeAggregate(r.Node), Expected: n.Version, Event: evs[0]}}, claims...), err
 	})
 	if err != nil {
 		return wire.Assigned{}, err
 	}
+	reply := wire.Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Build: cmd.Build, Previous: had.Build,
+		Settings: core.ShownSettings(now.Settings), Policy: now.Policy}
 	if seq != 0 {
 		h.Log.Info("module assigned", "node", r.Node, "module", r.Module, "build", manifest.ShortBuild(cmd.Build), "seq", seq)
+		reply.Changes = shownChanges(aggregates.SettingChanges(had.Settings, now.Settings))
+		if had.Build != "" && had.Policy.Or() != now.Policy {
+			reply.PreviousPolicy = had.Policy.Or()
+		}
 	}
-	return wire.Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Build: cmd.Build, Previous: previous,
-		Settings: shownSettings(r.Settings, cmd.Spec), Policy: policy}, nil
+	return reply, nil
 }
 
 // assignCommand is the assignment asked for, its build resolved from the
@@ -113,15 +117,21 @@ func (h *Service) Unassign(ctx context.Context, r wire.UnassignRequest) (wire.As
 	return wire.Assigned{Changed: seq != 0, Seq: seq, Node: r.Node, Module: r.Module, Previous: previous}, nil
 }
 
-// shownSettings is settings as a reply may carry them: a secret one only
-// as set, never its value (rule 21).
-func shownSettings(settings map[string]string, spec map[string]manifest.Setting) map[string]string {
-	out := make(map[string]string, len(settings))
-	for k, v := range settings {
-		if spec[k].Secret || secret.IsSealed(v) {
-			v = "(secret)"
-		}
-		out[k] = v
+// shownChanges is changes as a reply may carry them: a secret one as set
+// and its version, never its value (rule 21).
+func shownChanges(changes []aggregates.SettingChange) []wire.SettingChange {
+	out := make([]wire.SettingChange, 0, len(changes))
+	for _, c := range changes {
+		sealed := func(v *string) bool { return v != nil && secret.IsSealed(*v) }
+		out = append(out, wire.SettingChange{Setting: c.Setting, Old: shownValue(c.Old), New: shownValue(c.New), Secret: sealed(c.Old) || sealed(c.New)})
 	}
 	return out
+}
+
+func shownValue(v *string) *string {
+	if v == nil {
+		return nil
+	}
+	s := secret.Shown(*v)
+	return &s
 }

@@ -69,7 +69,7 @@ func (h *Service) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (w
 		if err != nil {
 			return nil, nil, err
 		}
-		build = cmd.Build
+		build, cmd.Unset, cmd.Reset = cmd.Build, r.Unset, r.Reset
 		var items []store.One
 		var unchanged []string
 		seats := map[string]string{} // seat -> the node this batch gives it

@@ -19,6 +19,7 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/verdict"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -49,7 +50,7 @@ func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply,
 			return err
 		}
 		if round == 0 {
-			reply.Considered = len(sel.targets)
+			reply.Considered, reply.Held = len(sel.targets), sel.held
 		}
 		only = map[string]bool{}
 		// A window at a time: composed, sealed, appended, let go. Ten
@@ -172,7 +173,9 @@ type targets struct {
 	rows    map[string]projections.Node
 	targets []string
 	notes   map[string]string
-	now     time.Time
+	// held are the nodes left out because a hand declaration holds them.
+	held []wire.UnsentNode
+	now  time.Time
 }
 
 // SelectTargets chooses the nodes this round sends to: those in only, or
@@ -211,6 +214,11 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 	for _, name := range t.w.Nodes() {
 		row := t.rows[name]
 		if within != nil && !within[name] {
+			continue
+		}
+		if !only[name] && verdict.HandHeld(row.LastSent) {
+			// Only a push that names it sends over a hand's declaration.
+			t.held = append(t.held, wire.UnsentNode{Node: name, Reason: verdict.HandHeldWhy})
 			continue
 		}
 		switch {

@@ -27,7 +27,7 @@ func (h *Service) PushPlan(ctx context.Context, r wire.PushRequest) (wire.PushPl
 	if err != nil {
 		return wire.PushPlanReply{}, err
 	}
-	out := wire.PushPlanReply{Considered: len(sel.targets), WouldSend: []wire.PlannedNode{}, Unsent: []wire.UnsentNode{}}
+	out := wire.PushPlanReply{Considered: len(sel.targets), WouldSend: []wire.PlannedNode{}, Unsent: []wire.UnsentNode{}, Held: sel.held}
 	for _, name := range sel.targets {
 		res := sel.w.Compose(name)
 		if !res.Composable() {

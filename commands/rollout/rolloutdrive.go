@@ -319,7 +319,6 @@ func (h *Service) moveNodes(ctx context.Context, ro projections.Rollout, nodes [
 			if err != nil {
 				return err
 			}
-			have := node.Assignments[ro.Module]
 			m, found, err := h.world.Manifest(v, compose.BuildRef{Module: ro.Module, Build: build(n)})
 			if err != nil || !found {
 				return fmt.Errorf("build %s of %s cannot be read: %v", build(n), ro.Module, err)
@@ -333,7 +332,9 @@ func (h *Service) moveNodes(ctx context.Context, ro projections.Rollout, nodes [
 				}
 				return &waveHalt{Node: n, Why: why}
 			}
-			evs, err := node.Decide(aggregates.AssignModule{Node: n, Module: ro.Module, Build: build(n), Spec: m.Settings, Settings: have.Settings}, h.Now())
+			// No settings given: the assignment keeps those it holds (one the
+			// new build no longer declares is dropped, not refused).
+			evs, err := node.Decide(aggregates.AssignModule{Node: n, Module: ro.Module, Build: build(n), Spec: m.Settings}, h.Now())
 			var refusal *aggregates.Error
 			if errors.As(err, &refusal) {
 				return &waveHalt{Node: n, Why: refusal.Detail}
@@ -366,8 +367,14 @@ func (h *Service) moveNodes(ctx context.Context, ro projections.Rollout, nodes [
 // not be sent halts the wave, named.
 func (h *Service) sendWave(ctx context.Context, ro projections.Rollout, nodes []string) error {
 	r, err := h.push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: nodes, By: "rollout " + ro.ID, Once: true})
-	if err == nil && len(r.Unsent) > 0 {
+	switch {
+	case err != nil:
+		return err
+	case len(r.Unsent) > 0:
 		return &waveHalt{Node: r.Unsent[0].Node, Why: "it was not sent: " + r.Unsent[0].Reason}
+	case len(r.Held) > 0:
+		// The wave cannot pass a node it may not send to: halted, named.
+		return &waveHalt{Node: r.Held[0].Node, Why: "it is held by its " + r.Held[0].Reason}
 	}
-	return err
+	return nil
 }

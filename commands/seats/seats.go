@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -29,10 +30,14 @@ import (
 // ListSeats answers every seat, with where a handover stands.
 func (h *Service) ListSeats(ctx context.Context, _ wire.Empty) (wire.SeatList, error) {
 	out := wire.SeatList{Seats: []wire.SeatView{}}
-	err := h.Proj.Read(func(v *projections.View) error {
+	composed, err := h.world.ComposeAll()
+	if err != nil {
+		return out, err
+	}
+	err = h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Seats()
 		for _, row := range rows {
-			out.Seats = append(out.Seats, wire.SeatView{Seat: row, Waiting: WaitsFor(v, row), Steps: []wire.SeatStep{}})
+			out.Seats = append(out.Seats, wire.SeatView{Seat: row, Waiting: WaitsFor(v, row, composed[row.Node]), Steps: []wire.SeatStep{}})
 		}
 		return err
 	})
@@ -43,9 +48,13 @@ func (h *Service) ListSeats(ctx context.Context, _ wire.Empty) (wire.SeatList, e
 func (h *Service) ShowSeat(ctx context.Context, r wire.NameRequest) (wire.SeatView, error) {
 	var out wire.SeatView
 	var found bool
+	composed, err := h.world.ComposeAll()
+	if err != nil {
+		return out, err
+	}
 	if err := h.Proj.Read(func(v *projections.View) (err error) {
 		out.Seat, found, err = v.Seat(r.Name)
-		out.Waiting = WaitsFor(v, out.Seat)
+		out.Waiting = WaitsFor(v, out.Seat, composed[out.Seat.Node])
 		return err
 	}); err != nil {
 		return wire.SeatView{}, err
@@ -54,7 +63,7 @@ func (h *Service) ShowSeat(ctx context.Context, r wire.NameRequest) (wire.SeatVi
 		return wire.SeatView{}, aggregates.Refuse("show seat", r.Name, aggregates.ErrUnknownNode, "no module ever held a seat of that name; mesh seat list names those that exist")
 	}
 	out.Steps = []wire.SeatStep{}
-	err := h.Store.Read(ctx, store.ReadOptions{Filter: events.SeatAggregate(r.Name).Filter()}, func(m store.Msg) error {
+	err = h.Store.Read(ctx, store.ReadOptions{Filter: events.SeatAggregate(r.Name).Filter()}, func(m store.Msg) error {
 		env, ev, err := events.Decode(m.Data)
 		if err != nil {
 			return nil // the fold names a message it cannot read; this lists the seat's steps
@@ -89,17 +98,22 @@ func seatStep(ev events.Event) string {
 
 // WaitsFor says what a seat's handover under way waits for, from v ("" when
 // none is under way).
-func WaitsFor(v *projections.View, s projections.Seat) string {
+// holder is what the holder would be sent now (with the seat let go).
+func WaitsFor(v *projections.View, s projections.Seat, holder world.Would) string {
 	if s.HandoverTo == "" {
 		return ""
 	}
 	row, found, err := v.Node(s.Node)
+	unsent := !found || row.LastSent == nil || row.LastSent.StreamSeq < s.HandoverSeq
 	switch {
 	case err != nil:
 		return err.Error()
 	case s.Force:
 		return fmt.Sprintf("forced: %s is handed the seat at the next step", s.HandoverTo)
-	case !found || row.LastSent == nil || row.LastSent.StreamSeq < s.HandoverSeq:
+	case unsent && found && !row.Retired && !holder.Composable:
+		// Nothing but the operator ends this wait (cannotLetGo).
+		return fmt.Sprintf("%s; the way out: mesh seat handover %s --to %s --force", holderStuck(s, holder.Reason), s.Seat, s.HandoverTo)
+	case unsent:
 		return fmt.Sprintf("%s is to be sent a declaration without %s", s.Node, s.Module)
 	case row.LastReport == nil || row.LastReport.Digest != row.LastSent.Digest:
 		return fmt.Sprintf("%s has not reported applying its declaration without %s (sequence %d, sent %s); if its machine is lost: mesh seat handover %s --to %s --force",
@@ -109,6 +123,38 @@ func WaitsFor(v *projections.View, s projections.Seat) string {
 			s.Node, row.LastReport.Outcome, s.Module, row.LastReport.Reason, s.Seat, s.HandoverTo)
 	}
 	return fmt.Sprintf("%s applied its declaration without %s: %s is handed the seat at the next step", s.Node, s.Module, s.HandoverTo)
+}
+
+// cannotLetGo says why the seat's holder cannot be composed without it
+// ("" when it can): a holder that also consumes the seat's own service
+// receives it from nobody once the seat is let go, so the declaration a
+// handover waits for it to apply could never be sent (rule 24: release
+// before acquire). The way out is the operator's, --force: the new holder
+// then takes the seat without waiting, and the old one is sent its
+// declaration receiving from it in the same act as the consumers.
+func (h *Service) cannotLetGo(v *projections.View, s projections.Seat, to string) (string, error) {
+	row, found, err := v.Node(s.Node)
+	if err != nil || !found || row.Retired {
+		return "", err // a lost holder is not waited for (handoverStep)
+	}
+	in, err := h.world.Input(v)
+	if err != nil {
+		return "", err
+	}
+	if in.Releasing == nil {
+		in.Releasing = map[string]string{}
+	}
+	in.Releasing[s.Node+"/"+s.Module] = world.Releasing(s.Module, s.Seat, to)
+	if res := compose.NewWorld(in).Compose(s.Node); !res.Composable() {
+		return holderStuck(s, res.Reason()), nil
+	}
+	return "", nil
+}
+
+// holderStuck is why a seat's holder cannot be sent its declaration
+// without the seat.
+func holderStuck(s projections.Seat, reason string) string {
+	return fmt.Sprintf("%s cannot be composed without %s (%s), so it can never be sent the declaration that lets the seat go", s.Node, s.Module, reason)
 }
 
 // HandoverSeat starts moving a seat to a node: its steps are the
@@ -138,6 +184,13 @@ func (h *Service) HandoverSeat(ctx context.Context, r wire.HandoverRequest) (wir
 			return nil, err
 		} else if slices.ContainsFunc(as, func(a projections.AssignmentRow) bool { return a.Module == row.Module }) {
 			return nil, aggregates.Refuse("hand over seat", r.Seat, aggregates.ErrInvalid, fmt.Sprintf("%s is assigned %s already without holding the seat; unassign it there first", r.To, row.Module))
+		}
+		if !r.Force {
+			if why, err := h.cannotLetGo(v, row, r.To); err != nil {
+				return nil, err
+			} else if why != "" {
+				return nil, aggregates.Refuse("hand over seat", r.Seat, aggregates.ErrInvalid, why+"; give --force to hand it to "+r.To+" without waiting for "+row.Node)
+			}
 		}
 		return []store.One{{Aggregate: events.SeatAggregate(r.Seat), Expected: s.Version, Event: evs[0]}}, nil
 	})

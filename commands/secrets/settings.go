@@ -21,8 +21,8 @@ func settingPlace(node, module, name string, version int) string {
 
 // SealSettings is what an assignment records of the settings given: a
 // secret one sealed (or, when it is the value already recorded, kept as
-// recorded, so assigning the same again is nothing to do); a secret one
-// not given keeps its recorded value, so an upgrade need not type it again.
+// recorded, so assigning the same again is nothing to do). What is not
+// given is the assign decider's to keep (aggregates.AssignModule patches).
 func (st *Store) SealSettings(ctx context.Context, node, module string, spec map[string]manifest.Setting, given, had map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(given))
 	for k, v := range given {
@@ -39,11 +39,6 @@ func (st *Store) SealSettings(ctx context.Context, node, module string, spec map
 				return nil, err
 			}
 			out[k] = sealed
-		}
-	}
-	for k, v := range had {
-		if _, given := given[k]; !given && spec[k].Secret && secret.IsSealed(v) {
-			out[k] = v
 		}
 	}
 	return out, nil

@@ -62,10 +62,17 @@ func (h *Service) causes(ctx context.Context, v *projections.View) ([]string, er
 	if err != nil {
 		return nil, err
 	}
+	var composed map[string]world.Would // read once, and only for a handover under way
 	for _, s := range held {
-		if s.HandoverTo != "" {
-			out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, seats.WaitsFor(v, s)))
+		if s.HandoverTo == "" {
+			continue
 		}
+		if composed == nil {
+			if composed, err = h.world.ComposeAll(); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, seats.WaitsFor(v, s, composed[s.Node])))
 	}
 	floods, err := v.OpenFloods()
 	if err != nil {

@@ -68,14 +68,15 @@ func TestEveryNodeState(t *testing.T) {
 	if n := m.Status()["moved"]; n.State != wire.StateBehind {
 		t.Fatalf("moved: %+v", n)
 	}
-	// A hand declaration is read as behind: its builds are unknown.
+	// A hand declaration holds its node: held, not behind, and left out of
+	// push --behind (issue 31).
 	m.Agent("hand")
 	m.Push("hand")
 	m.WaitState("hand", wire.StateCurrent)
 	_, err := m.H.Push.Declare(m.Ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "hand", File: "h.json",
 		Body: `{"resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hi\n"}]}`})
 	m.Must(err)
-	if n := m.Status()["hand"]; n.State != wire.StateBehind || !strings.Contains(n.Detail, "hand-written") {
+	if n := m.WaitState("hand", wire.StateHeld); !strings.Contains(n.Detail, "hand declaration") {
 		t.Fatalf("hand: %+v", n)
 	}
 
@@ -91,10 +92,13 @@ func TestEveryNodeState(t *testing.T) {
 	for _, p := range r.Sent {
 		sent[p.Node] = true
 	}
-	for _, n := range []string{"never", "idle", "broken", "ahead", "moved", "hand"} {
+	for _, n := range []string{"never", "idle", "broken", "ahead", "moved"} {
 		if !sent[n] {
 			t.Errorf("push --behind did not send %s: %+v", n, r)
 		}
+	}
+	if sent["hand"] || len(r.Held) != 1 || r.Held[0].Node != "hand" {
+		t.Fatalf("push --behind sent the node a hand declaration holds, or did not name it: %+v", r)
 	}
 	if sent["good"] || len(r.Unsent) != 1 || r.Unsent[0].Node != "orphan" {
 		t.Fatalf("push --behind: sent %v, unsent %+v", sent, r.Unsent)

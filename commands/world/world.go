@@ -127,7 +127,7 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 			if in.Releasing == nil {
 				in.Releasing = map[string]string{}
 			}
-			in.Releasing[s.Node+"/"+s.Module] = fmt.Sprintf("%s lets seat %s go: it is being handed over to %s", s.Module, s.Seat, s.HandoverTo)
+			in.Releasing[s.Node+"/"+s.Module] = Releasing(s.Module, s.Seat, s.HandoverTo)
 		}
 	}
 	rows, err := v.Assignments()
@@ -197,6 +197,12 @@ func (h *Composer) openAll(as []compose.Assignment) {
 		cancel()
 	}
 	fanout.Each(len(as), openersInFlight, func(i int) { h.Secrets.OpenSettings(&as[i]) })
+}
+
+// Releasing is why a module is left out of its node's declaration while
+// the seat it holds is handed over.
+func Releasing(module, seat, to string) string {
+	return fmt.Sprintf("%s lets seat %s go: it is being handed over to %s", module, seat, to)
 }
 
 // World composes from one consistent view of the read models.
