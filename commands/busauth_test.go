@@ -371,6 +371,7 @@ func TestThePermissionMatrix(t *testing.T) {
 // running agent goes on hearing its declarations across that, and a
 // retired node is shut out of the bus.
 func TestAClosedBusDecidesAgain(t *testing.T) {
+	t.Parallel() // its own bus; mostly waiting for a connection's lifetime: beside the others
 	const lifetime = 2 * time.Second
 	m := newClosedMesh(t, lifetime)
 	ctx, cancel := context.WithCancel(context.Background())

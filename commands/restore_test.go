@@ -95,6 +95,7 @@ func writeKey(t *testing.T, from, to string) {
 // the agent refuses what it already applied, naming the highest sequence,
 // and the push after is numbered above it and applied.
 func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
+	t.Parallel() // its own bus, home and agent; mostly waiting: beside the others
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
 	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
@@ -141,6 +142,7 @@ func TestAnOlderBackupRestoredUnderRunningAgents(t *testing.T) {
 // "duplicate", stored nothing, and then waited for ever. Such a log
 // restores whole into a fresh bus, and the controller serves it.
 func TestARepeatedMessageIDRestores(t *testing.T) {
+	t.Parallel() // its own buses and homes; mostly waiting: beside the others
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
 	_, err := m.h.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
