@@ -417,6 +417,7 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 // On a NATS cluster configured as mesh bus-config prints, the controller on
 // one server decides connections to every server.
 func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
+	t.Parallel() // its own cluster; mostly waiting for it: beside the others
 	ctx := context.Background()
 	key, _ := nkeys.CreateAccount()
 	seed, _ := key.Seed()

@@ -143,6 +143,7 @@ func TestFaultControllerKilledMidPush(t *testing.T) {
 // again: the partial stream is never served, the second run resumes, and
 // the restored mesh is the backed-up one.
 func TestFaultRestoreKilledPartWay(t *testing.T) {
+	t.Parallel() // its own buses and homes: beside the others
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
 	for i := range 50 {
