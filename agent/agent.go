@@ -353,16 +353,12 @@ func (a *Agent) Run(ctx context.Context) error {
 const maxFailRetry = 5 * time.Second
 
 // After a wake-up, how soon a read that found nothing new is tried again,
-// and the longest wait between such tries (about 10 s in all): a publish
+// and the longest wait between such tries (about 1.3 s in all): a publish
 // the stream refused (a push that lost a race) wakes the agent too, and
-// then nothing new ever arrives. It was 1.3 s in all, and on a loaded box
-// (the fleet's bus-restart test beside two busy loops and other builds) a
-// stream stored a declaration later than that after its publish woke the
-// agent: the agent, connected, stayed at the declaration before until its
-// next unprompted check, an hour away in a fleet.
+// then nothing new ever arrives.
 const (
 	wakeRetry    = 5 * time.Millisecond
-	maxWakeRetry = 5120 * time.Millisecond
+	maxWakeRetry = 640 * time.Millisecond
 )
 
 // applied is what an apply asks of the supervisor: the programs of the
