@@ -124,6 +124,7 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 		}
 		joins[i] = agent.Join{Mesh: id.Mesh, Bus: "nats://" + agentsAt, Node: n.Name, Key: id.Key, Seed: id.Seed}
 	}
+	var lastErr sync.Map // node -> the last error its connection was told of
 	start, cancel := context.WithTimeout(ctx, embeddedtest.Settle)
 	defer cancel()
 	f, err := Start(start, Config{Joins: joins, Dir: t.TempDir(), CheckEvery: time.Hour,
@@ -144,8 +145,10 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 			return nats.Connect(j.Bus, append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(),
 				nats.ReconnectWait(10*time.Millisecond), nats.ReconnectJitter(40*time.Millisecond, 0),
 				// Refusals while the controller starts are expected; the
-				// client would print each one.
-				nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))...)
+				// client would print each one. The last is kept, and said
+				// of an agent left behind (a subscription the bus refused
+				// would leave it connected and deaf).
+				nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { lastErr.Store(j.Node, err.Error()) }))...)
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -175,8 +178,9 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 		defer func() {
 			if len(stuck) > 0 {
 				m := f.byNode[stuck[0]]
-				t.Logf("after restart %d, %d agent(s) had not applied, among them %s: sent sequence %d, its last report on %d (outcome %d), its connection %v",
-					round, len(stuck), stuck[0], want[stuck[0]], m.seq.Load(), m.outcome.Load(), m.nc.Status())
+				told, _ := lastErr.Load(stuck[0])
+				t.Logf("after restart %d, %d agent(s) had not applied, among them %s: sent sequence %d, its last report on %d (outcome %d), its connection %v, the last error it was told of %v",
+					round, len(stuck), stuck[0], want[stuck[0]], m.seq.Load(), m.outcome.Load(), m.nc.Status(), told)
 			}
 		}()
 		embeddedtest.Eventually(t, fmt.Sprintf("all %d agents to apply the push after restart %d", restartAgents, round), func() bool {
