@@ -48,6 +48,7 @@ func silentController(t *testing.T, nc *nats.Conn) <-chan struct{} {
 // unknown, saying the bus went away and that the log cannot be read now
 // (issue 28). A read gets no answer, which is its own kind (exit 3 too).
 func TestAClientNoticesItsBusDying(t *testing.T) {
+	t.Parallel() // its own bus, and seconds of waiting for a timeout: beside the other
 	ctx := context.Background()
 	for _, subject := range []string{wire.SubjectPush, wire.SubjectStatus} {
 		srv := embeddedtest.Server(t)

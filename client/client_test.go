@@ -20,6 +20,7 @@ import (
 // holds since; a read is simply failed. One that never answers ends at the
 // timeout, the same way.
 func TestAClientNeverWaitsBlind(t *testing.T) {
+	t.Parallel() // its own bus, and seconds of waiting for a timeout: beside the other
 	ctx := context.Background()
 	srv := embeddedtest.Server(t)
 	if _, _, err := store.Open(ctx, embeddedtest.Conn(t, srv), store.StreamConfig{}); err != nil {

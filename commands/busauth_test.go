@@ -371,6 +371,7 @@ func TestThePermissionMatrix(t *testing.T) {
 // running agent goes on hearing its declarations across that, and a
 // retired node is shut out of the bus.
 func TestAClosedBusDecidesAgain(t *testing.T) {
+	t.Parallel() // its own bus; mostly waiting for a connection's lifetime: beside the others
 	const lifetime = 2 * time.Second
 	m := newClosedMesh(t, lifetime)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -416,6 +417,7 @@ func TestAClosedBusDecidesAgain(t *testing.T) {
 // On a NATS cluster configured as mesh bus-config prints, the controller on
 // one server decides connections to every server.
 func TestAClosedClusterIsDecidedByTheController(t *testing.T) {
+	t.Parallel() // its own cluster; mostly waiting for it: beside the others
 	ctx := context.Background()
 	key, _ := nkeys.CreateAccount()
 	seed, _ := key.Seed()

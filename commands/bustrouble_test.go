@@ -39,6 +39,7 @@ func causeWith(t *testing.T, h *commands.Controller, part string) (string, bool)
 // real KeepStorage sees it, status is not well and says so in its own
 // sentence (not "storage is full"), and a write is refused with it.
 func TestStatusNamesARemovedBusDirectory(t *testing.T) {
+	t.Parallel() // its own bus; mostly waiting for the bus to notice: beside the others
 	ctx := context.Background()
 	dir := t.TempDir()
 	srv := embeddedtest.ServerIn(t, dir)
@@ -95,6 +96,7 @@ func TestStatusNamesAFailedDiskAndItsRecovery(t *testing.T) {
 // The stream removed under a running controller: status is not well and
 // names the stream it lost.
 func TestStatusNamesALostStream(t *testing.T) {
+	t.Parallel() // its own bus; mostly waiting for the bus to notice: beside the others
 	ctx := context.Background()
 	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: t.TempDir()})

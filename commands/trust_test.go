@@ -173,6 +173,7 @@ type forgery struct {
 // lands is a foreign message with its reason; the mesh keeps serving, and
 // restarts, verifies and rebuilds over them.
 func TestForgeriesChangeNothing(t *testing.T) {
+	t.Parallel() // its own bus; beside the others
 	for _, closed := range []bool{true, false} {
 		name := "open bus"
 		if closed {

@@ -65,6 +65,7 @@ func TestWaitForTheNodesReport(t *testing.T) {
 // The controller stopped in the middle of a push: every declaration an agent
 // applied is in the log, and a push by a controller started again converges.
 func TestControllerStoppedMidPushConvergesOnTheNextPush(t *testing.T) {
+	t.Parallel() // its own bus and home; mostly waiting: beside the others
 	srv := embeddedtest.Server(t)
 	home := t.TempDir()
 	start := func() *commands.Controller {

@@ -49,7 +49,8 @@ func joinOf(t *testing.T, home, node string) string {
 // push. Then restore an older backup: the node's refusal lifts the sequence
 // above its own and the push after converges.
 func TestBackupRestore(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	// Beside the others: no bus from the environment (TestMain unsets it).
+	t.Parallel()
 	home := t.TempDir()
 	agentDir := t.TempDir()
 	listen := freeAddr(t)

@@ -16,7 +16,8 @@ import (
 // through any server, and a command from a home without the operator key is
 // refused with the remedy.
 func TestClosedCluster(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	// Beside the others: no bus from the environment (TestMain unsets it).
+	t.Parallel()
 	home := t.TempDir()
 	r := mesh(t, home, "bus-config")
 	key, err := busauth.HomeKey(home, false)

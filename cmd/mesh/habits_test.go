@@ -158,7 +158,8 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 // and what would change on each, with nothing sent; * takes the nodes no
 // earlier wave chose; a wave that chooses nothing is refused.
 func TestTheRolloutPlanShowsEveryWave(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	// Beside the others: no bus from the environment (TestMain unsets it).
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	for _, n := range []string{"w-1", "w-2", "w-3", "w-4"} {

@@ -172,7 +172,8 @@ func TestWalkthrough(t *testing.T) {
 
 // Bad input: one sentence on stderr, a non-zero exit, and nothing recorded.
 func TestBadInputIsOneSentence(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	// Beside the others: no bus from the environment (TestMain unsets it).
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	mesh(t, home, "node", "enroll", "web-1")

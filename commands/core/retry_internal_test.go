@@ -93,6 +93,7 @@ func TestDecideAndAppendLandsEachDecisionOnce(t *testing.T) {
 // meets the bound and says the one sentence, as a refusal of its own kind
 // that crosses the bus as such; nothing is recorded.
 func TestDecideAndAppendSaysTheOneSentenceAtTheBound(t *testing.T) {
+	t.Parallel() // its own bus; mostly waiting out the retries' backoff: beside the others
 	ctx := context.Background()
 	st := retryStore(t)
 	agg := events.NodeAggregate("web-1")

@@ -65,15 +65,19 @@ func TestFaultControllerKilledMidRotation(t *testing.T) {
 		// bus (a subscriber sees each as it is staged, before the commit).
 		at := 1 + rng.IntN(consumers+2)
 		seen := 0
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		sub, err := watch.Subscribe(events.EventPrefix+".>", func(*nats.Msg) {
 			if seen++; seen == at {
 				srv.Kick(nc) // from the server's side: what is in flight is lost
 				nc.Close()
+				// The kill ends the rotation's wait too, as the service's
+				// deadline would: a round no longer waits out its 2 s
+				// for a fold that cannot come (10 s of 14 s on a loaded box).
+				cancel()
 			}
 		})
 		must(err)
 		must(watch.Flush())
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		ctrl.Credentials.Rotate(rctx, wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: "postgres", Consumer: "app"})
 		cancel()
 		must(sub.Unsubscribe())

@@ -134,6 +134,7 @@ func TestASilentAgentIsUnreachableAndComesBack(t *testing.T) {
 // and gives it the bound from its own start to be heard. A retired node is
 // never lost.
 func TestANodeSilentAcrossARestartIsUnreachable(t *testing.T) {
+	t.Parallel() // its own bus and clock; mostly waiting: beside the others
 	var c clock
 	m := agenttest.NewWith(t, func(cfg *commands.ControllerConfig) { cfg.Now = c.Now })
 	m.Enroll("db-1")

@@ -5,7 +5,10 @@ package embeddedtest
 
 import (
 	"context"
+	"flag"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,6 +80,10 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// Parallel is how many tests that call t.Parallel a package runs at once
+// (see Main): waiting, most of them, not computing.
+var Parallel = max(4, 2*runtime.GOMAXPROCS(0))
+
 // Main runs a package's tests (call it from TestMain: os.Exit(Main(m))),
 // with their temporary directories on a memory file system when the box
 // has one (/dev/shm) and TMPDIR does not name a place already. The parts
@@ -84,7 +91,19 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 // fsyncs), but a virtual disk's fsync, which the agents do on every apply,
 // took half of the fleet tests' time on a 2-core box and made them slow
 // and unsteady beside other work. MESH_TEST_DISK=1 keeps the disk.
+//
+// It also runs more of the tests that call t.Parallel at once than go
+// test's default of one a core, unless the run sets -test.parallel: the
+// mesh's long tests mostly wait (for a lifetime, a liveness bound, a
+// timeout, a browser), and two at a time left the cores idle while the
+// suite took twice its 60 s on a 2-core box.
 func Main(m *testing.M) int {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(Parallel))
+	}
 	if os.Getenv("TMPDIR") == "" && os.Getenv("MESH_TEST_DISK") == "" {
 		if dir, err := os.MkdirTemp("/dev/shm", "mesh-test-"); err == nil {
 			// Open to every user as /tmp is: a test runs a program as
