@@ -149,7 +149,17 @@ func isSalt(data []byte, h nats.Header) bool {
 // one consumer a controller, never one a secret.
 func (s *Store) watch() error {
 	ctx, cancel := context.WithCancel(context.Background())
-	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	// From the sequence after the stream's last, not "new messages only":
+	// an ordered consumer reset before it delivered anything is made again
+	// with its first policy, and "new" then skipped a forget published in
+	// between for good (a second controller kept a forgotten key 30 s and
+	// more). A start sequence is the same on every remake.
+	var cons jetstream.Consumer
+	info, err := s.stream.Info(ctx)
+	if err == nil {
+		cons, err = s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: info.State.LastSeq + 1})
+	}
 	if err == nil {
 		var cc jetstream.ConsumeContext
 		cc, err = cons.Consume(func(m jetstream.Msg) {
