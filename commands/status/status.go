@@ -109,6 +109,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 			}
 			out.Nodes = append(out.Nodes, ns)
 		}
+		out.Chosen = chosen(composed, within)
 		standings, err := v.Standings()
 		if err != nil {
 			return err
