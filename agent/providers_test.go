@@ -13,7 +13,8 @@ import (
 
 // Issue 31, point 1, end to end on real agents: two postgres, one a zone,
 // and an app in each zone. With no rule in app's manifest each app receives
-// its own zone's database (locality), its file says so, its minted
+// its own zone's database (locality), a backup choosing "all" lists both
+// (examples/backup.json), app's file says so, its minted
 // credential is the one that database lists for it and no other database
 // lists it, and plan, node show and status name the choice and why. When a
 // zone gains its database later, that zone's app moves to it and the
@@ -29,9 +30,11 @@ func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
 	}
 	m.Register("postgres.json")
 	m.Register("app.json")
+	m.Register("backup.json") // chooses "all": every postgres, as a list
 	m.Assign("db-us", "postgres", map[string]string{"password": "us-secret"})
 	m.Assign("app-eu", "app", nil)
 	m.Assign("app-us", "app", nil)
+	m.Assign("app-us", "backup", nil)
 	pushApplied := func() {
 		t.Helper()
 		for _, s := range m.Push("").Sent {
@@ -78,6 +81,9 @@ func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
 	pushApplied()
 	receives("app-eu", "db-eu")
 	receives("app-us", "db-us")
+	if got := read("app-us", "etc/backup/databases.conf"); !strings.HasSuffix(got, "\ndb-eu:5432 zone=eu\ndb-us:5432 zone=us\n") {
+		t.Fatalf("backup, choosing all, lists %q", got)
+	}
 
 	plan, err := m.H.Push.Plan(m.Ctx, wire.NameRequest{Name: "app-eu"})
 	m.Must(err)
@@ -88,7 +94,7 @@ func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
 	}
 	show, err := m.H.Status.ShowNode(m.Ctx, wire.NameRequest{Name: "app-us"})
 	m.Must(err)
-	if len(show.Chosen) != 1 || show.Chosen[0].Node != "db-us" || show.Chosen[0].Why != "closest by labels: shares zone=us" {
+	if len(show.Chosen) != 3 || show.Chosen[0].Node != "db-us" || show.Chosen[0].Why != "closest by labels: shares zone=us" {
 		t.Fatalf("node show app-us: chosen %+v", show.Chosen)
 	}
 	st, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
@@ -97,7 +103,8 @@ func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
 	for _, c := range st.Chosen {
 		said = append(said, c.ConsumerNode+" <- "+c.Node+": "+c.Why)
 	}
-	if !slices.Equal(said, []string{"app-eu <- db-eu: closest by labels: shares zone=eu", "app-us <- db-us: closest by labels: shares zone=us"}) {
+	if !slices.Equal(said, []string{"app-eu <- db-eu: closest by labels: shares zone=eu",
+		"app-us <- db-us: closest by labels: shares zone=us", "app-us <- db-eu: all", "app-us <- db-us: all"}) {
 		t.Fatalf("status names the choices as %q", said)
 	}
 	if !st.Well {
