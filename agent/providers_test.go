@@ -35,14 +35,20 @@ func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
 	m.Assign("app-eu", "app", nil)
 	m.Assign("app-us", "app", nil)
 	m.Assign("app-us", "backup", nil)
-	pushApplied := func() {
+	// applied waits for each node a push sent to apply it, and names them.
+	applied := func(r wire.PushReply) []string {
 		t.Helper()
-		for _, s := range m.Push("").Sent {
+		var sent []string
+		for _, s := range r.Sent {
+			sent = append(sent, s.Node)
 			if rep := m.Report(s.Node, s.Digest); rep.Outcome != "applied" {
 				t.Fatalf("%s: %+v", s.Node, rep)
 			}
 		}
+		slices.Sort(sent)
+		return sent
 	}
+	pushApplied := func() { t.Helper(); applied(m.Push("")) }
 	read := func(node, path string) string {
 		t.Helper()
 		b, err := os.ReadFile(filepath.Join(roots[node], path))
@@ -50,7 +56,7 @@ func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
 		return string(b)
 	}
 	// receives checks that app on node was given db: its address in
-	// app.conf, and its minted password listed by db and by no other.
+	// app.conf, its minted password listed by db, its user by no other.
 	receives := func(node, db string) {
 		t.Helper()
 		if conf := read(node, "etc/app/app.conf"); !strings.Contains(conf, "database = "+db+":5432") {
@@ -62,11 +68,17 @@ func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
 				password = p
 			}
 		}
-		line := compose.User("app", node) + " " + password
+		user := compose.User("app", node)
 		for _, other := range []string{"db-eu", "db-us"} {
 			users, err := os.ReadFile(filepath.Join(roots[other], "etc/postgres/users.conf"))
-			if lists := err == nil && strings.Contains(string(users), line); lists != (other == db) || len(password) != 32 {
-				t.Fatalf("%s lists %s's credential %q: %v, want %v (%q)", other, node, password, lists, other == db, users)
+			// The one chosen lists this password; any other lists no
+			// password at all for the user, not even a stale one.
+			want, lists := other == db, err == nil && strings.Contains(string(users), "\n"+user+" "+password+"\n")
+			if !want {
+				lists = err == nil && strings.Contains(string(users), "\n"+user+" ")
+			}
+			if lists != want || len(password) != 32 {
+				t.Fatalf("%s lists %s's user %s (password %q): %v, want %v (%q)", other, node, user, password, lists, want, users)
 			}
 		}
 	}
@@ -76,11 +88,18 @@ func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
 	receives("app-eu", "db-us")
 	receives("app-us", "db-us")
 
-	// A database in eu too: app-eu moves to it, app-us stays.
+	// A database in eu too: app-eu moves to it, app-us stays. Once db-eu
+	// is pushed (and app-eu with it, as its consequence), pushing app-eu
+	// alone sends, as its consequence, db-us: the database it left, which
+	// must drop its credential. With receipts alone, db-us was unrelated.
 	m.Assign("db-eu", "postgres", map[string]string{"password": "eu-secret"})
-	pushApplied()
+	applied(m.Push("db-eu"))
+	if sent := applied(m.Push("app-eu")); !slices.Equal(sent, []string{"app-eu", "db-us"}) {
+		t.Fatalf("push app-eu sent %v, want app-eu and, as a consequence, db-us (db-eu was pushed already)", sent)
+	}
 	receives("app-eu", "db-eu")
 	receives("app-us", "db-us")
+	pushApplied() // app-us's backup now lists db-eu too
 	if got := read("app-us", "etc/backup/databases.conf"); !strings.HasSuffix(got, "\ndb-eu:5432 zone=eu\ndb-us:5432 zone=us\n") {
 		t.Fatalf("backup, choosing all, lists %q", got)
 	}

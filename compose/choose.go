@@ -128,3 +128,29 @@ func providersSay(ps []placed) string {
 	}
 	return "its providers are"
 }
+
+// Linked are the nodes node's modules could exchange a requirement with,
+// chosen or not: those hosting a hostable provider of what they consume or
+// a consumer of what they provide. A named push sends those of them whose
+// declaration changed with it (push's consequence), so a provider a
+// consumer has left drops it in the same push as the one it chose.
+func (w *World) Linked(node string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range w.byNode[node] {
+		if p.m == nil {
+			continue
+		}
+		for _, r := range p.m.Consumes {
+			for _, q := range w.providers[r] {
+				out[q.Node] = true
+			}
+		}
+		for _, r := range p.m.Provides {
+			for _, c := range w.consumers[r] {
+				out[c.Node] = true
+			}
+		}
+	}
+	delete(out, node)
+	return out
+}
