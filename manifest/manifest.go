@@ -57,19 +57,6 @@ type Choice struct {
 	All bool `json:"all,omitempty"`
 }
 
-// Rule says the rule in a few words, as reasons quote it.
-func (c Choice) Rule() string {
-	switch {
-	case c.Label != "":
-		return "by label " + c.Label
-	case c.Node != "":
-		return "on node " + c.Node
-	case c.All:
-		return "all"
-	}
-	return "nearest"
-}
-
 // Run is a module's program: what the agent starts after applying a
 // declaration that holds the module, restarts when it exits or when a
 // resource of its module changed, and stops when the module leaves.
