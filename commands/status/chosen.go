@@ -13,21 +13,31 @@ import (
 // where a requirement has a single provider there was no choice to
 // explain, and a fleet's status stays one line a node.
 func chosen(composed map[string]world.Would, within map[string]bool) []wire.ConsumerChoice {
-	providers := map[string]map[string]bool{} // requirement -> "node/module" serving it
-	var out []wire.ConsumerChoice
+	// Two passes: a fleet of consumers of one provider allocates nothing.
+	type place struct{ node, module string }
+	providers := map[string]map[place]bool{} // requirement -> the providers serving it
 	for node, w := range composed {
 		if within != nil && !within[node] {
 			continue
 		}
 		for _, c := range w.Chosen {
 			if providers[c.Requirement] == nil {
-				providers[c.Requirement] = map[string]bool{}
+				providers[c.Requirement] = map[place]bool{}
 			}
-			providers[c.Requirement][c.Node+"/"+c.Module] = true
-			out = append(out, wire.ConsumerChoice{ConsumerNode: node, Chosen: c})
+			providers[c.Requirement][place{c.Node, c.Module}] = true
 		}
 	}
-	out = slices.DeleteFunc(out, func(c wire.ConsumerChoice) bool { return len(providers[c.Requirement]) < 2 })
+	var out []wire.ConsumerChoice
+	for node, w := range composed {
+		if within != nil && !within[node] {
+			continue
+		}
+		for _, c := range w.Chosen {
+			if len(providers[c.Requirement]) > 1 {
+				out = append(out, wire.ConsumerChoice{ConsumerNode: node, Chosen: c})
+			}
+		}
+	}
 	slices.SortFunc(out, func(a, b wire.ConsumerChoice) int {
 		return cmp.Or(cmp.Compare(a.Requirement, b.Requirement), cmp.Compare(a.ConsumerNode, b.ConsumerNode),
 			cmp.Compare(a.Consumer, b.Consumer), cmp.Compare(a.Node, b.Node), cmp.Compare(a.Module, b.Module))
