@@ -105,10 +105,16 @@ func (w *World) nearest(c placed, cands []placed) (placed, string) {
 }
 
 // placesOf names each provider with its node's value of label, when one is
-// given: "postgres on db-1 (zone=us), postgres on db-2 (no zone)".
+// given: "postgres on db-1 (zone=us), postgres on db-2 (no zone)". The
+// first few only: a reason is one sentence, however many providers.
 func (w *World) placesOf(ps []placed, label string) string {
-	names := make([]string, 0, len(ps))
-	for _, p := range ps {
+	const most = 5
+	names := make([]string, 0, min(len(ps), most)+1)
+	for i, p := range ps {
+		if i == most {
+			names = append(names, fmt.Sprintf("and %d more", len(ps)-most))
+			break
+		}
 		s := p.Module + " on " + p.Node
 		if label != "" {
 			if v, ok := w.nodes[p.Node].Labels[label]; ok {

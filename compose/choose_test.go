@@ -97,6 +97,9 @@ func TestChoosingAmongProviders(t *testing.T) {
 		{name: "node: by name, however far", rule: `{"node":"db-us"}`, dbs: twoZones, node: "web-eu", want: []string{"db-us"}, why: "by name"},
 		{name: "node: no provider there", rule: `{"node":"db-eu-r1"}`, dbs: twoZones, node: "web-eu",
 			unresolved: "app on web-eu chooses its postgres on node db-eu-r1, where no hostable module provides it (its providers are: postgres on db-eu, postgres on db-us); assign a provider there or change the rule"},
+		{name: "node: many providers, the first few named", rule: `{"node":"db-9"}`, node: "web-eu",
+			dbs:        []string{"db-eu", "db-eu-r1", "db-us", "web-ap", "web-eu-r1", "web-none", "web-us"},
+			unresolved: "app on web-eu chooses its postgres on node db-9, where no hostable module provides it (its providers are: postgres on db-eu, postgres on db-eu-r1, postgres on db-us, postgres on web-ap, postgres on web-eu-r1, and 2 more); assign a provider there or change the rule"},
 		{name: "all: every provider, by node", rule: `{"all":true}`, dbs: []string{"db-us", "db-eu"}, node: "web-eu", want: []string{"db-eu", "db-us"}, why: "all"},
 		{name: "all: none at all is still none", rule: `{"all":true}`, node: "web-eu", unresolved: "app needs postgres, which no assigned module provides"},
 	}
