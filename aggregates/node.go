@@ -179,7 +179,7 @@ func capabilities(node string, in []string) ([]string, error) {
 func labels(node string, in map[string]string) (map[string]string, error) {
 	out := map[string]string{}
 	for k, v := range in {
-		if err := validLabelKey(k); err != nil {
+		if err := events.ValidateLabelKey(k); err != nil {
 			return nil, &Error{Op: "enroll", ID: node, Err: ErrInvalid, Detail: err.Error()}
 		}
 		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(v) > 256 {
@@ -188,17 +188,4 @@ func labels(node string, in map[string]string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
-}
-
-func validLabelKey(k string) error {
-	ok := k != "" && len(k) <= 63
-	for _, r := range k {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./", r)) {
-			ok = false
-		}
-	}
-	if !ok {
-		return fmt.Errorf("label key %q is not allowed: use 1 to 63 letters, digits, '-', '_', '.' or '/'", k)
-	}
-	return nil
 }

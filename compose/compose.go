@@ -21,6 +21,9 @@ type Result struct {
 	LeftOut     []LeftOut
 	Unresolved  []Unresolved
 	Problems    []string // template failures, path conflicts, missing builds
+	// Chosen is each provider the node's consumers receive and why, in
+	// the order of the declaration's receives.
+	Chosen []Chosen
 }
 
 // LeftOut is a module the node cannot host, with the sentence saying why.
@@ -79,7 +82,9 @@ func (w *World) Compose(node string) Result {
 			continue
 		}
 		for _, r := range receives {
-			d.Receives = append(d.Receives, Receipt{Consumer: p.Module, Requirement: r.requirement, Node: r.Node, Module: r.Module})
+			rc := Receipt{Consumer: p.Module, Requirement: r.requirement, Node: r.Node, Module: r.Module}
+			d.Receives = append(d.Receives, rc)
+			res.Chosen = append(res.Chosen, Chosen{Receipt: rc, Why: r.why})
 		}
 		d.Modules = append(d.Modules, ModuleBuild{Module: p.Module, Build: p.Build})
 		if r := p.m.Run; r != nil {
@@ -124,49 +129,39 @@ func (w *World) Compose(node string) Result {
 	return res
 }
 
-// provision is what a consumer receives for one requirement.
+// provision is one provider a consumer receives for one requirement.
 type provision struct {
 	requirement string
+	why         string
 	placed
 }
 
-// resolve finds exactly one hostable provider for each requirement of p, or
-// records why not. Several providers are refused, not guessed between.
+// resolve chooses the providers of each requirement of p (choose), or
+// records why a requirement has none.
 func (w *World) resolve(p placed, res *Result) ([]provision, bool) {
 	var out []provision
 	ok := true
 	for _, r := range p.m.Consumes {
-		cands := w.candidates(p, r)
-		switch len(cands) {
-		case 1:
-			out = append(out, provision{requirement: r, placed: cands[0]})
+		ch := w.choose(p, r)
+		if ch.unresolved != "" {
+			res.Unresolved = append(res.Unresolved, Unresolved{Module: p.Module, Requirement: r, Reason: ch.unresolved})
+			ok = false
 			continue
-		case 0:
-			reason := fmt.Sprintf("%s needs %s, which no assigned module provides", p.Module, r)
-			if blocked := w.blocked[r]; len(blocked) > 0 {
-				reason = fmt.Sprintf("%s needs %s, whose only provider%s cannot be hosted: %s", p.Module, r, plural(blocked), needs(blocked[0], w.nodes[blocked[0].Node]))
-			}
-			res.Unresolved = append(res.Unresolved, Unresolved{Module: p.Module, Requirement: r, Reason: reason})
-		default:
-			var names []string
-			for _, c := range cands {
-				names = append(names, c.Module+" on "+c.Node)
-			}
-			res.Unresolved = append(res.Unresolved, Unresolved{Module: p.Module, Requirement: r,
-				Reason: fmt.Sprintf("%s needs %s, which %s all provide; refusing to guess: unassign all but one", p.Module, r, strings.Join(names, " and "))})
 		}
-		ok = false
+		for _, pr := range ch.providers {
+			out = append(out, provision{requirement: r, why: ch.why, placed: pr})
+		}
 	}
 	return out, ok
 }
 
-// templateData is what a template sees: .Node, .Settings, .Receives.<req>,
-// and for a provider that provisions credentials, .Consumers. A secret
+// templateData is what a template sees: .Node, .Settings, .Receives.<req>
+// (a list of every provider when the consumer's rule is "all"), and for a provider that provisions credentials, .Consumers. A secret
 // setting or credential is a *Secret: printing it marks the file.
 type templateData struct {
 	Node      Node
 	Settings  map[string]any
-	Receives  map[string]receivedData
+	Receives  map[string]any // receivedData, or []receivedData under "all"
 	Consumers []ConsumerCredential
 	// Peers are the nodes this node must reach on the overlay; Network
 	// its range and private key (a *Secret: a file that prints it is
@@ -194,7 +189,7 @@ func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer,
 	if err != nil {
 		return templateData{}, err
 	}
-	data := templateData{Node: n, Settings: settings, Receives: map[string]receivedData{}, Consumers: []ConsumerCredential{}, Peers: []Peer{}}
+	data := templateData{Node: n, Settings: settings, Receives: map[string]any{}, Consumers: []ConsumerCredential{}, Peers: []Peer{}}
 	if net != nil {
 		data.Peers, data.Network.Range = net.Peers, net.Range
 		if w.secrets != nil {
@@ -210,11 +205,16 @@ func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer,
 		if slices.Contains(r.m.Provisions, r.requirement) {
 			rd.Credential = w.credential(r.placed, r.requirement, p, sl)
 		}
-		data.Receives[r.requirement] = rd
+		if p.m.Choose[r.requirement].All {
+			list, _ := data.Receives[r.requirement].([]receivedData)
+			data.Receives[r.requirement] = append(list, rd)
+		} else {
+			data.Receives[r.requirement] = rd
+		}
 	}
 	for _, req := range p.m.Provisions {
 		for _, c := range w.consumers[req] {
-			if got := w.candidates(c, req); len(got) == 1 && got[0].Node == p.Node && got[0].Module == p.Module {
+			if w.choose(c, req).serves(p) {
 				data.Consumers = append(data.Consumers, ConsumerCredential{Node: c.Node, Module: c.Module, Requirement: req,
 					Credential: *w.credential(p, req, c, sl)})
 			}
@@ -224,7 +224,7 @@ func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer,
 }
 
 // candidates are the hostable providers of req that could serve c: every
-// one but c itself. Exactly one resolves c's requirement (resolve).
+// one but c itself, sorted by node and module; choose picks among them.
 func (w *World) candidates(c placed, req string) []placed {
 	var out []placed
 	for _, cand := range w.providers[req] {
@@ -337,13 +337,13 @@ func (w *World) peers(node string) []Peer {
 			continue
 		}
 		for _, r := range p.m.Consumes {
-			if cands := w.candidates(p, r); len(cands) == 1 {
-				add(cands[0].Node)
+			for _, pr := range w.choose(p, r).providers {
+				add(pr.Node)
 			}
 		}
 		for _, r := range p.m.Provides {
 			for _, c := range w.consumers[r] {
-				if got := w.candidates(c, r); len(got) == 1 && got[0].Node == node && got[0].Module == p.Module {
+				if w.choose(c, r).serves(p) {
 					add(c.Node)
 				}
 			}

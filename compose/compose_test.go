@@ -142,8 +142,6 @@ func TestNodesThatCannotBeComposed(t *testing.T) {
 			"app needs postgres, which no assigned module provides"},
 		{"only provider cannot be hosted", func() Input { return input(t, pgOn(t, "web-1"), appOn(t, "db-1")) }, "db-1",
 			"whose only provider cannot be hosted: postgres needs linux, web-1 has none"},
-		{"two providers", func() Input { return input(t, pgOn(t, "db-1"), pgOn(t, "db-2"), appOn(t, "web-1")) }, "web-1",
-			"postgres on db-1 and postgres on db-2 all provide; refusing to guess"},
 		{"template error", func() Input {
 			in := input(t, Assignment{Node: "web-1", Module: "badtmpl", Build: badTmpl.Build()})
 			in.Manifests[BuildRef{"badtmpl", badTmpl.Build()}] = badTmpl
@@ -170,11 +168,6 @@ func TestNodesThatCannotBeComposed(t *testing.T) {
 				t.Fatalf("composable=%v reason %q, want it to say %q", r.Composable(), r.Reason(), c.say)
 			}
 		})
-	}
-	// The fault stays with its node: the others still compose.
-	w := NewWorld(input(t, appOn(t, "web-1"), pgOn(t, "db-1"), pgOn(t, "db-2")))
-	if !w.Compose("db-1").Composable() || !w.Compose("db-2").Composable() {
-		t.Fatal("a consumer's unresolved requirement stopped its providers composing")
 	}
 }
 

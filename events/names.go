@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"strings"
 )
 
 // MaxNameLen bounds a name that becomes a subject token. 63 is the DNS label
@@ -26,6 +27,22 @@ func ValidateName(kind, s string) error {
 		default:
 			return fmt.Errorf("%s name %q contains %q: use 1 to %d lowercase letters, digits and '-', starting with a letter or digit", kind, s, r, MaxNameLen)
 		}
+	}
+	return nil
+}
+
+// ValidateLabelKey reports whether k may name a node label: enrolment holds
+// a node's labels to it, and a manifest that chooses its provider by a
+// label (choose.REQ.label) names one by the same rule.
+func ValidateLabelKey(k string) error {
+	ok := k != "" && len(k) <= 63
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./", r)) {
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("label key %q is not allowed: use 1 to 63 letters, digits, '-', '_', '.' or '/'", k)
 	}
 	return nil
 }

@@ -37,6 +37,24 @@ type Manifest struct {
 	// 24). Omitted when empty, so builds registered before keep their
 	// digest.
 	Claims []string `json:"claims,omitempty"`
+	// Choose says, for a requirement in consumes, which of several
+	// providers this module receives (issue 31): without a rule the
+	// nearest one is chosen (compose's locality). Omitted when empty, so
+	// builds registered before keep their digest.
+	Choose map[string]Choice `json:"choose,omitempty"`
+}
+
+// Choice is one requirement's rule: exactly one of its fields is set.
+type Choice struct {
+	// Label: the providers whose node has the same value of this label
+	// as the consumer's node ("zone": a consumer in zone eu receives a
+	// provider in zone eu).
+	Label string `json:"label,omitempty"`
+	// Node: the provider on the node of this name.
+	Node string `json:"node,omitempty"`
+	// All: every provider, which templates range over as a list
+	// ({{range .Receives.postgres}}).
+	All bool `json:"all,omitempty"`
 }
 
 // Run is a module's program: what the agent starts after applying a
@@ -114,6 +132,9 @@ func (m *Manifest) normalise() {
 		}
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
+	}
+	if len(m.Choose) == 0 {
+		m.Choose = nil // omitted: see Choose
 	}
 	if len(m.Provisions) == 0 {
 		m.Provisions = nil // omitted: see Provisions

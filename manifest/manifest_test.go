@@ -75,6 +75,12 @@ func TestRefusalsNameTheField(t *testing.T) {
 		"newline in a path": {`{"module":"m","resources":[{"kind":"directory","path":"/a\nb","mode":"0755"}]}`, `control character (0x0a)`},
 		"duplicate key":     {`{"module":"m","module":"n"}`, `names "module" twice`},
 		"duplicate inside":  {`{"module":"m","resources":[{"kind":"directory","kind":"file","path":"/a","mode":"0755"}]}`, `resources[0] names "kind" twice`},
+		"choose unconsumed": {`{"module":"m","consumes":["db"],"choose":{"cache":{"all":true}}}`, `choose.cache: cache is not in consumes`},
+		"choose nothing":    {`{"module":"m","consumes":["db"],"choose":{"db":{}}}`, `choose.db: give exactly one of "label"`},
+		"choose two rules":  {`{"module":"m","consumes":["db"],"choose":{"db":{"label":"zone","all":true}}}`, `choose.db: give exactly one of`},
+		"choose bad label":  {`{"module":"m","consumes":["db"],"choose":{"db":{"label":"zone eu"}}}`, `choose.db: label key "zone eu" is not allowed`},
+		"choose bad node":   {`{"module":"m","consumes":["db"],"choose":{"db":{"node":"DB-1"}}}`, `choose.db: node name "DB-1" contains`},
+		"choose bad rule":   {`{"module":"m","consumes":["db"],"choose":{"db":{"nearest":true}}}`, `unknown field "nearest"`},
 	}
 	for name, c := range cases {
 		_, err := Parse([]byte(c.doc))
@@ -104,6 +110,31 @@ func TestTemplateBounds(t *testing.T) {
 	for _, tmpl := range []string{`{{range 1000}}{{range 1000}}.{{end}}{{end}}`, `{{range .Node.Capabilities}}{{.}}{{end}}`} {
 		if _, err := Parse([]byte(file(tmpl))); err != nil {
 			t.Errorf("%s: %v", tmpl, err)
+		}
+	}
+}
+
+// A rule to choose among providers is part of the build; a manifest without
+// one encodes as it did before rules existed, so its build is unchanged.
+func TestChooseIsInTheBuildOnlyWhenGiven(t *testing.T) {
+	const doc = `{"module":"app","consumes":["postgres"]%s}`
+	plain, err := Parse([]byte(strings.Replace(doc, "%s", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain.Canonical()), "choose") {
+		t.Fatalf("a manifest without a rule encodes one: %s", plain.Canonical())
+	}
+	if empty, err := Parse([]byte(strings.Replace(doc, "%s", `,"choose":{}`, 1))); err != nil || empty.Build() != plain.Build() {
+		t.Fatalf("an empty choose changed the build: %v", err)
+	}
+	for _, rule := range []string{`{"label":"zone"}`, `{"node":"db-1"}`, `{"all":true}`} {
+		m, err := Parse([]byte(strings.Replace(doc, "%s", `,"choose":{"postgres":`+rule+`}`, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", rule, err)
+		}
+		if m.Build() == plain.Build() || !strings.Contains(string(m.Canonical()), `"choose":{"postgres":`+rule+`}`) {
+			t.Fatalf("%s is not in the build: %s", rule, m.Canonical())
 		}
 	}
 }

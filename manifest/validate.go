@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -38,6 +39,11 @@ func (m Manifest) Validate() error {
 	for _, p := range m.Provisions {
 		if !slices.Contains(m.Provides, p) {
 			return fmt.Errorf("manifest %s: provisions names %s, which the module does not provide; list it in provides too, or drop it", m.Module, p)
+		}
+	}
+	for _, req := range slices.Sorted(maps.Keys(m.Choose)) {
+		if err := m.Choose[req].validate(req, m.Consumes); err != nil {
+			return fmt.Errorf("manifest %s: choose.%s: %w", m.Module, req, err)
 		}
 	}
 	if m.Run != nil {
@@ -89,6 +95,26 @@ func (r Resource) validate() error {
 		if err := checkBounds(t); err != nil {
 			return fmt.Errorf("template of %s %v", r.Path, err)
 		}
+	}
+	return nil
+}
+
+func (c Choice) validate(req string, consumes []string) error {
+	set := 0
+	for _, on := range []bool{c.Label != "", c.Node != "", c.All} {
+		if on {
+			set++
+		}
+	}
+	switch {
+	case !slices.Contains(consumes, req):
+		return fmt.Errorf("%s is not in consumes; a rule chooses among the providers of something the module consumes", req)
+	case set != 1:
+		return errors.New(`give exactly one of "label" (a provider whose node has my node's value of it), "node" (the provider on that node) and "all": true`)
+	case c.Label != "":
+		return events.ValidateLabelKey(c.Label)
+	case c.Node != "":
+		return events.ValidateName("node", c.Node)
 	}
 	return nil
 }

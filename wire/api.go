@@ -161,8 +161,10 @@ type NodeView struct {
 	WouldSend  string               `json:"would_send,omitempty"`
 	LeftOut    []compose.LeftOut    `json:"left_out,omitempty"`
 	Unresolved []compose.Unresolved `json:"unresolved,omitempty"`
-	Standings  []StandingView       `json:"standings,omitempty"`
-	Runtimes   []Runtime            `json:"runtimes,omitempty"`
+	// Chosen: the provider each of its consumers would receive, and why.
+	Chosen    []compose.Chosen `json:"chosen,omitempty"`
+	Standings []StandingView   `json:"standings,omitempty"`
+	Runtimes  []Runtime        `json:"runtimes,omitempty"`
 	// Facts and Detected are what its agent detected of its machine: the
 	// facts templates read, and the capabilities they give it beside the
 	// declared ones.
@@ -388,9 +390,11 @@ type Plan struct {
 	Modules    []compose.ModuleBuild `json:"modules"`
 	Resources  []compose.Resource    `json:"resources"`
 	Receives   []compose.Receipt     `json:"receives"`
-	LeftOut    []compose.LeftOut     `json:"left_out"`
-	Unresolved []compose.Unresolved  `json:"unresolved"`
-	Problems   []string              `json:"problems"`
+	// Chosen is each of receives with why that provider (issue 31).
+	Chosen     []compose.Chosen     `json:"chosen"`
+	LeftOut    []compose.LeftOut    `json:"left_out"`
+	Unresolved []compose.Unresolved `json:"unresolved"`
+	Problems   []string             `json:"problems"`
 	// Sent is what the node was last sent; nil when it was never sent anything.
 	Sent    *Sent            `json:"sent"`
 	Changes []compose.Change `json:"changes"`

@@ -3,6 +3,8 @@ package wire
 import (
 	"slices"
 	"time"
+
+	"github.com/meshctl/mesh/compose"
 )
 
 // StatusReport is `mesh status --json`: the verdict, a state per active
@@ -36,6 +38,17 @@ type StatusReport struct {
 	// OpenBus: the controller serves a bus nobody closed (mesh serve
 	// --open-bus), so the log's writers are not enforced; status says so.
 	OpenBus bool `json:"open_bus,omitempty"`
+	// Chosen is which provider each consumer would receive, and why,
+	// wherever there was a choice: for the requirements that more than
+	// one provider serves (issue 31). Empty while each has one provider.
+	Chosen []ConsumerChoice `json:"chosen,omitempty"`
+}
+
+// ConsumerChoice is one consumer's provider as status names it: the
+// consumer's node beside what compose says it receives and why.
+type ConsumerChoice struct {
+	ConsumerNode string `json:"consumer_node"`
+	compose.Chosen
 }
 
 // StatusTable is the nodes of a brief status by column, row i of each

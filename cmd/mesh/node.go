@@ -218,6 +218,9 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	for _, u := range n.Unresolved {
 		fmt.Fprintf(tw, "unresolved\t%s\n", u.Reason)
 	}
+	for _, c := range n.Chosen {
+		fmt.Fprintf(tw, "receives\t%s from %s on %s, for %s (%s)\n", c.Requirement, c.Module, c.Node, c.Consumer, c.Why)
+	}
 	for _, st := range n.Standings {
 		fmt.Fprintf(tw, "standing\t%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format(time.RFC3339), st.Word)
 	}

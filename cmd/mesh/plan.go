@@ -74,8 +74,8 @@ func printPlan(w io.Writer, p wire.Plan) {
 			}
 		}
 	}
-	for _, rc := range p.Receives {
-		fmt.Fprintf(w, "%s receives %s from %s on %s\n", rc.Consumer, rc.Requirement, rc.Module, rc.Node)
+	for _, rc := range p.Chosen {
+		fmt.Fprintf(w, "%s receives %s from %s on %s (%s)\n", rc.Consumer, rc.Requirement, rc.Module, rc.Node, rc.Why)
 	}
 	for _, l := range p.LeftOut {
 		fmt.Fprintf(w, "left out: %s\n", l.Reason)

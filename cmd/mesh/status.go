@@ -134,6 +134,9 @@ func printStatus(out io.Writer, s wire.StatusReport) {
 	for _, st := range s.Standings {
 		fmt.Fprintf(w, "%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format("2006-01-02 15:04"), st.Word)
 	}
+	for _, c := range s.Chosen {
+		fmt.Fprintf(w, "%s on %s receives %s from %s on %s (%s)\n", c.Consumer, c.ConsumerNode, c.Requirement, c.Module, c.Node, c.Why)
+	}
 	down := 0
 	for _, rt := range s.Runtimes {
 		if rt.State != wire.RuntimeRunning {

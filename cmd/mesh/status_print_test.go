@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -43,5 +44,17 @@ func TestStatusPrintsTheTableAsTheNodes(t *testing.T) {
 	want.WriteString("not well: 3 of 4 node(s) not current, 0 provider(s) failing a consumer\n")
 	if fromTable.String() != want.String() {
 		t.Fatalf("status printed:\n%q\nwant:\n%q", fromTable.String(), want.String())
+	}
+}
+
+// Where a requirement has several providers, status says which one each
+// consumer receives and why, a line each (issue 31).
+func TestStatusNamesTheProviderChosen(t *testing.T) {
+	var out bytes.Buffer
+	printStatus(&out, wire.StatusReport{Nodes: []wire.NodeStatus{}, Well: true, Chosen: []wire.ConsumerChoice{
+		{ConsumerNode: "app-eu", Chosen: compose.Chosen{Receipt: compose.Receipt{Consumer: "app", Requirement: "postgres", Node: "db-eu", Module: "postgres"}, Why: "shares zone=eu"}},
+	}})
+	if !strings.Contains(out.String(), "\napp on app-eu receives postgres from postgres on db-eu (shares zone=eu)\n") {
+		t.Fatalf("status printed:\n%s", out.String())
 	}
 }

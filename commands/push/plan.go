@@ -41,7 +41,7 @@ func (h *Service) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, erro
 	}
 	p := wire.Plan{
 		Node: r.Name, Composable: res.Composable(), Digest: res.Digest,
-		Modules: []compose.ModuleBuild{}, Resources: []compose.Resource{}, Receives: []compose.Receipt{},
+		Modules: []compose.ModuleBuild{}, Resources: []compose.Resource{}, Receives: []compose.Receipt{}, Chosen: []compose.Chosen{},
 		LeftOut: nonNil(res.LeftOut), Unresolved: nonNil(res.Unresolved), Problems: nonNil(res.Problems),
 		Sent: core.ViewOf(n).LastSent, Changes: []compose.Change{},
 	}
@@ -53,7 +53,7 @@ func (h *Service) Plan(ctx context.Context, r wire.NameRequest) (wire.Plan, erro
 		return p, nil
 	}
 	d := res.Declaration
-	p.Modules, p.Resources, p.Receives = d.Modules, d.Resources, d.Receives
+	p.Modules, p.Resources, p.Receives, p.Chosen = d.Modules, d.Resources, d.Receives, nonNil(res.Chosen)
 	return p, nil
 }
 

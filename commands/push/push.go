@@ -211,6 +211,10 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 		// From the same view as the rows: the states are of one instant.
 		composed = h.ComposedFor(version, t.w)
 	}
+	var linked map[string]bool
+	if r.Node != "" && round == 0 {
+		linked = t.w.Linked(r.Node)
+	}
 	for _, name := range t.w.Nodes() {
 		row := t.rows[name]
 		if within != nil && !within[name] {
@@ -223,7 +227,7 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 		}
 		switch {
 		case only != nil && only[name]:
-		case only != nil && round == 0 && r.Node != "" && consequence(r.Node, name, row, composed):
+		case only != nil && round == 0 && r.Node != "" && linked[name] && consequence(name, row, composed):
 			// A named push leaves the mesh consistent: what the named node
 			// provides or receives changed this node's declaration too.
 			t.notes[name] = "as a consequence of " + r.Node
@@ -312,22 +316,15 @@ func (h *Service) Seal(content compose.Declaration, row projections.Node, by str
 // long is pushed anyway, with a note that timing is unlikely to be the cause.
 const sameFailureFor = 6 * time.Hour
 
-// consequence reports whether other's declaration changed because of what
-// named provides it or receives from it: other is related to named through
-// a receipt, and would now be sent something other than it was.
-func consequence(named, other string, row projections.Node, composed map[string]world.Would) bool {
-	if other == named {
-		return false
-	}
-	related := false
-	for _, rc := range composed[named].Receives {
-		related = related || rc.Node == other
-	}
-	for _, rc := range composed[other].Receives {
-		related = related || rc.Node == named
-	}
+// consequence reports whether other, linked to the named node (it hosts
+// a provider of what the named node's modules consume, or a consumer of
+// what they provide: compose.World.Linked), would now be sent something
+// other than it was. Linked, not only receiving: when the named consumer's
+// chosen provider moves, the provider it left must drop its credential in
+// the same push as the one chosen takes it.
+func consequence(other string, row projections.Node, composed map[string]world.Would) bool {
 	w := composed[other]
-	return related && w.Composable && (row.LastSent == nil || row.LastSent.ContentDigest != w.ContentDigest)
+	return w.Composable && (row.LastSent == nil || row.LastSent.ContentDigest != w.ContentDigest)
 }
 
 // PerNode is the command id of one node's append within a push: derived, so

@@ -53,6 +53,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 		if down, err = programs(v, nodes, lives, &out); err != nil {
 			return err
 		}
+		out.Chosen = chosen(composed, within)
 		standings, err := v.Standings()
 		if err != nil {
 			return err

@@ -55,6 +55,11 @@ func history(t *testing.T) map[events.AggregateID][]events.Event {
 		events.NodeAggregate("web-1"): {enroll("web-1", "linux"), assign("web-1", "app", appBuild, map[string]string{"workers": "8"})},
 		events.NodeAggregate("web-2"): {enroll("web-2", "linux"), assign("web-2", "app", appBuild, map[string]string{}),
 			events.ModuleUnassigned{Node: "web-2", Module: "app"}, assign("web-2", "app", appBuild, map[string]string{"workers": "2"})},
+		// A second postgres, in web-2's zone: web-2 receives it, web-1
+		// (sharing no label with either) the first by name, db-1; and
+		// each provider lists only its own consumers (issue 31).
+		events.NodeAggregate("db-2"): {events.NodeEnrolled{Name: "db-2", Capabilities: []string{"linux"}, Labels: map[string]string{"zone": "z-web-2"}},
+			assign("db-2", "postgres", pgBuild, map[string]string{"password": "c"})},
 		events.NodeAggregate("bare"):  {enroll("bare"), assign("bare", "app", appBuild, map[string]string{})},
 		events.NodeAggregate("old-1"): {enroll("old-1", "linux"), assign("old-1", "postgres", pgBuild, map[string]string{"password": "x"}), events.NodeRetired{Name: "old-1"}},
 	}
@@ -117,7 +122,7 @@ func interleave(t *testing.T, rng *rand.Rand, h map[events.AggregateID][]events.
 	out := map[string]string{}
 	for _, n := range w.Nodes() {
 		r := w.Compose(n)
-		out[n] = fmt.Sprintf("%s|%s|%v", r.Bytes, r.Reason(), r.LeftOut)
+		out[n] = fmt.Sprintf("%s|%s|%v|%v", r.Bytes, r.Reason(), r.LeftOut, r.Chosen)
 	}
 	return out
 }
@@ -128,11 +133,12 @@ func TestCompositionDoesNotDependOnEventOrder(t *testing.T) {
 	h := history(t)
 	rng := rand.New(rand.NewPCG(2026, 12))
 	want := interleave(t, rng, h)
-	if len(want) != 4 || want["old-1"] != "" {
+	if len(want) != 5 || want["old-1"] != "" {
 		t.Fatalf("composed %d nodes (retired old-1 must not be one): %v", len(want), want)
 	}
 	// The final state, not a prefix of it: the reassigned port and settings.
 	if !strings.Contains(want["web-1"], `database = db-1:6543`) || !strings.Contains(want["web-2"], `workers = 2`) ||
+		!strings.Contains(want["web-2"], `database = db-2:5432`) || !strings.Contains(want["web-2"], "closest by labels: shares zone=z-web-2") ||
 		!strings.Contains(want["bare"], "app needs linux, bare has none") {
 		t.Fatalf("composition does not reflect the history: %v", want)
 	}

@@ -16,6 +16,7 @@ type Would struct {
 	LeftOut       []compose.LeftOut
 	Unresolved    []compose.Unresolved
 	Receives      []compose.Receipt
+	Chosen        []compose.Chosen // each of Receives, with why
 }
 
 // composedCache holds every node's would-send content digest for one
@@ -71,7 +72,7 @@ func (h *Composer) ComposedFor(version uint64, w *compose.World) map[string]Woul
 		results[i] = Would{Composable: r.Composable(), ContentDigest: r.Digest, Reason: r.Reason(),
 			LeftOut: r.LeftOut, Unresolved: r.Unresolved}
 		if r.Declaration != nil {
-			results[i].Receives = r.Declaration.Receives
+			results[i].Receives, results[i].Chosen = r.Declaration.Receives, r.Chosen
 		}
 	})
 	nodes := make(map[string]Would, len(names))
