@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -179,8 +181,8 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 			if len(stuck) > 0 {
 				m := f.byNode[stuck[0]]
 				told, _ := lastErr.Load(stuck[0])
-				t.Logf("after restart %d, %d agent(s) had not applied, among them %s: sent sequence %d, its last report on %d (outcome %d), its connection %v, the last error it was told of %v",
-					round, len(stuck), stuck[0], want[stuck[0]], m.seq.Load(), m.outcome.Load(), m.nc.Status(), told)
+				t.Logf("after restart %d, %d agent(s) had not applied, among them %s: sent sequence %d, its last report on %d (outcome %d), its connection %v, the last error it was told of %v; every goroutine's stack is in %s",
+					round, len(stuck), stuck[0], want[stuck[0]], m.seq.Load(), m.outcome.Load(), m.nc.Status(), told, dumpStacks(t))
 			}
 		}()
 		embeddedtest.Eventually(t, fmt.Sprintf("all %d agents to apply the push after restart %d", restartAgents, round), func() bool {
@@ -233,4 +235,19 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 	if n, first := f.Warnings(); n > 0 {
 		t.Logf("the agents logged %d warning(s) through the restarts; the first: %s", n, first)
 	}
+}
+
+// dumpStacks writes every goroutine's stack to a file that outlives the
+// test and answers its path: a stuck agent is found by what its Run waits
+// on, and the failure happens about once in several loaded runs.
+func dumpStacks(t *testing.T) string {
+	f, err := os.CreateTemp("", "mesh-restart-stacks-*.txt")
+	if err != nil {
+		return "(no file: " + err.Error() + ")"
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		t.Logf("cannot write the stacks: %v", err)
+	}
+	return f.Name()
 }
