@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/wire"
@@ -64,7 +64,7 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r)
+		return text.JSON(out.Out, r)
 	}
 	b := manifest.ShortBuild(r.Build)
 	switch {
@@ -77,32 +77,8 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	default:
 		fmt.Fprintf(out.Out, "changed %s on %s (build %s, policy %s) at sequence %d\n", r.Module, r.Node, b, r.Policy, r.Seq)
 	}
-	printAssignChanges(out, r)
+	text.AssignChanges(out.Out, r)
 	return nil
-}
-
-// printAssignChanges says what an assignment changed, one line each: its
-// policy, then each setting old -> new (a secret as its version).
-func printAssignChanges(out *Output, r wire.Assigned) {
-	if r.PreviousPolicy != "" {
-		fmt.Fprintf(out.Out, "  policy: %s -> %s\n", r.PreviousPolicy, r.Policy)
-	}
-	for _, c := range r.Changes {
-		fmt.Fprintf(out.Out, "  %s: %s -> %s\n", shown(c.Setting), settingValue(c.Old, c.Secret), settingValue(c.New, c.Secret))
-	}
-}
-
-// settingValue is a setting's value as the change lines print it: not set
-// (the manifest's default applies), a secret as its version, any other
-// quoted, so that an empty value shows and nothing in it acts on the terminal.
-func settingValue(v *string, secret bool) string {
-	switch {
-	case v == nil:
-		return "(not set)"
-	case secret:
-		return *v
-	}
-	return strconv.Quote(*v)
 }
 
 // UnassignCmd takes a module off a node.

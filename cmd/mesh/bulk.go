@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -171,7 +172,7 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 		return err
 	}
 	fmt.Fprintf(out.Out, "assigned %s (build %s) to %d node(s) of %s; %d already had it with these settings (nothing to do)\n",
-		module, short(build), changed, from, unchanged)
+		module, text.Short(build), changed, from, unchanged)
 	return nil
 }
 

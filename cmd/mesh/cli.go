@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 	"github.com/willabides/kongplete"
 )
@@ -245,7 +246,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		if msg := err.Error(); msg != "" {
 			// An error may carry what a node said (push --wait: its
 			// failure's reasons): shown, as every node's word is.
-			fmt.Fprintln(stderr, "mesh:", shown(msg))
+			fmt.Fprintln(stderr, "mesh:", text.Shown(msg))
 		}
 		return exitFor(err)
 	}

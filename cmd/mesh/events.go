@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
@@ -80,8 +81,8 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			_, err := fmt.Fprintf(out.Out, "%s\n", b)
 			return err
 		}
-		showable(&line)
-		line.Data = json.RawMessage(shown(string(line.Data)))
+		text.Showable(&line)
+		line.Data = json.RawMessage(text.Shown(string(line.Data)))
 		mark := ""
 		if line.Foreign != "" {
 			mark = "  FOREIGN: " + line.Foreign

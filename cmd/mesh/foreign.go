@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -26,9 +27,9 @@ func (c *ForeignListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, l)
+		return text.JSON(out.Out, l)
 	}
-	showable(&l)
+	text.Showable(&l)
 	if len(l.Foreign) == 0 {
 		fmt.Fprintln(out.Out, "no foreign messages: every message on the stream is its rightful writer's")
 		return nil
@@ -40,7 +41,7 @@ func (c *ForeignListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		if f.Acked != 0 {
 			ack = fmt.Sprintf("at event %d", f.Acked)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Stored.UTC().Format(time.RFC3339), f.Subject, orNone(f.Writer), ack, f.Reason)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Stored.UTC().Format(time.RFC3339), f.Subject, text.OrNone(f.Writer), ack, f.Reason)
 	}
 	tw.Flush()
 	fmt.Fprintf(out.Out, "%d foreign message(s), %d not acknowledged\n", len(l.Foreign), l.Open)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"io"
 	"net"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 
 	"github.com/alecthomas/kong"
 )

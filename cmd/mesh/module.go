@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/wire"
 )
@@ -36,7 +37,7 @@ func (c *ModuleRegisterCmd) Run(ctx context.Context, g *Globals, out *Output) er
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r)
+		return text.JSON(out.Out, r)
 	}
 	b := manifest.ShortBuild(r.Build)
 	switch {
@@ -61,7 +62,7 @@ func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r.Modules)
+		return text.JSON(out.Out, r.Modules)
 	}
 	if len(r.Modules) == 0 {
 		fmt.Fprintln(out.Out, "no modules registered yet; register one with mesh module register FILE")
@@ -71,7 +72,7 @@ func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 	fmt.Fprintln(tw, "MODULE\tBUILD\tBUILDS\tREQUIRES\tPROVIDES\tCONSUMES\tASSIGNED")
 	for _, m := range r.Modules {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", m.Name, manifest.ShortBuild(m.Latest), len(m.Builds),
-			orDash(strings.Join(m.Requires, ",")), orDash(strings.Join(m.Provides, ",")), orDash(strings.Join(m.Consumes, ",")), len(m.AssignedTo))
+			text.OrDash(strings.Join(m.Requires, ",")), text.OrDash(strings.Join(m.Provides, ",")), text.OrDash(strings.Join(m.Consumes, ",")), len(m.AssignedTo))
 	}
 	tw.Flush()
 	unreadable := 0
@@ -99,14 +100,14 @@ func (c *ModuleShowCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, m)
+		return text.JSON(out.Out, m)
 	}
 	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "module\t%s\n", m.Name)
 	fmt.Fprintf(tw, "latest build\t%s\n", m.Latest)
-	fmt.Fprintf(tw, "requires\t%s\n", orNone(strings.Join(m.Requires, ", ")))
-	fmt.Fprintf(tw, "provides\t%s\n", orNone(strings.Join(m.Provides, ", ")))
-	fmt.Fprintf(tw, "consumes\t%s\n", orNone(strings.Join(m.Consumes, ", ")))
+	fmt.Fprintf(tw, "requires\t%s\n", text.OrNone(strings.Join(m.Requires, ", ")))
+	fmt.Fprintf(tw, "provides\t%s\n", text.OrNone(strings.Join(m.Provides, ", ")))
+	fmt.Fprintf(tw, "consumes\t%s\n", text.OrNone(strings.Join(m.Consumes, ", ")))
 	var settings []string
 	for _, k := range slices.Sorted(maps.Keys(m.Settings)) {
 		s := m.Settings[k]
@@ -119,7 +120,7 @@ func (c *ModuleShowCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 			settings = append(settings, k)
 		}
 	}
-	fmt.Fprintf(tw, "settings\t%s\n", orNone(strings.Join(settings, ", ")))
+	fmt.Fprintf(tw, "settings\t%s\n", text.OrNone(strings.Join(settings, ", ")))
 	for _, r := range m.Resources {
 		fmt.Fprintf(tw, "resource\t%s %s %s\n", r.Kind, r.Path, r.Mode)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -33,7 +34,7 @@ func (c *NetworkSetCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r)
+		return text.JSON(out.Out, r)
 	}
 	switch {
 	case !r.Changed && r.Allotted == 0:
@@ -59,7 +60,7 @@ func (c *NetworkShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r)
+		return text.JSON(out.Out, r)
 	}
 	if r.CIDR == "" {
 		fmt.Fprintln(out.Out, "no network yet; set its range with mesh network set CIDR")

@@ -3,16 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -73,10 +70,10 @@ func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, Enrolled{Changed: r.Changed, Seq: r.Seq, Node: r.Node, Join: joinString(g, cl, r.Identity)})
+		return text.JSON(out.Out, Enrolled{Changed: r.Changed, Seq: r.Seq, Node: r.Node, Join: joinString(g, cl, r.Identity)})
 	}
 	fmt.Fprintf(out.Out, "enrolled %s at sequence %d (capabilities: %s; labels: %s; address: %s)\n",
-		r.Node.Name, r.Seq, orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)), orNone(r.Node.Address))
+		r.Node.Name, r.Seq, text.OrNone(strings.Join(r.Node.Capabilities, ", ")), text.OrNone(text.Labels(r.Node.Labels)), text.OrNone(r.Node.Address))
 	fmt.Fprintf(out.Out, "join string (for mesh agent --join on %s):\n%s\n", r.Node.Name, joinString(g, cl, r.Identity))
 	return nil
 }
@@ -103,9 +100,9 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		r.Nodes = slices.DeleteFunc(r.Nodes, func(n wire.NodeView) bool { return !chosen[n.Name] })
 	}
 	if c.JSON {
-		return printJSON(out.Out, r.Nodes)
+		return text.JSON(out.Out, r.Nodes)
 	}
-	showable(&r)
+	text.Showable(&r)
 	if len(r.Nodes) == 0 {
 		fmt.Fprintln(out.Out, "no nodes enrolled yet; enroll one with mesh node enroll NAME")
 		return nil
@@ -121,8 +118,8 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		if n.Retired {
 			retired++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, state(n), heardText(n), orDash(n.Address), orDash(strings.Join(n.Capabilities, ",")),
-			orDash(labelString(n.Labels)), n.EnrolledAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, text.State(n), text.Heard(n), text.OrDash(n.Address), text.OrDash(strings.Join(n.Capabilities, ",")),
+			text.OrDash(text.Labels(n.Labels)), n.EnrolledAt.UTC().Format(time.RFC3339))
 	}
 	tw.Flush()
 	fmt.Fprintf(bw, "%d node(s), %d retired\n", len(r.Nodes), retired)
@@ -146,93 +143,10 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, n)
+		return text.JSON(out.Out, n)
 	}
-	showable(&n)
-	if n.AsOf != nil {
-		fmt.Fprintf(out.Out, "THE PAST: %s as of %s, not as it is now\n", n.Name, n.AsOf.UTC().Format(time.RFC3339))
-	}
-	for _, c := range n.Causes {
-		fmt.Fprintf(out.Out, "NOT WELL: %s\n", c)
-	}
-	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "node\t%s\n", n.Name)
-	if n.State != "" {
-		detail := ""
-		if n.Detail != "" {
-			detail = ": " + n.Detail
-		}
-		fmt.Fprintf(tw, "state\t%s since %s%s\n", n.State, n.Since.UTC().Format(time.RFC3339), detail)
-	} else {
-		fmt.Fprintf(tw, "state\t%s\n", state(n))
-	}
-	if n.AsOf == nil && !n.Retired {
-		fmt.Fprintf(tw, "last heard\t%s\n", heardText(n))
-	}
-	fmt.Fprintf(tw, "capabilities\t%s\n", orNone(strings.Join(n.Capabilities, ", ")))
-	fmt.Fprintf(tw, "labels\t%s\n", orNone(labelString(n.Labels)))
-	if n.Address != "" {
-		fmt.Fprintf(tw, "address\t%s (the overlay's)\n", n.Address)
-	}
-	fmt.Fprintf(tw, "enrolled\t%s (sequence %d)\n", n.EnrolledAt.UTC().Format(time.RFC3339), n.EnrolledSeq)
-	if n.RetiredAt != nil {
-		fmt.Fprintf(tw, "retired\t%s\n", n.RetiredAt.UTC().Format(time.RFC3339))
-	}
-	if len(n.Assignments) == 0 {
-		fmt.Fprintf(tw, "modules\tnone assigned\n")
-	}
-	for _, a := range n.Assignments {
-		note := ""
-		if a.Latest != a.Build {
-			note = fmt.Sprintf(" (the catalogue's latest is %s: a rollout or mesh assign %s %s moves it)", manifest.ShortBuild(a.Latest), n.Name, a.Module)
-		}
-		fmt.Fprintf(tw, "module\t%s build %s, policy %s%s%s\n", a.Module, manifest.ShortBuild(a.Build), a.Policy, settingsNote(a.Settings), note)
-	}
-	if s := n.LastSent; s != nil {
-		fmt.Fprintf(tw, "last sent\tsequence %d by %s, %d resource(s), digest %s, %s\n", s.Sequence, s.By, s.Resources, short(s.Digest), s.At.UTC().Format(time.RFC3339))
-	} else {
-		fmt.Fprintf(tw, "last sent\tnothing yet\n")
-	}
-	if r := n.LastReport; r != nil {
-		detail := ""
-		if r.Reason != "" {
-			detail = ": " + r.Reason
-		}
-		for _, f := range r.Failed {
-			detail += fmt.Sprintf("; %s: %s", f.Path, f.Reason)
-		}
-		fmt.Fprintf(tw, "last report\t%s sequence %d (digest %s), %s%s\n", r.Outcome, r.Sequence, short(r.Digest), r.At.UTC().Format(time.RFC3339), detail)
-	} else {
-		fmt.Fprintf(tw, "last report\tnone yet\n")
-	}
-	if n.WouldSend != "" {
-		sent := "nothing"
-		if n.LastSent != nil {
-			sent = short(n.LastSent.ContentDigest)
-		}
-		fmt.Fprintf(tw, "content\twould send %s, was sent %s\n", short(n.WouldSend), sent)
-	}
-	for _, l := range n.LeftOut {
-		fmt.Fprintf(tw, "left out\t%s\n", l.Reason)
-	}
-	for _, u := range n.Unresolved {
-		fmt.Fprintf(tw, "unresolved\t%s\n", u.Reason)
-	}
-	for _, c := range n.Chosen {
-		fmt.Fprintf(tw, "receives\t%s from %s on %s, for %s (%s)\n", c.Requirement, c.Module, c.Node, c.Consumer, c.Why)
-	}
-	for _, st := range n.Standings {
-		fmt.Fprintf(tw, "standing\t%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format(time.RFC3339), st.Word)
-	}
-	if len(n.Facts) > 0 {
-		fmt.Fprintf(tw, "facts\t%s\n", labelString(n.Facts))
-		fmt.Fprintf(tw, "detected\t%s (capabilities its agent found, beside those declared)\n", orNone(strings.Join(n.Detected, ", ")))
-	}
-	for _, rt := range n.Runtimes {
-		fmt.Fprintf(tw, "runs\t%s %s since %s: %s\n", rt.Module, rt.State, rt.Since.UTC().Format(time.RFC3339), rt.Detail)
-	}
-	fmt.Fprintf(tw, "version\t%d\n", n.Version)
-	return tw.Flush()
+	text.Showable(&n)
+	return text.Node(out.Out, n)
 }
 
 type NodeRetireCmd struct {
@@ -286,64 +200,11 @@ func (c *NodeSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err := g.call(ctx, wire.SubjectNodeChange, req, &r); err != nil {
 		return err
 	}
-	what := fmt.Sprintf("capabilities %s, labels %s", orNone(strings.Join(r.Node.Capabilities, ", ")), orNone(labelString(r.Node.Labels)))
+	what := fmt.Sprintf("capabilities %s, labels %s", text.OrNone(strings.Join(r.Node.Capabilities, ", ")), text.OrNone(text.Labels(r.Node.Labels)))
 	if !r.Changed {
 		fmt.Fprintf(out.Out, "%s has %s already; nothing to do\n", r.Node.Name, what)
 		return nil
 	}
 	fmt.Fprintf(out.Out, "changed %s at sequence %d: %s (mesh plan %s shows what it would be sent now)\n", r.Node.Name, r.Seq, what, r.Node.Name)
 	return nil
-}
-
-func settingsNote(s map[string]string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return " with " + labelString(s)
-}
-
-func state(n wire.NodeView) string {
-	switch {
-	case n.Retired:
-		return "retired"
-	case n.UnreachableSince != nil:
-		return "unreachable since " + n.UnreachableSince.UTC().Format(time.RFC3339)
-	}
-	return "enrolled"
-}
-
-// heardText says when the controller last heard a node's agent.
-func heardText(n wire.NodeView) string {
-	if n.LastHeard == nil {
-		return "-"
-	}
-	return time.Since(*n.LastHeard).Round(time.Second).String() + " ago"
-}
-
-func labelString(m map[string]string) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, k+"="+m[k])
-	}
-	return strings.Join(parts, ",")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

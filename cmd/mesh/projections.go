@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -32,7 +33,7 @@ func (c *ProjectionsStatusCmd) Run(ctx context.Context, g *Globals, out *Output)
 		return err
 	}
 	if c.JSON {
-		if err := printJSON(out.Out, s); err != nil {
+		if err := text.JSON(out.Out, s); err != nil {
 			return err
 		}
 	} else {

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
 )
@@ -66,12 +66,12 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if c.JSON {
-		if err := printJSON(out.Out, r); err != nil {
+		if err := text.JSON(out.Out, r); err != nil {
 			return err
 		}
 	} else {
-		showable(&r)
-		printPush(out, r, c.Behind, c.Verbose)
+		text.Showable(&r)
+		text.Push(out.Out, r, c.Behind, c.Verbose)
 	}
 	switch {
 	case len(r.Unsent) > 0 && len(r.Sent) == 0:
@@ -97,11 +97,11 @@ func (c *PushCmd) dryRun(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, p)
+		return text.JSON(out.Out, p)
 	}
 	w := bufio.NewWriter(out.Out)
 	defer w.Flush()
-	each := c.Verbose || len(p.WouldSend)+len(p.Unsent) <= pushExceptions
+	each := c.Verbose || len(p.WouldSend)+len(p.Unsent) <= text.PushExceptions
 	changed := 0
 	for _, n := range p.WouldSend {
 		what := fmt.Sprintf("%d change(s)", len(n.Changes))
@@ -127,7 +127,7 @@ func (c *PushCmd) dryRun(ctx context.Context, g *Globals, out *Output) error {
 	for _, u := range p.Unsent {
 		fmt.Fprintf(w, "would not send %s: %s\n", u.Node, u.Reason)
 	}
-	printHeld(w, p.Held, "would leave out", each)
+	text.Held(w, p.Held, "would leave out", each)
 	fmt.Fprintf(w, "would send %d of %d node(s), %d with changes; nothing was sent (a dry run)\n", len(p.WouldSend), p.Considered, changed)
 	return nil
 }
@@ -139,56 +139,6 @@ func whatOf(what []string) string {
 	return ": " + strings.Join(what, ", ")
 }
 
-// printHeld names the nodes a push left out because a hand declaration
-// holds them (each, or their count), so a held node is never mistaken for
-// one the push forgot (rule 23).
-func printHeld(w io.Writer, held []wire.UnsentNode, verb string, each bool) {
-	if len(held) > 0 && !each {
-		fmt.Fprintf(w, "%s %d node(s) held by a hand declaration (mesh push -v or --json names every one)\n", verb, len(held))
-		return
-	}
-	for _, u := range held {
-		fmt.Fprintf(w, "%s %s, held: %s\n", verb, u.Node, u.Reason)
-	}
-}
-
-// pushExceptions is how many nodes not sent a push names without -v; the
-// rest are counted. Ten thousand lines bury the one that matters.
-const pushExceptions = 20
-
-func printPush(out *Output, r wire.PushReply, behind, verbose bool) {
-	w := bufio.NewWriter(out.Out)
-	defer w.Flush()
-	// A small push names every node; a large one its summary and the
-	// nodes not sent, up to pushExceptions of them.
-	each := verbose || len(r.Sent)+len(r.Unsent) <= pushExceptions
-	for _, s := range r.Sent {
-		note := ""
-		if s.Note != "" {
-			note = " (" + s.Note + ")"
-		}
-		if each {
-			fmt.Fprintf(w, "sent %s %d resource(s), sequence %d%s\n", s.Node, s.Resources, s.Sequence, note)
-		}
-	}
-	for i, u := range r.Unsent {
-		if !each && i == pushExceptions {
-			fmt.Fprintf(w, "... and %d more node(s) not sent (mesh push -v or --json names every one)\n", len(r.Unsent)-i)
-			break
-		}
-		fmt.Fprintf(w, "not sent %s: %s\n", u.Node, u.Reason)
-	}
-	printHeld(w, r.Held, "left out", each)
-	switch {
-	case behind && r.Considered == 0:
-		fmt.Fprintln(w, "every machine is doing what it was told; nothing to push")
-	case r.Considered == 0:
-		fmt.Fprintln(w, "no active nodes to push to; enroll one with mesh node enroll NAME")
-	default:
-		fmt.Fprintf(w, "sent %d of %d node(s)\n", len(r.Sent), r.Considered)
-	}
-}
-
 // waitFor follows the node's reports until it reports on exactly what it was sent.
 func waitFor(ctx context.Context, cl *client.Client, out *Output, s wire.PushedNode, d time.Duration) error {
 	st, err := store.Attach(ctx, cl.NC, "")
@@ -198,7 +148,7 @@ func waitFor(ctx context.Context, cl *client.Client, out *Output, s wire.PushedN
 	if err := client.WaitReport(ctx, st, cl, s.Node, s.Digest, s.StreamSeq, d); err != nil {
 		return err
 	}
-	fmt.Fprintf(out.Out, "%s applied sequence %d (digest %s)\n", s.Node, s.Sequence, short(s.Digest))
+	fmt.Fprintf(out.Out, "%s applied sequence %d (digest %s)\n", s.Node, s.Sequence, text.Short(s.Digest))
 	return nil
 }
 

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
 // From enrolment to files on disk: mesh up with a local agent, a second

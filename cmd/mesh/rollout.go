@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/wire"
@@ -49,7 +50,7 @@ func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, p)
+		return text.JSON(out.Out, p)
 	}
 	w := bufio.NewWriter(out.Out)
 	defer w.Flush()
@@ -137,34 +138,16 @@ func (c *RolloutListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, l)
+		return text.JSON(out.Out, l)
 	}
-	showable(&l)
+	text.Showable(&l)
 	if len(l.Rollouts) == 0 {
 		fmt.Fprintln(out.Out, "no rollouts yet; mesh rollout plan MODULE --wave ... shows one before it starts")
 	}
 	for _, r := range l.Rollouts {
-		fmt.Fprintln(out.Out, rolloutLine(r))
+		fmt.Fprintln(out.Out, text.RolloutLine(r))
 	}
 	return nil
-}
-
-// rolloutLine says where a rollout stands, in one line.
-func rolloutLine(r wire.Rollout) string {
-	line := fmt.Sprintf("%s  %s build %s  %s", r.ID, r.Module, manifest.ShortBuild(r.Build), r.State)
-	if r.Auto {
-		line = fmt.Sprintf("%s  %s build %s (started by itself: policy auto)  %s", r.ID, r.Module, manifest.ShortBuild(r.Build), r.State)
-	}
-	if r.Wave >= 0 {
-		line += fmt.Sprintf(", wave %d of %d (%s)", r.Wave+1, len(r.Waves), r.Waves[r.Wave].Name)
-	}
-	if r.Node != "" {
-		line += fmt.Sprintf(": halted by %s: %s", r.Node, r.Why)
-	}
-	if r.Reverted {
-		line += "; that wave was sent back to the builds it had"
-	}
-	return line
 }
 
 // RolloutShowCmd shows one rollout, wave by wave.
@@ -181,12 +164,12 @@ func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r)
+		return text.JSON(out.Out, r)
 	}
-	showable(&r)
+	text.Showable(&r)
 	w := bufio.NewWriter(out.Out)
 	defer w.Flush()
-	fmt.Fprintln(w, rolloutLine(r.Rollout))
+	fmt.Fprintln(w, text.RolloutLine(r.Rollout))
 	if r.Gate != "" {
 		fmt.Fprintf(w, "  the next wave waits: %s\n", r.Gate)
 	}
@@ -239,7 +222,7 @@ func (c *RolloutControlCmd) control(ctx context.Context, g *Globals, out *Output
 	if err := g.call(ctx, wire.SubjectRolloutControl, req, &r); err != nil {
 		return err
 	}
-	fmt.Fprintln(out.Out, rolloutLine(r))
+	fmt.Fprintln(out.Out, text.RolloutLine(r))
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -28,9 +29,9 @@ func (c *SeatListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r)
+		return text.JSON(out.Out, r)
 	}
-	showable(&r)
+	text.Showable(&r)
 	if len(r.Seats) == 0 {
 		fmt.Fprintln(out.Out, `no seats yet; a module claims one with "claims": ["NAME"] in its manifest`)
 	}
@@ -64,9 +65,9 @@ func (c *SeatShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r)
+		return text.JSON(out.Out, r)
 	}
-	showable(&r)
+	text.Showable(&r)
 	w := bufio.NewWriter(out.Out)
 	defer w.Flush()
 	fmt.Fprintln(w, seatLine(r))

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -47,13 +48,13 @@ func (c *TokenCreateCmd) Run(ctx context.Context, g *Globals, out *Output) error
 	}
 	join := joinString(g, cl, r.Identity)
 	if c.JSON {
-		return printJSON(out.Out, struct {
+		return text.JSON(out.Out, struct {
 			wire.TokenReply
 			Join string `json:"join"`
 		}{r, join})
 	}
 	fmt.Fprintf(out.Out, "made token %s at sequence %d: %d use(s), until %s (labels: %s; capabilities: %s)\n",
-		r.Token.ID, r.Seq, r.Token.Uses, r.Token.Expires.UTC().Format(time.RFC3339), orNone(labelString(r.Token.Labels)), orNone(strings.Join(r.Token.Capabilities, ", ")))
+		r.Token.ID, r.Seq, r.Token.Uses, r.Token.Expires.UTC().Format(time.RFC3339), text.OrNone(text.Labels(r.Token.Labels)), text.OrNone(strings.Join(r.Token.Capabilities, ", ")))
 	fmt.Fprintf(out.Out, "join string (for mesh agent --join --name NAME on each machine):\n%s\n", join)
 	return nil
 }
@@ -68,7 +69,7 @@ func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if c.JSON {
-		return printJSON(out.Out, r)
+		return text.JSON(out.Out, r)
 	}
 	if len(r.Tokens) == 0 {
 		fmt.Fprintln(out.Out, "no tokens: mesh token create makes one")
@@ -83,11 +84,11 @@ func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		if why != "" {
 			leftText = "0 (" + why + ")"
 		}
-		what := orDash(t.Node)
+		what := text.OrDash(t.Node)
 		if t.Rekey {
 			what = "re-key " + t.Node
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d of %d\t%s\t%s\t%s\n", t.ID, leftText, len(t.Used), t.Uses, t.Expires.UTC().Format(time.RFC3339), what, orDash(strings.Join(t.Used, ",")))
+		fmt.Fprintf(tw, "%s\t%s\t%d of %d\t%s\t%s\t%s\n", t.ID, leftText, len(t.Used), t.Uses, t.Expires.UTC().Format(time.RFC3339), what, text.OrDash(strings.Join(t.Used, ",")))
 	}
 	return tw.Flush()
 }

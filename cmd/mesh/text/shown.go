@@ -1,4 +1,4 @@
-package main
+package text
 
 import (
 	"reflect"
@@ -16,8 +16,8 @@ import (
 // Go-escaped, so nothing in it acts on the terminal and a reader sees at
 // once that it held something odd. --json output is JSON's own escaping.
 
-// shown is s as a terminal may print it.
-func shown(s string) string {
+// Shown is s as a terminal may print it.
+func Shown(s string) string {
 	if !utf8.ValidString(s) {
 		return strconv.Quote(s)
 	}
@@ -29,10 +29,10 @@ func shown(s string) string {
 	return s
 }
 
-// showable makes every string in v, which is about to be printed as text,
+// Showable makes every string in v, which is about to be printed as text,
 // shown: in place, through pointers, structs, slices and maps (keys too).
 // v is an answer the command just read; its JSON is never printed after.
-func showable(v any) { showValue(reflect.ValueOf(v)) }
+func Showable(v any) { showValue(reflect.ValueOf(v)) }
 
 func showValue(v reflect.Value) {
 	switch v.Kind() {
@@ -73,7 +73,7 @@ func showValue(v reflect.Value) {
 		}
 	case reflect.String:
 		if v.CanSet() {
-			v.SetString(shown(v.String()))
+			v.SetString(Shown(v.String()))
 		}
 	}
 }

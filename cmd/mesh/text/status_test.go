@@ -1,4 +1,4 @@
-package main
+package text
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ func TestStatusPrintsTheTableAsTheNodes(t *testing.T) {
 		table.Add(n)
 	}
 	var fromNodes, fromTable bytes.Buffer
-	printStatus(&fromNodes, wire.StatusReport{Nodes: nodes})
-	printStatus(&fromTable, wire.StatusReport{Table: table})
+	Status(&fromNodes, wire.StatusReport{Nodes: nodes})
+	Status(&fromTable, wire.StatusReport{Table: table})
 	if fromNodes.String() != fromTable.String() {
 		t.Fatalf("from nodes:\n%s\nfrom the table:\n%s", fromNodes.String(), fromTable.String())
 	}
@@ -51,7 +51,7 @@ func TestStatusPrintsTheTableAsTheNodes(t *testing.T) {
 // consumer receives and why, a line each (issue 31).
 func TestStatusNamesTheProviderChosen(t *testing.T) {
 	var out bytes.Buffer
-	printStatus(&out, wire.StatusReport{Nodes: []wire.NodeStatus{}, Well: true, Chosen: []wire.ConsumerChoice{
+	Status(&out, wire.StatusReport{Nodes: []wire.NodeStatus{}, Well: true, Chosen: []wire.ConsumerChoice{
 		{ConsumerNode: "app-eu", Chosen: compose.Chosen{Receipt: compose.Receipt{Consumer: "app", Requirement: "postgres", Node: "db-eu", Module: "postgres"}, Why: "shares zone=eu"}},
 	}})
 	if !strings.Contains(out.String(), "\napp on app-eu receives postgres from postgres on db-eu (shares zone=eu)\n") {

@@ -1,4 +1,4 @@
-package main
+package text
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func TestHistoryPrintsAnInterruptedApply(t *testing.T) {
 	at := time.Date(2026, 12, 4, 10, 0, 5, 0, time.UTC)
 	e := wire.HistoryEntry{Seq: 12, At: at, Kind: "interrupted", Sequence: 2, Digest: "f1850b411b9b13d9", BeganAt: at.Add(-5 * time.Second)}
 	var out bytes.Buffer
-	printEntry(&out, e, false)
+	Entry(&out, e, false)
 	if got := out.String(); !strings.Contains(got, "interrupted sequence 2") || !strings.Contains(got, "began applying it at 2026-12-04T10:00:00Z") ||
 		!strings.Contains(got, "part new, part old") {
 		t.Fatalf("an interrupted apply printed as %q", got)

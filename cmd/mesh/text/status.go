@@ -1,0 +1,142 @@
+package text
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/meshctl/mesh/wire"
+)
+
+func Status(out io.Writer, s wire.StatusReport) {
+	// Buffered, padded by widths measured once, and each line appended into
+	// one reused buffer from the answer's columns as they came: at 100,000
+	// nodes a tabwriter writing cell by cell cost more than the answer, and
+	// then making a node struct and a formatted line per row cost as much
+	// as the rest of the command.
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
+	if s.AsOf != nil {
+		fmt.Fprintf(w, "THE PAST: the mesh as of %s (the log folded up to event %d), not as it is now\n", s.AsOf.UTC().Format(time.RFC3339), s.Checkpoint)
+	}
+	rows := statusRows{s}
+	wName, wSeq, wState := len("NODE"), len("SEQUENCE"), len("STATE")
+	for i := range rows.Len() {
+		n := rows.At(i)
+		wName, wState = max(wName, len(n.Name)), max(wState, len(n.State))
+		wSeq = max(wSeq, len(strconv.FormatUint(n.Sequence, 10)))
+	}
+	var line []byte
+	cell := func(v string, width int) {
+		line = append(line, v...)
+		for range width - utf8.RuneCountInString(v) {
+			line = append(line, ' ')
+		}
+		line = append(line, "  "...)
+	}
+	row := func(name, seq, state, since, detail string) {
+		line = line[:0]
+		cell(name, wName)
+		cell(seq, wSeq)
+		cell(state, wState)
+		cell(since, 20)
+		line = append(bytes.TrimRight(append(line, detail...), " "), '\n')
+		w.Write(line)
+	}
+	row("NODE", "SEQUENCE", "STATE", "SINCE", "DETAIL")
+	behind, heldBack, lost := 0, 0, 0
+	// A fleet's nodes mostly share a few moments: each is formatted once.
+	lastSince, sinceText := int64(0), ""
+	for i := range rows.Len() {
+		n := rows.At(i)
+		if !wire.WellState(n.State) {
+			behind++
+		}
+		switch n.State {
+		case wire.StateHeld:
+			heldBack++
+		case wire.StateUnreachable:
+			lost++
+		}
+		if since := n.Since.Unix(); i == 0 || since != lastSince {
+			lastSince, sinceText = since, n.Since.UTC().Format(time.RFC3339)
+		}
+		row(n.Name, strconv.FormatUint(n.Sequence, 10), string(n.State), sinceText, n.Detail)
+	}
+	nodes := rows.Len()
+	for _, st := range s.Standings {
+		fmt.Fprintf(w, "%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format("2006-01-02 15:04"), st.Word)
+	}
+	for _, c := range s.Chosen {
+		fmt.Fprintf(w, "%s on %s receives %s from %s on %s (%s)\n", c.Consumer, c.ConsumerNode, c.Requirement, c.Module, c.Node, c.Why)
+	}
+	down := 0
+	for _, rt := range s.Runtimes {
+		if rt.State != wire.RuntimeRunning {
+			down++
+		}
+		fmt.Fprintf(w, "%s on %s %s since %s: %s\n", rt.Module, rt.Node, rt.State, rt.Since.UTC().Format("2006-01-02 15:04:05"), rt.Detail)
+	}
+	for _, r := range s.Rollouts {
+		fmt.Fprintf(w, "rollout %s; %d of %d node(s) applied its build\n", RolloutLine(r.Rollout), r.Applied, r.Total)
+	}
+	for _, c := range s.Causes {
+		fmt.Fprintf(w, "not well: %s\n", c)
+	}
+	if s.OpenBus {
+		fmt.Fprintln(w, "warning: the bus is open (mesh serve --open-bus): the log's writers are not enforced; anyone who reaches the bus may write to it, and only the fold sets aside what is not its rightful writer's (close it with mesh bus-config and --closed)")
+	}
+	if s.LivenessOff {
+		fmt.Fprintln(w, "liveness is off (--unreachable-after off): a node whose agent died is not named")
+	}
+	if s.UnreachableAfter > 0 {
+		// The bound, where the operator sees the states it decides.
+		fmt.Fprintf(w, "a node silent for %s is unreachable (mesh up or serve --unreachable-after)\n", time.Duration(s.UnreachableAfter*float64(time.Second)))
+	}
+	switch {
+	case !s.Well && behind == 0 && len(s.Standings) == 0 && down > 0:
+		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but %d program(s) not running\n", nodes, down)
+	case !s.Well && behind == 0 && len(s.Standings) == 0:
+		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but for the above\n", nodes)
+	case s.Well && nodes == 0:
+		fmt.Fprintln(w, "well: no active nodes, and nothing is failing")
+	case s.Well && len(s.Runtimes) > 0:
+		fmt.Fprintf(w, "well: all %d node(s) current%s, all %d program(s) running, nothing failing\n", nodes, HeldNote(heldBack), len(s.Runtimes))
+	case s.Well:
+		fmt.Fprintf(w, "well: all %d node(s) current%s, nothing failing\n", nodes, HeldNote(heldBack))
+	case lost > 0:
+		fmt.Fprintf(w, "not well: %d of %d node(s) not current, %d of them unreachable, %d provider(s) failing a consumer\n", behind, nodes, lost, len(s.Standings))
+	default:
+		fmt.Fprintf(w, "not well: %d of %d node(s) not current, %d provider(s) failing a consumer\n", behind, nodes, len(s.Standings))
+	}
+}
+
+// HeldNote says how many current nodes hold an older build on purpose.
+func HeldNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d held on an older build by policy or a rollout)", n)
+}
+
+// statusRows are status's lines however the answer carried them: the brief
+// table the command line asks for, or whole nodes.
+type statusRows struct{ s wire.StatusReport }
+
+func (r statusRows) Len() int {
+	if t := r.s.Table; t != nil {
+		return t.Len()
+	}
+	return len(r.s.Nodes)
+}
+
+func (r statusRows) At(i int) wire.NodeStatus {
+	if t := r.s.Table; t != nil {
+		return t.Row(i)
+	}
+	return r.s.Nodes[i]
+}
