@@ -19,6 +19,10 @@ var (
 	// it decided, up to its bound, and nothing was recorded (commands'
 	// decideAndAppend says the one sentence for it).
 	ErrContended = errors.New("other writes kept moving what it changes")
+	// ErrUnknown: what a command names by its number (a foreign message's
+	// stream sequence, a rollout's id) is no such thing: a refusal (exit
+	// 1), as an unknown node is, not a request not understood.
+	ErrUnknown = errors.New("no such thing")
 )
 
 // Error is a refusal by an aggregate: Op is the command ("enroll"), ID the
@@ -53,7 +57,7 @@ func refuse(op, id string, err error, format string, args ...any) error {
 var kinds = map[string]error{
 	"name-taken": ErrNameTaken, "unknown-node": ErrUnknownNode, "retired": ErrRetired,
 	"unknown-module": ErrUnknownModule, "invalid": ErrInvalid, "uncomposable": ErrUncomposable,
-	"contended": ErrContended,
+	"contended": ErrContended, "unknown": ErrUnknown,
 }
 
 // Kind names err's refusal kind ("" when it is not a refusal).

@@ -58,7 +58,9 @@ func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
 	if r = mesh(t, home, "audit"); r.code != 1 || !strings.Contains(r.out, "foreign event "+seq) || !strings.Contains(r.out, "events/s") {
 		t.Fatalf("audit with a foreign message: %+v", r)
 	}
-	if r = mesh(t, home, "foreign", "ack", "1"); r.code == 0 || !strings.Contains(r.err, "not a foreign message") {
+	// A sequence that is no foreign message is a refusal (exit 1, as an
+	// unknown node is), not a request not understood (2).
+	if r = mesh(t, home, "foreign", "ack", "1"); r.code != 1 || !strings.Contains(r.err, "not a foreign message") {
 		t.Fatalf("acknowledging what is not foreign: %+v", r)
 	}
 	if r = mesh(t, home, "foreign", "ack", seq); r.code != 0 || !strings.Contains(r.out, "acknowledged 1 foreign message(s)") {

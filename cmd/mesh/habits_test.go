@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/wire"
 
 	"github.com/alecthomas/kong"
 )
@@ -90,6 +91,23 @@ func TestTheCommandLinePeopleExpect(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(ctx, []string{"--home", home, "status", "--watch", "100ms"}, &out, io.Discard); code != 0 || strings.Count(out.String(), "--- ") < 2 {
 		t.Fatalf("status --watch: exit %d\n%s", code, out.String())
+	}
+	// With --json, JSON lines: every line one whole answer.
+	ctx, cancel = context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	out.Reset()
+	if code := run(ctx, []string{"--home", home, "status", "--watch", "100ms", "--json"}, &out, io.Discard); code != 0 {
+		t.Fatalf("status --watch --json: exit %d\n%s", code, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for _, line := range lines {
+		var s wire.StatusReport
+		if err := json.Unmarshal([]byte(line), &s); err != nil || s.Nodes == nil {
+			t.Fatalf("status --watch --json printed a line that is not one answer (%v): %q", err, line)
+		}
+	}
+	if len(lines) < 2 {
+		t.Fatalf("status --watch --json printed %d answer(s) in 1.5 s at 100ms", len(lines))
 	}
 }
 

@@ -29,7 +29,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return usagef("--watch %s: give an interval of 100ms or more, and no --as-of (the past does not change)", c.Watch)
 	}
 	for {
-		fmt.Fprintf(out.Out, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
+		// With --json each answer is one line (JSON lines), which a script
+		// reads one at a time; a separator line would not parse.
+		if !c.JSON {
+			fmt.Fprintf(out.Out, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
+		}
 		if err := c.once(ctx, g, out); ctx.Err() == nil && (exitFor(err) == exitUnknown || exitFor(err) == exitNotUnders) {
 			return err // status itself cannot be answered: say so, not again and again
 		}
@@ -58,7 +62,11 @@ func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
 		if s.Table != nil {
 			s.Nodes, s.Table = s.Table.Rows(), nil
 		}
-		if err := text.JSON(out.Out, s); err != nil {
+		print := text.JSON
+		if c.Watch != 0 {
+			print = text.JSONLine
+		}
+		if err := print(out.Out, s); err != nil {
 			return exitError{code: 2, err: err}
 		}
 	} else {

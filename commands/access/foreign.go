@@ -115,7 +115,7 @@ func (h *Service) decideAck(r wire.AckRequest) (wire.Acked, events.ForeignAcknow
 				a, found := acked[seq]
 				switch {
 				case !found:
-					return aggregates.Refuse("acknowledge", fmt.Sprintf("event %d", seq), aggregates.ErrInvalid, "it is not a foreign message; mesh foreign list names them")
+					return aggregates.Refuse("acknowledge", fmt.Sprintf("event %d", seq), aggregates.ErrUnknown, "it is not a foreign message; mesh foreign list names them")
 				case a != 0:
 					out.Already = append(out.Already, seq)
 				case !slices.Contains(out.Acknowledged, seq):
@@ -139,7 +139,7 @@ func (h *Service) decideAck(r wire.AckRequest) (wire.Acked, events.ForeignAcknow
 			}
 		}
 		if !r.All && len(out.Acknowledged)+len(out.Already) == 0 {
-			return aggregates.Refuse("acknowledge", fmt.Sprintf("events %d to %d", from, to), aggregates.ErrInvalid, "no foreign message is between them; mesh foreign list names them")
+			return aggregates.Refuse("acknowledge", fmt.Sprintf("events %d to %d", from, to), aggregates.ErrUnknown, "no foreign message is between them; mesh foreign list names them")
 		}
 		if len(out.Acknowledged) > 0 {
 			// The range as far as it holds open ones: what the fold marks.

@@ -285,7 +285,7 @@ func Code(err error) string {
 	switch {
 	case errors.Is(err, aggregates.ErrInvalid):
 		return wire.CodeBadRequest
-	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule):
+	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule), errors.Is(err, aggregates.ErrUnknown):
 		return wire.CodeNotFound
 	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable),
 		errors.Is(err, aggregates.ErrContended):

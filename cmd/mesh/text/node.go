@@ -67,6 +67,10 @@ func JSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// JSONLine prints v as one line of JSON: what a watch prints at each turn,
+// so a script reads JSON lines.
+func JSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
 // Node prints node show's answer, one line a fact, aligned.
 func Node(w io.Writer, n wire.NodeView) error {
 	if n.AsOf != nil {
