@@ -85,6 +85,7 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 type UnassignCmd struct {
 	Node   string `arg:""`
 	Module string `arg:""`
+	JSON   bool   `help:"Print the answer as JSON (changed: false when there was nothing to do)."`
 }
 
 func (c *UnassignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -92,6 +93,9 @@ func (c *UnassignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	req := wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module}
 	if err := g.call(ctx, wire.SubjectNodeUnassign, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, r)
 	}
 	if !r.Changed {
 		fmt.Fprintf(out.Out, "%s does not have %s assigned; nothing to do\n", r.Node, r.Module)

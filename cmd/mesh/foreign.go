@@ -53,6 +53,7 @@ type ForeignAckCmd struct {
 	All  bool     `help:"Acknowledge every foreign message and flood not acknowledged yet, as one event."`
 	From uint64   `help:"With --to: acknowledge every one from this stream sequence on, as one event." placeholder:"SEQ"`
 	To   uint64   `help:"With --from: up to this stream sequence, included." placeholder:"SEQ"`
+	JSON bool     `help:"Print the answer as JSON (acknowledged, already, seq)."`
 }
 
 // listAtMost is how many sequences an acknowledgement names in its
@@ -71,6 +72,9 @@ func (c *ForeignAckCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 	var a wire.Acked
 	if err := g.call(ctx, wire.SubjectForeignAck, req, &a); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, a)
 	}
 	if len(a.Acknowledged) > 0 {
 		fmt.Fprintf(out.Out, "acknowledged %d foreign message(s) %s (recorded at event %d); audit still lists them\n", len(a.Acknowledged), seqList(a.Acknowledged), a.Seq)

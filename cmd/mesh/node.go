@@ -151,6 +151,7 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 type NodeRetireCmd struct {
 	Name string `arg:""`
+	JSON bool   `help:"Print the node as retired, as JSON (changed: false when it was already)."`
 }
 
 func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -158,6 +159,9 @@ func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 	req := wire.RetireRequest{CommandID: wire.NewCommandID(), Name: c.Name}
 	if err := g.call(ctx, wire.SubjectNodeRetire, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, r)
 	}
 	if !r.Changed {
 		fmt.Fprintf(out.Out, "%s is already retired; nothing to do\n", r.Node.Name)
@@ -174,6 +178,7 @@ type NodeSetCmd struct {
 	Label             map[string]string `short:"l" mapsep:"none" help:"The node's labels k=v, replacing those it had (repeatable)."`
 	ClearCapabilities bool              `help:"Declare no capabilities (those its agent detects stay)."`
 	ClearLabels       bool              `help:"Remove every label."`
+	JSON              bool              `help:"Print the node as changed, as JSON (changed: false when there was nothing to do)."`
 }
 
 func (c *NodeSetCmd) Help() string {
@@ -199,6 +204,9 @@ func (c *NodeSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var r wire.Changed
 	if err := g.call(ctx, wire.SubjectNodeChange, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, r)
 	}
 	what := fmt.Sprintf("capabilities %s, labels %s", text.OrNone(strings.Join(r.Node.Capabilities, ", ")), text.OrNone(text.Labels(r.Node.Labels)))
 	if !r.Changed {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -157,6 +158,7 @@ type DeclareCmd struct {
 	Node string        `arg:""`
 	File string        `arg:"" type:"existingfile" help:"A JSON body: {\"resources\": [...], \"receives\": [...]}."`
 	Wait time.Duration `help:"Wait this long for the node to report applying it."`
+	JSON bool          `help:"Print what was sent as JSON (node, sequence, digest; before a --wait)."`
 }
 
 func (c *DeclareCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -173,6 +175,12 @@ func (c *DeclareCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	req := wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: c.Node, File: c.File, Body: string(body)}
 	if err := cl.Call(ctx, wire.SubjectDeclare, req, &s); err != nil {
 		return err
+	}
+	if c.JSON {
+		if err := text.JSON(out.Out, s); err != nil || c.Wait == 0 {
+			return err
+		}
+		return waitFor(ctx, cl, &Output{Out: io.Discard, Err: out.Err}, s, c.Wait)
 	}
 	fmt.Fprintf(out.Out, "declared %s %d resource(s), sequence %d (builds unknown: status will not read it as what the mesh composes)\n", s.Node, s.Resources, s.Sequence)
 	if c.Wait > 0 {

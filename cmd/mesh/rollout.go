@@ -91,6 +91,7 @@ type RolloutStartCmd struct {
 	Bake        time.Duration `help:"Watch a wave this long after it applied the build before the next starts."`
 	Deadline    time.Duration `help:"Halt the rollout when a wave has not applied the build this long after it started."`
 	MaxParallel string        `name:"max-parallel" help:"At most this many nodes of a wave sent the build and not yet applied it: a count, or a percentage of the wave such as 25%."`
+	JSON        bool          `help:"Print the rollout started as JSON (its id, waves, state)."`
 }
 
 func (c *RolloutStartCmd) Help() string {
@@ -107,6 +108,9 @@ func (c *RolloutStartCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 	var r wire.Rollout
 	if err := g.call(ctx, wire.SubjectRolloutStart, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, r)
 	}
 	fmt.Fprintf(out.Out, "started rollout %s of %s build %s in %d wave(s); the controller moves it as each wave applies (mesh rollout show %s)\n",
 		r.ID, r.Module, manifest.ShortBuild(r.Build), len(r.Waves), r.ID)
@@ -213,7 +217,8 @@ func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 
 // RolloutControlCmd pauses, resumes or aborts a rollout.
 type RolloutControlCmd struct {
-	ID string `arg:""`
+	ID   string `arg:""`
+	JSON bool   `help:"Print the rollout as it stands after the step, as JSON."`
 }
 
 func (c *RolloutControlCmd) control(ctx context.Context, g *Globals, out *Output, step string) error {
@@ -221,6 +226,9 @@ func (c *RolloutControlCmd) control(ctx context.Context, g *Globals, out *Output
 	req := wire.RolloutControl{CommandID: wire.NewCommandID(), ID: c.ID, Step: step}
 	if err := g.call(ctx, wire.SubjectRolloutControl, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, r)
 	}
 	fmt.Fprintln(out.Out, text.RolloutLine(r))
 	return nil
