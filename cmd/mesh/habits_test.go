@@ -236,3 +236,39 @@ func TestTheRolloutPlanShowsEveryWave(t *testing.T) {
 		}
 	}
 }
+
+// rollout wait ends as the rollout does, and says so in its exit: a
+// rollout still running when the wait ends is not done (1), one aborted is
+// not done (1), and an id that names none is refused in one line. Fails
+// when a wait exits 0 on a rollout that did not finish.
+func TestRolloutWaitEndsAsTheRolloutDoes(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	up(t, home)
+	mustRun(t, home, "node", "enroll", "w-1")
+	doc := filepath.Join(t.TempDir(), "m.json")
+	for _, content := range []string{"one", "two"} {
+		if err := writeFile(doc, `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"`+content+`\n"}]}`); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, home, "module", "register", doc)
+		if content == "one" {
+			mustRun(t, home, "assign", "w-1", "motd")
+		}
+	}
+	var started wire.Rollout
+	if err := json.Unmarshal([]byte(mustRun(t, home, "rollout", "start", "motd", "--wave", "all=*", "--json").out), &started); err != nil {
+		t.Fatal(err)
+	}
+	// No agent applies it: the wave waits, and so does the rollout.
+	if r := mesh(t, home, "rollout", "wait", started.ID, "--for", "300ms"); r.code != 1 || !strings.Contains(r.err, "still running") || !strings.Contains(r.out, started.ID) {
+		t.Fatalf("waiting on a rollout that runs on: %+v", r)
+	}
+	mustRun(t, home, "rollout", "abort", started.ID)
+	if r := mesh(t, home, "rollout", "wait", started.ID); r.code != 1 || !strings.Contains(r.err, "aborted") {
+		t.Fatalf("waiting on an aborted rollout: %+v", r)
+	}
+	if r := mesh(t, home, "rollout", "wait", "r-0000000000"); r.code == 0 || r.err == "" || strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+		t.Fatalf("waiting on no rollout: %+v", r)
+	}
+}

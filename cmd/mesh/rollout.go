@@ -23,6 +23,7 @@ type RolloutCmd struct {
 	Pause  RolloutPauseCmd  `cmd:"" help:"Hold a rollout where it is."`
 	Resume RolloutResumeCmd `cmd:"" help:"Move a paused rollout on."`
 	Abort  RolloutAbortCmd  `cmd:"" help:"End a rollout where it is (what was sent stays)."`
+	Wait   RolloutWaitCmd   `cmd:"" help:"Wait for a rollout to end: exit 0 once it finished, 1 when it halted, was aborted, or still runs."`
 }
 
 type RolloutPlanCmd struct {

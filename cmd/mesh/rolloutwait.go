@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/meshctl/mesh/cmd/mesh/text"
+	"github.com/meshctl/mesh/wire"
+)
+
+// RolloutWaitCmd waits for a rollout to end, as a script or a CI job does
+// after rollout start: exit 0 once it finished, 1 when it halted, was
+// aborted, or still runs when the wait ends.
+type RolloutWaitCmd struct {
+	ID  string        `arg:""`
+	For time.Duration `default:"1h" help:"Wait at most this long (such as 30m); the rollout goes on either way."`
+}
+
+func (c *RolloutWaitCmd) Help() string {
+	return "Examples:\n  mesh rollout wait r-0a1b2c3d4e --for 30m\n\n" +
+		"It prints a line each time the rollout moves (a wave, a pause), and the last one when it ends."
+}
+
+// rolloutWaitEvery is how often the wait asks where the rollout stands: a
+// wave takes seconds at the least, and each ask is one small request.
+const rolloutWaitEvery = 500 * time.Millisecond
+
+func (c *RolloutWaitCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+	if c.For <= 0 {
+		return usagef("--for %s: give how long to wait, such as 30m", c.For)
+	}
+	deadline := time.Now().Add(c.For)
+	said := ""
+	for {
+		var r wire.RolloutView
+		if err := g.call(ctx, wire.SubjectRolloutShow, wire.NameRequest{Name: c.ID}, &r); err != nil {
+			return err
+		}
+		text.Showable(&r)
+		line := text.RolloutLine(r.Rollout)
+		if line != said {
+			fmt.Fprintln(out.Out, line)
+			said = line
+		}
+		switch r.State {
+		case wire.RolloutFinished:
+			return nil
+		case wire.RolloutHalted, wire.RolloutAborted:
+			return exitError{code: 1, err: fmt.Errorf("rollout %s %s: it did not finish (mesh rollout show %s)", r.ID, r.State, r.ID)}
+		}
+		if time.Now().After(deadline) {
+			return exitError{code: 1, err: fmt.Errorf("rollout %s is still %s after %s; it goes on: wait again, or see mesh rollout show %s", r.ID, r.State, c.For, r.ID)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(rolloutWaitEvery):
+		}
+	}
+}
