@@ -159,6 +159,11 @@ func TestWalkthrough(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "nothing to do") {
 		t.Fatalf("retire again: %+v", r)
 	}
+	// node list says since when it is retired, not when it was enrolled.
+	r = mesh(t, home, "node", "list")
+	if f := strings.Fields(strings.Split(r.out, "\n")[1]); r.code != 0 || len(f) < 4 || f[1] != "retired" || f[2] != "since" || !rfc3339.MatchString(f[3]) {
+		t.Fatalf("node list of a retired node: %+v", r)
+	}
 	r = mesh(t, home, "projections", "rebuild")
 	// The key record, the enrolment, its token, the retirement.
 	if r.code != 0 || !strings.Contains(r.out, "4 event(s) folded") {

@@ -146,6 +146,10 @@ func (h *Service) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeLis
 			for _, n := range nodes {
 				nv := wire.NodeView{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels,
 					Retired: n.Retired, EnrolledAt: n.EnrolledAt, Address: addresses[n.Name]}
+				if !n.RetiredAt.IsZero() {
+					at := n.RetiredAt // when, not the enrolment's time: node list says since when
+					nv.RetiredAt = &at
+				}
 				reach(&nv)
 				out.Nodes = append(out.Nodes, nv)
 			}

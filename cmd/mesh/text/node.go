@@ -23,6 +23,8 @@ func SettingsNote(s map[string]string) string {
 
 func State(n wire.NodeView) string {
 	switch {
+	case n.Retired && n.RetiredAt != nil:
+		return "retired since " + n.RetiredAt.UTC().Format(time.RFC3339)
 	case n.Retired:
 		return "retired"
 	case n.UnreachableSince != nil:
