@@ -166,7 +166,7 @@ var mayImport = map[string][]string{
 	"commands/secrets":       {"aggregates", "compose", "declaration", "events", "events/store", "manifest", natsGo, "projections", "secret"},
 	"commands/world":         {"aggregates", "commands/core", "commands/secrets", "compose", "fanout", "manifest", "projections", "secret", "verdict", "wire"},
 	"commands/core/coretest": {"commands/core", "compose", "declaration", "embedded/embeddedtest", "events", "events/store", natsGo, nkeys, "projections"},
-	"commands/credentials":   {"aggregates", "commands/core", "commands/push", "commands/secrets", "commands/world", "compose", "declaration", "events", "events/store", "projections", "secret", "wire"},
+	"commands/credentials":   {"aggregates", "commands/core", "commands/secrets", "commands/world", "compose", "declaration", "events", "events/store", "projections", "secret", "wire"},
 	"commands/history":       {"aggregates", "commands/core", "compose", "declaration", "events", "events/store", "fanout", nkeys, "projections", "wire"},
 	"commands/liveness":      {"commands/core", "declaration", "events", "events/store", natsGo, "projections", "wire"},
 	"commands/network":       {"aggregates", "commands/core", "events", "events/store", "projections", "wire"},

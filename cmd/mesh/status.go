@@ -62,11 +62,11 @@ func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
 		if s.Table != nil {
 			s.Nodes, s.Table = s.Table.Rows(), nil
 		}
-		print := text.JSON
+		write := text.JSON
 		if c.Watch != 0 {
-			print = text.JSONLine
+			write = text.JSONLine
 		}
-		if err := print(out.Out, s); err != nil {
+		if err := write(out.Out, s); err != nil {
 			return exitError{code: 2, err: err}
 		}
 	} else {

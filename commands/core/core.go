@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -315,4 +317,13 @@ func (c *Core) Progress(subject string) func(projections.Progress) {
 		b, _ := json.Marshal(wire.FoldProgress{Folded: p.Folded, Total: p.Total, Rate: rate})
 		c.Store.NC().Publish(subject, b)
 	}
+}
+
+// PerNode is the command id of one node's append within a push (and a
+// declare or a forget, which send one node): derived, so
+// a retried push request stores nothing twice; the round, because a
+// recomposed declaration is another decision.
+func PerNode(commandID, node string, round int) string {
+	sum := sha256.Sum256([]byte(node))
+	return fmt.Sprintf("%s.%s.%d", commandID, hex.EncodeToString(sum[:6]), round)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands/core"
-	"github.com/meshctl/mesh/commands/push"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -93,7 +92,7 @@ func (h *Service) ForgetSecret(ctx context.Context, r wire.ForgetRequest) (wire.
 			return nil // every version asked for is forgotten already: nothing to do
 		}
 		ev = events.SecretForgotten{Node: r.Node, Module: r.Module, Setting: r.Setting, Versions: out.Forgotten}
-		out.Seq, err = h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, push.PerNode(r.CommandID, r.Node, attempt), ev)
+		out.Seq, err = h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, core.PerNode(r.CommandID, r.Node, attempt), ev)
 		return err
 	})
 	if err != nil {

@@ -53,7 +53,7 @@ func (h *Service) Declare(ctx context.Context, r wire.DeclareRequest) (wire.Push
 			return err
 		}
 		ev, _ = h.Seal(content, row, "declare", h.Now())
-		seq, err = h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, PerNode(r.CommandID, r.Node, attempt), ev)
+		seq, err = h.Store.Append(ctx, events.NodeAggregate(r.Node), row.Version, core.PerNode(r.CommandID, r.Node, attempt), ev)
 		return err
 	})
 	if err != nil {

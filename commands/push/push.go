@@ -3,8 +3,6 @@ package push
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -265,7 +263,7 @@ func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, roun
 			continue
 		}
 		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: t.rows[name].Version,
-			CommandID: PerNode(r.CommandID, name, round), Event: res.ev})
+			CommandID: core.PerNode(r.CommandID, name, round), Event: res.ev})
 		note := strings.TrimPrefix(strings.Join([]string{t.notes[name], res.note}, "; "), "; ")
 		b.pushed = append(b.pushed, wire.PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources,
 			Note: strings.TrimSuffix(note, "; ")})
@@ -325,12 +323,4 @@ const sameFailureFor = 6 * time.Hour
 func consequence(other string, row projections.Node, composed map[string]world.Would) bool {
 	w := composed[other]
 	return w.Composable && (row.LastSent == nil || row.LastSent.ContentDigest != w.ContentDigest)
-}
-
-// PerNode is the command id of one node's append within a push: derived, so
-// a retried push request stores nothing twice; the round, because a
-// recomposed declaration is another decision.
-func PerNode(commandID, node string, round int) string {
-	sum := sha256.Sum256([]byte(node))
-	return fmt.Sprintf("%s.%s.%d", commandID, hex.EncodeToString(sum[:6]), round)
 }

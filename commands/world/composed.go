@@ -6,17 +6,18 @@ import (
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/verdict"
 )
 
 // Would is what composition says of one node now.
 type Would struct {
-	Composable    bool
-	ContentDigest string
-	Reason        string
-	LeftOut       []compose.LeftOut
-	Unresolved    []compose.Unresolved
-	Receives      []compose.Receipt
-	Chosen        []compose.Chosen // each of Receives, with why
+	// verdict.Would is what the verdict reads: composable, the content
+	// digest, or why not.
+	verdict.Would
+	LeftOut    []compose.LeftOut
+	Unresolved []compose.Unresolved
+	Receives   []compose.Receipt
+	Chosen     []compose.Chosen // each of Receives, with why
 }
 
 // composedCache holds every node's would-send content digest for one
@@ -69,7 +70,7 @@ func (h *Composer) ComposedFor(version uint64, w *compose.World) map[string]Woul
 	results := make([]Would, len(names))
 	fanout.PerCore(len(names), func(i int) {
 		r := w.Compose(names[i])
-		results[i] = Would{Composable: r.Composable(), ContentDigest: r.Digest, Reason: r.Reason(),
+		results[i] = Would{Would: verdict.Would{Composable: r.Composable(), ContentDigest: r.Digest, Reason: r.Reason()},
 			LeftOut: r.LeftOut, Unresolved: r.Unresolved}
 		if r.Declaration != nil {
 			results[i].Receives, results[i].Chosen = r.Declaration.Receives, r.Chosen

@@ -12,7 +12,7 @@ import (
 // StateOf is the node's state in row, from what it would be sent now
 // (verdict.StateOf decides).
 func (w Would) StateOf(n projections.Node) (wire.State, time.Time, string) {
-	return verdict.StateOf(n.EnrolledAt, n.LastSent, n.LastReport, verdict.Would{Composable: w.Composable, ContentDigest: w.ContentDigest, Reason: w.Reason})
+	return verdict.StateOf(n.EnrolledAt, n.LastSent, n.LastReport, w.Would)
 }
 
 // Drifted is state, or drifted when a current node's last drift still holds.

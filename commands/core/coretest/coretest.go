@@ -150,17 +150,15 @@ func (m *Mesh) Fold() *core.Core {
 
 // Nodes is how many nodes a benchmark's mesh holds: def, or
 // MESH_BENCH_NODES (issue 13 measures 100,000 the same way).
-func Nodes(def int) int {
-	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_NODES")); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
+func Nodes(def int) int { return fromEnv("MESH_BENCH_NODES", def) }
 
 // Events is how many events a benchmark's stream holds: def, or
 // MESH_BENCH_EVENTS.
-func Events(def int) int {
-	if v, err := strconv.Atoi(os.Getenv("MESH_BENCH_EVENTS")); err == nil && v > 0 {
+func Events(def int) int { return fromEnv("MESH_BENCH_EVENTS", def) }
+
+// fromEnv is the positive count the variable name gives, or def.
+func fromEnv(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
 	}
 	return def
