@@ -230,23 +230,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.st.NC().Flush(); err != nil {
 		return fmt.Errorf("agent: cannot hear %s: %w", subject, err)
 	}
-	var seen uint64
+	// seen is the message read last, by its event number and the time the
+	// stream stored it: the number alone is not the message. A log that
+	// went back (an older backup restored, a bus that lost its tail)
+	// numbers the next declaration as it numbered one this agent read,
+	// and an agent comparing numbers only took it for the one it had and
+	// stayed behind, connected and silent, until the next push.
+	var seen store.Msg
 	// check reads the newest declaration and handles it if it is new.
 	check := func() (bool, error) {
 		last, found, err := a.st.Last(ctx, subject)
-		if err != nil || !found || last.Seq == seen {
+		if err != nil || !found || last.Seq == seen.Seq && last.Time.Equal(seen.Time) {
 			return false, err
 		}
 		o, act, err := a.toAct(ctx, last)
 		if err != nil {
 			return false, err // seen stays: the next read asks again
 		}
-		if last.Seq < seen {
-			// The log went back (an older backup restored) or was replaced:
-			// it may not hold this agent's report key, without which every
-			// report of its would be set aside. Recording it again is
-			// harmless where it does.
-			a.cfg.Log.Warn(fmt.Sprintf("the log went back: its newest declaration for %s is event %d, this agent read event %d; recording its report key again", a.cfg.Join.Node, last.Seq, seen))
+		if seen.Seq != 0 && last.Seq <= seen.Seq {
+			// The log went back or was replaced: it may not hold this
+			// agent's report key, without which every report of its would
+			// be set aside. Recording it again is harmless where it does.
+			a.cfg.Log.Warn(fmt.Sprintf("the log went back: its newest declaration for %s is event %d stored at %s, this agent read event %d stored at %s; recording its report key again",
+				a.cfg.Join.Node, last.Seq, last.Time.UTC().Format(time.RFC3339Nano), seen.Seq, seen.Time.UTC().Format(time.RFC3339Nano)))
 			a.recordKey(ctx)
 		}
 		if act && o.err == nil && !a.isApplied(o) {
@@ -256,7 +262,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				return false, &waitingForKeys{err}
 			}
 		}
-		seen = last.Seq
+		seen = store.Msg{Seq: last.Seq, Time: last.Time}
 		if !act {
 			return true, nil
 		}

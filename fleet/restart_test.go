@@ -241,7 +241,7 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 // test and answers its path: a stuck agent is found by what its Run waits
 // on, and the failure happens about once in several loaded runs.
 func dumpStacks(t *testing.T) string {
-	f, err := os.CreateTemp("", "mesh-restart-stacks-*.txt")
+	f, err := os.CreateTemp(embeddedtest.Outlives(), "mesh-restart-stacks-*.txt")
 	if err != nil {
 		return "(no file: " + err.Error() + ")"
 	}

@@ -67,7 +67,7 @@ func normal(v any, key string) any {
 // file being updated on purpose (-update), and when any value the mesh
 // decides (a state, a sequence, a count, a name) changes.
 func TestJSONOutputsMatchTheirGoldenFiles(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	doc := filepath.Join(t.TempDir(), "motd.json")
