@@ -116,6 +116,9 @@ type modLog struct {
 	// failing is the disk's last error, said once until a write works
 	// again: the program's output is kept in memory meanwhile.
 	failing bool
+	// closed: its module left and its files were removed; a line added
+	// after (none should be) must not make them again.
+	closed bool
 	// grew is closed and made again at each line: what a --follow waits on.
 	grew chan struct{}
 }
@@ -191,7 +194,9 @@ func (l *modLog) add(stream wire.LogStream, text string) {
 	b := s.encode()
 	s.size = len(b)
 	l.keep(s)
-	l.write(b)
+	if !l.closed {
+		l.write(b)
+	}
 	close(l.grew)
 	l.grew = make(chan struct{})
 }
@@ -246,6 +251,7 @@ func (l *modLog) close() {
 		l.f.Close()
 		l.f = nil
 	}
+	l.closed = true
 	_ = os.Remove(l.path)
 	_ = os.Remove(l.path + ".1")
 }

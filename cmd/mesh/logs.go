@@ -50,16 +50,20 @@ func (c *LogsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer closeFn()
 	r, err := cl.LogsAll(ctx, c.Node, wire.LogsRequest{Module: c.Module, Lines: c.Lines})
+	if err != nil && c.Follow && ctx.Err() != nil {
+		return nil // Ctrl-C before the first lines came: the end of a follow
+	}
 	if err != nil {
 		return err
 	}
+	c.dropped(out, r.Dropped)
 	switch {
 	case c.JSON && !c.Follow:
 		return text.JSON(out.Out, wire.LogsOutput{Node: c.Node, Module: c.Module, Lines: r.Lines})
 	case len(r.Lines) == 0 && !c.JSON:
 		fmt.Fprintf(out.Out, "%s's program on %s has written nothing it keeps yet\n", c.Module, c.Node)
 	}
-	c.print(out, r)
+	c.print(out, r.Lines)
 	if !c.Follow {
 		return nil
 	}
@@ -78,21 +82,26 @@ func (c *LogsCmd) follow(ctx context.Context, cl *client.Client, out *Output, la
 		if err != nil {
 			return err
 		}
-		c.print(out, r)
+		c.dropped(out, r.Dropped)
+		c.print(out, r.Lines)
 		last = r.Last
 	}
 }
 
-// print writes r's lines: for a person, each with its time and stream and
-// its text escaped as every node's word is (a program may print terminal
-// controls); with --follow --json, a JSON object a line.
-func (c *LogsCmd) print(out *Output, r wire.LogsReply) {
-	if r.Dropped > 0 {
-		// On stderr: the lines printed are the log as it is, and a
-		// script reading them should not read this as one.
-		fmt.Fprintf(out.Err, "mesh: %d line(s) of %s's log were dropped before they were read: the program wrote more than %s keeps (mesh agent --log-kib)\n", r.Dropped, c.Module, c.Node)
+// dropped says how many lines the node's bound dropped before they were
+// read: on stderr, since the lines printed are the log as it is, and a
+// script reading them should not read this as one.
+func (c *LogsCmd) dropped(out *Output, n uint64) {
+	if n > 0 {
+		fmt.Fprintf(out.Err, "mesh: %d line(s) of %s's log were dropped before they were read: the program wrote more than %s keeps (mesh agent --log-kib)\n", n, c.Module, c.Node)
 	}
-	for _, l := range r.Lines {
+}
+
+// print writes lines: for a person, each with its time and stream and its
+// text escaped as every node's word is (a program may print terminal
+// controls); with --follow --json, a JSON object a line.
+func (c *LogsCmd) print(out *Output, lines []wire.LogLine) {
+	for _, l := range lines {
 		if c.JSON {
 			_ = text.JSONLine(out.Out, l)
 			continue
