@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,5 +192,30 @@ func TestAProgramsLogOutlivesItsAgent(t *testing.T) {
 	})
 	if entries, err := os.ReadDir(filepath.Join(root+".state", "logs")); err != nil || len(entries) != 0 {
 		t.Fatalf("the logs directory after the module left: %v %v", entries, err)
+	}
+}
+
+// A line longer than a log keeps whole (wire.MaxLogLine) is kept in
+// pieces, nothing of it lost; a line of exactly the most is one line, and
+// an unfinished last line is kept when the program exits. Fails when a
+// long line is dropped or held back, or an exact one gains an empty line.
+func TestALongLineIsKeptInPieces(t *testing.T) {
+	m := newMesh(t)
+	m.Enroll("box")
+	m.AgentWith("box", filepath.Join(t.TempDir(), "root"), fast)
+	m.runs("long", `head -c 10000 /dev/zero | tr '\0' x; echo; head -c 4096 /dev/zero | tr '\0' y; echo; printf unfinished; exit 3`)
+	var lines []wire.LogLine
+	eventually(t, "the long lines", func() bool {
+		var err error
+		lines, err = m.logs("box", "long")
+		m.Must(err)
+		return len(lines) >= 5
+	})
+	var got []string
+	for _, l := range lines {
+		got = append(got, fmt.Sprintf("%d%.1s", len(l.Text), l.Text))
+	}
+	if want := []string{"4096x", "4096x", "1808x", "4096y", "10u"}; !slices.Equal(got[:5], want) {
+		t.Fatalf("the lines' lengths and letters: %v, not %v", got, want)
 	}
 }

@@ -353,8 +353,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.ended()
 	}
 	// A line longer than a log keeps whole is kept in pieces as it comes,
-	// never held back without end.
-	for len(w.part) >= wire.MaxLogLine {
+	// never held back without end. (Only longer: a line of exactly the
+	// most waits for its newline, or it would end in an empty line.)
+	for len(w.part) > wire.MaxLogLine {
 		w.piece(wire.MaxLogLine)
 	}
 	return n, nil
