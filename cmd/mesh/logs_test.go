@@ -30,7 +30,7 @@ func talking(t *testing.T) (home, fifo string) {
 	root := filepath.Join(t.TempDir(), "root")
 	mustRun(t, home, "node", "enroll", "box")
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", root)
-	script := `echo hello; until grep -q hello "$MESH_ROOT.state/logs/talk.log"; do sleep 0.01; done; echo oops >&2; exec cat ` + fifo
+	script := `echo hello; until grep -q hello "$MESH_ROOT.state/logs/talk.log" 2>/dev/null; do sleep 0.01; done; echo oops >&2; exec cat ` + fifo
 	doc := filepath.Join(t.TempDir(), "talk.json")
 	if err := writeFile(doc, `{"module":"talk","run":{"command":"/bin/sh","args":["-c",`+strconv.Quote(script)+`]}}`); err != nil {
 		t.Fatal(err)
