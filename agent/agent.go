@@ -58,6 +58,11 @@ type Config struct {
 	// events.LiveEvery); the controller calls a node silent for a few of
 	// these unreachable.
 	LiveEvery time.Duration
+	// LogBytes bounds the output kept of each module's program: its
+	// newest lines within this many bytes as stored (DefaultLogBytes when
+	// 0, at least MinLogBytes), in memory and on disk (at most twice it
+	// there), under State's logs directory.
+	LogBytes int
 	// Slots, when set, is shared by agents in one process: an agent holds
 	// a slot from opening its root until its report is saved. Thousands of
 	// agents standing in for thousands of machines share one descriptor
@@ -91,6 +96,8 @@ type Agent struct {
 
 	// sup runs the programs of the modules that run.
 	sup *supervisor
+	// book keeps their recent output, which the operator reads (logs.go).
+	book *logbook
 	// applied is the declaration applied last (nil before the first), and
 	// failed the paths of it that failed: what a drift check compares the
 	// root with. Both under mu.
@@ -145,6 +152,12 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if cfg.Facts == nil {
 		cfg.Facts = detectFacts
 	}
+	if cfg.LogBytes == 0 {
+		cfg.LogBytes = DefaultLogBytes
+	}
+	if cfg.LogBytes < MinLogBytes {
+		return nil, fmt.Errorf("agent: a program's log kept within %d bytes cannot hold its longest lines; give at least %d KiB", cfg.LogBytes, MinLogBytes>>10)
+	}
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: cannot create the root %s: %w", cfg.Root, err)
 	}
@@ -171,8 +184,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	}
 	st.Timeout = cfg.ReadTimeout
 	a := &Agent{cfg: cfg, st: st, state: state, sealing: sealing, seal: seal}
+	a.book = newLogbook(cfg.State, cfg.LogBytes, time.Now, cfg.Log)
 	a.sup = &supervisor{s: cfg.Supervision.withDefaults(), root: cfg.Root, node: cfg.Join.Node, log: cfg.Log,
-		report: a.reportRuntime, env: a.runtimeEnv, procs: map[string]*proc{}}
+		report: a.reportRuntime, env: a.runtimeEnv, book: a.book, procs: map[string]*proc{}}
 	return a, nil
 }
 
@@ -201,6 +215,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	beating := make(chan struct{})
 	go func() { defer close(beating); a.beat(bctx) }()
 	defer func() { stopBeat(); <-beating }()
+	// Its programs' logs are served while it runs, from its start: a
+	// program that cannot start says why there too.
+	stopLogs, err := a.serveLogs(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: cannot hear requests for its programs' logs: %w", err)
+	}
+	defer stopLogs()
 	a.recordKey(ctx)
 	a.flushPendingLocked(ctx)
 	a.reportInterrupted(ctx) // after the reports kept before it, before any apply
