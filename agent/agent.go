@@ -357,8 +357,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			if failing == 0 {
 				a.cfg.Log.Warn("cannot read the newest declaration; trying again until it can", "err", err)
 			}
+			// A wake-up stays owed through failed reads: the read that
+			// finally succeeds may still come before the stream stored what
+			// woke the agent, and is then tried again as after any wake-up.
+			// (It was forgotten here, and an agent whose read failed once on
+			// a busy bus stayed behind until its next check.)
 			failing = min(max(2*failing, wakeRetry), maxFailRetry)
-			backoff = 0
 			again.Reset(failing)
 			continue
 		}
@@ -366,8 +370,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.cfg.Log.Info("read the newest declaration again", "node", a.cfg.Join.Node)
 			failing = 0
 		}
-		if found || backoff == 0 || time.Since(woke) > wakeFor {
-			backoff = 0
+		if found || woke.IsZero() || time.Since(woke) > wakeFor {
+			backoff, woke = 0, time.Time{}
 			continue
 		}
 		again.Reset(backoff)
