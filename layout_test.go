@@ -160,7 +160,7 @@ var mayImport = map[string][]string{
 	"aggregates":             {"events", "manifest"},
 	"busauth":                {"declaration", "events", "manifest", natsGo, nkeys, "github.com/nats-io/jwt/v2"},
 	"client":                 {"aggregates", "events", "events/store", "wire", natsGo},
-	"cmd/mesh":               {"agent", "aggregates", "busauth", "client", "cmd/mesh/text", "commands", "commands/liveness", "commands/secrets", "embedded", "events", "events/store", "fleet", "github.com/alecthomas/kong", "github.com/willabides/kongplete", "manifest", natsGo, nkeys, "web", "wire"},
+	"cmd/mesh":               {"agent", "aggregates", "busauth", "client", "cmd/mesh/text", "commands", "commands/liveness", "commands/reconcile", "commands/secrets", "embedded", "events", "events/store", "fleet", "github.com/alecthomas/kong", "github.com/willabides/kongplete", "manifest", natsGo, nkeys, "web", "wire"},
 	"commands":               {"aggregates", "busauth", "commands/access", "commands/core", "commands/credentials", "commands/history", "commands/liveness", "commands/modules", "commands/network", "commands/nodes", "commands/push", "commands/reconcile", "commands/rollout", "commands/seats", "commands/secrets", "commands/status", "commands/world", "declaration", "events", "events/store", natsGo, nkeys, "projections", "wire"},
 	"commands/core":          {"aggregates", "commands/secrets", "declaration", "events", "events/store", "manifest", nkeys, "projections", "secret", "wire"},
 	"commands/secrets":       {"aggregates", "compose", "declaration", "events", "events/store", "manifest", natsGo, "projections", "secret"},
