@@ -50,9 +50,9 @@ type StatusReport struct {
 // ReconcilerStatus is the reconciler at work: its bound, the nodes it
 // will send next, and how many it sent since the controller started.
 type ReconcilerStatus struct {
-	// Rate declarations at most every PerSeconds seconds.
-	Rate       int     `json:"rate"`
-	PerSeconds float64 `json:"per_seconds"`
+	// AtMost declarations every EverySeconds seconds: its bound.
+	AtMost       int     `json:"at_most"`
+	EverySeconds float64 `json:"every_seconds"`
 	// Queued is how many nodes wait for their turn; Next names the first
 	// of them (at most ten).
 	Queued int      `json:"queued"`

@@ -68,3 +68,19 @@ func TestAReconcileRateThatIsNoRate(t *testing.T) {
 		}
 	}
 }
+
+// status --json with the reconciler on carries its object (reconciler),
+// pinned by its golden file; its window of an hour has not come yet, so
+// nothing is queued or sent.
+func TestTheReconcilersStatusMatchesItsGoldenFile(t *testing.T) {
+	t.Setenv("MESH_NATS_URL", "")
+	home := t.TempDir()
+	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--reconcile", "--reconcile-rate", "1/1h")
+	mustRun(t, home, "node", "enroll", "box")
+	args := []string{"status", "--json"}
+	r := mesh(t, home, args...)
+	if r.code > 1 { // 1: not well (box was never sent), still an answer
+		t.Fatalf("mesh status --json: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	matchGolden(t, "status-reconciling", args, r.out)
+}

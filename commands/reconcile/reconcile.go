@@ -160,10 +160,10 @@ func (h *Service) Reconciling() *wire.ReconcilerStatus {
 	if h.cfg.Rate <= 0 {
 		return nil
 	}
-	s := &wire.ReconcilerStatus{Rate: h.cfg.Rate, PerSeconds: max(h.cfg.Every, time.Second).Seconds(), Queued: len(h.queue),
-		Next: slices.Clone(h.queue[:min(shown, len(h.queue))]), Sent: h.sent.Load(), Left: []wire.UnsentNode{}, LeftCount: len(h.left)}
+	s := &wire.ReconcilerStatus{AtMost: h.cfg.Rate, EverySeconds: max(h.cfg.Every, time.Second).Seconds(), Queued: len(h.queue),
+		Next: append([]string{}, h.queue[:min(shown, len(h.queue))]...), Sent: h.sent.Load(), Left: []wire.UnsentNode{}, LeftCount: len(h.left)}
 	if h.cfg.Every > 0 {
-		s.PerSeconds = h.cfg.Every.Seconds()
+		s.EverySeconds = h.cfg.Every.Seconds()
 	}
 	for _, n := range slices.Sorted(maps.Keys(h.left)) {
 		if len(s.Left) == shown {

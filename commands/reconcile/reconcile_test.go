@@ -100,7 +100,7 @@ func TestAChangeReachesRunningAgentsWithoutAPush(t *testing.T) {
 	}
 	s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
-	if s.Reconciler == nil || s.Reconciler.Sent < 3 || s.Reconciler.Rate != 10 {
+	if s.Reconciler == nil || s.Reconciler.Sent < 3 || s.Reconciler.AtMost != 10 {
 		t.Fatalf("status says of the reconciler %+v; want it on, rate 10, 3 or more sent", s.Reconciler)
 	}
 }

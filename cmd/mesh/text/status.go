@@ -153,8 +153,8 @@ func (r statusRows) At(i int) wire.NodeStatus {
 // since the controller started, and how many behind nodes it leaves to
 // people (each named on a line of its own, up to ten).
 func ReconcilerLine(r *wire.ReconcilerStatus) string {
-	every := time.Duration(r.PerSeconds * float64(time.Second))
-	line := fmt.Sprintf("reconciler on (at most %d declaration(s) every %s): ", r.Rate, every)
+	every := time.Duration(r.EverySeconds * float64(time.Second))
+	line := fmt.Sprintf("reconciler on (at most %d declaration(s) every %s): ", r.AtMost, every)
 	switch {
 	case r.Queued == 0:
 		line += "nothing queued"
