@@ -67,6 +67,11 @@ func TestAReconcileRateThatIsNoRate(t *testing.T) {
 			t.Errorf("--reconcile-rate %s: exit %d, %q", rate, r.code, r.err)
 		}
 	}
+	// A rate with the reconciler off: whoever gave it thinks it is on.
+	r := mesh(t, t.TempDir(), "up", "--listen", freeAddr(t), "--reconcile-rate", "5/1s")
+	if r.code != 2 || !strings.Contains(r.err, "--reconcile-rate 5/1s bounds the reconciler, which is off: add --reconcile") {
+		t.Errorf("--reconcile-rate without --reconcile: exit %d, %q", r.code, r.err)
+	}
 }
 
 // status --json with the reconciler on carries its object (reconciler),
