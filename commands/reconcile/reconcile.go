@@ -127,8 +127,21 @@ func (h *Service) Tick(ctx context.Context) error {
 	r, err := h.push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: batch, By: events.ByReconciler, Once: true})
 	h.sent.Add(uint64(len(r.Sent)))
 	h.mu.Lock()
+	sent := map[string]bool{}
 	for _, p := range r.Sent {
-		h.awaiting[p.Node] = h.Now()
+		h.awaiting[p.Node], sent[p.Node] = h.Now(), true
+	}
+	if err != nil {
+		// A push that failed (the bus in trouble, the deadline) may have
+		// landed nothing, and so woken no look: its nodes go back to the
+		// front, not to the backstop's sweep.
+		var back []string
+		for _, n := range batch {
+			if !sent[n] && !slices.Contains(h.queue, n) {
+				back = append(back, n)
+			}
+		}
+		h.queue = append(back, h.queue...)
 	}
 	h.mu.Unlock()
 	if len(r.Sent) > 0 {
