@@ -17,7 +17,7 @@ import (
 // says the reconciler sent it, status says it is on, and /metrics counts
 // what it sent.
 func TestUpReconcilesWithoutAPush(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home, httpAddr := t.TempDir(), freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--http", httpAddr, "--reconcile", "--reconcile-rate", "5/1s")
 	mustRun(t, home, "node", "enroll", "web-1")
@@ -60,7 +60,7 @@ func TestUpReconcilesWithoutAPush(t *testing.T) {
 // A rate that is no rate is refused in one sentence naming the flag and
 // the remedy, and nothing starts.
 func TestAReconcileRateThatIsNoRate(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	for _, rate := range []string{"0/1s", "many", "5/soon", "5/1ns"} {
 		r := mesh(t, t.TempDir(), "up", "--listen", freeAddr(t), "--reconcile", "--reconcile-rate", rate)
 		if r.code != 2 || !strings.Contains(r.err, "--reconcile-rate "+rate+": ") || !strings.Contains(r.err, "give N/D") || strings.Count(strings.TrimSpace(r.err), "\n") > 0 {
@@ -78,7 +78,7 @@ func TestAReconcileRateThatIsNoRate(t *testing.T) {
 // pinned by its golden file; its window of an hour has not come yet, so
 // nothing is queued or sent.
 func TestTheReconcilersStatusMatchesItsGoldenFile(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--reconcile", "--reconcile-rate", "1/1h")
 	mustRun(t, home, "node", "enroll", "box")
