@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands/access"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/commands/reconcile"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -62,6 +63,10 @@ type ControllerConfig struct {
 	// whose connections only end at their lifetime; the node is refused at
 	// its next connect either way.
 	Cut func(match func(user string) bool) (int, error)
+	// Reconcile, with a rate, has the controller send behind nodes their
+	// latest declaration by itself (mesh up --reconcile, rule 27); the
+	// zero value leaves that to people.
+	Reconcile reconcile.Config
 }
 
 type Metrics = core.Metrics
@@ -78,8 +83,8 @@ type Controller struct {
 	// stopDrive ends the rollouts' drive; stopLive the hearing of agents;
 	// stopNewest the answering of agents asking for their newest
 	// declaration and for their files' content keys; stopGrants the ending of connections whose grant the
-	// log took away.
-	stopDrive, stopLive, stopNewest, stopGrants func()
+	// log took away; stopReconcile the reconciler.
+	stopDrive, stopLive, stopNewest, stopGrants, stopReconcile func()
 }
 
 // StartController asserts the stream, opens and catches up the read models,
@@ -246,6 +251,7 @@ func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerCo
 		return err
 	}
 	ctrl.stopDrive = driveRollouts(h, c.RolloutEvery)
+	ctrl.stopReconcile = h.Reconcile.Start(c.Reconcile)
 	// What every node would be sent, composed once now rather than by the
 	// operator's first status or push: at 100,000 nodes that first status
 	// took 1.0 s, against 0.2-0.26 s once composed. A controller closed
@@ -273,7 +279,7 @@ func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerCo
 // Close stops answering, then stops folding; it stops only what the start
 // got as far as starting.
 func (c *Controller) Close() error {
-	for _, stop := range []func(){c.stopDrive, c.stopLive, c.stopNewest, c.stopGrants} {
+	for _, stop := range []func(){c.stopReconcile, c.stopDrive, c.stopLive, c.stopNewest, c.stopGrants} {
 		if stop != nil {
 			stop()
 		}

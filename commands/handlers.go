@@ -10,6 +10,7 @@ import (
 	"github.com/meshctl/mesh/commands/network"
 	"github.com/meshctl/mesh/commands/nodes"
 	"github.com/meshctl/mesh/commands/push"
+	"github.com/meshctl/mesh/commands/reconcile"
 	"github.com/meshctl/mesh/commands/rollout"
 	"github.com/meshctl/mesh/commands/seats"
 	"github.com/meshctl/mesh/commands/status"
@@ -37,6 +38,8 @@ type Services struct {
 	Access      *access.Service
 	Nodes       *nodes.Service
 	Modules     *modules.Service
+	// Reconcile sends behind nodes by itself once started (rule 27).
+	Reconcile *reconcile.Service
 }
 
 // NewServices are the verbs over c, every cache empty, counting floods with
@@ -51,5 +54,7 @@ func NewServices(c *core.Core, flood *access.FloodWatch, cut func(match func(use
 	s.Access = access.New(c, w, s.Network, flood, cut)
 	s.Nodes = nodes.New(c, w, s.Network, s.Access, s.Live)
 	s.Modules = modules.New(c, w)
+	s.Reconcile = reconcile.New(c, w, s.Push)
+	s.Status.Reconciler = s.Reconcile
 	return s
 }

@@ -11,7 +11,7 @@ type DeclarationSent struct {
 	Sequence      uint64 `json:"sequence"`
 	Digest        string `json:"digest"`         // sha256 of exactly Declaration's bytes
 	ContentDigest string `json:"content_digest"` // sha256 of the content without sequence, chain, time
-	By            string `json:"by"`             // "push", "declare" or "rollout ID" (the rollout whose step sent it)
+	By            string `json:"by"`             // "push", "declare", "reconciler" or "rollout ID" (the rollout whose step sent it)
 	Resources     int    `json:"resources"`
 	// The sealed declaration: the signed bytes, the signature, the signer.
 	Declaration []byte `json:"declaration"`
@@ -24,6 +24,11 @@ type DeclarationSent struct {
 // does not name it leaves it out, so the hand's work is not overwritten by
 // a push --behind or a rollout's wave (issue 31).
 const ByHand = "declare"
+
+// ByReconciler is DeclarationSent.By of a declaration the controller sent
+// by itself (mesh up --reconcile, rule 27), so history, events and status
+// never credit an operator with a send nobody asked for.
+const ByReconciler = "reconciler"
 
 // ControllerKeyRecorded: the controller signs with this public key from now
 // on, so history says which key signed what.

@@ -42,6 +42,35 @@ type Manifest struct {
 	// nearest one is chosen (compose's locality). Omitted when empty, so
 	// builds registered before keep their digest.
 	Choose map[string]Choice `json:"choose,omitempty"`
+	// Reconcile says whether a controller run with --reconcile may send
+	// this module's nodes their declarations by itself (issue 31, rule
+	// 27): ReconcileNever, ReconcileBehind (what "" means) or
+	// ReconcileAlways. Omitted when empty, so builds registered before
+	// keep their digest.
+	Reconcile string `json:"reconcile,omitempty"`
+}
+
+// A module's reconcile modes, weakest first: a node is sent by the
+// reconciler only as far as the weakest mode among its modules allows.
+const (
+	// ReconcileNever leaves the module's nodes to people: only a push,
+	// a rollout or a declare sends them.
+	ReconcileNever = "never"
+	// ReconcileBehind sends a node when what it would be sent differs
+	// from what it was last sent.
+	ReconcileBehind = "behind"
+	// ReconcileAlways also sends a node its declaration again when its
+	// agent reports drift it left as found.
+	ReconcileAlways = "always"
+)
+
+// ReconcileMode is the module's reconcile mode, ReconcileBehind when the
+// manifest says none.
+func (m Manifest) ReconcileMode() string {
+	if m.Reconcile == "" {
+		return ReconcileBehind
+	}
+	return m.Reconcile
 }
 
 // Choice is one requirement's rule: exactly one of its fields is set.

@@ -80,6 +80,7 @@ func TestRefusalsNameTheField(t *testing.T) {
 		"choose two rules":  {`{"module":"m","consumes":["db"],"choose":{"db":{"label":"zone","all":true}}}`, `choose.db: give exactly one of`},
 		"choose bad label":  {`{"module":"m","consumes":["db"],"choose":{"db":{"label":"zone eu"}}}`, `choose.db: label key "zone eu" is not allowed`},
 		"choose bad node":   {`{"module":"m","consumes":["db"],"choose":{"db":{"node":"DB-1"}}}`, `choose.db: node name "DB-1" contains`},
+		"reconcile unknown": {`{"module":"m","reconcile":"sometimes"}`, `reconcile "sometimes" is unknown: use "never", "behind" or "always"`},
 		"choose bad rule":   {`{"module":"m","consumes":["db"],"choose":{"db":{"nearest":true}}}`, `unknown field "nearest"`},
 	}
 	for name, c := range cases {

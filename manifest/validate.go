@@ -46,6 +46,11 @@ func (m Manifest) Validate() error {
 			return fmt.Errorf("manifest %s: choose.%s: %w", m.Module, req, err)
 		}
 	}
+	switch m.Reconcile {
+	case "", ReconcileNever, ReconcileBehind, ReconcileAlways:
+	default:
+		return fmt.Errorf("manifest %s: reconcile %q is unknown: use %q, %q or %q", m.Module, m.Reconcile, ReconcileNever, ReconcileBehind, ReconcileAlways)
+	}
 	if m.Run != nil {
 		if err := m.Run.validate(); err != nil {
 			return fmt.Errorf("manifest %s: run: %w", m.Module, err)

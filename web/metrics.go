@@ -73,26 +73,28 @@ var build = func() (b struct{ version, revision, goVersion string }) {
 type mesh struct{ h *commands.Controller }
 
 var (
-	descNodes     = prometheus.NewDesc("mesh_nodes", "Active nodes, by state (as status says).", []string{"state"}, nil)
-	descWell      = prometheus.NewDesc("mesh_well", "1 when status says the mesh is well, else 0.", nil, nil)
-	descStandings = prometheus.NewDesc("mesh_standings_failing", "Providers failing a consumer, by provider.", []string{"provider"}, nil)
-	descRuntimes  = prometheus.NewDesc("mesh_runtimes", "Programs of modules that run, by state.", []string{"state"}, nil)
-	descForeign   = prometheus.NewDesc("mesh_foreign_messages_open", "Foreign messages not acknowledged.", nil, nil)
-	descFolded    = prometheus.NewDesc("mesh_events_folded_total", "The last event the read models hold (the stream's sequence).", nil, nil)
-	descLag       = prometheus.NewDesc("mesh_fold_lag_events", "Events on the stream the read models do not hold yet.", nil, nil)
-	descLagAge    = prometheus.NewDesc("mesh_fold_lag_seconds", "Age of the oldest event not folded yet (0 when caught up).", nil, nil)
-	descCauses    = prometheus.NewDesc("mesh_not_well_causes", "Reasons beyond nodes and standings that the mesh is not well.", nil, nil)
-	descRollout   = prometheus.NewDesc("mesh_rollout_nodes", "Nodes of a rollout under way, paused or halted (by its state and wave, 1-based).", []string{"rollout", "module", "state", "wave"}, nil)
-	descLastHeard = prometheus.NewDesc("mesh_node_last_heard_timestamp_seconds", "When each node's agent was last heard saying it is alive (unix seconds): by this controller, or before it started as the log says.", []string{"node"}, nil)
-	descBound     = prometheus.NewDesc("mesh_node_unreachable_after_seconds", "The silence after which a node is unreachable (0: liveness off).", nil, nil)
-	descFailing   = prometheus.NewDesc("mesh_failing_standings", "Providers' standings failing a consumer, all providers (0 included: mesh_standings_failing has no series then).", nil, nil)
-	descRollouts  = prometheus.NewDesc("mesh_rollouts_open", "Rollouts under way, paused or halted (0 included: mesh_rollout_nodes has no series then).", nil, nil)
-	descBuild     = prometheus.NewDesc("mesh_build_info", "The controller's build: 1, labelled with its version, commit and Go.", []string{"version", "revision", "goversion"}, nil)
-	descRolledOut = prometheus.NewDesc("mesh_rollout_nodes_applied", "Nodes of that rollout that hold its build and applied it.", []string{"rollout", "module", "state", "wave"}, nil)
+	descNodes      = prometheus.NewDesc("mesh_nodes", "Active nodes, by state (as status says).", []string{"state"}, nil)
+	descWell       = prometheus.NewDesc("mesh_well", "1 when status says the mesh is well, else 0.", nil, nil)
+	descStandings  = prometheus.NewDesc("mesh_standings_failing", "Providers failing a consumer, by provider.", []string{"provider"}, nil)
+	descRuntimes   = prometheus.NewDesc("mesh_runtimes", "Programs of modules that run, by state.", []string{"state"}, nil)
+	descForeign    = prometheus.NewDesc("mesh_foreign_messages_open", "Foreign messages not acknowledged.", nil, nil)
+	descFolded     = prometheus.NewDesc("mesh_events_folded_total", "The last event the read models hold (the stream's sequence).", nil, nil)
+	descLag        = prometheus.NewDesc("mesh_fold_lag_events", "Events on the stream the read models do not hold yet.", nil, nil)
+	descLagAge     = prometheus.NewDesc("mesh_fold_lag_seconds", "Age of the oldest event not folded yet (0 when caught up).", nil, nil)
+	descCauses     = prometheus.NewDesc("mesh_not_well_causes", "Reasons beyond nodes and standings that the mesh is not well.", nil, nil)
+	descRollout    = prometheus.NewDesc("mesh_rollout_nodes", "Nodes of a rollout under way, paused or halted (by its state and wave, 1-based).", []string{"rollout", "module", "state", "wave"}, nil)
+	descLastHeard  = prometheus.NewDesc("mesh_node_last_heard_timestamp_seconds", "When each node's agent was last heard saying it is alive (unix seconds): by this controller, or before it started as the log says.", []string{"node"}, nil)
+	descBound      = prometheus.NewDesc("mesh_node_unreachable_after_seconds", "The silence after which a node is unreachable (0: liveness off).", nil, nil)
+	descFailing    = prometheus.NewDesc("mesh_failing_standings", "Providers' standings failing a consumer, all providers (0 included: mesh_standings_failing has no series then).", nil, nil)
+	descRollouts   = prometheus.NewDesc("mesh_rollouts_open", "Rollouts under way, paused or halted (0 included: mesh_rollout_nodes has no series then).", nil, nil)
+	descBuild      = prometheus.NewDesc("mesh_build_info", "The controller's build: 1, labelled with its version, commit and Go.", []string{"version", "revision", "goversion"}, nil)
+	descReconciled = prometheus.NewDesc("mesh_reconciler_pushes_total", "Declarations the reconciler sent by itself since the controller started (0 while it is off: mesh up --reconcile).", nil, nil)
+	descReconQueue = prometheus.NewDesc("mesh_reconciler_queued_nodes", "Behind nodes waiting for the reconciler's next window (0 while it is off).", nil, nil)
+	descRolledOut  = prometheus.NewDesc("mesh_rollout_nodes_applied", "Nodes of that rollout that hold its build and applied it.", []string{"rollout", "module", "state", "wave"}, nil)
 )
 
 func (mesh) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut, descLastHeard, descBound, descFailing, descRollouts, descBuild} {
+	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut, descLastHeard, descBound, descFailing, descRollouts, descBuild, descReconciled, descReconQueue} {
 		ch <- d
 	}
 }
@@ -136,6 +138,14 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLastHeard, prometheus.GaugeValue, float64(at.UnixMilli())/1000, node)
 	}
 	ch <- prometheus.MustNewConstMetric(descBound, prometheus.GaugeValue, s.UnreachableAfter)
+	// Both always exported, so that an alert on a reconciler that stopped
+	// sending tells zero from a family gone.
+	queued := 0
+	if s.Reconciler != nil {
+		queued = s.Reconciler.Queued
+	}
+	ch <- prometheus.MustNewConstMetric(descReconciled, prometheus.CounterValue, float64(c.h.Reconcile.Sent()))
+	ch <- prometheus.MustNewConstMetric(descReconQueue, prometheus.GaugeValue, float64(queued))
 	runtimes := map[string]int{projections.RuntimeRunning: 0, projections.RuntimeExited: 0, projections.RuntimeCrashLooping: 0, wire.RuntimeUnreachable: 0}
 	for _, rt := range s.Runtimes {
 		runtimes[rt.State]++

@@ -42,6 +42,29 @@ type StatusReport struct {
 	// wherever there was a choice: for the requirements that more than
 	// one provider serves (issue 31). Empty while each has one provider.
 	Chosen []ConsumerChoice `json:"chosen,omitempty"`
+	// Reconciler is what this controller's reconciler is doing (mesh up
+	// --reconcile, rule 27); absent when it is off, or the past.
+	Reconciler *ReconcilerStatus `json:"reconciler,omitempty"`
+}
+
+// ReconcilerStatus is the reconciler at work: its bound, the nodes it
+// will send next, and how many it sent since the controller started.
+type ReconcilerStatus struct {
+	// AtMost declarations every EverySeconds seconds: its bound.
+	AtMost       int     `json:"at_most"`
+	EverySeconds float64 `json:"every_seconds"`
+	// Queued is how many nodes wait for their turn; Next names the first
+	// of them (at most ten).
+	Queued int      `json:"queued"`
+	Next   []string `json:"next"`
+	// Sent is how many declarations it sent since this controller started.
+	Sent uint64 `json:"sent"`
+	// Left are nodes behind that it leaves to people, with why (a node
+	// held by a hand declaration, in a rollout, of a module whose
+	// reconcile is never, or one that failed or refused what it would be
+	// sent again); at most ten, LeftCount in all.
+	Left      []UnsentNode `json:"left"`
+	LeftCount int          `json:"left_count"`
 }
 
 // ConsumerChoice is one consumer's provider as status names it: the

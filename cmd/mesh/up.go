@@ -31,14 +31,15 @@ import (
 
 // UpCmd runs a whole mesh in one process.
 type UpCmd struct {
-	Listen  string     `default:"127.0.0.1:4222" help:"Where the embedded bus listens (host:port). Loopback by default: nothing off this machine can reach it."`
-	Rebuild bool       `help:"Fold the read models again from the stream before serving (the remedy when they belong to another stream)."`
-	Node    string     `help:"Also run an agent for this machine as node NAME (enrolled if it is not yet)."`
-	Root    string     `help:"With --node: the directory the local agent applies under."`
-	Memory  memoryFlag `embed:""`
-	HTTP    httpFlag   `embed:""`
-	Live    liveFlag   `embed:""`
-	TLS     bool       `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
+	Listen  string        `default:"127.0.0.1:4222" help:"Where the embedded bus listens (host:port). Loopback by default: nothing off this machine can reach it."`
+	Rebuild bool          `help:"Fold the read models again from the stream before serving (the remedy when they belong to another stream)."`
+	Node    string        `help:"Also run an agent for this machine as node NAME (enrolled if it is not yet)."`
+	Root    string        `help:"With --node: the directory the local agent applies under."`
+	Memory  memoryFlag    `embed:""`
+	HTTP    httpFlag      `embed:""`
+	Live    liveFlag      `embed:""`
+	Recon   reconcileFlag `embed:""`
+	TLS     bool          `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
 	// Insecure allows a bus on the network in clear, said to be so.
 	Insecure bool `help:"Allow --listen on an address other machines reach without --tls: join strings and declarations then cross the network in clear."`
 	// BusMonitor serves the embedded bus's own monitoring endpoints.
@@ -142,6 +143,10 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
+	recon, err := u.Recon.config()
+	if err != nil {
+		return err
+	}
 	host, port, err := splitListen(u.Listen)
 	if err != nil {
 		return err
@@ -192,7 +197,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	defer nc.Close()
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics, UnreachableAfter: bound,
-		Cut: srv.CutUsers})
+		Cut: srv.CutUsers, Reconcile: recon})
 	if err != nil {
 		return err
 	}
@@ -229,13 +234,14 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 // ServeCmd runs the controller alone against an existing bus.
 type ServeCmd struct {
-	Replicas int        `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
-	Closed   bool       `help:"The bus is closed as mesh bus-config prints: connect as the controller's user and decide every other connection (a node only hears its own)."`
-	OpenBus  bool       `name:"open-bus" help:"Serve a bus nobody closed, knowing anyone who reaches it may write to the log (status says so); without --closed, mesh serve needs it."`
-	Rebuild  bool       `help:"Fold the read models again from the stream before serving."`
-	Memory   memoryFlag `embed:""`
-	HTTP     httpFlag   `embed:""`
-	Live     liveFlag   `embed:""`
+	Replicas int           `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
+	Closed   bool          `help:"The bus is closed as mesh bus-config prints: connect as the controller's user and decide every other connection (a node only hears its own)."`
+	OpenBus  bool          `name:"open-bus" help:"Serve a bus nobody closed, knowing anyone who reaches it may write to the log (status says so); without --closed, mesh serve needs it."`
+	Rebuild  bool          `help:"Fold the read models again from the stream before serving."`
+	Memory   memoryFlag    `embed:""`
+	HTTP     httpFlag      `embed:""`
+	Live     liveFlag      `embed:""`
+	Recon    reconcileFlag `embed:""`
 }
 
 func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -256,6 +262,10 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return usagef("mesh serve needs --closed (put what mesh bus-config prints into every server's configuration) or, to serve a bus anyone who reaches it may write to, --open-bus")
 	}
 	bound, err := s.Live.bound()
+	if err != nil {
+		return err
+	}
+	recon, err := s.Recon.config()
 	if err != nil {
 		return err
 	}
@@ -297,7 +307,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
-		UnreachableAfter: bound, OpenBus: s.OpenBus,
+		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon,
 	})
 	if err != nil {
 		return err

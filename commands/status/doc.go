@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/commands/push"
 	"github.com/meshctl/mesh/commands/world"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Service is the status verbs over one Core.
@@ -22,6 +23,14 @@ type Service struct {
 	// push scopes a status to a selector the way a push would.
 	push *push.Service
 	held heldCache
+	// Reconciler, when set, says what the reconciler is doing (package
+	// reconcile); nil, or an answer of nil, says nothing: it is off.
+	Reconciler Reconciling
+}
+
+// Reconciling is what status reads of the reconciler.
+type Reconciling interface {
+	Reconciling() *wire.ReconcilerStatus
 }
 
 // New is the status verbs over c, composing through w, hearing through l

@@ -70,6 +70,9 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 	out.UnreachableAfter = h.live.UnreachableAfter().Seconds()
 	out.LivenessOff = !h.live.Hearing() && !h.Past
 	out.OpenBus = h.OpenBus && !h.Past
+	if h.Reconciler != nil && !h.Past {
+		out.Reconciler = h.Reconciler.Reconciling()
+	}
 	return out, err
 }
 

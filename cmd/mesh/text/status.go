@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -93,6 +94,12 @@ func Status(out io.Writer, s wire.StatusReport) {
 	if s.LivenessOff {
 		fmt.Fprintln(w, "liveness is off (--unreachable-after off): a node whose agent died is not named")
 	}
+	if r := s.Reconciler; r != nil {
+		fmt.Fprintln(w, ReconcilerLine(r))
+		for _, l := range r.Left {
+			fmt.Fprintf(w, "reconciler leaves %s to people: %s\n", l.Node, l.Reason)
+		}
+	}
 	if s.UnreachableAfter > 0 {
 		// The bound, where the operator sees the states it decides.
 		fmt.Fprintf(w, "a node silent for %s is unreachable (mesh up or serve --unreachable-after)\n", time.Duration(s.UnreachableAfter*float64(time.Second)))
@@ -139,4 +146,26 @@ func (r statusRows) At(i int) wire.NodeStatus {
 		return t.Row(i)
 	}
 	return r.s.Nodes[i]
+}
+
+// ReconcilerLine says what the reconciler is doing: its bound, the nodes
+// queued for its next windows (the first of them named), what it sent
+// since the controller started, and how many behind nodes it leaves to
+// people (each named on a line of its own, up to ten).
+func ReconcilerLine(r *wire.ReconcilerStatus) string {
+	every := time.Duration(r.EverySeconds * float64(time.Second))
+	line := fmt.Sprintf("reconciler on (at most %d declaration(s) every %s): ", r.AtMost, every)
+	switch {
+	case r.Queued == 0:
+		line += "nothing queued"
+	case r.Queued > len(r.Next):
+		line += fmt.Sprintf("%d node(s) queued (%s, ...)", r.Queued, strings.Join(r.Next, ", "))
+	default:
+		line += fmt.Sprintf("%d node(s) queued (%s)", r.Queued, strings.Join(r.Next, ", "))
+	}
+	line += fmt.Sprintf(", %d sent since the controller started", r.Sent)
+	if r.LeftCount > 0 {
+		line += fmt.Sprintf(", %d behind node(s) left to people", r.LeftCount)
+	}
+	return line
 }
