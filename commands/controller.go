@@ -91,7 +91,10 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	if c.Now == nil {
-		c.Now = time.Now
+		// UTC: the times every answer carries (a since, an as-of) are
+		// encoded in the clock's zone, and scripts are promised UTC
+		// (README, "Scripting"); a local clock would print the box's offset.
+		c.Now = func() time.Time { return time.Now().UTC() }
 	}
 	if c.Mesh == "" {
 		c.Mesh = "mesh"

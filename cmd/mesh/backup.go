@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/embedded"
@@ -26,7 +27,16 @@ const (
 
 // BackupCmd writes the stream and the controller's key to a directory.
 type BackupCmd struct {
-	Dir string `arg:"" help:"A directory that does not exist yet, or is empty."`
+	Dir  string `arg:"" help:"A directory that does not exist yet, or is empty."`
+	JSON bool   `help:"Print {dir, stream, first_seq, last_seq, messages, sha256, taken_at, secrets} as JSON."`
+}
+
+// BackedUp is backup --json: the manifest the backup holds (what restore
+// checks), where it is, and how many secrets' salts it carries.
+type BackedUp struct {
+	Dir string `json:"dir"`
+	store.BackupManifest
+	Secrets int `json:"secrets"`
 }
 
 func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -81,6 +91,9 @@ func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	b, _ = json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(c.Dir, backupManifest), b, 0o600); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, BackedUp{Dir: c.Dir, BackupManifest: m, Secrets: len(salts)})
 	}
 	fmt.Fprintf(out.Out, "backed up %d event(s) of stream %s (sequences %d to %d) to %s, sha256 %s\n", m.Messages, m.Stream, m.FirstSeq, m.LastSeq, c.Dir, m.SHA256[:12])
 	fmt.Fprintf(out.Out, "it holds the controller's secret key (%s) and the salts of %d secret(s) not forgotten (%s), both mode 0600: with the events they open those secrets, so keep it as you keep that key\n",

@@ -253,8 +253,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	return exitDone
 }
 
-// newLogger writes the controller's log as short human lines: the time, the
-// message, and key=value pairs; the level only when it is not INFO.
 // logger is the log of a long-running command, in --log-format.
 func (g *Globals) logger(w io.Writer) *slog.Logger {
 	if g.LogFormat == "json" {
@@ -263,6 +261,9 @@ func (g *Globals) logger(w io.Writer) *slog.Logger {
 	return newLogger(w)
 }
 
+// newLogger writes the controller's log as short human lines: the time (in
+// the one form every output prints, text.Time), the message, and key=value
+// pairs; the level only when it is not INFO.
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -271,7 +272,7 @@ func newLogger(w io.Writer) *slog.Logger {
 			}
 			switch a.Key {
 			case slog.TimeKey:
-				return slog.String(slog.TimeKey, a.Value.Time().Format(time.TimeOnly))
+				return slog.String(slog.TimeKey, text.Time(a.Value.Time()))
 			case slog.LevelKey:
 				if a.Value.String() == slog.LevelInfo.String() {
 					return slog.Attr{}

@@ -74,11 +74,13 @@ func parseWhen(flag, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
+	// UTC either way: the answer echoes the moment asked (as_of), and
+	// scripts are promised every time in UTC.
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
+		return t.UTC(), nil
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return time.Now().Add(-d), nil
+		return time.Now().Add(-d).UTC(), nil
 	}
 	return time.Time{}, usagef("%s %q is neither an RFC 3339 time (2026-12-02T14:00:00Z) nor a duration ago (2h)", flag, s)
 }

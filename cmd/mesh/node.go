@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
@@ -79,7 +78,7 @@ func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 }
 
 type NodeListCmd struct {
-	JSON     bool   `help:"Print a JSON array of nodes."`
+	JSON     bool   `help:"Print {nodes} as JSON."`
 	Selector string `help:"Only the active nodes this selects (as push --selector)."`
 }
 
@@ -100,7 +99,7 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		r.Nodes = slices.DeleteFunc(r.Nodes, func(n wire.NodeView) bool { return !chosen[n.Name] })
 	}
 	if c.JSON {
-		return text.JSON(out.Out, r.Nodes)
+		return text.JSON(out.Out, r)
 	}
 	text.Showable(&r)
 	if len(r.Nodes) == 0 {
@@ -119,7 +118,7 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			retired++
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, text.State(n), text.Heard(n), text.OrDash(n.Address), text.OrDash(strings.Join(n.Capabilities, ",")),
-			text.OrDash(text.Labels(n.Labels)), n.EnrolledAt.UTC().Format(time.RFC3339))
+			text.OrDash(text.Labels(n.Labels)), text.Time(n.EnrolledAt))
 	}
 	tw.Flush()
 	fmt.Fprintf(bw, "%d node(s), %d retired\n", len(r.Nodes), retired)

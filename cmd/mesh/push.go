@@ -81,9 +81,15 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return fmt.Errorf("%d of %d node(s) were not sent; the other %d were", len(r.Unsent), len(r.Unsent)+len(r.Sent), len(r.Sent))
 	}
 	if c.Wait > 0 {
+		// With --json the answer above is the one object on stdout: the
+		// wait's outcome is the exit code, a failure named on stderr.
+		say := out
+		if c.JSON {
+			say = &Output{Out: io.Discard, Err: out.Err}
+		}
 		for _, s := range r.Sent {
 			if s.Node == c.Node {
-				return waitFor(ctx, cl, out, s, c.Wait)
+				return waitFor(ctx, cl, say, s, c.Wait)
 			}
 		}
 	}
