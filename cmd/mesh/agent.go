@@ -148,7 +148,7 @@ func (c *AgentCmd) enrol(ctx context.Context, g *Globals, j agent.Join, addr bus
 
 // NodeJoinCmd prints a node's join string again.
 type NodeJoinCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"node"`
 	JSON bool   `help:"Print {node, join} as JSON (the join string is the node's secret)."`
 }
 

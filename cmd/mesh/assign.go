@@ -15,8 +15,8 @@ import (
 
 // AssignCmd gives a node a module's latest build.
 type AssignCmd struct {
-	Node     string            `arg:"" optional:"" help:"The node (with --selector or --from: leave it out and name only the module)."`
-	Module   string            `arg:"" optional:""`
+	Node     string            `arg:"" predictor:"node" optional:"" help:"The node (with --selector or --from: leave it out and name only the module)."`
+	Module   string            `arg:"" predictor:"module" optional:""`
 	Set      map[string]string `mapsep:"none" help:"A setting k=v for the module on this node (repeatable; the value is everything after the first =, ; included)."`
 	SetFile  map[string]string `name:"set-file" mapsep:"none" help:"A setting k=FILE read from FILE ('-': standard input), one trailing newline dropped: how a secret stays out of shell history and ps (repeatable)."`
 	Unset    []string          `help:"Remove a setting KEY, so the manifest's default applies (repeatable). Settings not given, unset or reset stay as they are."`
@@ -83,8 +83,8 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 // UnassignCmd takes a module off a node.
 type UnassignCmd struct {
-	Node   string `arg:""`
-	Module string `arg:""`
+	Node   string `arg:"" predictor:"node"`
+	Module string `arg:"" predictor:"module"`
 	JSON   bool   `help:"Print the answer as JSON (changed: false when there was nothing to do)."`
 }
 

@@ -236,7 +236,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}
 	// A shell asking for completions (COMP_LINE set by the script mesh
 	// completion printed) is answered here, and nothing else runs.
-	kongplete.Complete(parser)
+	kongplete.Complete(parser, predictors(ctx)...)
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "mesh: %v; see mesh --help\n", err)

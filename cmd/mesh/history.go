@@ -12,7 +12,7 @@ import (
 
 // HistoryCmd shows what a node was told, when, and what it said back.
 type HistoryCmd struct {
-	Node  string `arg:""`
+	Node  string `arg:"" predictor:"node"`
 	Diff  bool   `help:"Show what changed between consecutive declarations."`
 	Since string `help:"From this time: RFC 3339, or a duration ago such as 2h."`
 	Until string `help:"Up to this time: RFC 3339, or a duration ago."`
@@ -87,7 +87,7 @@ func parseWhen(flag, s string) (time.Time, error) {
 
 // AuditCmd proves a node's record, or the whole mesh's.
 type AuditCmd struct {
-	Node string `arg:"" optional:"" help:"The node; without it, every node and every foreign message."`
+	Node string `arg:"" predictor:"node" optional:"" help:"The node; without it, every node and every foreign message."`
 	JSON bool   `help:"Print the audit as JSON."`
 }
 

@@ -90,7 +90,7 @@ func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 }
 
 type ModuleShowCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"module"`
 	JSON bool   `help:"Print the module as JSON."`
 }
 

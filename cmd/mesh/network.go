@@ -88,7 +88,7 @@ func (c *NetworkShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 }
 
 type NetworkAddressCmd struct {
-	Node    string `arg:""`
+	Node    string `arg:"" predictor:"node"`
 	Address string `arg:""`
 	JSON    bool   `help:"Print the network as it stands after, as JSON (changed: false when there was nothing to do; seq the event)."`
 }

@@ -126,7 +126,7 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 type NodeShowCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"node"`
 	JSON bool   `help:"Print the node as JSON."`
 	AsOf string `help:"Answer as the node was then: RFC 3339, or a duration ago such as 2h."`
 }
@@ -149,7 +149,7 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 type NodeRetireCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"node"`
 	JSON bool   `help:"Print the node as retired, as JSON (changed: false when it was already)."`
 }
 
@@ -172,7 +172,7 @@ func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 
 // NodeSetCmd replaces what a node is declared to have.
 type NodeSetCmd struct {
-	Name              string            `arg:""`
+	Name              string            `arg:"" predictor:"node"`
 	Capability        []string          `short:"c" help:"The node's declared capabilities, replacing those it had (repeatable)."`
 	Label             map[string]string `short:"l" mapsep:"none" help:"The node's labels k=v, replacing those it had (repeatable)."`
 	ClearCapabilities bool              `help:"Declare no capabilities (those its agent detects stay)."`

@@ -17,7 +17,7 @@ import (
 
 // PushCmd sends each node its declaration.
 type PushCmd struct {
-	Node   string        `arg:"" optional:"" help:"One node; without it, every active node."`
+	Node   string        `arg:"" predictor:"node" optional:"" help:"One node; without it, every active node."`
 	Behind bool          `help:"Only the nodes not doing what they were told: never sent, or the last report failed or refused."`
 	Wait   time.Duration `help:"With a node: wait this long for it to report applying exactly what it was sent."`
 	// Selector bounds the push to the nodes it chooses.
@@ -161,7 +161,7 @@ func waitFor(ctx context.Context, cl *client.Client, out *Output, s wire.PushedN
 
 // DeclareCmd sends a hand-written declaration.
 type DeclareCmd struct {
-	Node string        `arg:""`
+	Node string        `arg:"" predictor:"node"`
 	File string        `arg:"" type:"existingfile" help:"A JSON body: {\"resources\": [...], \"receives\": [...]}."`
 	Wait time.Duration `help:"Wait this long for the node to report applying it."`
 	JSON bool          `help:"Print what was sent as JSON (node, sequence, digest; before a --wait)."`

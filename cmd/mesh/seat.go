@@ -79,7 +79,7 @@ func (c *SeatShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 type SeatHandoverCmd struct {
 	Seat  string        `arg:""`
-	To    string        `required:"" help:"The node that is to hold the seat."`
+	To    string        `required:"" predictor:"node" help:"The node that is to hold the seat."`
 	Wait  time.Duration `help:"Wait this long for the handover to finish; exit 1 if it has not, saying what it waits for."`
 	Force bool          `help:"Do not wait for the holder to let the seat go: its machine is lost."`
 	JSON  bool          `help:"Print the seat as it stands after the handover (and its --wait) as JSON: node, handover_to, handover_seq, waiting, steps."`

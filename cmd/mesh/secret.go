@@ -17,8 +17,8 @@ import (
 // RotateCmd moves a provider's minted credentials for a consumer to a new
 // generation, both ends together (rule 7).
 type RotateCmd struct {
-	Provider string        `arg:"" help:"The module that provisions the credential (postgres)."`
-	Consumer string        `required:"" help:"The module whose credential moves (app)."`
+	Provider string        `arg:"" predictor:"module" help:"The module that provisions the credential (postgres)."`
+	Consumer string        `required:"" predictor:"module" help:"The module whose credential moves (app)."`
 	Wait     time.Duration `help:"Wait this long for every end to report applying it."`
 	JSON     bool          `help:"Print {provider, consumer, generation, seq, sent} as JSON (before a --wait, whose outcome is the exit code)."`
 }
@@ -91,8 +91,8 @@ type SecretCmd struct {
 }
 
 type SecretForgetCmd struct {
-	Node    string `arg:""`
-	Module  string `arg:""`
+	Node    string `arg:"" predictor:"node"`
+	Module  string `arg:"" predictor:"module"`
 	Setting string `arg:""`
 	Version int    `name:"only-version" help:"Forget only this version (node show names the current one); without it, every version ever recorded."`
 	JSON    bool   `help:"Print {forgotten, already, current, seq} as JSON (forgotten empty when there was nothing to do)."`

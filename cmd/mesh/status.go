@@ -86,9 +86,9 @@ type ReportCmd struct {
 }
 
 type standingFlags struct {
-	Provider string `required:"" help:"The provider module."`
-	Machine  string `required:"" help:"The node the provider runs on."`
-	Consumer string `required:"" help:"The consumer module it fails."`
+	Provider string `required:"" predictor:"module" help:"The provider module."`
+	Machine  string `required:"" predictor:"node" help:"The node the provider runs on."`
+	Consumer string `required:"" predictor:"module" help:"The consumer module it fails."`
 	JSON     bool   `help:"Print {changed, seq} as JSON (changed: false when there was nothing to do)."`
 }
 

@@ -135,7 +135,7 @@ func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals, out *Output) error
 
 // NodeRekeyCmd makes a token that gives a node new keys.
 type NodeRekeyCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"node"`
 	JSON bool   `help:"Print {node, join} as JSON (the join string is the new machine's secret)."`
 }
 
