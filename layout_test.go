@@ -164,7 +164,7 @@ var mayImport = map[string][]string{
 	"commands":               {"aggregates", "busauth", "commands/access", "commands/core", "commands/credentials", "commands/history", "commands/liveness", "commands/modules", "commands/network", "commands/nodes", "commands/push", "commands/rollout", "commands/seats", "commands/secrets", "commands/status", "commands/world", "declaration", "events", "events/store", natsGo, nkeys, "projections", "wire"},
 	"commands/core":          {"aggregates", "commands/secrets", "declaration", "events", "events/store", "manifest", nkeys, "projections", "secret", "wire"},
 	"commands/secrets":       {"aggregates", "compose", "declaration", "events", "events/store", "manifest", natsGo, "projections", "secret"},
-	"commands/world":         {"aggregates", "commands/core", "commands/secrets", "compose", "fanout", "manifest", "projections", "secret", "verdict", "wire"},
+	"commands/world":         {"aggregates", "commands/core", "commands/secrets", "compose", "events", "fanout", "manifest", "projections", "secret", "verdict", "wire"},
 	"commands/core/coretest": {"commands/core", "compose", "declaration", "embedded/embeddedtest", "events", "events/store", natsGo, nkeys, "projections"},
 	"commands/credentials":   {"aggregates", "commands/core", "commands/secrets", "commands/world", "compose", "declaration", "events", "events/store", "projections", "secret", "wire"},
 	"commands/history":       {"aggregates", "commands/core", "compose", "declaration", "events", "events/store", "fanout", nkeys, "projections", "wire"},
