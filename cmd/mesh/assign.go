@@ -25,7 +25,7 @@ type AssignCmd struct {
 	From     string            `help:"Assign to every node a file names, one name a line ('-': standard input)."`
 	Build    string            `help:"The build to assign (as mesh module show lists it); the latest when left out."`
 	Policy   string            `help:"The upgrade policy: pinned (stays on its build until assigned again), manual (a newer build waits for a rollout) or auto (a newer build starts the module's rollout by itself). Kept when left out; manual for a new assignment."`
-	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings, policy, previous_policy, changes} as JSON (one node)."`
+	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings, policy, previous_policy, changes} as JSON; with --selector or --from, {module, build, changed, unchanged, seqs}: the nodes by name."`
 }
 
 func (c *AssignCmd) Help() string {

@@ -124,6 +124,12 @@ func TestJSONOutputsMatchTheirGoldenFiles(t *testing.T) {
 			if err := json.Unmarshal([]byte(a.out), &aborted); err != nil || aborted.ID != started.ID || aborted.State != "aborted" {
 				t.Fatalf("rollout abort --json: %v %+v", err, a)
 			}
+			// A wait on it ends at once: the rollout as it ended, exit 1.
+			var waited struct{ ID, State string }
+			w := mesh(t, home, "rollout", "wait", started.ID, "--for", "1m", "--json")
+			if err := json.Unmarshal([]byte(w.out), &waited); err != nil || w.code != 1 || waited.ID != started.ID || waited.State != "aborted" {
+				t.Fatalf("rollout wait --json of an aborted rollout: %v %+v", err, w)
+			}
 		}
 		if r.code > 1 { // status is 1 when not well: still an answer
 			t.Fatalf("mesh %v: exit %d\n%s%s", o.args, r.code, r.out, r.err)
@@ -190,6 +196,10 @@ func TestJSONOfTheWritesMatchTheirGoldenFiles(t *testing.T) {
 	mustRun(t, home, "assign", "b-1", "builder")
 	mustRun(t, home, "push")
 	backup := filepath.Join(t.TempDir(), "backup")
+	list := filepath.Join(t.TempDir(), "nodes.txt")
+	if err := writeFile(list, "web-1 linux zone=a\nweb-2 linux zone=a\ndb linux\n"); err != nil {
+		t.Fatal(err)
+	}
 	outputs := []struct {
 		name string
 		args []string
@@ -208,6 +218,10 @@ func TestJSONOfTheWritesMatchTheirGoldenFiles(t *testing.T) {
 		{"node-join", []string{"node", "join", "app", "--json"}},
 		{"node-rekey", []string{"node", "rekey", "db", "--json"}},
 		{"token-list", []string{"token", "list", "--json"}},
+		{"node-enroll-from", []string{"node", "enroll", "--from", list, "--json"}},
+		{"assign-selector", []string{"assign", "--selector", "zone=a", "app", "--json"}},
+		{"projections-verify", []string{"projections", "verify", "--json"}},
+		{"projections-rebuild", []string{"projections", "rebuild", "--json"}},
 		{"backup", []string{"backup", backup, "--json"}},
 	}
 	for _, o := range outputs {
@@ -228,4 +242,10 @@ func TestJSONOfTheWritesMatchTheirGoldenFiles(t *testing.T) {
 		t.Fatalf("token revoke --json names not the token and its event: %v %+v", err, r)
 	}
 	matchesGolden(t, "token-revoke", []string{"token", "revoke", "ID", "--json"}, r.out)
+	// The backup, into a home and bus of its own.
+	args := []string{"restore", backup, "--json"}
+	if r = mesh(t, t.TempDir(), args...); r.code != 0 {
+		t.Fatalf("mesh %v: %+v", args, r)
+	}
+	matchesGolden(t, "restore", args, r.out)
 }

@@ -29,7 +29,7 @@ type NodeEnrollCmd struct {
 	Label      map[string]string `short:"l" mapsep:"none" help:"A label k=v (repeatable)."`
 	From       string            `help:"Enroll every node a file lists ('-': standard input), in batches of a thousand, each all or nothing."`
 	Address    string            `help:"The overlay address the node is to have (default: the next free one of mesh network set's range)."`
-	JSON       bool              `help:"Print {changed, seq, node, join} as JSON (the join string is the node's secret)."`
+	JSON       bool              `help:"Print {changed, seq, node, join} as JSON (the join string is the node's secret); with --from, {changed, unchanged, seqs}: the nodes by name, no join strings."`
 }
 
 // Enrolled is node enroll --json: what was recorded, and the join string.

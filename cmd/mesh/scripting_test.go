@@ -84,7 +84,7 @@ func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
 		{"network", "set", "10.42.0.0/16"}, {"network", "show"}, {"network", "address", "db-2", "10.42.0.99"},
 		{"token", "create"}, {"node", "set", "app-2", "--label", "tier=web"},
 		{"seat", "handover", "builder", "--to", "db-2"},
-		{"status", "--as-of", "1s"},
+		{"status", "--as-of", "1s"}, {"projections", "verify"}, {"assign", "--selector", "zone=us-1", "app"},
 		{"backup", filepath.Join(t.TempDir(), "backup")},
 	}
 	for _, args := range rest {
