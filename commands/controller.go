@@ -347,5 +347,5 @@ func lostStream(ctx context.Context, nc *nats.Conn, c ControllerConfig) error {
 		return err
 	}
 	return fmt.Errorf("the bus has no stream %s, but this home's read models were folded from stream %s created %s, up to event %d: the bus's data is lost, or this is another bus; restore a backup (mesh restore), or start with --rebuild to begin an empty mesh in its place",
-		name, f.Stream, f.Created.Format(time.RFC3339), f.Checkpoint)
+		name, f.Stream, f.Created.UTC().Format(time.RFC3339), f.Checkpoint)
 }

@@ -256,7 +256,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 // logger is the log of a long-running command, in --log-format.
 func (g *Globals) logger(w io.Writer) *slog.Logger {
 	if g.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, nil))
+		// Full timestamps, in UTC as every time mesh prints: a collector
+		// compares lines from machines in different zones.
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Time(slog.TimeKey, a.Value.Time().UTC())
+			}
+			return a
+		}}))
 	}
 	return newLogger(w)
 }
