@@ -155,7 +155,7 @@ func TestEveryCitationCanBeFollowed(t *testing.T) {
 // is a line here, read by whoever reviews it.
 var mayImport = map[string][]string{
 	".":                      {},
-	"agent":                  {"compose", "declaration", "events", "events/store", "manifest", "secret", natsGo, nkeys},
+	"agent":                  {"aggregates", "compose", "declaration", "events", "events/store", "manifest", "secret", "wire", natsGo, nkeys},
 	"agent/agenttest":        {"agent", "commands", "declaration", "embedded", "embedded/embeddedtest", "events", "projections", "wire", natsGo, nkeys},
 	"aggregates":             {"events", "manifest"},
 	"busauth":                {"declaration", "events", "manifest", natsGo, nkeys, "github.com/nats-io/jwt/v2"},

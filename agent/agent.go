@@ -58,6 +58,11 @@ type Config struct {
 	// events.LiveEvery); the controller calls a node silent for a few of
 	// these unreachable.
 	LiveEvery time.Duration
+	// LogBytes bounds the output kept of each module's program: its
+	// newest lines within this many bytes as stored (DefaultLogBytes when
+	// 0, at least MinLogBytes), in memory and on disk (at most twice it
+	// there), under State's logs directory.
+	LogBytes int
 	// Slots, when set, is shared by agents in one process: an agent holds
 	// a slot from opening its root until its report is saved. Thousands of
 	// agents standing in for thousands of machines share one descriptor
@@ -91,6 +96,8 @@ type Agent struct {
 
 	// sup runs the programs of the modules that run.
 	sup *supervisor
+	// book keeps their recent output, which the operator reads (logs.go).
+	book *logbook
 	// applied is the declaration applied last (nil before the first), and
 	// failed the paths of it that failed: what a drift check compares the
 	// root with. Both under mu.
@@ -145,6 +152,12 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	if cfg.Facts == nil {
 		cfg.Facts = detectFacts
 	}
+	if cfg.LogBytes == 0 {
+		cfg.LogBytes = DefaultLogBytes
+	}
+	if cfg.LogBytes < MinLogBytes {
+		return nil, fmt.Errorf("agent: a program's log kept within %d bytes cannot hold its longest lines; give at least %d KiB", cfg.LogBytes, MinLogBytes>>10)
+	}
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: cannot create the root %s: %w", cfg.Root, err)
 	}
@@ -171,8 +184,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	}
 	st.Timeout = cfg.ReadTimeout
 	a := &Agent{cfg: cfg, st: st, state: state, sealing: sealing, seal: seal}
+	a.book = newLogbook(cfg.State, cfg.LogBytes, time.Now, cfg.Log)
 	a.sup = &supervisor{s: cfg.Supervision.withDefaults(), root: cfg.Root, node: cfg.Join.Node, log: cfg.Log,
-		report: a.reportRuntime, env: a.runtimeEnv, procs: map[string]*proc{}}
+		report: a.reportRuntime, env: a.runtimeEnv, book: a.book, procs: map[string]*proc{}}
 	return a, nil
 }
 
@@ -201,6 +215,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	beating := make(chan struct{})
 	go func() { defer close(beating); a.beat(bctx) }()
 	defer func() { stopBeat(); <-beating }()
+	// Its programs' logs are served while it runs, from its start: a
+	// program that cannot start says why there too.
+	stopLogs, err := a.serveLogs(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: cannot hear requests for its programs' logs: %w", err)
+	}
+	defer stopLogs()
 	a.recordKey(ctx)
 	a.flushPendingLocked(ctx)
 	a.reportInterrupted(ctx) // after the reports kept before it, before any apply
@@ -230,23 +251,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.st.NC().Flush(); err != nil {
 		return fmt.Errorf("agent: cannot hear %s: %w", subject, err)
 	}
-	var seen uint64
+	// seen is the message read last, by its event number and the time the
+	// stream stored it: the number alone is not the message. A log that
+	// went back (an older backup restored, a bus that lost its tail)
+	// numbers the next declaration as it numbered one this agent read,
+	// and an agent comparing numbers only took it for the one it had and
+	// stayed behind, connected and silent, until the next push.
+	var seen store.Msg
 	// check reads the newest declaration and handles it if it is new.
 	check := func() (bool, error) {
 		last, found, err := a.st.Last(ctx, subject)
-		if err != nil || !found || last.Seq == seen {
+		if err != nil || !found || last.Seq == seen.Seq && last.Time.Equal(seen.Time) {
 			return false, err
 		}
 		o, act, err := a.toAct(ctx, last)
 		if err != nil {
 			return false, err // seen stays: the next read asks again
 		}
-		if last.Seq < seen {
-			// The log went back (an older backup restored) or was replaced:
-			// it may not hold this agent's report key, without which every
-			// report of its would be set aside. Recording it again is
-			// harmless where it does.
-			a.cfg.Log.Warn(fmt.Sprintf("the log went back: its newest declaration for %s is event %d, this agent read event %d; recording its report key again", a.cfg.Join.Node, last.Seq, seen))
+		if seen.Seq != 0 && last.Seq <= seen.Seq {
+			// The log went back or was replaced: it may not hold this
+			// agent's report key, without which every report of its would
+			// be set aside. Recording it again is harmless where it does.
+			a.cfg.Log.Warn(fmt.Sprintf("the log went back: its newest declaration for %s is event %d stored at %s, this agent read event %d stored at %s; recording its report key again",
+				a.cfg.Join.Node, last.Seq, last.Time.UTC().Format(time.RFC3339Nano), seen.Seq, seen.Time.UTC().Format(time.RFC3339Nano)))
 			a.recordKey(ctx)
 		}
 		if act && o.err == nil && !a.isApplied(o) {
@@ -256,7 +283,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				return false, &waitingForKeys{err}
 			}
 		}
-		seen = last.Seq
+		seen = store.Msg{Seq: last.Seq, Time: last.Time}
 		if !act {
 			return true, nil
 		}
@@ -296,6 +323,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	again := time.NewTimer(0)
 	<-again.C
 	var backoff, failing time.Duration
+	var woke time.Time // the wake-up (or reconnect) the tries after it answer
 	if waiting != nil {
 		// The first declaration waits for its content keys (no controller
 		// answers yet): the agent follows all the same, and asks again.
@@ -311,9 +339,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
-			backoff = wakeRetry
+			backoff, woke = wakeRetry, time.Now()
 		case <-reconnected:
-			backoff = wakeRetry
+			backoff, woke = wakeRetry, time.Now()
 		case <-tick.C:
 		case <-again.C:
 		case <-drift.C:
@@ -329,8 +357,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			if failing == 0 {
 				a.cfg.Log.Warn("cannot read the newest declaration; trying again until it can", "err", err)
 			}
+			// A wake-up stays owed through failed reads: the read that
+			// finally succeeds may still come before the stream stored what
+			// woke the agent, and is then tried again as after any wake-up.
+			// (It was forgotten here, and an agent whose read failed once on
+			// a busy bus stayed behind until its next check.)
 			failing = min(max(2*failing, wakeRetry), maxFailRetry)
-			backoff = 0
 			again.Reset(failing)
 			continue
 		}
@@ -338,12 +370,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.cfg.Log.Info("read the newest declaration again", "node", a.cfg.Join.Node)
 			failing = 0
 		}
-		if found || backoff == 0 || backoff > maxWakeRetry {
-			backoff = 0
+		if found || woke.IsZero() || time.Since(woke) > wakeFor {
+			backoff, woke = 0, time.Time{}
 			continue
 		}
 		again.Reset(backoff)
-		backoff *= 2
+		backoff = min(2*backoff, maxWakeRetry)
 	}
 }
 
@@ -353,12 +385,19 @@ func (a *Agent) Run(ctx context.Context) error {
 const maxFailRetry = 5 * time.Second
 
 // After a wake-up, how soon a read that found nothing new is tried again,
-// and the longest wait between such tries (about 1.3 s in all): a publish
-// the stream refused (a push that lost a race) wakes the agent too, and
-// then nothing new ever arrives.
+// the longest wait between such tries, and how long after the wake-up
+// they go on. Bounded: a publish the stream refused (a push that lost a
+// race) wakes the agent too, and then nothing new ever arrives; about
+// twenty small reads. Not less: the wake-up is the publish itself, heard
+// before the stream stores it, and a bus busy with a restart's
+// reconnections stored it over a second later; agents that stopped
+// trying after 1.3 s stayed behind until their next check (23 of 60 in
+// one run of TestAFleetAppliesThroughBusRestarts, whose agents check once
+// an hour).
 const (
 	wakeRetry    = 5 * time.Millisecond
 	maxWakeRetry = 640 * time.Millisecond
+	wakeFor      = 10 * time.Second
 )
 
 // applied is what an apply asks of the supervisor: the programs of the

@@ -45,6 +45,7 @@ func (m *mesh) dbAndApp() (dbRoot, appRoot string, stopApp func()) {
 }
 
 func TestPushAppliesWithTheProvidersAddress(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	dbRoot, appRoot, _ := m.dbAndApp()
 	m.Assign("db-1", "postgres", map[string]string{"password": "s3cret", "port": "6543"})
@@ -79,6 +80,7 @@ func TestPushAppliesWithTheProvidersAddress(t *testing.T) {
 // A declaration signed by another key, published on the node's subject with
 // a plain NATS client, is refused and nothing is written.
 func TestForgedDeclarationIsRefused(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("web-1")
 	root, _ := m.Agent("web-1")
@@ -98,6 +100,7 @@ func TestForgedDeclarationIsRefused(t *testing.T) {
 
 // A replayed older declaration is refused; so is another node's.
 func TestReplayAndOtherNodesDeclarationsAreRefused(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("web-1")
 	m.Enroll("web-2")
@@ -137,6 +140,7 @@ func TestReplayAndOtherNodesDeclarationsAreRefused(t *testing.T) {
 // A ".." path or a symlink out of the root fails that resource, touches
 // nothing outside, and the healthy resources beside it are applied.
 func TestPathsOutOfTheRootFail(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("web-1")
 	root, _ := m.Agent("web-1")
@@ -171,6 +175,7 @@ func TestPathsOutOfTheRootFail(t *testing.T) {
 // Unassigning everything sends an empty declaration: the agent removes what
 // the mesh created and keeps what it adopted.
 func TestEmptyDeclarationRemovesOnlyWhatTheMeshCreated(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("app-1", "linux")
 	m.Enroll("db-1", "linux")
@@ -206,6 +211,7 @@ func TestEmptyDeclarationRemovesOnlyWhatTheMeshCreated(t *testing.T) {
 // Two pushes racing for the same nodes give strictly rising sequences, and
 // each node ends on the last one.
 func TestRacingPushesGiveRisingSequences(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	nodes := []string{"n1", "n2", "n3"}
 	agents := map[string]func(){}
@@ -248,6 +254,7 @@ func TestRacingPushesGiveRisingSequences(t *testing.T) {
 // An agent offline through several pushes applies only the latest when it
 // returns; restarted, it does not apply the same sequence twice.
 func TestOfflineAgentAppliesOnlyTheLatest(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("web-1")
 	root := filepath.Join(t.TempDir(), "root")
@@ -289,6 +296,7 @@ func countReports(t *testing.T, m *mesh, node string) int {
 }
 
 func TestJoinStringRoundTrips(t *testing.T) {
+	t.Parallel()
 	kp, _ := nkeys.CreateAccount()
 	pub, _ := kp.PublicKey()
 	j := agent.Join{Mesh: "mesh", Bus: "nats://127.0.0.1:4222", Node: "web-1", Key: pub}

@@ -8,4 +8,8 @@
 // and it remembers what the mesh created, so that a resource no longer
 // declared is removed only if the mesh made it, and a file that was there
 // before is adopted and left in place.
+//
+// It runs the programs of modules that run, and keeps each one's recent
+// output on the node, bounded, which it gives the operator alone when asked
+// (mesh logs).
 package agent

@@ -35,6 +35,7 @@ func (m *mesh) historyDrift(node string) []wire.HistoryEntry {
 // apply, and push --behind sends that apply. Fails when the check does
 // not run, does not compare content, or the report is lost.
 func TestDriftIsCorrectedOrReported(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("fixed")
 	m.Enroll("watched")

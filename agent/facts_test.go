@@ -17,6 +17,7 @@ import (
 // follows. Fails when facts are not folded into composition, or node set
 // changes nothing.
 func TestFactsAndDeclaredCapabilities(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("box")
 	m.WriteModule(`{"module":"hello","requires":["linux"],"resources":[{"kind":"file","path":"/etc/hello","mode":"0644",

@@ -17,6 +17,7 @@ import (
 // and ends the hold. Fails when any of those pushes overwrites the hand's
 // file, or when the named push does not.
 func TestAHandDeclarationHoldsItsNodeUntilAPushNamesIt(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	roots := map[string]string{}
 	for _, n := range []string{"hand", "other"} {

@@ -23,6 +23,7 @@ import (
 // history shows the interrupted apply and then the one that completed it;
 // said once, not at every start.
 func TestAnInterruptedApplyIsInHistory(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("web-1")
 	root := filepath.Join(t.TempDir(), "root")

@@ -22,6 +22,7 @@ import (
 // Only a node enrolled before nodes made their own keys records its key at
 // start: one that made them enrolled its report key with the rest.
 func TestEachStartRecordsItsKeyUnderItsOwnID(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("web-1")
 	root := filepath.Join(t.TempDir(), "root")
@@ -51,6 +52,7 @@ func TestEachStartRecordsItsKeyUnderItsOwnID(t *testing.T) {
 // aside with every report (the node waiting for ever, unheard). It stops
 // and names the re-key. Fails when the agent starts with a new report key.
 func TestALostReportKeyNamesTheRekey(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("web-1")
 	root := filepath.Join(t.TempDir(), "root")

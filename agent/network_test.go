@@ -22,6 +22,7 @@ import (
 // in clear. Fails when a peer is missing or a key differs from the one the
 // node itself derives.
 func TestTheOverlayInEveryDeclaration(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	_, err := m.H.Network.SetNetwork(m.Ctx, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: "10.50.0.0/24"})
 	m.Must(err)

@@ -18,6 +18,7 @@ import (
 // A report that cannot be published is kept in the agent's state, and sent
 // by the next agent on that state once the bus is reachable.
 func TestUnpublishedReportIsKeptAndSentLater(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := embeddedtest.Server(t)
 	live := embeddedtest.Conn(t, srv)
@@ -74,6 +75,7 @@ func TestUnpublishedReportIsKeptAndSentLater(t *testing.T) {
 // However many resources fail and however long their reasons, a report
 // stays within what a node may publish.
 func TestAReportStaysWithinItsBound(t *testing.T) {
+	t.Parallel()
 	var failed []events.ResourceFailure
 	for i := range 5000 {
 		failed = append(failed, events.ResourceFailure{Path: fmt.Sprintf("/etc/%d/%s", i, strings.Repeat("\x01", 600)), Reason: strings.Repeat("é", 2000)})

@@ -19,6 +19,7 @@ import (
 // which assign moves. Fails when a policy is not held, or a held node is
 // called behind or sent anything.
 func TestUpgradePolicies(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	roots := map[string]string{}
 	for _, n := range []string{"pin", "man", "auto"} {

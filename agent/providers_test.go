@@ -20,6 +20,7 @@ import (
 // zone gains its database later, that zone's app moves to it and the
 // credentials move with it: both ends, applied, agree.
 func TestEachZoneReceivesItsOwnProvider(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	roots := map[string]string{}
 	for _, n := range []struct{ name, zone string }{{"db-eu", "eu"}, {"db-us", "us"}, {"app-eu", "eu"}, {"app-us", "us"}} {

@@ -89,6 +89,7 @@ func (m *mesh) steps(id string) map[string]int {
 // pause holds a rollout where it is and resume moves it on. Fails when a
 // wave starts before the one before applied, or a step is taken twice.
 func TestRolloutsMoveWaveByWave(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	// A second controller on the same stream, with the same key, drives
 	// the same rollouts, often: each step still lands once.
@@ -227,6 +228,7 @@ func TestRolloutsMoveWaveByWave(t *testing.T) {
 // a deadline halts a wave that has not applied in time, naming the node;
 // read on an injected clock, with no sleeping.
 func TestRolloutBakeAndDeadline(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	var ahead atomic.Int64 // how far the second controller's clock is ahead
 	c2 := m.controller(-1)
@@ -273,6 +275,7 @@ func TestRolloutBakeAndDeadline(t *testing.T) {
 // with one node that never applies (no agent) and a bound of one, the
 // others of its wave are not sent. Fails when the bound is not held.
 func TestRolloutMaxParallel(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	for _, n := range []string{"p-1", "p-2", "p-3"} {
 		m.Enroll(n)
@@ -323,6 +326,7 @@ func TestRolloutMaxParallel(t *testing.T) {
 // naming the node. Fails when the gate lets a wave pass a failing
 // standing, or a crash loop does not halt.
 func TestRolloutGates(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	for _, n := range []string{"g-1", "g-2"} {
 		m.Enroll(n)
@@ -384,6 +388,7 @@ func TestRolloutGates(t *testing.T) {
 // that share of the module's nodes. Fails when facts are not read, or a
 // label does not win over a fact.
 func TestWaveSelectorsReadFacts(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	for _, n := range []string{"f-1", "f-2", "f-3"} {
 		labels := map[string]string{}
@@ -433,6 +438,7 @@ func TestWaveSelectorsReadFacts(t *testing.T) {
 // same stream, with no wave started twice (rule 23). Fails when the
 // rollout's state lives anywhere but the log, or a step is retaken.
 func TestARolloutResumesInAnotherController(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.newBuildFor([]string{"k-1", "k-2", "k-3"}, func(string) bool { return true })
 	// A bake of an hour stops the first controller after the canary.

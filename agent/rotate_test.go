@@ -53,6 +53,7 @@ func (m *mesh) openRotations() []string {
 // removed (the log moves), when the generation is not minted into the
 // credential (the password stays), or when status forgets an open one.
 func TestRotationReachesBothEndsOrNeither(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	dbRoot, appRoot, stopApp := m.dbAndApp()
 	m.Assign("db-1", "postgres", map[string]string{"password": "pw"})

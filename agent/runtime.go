@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,9 +17,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Supervision is how the agent keeps a module's program running.
@@ -68,6 +71,8 @@ type supervisor struct {
 	// env is what module's program is given, and the file of its key
 	// (identity.go), made readable by the user it runs as.
 	env func(module string) ([]string, string, error)
+	// book keeps each program's recent output, across its restarts.
+	book *logbook
 
 	mu    sync.Mutex
 	procs map[string]*proc
@@ -113,6 +118,13 @@ func (v *supervisor) reconcile(runs []compose.Runtime, changed, hold map[string]
 			go v.supervise(module, p)
 		}
 	}
+	// The logs of modules that left go with them, those that left while
+	// the agent was stopped included; a module held keeps its own.
+	keep := map[string]bool{}
+	for _, r := range runs {
+		keep[r.Module] = true
+	}
+	v.book.keepOnly(keep)
 }
 
 // halt stops one program and waits for it (the caller holds v.mu).
@@ -135,17 +147,28 @@ func (v *supervisor) stopAll() {
 // each exit, until told to stop.
 func (v *supervisor) supervise(module string, p *proc) {
 	defer close(p.done)
+	lg := v.book.of(module)
 	var exits []time.Time
 	looping := false
 	wait := v.s.RestartMin
 	for {
 		started := time.Now()
+		// Its output, line by line, into its log: stderr's last line
+		// also says why it ended.
+		stdout, stderr := &lineWriter{log: lg, stream: wire.LogStdout}, &lineWriter{log: lg, stream: wire.LogStderr}
 		cmd, err := v.command(p.spec)
 		if err == nil {
+			cmd.Stdout, cmd.Stderr = stdout, stderr
 			err = cmd.Start()
 		}
 		if err != nil {
-			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound("cannot start: "+err.Error(), maxReason)})
+			// A program that cannot start (not found, not executable,
+			// no such user) says so where its output would be, in the
+			// agent's log, and in the report.
+			why := "cannot start: " + err.Error()
+			lg.add(wire.LogAgent, why)
+			v.log.Warn("program cannot start", "module", module, "err", err)
+			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound(why, maxReason)})
 		} else {
 			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq})
 			v.log.Info("program started", "module", module, "pid", cmd.Process.Pid)
@@ -159,6 +182,9 @@ func (v *supervisor) supervise(module string, p *proc) {
 				case reason := <-p.stop:
 					steady.Stop()
 					v.terminate(cmd, waited)
+					stdout.flush()
+					stderr.flush()
+					lg.add(wire.LogAgent, "stopped: "+reason)
 					v.report(events.RuntimeStopped{Node: v.node, Module: module, Reason: reason})
 					return
 				case <-steady.C:
@@ -174,8 +200,11 @@ func (v *supervisor) supervise(module string, p *proc) {
 					exited = true
 				}
 			}
+			stdout.flush()
+			stderr.flush()
 			ev := exitReport(v.node, module, cmd, werr)
-			if last := lastLine(cmd.Stderr.(*tail)); last != "" && ev.Reason == "" {
+			lg.add(wire.LogAgent, ev.Detail())
+			if last := stderr.lastLine(); last != "" && ev.Reason == "" {
 				// Why it ended, in its own words: its last line of errors.
 				ev.Reason = bound(ev.Detail()+": "+last, maxReason)
 			}
@@ -224,9 +253,11 @@ func (v *supervisor) command(r compose.Runtime) (*exec.Cmd, error) {
 	for _, k := range slices.Sorted(maps.Keys(r.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+r.Env[k])
 	}
-	// Its errors' last lines say why it ended; its output goes where the
-	// agent's own does not (a program logs to its own files or journal).
-	cmd.Stderr = &tail{}
+	// Its output is read through pipes (supervise gives the writers): a
+	// child it leaves behind holding them would keep Wait from returning
+	// after the program itself exited, and the exit unnoticed; a second
+	// after the exit the pipes are closed on it.
+	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if r.User != "" {
 		cred, err := credential(r.User)
@@ -277,6 +308,10 @@ func (v *supervisor) terminate(cmd *exec.Cmd, waited chan error) {
 // exitReport says how a program ended.
 func exitReport(node, module string, cmd *exec.Cmd, err error) events.RuntimeExited {
 	ev := events.RuntimeExited{Node: node, Module: module}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// It exited well; only a child of it held its output open.
+		err = nil
+	}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		ev.Code, ev.Reason = -1, bound(err.Error(), maxReason)
@@ -291,28 +326,79 @@ func exitReport(node, module string, cmd *exec.Cmd, err error) events.RuntimeExi
 	return ev
 }
 
-// tail keeps the last tailBytes a program wrote to its standard error.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
+// lineWriter cuts one stream of a program into lines for its log:
+// exec copies the stream into it from a goroutine of its own, and the
+// supervisor flushes the unfinished last line once the program ended.
+type lineWriter struct {
+	log    *modLog
+	stream wire.LogStream
+
+	mu   sync.Mutex
+	part []byte // a line begun and not ended
+	last string // the last line that is not blank
 }
 
-const tailBytes = 1024
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > tailBytes {
-		t.b = append([]byte(nil), t.b[len(t.b)-tailBytes:]...)
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			w.part = append(w.part, p...)
+			break
+		}
+		w.part = append(w.part, p[:i]...)
+		p = p[i+1:]
+		w.ended()
 	}
-	return len(p), nil
+	// A line longer than a log keeps whole is kept in pieces as it comes,
+	// never held back without end. (Only longer: a line of exactly the
+	// most waits for its newline, or it would end in an empty line.)
+	for len(w.part) > wire.MaxLogLine {
+		w.piece(wire.MaxLogLine)
+	}
+	return n, nil
 }
 
-// lastLine is the last line that is not blank.
-func lastLine(t *tail) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+// flush keeps the unfinished last line, if any.
+func (w *lineWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.part) > 0 {
+		w.ended()
+	}
+}
+
+// ended keeps the line in part, which ended: in pieces if it is too long.
+func (w *lineWriter) ended() {
+	for len(w.part) > wire.MaxLogLine {
+		w.piece(wire.MaxLogLine)
+	}
+	w.piece(len(w.part))
+}
+
+// piece keeps the first n bytes of part as a line (cut back to a rune's
+// start, so a character is never split), and leaves the rest in part.
+func (w *lineWriter) piece(n int) {
+	cut := n
+	for cut < len(w.part) && cut > 0 && !utf8.RuneStart(w.part[cut]) {
+		cut--
+	}
+	if cut == 0 {
+		cut = n // no rune starts in it: not text, cut where asked
+	}
+	line := strings.TrimSuffix(string(w.part[:cut]), "\r")
+	w.part = append(w.part[:0], w.part[cut:]...)
+	w.log.add(w.stream, line)
+	if t := strings.TrimSpace(line); t != "" {
+		w.last = t
+	}
+}
+
+// lastLine is the last line the stream wrote that is not blank.
+func (w *lineWriter) lastLine() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
 }

@@ -86,6 +86,7 @@ func (m *mesh) runtimeState(node, module string) projections.Runtime {
 // restarts it twice), when an exit is not reported, or when a child
 // outlives its module or its agent.
 func TestAModuleRunsUnderItsAgent(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("box")
 	root := filepath.Join(t.TempDir(), "root")
@@ -143,6 +144,7 @@ func TestAModuleRunsUnderItsAgent(t *testing.T) {
 // A program that keeps exiting is named crash-looping in status, with its
 // last line of errors, and the mesh is not well.
 func TestACrashLoopIsNamed(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("box")
 	m.AgentWith("box", filepath.Join(t.TempDir(), "root"), fast)
@@ -169,6 +171,7 @@ func TestACrashLoopIsNamed(t *testing.T) {
 // A program run as another user runs as that user and can read its own
 // key (issue 15's user). Only an agent running as root can do this.
 func TestAProgramRunsAsItsUser(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("running a program as another user needs an agent running as root")
 	}

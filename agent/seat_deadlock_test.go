@@ -20,6 +20,7 @@ import (
 // receives from the new holder. Fails when such a handover is accepted to
 // wait for ever, or when status does not name the way out.
 func TestASeatWhoseHolderConsumesItNeverDeadlocks(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	roots := map[string]string{}
 	for _, n := range []string{"b-1", "b-2"} {

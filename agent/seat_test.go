@@ -23,6 +23,7 @@ import (
 // holder whose machine is lost. Fails when two holders could be recorded,
 // or the new holder is sent the module before the old one let it go.
 func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	roots, stops := map[string]string{}, map[string]func(){}
 	for _, n := range []string{"b-1", "b-2", "c-1"} {

@@ -20,6 +20,7 @@ import (
 // clear. Fails when the setting is not sealed in the log, when a file that
 // read a secret is sent in clear, or when the two ends mint differently.
 func TestSecretsReachTheirFilesAndNeverTheStream(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	dbRoot, appRoot, _ := m.dbAndApp()
 	const pw = "hunter2-very-secret"
@@ -83,6 +84,7 @@ func TestSecretsReachTheirFilesAndNeverTheStream(t *testing.T) {
 // failed (it then never applies it: a declaration is never applied twice)
 // or writes the file without its secret.
 func TestAnAgentWaitsForTheKeyOfASecretFile(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("db-1", "linux")
 	m.Register("postgres.json")

@@ -28,6 +28,12 @@ func NodePermissions(node string) jwt.Permissions {
 		// The content keys of its own files, asked of the controller at
 		// apply (issue 29 point 6): answered for its own name only.
 		events.ContentKeySubject(node),
+		// Answers to the operator's requests for its programs' logs
+		// (issue 31 point 8), under its own name only: no other node can
+		// put words in its programs' mouths. A reply permission instead
+		// would let it answer whatever it hears once, the controller's
+		// publish of its declaration (a JetStream request) included.
+		events.LogsReplyPrefix(node) + ".*",
 	}
 	// Its reports, each type on its own subject (rule 19): nothing else
 	// under its prefix, and nothing under another node's.
@@ -41,7 +47,10 @@ func NodePermissions(node string) jwt.Permissions {
 		// own inboxes only: _INBOX.> would let it read every reply on the
 		// bus, the operator's included. No consumer at all: a consumer is
 		// named, and a name can be guessed or listed by another.
-		Sub: jwt.Permission{Allow: jwt.StringList{own, events.NodeInbox(node) + ".>"}},
+		// Requests for its own programs' logs, which only the operator
+		// may publish (OperatorPermissions allows, every other identity's
+		// list leaves it out): a node hears no other's.
+		Sub: jwt.Permission{Allow: jwt.StringList{own, events.NodeInbox(node) + ".>", events.LogsSubject(node)}},
 	}
 }
 
@@ -65,8 +74,10 @@ func EnrolPermissions(node string) jwt.Permissions {
 // permission the bus can refuse; the fold sets such a message aside.)
 func OperatorPermissions() jwt.Permissions {
 	api := "$JS.API.STREAM."
-	// Nor say a node is alive: only the node's own agent may.
-	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports, events.SubjectsSecrets, events.LivenessPrefix + ".>"}
+	// Nor say a node is alive: only the node's own agent may; nor answer
+	// for a node's programs' logs, which it asks for.
+	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports, events.SubjectsSecrets, events.LivenessPrefix + ".>",
+		events.LogsReplyPrefix("*") + ".>"}
 	for _, stream := range []string{events.Stream, events.SecretsStream} {
 		for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE"} {
 			deny = append(deny, api+verb+"."+stream)

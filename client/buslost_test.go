@@ -49,36 +49,44 @@ func silentController(t *testing.T, nc *nats.Conn) <-chan struct{} {
 // (issue 28). A read gets no answer, which is its own kind (exit 3 too).
 func TestAClientNoticesItsBusDying(t *testing.T) {
 	t.Parallel() // its own bus, and seconds of waiting for a timeout: beside the other
-	ctx := context.Background()
 	for _, subject := range []string{wire.SubjectPush, wire.SubjectStatus} {
-		srv := embeddedtest.Server(t)
-		if _, _, err := store.Open(ctx, embeddedtest.Conn(t, srv), store.StreamConfig{}); err != nil {
-			t.Fatal(err)
+		t.Run(subject, func(t *testing.T) {
+			t.Parallel() // each waits about two seconds to notice: side by side
+			noticesItsBusDying(t, subject)
+		})
+	}
+}
+
+// noticesItsBusDying is one request of TestAClientNoticesItsBusDying.
+func noticesItsBusDying(t *testing.T, subject string) {
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	if _, _, err := store.Open(ctx, embeddedtest.Conn(t, srv), store.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	taken := silentController(t, embeddedtest.Conn(t, srv))
+	nc, err := nats.Connect(srv.ClientURL(), client.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	// Noticing, not the timeout, ends the wait: the sentence says which.
+	c := &client.Client{NC: nc, Where: srv.ClientURL(), Timeout: embeddedtest.Settle}
+	go func() {
+		<-taken
+		srv.Close()
+	}()
+	var err2 error
+	if subject == wire.SubjectPush {
+		err2 = c.Call(ctx, subject, wire.PushRequest{CommandID: wire.NewCommandID()}, &wire.PushReply{})
+		if !errors.Is(err2, client.ErrUnknownOutcome) || !strings.Contains(err2.Error(), "went away before the controller answered") ||
+			!strings.Contains(err2.Error(), "cannot be read while the bus is away") || !strings.Contains(err2.Error(), "mesh events --from 1") {
+			t.Fatalf("a push whose bus died: %v", err2)
 		}
-		taken := silentController(t, embeddedtest.Conn(t, srv))
-		nc, err := nats.Connect(srv.ClientURL(), client.Options()...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		// Noticing, not the timeout, ends the wait: the sentence says which.
-		c := &client.Client{NC: nc, Where: srv.ClientURL(), Timeout: embeddedtest.Settle}
-		go func() {
-			<-taken
-			srv.Close()
-		}()
-		var err2 error
-		if subject == wire.SubjectPush {
-			err2 = c.Call(ctx, subject, wire.PushRequest{CommandID: wire.NewCommandID()}, &wire.PushReply{})
-			if !errors.Is(err2, client.ErrUnknownOutcome) || !strings.Contains(err2.Error(), "went away before the controller answered") ||
-				!strings.Contains(err2.Error(), "cannot be read while the bus is away") || !strings.Contains(err2.Error(), "mesh events --from 1") {
-				t.Fatalf("a push whose bus died: %v", err2)
-			}
-		} else {
-			err2 = c.Call(ctx, subject, wire.StatusRequest{}, &wire.StatusReport{})
-			if !errors.Is(err2, client.ErrNoAnswer) || errors.Is(err2, client.ErrUnknownOutcome) || !strings.Contains(err2.Error(), "went away") {
-				t.Fatalf("a status whose bus died: %v", err2)
-			}
+	} else {
+		err2 = c.Call(ctx, subject, wire.StatusRequest{}, &wire.StatusReport{})
+		if !errors.Is(err2, client.ErrNoAnswer) || errors.Is(err2, client.ErrUnknownOutcome) || !strings.Contains(err2.Error(), "went away") {
+			t.Fatalf("a status whose bus died: %v", err2)
 		}
 	}
 }

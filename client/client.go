@@ -1,8 +1,9 @@
 // Package client calls the controller's verbs over the bus: the request, an
 // answer in pieces when it is large, a controller that went away noticed
 // within a second, and an unknown outcome said with what the log holds
-// (rule 26). The command line and the tests use it; the controller never
-// does.
+// (rule 26). It also asks a node's agent for a program's log (Logs), the
+// one question put to an agent rather than a controller. The command line
+// and the tests use it; the controller never does.
 package client
 
 import (

@@ -46,12 +46,12 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 	if err := svcConn.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c := &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: 2 * time.Second}
+	c := &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL(), Timeout: 500 * time.Millisecond}
 
 	// Never answered: the timeout, and an unknown outcome for a change.
 	var r wire.PushReply
 	err = c.Call(ctx, wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID()}, &r)
-	if !errors.Is(err, client.ErrUnknownOutcome) || !strings.Contains(err.Error(), "did not answer within 2s") ||
+	if !errors.Is(err, client.ErrUnknownOutcome) || !strings.Contains(err.Error(), "did not answer within 500ms") ||
 		!strings.Contains(err.Error(), "nothing has landed in the log since the request") {
 		t.Fatalf("a push never answered: %v", err)
 	}

@@ -39,6 +39,7 @@ func (m *trustMesh) pushAndWait(node string) wire.PushedNode {
 // exactly those two; a report the controller made in a node's name (it
 // holds the MAC keys, not the node's report key) breaks that node's record.
 func TestAuditProvesBothDirections(t *testing.T) {
+	t.Parallel()
 	m := newTrustMesh(t, false)
 	ctx := m.ctx
 	for _, n := range []string{"web-1", "web-2"} {
@@ -131,6 +132,7 @@ func (m *trustMesh) viewReportKey(node string) (string, error) {
 // controller keeps serving, refuses writes in one sentence, status says so,
 // and a restart starts rather than wedging.
 func TestANewerControllersEventMakesTheControllerReadOnly(t *testing.T) {
+	t.Parallel()
 	m := newTrustMesh(t, true)
 	ctx := m.ctx
 	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
@@ -162,6 +164,7 @@ func TestANewerControllersEventMakesTheControllerReadOnly(t *testing.T) {
 // Issue 11, part 8: a command whose event landed but whose fold it could not
 // confirm says what landed, not that it failed.
 func TestACommandThatActedSaysSo(t *testing.T) {
+	t.Parallel()
 	m := newTrustMesh(t, false)
 	m.ctrl.Proj.Stop() // the fold stops: nothing will confirm
 	ctx, cancel := context.WithTimeout(m.ctx, 300*time.Millisecond)
@@ -179,6 +182,7 @@ func TestACommandThatActedSaysSo(t *testing.T) {
 // is the node's own word (signed by its report key), and is recorded; the
 // next push is numbered after what was sent, not wrapped to 0.
 func TestAnImplausibleHighestDoesNotWrapTheSequence(t *testing.T) {
+	t.Parallel()
 	m := newTrustMesh(t, false)
 	ctx := m.ctx
 	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})

@@ -234,6 +234,10 @@ func TestThePermissionMatrix(t *testing.T) {
 		"mesh.live.db-1",                                                    // keeping another node looking alive (issue 28)
 		"mesh.newest.db-1",                                                  // asking for another's newest declaration (issue 29)
 		"mesh.contentkey.db-1",                                              // asking for the content keys of another's files (issue 29)
+		"mesh.logs.db-1",                                                    // asking for another's programs' logs (issue 31 point 8)
+		"mesh.logs.app-1",                                                   // or its own: only the operator asks
+		"mesh.logs.db-1.to.x",                                               // answering for another's programs
+		"mesh.logs.app-1.to.x.y",                                            // under its own prefix, deeper than a token
 	}
 	for _, subject := range refusedPub {
 		if err := nc.Publish(subject, []byte("{}")); err != nil {
@@ -244,7 +248,8 @@ func TestThePermissionMatrix(t *testing.T) {
 	if !m.h.Live.LastHeard("db-1").IsZero() {
 		t.Fatal("app-1's publish on db-1's liveness subject was heard as db-1")
 	}
-	for _, subject := range []string{"mesh.ev.>", "mesh.ev.node.db-1.DeclarationSent", "mesh.rp.>", "_INBOX.>", "_INBOX_db-1.>"} {
+	for _, subject := range []string{"mesh.ev.>", "mesh.ev.node.db-1.DeclarationSent", "mesh.rp.>", "_INBOX.>", "_INBOX_db-1.>",
+		"mesh.logs.db-1", "mesh.logs.db-1.to.>", "mesh.logs.>"} { // another's logs: asked for, or answered
 		if _, err := nc.Subscribe(subject, func(*nats.Msg) {}); err == nil {
 			v.waitFor(t, fmt.Sprintf("Subscription to %q", subject))
 		}
@@ -306,8 +311,22 @@ func TestThePermissionMatrix(t *testing.T) {
 	if err := ost.Read(ctx, store.ReadOptions{}, func(store.Msg) error { n++; return nil }); err != nil || n == 0 {
 		t.Fatalf("the operator reading the stream through a consumer: %d, %v", n, err)
 	}
-	// ... and may not write it, nor reshape or remove it.
-	for _, subject := range []string{"mesh.ev.node.db-1.NodeRetired", "mesh.rp.db-1.DeclarationApplied",
+	// Asks a node for its programs' logs: app-1 hears it on its own
+	// subject and answers under its own prefix (as its agent does).
+	hears, err := nc.Subscribe(events.LogsSubject("app-1"), func(r *nats.Msg) {
+		_ = nc.Publish(r.Reply, []byte(`{"lines":[{"time":"2026-12-04T21:00:00Z","stream":"stdout","text":"hello"}],"last":1}`))
+	})
+	if err != nil || nc.Flush() != nil {
+		t.Fatalf("app-1 hearing requests for its logs: %v", err)
+	}
+	ocl.Timeout = 5 * time.Second
+	if r, err := ocl.Logs(ctx, "app-1", wire.LogsRequest{Module: "m"}); err != nil || len(r.Lines) != 1 || r.Lines[0].Text != "hello" {
+		t.Fatalf("the operator asking app-1 for a log: %+v %v", r, err)
+	}
+	_ = hears.Unsubscribe()
+	// ... and may not write it, nor reshape or remove it, nor answer for
+	// a node's programs.
+	for _, subject := range []string{"mesh.logs.db-1.to.x", "mesh.ev.node.db-1.NodeRetired", "mesh.rp.db-1.DeclarationApplied",
 		"$JS.API.STREAM.DELETE.MESH", "$JS.API.STREAM.PURGE.MESH", "$JS.API.STREAM.UPDATE.MESH", "$JS.API.STREAM.MSG.DELETE.MESH",
 		// nor write, erase or remove a secret's salt: forgetting is a verb.
 		"mesh.secret.x", "$JS.API.STREAM.MSG.DELETE.MESH_SECRETS", "$JS.API.STREAM.PURGE.MESH_SECRETS", "$JS.API.STREAM.DELETE.MESH_SECRETS"} {

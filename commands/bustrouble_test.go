@@ -76,6 +76,7 @@ func TestStatusNamesARemovedBusDirectory(t *testing.T) {
 // A failed disk write (what KeepStorage says of a full disk) names the
 // disk in status; once the bus takes events again, status is well again.
 func TestStatusNamesAFailedDiskAndItsRecovery(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ctrl, err := commands.StartController(ctx, embeddedtest.Conn(t, embeddedtest.Server(t)), commands.ControllerConfig{Home: t.TempDir()})
 	if err != nil {
@@ -119,6 +120,7 @@ func TestStatusNamesALostStream(t *testing.T) {
 // takes no events: the client's outcome is unknown, with the cause and
 // what the log holds, not its whole timeout (issue 28).
 func TestAWriteInFlightIsCutWhenTheBusFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := embeddedtest.Server(t)
 	nc := embeddedtest.Conn(t, srv)

@@ -29,6 +29,7 @@ import (
 // Concurrent enrolls of one name through two controllers on one stream: one
 // winner, and every other caller is told the name is taken.
 func TestConcurrentEnrollsOneWinnerAcrossControllers(t *testing.T) {
+	t.Parallel()
 	srv := embeddedtest.Server(t)
 	// Controllers sharing a stream share its signing key.
 	first, second := t.TempDir(), t.TempDir()
@@ -65,6 +66,7 @@ func TestConcurrentEnrollsOneWinnerAcrossControllers(t *testing.T) {
 }
 
 func TestEnrollListShowRetire(t *testing.T) {
+	t.Parallel()
 	c := controller(t, embeddedtest.Server(t))
 	ctx := context.Background()
 	got, err := enroll(c, "web-1", "linux")
@@ -98,6 +100,7 @@ func TestEnrollListShowRetire(t *testing.T) {
 }
 
 func TestNoControllerIsSaidQuickly(t *testing.T) {
+	t.Parallel()
 	srv := embeddedtest.Server(t)
 	c := &client.Client{NC: embeddedtest.Conn(t, srv), Where: srv.ClientURL()}
 	_, err := enroll(c, "web-1")
@@ -108,6 +111,7 @@ func TestNoControllerIsSaidQuickly(t *testing.T) {
 
 // The controller is a micro service: discovery finds it by name.
 func TestControllerIsDiscoverable(t *testing.T) {
+	t.Parallel()
 	srv := embeddedtest.Server(t)
 	controller(t, srv)
 	nc := embeddedtest.Conn(t, srv)
@@ -183,6 +187,7 @@ func TestLargeAnswersArriveWhole(t *testing.T) {
 // answer, not the time it took to hand the request to a goroutine. Fails
 // when the handler answers after micro has measured it.
 func TestServiceStatsTellTheTruth(t *testing.T) {
+	t.Parallel()
 	srv := embeddedtest.Server(t)
 	c := controller(t, srv)
 	if _, err := enroll(c, "Not A Name"); err == nil {
@@ -223,6 +228,7 @@ func TestServiceStatsTellTheTruth(t *testing.T) {
 // the kind the controller's was, so one refusal exits one way whichever
 // side made it. Fails when the kind is not sent, or not given back.
 func TestARefusalsKindSurvivesTheBus(t *testing.T) {
+	t.Parallel()
 	c := controller(t, embeddedtest.Server(t))
 	if _, err := enroll(c, "web-1"); err != nil {
 		t.Fatal(err)

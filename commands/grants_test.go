@@ -183,6 +183,7 @@ func TestPermissionsFollowTheLog(t *testing.T) {
 // the connection holding it when it starts (its sweep). Fails when only
 // the events a running controller reads cut connections.
 func TestAStartingControllerSweepsStaleConnections(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := grantMesh(t)
 	app := m.mustModule("box", "app")

@@ -14,6 +14,7 @@ import (
 
 // A controller that cannot sign fails at its start, in one sentence.
 func TestControllerKeyRefusals(t *testing.T) {
+	t.Parallel()
 	srv := embeddedtest.Server(t)
 	start := func(home string) error {
 		c, err := commands.StartController(context.Background(), embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: home})

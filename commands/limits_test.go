@@ -25,6 +25,7 @@ import (
 // names the flooder, not well, until the operator acknowledges it. Fails
 // when nothing notices a flood (the flooder is never cut, nor named).
 func TestAFloodingNodeIsCutAndNamedAndTheRestGoesOn(t *testing.T) {
+	t.Parallel()
 	m := newTrustMesh(t, true)
 	for _, n := range []string{"web-1", "flood"} {
 		_, err := m.h.Nodes.Enroll(m.ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n})

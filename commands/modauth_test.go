@@ -46,6 +46,7 @@ func (m *trustMesh) connectModule(node, module string, key nkeys.KeyPair, v *vio
 // (a grant fails), when the callout lets in a module not assigned or a key
 // not its own, or when the fold takes a standing for another provider.
 func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := newTrustMesh(t, true)
 	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "box"})

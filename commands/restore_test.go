@@ -3,6 +3,7 @@ package commands_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 // same restore again resumes after the last event that landed, and the
 // mesh then serves exactly what was backed up.
 func TestAPartialRestoreIsNeverServed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := newTrustMesh(t, false)
 	for _, n := range []string{"web-1", "web-2", "web-3"} {
@@ -214,5 +216,72 @@ func TestARepeatedMessageIDRestores(t *testing.T) {
 	m.must(err)
 	if store.MsgID(last.Header) != key.Header.Get(jetstream.MsgIDHeader) {
 		t.Fatalf("the restored key record's id: %v", last.Header)
+	}
+}
+
+// A log that went back can number the next declaration as it numbered the
+// one an agent read: here an older backup is restored and the log filled
+// to the same length, so the next push's declaration for web-1 is stored
+// as the very event the agent applied, with other content. An agent that
+// knew the message by its event number only took it for the one it had,
+// said nothing, and stayed behind, connected, until a later push (the
+// fleet's bus restarts met this about once in twenty runs). It must read
+// it and answer: here it refuses it, the push's sequence having gone back
+// with the log.
+func TestAnAgentIsNotFooledByAnEventNumberUsedTwice(t *testing.T) {
+	t.Parallel() // its own bus, home and agent; mostly waiting: beside the others
+	ctx := context.Background()
+	m := newTrustMesh(t, true)
+	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})
+	m.must(err)
+	var backup bytes.Buffer
+	manifest, err := m.h.Core.Store.Export(ctx, &backup)
+	m.must(err)
+	// Room after the backup for what the restored log will need before
+	// its push: a module and an assignment.
+	for i := range 10 {
+		_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("early-%d", i)})
+		m.must(err)
+	}
+	m.runAgent("web-1", t.TempDir())
+	first := m.pushAndWait("web-1")
+
+	// The controller stopped while the log is replaced, as mesh restore
+	// wants it: its own writes (a node heard again) would land between.
+	m.ctrl.Close()
+	st, err := m.h.Core.Store.Replace(ctx, store.StreamConfig{})
+	m.must(err)
+	_, _, err = st.Import(ctx, manifest, bytes.NewReader(backup.Bytes()))
+	m.must(err)
+	m.start()
+	// Other content than the declaration the agent applied.
+	_, err = m.h.Modules.RegisterModule(ctx, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "m.json",
+		Manifest: `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"after\n"}]}`})
+	m.must(err)
+	_, err = m.h.Nodes.Assign(ctx, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "web-1", Module: "motd"})
+	m.must(err)
+	for i := 0; ; i++ {
+		now, err := m.h.Core.Store.State(ctx)
+		m.must(err)
+		// A push to one node appends its declaration only.
+		if now.LastSeq >= first.StreamSeq-1 {
+			if now.LastSeq > first.StreamSeq-1 {
+				t.Fatalf("the restored log is at event %d, past the %d before the first declaration: the test cannot line the events up", now.LastSeq, first.StreamSeq-1)
+			}
+			break
+		}
+		_, err = m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: fmt.Sprintf("pad-%d", i)})
+		m.must(err)
+	}
+	m.settle()
+	r, err := m.h.Push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "web-1"})
+	m.must(err)
+	p := r.Sent[0]
+	if p.StreamSeq != first.StreamSeq || p.Digest == first.Digest {
+		t.Fatalf("the push after the restore is event %d (digest %s); the test needs event %d with other content than %s", p.StreamSeq, p.Digest, first.StreamSeq, first.Digest)
+	}
+	if err := client.WaitReport(ctx, m.h.Core.Store, m.h.Status, "web-1", p.Digest, p.StreamSeq, reportWait); err == nil ||
+		!strings.Contains(err.Error(), "refused") {
+		t.Fatalf("the agent on a declaration stored as event %d, the number of the one it applied: %v", p.StreamSeq, err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 // agent acts on (refuses and stops at) a message the controller did not
 // sign.
 func TestJunkAimedAtADeclarationSubjectDoesNotHoldTheNode(t *testing.T) {
+	t.Parallel()
 	m := newClosedMesh(t, 0)
 	ctx := context.Background()
 	app := m.enrollAndDeclare("app-1")
@@ -93,6 +94,7 @@ func TestJunkAimedAtADeclarationSubjectDoesNotHoldTheNode(t *testing.T) {
 // keeps, and a node may ask only for its own (the permission matrix holds
 // the second).
 func TestTheNewestDeclarationIsAnsweredOnlyToAnInbox(t *testing.T) {
+	t.Parallel()
 	m := newClosedMesh(t, 0)
 	ctx := context.Background()
 	app := m.enrollAndDeclare("app-1")

@@ -21,6 +21,7 @@ import (
 // operator's report is refused the same. A fresh fold decides the same.
 // Fails when the fold takes a standing on its signature alone.
 func TestAStandingIsAProvidersOnItsMachineTowardItsConsumer(t *testing.T) {
+	t.Parallel()
 	m := newTrustMesh(t, true)
 	ctx := m.ctx
 	for _, n := range []string{"db-1", "app-1", "web-1"} {

@@ -21,6 +21,7 @@ import (
 // the cause and saying nothing was recorded, reads go on answering, and
 // once there is room again the same command succeeds, without a restart.
 func TestAFullBusIsSaidAndSurvived(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const limit = 8 << 20
 	srv, err := embedded.Start(ctx, embedded.Options{Dir: t.TempDir(), Port: -1, MaxStore: limit})
@@ -86,6 +87,7 @@ func TestAFullBusIsSaidAndSurvived(t *testing.T) {
 // stream the bus no longer has refuses to start, saying what happened and
 // what to do; with Reset (mesh up --rebuild) it begins an empty mesh.
 func TestALostStreamIsNotServedAsAnEmptyMesh(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	first := embeddedtest.Server(t)

@@ -17,6 +17,7 @@ import (
 // nothing recorded; a build this controller cannot read (a newer one
 // registered it) is named in the catalogue, which still lists the rest.
 func TestStrictInputs(t *testing.T) {
+	t.Parallel()
 	m := newTrustMesh(t, false)
 	ctx := m.ctx
 	_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: "web-1"})

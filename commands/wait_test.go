@@ -25,6 +25,7 @@ import (
 // push --wait: returns on applied, errors at once with the node's reason on
 // failed or refused, and on timeout says the node may still be converging.
 func TestWaitForTheNodesReport(t *testing.T) {
+	t.Parallel()
 	m := agenttest.New(t)
 	m.Enroll("web-1")
 	m.Enroll("idle")

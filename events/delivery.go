@@ -129,6 +129,23 @@ const ContentKeyPrefix = "mesh.contentkey"
 // ContentKeySubject is where node's agent asks for its files' content keys.
 func ContentKeySubject(node string) string { return ContentKeyPrefix + "." + node }
 
+// LogsPrefix is where the operator asks a node's agent for the recent
+// output of a module's program (issue 31 point 8): the output stays on the
+// node, in no stream, and only the operator may ask (busauth). Not in any
+// stream.
+const LogsPrefix = "mesh.logs"
+
+// LogsSubject is where node's agent hears requests for its programs' logs.
+func LogsSubject(node string) string { return LogsPrefix + "." + node }
+
+// LogsReplyPrefix is where node's agent answers them: the request's reply
+// subject must be under it (LogsReplyPrefix(node) + ".<token>"). Not the
+// asker's own inbox: a node may publish to no inbox, since a reply it may
+// send to whatever asked would let it answer the controller's own
+// publishes it hears (busauth.NodePermissions); under its own name only
+// that node may publish, and no other node may read.
+func LogsReplyPrefix(node string) string { return LogsPrefix + "." + node + ".to" }
+
 // DriftFound: what the mesh owns under the node's root was changed behind
 // the agent's back (a hand edit, a removal) since the declaration of
 // Sequence was applied. Corrected: the agent put it back (a corrective

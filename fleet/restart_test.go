@@ -144,7 +144,10 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 			// As mesh agent connects (for ever, through refusals while the
 			// controller starts), with a short wait between tries so that
 			// twenty restarts fit the suite.
-			return nats.Connect(j.Bus, append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(),
+			// The handshake waits for the controller's callout: bounded by
+			// Settle, as every wait of the tests is, not nats.go's 2 s,
+			// which a loaded box passed (i/o timeout at the fleet's start).
+			return nats.Connect(j.Bus, append(identity, nats.Timeout(embeddedtest.Settle), nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(),
 				nats.ReconnectWait(10*time.Millisecond), nats.ReconnectJitter(40*time.Millisecond, 0),
 				// Refusals while the controller starts are expected; the
 				// client would print each one. The last is kept, and said
@@ -241,7 +244,7 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 // test and answers its path: a stuck agent is found by what its Run waits
 // on, and the failure happens about once in several loaded runs.
 func dumpStacks(t *testing.T) string {
-	f, err := os.CreateTemp("", "mesh-restart-stacks-*.txt")
+	f, err := os.CreateTemp(embeddedtest.Outlives(), "mesh-restart-stacks-*.txt")
 	if err != nil {
 		return "(no file: " + err.Error() + ")"
 	}

@@ -27,6 +27,8 @@ type AgentCmd struct {
 	// is heard as it is sent, and read again every 10 s besides).
 	CheckEvery time.Duration `default:"3m" help:"How often to check that what the mesh owns under the root is what was applied (and at start)."`
 	Drift      string        `default:"correct" enum:"correct,report" help:"On drift: correct (put it back, reported as a corrective change) or report (leave it; the node is drifted until the next apply)."`
+	// LogKiB bounds each program's log (mesh logs), in KiB.
+	LogKiB int `name:"log-kib" default:"256" placeholder:"KIB" help:"How much of each program's newest output (stdout and stderr, mesh logs) the node keeps, in KiB: the oldest lines drop first; on disk under the state directory, at most twice it."`
 }
 
 func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -45,6 +47,9 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	j, err := agent.ParseJoin(c.Join)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if c.LogKiB < agent.MinLogBytes>>10 {
+		return usagef("--log-kib %d cannot hold a program's longest lines: give at least %d", c.LogKiB, agent.MinLogBytes>>10)
 	}
 	if c.CheckEvery <= 0 {
 		return usagef("--check-every %s is not a duration to wait: give one such as 3m", c.CheckEvery)
@@ -102,7 +107,7 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer nc.Close()
 	a, err := agent.Open(ctx, nc, agent.Config{Join: j, Root: c.Root, State: c.State, Log: log,
-		DriftEvery: c.CheckEvery, DriftReport: c.Drift == "report",
+		DriftEvery: c.CheckEvery, DriftReport: c.Drift == "report", LogBytes: c.LogKiB << 10,
 		// Under systemd (Type=notify), ready once it follows its node.
 		Observe: func(o agent.Observation) {
 			if o.Following {

@@ -14,7 +14,7 @@ import (
 // resets the settings it was not given (port back to 5432), or when its
 // output does not name what changed.
 func TestAReassignChangesOnlyTheSettingsGiven(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	dir := t.TempDir()

@@ -129,7 +129,7 @@ func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o64
 // says to set it again. Fails when backups leave the salts out (the first
 // restore cannot compose db-1) or keep forgotten ones (the second can).
 func TestBackupCarriesTheSaltsOfSecretsNotForgotten(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	listen := freeAddr(t)
 	up := start(t, "ready", "--home", home, "up", "--listen", listen)

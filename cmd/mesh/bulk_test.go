@@ -12,7 +12,7 @@ import (
 // batches), a list with a bad line refused before anything is sent, the
 // same list again as nothing to do, and an assignment by selector.
 func TestBulkEnrollAndAssign(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	var b strings.Builder

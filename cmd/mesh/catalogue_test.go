@@ -11,7 +11,7 @@ import (
 // The walkthrough of the README: register the examples, enroll two nodes,
 // assign provider and consumer, plan; then take the provider away.
 func TestCatalogueAssignAndPlan(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	must := func(args ...string) result {
@@ -80,7 +80,7 @@ func TestCatalogueAssignAndPlan(t *testing.T) {
 // An upgrade: re-registering changed content makes a new build, and assigning
 // again takes it to the node.
 func TestUpgradeByAssigningAgain(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	dir := t.TempDir()
@@ -105,7 +105,7 @@ func TestUpgradeByAssigningAgain(t *testing.T) {
 }
 
 func TestCatalogueRefusals(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	dir := t.TempDir()

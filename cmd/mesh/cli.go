@@ -39,6 +39,7 @@ type CLI struct {
 	Secret      SecretCmd      `cmd:"" group:"secrets" help:"Forget a secret setting's values for good."`
 	Agent       AgentCmd       `cmd:"" group:"run" help:"Run a node's agent: verify, apply under --root, report."`
 	Status      StatusCmd      `cmd:"" group:"send" help:"Is the mesh well, and if not, where: every node's state and every failing provider."`
+	Logs        LogsCmd        `cmd:"" group:"send" help:"Print a module's program log from its node: stdout and stderr, newest last; --follow for what comes."`
 	Report      ReportCmd      `cmd:"" group:"send" help:"Record a provider failing a consumer, or recovering."`
 	History     HistoryCmd     `cmd:"" group:"proof" help:"Every declaration a node was told, when, and what it reported back."`
 	Audit       AuditCmd       `cmd:"" group:"proof" help:"Prove a node's record, or the whole mesh's: signatures both ways, the chain, foreign messages."`

@@ -72,7 +72,7 @@ func TestClosedCluster(t *testing.T) {
 // server will not take, still joins and applies a push. Fails when serve
 // takes an open bus silently, or an agent cannot join one.
 func TestServeRefusesAnOpenBusUnlessTold(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	servers := embeddedtest.Cluster(t, 3)
 	bus := servers[0].ClientURL()

@@ -71,7 +71,7 @@ func normal(v any, key string) any {
 // file being updated on purpose (-update), and when any value the mesh
 // decides (a state, a sequence, a count, a name) changes.
 func TestJSONOutputsMatchTheirGoldenFiles(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	doc := filepath.Join(t.TempDir(), "motd.json")
@@ -134,13 +134,14 @@ func TestJSONOutputsMatchTheirGoldenFiles(t *testing.T) {
 		if r.code > 1 { // status is 1 when not well: still an answer
 			t.Fatalf("mesh %v: exit %d\n%s%s", o.args, r.code, r.out, r.err)
 		}
-		matchesGolden(t, o.name, o.args, r.out)
+		matchGolden(t, o.name, o.args, r.out)
 	}
 }
 
-// matchesGolden compares one --json answer, normalised, with its golden
-// file, or writes the file with -update.
-func matchesGolden(t *testing.T, name string, args []string, out string) {
+// matchGolden holds out, a --json output (one value, or JSON lines), to
+// testdata/golden/<name>.json once normal made it the same at every run;
+// -update writes it instead.
+func matchGolden(t *testing.T, name string, args []string, out string) {
 	t.Helper()
 	var got bytes.Buffer
 	dec := json.NewDecoder(strings.NewReader(out))
@@ -229,7 +230,7 @@ func TestJSONOfTheWritesMatchTheirGoldenFiles(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("mesh %v: exit %d\n%s%s", o.args, r.code, r.out, r.err)
 		}
-		matchesGolden(t, o.name, o.args, r.out)
+		matchGolden(t, o.name, o.args, r.out)
 	}
 	var made struct{ Token struct{ ID string } }
 	r := mesh(t, home, "token", "create", "--json")
@@ -241,11 +242,11 @@ func TestJSONOfTheWritesMatchTheirGoldenFiles(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &revoked); err != nil || revoked.ID != made.Token.ID || !revoked.Changed || revoked.Seq == 0 {
 		t.Fatalf("token revoke --json names not the token and its event: %v %+v", err, r)
 	}
-	matchesGolden(t, "token-revoke", []string{"token", "revoke", "ID", "--json"}, r.out)
+	matchGolden(t, "token-revoke", []string{"token", "revoke", "ID", "--json"}, r.out)
 	// The backup, into a home and bus of its own.
 	args := []string{"restore", backup, "--json"}
 	if r = mesh(t, t.TempDir(), args...); r.code != 0 {
 		t.Fatalf("mesh %v: %+v", args, r)
 	}
-	matchesGolden(t, "restore", args, r.out)
+	matchGolden(t, "restore", args, r.out)
 }

@@ -119,7 +119,7 @@ func TestTheCommandLinePeopleExpect(t *testing.T) {
 // mesh-wide plan that sends nothing (issue 16). Fails when a dry run
 // writes to the log, or a selector lets another node through.
 func TestSelectorsAndTheDryRun(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	mustRun(t, home, "node", "enroll", "a-1", "--label", "zone=eu-1")

@@ -54,7 +54,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 // a listener off loopback serves in clear or without the token, or any
 // listener answers another name.
 func TestTheHTTPListenerOffLoopback(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	wide := "0.0.0.0:" + port

@@ -98,7 +98,7 @@ func TestAKilledAgentIsUnreachable(t *testing.T) {
 // The bound is the operator's: too short is refused in one sentence and
 // nothing is made; off is said by status, which then names no dead node.
 func TestTheUnreachableBound(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	if r := mesh(t, home, "up", "--listen", freeAddr(t), "--unreachable-after", "5s"); r.code != 2 || !strings.Contains(r.err, "at least 10s") {
 		t.Fatalf("a bound under two beats: %+v", r)

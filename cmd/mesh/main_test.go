@@ -128,7 +128,7 @@ func up(t *testing.T, home string) *syncBuffer {
 }
 
 func TestWalkthrough(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 
@@ -247,7 +247,7 @@ func TestNoControllerNoBusAndAmbiguousBus(t *testing.T) {
 }
 
 func TestBusWithoutController(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	// A bus with no controller on it: what a client meets when mesh serve died.
 	home := t.TempDir()
 	bus := embeddedtest.Server(t).ClientURL()

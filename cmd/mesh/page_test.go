@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/wire"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -76,7 +77,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 		}
 		return v
 	}
-	err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/"))
+	err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/?stale=2000"))
 	if err == nil {
 		_, err = chromedp.Run(ctx, chromedp.Poll[bool](state+`?.textContent === "never sent"`))
 	}
@@ -100,13 +101,13 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 		t.Fatalf("the page's rollouts: %q %v", r, err)
 	}
 	if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-		png := filepath.Join(os.TempDir(), "mesh-status-page.png")
+		png := filepath.Join(embeddedtest.Outlives(), "mesh-status-page.png")
 		if os.WriteFile(png, shot, 0o644) == nil {
 			t.Logf("a screenshot of the status page: %s", png)
 		}
 	}
 	// A node's page: its history, with what was sent and what it said.
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/node/box")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/node/box?stale=2000")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('#history li').length >= 2`)); err != nil {
@@ -120,7 +121,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	// The controller gone: the page must not go on saying what it last
 	// heard. Within a few seconds the verdict is neither "well" nor green,
 	// and says since when it has not heard (issue 28).
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/?stale=2000")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`["verdict well", "verdict notwell"].includes(document.querySelector('#verdict').className)`)); err != nil {
@@ -129,7 +130,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	// The node's page too, in a tab of its own, open as mesh up stops.
 	tab, closeTab := chromedp.NewContext(ctx)
 	defer closeTab()
-	if err := chromedp.Do(tab, chromedp.Navigate("http://"+httpAddr+"/node/box")); err != nil {
+	if err := chromedp.Do(tab, chromedp.Navigate("http://"+httpAddr+"/node/box?stale=2000")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelector('#state').className === "verdict state-current"`)); err != nil {
@@ -152,7 +153,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 // during and after a push; the nodes by state and the verdict it gives
 // are those of status --json. /healthz and /readyz answer.
 func TestMetricsAgreeWithStatus(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home, httpAddr := t.TempDir(), freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--http", httpAddr)
 	for _, n := range []string{"a-1", "a-2", "a-3"} {

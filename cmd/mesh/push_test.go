@@ -13,7 +13,7 @@ import (
 // From enrolment to files on disk: mesh up with a local agent, a second
 // agent from its join string, push, and push --wait.
 func TestPushToAgents(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	dbRoot := filepath.Join(t.TempDir(), "db")
 	start(t, "subject=mesh.ev.node.db-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "db-1", "--root", dbRoot)

@@ -28,7 +28,7 @@ var updateTranscript = flag.Bool("update-transcript", false, "write testdata/rea
 // and the change is read in review. The run stops at the README's first
 // line this test cannot run (go install, the nats CLI).
 func TestTheREADMEWalkthrough(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	work := t.TempDir()

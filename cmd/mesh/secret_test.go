@@ -13,7 +13,7 @@ import (
 // command's output, a backup and the bus's own files are scanned for each
 // secret value: none holds one, and the agents' files hold them all.
 func TestNoSecretOutsideTheFilesOfItsNodes(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	var outputs []string

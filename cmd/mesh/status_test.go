@@ -10,7 +10,7 @@ import (
 )
 
 func TestStatusAndStandings(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	start(t, "subject=mesh.ev.node.auth-1", "--home", home, "up", "--listen", freeAddr(t), "--node", "auth-1", "--root", filepath.Join(t.TempDir(), "r"))
 	mesh(t, home, "module", "register", "../../examples/postgres.json")

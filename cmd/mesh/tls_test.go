@@ -14,7 +14,7 @@ import (
 // the CA is refused, and a bus on the network without TLS is refused
 // unless asked for in clear.
 func TestTLSOnTheBus(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home, listen := t.TempDir(), freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", listen, "--tls")
 	if rec, err := readBusRecord(home); err != nil || !strings.HasPrefix(rec.URL, "tls://") {

@@ -84,6 +84,15 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 // (see Main): waiting, most of them, not computing.
 var Parallel = max(4, 2*runtime.GOMAXPROCS(0))
 
+// outlives is the temporary directory the test binary was started with,
+// before Main gave it one in memory that goes with it.
+var outlives = os.TempDir()
+
+// Outlives is a directory for what must outlive the test binary (a
+// failure's goroutine stacks, a screenshot): the one it was started
+// with, not the one Main removes as the binary ends.
+func Outlives() string { return outlives }
+
 // Main runs a package's tests (call it from TestMain: os.Exit(Main(m))),
 // with their temporary directories on a memory file system when the box
 // has one (/dev/shm) and TMPDIR does not name a place already. The parts

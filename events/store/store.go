@@ -188,19 +188,15 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 func (s *Store) commit(ctx context.Context, msgs []*nats.Msg, check events.AggregateID, commandID string) (uint64, error) {
 	lastID := msgs[len(msgs)-1].Header.Get(jetstream.MsgIDHeader)
 	for attempt := 0; ; attempt++ {
-		seq, err := s.publish(ctx, msgs)
+		// A fault of the moment (no stream took it while a leader is
+		// elected) is tried again by the one transient loop: the same
+		// messages, so a try that landed after all answers as a duplicate.
+		seq, err := retryFor(ctx, commitFor, func() (uint64, error) { return s.publish(ctx, msgs) })
 		if err == nil {
 			return seq, nil
 		}
-		if errors.Is(err, nats.ErrNoResponders) && attempt < 50 {
-			// No stream took it (a leader being elected): nothing landed,
-			// so the same publish is tried again, briefly.
-			select {
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			case <-time.After(transientWait(attempt)):
-			}
-			continue
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
 		}
 		var apiErr *jetstream.APIError
 		if !errors.As(err, &apiErr) {

@@ -30,7 +30,14 @@ func transient(err error) bool {
 // retry runs fn until it succeeds, fails for good, or transientFor has
 // passed, waiting a little longer each time.
 func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	deadline := time.Now().Add(transientFor)
+	return retryFor(ctx, transientFor, fn)
+}
+
+// retryFor is retry bounded by d: a commit waits longer than a read (a
+// publish that reached no stream landed nothing, and a push failing
+// during a leader election costs an operator more than a wait).
+func retryFor[T any](ctx context.Context, d time.Duration, fn func() (T, error)) (T, error) {
+	deadline := time.Now().Add(d)
 	wait := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		v, err := fn()
@@ -50,7 +57,6 @@ func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	}
 }
 
-// transientWait is how long the attempt-th retry of a publish waits.
-func transientWait(attempt int) time.Duration {
-	return min(20*time.Millisecond<<min(attempt, 5), 400*time.Millisecond)
-}
+// commitFor bounds how long a commit keeps trying through such faults:
+// about the fifty tries of up to 400 ms it made before it used retry.
+const commitFor = 20 * time.Second

@@ -43,8 +43,11 @@ const seenStates = new Set();
 
 // staleAfter: status is read every second, so an answer older than this
 // means the controller (or mesh up) is not answering: the verdict must not
-// go on saying "well" in green from what it said before (issue 28).
-const staleAfter = 5000;
+// go on saying "well" in green from what it said before (issue 28). A
+// wall screen that wants to be told sooner (or later) gives ?stale=MS;
+// under two reads it would call a live controller stale, so it is not
+// taken below 2000.
+const staleAfter = Math.max(2000, Number(new URLSearchParams(location.search).get("stale")) || 5000);
 let heard = null; // when the controller last answered, null: never
 let lastWell = null;
 
