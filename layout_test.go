@@ -160,11 +160,11 @@ var mayImport = map[string][]string{
 	"aggregates":             {"events", "manifest"},
 	"busauth":                {"declaration", "events", "manifest", natsGo, nkeys, "github.com/nats-io/jwt/v2"},
 	"client":                 {"aggregates", "events", "events/store", "wire", natsGo},
-	"cmd/mesh":               {"agent", "aggregates", "busauth", "client", "cmd/mesh/text", "commands", "commands/liveness", "commands/reconcile", "commands/secrets", "embedded", "events", "events/store", "fleet", "github.com/alecthomas/kong", "github.com/willabides/kongplete", "manifest", natsGo, nkeys, "web", "wire"},
+	"cmd/mesh":               {"agent", "aggregates", "busauth", "client", "cmd/mesh/text", "commands", "commands/liveness", "commands/reconcile", "commands/secrets", "embedded", "events", "events/store", "fleet", "github.com/alecthomas/kong", "github.com/willabides/kongplete", "github.com/posener/complete", "manifest", natsGo, nkeys, "web", "wire"},
 	"commands":               {"aggregates", "busauth", "commands/access", "commands/core", "commands/credentials", "commands/history", "commands/liveness", "commands/modules", "commands/network", "commands/nodes", "commands/push", "commands/reconcile", "commands/rollout", "commands/seats", "commands/secrets", "commands/status", "commands/world", "declaration", "events", "events/store", natsGo, nkeys, "projections", "wire"},
 	"commands/core":          {"aggregates", "commands/secrets", "declaration", "events", "events/store", "manifest", nkeys, "projections", "secret", "wire"},
 	"commands/secrets":       {"aggregates", "compose", "declaration", "events", "events/store", "manifest", natsGo, "projections", "secret"},
-	"commands/world":         {"aggregates", "commands/core", "commands/secrets", "compose", "fanout", "manifest", "projections", "secret", "verdict", "wire"},
+	"commands/world":         {"aggregates", "commands/core", "commands/secrets", "compose", "events", "fanout", "manifest", "projections", "secret", "verdict", "wire"},
 	"commands/core/coretest": {"commands/core", "compose", "declaration", "embedded/embeddedtest", "events", "events/store", natsGo, nkeys, "projections"},
 	"commands/credentials":   {"aggregates", "commands/core", "commands/secrets", "commands/world", "compose", "declaration", "events", "events/store", "projections", "secret", "wire"},
 	"commands/history":       {"aggregates", "commands/core", "compose", "declaration", "events", "events/store", "fanout", nkeys, "projections", "wire"},
@@ -218,6 +218,7 @@ var external = map[string]string{
 	"github.com/cockroachdb/pebble/v2":    "the read models' store",
 	"github.com/alecthomas/kong":          "the command line",
 	"github.com/willabides/kongplete":     "shell completion for kong's commands, from their own definitions",
+	"github.com/posener/complete":         "the predictor kongplete asks for the mesh's node and module names (kongplete requires it already)",
 	"github.com/prometheus/client_golang": "/metrics in the exposition format Prometheus itself reads",
 }
 

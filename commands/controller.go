@@ -96,7 +96,10 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	if c.Now == nil {
-		c.Now = time.Now
+		// UTC: the times every answer carries (a since, an as-of) are
+		// encoded in the clock's zone, and scripts are promised UTC
+		// (README, "Scripting"); a local clock would print the box's offset.
+		c.Now = func() time.Time { return time.Now().UTC() }
 	}
 	if c.Mesh == "" {
 		c.Mesh = "mesh"
@@ -350,5 +353,5 @@ func lostStream(ctx context.Context, nc *nats.Conn, c ControllerConfig) error {
 		return err
 	}
 	return fmt.Errorf("the bus has no stream %s, but this home's read models were folded from stream %s created %s, up to event %d: the bus's data is lost, or this is another bus; restore a backup (mesh restore), or start with --rebuild to begin an empty mesh in its place",
-		name, f.Stream, f.Created.Format(time.RFC3339), f.Checkpoint)
+		name, f.Stream, f.Created.UTC().Format(time.RFC3339), f.Checkpoint)
 }

@@ -247,7 +247,7 @@ func checkBelongs(db *pebble.DB, path string, st store.State, w *pebble.WriteOpt
 		return fmt.Errorf("%w: %s has schema %d, this binary writes %d", ErrSchema, path, schema, schemaVersion)
 	case id.Stream != st.Stream || !id.Created.Equal(st.Created):
 		return fmt.Errorf("%w: %s was folded from stream %s created %s, but the bus has stream %s created %s; %s",
-			ErrForeignStream, path, id.Stream, id.Created.Format(time.RFC3339Nano), st.Stream, st.Created.Format(time.RFC3339Nano), remedy)
+			ErrForeignStream, path, id.Stream, id.Created.UTC().Format(time.RFC3339Nano), st.Stream, st.Created.UTC().Format(time.RFC3339Nano), remedy)
 	}
 	if cp := readCheckpoint(db); cp > st.LastSeq {
 		return fmt.Errorf("%w: %s has folded up to event %d, but stream %s ends at %d (was it restored from an older backup?); %s",

@@ -146,7 +146,7 @@ func (f *folder) admit(rec events.Recorded) (foreign, err error) {
 		case !found:
 			return events.Foreignf("it names node %s, which was never enrolled", ev.Node), nil
 		case n.Retired:
-			return events.Foreignf("it sends to %s, retired at %s", ev.Node, n.RetiredAt.Format(time.RFC3339)), nil
+			return events.Foreignf("it sends to %s, retired at %s", ev.Node, n.RetiredAt.UTC().Format(time.RFC3339)), nil
 		case n.LastSent != nil && ev.Sequence <= n.LastSent.Sequence:
 			return events.Foreignf("its sequence %d does not rise above %d, the last sent to %s", ev.Sequence, n.LastSent.Sequence, ev.Node), nil
 		}
@@ -214,7 +214,7 @@ func (f *folder) needNode(name string, active bool) (foreign, err error) {
 	case !found:
 		return events.Foreignf("it names node %s, which was never enrolled", name), nil
 	case active && n.Retired:
-		return events.Foreignf("it changes %s, retired at %s", name, n.RetiredAt.Format(time.RFC3339)), nil
+		return events.Foreignf("it changes %s, retired at %s", name, n.RetiredAt.UTC().Format(time.RFC3339)), nil
 	}
 	return nil, nil
 }

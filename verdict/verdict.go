@@ -16,11 +16,17 @@ import (
 )
 
 // Would is what a node would be sent now: composable, with its content
-// digest, or why it cannot be composed.
+// digest, or why it cannot be composed and since when.
 type Would struct {
 	Composable    bool
 	ContentDigest string
 	Reason        string
+	// Since is when the node could no longer be composed: the moment of
+	// the event that moved composition when it was first found so
+	// (commands/world keeps it across compositions while it stays so).
+	// Zero for a Would made without that memory, which then says the
+	// node's enrolment, the only moment the rows know.
+	Since time.Time
 }
 
 // StateOf places a node in exactly one state: what a push cannot fix first
@@ -33,6 +39,8 @@ func StateOf(enrolledAt time.Time, sent *wire.Sent, rep *wire.Report, w Would) (
 	// mesh composes: no push sends that until one names the node.
 	hand := HandHeld(sent)
 	switch {
+	case !hand && !w.Composable && !w.Since.IsZero():
+		return wire.StateCannotCompose, w.Since, w.Reason
 	case !hand && !w.Composable:
 		return wire.StateCannotCompose, enrolledAt, w.Reason
 	case sent == nil:

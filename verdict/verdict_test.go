@@ -30,6 +30,7 @@ func TestStateOf(t *testing.T) {
 		detail string
 	}{
 		{"cannot be composed comes first", sent, report(events.OutcomeApplied, "d1"), Would{Reason: "needs linux"}, wire.StateCannotCompose, enrolled, "needs linux"},
+		{"cannot be composed since it was found so, not since enrolment", sent, report(events.OutcomeApplied, "d1"), Would{Reason: "needs linux", Since: repAt.Add(time.Hour)}, wire.StateCannotCompose, repAt.Add(time.Hour), "needs linux"},
 		{"never sent", nil, nil, would, wire.StateNeverSent, enrolled, ""},
 		{"behind: would be sent other content", sent, report(events.OutcomeApplied, "d1"), Would{Composable: true, ContentDigest: "c2"}, wire.StateBehind, sentAt, "what it would be sent now differs from what it was sent"},
 		{"a hand declaration not yet applied is waiting", hand, nil, would, wire.StateWaiting, sentAt, ""},

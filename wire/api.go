@@ -443,7 +443,7 @@ type PushedNode struct {
 	Sequence  uint64 `json:"sequence"`
 	Digest    string `json:"digest"`
 	Resources int    `json:"resources"`
-	StreamSeq uint64 `json:"stream_seq"`
+	StreamSeq uint64 `json:"seq"`
 	Note      string `json:"note,omitempty"`
 }
 

@@ -15,4 +15,13 @@
 // These types are the stable schema of the controller's answers and of
 // `--json` output: a change to a field's name or tag is a change of
 // protocol, which the command line's golden files catch.
+//
+// One name per number, and one form per time, in every type here (the
+// README's "Scripting" says so to scripts, and cmd/mesh's
+// TestEveryJSONAnswerFollowsTheOneRule holds every answer to it): "seq" is
+// an event's stream sequence, its place in the log ("enrolled_seq" and the
+// like name whose it is); "sequence" is a declaration's number among its
+// node's. A second name for either (a "stream_seq") would make a script
+// guess which number it holds. Times are time.Time, which encodes as
+// RFC 3339; the controller's clock is UTC, so they carry Z.
 package wire

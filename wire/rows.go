@@ -149,7 +149,7 @@ type Sent struct {
 	// commands that read the declaration back or wait past it. The views
 	// leave it zero, so it is not printed: their --json output (golden
 	// files) never carried it, and a row's is never 0.
-	StreamSeq uint64 `json:"stream_seq,omitempty"`
+	StreamSeq uint64 `json:"seq,omitempty"`
 }
 
 // Report is one report a node sent back.
@@ -161,7 +161,7 @@ type Report struct {
 	Failed    []events.ResourceFailure `json:"failed,omitempty"`
 	Highest   uint64                   `json:"highest,omitempty"`
 	At        time.Time                `json:"at"`
-	StreamSeq uint64                   `json:"stream_seq"`
+	StreamSeq uint64                   `json:"seq"`
 	// FailingSince is when the node began failing (or refusing) the same
 	// way without an applied report between: rule 10's "for hours".
 	FailingSince time.Time `json:"failing_since,omitzero"`

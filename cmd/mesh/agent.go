@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 )
@@ -152,7 +153,8 @@ func (c *AgentCmd) enrol(ctx context.Context, g *Globals, j agent.Join, addr bus
 
 // NodeJoinCmd prints a node's join string again.
 type NodeJoinCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"node"`
+	JSON bool   `help:"Print {node, join} as JSON (the join string is the node's secret)."`
 }
 
 func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -164,6 +166,9 @@ func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var id wire.Identity
 	if err := cl.Call(ctx, wire.SubjectNodeJoin, wire.NameRequest{Name: c.Name}, &id); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, Joining{Node: c.Name, Join: joinString(g, cl, id)})
 	}
 	fmt.Fprintln(out.Out, joinString(g, cl, id))
 	return nil

@@ -15,8 +15,8 @@ import (
 
 // AssignCmd gives a node a module's latest build.
 type AssignCmd struct {
-	Node     string            `arg:"" optional:"" help:"The node (with --selector or --from: leave it out and name only the module)."`
-	Module   string            `arg:"" optional:""`
+	Node     string            `arg:"" predictor:"node" optional:"" help:"The node (with --selector or --from: leave it out and name only the module)."`
+	Module   string            `arg:"" predictor:"module" optional:""`
 	Set      map[string]string `mapsep:"none" help:"A setting k=v for the module on this node (repeatable; the value is everything after the first =, ; included)."`
 	SetFile  map[string]string `name:"set-file" mapsep:"none" help:"A setting k=FILE read from FILE ('-': standard input), one trailing newline dropped: how a secret stays out of shell history and ps (repeatable)."`
 	Unset    []string          `help:"Remove a setting KEY, so the manifest's default applies (repeatable). Settings not given, unset or reset stay as they are."`
@@ -25,7 +25,7 @@ type AssignCmd struct {
 	From     string            `help:"Assign to every node a file names, one name a line ('-': standard input)."`
 	Build    string            `help:"The build to assign (as mesh module show lists it); the latest when left out."`
 	Policy   string            `help:"The upgrade policy: pinned (stays on its build until assigned again), manual (a newer build waits for a rollout) or auto (a newer build starts the module's rollout by itself). Kept when left out; manual for a new assignment."`
-	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings, policy, previous_policy, changes} as JSON (one node)."`
+	JSON     bool              `help:"Print {changed, seq, node, module, build, previous, settings, policy, previous_policy, changes} as JSON; with --selector or --from, {module, build, changed, unchanged, seqs}: the nodes by name."`
 }
 
 func (c *AssignCmd) Help() string {
@@ -83,8 +83,8 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 // UnassignCmd takes a module off a node.
 type UnassignCmd struct {
-	Node   string `arg:""`
-	Module string `arg:""`
+	Node   string `arg:"" predictor:"node"`
+	Module string `arg:"" predictor:"module"`
 	JSON   bool   `help:"Print the answer as JSON (changed: false when there was nothing to do)."`
 }
 

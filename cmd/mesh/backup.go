@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/embedded"
@@ -26,7 +28,16 @@ const (
 
 // BackupCmd writes the stream and the controller's key to a directory.
 type BackupCmd struct {
-	Dir string `arg:"" help:"A directory that does not exist yet, or is empty."`
+	Dir  string `arg:"" help:"A directory that does not exist yet, or is empty."`
+	JSON bool   `help:"Print {dir, stream, first_seq, last_seq, messages, sha256, taken_at, secrets} as JSON."`
+}
+
+// BackedUp is backup --json: the manifest the backup holds (what restore
+// checks), where it is, and how many secrets' salts it carries.
+type BackedUp struct {
+	Dir string `json:"dir"`
+	store.BackupManifest
+	Secrets int `json:"secrets"`
 }
 
 func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -82,6 +93,9 @@ func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err := os.WriteFile(filepath.Join(c.Dir, backupManifest), b, 0o600); err != nil {
 		return err
 	}
+	if c.JSON {
+		return text.JSON(out.Out, BackedUp{Dir: c.Dir, BackupManifest: m, Secrets: len(salts)})
+	}
 	fmt.Fprintf(out.Out, "backed up %d event(s) of stream %s (sequences %d to %d) to %s, sha256 %s\n", m.Messages, m.Stream, m.FirstSeq, m.LastSeq, c.Dir, m.SHA256[:12])
 	fmt.Fprintf(out.Out, "it holds the controller's secret key (%s) and the salts of %d secret(s) not forgotten (%s), both mode 0600: with the events they open those secrets, so keep it as you keep that key\n",
 		commands.KeyFile, len(salts), backupSalts)
@@ -92,6 +106,23 @@ func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 type RestoreCmd struct {
 	Dir   string `arg:"" type:"existingdir" help:"A directory mesh backup wrote."`
 	Force bool   `help:"Replace a stream that already holds events. What it holds is lost."`
+	JSON  bool   `help:"Print {dir, stream, first_seq, last_seq, messages, published, resumed_after, replaced, salts, salts_there, salts_carried} as JSON."`
+}
+
+// Restored is restore --json: the backup's manifest, how many events were
+// published now (fewer than messages when it resumed after resumed_after),
+// how many a --force replaced, and the secrets' salts brought in.
+type Restored struct {
+	Dir string `json:"dir"`
+	store.BackupManifest
+	Published    uint64 `json:"published"`
+	ResumedAfter uint64 `json:"resumed_after_seq,omitempty"`
+	Replaced     uint64 `json:"replaced,omitempty"`
+	Salts        int    `json:"salts"`
+	SaltsThere   int    `json:"salts_there"`
+	// SaltsCarried is false for a backup older than secrets: every secret
+	// setting must then be given again.
+	SaltsCarried bool `json:"salts_carried"`
 }
 
 func (c *RestoreCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -123,11 +154,18 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
+	// With --json what each step says goes in the one answer at the end.
+	say := out.Out
+	if c.JSON {
+		say = io.Discard
+	}
+	res := Restored{Dir: c.Dir, BackupManifest: m}
 	if state, _ := st.State(ctx); c.Force && state.Msgs > 0 {
 		if st, err = st.Replace(ctx, store.StreamConfig{}); err != nil {
 			return err
 		}
-		fmt.Fprintf(out.Out, "replaced stream %s, which held %d event(s)\n", st.Name(), state.Msgs)
+		res.Replaced = state.Msgs
+		fmt.Fprintf(say, "replaced stream %s, which held %d event(s)\n", st.Name(), state.Msgs)
 	}
 	f, err := os.Open(events)
 	if err != nil {
@@ -138,40 +176,47 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
-	if err := restoreSalts(ctx, st, c.Dir, out); err != nil {
+	res.Published = n
+	if res.Salts, res.SaltsThere, res.SaltsCarried, err = restoreSalts(ctx, st, c.Dir, say); err != nil {
 		return err
 	}
 	if from > 1 {
-		fmt.Fprintf(out.Out, "resumed an interrupted restore after event %d\n", from-1)
+		res.ResumedAfter = from - 1
+		fmt.Fprintf(say, "resumed an interrupted restore after event %d\n", from-1)
 	}
 	// The home's read models, if any, belong to another stream now: remove
 	// them so the next start folds the restored one (it would notice anyway).
 	os.RemoveAll(filepath.Join(g.Home, "projections"))
+	if c.JSON {
+		return text.JSON(out.Out, res)
+	}
 	fmt.Fprintf(out.Out, "restored %d event(s) into stream %s (sequences %d to %d; %d published now) and the controller key into %s\n", m.Messages, st.Name(), m.FirstSeq, m.LastSeq, n, g.Home)
 	fmt.Fprintln(out.Out, "start the mesh with mesh up (or mesh serve): it folds the read models from the restored stream")
 	return nil
 }
 
-// restoreSalts brings the backup's salts into the bus, so its secrets open.
-func restoreSalts(ctx context.Context, st *store.Store, dir string, out *Output) error {
+// restoreSalts brings the backup's salts into the bus, so its secrets
+// open: how many it brought, how many were there already, and whether the
+// backup carried any (one older than secrets does not).
+func restoreSalts(ctx context.Context, st *store.Store, dir string, say io.Writer) (restored, there int, carried bool, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, backupSalts))
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out.Out, "the backup carries no %s (it is older than secrets): every secret setting must be given again (mesh assign NODE MODULE --set-file NAME=FILE)\n", backupSalts)
-		return nil
+		fmt.Fprintf(say, "the backup carries no %s (it is older than secrets): every secret setting must be given again (mesh assign NODE MODULE --set-file NAME=FILE)\n", backupSalts)
+		return 0, 0, false, nil
 	}
 	var salts map[string][]byte
 	if err == nil {
 		err = json.Unmarshal(b, &salts)
 	}
 	if err != nil {
-		return fmt.Errorf("the backup's %s cannot be read (%v); its secrets would not open, so nothing more was restored: mesh restore again with a whole backup", backupSalts, err)
+		return 0, 0, false, fmt.Errorf("the backup's %s cannot be read (%v); its secrets would not open, so nothing more was restored: mesh restore again with a whole backup", backupSalts, err)
 	}
 	n, err := secrets.RestoreSalts(ctx, st.JetStream(), 0, salts)
 	if err != nil {
-		return err
+		return 0, 0, true, err
 	}
-	fmt.Fprintf(out.Out, "restored the salts of %d secret(s) (%d there already)\n", n, len(salts)-n)
-	return nil
+	fmt.Fprintf(say, "restored the salts of %d secret(s) (%d there already)\n", n, len(salts)-n)
+	return n, len(salts) - n, true, nil
 }
 
 func verifyFile(m store.BackupManifest, path string) error {

@@ -82,27 +82,42 @@ func readNodeList(path string, namesOnly bool) ([]wire.EnrollRequest, error) {
 	return out, nil
 }
 
+// Batched is what a bulk verb did, batch by batch, and its --json answer:
+// the nodes it changed and those that needed nothing, the event each batch
+// that changed something appended (seqs), and the build an assignment gave.
+type Batched struct {
+	Module    string   `json:"module,omitempty"`
+	Build     string   `json:"build,omitempty"`
+	Changed   []string `json:"changed"`
+	Unchanged []string `json:"unchanged"`
+	Seqs      []uint64 `json:"seqs"`
+}
+
 // inBatches sends n items as requests of at most wire.MaxBatch, each
-// all or nothing, saying progress on a terminal. send does one batch; it
-// answers how many nodes it changed and how many needed nothing. When a
-// batch fails, the batches before it stay done, and the error says so.
-func inBatches(ctx context.Context, out *Output, n int, verb string, send func(ctx context.Context, from, to int) (changed, unchanged int, err error)) (changed, unchanged int, err error) {
+// all or nothing, saying progress on a terminal. send does one batch. When
+// a batch fails, the batches before it stay done, and the error says so.
+func inBatches(ctx context.Context, out *Output, n int, verb string, send func(ctx context.Context, from, to int) (wire.BatchReply, error)) (Batched, error) {
 	tty := isTerminal(out.Err)
 	batches := (n + wire.MaxBatch - 1) / wire.MaxBatch
+	did := Batched{Changed: []string{}, Unchanged: []string{}, Seqs: []uint64{}}
 	for b := range batches {
 		from, to := b*wire.MaxBatch, min((b+1)*wire.MaxBatch, n)
-		c, u, err := send(ctx, from, to)
+		r, err := send(ctx, from, to)
 		if err != nil {
 			if tty {
 				fmt.Fprintln(out.Err)
 			}
 			done := ""
 			if b > 0 {
-				done = fmt.Sprintf("; the %d batch(es) before it stay done (%d node(s) %s); give the same list again once it is fixed: what is done is nothing to do", b, changed, verb)
+				done = fmt.Sprintf("; the %d batch(es) before it stay done (%d node(s) %s); give the same list again once it is fixed: what is done is nothing to do", b, len(did.Changed), verb)
 			}
-			return changed, unchanged, fmt.Errorf("batch %d of %d (list entries %d to %d) was refused whole, nothing of it recorded%s: %w", b+1, batches, from+1, to, done, err)
+			return did, fmt.Errorf("batch %d of %d (list entries %d to %d) was refused whole, nothing of it recorded%s: %w", b+1, batches, from+1, to, done, err)
 		}
-		changed, unchanged = changed+c, unchanged+u
+		did.Changed, did.Unchanged = append(did.Changed, r.Changed...), append(did.Unchanged, r.Unchanged...)
+		if len(r.Changed) > 0 && r.Seq > 0 {
+			did.Seqs = append(did.Seqs, r.Seq)
+		}
+		did.Build = cmp.Or(r.Build, did.Build)
 		if tty {
 			fmt.Fprintf(out.Err, "\r%s %d of %d node(s)\x1b[K", verb, to, n)
 		}
@@ -110,7 +125,7 @@ func inBatches(ctx context.Context, out *Output, n int, verb string, send func(c
 	if tty {
 		fmt.Fprintln(out.Err)
 	}
-	return changed, unchanged, nil
+	return did, nil
 }
 
 // enrollFrom is mesh node enroll --from.
@@ -124,11 +139,16 @@ func (c *NodeEnrollCmd) enrollFrom(ctx context.Context, g *Globals, out *Output)
 		return err
 	}
 	defer closeFn()
-	changed, unchanged, err := enrollBatches(ctx, cl, out, list)
+	did, err := enrollBatches(ctx, cl, out, list)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out.Out, "enrolled %d node(s) from %s; %d were already enrolled as listed (nothing to do)\n", changed, c.From, unchanged)
+	if c.JSON {
+		// No join strings: a thousand secrets in one answer would be
+		// printed where one is needed; mesh node join NAME --json gives each.
+		return text.JSON(out.Out, did)
+	}
+	fmt.Fprintf(out.Out, "enrolled %d node(s) from %s; %d were already enrolled as listed (nothing to do)\n", len(did.Changed), c.From, len(did.Unchanged))
 	fmt.Fprintln(out.Out, "each node's join string: mesh node join NAME")
 	return nil
 }
@@ -167,35 +187,37 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 			names = append(names, n.Name)
 		}
 	}
-	changed, unchanged, build, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: module, Settings: c.Set, Unset: c.Unset, Reset: c.Reset, Build: c.Build, Policy: c.Policy}, names)
+	did, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: module, Settings: c.Set, Unset: c.Unset, Reset: c.Reset, Build: c.Build, Policy: c.Policy}, names)
 	if err != nil {
 		return err
 	}
+	if c.JSON {
+		did.Module = module
+		return text.JSON(out.Out, did)
+	}
 	fmt.Fprintf(out.Out, "assigned %s (build %s) to %d node(s) of %s; %d already had it with these settings (nothing to do)\n",
-		module, text.Short(build), changed, from, unchanged)
+		module, text.Short(did.Build), len(did.Changed), from, len(did.Unchanged))
 	return nil
 }
 
 // enrollBatches enrolls list a batch at a time (mesh node enroll --from,
 // mesh fleet).
-func enrollBatches(ctx context.Context, cl *client.Client, out *Output, list []wire.EnrollRequest) (changed, unchanged int, err error) {
-	return inBatches(ctx, out, len(list), "enrolled", func(ctx context.Context, from, to int) (int, int, error) {
+func enrollBatches(ctx context.Context, cl *client.Client, out *Output, list []wire.EnrollRequest) (Batched, error) {
+	return inBatches(ctx, out, len(list), "enrolled", func(ctx context.Context, from, to int) (wire.BatchReply, error) {
 		var r wire.BatchReply
 		err := cl.Call(ctx, wire.SubjectNodeEnrollBatch, wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list[from:to]}, &r)
-		return len(r.Changed), len(r.Unchanged), err
+		return r, err
 	})
 }
 
 // assignBatches assigns module to nodes a batch at a time (mesh assign
 // --selector and --from, mesh fleet), and answers the build assigned.
-func assignBatches(ctx context.Context, cl *client.Client, out *Output, as wire.AssignBatchRequest, nodes []string) (changed, unchanged int, build string, err error) {
-	changed, unchanged, err = inBatches(ctx, out, len(nodes), "assigned to", func(ctx context.Context, from, to int) (int, int, error) {
+func assignBatches(ctx context.Context, cl *client.Client, out *Output, as wire.AssignBatchRequest, nodes []string) (Batched, error) {
+	return inBatches(ctx, out, len(nodes), "assigned to", func(ctx context.Context, from, to int) (wire.BatchReply, error) {
 		var r wire.BatchReply
 		req := as
 		req.CommandID, req.Nodes = wire.NewCommandID(), nodes[from:to]
 		err := cl.Call(ctx, wire.SubjectNodeAssignBatch, req, &r)
-		build = cmp.Or(r.Build, build)
-		return len(r.Changed), len(r.Unchanged), err
+		return r, err
 	})
-	return changed, unchanged, build, err
 }

@@ -237,7 +237,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}
 	// A shell asking for completions (COMP_LINE set by the script mesh
 	// completion printed) is answered here, and nothing else runs.
-	kongplete.Complete(parser)
+	kongplete.Complete(parser, predictors(ctx)...)
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "mesh: %v; see mesh --help\n", err)
@@ -254,16 +254,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	return exitDone
 }
 
-// newLogger writes the controller's log as short human lines: the time, the
-// message, and key=value pairs; the level only when it is not INFO.
 // logger is the log of a long-running command, in --log-format.
 func (g *Globals) logger(w io.Writer) *slog.Logger {
 	if g.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, nil))
+		// Full timestamps, in UTC as every time mesh prints: a collector
+		// compares lines from machines in different zones.
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Time(slog.TimeKey, a.Value.Time().UTC())
+			}
+			return a
+		}}))
 	}
 	return newLogger(w)
 }
 
+// newLogger writes the controller's log as short human lines: the time (in
+// the one form every output prints, text.Time), the message, and key=value
+// pairs; the level only when it is not INFO.
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -272,7 +280,7 @@ func newLogger(w io.Writer) *slog.Logger {
 			}
 			switch a.Key {
 			case slog.TimeKey:
-				return slog.String(slog.TimeKey, a.Value.Time().Format(time.TimeOnly))
+				return slog.String(slog.TimeKey, text.Time(a.Value.Time()))
 			case slog.LevelKey:
 				if a.Value.String() == slog.LevelInfo.String() {
 					return slog.Attr{}

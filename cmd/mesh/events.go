@@ -90,7 +90,7 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 				mark = "  FOREIGN (acknowledged): " + line.Foreign
 			}
 		}
-		_, err := fmt.Fprintf(out.Out, "%6d  %s  %-36s  %s  %s%s\n", line.Seq, line.At.Format(time.RFC3339), line.Subject, line.Type, line.Data, mark)
+		_, err := fmt.Fprintf(out.Out, "%6d  %s  %-36s  %s  %s%s\n", line.Seq, text.Time(line.At), line.Subject, line.Type, line.Data, mark)
 		return err
 	})
 	if c.Follow && errors.Is(err, context.Canceled) {

@@ -61,22 +61,22 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		names[i] = wire.EnrollRequest{Name: fmt.Sprintf("%s-%05d", c.Prefix, i), Capabilities: []string{"linux"}, Labels: map[string]string{"fleet": c.Prefix}}
 	}
 	start := time.Now()
-	enrolled, _, err := enrollBatches(ctx, cl, out, names)
+	enrolled, err := enrollBatches(ctx, cl, out, names)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out.Out, "%d fleet node(s): %d enrolled now, in %s\n", c.Agents, enrolled, since(start))
+	fmt.Fprintf(out.Out, "%d fleet node(s): %d enrolled now, in %s\n", c.Agents, len(enrolled.Changed), since(start))
 	if c.Assign != "" {
 		start = time.Now()
 		nodes := make([]string, len(names))
 		for i, n := range names {
 			nodes[i] = n.Name
 		}
-		changed, _, _, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: c.Assign, Settings: c.Set}, nodes)
+		assigned, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: c.Assign, Settings: c.Set}, nodes)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out.Out, "assigned %s to %d fleet node(s) in %s\n", c.Assign, changed, since(start))
+		fmt.Fprintf(out.Out, "assigned %s to %d fleet node(s) in %s\n", c.Assign, len(assigned.Changed), since(start))
 	}
 	joins, err := fleetJoins(ctx, g, cl, names)
 	if err != nil {

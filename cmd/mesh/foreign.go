@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"text/tabwriter"
-	"time"
 
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
@@ -41,7 +40,7 @@ func (c *ForeignListCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		if f.Acked != 0 {
 			ack = fmt.Sprintf("at event %d", f.Acked)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", f.Seq, f.Stored.UTC().Format(time.RFC3339), f.Subject, text.OrNone(f.Writer), ack, f.Reason)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", f.Seq, text.Time(f.Stored), f.Subject, text.OrNone(f.Writer), ack, f.Reason)
 	}
 	tw.Flush()
 	fmt.Fprintf(out.Out, "%d foreign message(s), %d not acknowledged\n", len(l.Foreign), l.Open)

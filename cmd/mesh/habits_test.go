@@ -45,6 +45,10 @@ func TestTheCommandLinePeopleExpect(t *testing.T) {
 	if err := json.Unmarshal([]byte(first), &line); err != nil || line["time"] == nil || line["msg"] == nil {
 		t.Fatalf("--log-format json wrote %q (%v)", first, err)
 	}
+	// In UTC, as every time mesh prints (the tests' zone is not UTC).
+	if at, _ := line["time"].(string); !utcTime.MatchString(at) {
+		t.Fatalf("--log-format json's time %q is not RFC 3339 in UTC", at)
+	}
 
 	// A ';' in a value is part of it: never a second setting or label.
 	r := mustRun(t, home, "node", "enroll", "box", "--label", "note=a;b=c")

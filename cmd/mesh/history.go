@@ -12,7 +12,7 @@ import (
 
 // HistoryCmd shows what a node was told, when, and what it said back.
 type HistoryCmd struct {
-	Node  string `arg:""`
+	Node  string `arg:"" predictor:"node"`
 	Diff  bool   `help:"Show what changed between consecutive declarations."`
 	Since string `help:"From this time: RFC 3339, or a duration ago such as 2h."`
 	Until string `help:"Up to this time: RFC 3339, or a duration ago."`
@@ -74,18 +74,20 @@ func parseWhen(flag, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
+	// UTC either way: the answer echoes the moment asked (as_of), and
+	// scripts are promised every time in UTC.
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
+		return t.UTC(), nil
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return time.Now().Add(-d), nil
+		return time.Now().Add(-d).UTC(), nil
 	}
 	return time.Time{}, usagef("%s %q is neither an RFC 3339 time (2026-12-02T14:00:00Z) nor a duration ago (2h)", flag, s)
 }
 
 // AuditCmd proves a node's record, or the whole mesh's.
 type AuditCmd struct {
-	Node string `arg:"" optional:"" help:"The node; without it, every node and every foreign message."`
+	Node string `arg:"" predictor:"node" optional:"" help:"The node; without it, every node and every foreign message."`
 	JSON bool   `help:"Print the audit as JSON."`
 }
 

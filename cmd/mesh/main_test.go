@@ -38,6 +38,12 @@ func TestMain(m *testing.M) {
 	// callout: bounded by Settle here, as every wait of the tests is, so a
 	// loaded box is not taken for an unreachable bus.
 	connectTimeout = embeddedtest.Settle
+	// The box's zone is not UTC here, whatever the machine's: a time that
+	// reaches an answer without passing through UTC then carries +05:30,
+	// and TestEveryJSONAnswerFollowsTheOneRule names it (the promise is
+	// UTC everywhere, the README's "Scripting"). Before any goroutine
+	// starts, so nothing reads time.Local while it changes.
+	time.Local = time.FixedZone("UTC+5:30", 5*3600+30*60)
 	// Temporary directories in memory where the box allows: see
 	// embeddedtest.Main. A child mesh inherits TMPDIR.
 	os.Exit(embeddedtest.Main(m))
@@ -132,10 +138,11 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatalf("enroll: %+v", r)
 	}
 	r = mesh(t, home, "node", "list", "--json")
-	var nodes []map[string]any
-	if err := json.Unmarshal([]byte(r.out), &nodes); err != nil || r.code != 0 {
+	var list struct{ Nodes []map[string]any }
+	if err := json.Unmarshal([]byte(r.out), &list); err != nil || r.code != 0 || len(list.Nodes) != 1 {
 		t.Fatalf("list --json: %v %+v", err, r)
 	}
+	nodes := list.Nodes
 	for _, field := range []string{"name", "capabilities", "labels", "retired", "enrolled_at"} {
 		if _, ok := nodes[0][field]; !ok {
 			t.Errorf("node list --json lacks %q: %s", field, r.out)

@@ -53,7 +53,7 @@ func (c *ModuleRegisterCmd) Run(ctx context.Context, g *Globals, out *Output) er
 }
 
 type ModuleListCmd struct {
-	JSON bool `help:"Print a JSON array of modules."`
+	JSON bool `help:"Print {modules} as JSON."`
 }
 
 func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -62,7 +62,7 @@ func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		return err
 	}
 	if c.JSON {
-		return text.JSON(out.Out, r.Modules)
+		return text.JSON(out.Out, r)
 	}
 	if len(r.Modules) == 0 {
 		fmt.Fprintln(out.Out, "no modules registered yet; register one with mesh module register FILE")
@@ -90,7 +90,7 @@ func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 }
 
 type ModuleShowCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"module"`
 	JSON bool   `help:"Print the module as JSON."`
 }
 
@@ -125,7 +125,7 @@ func (c *ModuleShowCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 		fmt.Fprintf(tw, "resource\t%s %s %s\n", r.Kind, r.Path, r.Mode)
 	}
 	for _, b := range m.Builds {
-		fmt.Fprintf(tw, "build\t%s registered %s (sequence %d)\n", manifest.ShortBuild(b.Build), b.RegisteredAt.UTC().Format("2006-01-02T15:04:05Z"), b.Seq)
+		fmt.Fprintf(tw, "build\t%s registered %s (sequence %d)\n", manifest.ShortBuild(b.Build), text.Time(b.RegisteredAt), b.Seq)
 	}
 	if len(m.AssignedTo) == 0 {
 		fmt.Fprintf(tw, "assigned to\tno node\n")

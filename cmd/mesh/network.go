@@ -79,7 +79,7 @@ func (c *NetworkShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 			fmt.Fprintf(w, "%s  %s\n", a.Address, a.Node)
 		default:
 			quarantined++
-			fmt.Fprintf(w, "%s  given back %s\n", a.Address, a.Released.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, "%s  given back %s\n", a.Address, text.Time(a.Released))
 		}
 	}
 	fmt.Fprintf(w, "network %s: %d address(es) held, %d given back (each waits %s before it is given again)\n",
@@ -88,8 +88,9 @@ func (c *NetworkShowCmd) Run(ctx context.Context, g *Globals, out *Output) error
 }
 
 type NetworkAddressCmd struct {
-	Node    string `arg:""`
+	Node    string `arg:"" predictor:"node"`
 	Address string `arg:""`
+	JSON    bool   `help:"Print the network as it stands after, as JSON (changed: false when there was nothing to do; seq the event)."`
 }
 
 func (c *NetworkAddressCmd) Help() string { return "Examples:\n  mesh network address db-1 10.42.0.10" }
@@ -98,6 +99,10 @@ func (c *NetworkAddressCmd) Run(ctx context.Context, g *Globals, out *Output) er
 	var r wire.NetworkView
 	if err := g.call(ctx, wire.SubjectNetworkAddress, wire.AddressRequest{CommandID: wire.NewCommandID(), Node: c.Node, Address: c.Address}, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		r.Addresses = nonNil(r.Addresses)
+		return text.JSON(out.Out, r)
 	}
 	if !r.Changed {
 		fmt.Fprintf(out.Out, "%s already has %s; nothing to do\n", c.Node, c.Address)

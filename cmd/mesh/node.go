@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
@@ -30,7 +29,7 @@ type NodeEnrollCmd struct {
 	Label      map[string]string `short:"l" mapsep:"none" help:"A label k=v (repeatable)."`
 	From       string            `help:"Enroll every node a file lists ('-': standard input), in batches of a thousand, each all or nothing."`
 	Address    string            `help:"The overlay address the node is to have (default: the next free one of mesh network set's range)."`
-	JSON       bool              `help:"Print {changed, seq, node, join} as JSON (the join string is the node's secret)."`
+	JSON       bool              `help:"Print {changed, seq, node, join} as JSON (the join string is the node's secret); with --from, {changed, unchanged, seqs}: the nodes by name, no join strings."`
 }
 
 // Enrolled is node enroll --json: what was recorded, and the join string.
@@ -79,7 +78,7 @@ func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 }
 
 type NodeListCmd struct {
-	JSON     bool   `help:"Print a JSON array of nodes."`
+	JSON     bool   `help:"Print {nodes} as JSON."`
 	Selector string `help:"Only the active nodes this selects (as push --selector)."`
 }
 
@@ -100,7 +99,7 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		r.Nodes = slices.DeleteFunc(r.Nodes, func(n wire.NodeView) bool { return !chosen[n.Name] })
 	}
 	if c.JSON {
-		return text.JSON(out.Out, r.Nodes)
+		return text.JSON(out.Out, r)
 	}
 	text.Showable(&r)
 	if len(r.Nodes) == 0 {
@@ -119,7 +118,7 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			retired++
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, text.State(n), text.Heard(n), text.OrDash(n.Address), text.OrDash(strings.Join(n.Capabilities, ",")),
-			text.OrDash(text.Labels(n.Labels)), n.EnrolledAt.UTC().Format(time.RFC3339))
+			text.OrDash(text.Labels(n.Labels)), text.Time(n.EnrolledAt))
 	}
 	tw.Flush()
 	fmt.Fprintf(bw, "%d node(s), %d retired\n", len(r.Nodes), retired)
@@ -127,7 +126,7 @@ func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 type NodeShowCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"node"`
 	JSON bool   `help:"Print the node as JSON."`
 	AsOf string `help:"Answer as the node was then: RFC 3339, or a duration ago such as 2h."`
 }
@@ -150,7 +149,7 @@ func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 type NodeRetireCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"node"`
 	JSON bool   `help:"Print the node as retired, as JSON (changed: false when it was already)."`
 }
 
@@ -173,7 +172,7 @@ func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error 
 
 // NodeSetCmd replaces what a node is declared to have.
 type NodeSetCmd struct {
-	Name              string            `arg:""`
+	Name              string            `arg:"" predictor:"node"`
 	Capability        []string          `short:"c" help:"The node's declared capabilities, replacing those it had (repeatable)."`
 	Label             map[string]string `short:"l" mapsep:"none" help:"The node's labels k=v, replacing those it had (repeatable)."`
 	ClearCapabilities bool              `help:"Declare no capabilities (those its agent detects stay)."`

@@ -10,7 +10,7 @@ import (
 
 // PlanCmd shows what a node would be sent now.
 type PlanCmd struct {
-	Node     string `arg:"" optional:""`
+	Node     string `arg:"" predictor:"node" optional:""`
 	JSON     bool   `help:"Print the plan as JSON: node, digest, resources, left_out, unresolved, changes."`
 	Selector string `help:"Plan every active node this selects (as push --selector): which would be sent, and what changes on each."`
 }

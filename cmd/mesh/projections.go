@@ -46,12 +46,16 @@ func (c *ProjectionsStatusCmd) Run(ctx context.Context, g *Globals, out *Output)
 }
 
 type ProjectionsRebuildCmd struct {
+	JSON bool `help:"Print {from, to, events, checkpoint, seconds} as JSON."`
 }
 
 func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var r wire.RebuildReply
 	if err := foldCall(ctx, g, out, wire.SubjectProjectionsRebuild, g.timeoutOr(30*time.Minute), &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, r)
 	}
 	fmt.Fprintf(out.Out, "rebuilt the read models: %s replaced by %s, %d event(s) folded in %.2fs, now at event %d\n",
 		r.From, r.To, r.Events, r.Seconds, r.Checkpoint)
@@ -77,12 +81,19 @@ func foldCall(ctx context.Context, g *Globals, out *Output, subject string, time
 }
 
 type ProjectionsVerifyCmd struct {
+	JSON bool `help:"Print {checkpoint, diff, seconds} as JSON (diff empty when they are equal; exit 1 when not)."`
 }
 
 func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var v wire.Verified
 	if err := foldCall(ctx, g, out, wire.SubjectProjectionsVerify, g.timeoutOr(30*time.Minute), &v); err != nil {
 		return err
+	}
+	if c.JSON {
+		if err := text.JSON(out.Out, v); err != nil || v.Diff == "" {
+			return err
+		}
+		return fmt.Errorf("the read models do not equal a fold of the stream; mesh projections rebuild replaces them")
 	}
 	if v.Diff != "" {
 		fmt.Fprintf(out.Out, "the live read models differ from a fresh fold of events 1 to %d (-live +fresh):\n%s", v.Checkpoint, v.Diff)

@@ -17,7 +17,7 @@ import (
 
 // PushCmd sends each node its declaration.
 type PushCmd struct {
-	Node   string        `arg:"" optional:"" help:"One node; without it, every active node."`
+	Node   string        `arg:"" predictor:"node" optional:"" help:"One node; without it, every active node."`
 	Behind bool          `help:"Only the nodes not doing what they were told: never sent, or the last report failed or refused."`
 	Wait   time.Duration `help:"With a node: wait this long for it to report applying exactly what it was sent."`
 	// Selector bounds the push to the nodes it chooses.
@@ -81,9 +81,15 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return fmt.Errorf("%d of %d node(s) were not sent; the other %d were", len(r.Unsent), len(r.Unsent)+len(r.Sent), len(r.Sent))
 	}
 	if c.Wait > 0 {
+		// With --json the answer above is the one object on stdout: the
+		// wait's outcome is the exit code, a failure named on stderr.
+		say := out
+		if c.JSON {
+			say = &Output{Out: io.Discard, Err: out.Err}
+		}
 		for _, s := range r.Sent {
 			if s.Node == c.Node {
-				return waitFor(ctx, cl, out, s, c.Wait)
+				return waitFor(ctx, cl, say, s, c.Wait)
 			}
 		}
 	}
@@ -155,7 +161,7 @@ func waitFor(ctx context.Context, cl *client.Client, out *Output, s wire.PushedN
 
 // DeclareCmd sends a hand-written declaration.
 type DeclareCmd struct {
-	Node string        `arg:""`
+	Node string        `arg:"" predictor:"node"`
 	File string        `arg:"" type:"existingfile" help:"A JSON body: {\"resources\": [...], \"receives\": [...]}."`
 	Wait time.Duration `help:"Wait this long for the node to report applying it."`
 	JSON bool          `help:"Print what was sent as JSON (node, sequence, digest; before a --wait)."`

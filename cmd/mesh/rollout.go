@@ -27,7 +27,7 @@ type RolloutCmd struct {
 }
 
 type RolloutPlanCmd struct {
-	Module string   `arg:""`
+	Module string   `arg:"" predictor:"module"`
 	Wave   []string `sep:"none" required:"" help:"A wave NAME=SELECTOR, in order (repeatable): the selector of push --selector, N% for that share of the module's nodes, or * for every node of the module no earlier wave chose."`
 	Build  string   `help:"The build to roll out (default: the module's latest)."`
 	JSON   bool     `help:"Print the plan as JSON."`
@@ -85,7 +85,7 @@ func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error
 
 // RolloutStartCmd starts a rollout.
 type RolloutStartCmd struct {
-	Module      string        `arg:""`
+	Module      string        `arg:"" predictor:"module"`
 	Wave        []string      `sep:"none" required:"" help:"A wave NAME=SELECTOR, in order (repeatable), as rollout plan takes them."`
 	Build       string        `help:"The build to roll out (default: the module's latest)."`
 	AutoRevert  bool          `name:"auto-revert" help:"When a node of a wave fails or refuses the build, send that wave back to the builds it had."`

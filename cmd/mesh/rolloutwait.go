@@ -13,8 +13,9 @@ import (
 // after rollout start: exit 0 once it finished, 1 when it halted, was
 // aborted, or still runs when the wait ends.
 type RolloutWaitCmd struct {
-	ID  string        `arg:""`
-	For time.Duration `default:"1h" help:"Wait at most this long (such as 30m); the rollout goes on either way."`
+	ID   string        `arg:""`
+	For  time.Duration `default:"1h" help:"Wait at most this long (such as 30m); the rollout goes on either way."`
+	JSON bool          `help:"Print the rollout as it stands when the wait ends, as JSON (rollout show --json's shape); the exit code says how it ended."`
 }
 
 func (c *RolloutWaitCmd) Help() string {
@@ -37,9 +38,17 @@ func (c *RolloutWaitCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		if err := g.call(ctx, wire.SubjectRolloutShow, wire.NameRequest{Name: c.ID}, &r); err != nil {
 			return err
 		}
+		// Read once: the JSON answer and the exit below must agree on it.
+		late := time.Now().After(deadline)
+		ended := r.State == wire.RolloutFinished || r.State == wire.RolloutHalted || r.State == wire.RolloutAborted
+		if c.JSON && (ended || late) {
+			// One answer, the last: the lines of its moves are for people.
+			if err := text.JSON(out.Out, r); err != nil {
+				return err
+			}
+		}
 		text.Showable(&r)
-		line := text.RolloutLine(r.Rollout)
-		if line != said {
+		if line := text.RolloutLine(r.Rollout); line != said && !c.JSON {
 			fmt.Fprintln(out.Out, line)
 			said = line
 		}
@@ -49,7 +58,7 @@ func (c *RolloutWaitCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		case wire.RolloutHalted, wire.RolloutAborted:
 			return exitError{code: 1, err: fmt.Errorf("rollout %s %s: it did not finish (mesh rollout show %s)", r.ID, r.State, r.ID)}
 		}
-		if time.Now().After(deadline) {
+		if late {
 			return exitError{code: 1, err: fmt.Errorf("rollout %s is still %s after %s; it goes on: wait again, or see mesh rollout show %s", r.ID, r.State, c.For, r.ID)}
 		}
 		select {

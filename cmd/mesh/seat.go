@@ -47,9 +47,9 @@ func seatLine(s wire.SeatView) string {
 	case s.HandoverTo != "":
 		return fmt.Sprintf("%s  held by %s on %s, being handed over to %s: %s", s.Seat.Seat, s.Module, s.Node, s.HandoverTo, s.Waiting)
 	case s.Node != "":
-		return fmt.Sprintf("%s  held by %s on %s since %s", s.Seat.Seat, s.Module, s.Node, s.Since.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("%s  held by %s on %s since %s", s.Seat.Seat, s.Module, s.Node, text.Time(s.Since))
 	}
-	return fmt.Sprintf("%s  free since %s (%s): its work queue keeps what is asked of it", s.Seat.Seat, s.Since.UTC().Format(time.RFC3339), s.Why)
+	return fmt.Sprintf("%s  free since %s (%s): its work queue keeps what is asked of it", s.Seat.Seat, text.Time(s.Since), s.Why)
 }
 
 type SeatShowCmd struct {
@@ -72,16 +72,17 @@ func (c *SeatShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	defer w.Flush()
 	fmt.Fprintln(w, seatLine(r))
 	for _, st := range r.Steps {
-		fmt.Fprintf(w, "  %s  event %d  %s\n", st.At.UTC().Format(time.RFC3339), st.Seq, st.What)
+		fmt.Fprintf(w, "  %s  event %d  %s\n", text.Time(st.At), st.Seq, st.What)
 	}
 	return nil
 }
 
 type SeatHandoverCmd struct {
 	Seat  string        `arg:""`
-	To    string        `required:"" help:"The node that is to hold the seat."`
+	To    string        `required:"" predictor:"node" help:"The node that is to hold the seat."`
 	Wait  time.Duration `help:"Wait this long for the handover to finish; exit 1 if it has not, saying what it waits for."`
 	Force bool          `help:"Do not wait for the holder to let the seat go: its machine is lost."`
+	JSON  bool          `help:"Print the seat as it stands after the handover (and its --wait) as JSON: node, handover_to, handover_seq, waiting, steps."`
 }
 
 func (c *SeatHandoverCmd) Help() string {
@@ -109,8 +110,22 @@ func (c *SeatHandoverCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 		}
 		r = now
 	}
+	done := r.Node == c.To && r.HandoverTo == ""
+	if c.JSON {
+		// The seat as it stands: a script reads whether it moved (node,
+		// handover_to) and the event that started it (handover_seq); a
+		// wait that ended first still exits 1, named on stderr.
+		r.Steps = nonNil(r.Steps)
+		if err := text.JSON(out.Out, r); err != nil {
+			return err
+		}
+		if !done && c.Wait > 0 {
+			return exitError{code: 1, err: fmt.Errorf("seat %s is not handed over to %s after %s: %s", c.Seat, c.To, c.Wait, r.Waiting)}
+		}
+		return nil
+	}
 	switch {
-	case r.Node == c.To && r.HandoverTo == "":
+	case done:
 		fmt.Fprintf(out.Out, "%s is held by %s on %s\n", c.Seat, r.Module, r.Node)
 	case c.Wait > 0:
 		return exitError{code: 1, err: fmt.Errorf("seat %s is not handed over to %s after %s: %s", c.Seat, c.To, c.Wait, r.Waiting)}

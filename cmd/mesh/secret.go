@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
 )
@@ -15,9 +17,10 @@ import (
 // RotateCmd moves a provider's minted credentials for a consumer to a new
 // generation, both ends together (rule 7).
 type RotateCmd struct {
-	Provider string        `arg:"" help:"The module that provisions the credential (postgres)."`
-	Consumer string        `required:"" help:"The module whose credential moves (app)."`
+	Provider string        `arg:"" predictor:"module" help:"The module that provisions the credential (postgres)."`
+	Consumer string        `required:"" predictor:"module" help:"The module whose credential moves (app)."`
 	Wait     time.Duration `help:"Wait this long for every end to report applying it."`
+	JSON     bool          `help:"Print {provider, consumer, generation, seq, sent} as JSON (before a --wait, whose outcome is the exit code)."`
 }
 
 func (c *RotateCmd) Help() string {
@@ -35,12 +38,24 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err := cl.Call(ctx, wire.SubjectRotate, req, &r); err != nil {
 		return err
 	}
-	var ends []string
-	for _, s := range r.Sent {
-		ends = append(ends, fmt.Sprintf("%s (sequence %d)", s.Node, s.Sequence))
+	// With --json the answer is the one object on stdout: what the wait
+	// says of each end goes nowhere, its outcome is the exit code and an
+	// end that did not apply is named on stderr.
+	say := out.Out
+	if c.JSON {
+		r.Sent = nonNil(r.Sent)
+		if err := text.JSON(out.Out, r); err != nil {
+			return err
+		}
+		say = io.Discard
+	} else {
+		var ends []string
+		for _, s := range r.Sent {
+			ends = append(ends, fmt.Sprintf("%s (sequence %d)", s.Node, s.Sequence))
+		}
+		fmt.Fprintf(out.Out, "rotated the credentials %s mints for %s to generation %d (event %d), sent together to %s\n",
+			r.Provider, r.Consumer, r.Generation, r.Seq, strings.Join(ends, ", "))
 	}
-	fmt.Fprintf(out.Out, "rotated the credentials %s mints for %s to generation %d (event %d), sent together to %s\n",
-		r.Provider, r.Consumer, r.Generation, r.Seq, strings.Join(ends, ", "))
 	if c.Wait <= 0 {
 		return nil
 	}
@@ -60,13 +75,13 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	for range r.Sent {
 		if i := <-done; errs[i] == nil {
-			fmt.Fprintf(out.Out, "%s applied sequence %d\n", r.Sent[i].Node, r.Sent[i].Sequence)
+			fmt.Fprintf(say, "%s applied sequence %d\n", r.Sent[i].Node, r.Sent[i].Sequence)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("the rotation is sent and recorded, but not applied at every end: %w", err)
 	}
-	fmt.Fprintf(out.Out, "both ends apply generation %d\n", r.Generation)
+	fmt.Fprintf(say, "both ends apply generation %d\n", r.Generation)
 	return nil
 }
 
@@ -76,10 +91,11 @@ type SecretCmd struct {
 }
 
 type SecretForgetCmd struct {
-	Node    string `arg:""`
-	Module  string `arg:""`
+	Node    string `arg:"" predictor:"node"`
+	Module  string `arg:"" predictor:"module"`
 	Setting string `arg:""`
 	Version int    `name:"only-version" help:"Forget only this version (node show names the current one); without it, every version ever recorded."`
+	JSON    bool   `help:"Print {forgotten, already, current, seq} as JSON (forgotten empty when there was nothing to do)."`
 }
 
 func (c *SecretForgetCmd) Help() string {
@@ -94,6 +110,10 @@ func (c *SecretForgetCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 	req := wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module, Setting: c.Setting, Version: c.Version}
 	if err := g.call(ctx, wire.SubjectSecretForget, req, &f); err != nil {
 		return err
+	}
+	if c.JSON {
+		f.Forgotten, f.Already = nonNil(f.Forgotten), nonNil(f.Already)
+		return text.JSON(out.Out, f)
 	}
 	what := fmt.Sprintf("secret %s of %s on %s", c.Setting, c.Module, c.Node)
 	if len(f.Forgotten) > 0 {

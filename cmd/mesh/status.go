@@ -32,7 +32,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		// With --json each answer is one line (JSON lines), which a script
 		// reads one at a time; a separator line would not parse.
 		if !c.JSON {
-			fmt.Fprintf(out.Out, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
+			fmt.Fprintf(out.Out, "--- %s\n", text.Time(time.Now()))
 		}
 		if err := c.once(ctx, g, out); ctx.Err() == nil && (exitFor(err) == exitUnknown || exitFor(err) == exitNotUnders) {
 			return err // status itself cannot be answered: say so, not again and again
@@ -86,9 +86,10 @@ type ReportCmd struct {
 }
 
 type standingFlags struct {
-	Provider string `required:"" help:"The provider module."`
-	Machine  string `required:"" help:"The node the provider runs on."`
-	Consumer string `required:"" help:"The consumer module it fails."`
+	Provider string `required:"" predictor:"module" help:"The provider module."`
+	Machine  string `required:"" predictor:"node" help:"The node the provider runs on."`
+	Consumer string `required:"" predictor:"module" help:"The consumer module it fails."`
+	JSON     bool   `help:"Print {changed, seq} as JSON (changed: false when there was nothing to do)."`
 }
 
 type ReportFailingCmd struct {
@@ -111,6 +112,9 @@ func (c *ReportFailingCmd) Run(ctx context.Context, g *Globals, out *Output) err
 	if err := g.call(ctx, wire.SubjectReport, req, &r); err != nil {
 		return err
 	}
+	if c.JSON {
+		return text.JSON(out.Out, r)
+	}
 	fmt.Fprintf(out.Out, "recorded: %s on %s failing %s: %s (sequence %d)\n", c.Provider, c.Machine, c.Consumer, c.Word, r.Seq)
 	return nil
 }
@@ -124,6 +128,9 @@ func (c *ReportRecoveredCmd) Run(ctx context.Context, g *Globals, out *Output) e
 	req := wire.ReportRequest{CommandID: wire.NewCommandID(), Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer}
 	if err := g.call(ctx, wire.SubjectReport, req, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, r)
 	}
 	if !r.Changed {
 		fmt.Fprintf(out.Out, "%s on %s was not failing %s; nothing to do\n", c.Provider, c.Machine, c.Consumer)

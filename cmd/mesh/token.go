@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,13 +56,13 @@ func (c *TokenCreateCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		}{r, join})
 	}
 	fmt.Fprintf(out.Out, "made token %s at sequence %d: %d use(s), until %s (labels: %s; capabilities: %s)\n",
-		r.Token.ID, r.Seq, r.Token.Uses, r.Token.Expires.UTC().Format(time.RFC3339), text.OrNone(text.Labels(r.Token.Labels)), text.OrNone(strings.Join(r.Token.Capabilities, ", ")))
+		r.Token.ID, r.Seq, r.Token.Uses, text.Time(r.Token.Expires), text.OrNone(text.Labels(r.Token.Labels)), text.OrNone(strings.Join(r.Token.Capabilities, ", ")))
 	fmt.Fprintf(out.Out, "join string (for mesh agent --join --name NAME on each machine):\n%s\n", join)
 	return nil
 }
 
 type TokenListCmd struct {
-	JSON bool `help:"Print the tokens as JSON."`
+	JSON bool `help:"Print {mesh, key, tokens} as JSON, the tokens oldest first."`
 }
 
 func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -68,7 +70,16 @@ func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err := g.call(ctx, wire.SubjectTokenList, wire.Empty{}, &r); err != nil {
 		return err
 	}
+	// Oldest first, for both forms: the read model keeps them by id, which
+	// is random, so two listings of the same tokens would differ.
+	slices.SortStableFunc(r.Tokens, func(a, b wire.Token) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
 	if c.JSON {
+		r.Tokens = nonNil(r.Tokens)
+		for i := range r.Tokens {
+			r.Tokens[i].Used = nonNil(r.Tokens[i].Used)
+		}
 		return text.JSON(out.Out, r)
 	}
 	if len(r.Tokens) == 0 {
@@ -88,19 +99,31 @@ func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		if t.Rekey {
 			what = "re-key " + t.Node
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d of %d\t%s\t%s\t%s\n", t.ID, leftText, len(t.Used), t.Uses, t.Expires.UTC().Format(time.RFC3339), what, text.OrDash(strings.Join(t.Used, ",")))
+		fmt.Fprintf(tw, "%s\t%s\t%d of %d\t%s\t%s\t%s\n", t.ID, leftText, len(t.Used), t.Uses, text.Time(t.Expires), what, text.OrDash(strings.Join(t.Used, ",")))
 	}
 	return tw.Flush()
 }
 
 type TokenRevokeCmd struct {
-	ID string `arg:"" help:"The token's id (mesh token list)."`
+	ID   string `arg:"" help:"The token's id (mesh token list)."`
+	JSON bool   `help:"Print {id, changed, seq} as JSON (changed: false when it had no uses left)."`
+}
+
+// Revoked is token revoke --json: the token, and the event that withdrew
+// its uses (none when there was nothing to do).
+type Revoked struct {
+	ID      string `json:"id"`
+	Changed bool   `json:"changed"`
+	Seq     uint64 `json:"seq"`
 }
 
 func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var r wire.Changed
 	if err := g.call(ctx, wire.SubjectTokenRevoke, wire.NameRequest{Name: c.ID}, &r); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, Revoked{ID: c.ID, Changed: r.Changed, Seq: r.Seq})
 	}
 	if !r.Changed {
 		fmt.Fprintf(out.Out, "token %s has no uses left: nothing to do\n", c.ID)
@@ -112,7 +135,15 @@ func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals, out *Output) error
 
 // NodeRekeyCmd makes a token that gives a node new keys.
 type NodeRekeyCmd struct {
-	Name string `arg:""`
+	Name string `arg:"" predictor:"node"`
+	JSON bool   `help:"Print {node, join} as JSON (the join string is the new machine's secret)."`
+}
+
+// Joining is node join --json and node rekey --json: the node and the join
+// string its agent starts with.
+type Joining struct {
+	Node string `json:"node"`
+	Join string `json:"join"`
 }
 
 func (c *NodeRekeyCmd) Help() string {
@@ -133,6 +164,9 @@ func (c *NodeRekeyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	var id wire.Identity
 	if err := cl.Call(ctx, wire.SubjectNodeRekey, wire.NameRequest{Name: c.Name}, &id); err != nil {
 		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, Joining{Node: c.Name, Join: joinString(g, cl, id)})
 	}
 	fmt.Fprintf(out.Out, "re-key token for %s made; its keys change once its agent enrols with this join string:\n%s\n", c.Name, joinString(g, cl, id))
 	return nil

@@ -1,9 +1,12 @@
 package world
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/verdict"
@@ -23,12 +26,18 @@ type Would struct {
 // composedCache holds every node's would-send content digest for one
 // composition version. Reports, sends and standings do not move that
 // version, so status on a busy mesh reads digests instead of composing.
+// It is also the memory of since when each node could not be composed:
+// the next version's nodes carry it on while they stay so.
 type composedCache struct {
 	mu      sync.Mutex
 	version uint64
 	valid   bool
 	nodes   map[string]Would
 }
+
+// momentWait bounds reading the moment of a composition version's event:
+// a status must not hang on the log for a since.
+const momentWait = 2 * time.Second
 
 // ComposeAll answers what every active node would be sent now, from the
 // cache when the read models' composition version has not moved.
@@ -80,14 +89,69 @@ func (h *Composer) ComposedFor(version uint64, w *compose.World) map[string]Woul
 	for i, n := range names {
 		nodes[n] = results[i]
 	}
+	h.sinceCannotCompose(version, nodes)
 	h.composed.put(version, nodes)
 	return nodes
+}
+
+// sinceCannotCompose says since when each node that cannot be composed at
+// version could not be: since the last composition said so, if it did and
+// is not newer, else since the event that moved composition to version.
+// Not the node's enrolment (issue 31): a node enrolled a year ago whose
+// provider was unassigned an hour ago cannot be composed since an hour
+// ago. A version nobody composed (no status or push between two changes)
+// is not seen, so the moment is the first change after which it was
+// found so; after a start, the newest change at the latest.
+func (h *Composer) sinceCannotCompose(version uint64, nodes map[string]Would) {
+	prevVersion, prev := h.composed.last()
+	var at time.Time
+	for n, w := range nodes {
+		if w.Composable {
+			continue
+		}
+		if p, ok := prev[n]; ok && !p.Composable && !p.Since.IsZero() && prevVersion <= version {
+			w.Since = p.Since
+		} else {
+			if at.IsZero() {
+				at = h.momentOf(version)
+			}
+			w.Since = at
+		}
+		nodes[n] = w
+	}
+}
+
+// momentOf is when the event at seq happened, as its envelope says (a
+// restored stream's messages are stored at the restore, their events
+// happened before); the controller's clock when the log cannot say.
+func (h *Composer) momentOf(seq uint64) time.Time {
+	if seq == 0 || h.Store == nil {
+		return h.Now()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), momentWait)
+	defer cancel()
+	m, err := h.Store.Get(ctx, seq)
+	if err != nil {
+		return h.Now()
+	}
+	env, err := events.DecodeEnvelope(m.Data)
+	if err != nil {
+		return h.Now()
+	}
+	return env.OccurredAt
 }
 
 func (c *composedCache) get(version uint64) (map[string]Would, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nodes, c.valid && c.version == version
+}
+
+// last is the newest version cached and its nodes, whichever it is.
+func (c *composedCache) last() (uint64, map[string]Would) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version, c.nodes
 }
 
 func (c *composedCache) put(version uint64, nodes map[string]Would) {

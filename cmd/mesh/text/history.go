@@ -12,11 +12,11 @@ import (
 )
 
 func Entry(w io.Writer, e wire.HistoryEntry, diff bool) {
-	at := e.At.UTC().Format(time.RFC3339)
+	at := Time(e.At)
 	switch e.Kind {
 	case "unreachable":
 		fmt.Fprintf(w, "  %s  unreachable: not heard for over %s (last heard %s); what it reported before may no longer hold\n",
-			at, time.Duration(e.Bound*float64(time.Second)), e.LastHeard.UTC().Format(time.RFC3339))
+			at, time.Duration(e.Bound*float64(time.Second)), Time(e.LastHeard))
 		return
 	case "reachable":
 		fmt.Fprintf(w, "  %s  reachable: heard again\n", at)
@@ -34,7 +34,7 @@ func Entry(w io.Writer, e wire.HistoryEntry, diff bool) {
 		case e.Kind == "drift":
 			detail = "changed behind the agent's back, left as found (--drift report): " + strings.Join(e.Paths, ", ")
 		case e.Kind == "interrupted":
-			detail = "the agent began applying it at " + e.BeganAt.UTC().Format(time.RFC3339) +
+			detail = "the agent began applying it at " + Time(e.BeganAt) +
 				" and stopped part way: its files were part new, part old, until the apply after this line"
 		}
 		if e.Highest > 0 {

@@ -24,11 +24,11 @@ func SettingsNote(s map[string]string) string {
 func State(n wire.NodeView) string {
 	switch {
 	case n.Retired && n.RetiredAt != nil:
-		return "retired since " + n.RetiredAt.UTC().Format(time.RFC3339)
+		return "retired since " + Time(*n.RetiredAt)
 	case n.Retired:
 		return "retired"
 	case n.UnreachableSince != nil:
-		return "unreachable since " + n.UnreachableSince.UTC().Format(time.RFC3339)
+		return "unreachable since " + Time(*n.UnreachableSince)
 	}
 	return "enrolled"
 }
@@ -76,7 +76,7 @@ func JSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 // Node prints node show's answer, one line a fact, aligned.
 func Node(w io.Writer, n wire.NodeView) error {
 	if n.AsOf != nil {
-		fmt.Fprintf(w, "THE PAST: %s as of %s, not as it is now\n", n.Name, n.AsOf.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "THE PAST: %s as of %s, not as it is now\n", n.Name, Time(*n.AsOf))
 	}
 	for _, c := range n.Causes {
 		fmt.Fprintf(w, "NOT WELL: %s\n", c)
@@ -88,7 +88,7 @@ func Node(w io.Writer, n wire.NodeView) error {
 		if n.Detail != "" {
 			detail = ": " + n.Detail
 		}
-		fmt.Fprintf(tw, "state\t%s since %s%s\n", n.State, n.Since.UTC().Format(time.RFC3339), detail)
+		fmt.Fprintf(tw, "state\t%s since %s%s\n", n.State, Time(*n.Since), detail)
 	} else {
 		fmt.Fprintf(tw, "state\t%s\n", State(n))
 	}
@@ -100,9 +100,9 @@ func Node(w io.Writer, n wire.NodeView) error {
 	if n.Address != "" {
 		fmt.Fprintf(tw, "address\t%s (the overlay's)\n", n.Address)
 	}
-	fmt.Fprintf(tw, "enrolled\t%s (sequence %d)\n", n.EnrolledAt.UTC().Format(time.RFC3339), n.EnrolledSeq)
+	fmt.Fprintf(tw, "enrolled\t%s (sequence %d)\n", Time(n.EnrolledAt), n.EnrolledSeq)
 	if n.RetiredAt != nil {
-		fmt.Fprintf(tw, "retired\t%s\n", n.RetiredAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(tw, "retired\t%s\n", Time(*n.RetiredAt))
 	}
 	if len(n.Assignments) == 0 {
 		fmt.Fprintf(tw, "modules\tnone assigned\n")
@@ -115,7 +115,7 @@ func Node(w io.Writer, n wire.NodeView) error {
 		fmt.Fprintf(tw, "module\t%s build %s, policy %s%s%s\n", a.Module, manifest.ShortBuild(a.Build), a.Policy, SettingsNote(a.Settings), note)
 	}
 	if s := n.LastSent; s != nil {
-		fmt.Fprintf(tw, "last sent\tsequence %d by %s, %d resource(s), digest %s, %s\n", s.Sequence, s.By, s.Resources, Short(s.Digest), s.At.UTC().Format(time.RFC3339))
+		fmt.Fprintf(tw, "last sent\tsequence %d by %s, %d resource(s), digest %s, %s\n", s.Sequence, s.By, s.Resources, Short(s.Digest), Time(s.At))
 	} else {
 		fmt.Fprintf(tw, "last sent\tnothing yet\n")
 	}
@@ -127,7 +127,7 @@ func Node(w io.Writer, n wire.NodeView) error {
 		for _, f := range r.Failed {
 			detail += fmt.Sprintf("; %s: %s", f.Path, f.Reason)
 		}
-		fmt.Fprintf(tw, "last report\t%s sequence %d (digest %s), %s%s\n", r.Outcome, r.Sequence, Short(r.Digest), r.At.UTC().Format(time.RFC3339), detail)
+		fmt.Fprintf(tw, "last report\t%s sequence %d (digest %s), %s%s\n", r.Outcome, r.Sequence, Short(r.Digest), Time(r.At), detail)
 	} else {
 		fmt.Fprintf(tw, "last report\tnone yet\n")
 	}
@@ -148,14 +148,14 @@ func Node(w io.Writer, n wire.NodeView) error {
 		fmt.Fprintf(tw, "receives\t%s from %s on %s, for %s (%s)\n", c.Requirement, c.Module, c.Node, c.Consumer, c.Why)
 	}
 	for _, st := range n.Standings {
-		fmt.Fprintf(tw, "standing\t%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format(time.RFC3339), st.Word)
+		fmt.Fprintf(tw, "standing\t%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, Time(st.Since), st.Word)
 	}
 	if len(n.Facts) > 0 {
 		fmt.Fprintf(tw, "facts\t%s\n", Labels(n.Facts))
 		fmt.Fprintf(tw, "detected\t%s (capabilities its agent found, beside those declared)\n", OrNone(strings.Join(n.Detected, ", ")))
 	}
 	for _, rt := range n.Runtimes {
-		fmt.Fprintf(tw, "runs\t%s %s since %s: %s\n", rt.Module, rt.State, rt.Since.UTC().Format(time.RFC3339), rt.Detail)
+		fmt.Fprintf(tw, "runs\t%s %s since %s: %s\n", rt.Module, rt.State, Time(rt.Since), rt.Detail)
 	}
 	fmt.Fprintf(tw, "version\t%d\n", n.Version)
 	return tw.Flush()

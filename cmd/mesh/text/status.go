@@ -22,7 +22,7 @@ func Status(out io.Writer, s wire.StatusReport) {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
 	if s.AsOf != nil {
-		fmt.Fprintf(w, "THE PAST: the mesh as of %s (the log folded up to event %d), not as it is now\n", s.AsOf.UTC().Format(time.RFC3339), s.Checkpoint)
+		fmt.Fprintf(w, "THE PAST: the mesh as of %s (the log folded up to event %d), not as it is now\n", Time(*s.AsOf), s.Checkpoint)
 	}
 	rows := statusRows{s}
 	wName, wSeq, wState := len("NODE"), len("SEQUENCE"), len("STATE")
@@ -64,13 +64,13 @@ func Status(out io.Writer, s wire.StatusReport) {
 			lost++
 		}
 		if since := n.Since.Unix(); i == 0 || since != lastSince {
-			lastSince, sinceText = since, n.Since.UTC().Format(time.RFC3339)
+			lastSince, sinceText = since, Time(n.Since)
 		}
 		row(n.Name, strconv.FormatUint(n.Sequence, 10), string(n.State), sinceText, n.Detail)
 	}
 	nodes := rows.Len()
 	for _, st := range s.Standings {
-		fmt.Fprintf(w, "%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, st.Since.UTC().Format("2006-01-02 15:04"), st.Word)
+		fmt.Fprintf(w, "%s on %s failing %s since %s: %s\n", st.Provider, st.Machine, st.Consumer, Time(st.Since), st.Word)
 	}
 	for _, c := range s.Chosen {
 		fmt.Fprintf(w, "%s on %s receives %s from %s on %s (%s)\n", c.Consumer, c.ConsumerNode, c.Requirement, c.Module, c.Node, c.Why)
@@ -80,7 +80,7 @@ func Status(out io.Writer, s wire.StatusReport) {
 		if rt.State != wire.RuntimeRunning {
 			down++
 		}
-		fmt.Fprintf(w, "%s on %s %s since %s: %s\n", rt.Module, rt.Node, rt.State, rt.Since.UTC().Format("2006-01-02 15:04:05"), rt.Detail)
+		fmt.Fprintf(w, "%s on %s %s since %s: %s\n", rt.Module, rt.Node, rt.State, Time(rt.Since), rt.Detail)
 	}
 	for _, r := range s.Rollouts {
 		fmt.Fprintf(w, "rollout %s; %d of %d node(s) applied its build\n", RolloutLine(r.Rollout), r.Applied, r.Total)
