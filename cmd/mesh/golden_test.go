@@ -124,36 +124,50 @@ func TestJSONOutputsMatchTheirGoldenFiles(t *testing.T) {
 		if r.code > 1 { // status is 1 when not well: still an answer
 			t.Fatalf("mesh %v: exit %d\n%s%s", o.args, r.code, r.out, r.err)
 		}
-		var got bytes.Buffer
-		dec := json.NewDecoder(strings.NewReader(r.out))
-		for dec.More() { // events --json is one object a line
-			var v any
-			if err := dec.Decode(&v); err != nil {
-				t.Fatalf("mesh %v is not JSON: %v\n%s", o.args, err, r.out)
-			}
-			enc := json.NewEncoder(&got)
-			enc.SetEscapeHTML(false)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(normal(v, "")); err != nil {
-				t.Fatal(err)
-			}
+		matchGolden(t, o.name, o.args, normalised(t, o.args, r.out))
+	}
+}
+
+// normalised is out, the --json answer of mesh args, indented with what
+// differs between runs replaced by its kind (normal).
+func normalised(t *testing.T, args []string, out string) []byte {
+	t.Helper()
+	var got bytes.Buffer
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() { // events --json is one object a line
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("mesh %v is not JSON: %v\n%s", args, err, out)
 		}
-		path := filepath.Join("testdata", "golden", o.name+".json")
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
+		enc := json.NewEncoder(&got)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(normal(v, "")); err != nil {
+			t.Fatal(err)
 		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v (write it with -update)", path, err)
+	}
+	return got.Bytes()
+}
+
+// matchGolden holds got, an answer normalised, to testdata/golden/NAME.json
+// (or writes it there, with -update).
+func matchGolden(t *testing.T, name string, args []string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		if !bytes.Equal(want, got.Bytes()) {
-			t.Errorf("mesh %v no longer matches %s; if the change is meant, run the test with -update and say so in ARCHITECTURE.md\ngot:\n%s", o.args, path, got.String())
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
 		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v (write it with -update)", path, err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("mesh %v no longer matches %s; if the change is meant, run the test with -update and say so in ARCHITECTURE.md\ngot:\n%s", args, path, got)
 	}
 }
