@@ -153,7 +153,7 @@ func RotationLine(r wire.RotationStage) string {
 	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	switch r.Stage {
 	case wire.RotationOverlap:
-		waits := "every consumer end applied it; the controller drops the old next"
+		waits := "every consumer end applied it; the controller drops the old at its next drive, unless a provider end cannot be composed (its state above says why)"
 		if len(r.Waiting) > 0 {
 			waits = "waiting on " + strings.Join(r.Waiting, ", ") + " to apply it"
 		}
