@@ -3,6 +3,7 @@ package aggregates
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/meshctl/mesh/events"
 )
@@ -21,11 +22,15 @@ type RotationEnd struct {
 // end that cannot carry it, so that no end takes a credential the other
 // does not have. linked says whether a build of provider assigned
 // provisions something consumer consumes; ends are in the order the
-// declarations are to be sent.
-func DecideRotation(provider, consumer string, generation uint64, linked bool, ends []RotationEnd) (events.CredentialRotated, error) {
+// declarations are to be sent. overlap is how long at most the provider's
+// ends accept the previous generation beside the new one (0: not at all),
+// from now.
+func DecideRotation(provider, consumer string, generation uint64, linked bool, ends []RotationEnd, overlap time.Duration, now time.Time) (events.CredentialRotated, error) {
 	ev := events.CredentialRotated{Provider: provider, Consumer: consumer}
 	name := fmt.Sprintf("the credentials %s mints for %s", provider, consumer)
 	switch {
+	case overlap < 0:
+		return ev, Refuse("rotate", name, ErrInvalid, fmt.Sprintf("the overlap %s is negative: give a duration such as 24h, or 0 for none", overlap))
 	case len(ends) == 0:
 		return ev, Refuse("rotate", name, ErrInvalid, "neither module is assigned to an active node: there is nothing to rotate")
 	case !linked:
@@ -44,5 +49,8 @@ func DecideRotation(provider, consumer string, generation uint64, linked bool, e
 			fmt.Sprintf("nothing was sent and nothing recorded, because %d of its %d end(s) cannot be composed: %s", len(problems), len(ends), strings.Join(problems, "; ")))
 	}
 	ev.Generation = generation + 1
+	if overlap > 0 {
+		ev.OverlapUntil = now.Add(overlap).UTC()
+	}
 	return ev, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Rule 7, rotation all or nothing: every end carries the next generation,
@@ -27,7 +28,7 @@ func TestDecideRotation(t *testing.T) {
 			"1 of its 2 end(s) cannot be composed: app-1: app is left out", nil},
 	}
 	for _, c := range cases {
-		ev, err := DecideRotation("postgres", "app", 4, c.linked, c.ends)
+		ev, err := DecideRotation("postgres", "app", 4, c.linked, c.ends, 0, time.Time{})
 		switch {
 		case c.kind == nil && (err != nil || ev.Generation != 5 || !slices.Equal(ev.Ends, c.want)):
 			t.Errorf("%s: %+v %v", c.name, ev, err)

@@ -43,8 +43,8 @@ type ControllerConfig struct {
 	// Metrics, when set, is told each verb answered and each push made
 	// (web.Metrics exports them); nil: nothing is measured.
 	Metrics Metrics
-	// RolloutEvery is how often this controller drives the rollouts
-	// (default every second; negative: never, for a test that drives them
+	// RolloutEvery is how often this controller drives the rollouts, the
+	// seats' handovers and the ends of rotations' overlaps (default every second; negative: never, for a test that drives them
 	// itself). Every controller on a stream drives them: each step is a
 	// checked append, so none is taken twice.
 	RolloutEvery time.Duration
@@ -300,14 +300,14 @@ func (c *Controller) Close() error {
 	return c.Proj.Close()
 }
 
-// driveRollouts drives the rollouts and the seats' handovers every
-// interval until stopped.
+// driveRollouts drives the rollouts, the seats' handovers and the ends of
+// rotations' overlaps every interval until stopped.
 func driveRollouts(h *Services, every time.Duration) func() {
 	if every < 0 {
 		return func() {}
 	}
 	return h.Core.TickUntilStopped(cmp.Or(every, time.Second), "cannot drive a rollout; trying again", func(ctx context.Context) error {
-		return errors.Join(h.Rollouts.DriveRollouts(ctx), h.Seats.DriveSeats(ctx), h.Network.DriveNetwork(ctx))
+		return errors.Join(h.Rollouts.DriveRollouts(ctx), h.Seats.DriveSeats(ctx), h.Network.DriveNetwork(ctx), h.Credentials.DriveRotations(ctx))
 	})
 }
 

@@ -203,7 +203,7 @@ func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer,
 		}
 		rd := receivedData{Node: r.Node, Address: w.nodes[r.Node].Address, Module: r.Module, Labels: w.nodes[r.Node].Labels, Settings: ps}
 		if slices.Contains(r.m.Provisions, r.requirement) {
-			rd.Credential = w.credential(r.placed, r.requirement, p, sl)
+			rd.Credential = w.credential(r.placed, r.requirement, p, sl, 0)
 		}
 		if p.m.Choose[r.requirement].All {
 			list, _ := data.Receives[r.requirement].([]receivedData)
@@ -215,8 +215,11 @@ func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer,
 	for _, req := range p.m.Provisions {
 		for _, c := range w.consumers[req] {
 			if w.choose(c, req).serves(p) {
-				data.Consumers = append(data.Consumers, ConsumerCredential{Node: c.Node, Module: c.Module, Requirement: req,
-					Credential: *w.credential(p, req, c, sl)})
+				cc := ConsumerCredential{Node: c.Node, Module: c.Module, Requirement: req, Credential: *w.credential(p, req, c, sl, 0)}
+				if pair := (Pair{Provider: p.Module, Consumer: c.Module}); w.overlap[pair] && w.gens[pair] > 0 {
+					cc.Previous = w.credential(p, req, c, sl, 1)
+				}
+				data.Consumers = append(data.Consumers, cc)
 			}
 		}
 	}
@@ -235,9 +238,11 @@ func (w *World) candidates(c placed, req string) []placed {
 	return out
 }
 
-// credential is the credential provider mints for consumer's req: the same
-// at both ends, since both are minted from the same names and generation.
-func (w *World) credential(provider placed, req string, consumer placed, sl *sealer) *Credential {
+// credential is the credential provider mints for consumer's req, back
+// generations before the pair's current one (0: the current; 1: the one an
+// overlap still accepts): the same at both ends, since both are minted from
+// the same names and generation.
+func (w *World) credential(provider placed, req string, consumer placed, sl *sealer, back uint64) *Credential {
 	c := &Credential{User: User(consumer.Module, consumer.Node)}
 	if w.secrets == nil {
 		c.Password = sl.secret("") // printing it fails the file: nothing can seal it
@@ -245,7 +250,7 @@ func (w *World) credential(provider placed, req string, consumer placed, sl *sea
 	}
 	c.Password = sl.secret(w.secrets.Mint(CredentialRef{Mesh: w.mesh, ProviderNode: provider.Node, Provider: provider.Module,
 		Requirement: req, ConsumerNode: consumer.Node, Consumer: consumer.Module,
-		Generation: w.gens[Pair{Provider: provider.Module, Consumer: consumer.Module}]}))
+		Generation: w.gens[Pair{Provider: provider.Module, Consumer: consumer.Module}] - back}))
 	return c
 }
 

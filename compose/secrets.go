@@ -65,9 +65,13 @@ type Credential struct {
 
 // ConsumerCredential is one consumer a provider serves, with its
 // credential: what a provider's templates range over as .Consumers.
+// Previous is the credential of the generation before, during the overlap
+// a rotation opened (nil outside one): a template that lists it too lets
+// a consumer end that has not applied the rotation yet still in.
 type ConsumerCredential struct {
 	Node, Module, Requirement string
 	Credential
+	Previous *Credential
 }
 
 // Secret is a secret value as a template sees it. Printing it (the only

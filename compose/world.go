@@ -22,6 +22,12 @@ type Input struct {
 	// Generations is where the last rotation of each provider and consumer
 	// left their credentials (0 where none did).
 	Generations map[Pair]uint64
+	// Overlapping are the pairs whose last rotation's overlap is open: a
+	// provider's .Consumers entry for such a consumer carries the
+	// previous generation's credential as .Previous, so the provider
+	// accepts both while a consumer end away from the bus still holds the
+	// old one. The consumer is only ever given the current generation.
+	Overlapping map[Pair]bool
 	// Network is the overlay's range ("" while the mesh has none); each
 	// node's address and public key are on its Node.
 	Network string
@@ -76,6 +82,7 @@ type World struct {
 	consumers map[string][]placed // requirement -> hostable consumers, sorted
 	secrets   Secrets
 	gens      map[Pair]uint64
+	overlap   map[Pair]bool
 	network   string
 }
 
@@ -93,7 +100,7 @@ type placed struct {
 func NewWorld(in Input) *World {
 	w := &World{mesh: in.Mesh, nodes: map[string]Node{}, byNode: map[string][]placed{},
 		providers: map[string][]placed{}, blocked: map[string][]placed{}, consumers: map[string][]placed{},
-		secrets: in.Secrets, gens: in.Generations, network: in.Network}
+		secrets: in.Secrets, gens: in.Generations, overlap: in.Overlapping, network: in.Network}
 	for _, n := range in.Nodes {
 		w.nodes[n.Name] = n
 	}

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // ModuleRegistered: a build of a module entered the catalogue. Manifest holds
@@ -82,12 +83,44 @@ func (ModuleUnassigned) EventType() string { return "ModuleUnassigned" }
 // Generation (rule 7). It lands in one atomic batch with a declaration for
 // every node in Ends (each node holding either end, by name) or not at
 // all, so no node is ever sent a credential the other end was not.
+//
+// OverlapUntil, when set, opens an overlap: the provider's ends accept the
+// previous generation beside this one for the consumer, so a consumer end
+// whose machine is away is not locked out, until RotationCompleted closes
+// it (every consumer end applied, or this bound passed). Zero (a rotation
+// recorded before overlaps, or --overlap 0): no overlap, the old
+// credential is dropped at once.
 type CredentialRotated struct {
-	Provider   string   `json:"provider"`
-	Consumer   string   `json:"consumer"`
-	Generation uint64   `json:"generation"`
-	Ends       []string `json:"ends"`
+	Provider     string    `json:"provider"`
+	Consumer     string    `json:"consumer"`
+	Generation   uint64    `json:"generation"`
+	Ends         []string  `json:"ends"`
+	OverlapUntil time.Time `json:"overlap_until,omitzero"`
 }
+
+// RotationCompleted: the overlap that the rotation of the pair to
+// Generation opened is over, for Reason, and the provider's ends in
+// ProviderEnds were sent, in the same atomic batch, declarations without
+// the previous generation's credential (rule 7).
+type RotationCompleted struct {
+	Provider     string           `json:"provider"`
+	Consumer     string           `json:"consumer"`
+	Generation   uint64           `json:"generation"`
+	Reason       CompletionReason `json:"reason"`
+	ProviderEnds []string         `json:"provider_ends"`
+}
+
+// CompletionReason is why an overlap ended.
+type CompletionReason string
+
+const (
+	// CompletedApplied: every consumer end applied a declaration sent
+	// with the new generation or after.
+	CompletedApplied CompletionReason = "applied"
+	// CompletedBoundPassed: the overlap's bound passed first; a consumer
+	// end still on the old credential is refused until it applies.
+	CompletedBoundPassed CompletionReason = "bound passed"
+)
 
 // SecretForgotten: the salts of these versions of a secret setting were
 // deleted from the secrets bucket, so no one can open them again from the
@@ -102,4 +135,5 @@ type SecretForgotten struct {
 }
 
 func (CredentialRotated) EventType() string { return "CredentialRotated" }
+func (RotationCompleted) EventType() string { return "RotationCompleted" }
 func (SecretForgotten) EventType() string   { return "SecretForgotten" }

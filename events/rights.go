@@ -72,6 +72,7 @@ var Rights = map[string]Right{
 	"DeclarationSent":       {ByController, KindNode, func(e Event) string { return e.(DeclarationSent).Node }, MovesNothingElse},
 	"ModuleRegistered":      {ByController, KindModule, func(e Event) string { return e.(ModuleRegistered).Module }, MovesComposition},
 	"CredentialRotated":     {ByController, KindModule, func(e Event) string { return e.(CredentialRotated).Provider }, MovesComposition},
+	"RotationCompleted":     {ByController, KindModule, func(e Event) string { return e.(RotationCompleted).Provider }, MovesComposition},
 	"SecretForgotten":       {ByController, KindNode, func(e Event) string { return e.(SecretForgotten).Node }, MovesComposition},
 	"ControllerKeyRecorded": {ByController, KindController, func(Event) string { return ControllerAggregate().ID }, MovesNothingElse},
 	"ForeignAcknowledged":   {ByController, KindForeign, func(Event) string { return ForeignAggregate().ID }, MovesNothingElse},

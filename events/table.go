@@ -29,6 +29,7 @@ import (
 //	2026-12-04  report ApplyInterrupted v1.
 //	2026-12-04  TokenCreated v1, TokenUsed v1, TokenRevoked v1, NodeKeysRecorded v1.
 //	2026-12-05  NodeFlooded v1; ForeignAcknowledged v1 gains from and to (omitted when 0).
+//	2026-12-05  RotationCompleted v1; CredentialRotated v1 gains overlap_until (omitted when zero: no overlap).
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -50,6 +51,7 @@ var table = map[string]entry{
 	"NodeFlooded":         current[NodeFlooded](1),
 
 	"CredentialRotated": current[CredentialRotated](1),
+	"RotationCompleted": current[RotationCompleted](1),
 	"SecretForgotten":   current[SecretForgotten](1),
 
 	"RuntimeStarted":      current[RuntimeStarted](1),

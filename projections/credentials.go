@@ -18,16 +18,45 @@ type Rotation struct {
 	Ends       []string  `json:"ends"`
 	At         time.Time `json:"at"`
 	Seq        uint64    `json:"seq"`
+	// OverlapUntil is the bound of the overlap the rotation opened (zero:
+	// none): until Completed, the provider's ends are composed accepting
+	// the previous generation too.
+	OverlapUntil time.Time `json:"overlap_until,omitzero"`
+	// Completed is the end of that overlap, once recorded.
+	Completed *Completion `json:"completed,omitempty"`
 }
 
-// foldCredentials keeps the last rotation of each pair.
+// Completion is when an overlap ended, why, and the event that said so.
+type Completion struct {
+	At     time.Time               `json:"at"`
+	Reason events.CompletionReason `json:"reason"`
+	Seq    uint64                  `json:"seq"`
+}
+
+// Overlapping says whether the provider's ends accept the previous
+// generation beside this one: composition reads it (compose.Input's
+// Overlapping), so it must be the read models' alone, never the clock's.
+func (r Rotation) Overlapping() bool { return !r.OverlapUntil.IsZero() && r.Completed == nil }
+
+// foldCredentials keeps the last rotation of each pair, and the end of its
+// overlap. A completion of another generation than the row's (a rotation
+// landed after it was decided cannot, since both expect the provider's
+// version, but a rebuild must not depend on that) is left aside.
 func foldCredentials(b *pebble.Batch, rec events.Recorded) error {
-	ev, ok := rec.Event.(events.CredentialRotated)
-	if !ok {
-		return nil
+	switch ev := rec.Event.(type) {
+	case events.CredentialRotated:
+		return putJSON(b, pairKey(prefixCredential, ev.Provider, ev.Consumer),
+			Rotation{Provider: ev.Provider, Consumer: ev.Consumer, Generation: ev.Generation, Ends: ev.Ends, At: rec.Envelope.OccurredAt, Seq: rec.Seq, OverlapUntil: ev.OverlapUntil})
+	case events.RotationCompleted:
+		var r Rotation
+		found, err := getJSON(b, pairKey(prefixCredential, ev.Provider, ev.Consumer), &r)
+		if err != nil || !found || r.Generation != ev.Generation {
+			return err
+		}
+		r.Completed = &Completion{At: rec.Envelope.OccurredAt, Reason: ev.Reason, Seq: rec.Seq}
+		return putJSON(b, pairKey(prefixCredential, ev.Provider, ev.Consumer), r)
 	}
-	return putJSON(b, pairKey(prefixCredential, ev.Provider, ev.Consumer),
-		Rotation{Provider: ev.Provider, Consumer: ev.Consumer, Generation: ev.Generation, Ends: ev.Ends, At: rec.Envelope.OccurredAt, Seq: rec.Seq})
+	return nil
 }
 
 // Rotations lists the last rotation of every pair ever rotated, by

@@ -25,6 +25,9 @@ type StatusReport struct {
 	// Rollouts are those under way, paused or halted (a halted one is a
 	// cause: the mesh is not well until it is aborted), with progress.
 	Rollouts []RolloutProgress `json:"rollouts"`
+	// Rotations are the last rotation of each pair ever rotated, with its
+	// stage: in its overlap (both credentials accepted) or completed.
+	Rotations []RotationStage `json:"rotations"`
 	// Table holds the nodes instead of Nodes when Brief was asked: what the
 	// table shows, a column at a time. A hundred thousand nodes as objects
 	// were 10.7 MB of JSON, most of the answer's time.
@@ -147,4 +150,33 @@ type RolloutProgress struct {
 	// nodes of its waves still active.
 	Applied int `json:"applied"`
 	Total   int `json:"total"`
+}
+
+// RotationStep names a rotation's stage on the wire.
+type RotationStep string
+
+const (
+	RotationOverlap   RotationStep = "overlap"
+	RotationCompleted RotationStep = "completed"
+	RotationAtOnce    RotationStep = "at once"
+)
+
+// RotationStage is one pair's last rotation (mesh rotate) and where it is.
+type RotationStage struct {
+	Provider   string `json:"provider"`
+	Consumer   string `json:"consumer"`
+	Generation uint64 `json:"generation"`
+	// Stage is "overlap" (the provider accepts the old and the new
+	// credential), "completed" (the old was dropped), or "at once" (no
+	// overlap was opened: the old went with the rotation).
+	Stage RotationStep `json:"stage"`
+	At    time.Time    `json:"at"`
+	// Until is the overlap's bound: the old is dropped then at the latest.
+	Until time.Time `json:"until,omitzero"`
+	// Waiting are the consumer ends that have not applied the new
+	// credential yet, during the overlap.
+	Waiting []string `json:"waiting,omitempty"`
+	// CompletedAt and Reason ("applied", "bound passed") once completed.
+	CompletedAt time.Time `json:"completed_at,omitzero"`
+	Reason      string    `json:"reason,omitempty"`
 }

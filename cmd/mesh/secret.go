@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/cmd/mesh/text"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
 )
@@ -19,12 +21,13 @@ import (
 type RotateCmd struct {
 	Provider string        `arg:"" predictor:"module" help:"The module that provisions the credential (postgres)."`
 	Consumer string        `required:"" predictor:"module" help:"The module whose credential moves (app)."`
-	Wait     time.Duration `help:"Wait this long for every end to report applying it."`
-	JSON     bool          `help:"Print {provider, consumer, generation, seq, sent} as JSON (before a --wait, whose outcome is the exit code)."`
+	Wait     time.Duration `help:"Wait this long for every end to report applying it, and then, with an overlap, for every provider end to apply the declaration without the old credential."`
+	Overlap  time.Duration `default:"24h" help:"Accept the old credential beside the new one at the provider until every consumer end applied the new, or this long at most (0: drop it at once)."`
+	JSON     bool          `help:"Print {provider, consumer, generation, seq, sent, overlap_until} as JSON (before a --wait, whose outcome is the exit code)."`
 }
 
 func (c *RotateCmd) Help() string {
-	return "Every node holding either end is composed at the new generation; if any cannot be, nothing is sent.\n\nExamples:\n  mesh rotate postgres --consumer app --wait 30s"
+	return "Every node holding either end is composed at the new generation; if any cannot be, nothing is sent. The provider accepts the old credential too until every consumer end applied the new one (or --overlap passed); then the controller sends the provider its declaration without it, by itself.\n\nExamples:\n  mesh rotate postgres --consumer app --wait 30s\n  mesh rotate postgres --consumer app --overlap 2h"
 }
 
 func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
@@ -34,7 +37,9 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	defer closeFn()
 	var r wire.RotateReply
-	req := wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: c.Provider, Consumer: c.Consumer}
+	// A negative overlap goes as it is: the controller refuses it, with
+	// its kind, so the sentence and the exit code are the decision's.
+	req := wire.RotateRequest{CommandID: wire.NewCommandID(), Provider: c.Provider, Consumer: c.Consumer, Overlap: c.Overlap, NoOverlap: c.Overlap == 0}
 	if err := cl.Call(ctx, wire.SubjectRotate, req, &r); err != nil {
 		return err
 	}
@@ -56,9 +61,14 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		fmt.Fprintf(out.Out, "rotated the credentials %s mints for %s to generation %d (event %d), sent together to %s\n",
 			r.Provider, r.Consumer, r.Generation, r.Seq, strings.Join(ends, ", "))
 	}
+	if !c.JSON && !r.OverlapUntil.IsZero() {
+		fmt.Fprintf(out.Out, "%s accepts the old credential too until every consumer end applied the new, or until %s at most; then the controller drops it by itself (mesh status says the stage)\n",
+			r.Provider, text.Time(r.OverlapUntil))
+	}
 	if c.Wait <= 0 {
 		return nil
 	}
+	deadline := time.Now().Add(c.Wait)
 	st, err := store.Attach(ctx, cl.NC, "")
 	if err != nil {
 		return err
@@ -82,7 +92,63 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return fmt.Errorf("the rotation is sent and recorded, but not applied at every end: %w", err)
 	}
 	fmt.Fprintf(say, "both ends apply generation %d\n", r.Generation)
+	if r.OverlapUntil.IsZero() {
+		return nil
+	}
+	return waitDropped(ctx, st, cl, r, time.Until(deadline), say)
+}
+
+// waitDropped follows the provider's events from the rotation's on until
+// the controller records the end of its overlap (every end applied, so it
+// comes at the controller's next drive), then waits for each provider end
+// to apply the declaration without the old credential that came in the
+// same batch: rotate --wait then means the old credential is gone too.
+func waitDropped(ctx context.Context, st *store.Store, cl *client.Client, r wire.RotateReply, wait time.Duration, say io.Writer) error {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var done events.RotationCompleted
+	var at uint64
+	found := errors.New("found")
+	err := st.Read(wctx, store.ReadOptions{From: r.Seq + 1, Follow: true, Filter: events.ModuleAggregate(r.Provider).Filter()}, func(m store.Msg) error {
+		_, ev, err := events.DecodeFromSubject(m.Subject, m.Data)
+		if c, ok := ev.(events.RotationCompleted); err == nil && ok && c.Consumer == r.Consumer && c.Generation == r.Generation {
+			done, at = c, m.Seq
+			return found
+		}
+		return nil
+	})
+	if !errors.Is(err, found) {
+		return fmt.Errorf("both ends apply generation %d, but the controller has not recorded dropping the old credential within the wait (mesh status says the stage): %w", r.Generation, cmp.Or(err, context.DeadlineExceeded))
+	}
+	// The completion's batch: the event, then each provider end's
+	// declaration, in the order of ProviderEnds.
+	var sent []events.DeclarationSent
+	if err := st.Read(wctx, store.ReadOptions{From: at + 1, Until: at + uint64(len(done.ProviderEnds))}, func(m store.Msg) error {
+		_, ev, err := events.DecodeFromSubject(m.Subject, m.Data)
+		if d, ok := ev.(events.DeclarationSent); err == nil && ok {
+			sent = append(sent, d)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(say, "the controller dropped the old credential (%s, event %d)\n", done.Reason, at)
+	for i, d := range sent {
+		if err := client.WaitReport(ctx, st, cl, d.Node, d.Digest, at+uint64(i)+1, time.Until(deadlineOf(wctx))); err != nil {
+			return fmt.Errorf("the old credential is dropped and recorded, but not applied at every provider end: %w", err)
+		}
+		fmt.Fprintf(say, "%s applied sequence %d, without the old credential\n", d.Node, d.Sequence)
+	}
 	return nil
+}
+
+// deadlineOf is ctx's deadline (now when it has none).
+func deadlineOf(ctx context.Context) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Now()
+	}
+	return d
 }
 
 // SecretCmd acts on secret settings.

@@ -46,8 +46,19 @@ func TestNoSecretOutsideTheFilesOfItsNodes(t *testing.T) {
 		return strings.TrimSpace(pw)
 	}
 	secrets = append(secrets, minted())
-	if out := run("rotate", "postgres", "--consumer", "app", "--wait", "10s"); !strings.Contains(out, "both ends apply generation 1") {
+	if out := run("rotate", "postgres", "--consumer", "app", "--wait", "10s"); !strings.Contains(out, "both ends apply generation 1") ||
+		!strings.Contains(out, "the controller dropped the old credential (applied, event ") || !strings.Contains(out, "db-1 applied sequence 4, without the old credential") {
 		t.Fatalf("rotate: %s", out)
+	}
+	// The drop is the controller's own act, where the operator looks.
+	if ev := run("events"); !strings.Contains(ev, "RotationCompleted") || !strings.Contains(ev, `"reason":"applied"`) {
+		t.Fatalf("events after the overlap ended:\n%s", ev)
+	}
+	if h := run("history", "db-1"); !strings.Contains(h, "rotation completed") {
+		t.Fatalf("db-1's history after the overlap ended:\n%s", h)
+	}
+	if st := run("status"); !strings.Contains(st, "to generation 1: completed ") || !strings.Contains(st, "(applied), the old dropped") {
+		t.Fatalf("status after the overlap ended:\n%s", st)
 	}
 	secrets = append(secrets, minted())
 	run("secret", "forget", "db-1", "postgres", "password")

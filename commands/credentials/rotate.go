@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
+	"time"
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands/core"
@@ -35,14 +35,49 @@ func (h *Service) Rotate(ctx context.Context, r wire.RotateRequest) (wire.Rotate
 	if h.Keys == nil {
 		return wire.RotateReply{}, fmt.Errorf("cannot rotate: %w", secrets.ErrNone)
 	}
-	agg := events.ModuleAggregate(r.Provider)
+	overlap := r.Overlap
+	switch {
+	case r.NoOverlap:
+		overlap = 0
+	case overlap == 0:
+		overlap = aggregates.DefaultOverlap
+	}
 	var plan rotation
-	var items []store.One
+	seq, err := h.together(ctx, "rotate", fmt.Sprintf("the credentials %s mints for %s", r.Provider, r.Consumer), r.CommandID, r.Provider, func(v *projections.View) (*rotation, error) {
+		var err error
+		plan, err = h.planRotation(v, r, overlap)
+		return &plan, err
+	})
+	if err != nil {
+		return wire.RotateReply{}, err
+	}
+	ev := plan.event.(events.CredentialRotated)
+	// The batch's messages are consecutive and end at seq: the
+	// rotation first, then each end's declaration.
+	first := seq - uint64(len(plan.sends))
+	reply := wire.RotateReply{Provider: r.Provider, Consumer: r.Consumer, Generation: ev.Generation, Seq: first, Sent: plan.sent, OverlapUntil: ev.OverlapUntil}
+	for i := range reply.Sent {
+		reply.Sent[i].StreamSeq = first + uint64(i) + 1
+	}
+	h.Log.Info("credentials rotated", "provider", r.Provider, "consumer", r.Consumer, "generation", ev.Generation, "ends", len(plan.sent), "overlap_until", ev.OverlapUntil, "seq", seq)
+	return reply, h.Landed(ctx, seq, ev)
+}
+
+// together appends, through the one decide-and-append loop, what plan
+// decides from read models that hold every write to the provider module's
+// aggregate up to the version it expects: its event on that aggregate and
+// each end's declaration, in one atomic batch (rule 7), so a controller
+// killed at any point leaves every end told or none. plan answering nil
+// (nothing to do) appends nothing and answers 0. Rotate and the completion
+// of an overlap both write through it: both events are the provider's, so
+// a rotation and a completion deciding at once cannot both land.
+func (h *Service) together(ctx context.Context, op, name, commandID, provider string, plan func(*projections.View) (*rotation, error)) (uint64, error) {
+	agg := events.ModuleAggregate(provider)
 	var seq uint64
 	// No reread: each attempt catches up itself, after reading the
 	// provider's version. An end or the provider that moved (a conflict)
 	// is composed again from what it is now.
-	err := core.DecideAndAppend(ctx, "rotate", fmt.Sprintf("the credentials %s mints for %s", r.Provider, r.Consumer), nil, func(int) error {
+	err := core.DecideAndAppend(ctx, op, name, nil, func(int) error {
 		// The provider's version before the catch-up: the view then holds
 		// every rotation up to it, and one landing after fails the append
 		// rather than being given the same generation again.
@@ -53,51 +88,38 @@ func (h *Service) Rotate(ctx context.Context, r wire.RotateRequest) (wire.Rotate
 		if err := h.CatchUp(ctx); err != nil {
 			return err
 		}
+		var p *rotation
 		if err := h.Proj.Read(func(v *projections.View) (err error) {
-			plan, err = h.planRotation(v, r)
+			p, err = plan(v)
 			return err
-		}); err != nil {
+		}); err != nil || p == nil {
+			seq = 0
 			return err
 		}
-		items = []store.One{{Aggregate: agg, Expected: version, Event: plan.event}}
-		items = append(items, plan.sends...)
+		items := append([]store.One{{Aggregate: agg, Expected: version, Event: p.event}}, p.sends...)
 		if len(items) > wire.MaxBatch {
-			return aggregates.Refuse("rotate", plan.name(), aggregates.ErrInvalid, fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the rotation", len(plan.sends), wire.MaxBatch-1))
+			return aggregates.Refuse(op, name, aggregates.ErrInvalid, fmt.Sprintf("its ends are %d nodes, and one atomic write holds at most %d declarations besides the %s", len(p.sends), wire.MaxBatch-1, p.event.EventType()))
 		}
-		seq, err = h.Store.AppendAtomic(ctx, r.CommandID, items)
+		seq, err = h.Store.AppendAtomic(ctx, commandID, items)
 		return err
 	})
-	if err != nil {
-		return wire.RotateReply{}, err
-	}
-	// The batch's messages are consecutive and end at seq: the
-	// rotation first, then each end's declaration.
-	first := seq - uint64(len(items)) + 1
-	reply := wire.RotateReply{Provider: r.Provider, Consumer: r.Consumer, Generation: plan.event.Generation, Seq: first, Sent: plan.sent}
-	for i := range reply.Sent {
-		reply.Sent[i].StreamSeq = first + uint64(i) + 1
-	}
-	h.Log.Info("credentials rotated", "provider", r.Provider, "consumer", r.Consumer, "generation", plan.event.Generation, "ends", len(plan.sent), "seq", seq)
-	return reply, h.Landed(ctx, seq, plan.event)
+	return seq, err
 }
 
-// rotation is what one rotation writes.
+// rotation is what one rotation, or the end of its overlap, writes: the
+// provider's event, then each end's declaration.
 type rotation struct {
-	event events.CredentialRotated
+	event events.Event
 	sends []store.One
 	sent  []wire.PushedNode
 }
 
-func (p rotation) name() string {
-	return fmt.Sprintf("the credentials %s mints for %s", p.event.Provider, p.event.Consumer)
-}
-
 // planRotation composes every end at the next generation, or refuses the
 // whole rotation naming each end that cannot be composed and why.
-func (h *Service) planRotation(v *projections.View, r wire.RotateRequest) (rotation, error) {
-	plan := rotation{event: events.CredentialRotated{Provider: r.Provider, Consumer: r.Consumer}}
+func (h *Service) planRotation(v *projections.View, r wire.RotateRequest, overlap time.Duration) (rotation, error) {
+	var plan rotation
 	refuse := func(err error, format string, args ...any) error {
-		return aggregates.Refuse("rotate", plan.name(), err, fmt.Sprintf(format, args...))
+		return aggregates.Refuse("rotate", fmt.Sprintf("the credentials %s mints for %s", r.Provider, r.Consumer), err, fmt.Sprintf(format, args...))
 	}
 	for _, m := range []string{r.Provider, r.Consumer} {
 		if _, found, err := v.Module(m); err != nil || !found {
@@ -118,6 +140,13 @@ func (h *Service) planRotation(v *projections.View, r wire.RotateRequest) (rotat
 		in.Generations = map[compose.Pair]uint64{}
 	}
 	in.Generations[pair] = gen
+	// The new generation opens its own overlap (or none): whatever an
+	// earlier rotation of the pair still accepted is dropped with it.
+	in.Overlapping = maps.Clone(in.Overlapping)
+	if in.Overlapping == nil {
+		in.Overlapping = map[compose.Pair]bool{}
+	}
+	in.Overlapping[pair] = overlap > 0
 	ends := map[string]bool{}
 	linked := false
 	for _, a := range in.Assignments {
@@ -138,19 +167,27 @@ func (h *Service) planRotation(v *projections.View, r wire.RotateRequest) (rotat
 		results[node] = w.Compose(node)
 		decided[i] = aggregates.RotationEnd{Node: node, Problem: endProblem(results[node], r)}
 	}
-	if plan.event, err = aggregates.DecideRotation(r.Provider, r.Consumer, gen-1, linked, decided); err != nil {
+	ev, err := aggregates.DecideRotation(r.Provider, r.Consumer, gen-1, linked, decided, overlap, h.Now())
+	if err != nil {
 		return plan, err
 	}
-	for _, node := range plan.event.Ends {
+	plan.event = ev
+	return plan, h.seal(v, &plan, results, ev.Ends, "rotate")
+}
+
+// seal numbers and signs each of nodes' composed declarations into plan,
+// each expecting the node's version it was composed at.
+func (h *Service) seal(v *projections.View, plan *rotation, results map[string]compose.Result, nodes []string, by string) error {
+	for _, node := range nodes {
 		row, _, err := v.Node(node)
 		if err != nil {
-			return plan, err
+			return err
 		}
-		ev, _ := h.sealer.Seal(*results[node].Declaration, row, "rotate", h.Now())
+		ev, _ := h.sealer.Seal(*results[node].Declaration, row, by, h.Now())
 		plan.sends = append(plan.sends, store.One{Aggregate: events.NodeAggregate(node), Expected: row.Version, Event: ev})
 		plan.sent = append(plan.sent, wire.PushedNode{Node: node, Sequence: ev.Sequence, Digest: ev.Digest, Resources: ev.Resources})
 	}
-	return plan, nil
+	return nil
 }
 
 // provisionsFor says whether provider assignment a's build provisions a
@@ -193,55 +230,4 @@ func endProblem(res compose.Result, r wire.RotateRequest) string {
 		}
 	}
 	return ""
-}
-
-// OpenRotation is a rotation not yet applied at every end: status names it
-// until both ends report applying what they were sent with it or after.
-type OpenRotation struct {
-	Provider   string   `json:"provider"`
-	Consumer   string   `json:"consumer"`
-	Generation uint64   `json:"generation"`
-	Applied    []string `json:"applied"`
-	Pending    []string `json:"pending"`
-}
-
-func (r OpenRotation) String() string {
-	what := fmt.Sprintf("the rotation of the credentials %s mints for %s to generation %d", r.Provider, r.Consumer, r.Generation)
-	if len(r.Applied) == 0 {
-		return fmt.Sprintf("%s is applied at no end yet: waiting on %s", what, strings.Join(r.Pending, ", "))
-	}
-	return fmt.Sprintf("%s is half applied: applied on %s, not on %s", what, strings.Join(r.Applied, ", "), strings.Join(r.Pending, ", "))
-}
-
-// OpenRotations are the rotations some active end has not applied: it was
-// not sent a declaration since (the rotation event comes first in its
-// batch, the ends' declarations after), or has not reported applying it.
-func OpenRotations(v *projections.View) ([]OpenRotation, error) {
-	rotations, err := v.Rotations()
-	if err != nil {
-		return nil, err
-	}
-	var out []OpenRotation
-	for _, r := range rotations {
-		o := OpenRotation{Provider: r.Provider, Consumer: r.Consumer, Generation: r.Generation}
-		for _, end := range r.Ends {
-			n, found, err := v.Node(end)
-			switch {
-			case err != nil:
-				return nil, err
-			case !found || n.Retired:
-				continue // a retired end holds nothing any more
-			}
-			sent, rep := n.LastSent, n.LastReport
-			if sent != nil && sent.StreamSeq > r.Seq && rep != nil && rep.Outcome == events.OutcomeApplied && rep.Digest == sent.Digest {
-				o.Applied = append(o.Applied, end)
-			} else {
-				o.Pending = append(o.Pending, end)
-			}
-		}
-		if len(o.Pending) > 0 {
-			out = append(out, o)
-		}
-	}
-	return out, nil
 }

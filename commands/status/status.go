@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/commands/credentials"
 	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/commands/world"
 	"github.com/meshctl/mesh/events"
@@ -34,7 +35,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 	if err != nil {
 		return wire.StatusReport{}, err
 	}
-	out := wire.StatusReport{Nodes: []wire.NodeStatus{}, Standings: []wire.StandingView{}, Runtimes: []projections.Runtime{}, Rollouts: []wire.RolloutProgress{}}
+	out := wire.StatusReport{Nodes: []wire.NodeStatus{}, Standings: []wire.StandingView{}, Runtimes: []projections.Runtime{}, Rollouts: []wire.RolloutProgress{}, Rotations: []wire.RotationStage{}}
 	notCurrent, down := 0, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
@@ -62,6 +63,9 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 			out.Standings = append(out.Standings, wire.StandingView(s))
 		}
 		if out.Causes, err = h.causes(ctx, v); err != nil {
+			return err
+		}
+		if out.Rotations, err = credentials.Stages(v); err != nil {
 			return err
 		}
 		return rollouts(v, nodes, composed, &out)

@@ -161,7 +161,14 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 		if in.Generations == nil {
 			in.Generations = map[compose.Pair]uint64{}
 		}
-		in.Generations[compose.Pair{Provider: r.Provider, Consumer: r.Consumer}] = r.Generation
+		pair := compose.Pair{Provider: r.Provider, Consumer: r.Consumer}
+		in.Generations[pair] = r.Generation
+		if r.Overlapping() {
+			if in.Overlapping == nil {
+				in.Overlapping = map[compose.Pair]bool{}
+			}
+			in.Overlapping[pair] = true
+		}
 	}
 	return in, nil
 }

@@ -85,6 +85,9 @@ func Status(out io.Writer, s wire.StatusReport) {
 	for _, r := range s.Rollouts {
 		fmt.Fprintf(w, "rollout %s; %d of %d node(s) applied its build\n", RolloutLine(r.Rollout), r.Applied, r.Total)
 	}
+	for _, r := range s.Rotations {
+		fmt.Fprintln(w, RotationLine(r))
+	}
 	for _, c := range s.Causes {
 		fmt.Fprintf(w, "not well: %s\n", c)
 	}
@@ -168,4 +171,23 @@ func ReconcilerLine(r *wire.ReconcilerStatus) string {
 		line += fmt.Sprintf(", %d behind node(s) left to people", r.LeftCount)
 	}
 	return line
+}
+
+// RotationLine says where one pair's last rotation is: in its overlap
+// (both credentials accepted, whom it waits on, until when at most), or
+// completed (when, why).
+func RotationLine(r wire.RotationStage) string {
+	what := fmt.Sprintf("rotation of the credentials %s mints for %s to generation %d", r.Provider, r.Consumer, r.Generation)
+	at := Time
+	switch r.Stage {
+	case wire.RotationOverlap:
+		waits := "every consumer end applied it; the controller drops the old at its next drive, unless a provider end cannot be composed (its state above says why)"
+		if len(r.Waiting) > 0 {
+			waits = "waiting on " + strings.Join(r.Waiting, ", ") + " to apply it"
+		}
+		return fmt.Sprintf("%s: overlap, the old and the new accepted until %s at most; %s", what, at(r.Until), waits)
+	case wire.RotationCompleted:
+		return fmt.Sprintf("%s: completed %s (%s), the old dropped", what, at(r.CompletedAt), r.Reason)
+	}
+	return fmt.Sprintf("%s: at once %s, no overlap", what, at(r.At))
 }

@@ -58,3 +58,32 @@ func TestStatusNamesTheProviderChosen(t *testing.T) {
 		t.Fatalf("status printed:\n%s", out.String())
 	}
 }
+
+// Each stage of a rotation reads as its own sentence: an overlap names
+// its bound and whom it waits on, a completion when and why, a rotation
+// with no overlap that the old went at once. Fails when a stage prints
+// another's sentence or drops its facts.
+func TestRotationLineSaysEachStage(t *testing.T) {
+	at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	base := wire.RotationStage{Provider: "postgres", Consumer: "app", Generation: 2, At: at}
+	with := func(f func(*wire.RotationStage)) wire.RotationStage { r := base; f(&r); return r }
+	cases := []struct {
+		r    wire.RotationStage
+		want string
+	}{
+		{with(func(r *wire.RotationStage) {
+			r.Stage, r.Until, r.Waiting = wire.RotationOverlap, at.Add(24*time.Hour), []string{"app-1", "app-2"}
+		}), "rotation of the credentials postgres mints for app to generation 2: overlap, the old and the new accepted until 2026-12-06T10:00:00Z at most; waiting on app-1, app-2 to apply it"},
+		{with(func(r *wire.RotationStage) { r.Stage, r.Until = wire.RotationOverlap, at.Add(time.Hour) }),
+			"overlap, the old and the new accepted until 2026-12-05T11:00:00Z at most; every consumer end applied it; the controller drops the old at its next drive"},
+		{with(func(r *wire.RotationStage) {
+			r.Stage, r.CompletedAt, r.Reason = wire.RotationCompleted, at.Add(time.Hour), "bound passed"
+		}), "to generation 2: completed 2026-12-05T11:00:00Z (bound passed), the old dropped"},
+		{with(func(r *wire.RotationStage) { r.Stage = wire.RotationAtOnce }), "to generation 2: at once 2026-12-05T10:00:00Z, no overlap"},
+	}
+	for _, c := range cases {
+		if got := RotationLine(c.r); !strings.Contains(got, c.want) {
+			t.Errorf("%+v:\n got %q\nwant %q in it", c.r, got, c.want)
+		}
+	}
+}
