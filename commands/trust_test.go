@@ -34,6 +34,9 @@ type trustMesh struct {
 	home   string
 	ctrl   *commands.Controller
 	h      *commands.Controller
+	// deaf starts the next controller with liveness off: it then writes
+	// nothing of its own, for a test that lines up event numbers.
+	deaf bool
 }
 
 func newTrustMesh(t *testing.T, closed bool) *trustMesh {
@@ -70,6 +73,9 @@ func (m *trustMesh) start() {
 		m.ctrl.Close()
 	}
 	c := commands.ControllerConfig{Home: m.home}
+	if m.deaf {
+		c.UnreachableAfter = -1
+	}
 	if m.closed {
 		c.Callout, c.Cut = m.keys.Issuer, m.srv.CutUsers
 	}
