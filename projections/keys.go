@@ -70,7 +70,8 @@ var (
 //	16 enrolment tokens; the keys a node made itself, which its reports are held to
 //	17 standings only of a provider on its machine toward a consumer resolved to it
 //	18 a token's version moves with each use and its revoke
-const schemaVersion = 18
+//	19 a runtime's health (starting, healthy, unhealthy) in its row
+const schemaVersion = 19
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 
