@@ -33,7 +33,7 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	start(t, "ready", "--home", home, "up", "--listen", listen)
 	mustRun(t, home, "node", "enroll", "box")
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
-	mustRun(t, home, "module", "register", "../../examples/greeter.json")
+	mustRun(t, home, "module", "register", greeterOnAFreePort(t))
 	// visitor consumes greeting: the consumer greeter's standing names.
 	mustRun(t, home, "module", "register", "../../examples/visitor.json")
 	mustRun(t, home, "assign", "box", "visitor")
@@ -77,8 +77,19 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 		t.Fatalf("a config change started the greeter %d time(s) in all, not twice", n)
 	}
 
+	until("its health check to pass", func() bool {
+		return strings.Contains(mesh(t, home, "status").out, "; healthy since ")
+	})
 	set("")
 	until("the greeter to refuse", func() bool { return strings.HasPrefix(ask(), "error: no greeting") })
+	// With nothing to greet with, its check fails too: 503 from its
+	// health endpoint, twice in a row.
+	until("status to name it unhealthy", func() bool {
+		return strings.Contains(mesh(t, home, "status").out, "; unhealthy since ")
+	})
+	if out := mesh(t, home, "status").out; !strings.Contains(out, "2 failed check(s) in a row; GET http://127.0.0.1:") || !strings.Contains(out, "/healthz answered 503 Service Unavailable") {
+		t.Fatalf("status with the greeter unhealthy:\n%s", out)
+	}
 	until("status to name it failing visitor", func() bool {
 		return strings.Contains(mesh(t, home, "status").out, "greeter on box failing visitor")
 	})
@@ -88,4 +99,24 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 		r := mesh(t, home, "status")
 		return r.code == 0 && !strings.Contains(r.out, "failing visitor")
 	})
+}
+
+// greeterOnAFreePort is examples/greeter.json with its health port moved
+// to a free one: tests of other packages, or another run, may hold the
+// example's.
+func greeterOnAFreePort(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/greeter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const port = "127.0.0.1:4281"
+	if strings.Count(string(b), port) != 2 {
+		t.Fatalf("examples/greeter.json names %s other than twice (its env and its check)", port)
+	}
+	path := filepath.Join(t.TempDir(), "greeter.json")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), port, freeAddr(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
