@@ -30,6 +30,7 @@ func lines(t *testing.T, path string) int {
 // goes; status follows each. Fails when a probe that changes nothing is
 // reported, or a change is not.
 func TestACommandCheckReportsOnlyChangesOfHealth(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("box")
 	root := filepath.Join(t.TempDir(), "root")
@@ -77,6 +78,7 @@ func TestACommandCheckReportsOnlyChangesOfHealth(t *testing.T) {
 // accepts, then is closed; an answer of 200, then of 503. A restarted
 // program starts again from "starting", never from its predecessor's word.
 func TestTCPAndHTTPProbes(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.Enroll("box")
 	m.AgentWith("box", filepath.Join(t.TempDir(), "root"), fast)

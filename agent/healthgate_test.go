@@ -25,6 +25,7 @@ func healthSvc(check, startPeriod string) string {
 // check's words, and --auto-revert sends the build back. Fails when a
 // wave passes a program still starting, or an unhealthy one does not halt.
 func TestARolloutWaitsForHealthyAndHaltsOnUnhealthy(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	roots := map[string]string{}
 	for _, n := range []string{"h-1", "h-2"} {

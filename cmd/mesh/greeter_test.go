@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,12 +24,7 @@ import (
 // recovered when it has one again, and status says each.
 func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "mesh-greeter"), "../../examples/mesh-greeter")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the greeter: %v\n%s", err, out)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	greeterOnPath(t)
 	home := t.TempDir()
 	listen := freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", listen)
@@ -119,4 +116,35 @@ func greeterOnAFreePort(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// greeter is the example greeter built once for this test binary.
+var greeter struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// greeterOnPath builds examples/mesh-greeter once for this test binary and
+// puts its directory first on the process's PATH, where every agent this
+// process runs finds its programs. The process's, not t.Setenv: the README
+// walkthrough runs beside other tests (t.Parallel), and the directory holds
+// only mesh-greeter, which no other test's program names. TestMain removes
+// it.
+func greeterOnPath(t *testing.T) {
+	t.Helper()
+	greeter.once.Do(func() {
+		if greeter.dir, greeter.err = os.MkdirTemp("", "mesh-greeter"); greeter.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(greeter.dir, "mesh-greeter"), "../../examples/mesh-greeter")
+		if out, err := build.CombinedOutput(); err != nil {
+			greeter.err = fmt.Errorf("building the greeter: %v\n%s", err, out)
+			return
+		}
+		greeter.err = os.Setenv("PATH", greeter.dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	})
+	if greeter.err != nil {
+		t.Fatal(greeter.err)
+	}
 }

@@ -19,7 +19,7 @@ var pids = regexp.MustCompile(`("pid": ?)\d+|(pid )\d+`)
 // the file is there, and node show says it too, each in --json with its
 // golden file (status-health, node-show-health).
 func TestStatusAndNodeShowSayAProgramsHealth(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	mustRun(t, home, "node", "enroll", "box")

@@ -40,7 +40,11 @@ func TestMain(m *testing.M) {
 	connectTimeout = embeddedtest.Settle
 	// Temporary directories in memory where the box allows: see
 	// embeddedtest.Main. A child mesh inherits TMPDIR.
-	os.Exit(embeddedtest.Main(m))
+	code := embeddedtest.Main(m)
+	if greeter.dir != "" {
+		os.RemoveAll(greeter.dir) // greeterOnPath's
+	}
+	os.Exit(code)
 }
 
 type result struct {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -49,11 +48,7 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 		fmt.Fprintf(&transcript, "$ %s\n", line)
 		if cmdline == "go install ./examples/mesh-greeter" {
 			// Onto the PATH of the agents, which run in this process.
-			bin := t.TempDir()
-			if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "mesh-greeter"), "../../examples/mesh-greeter").CombinedOutput(); err != nil {
-				t.Fatalf("%s: %v\n%s", line, err, out)
-			}
-			t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			greeterOnPath(t)
 			transcript.WriteString("(mesh-greeter is on the agents' PATH)\n")
 			continue
 		}
