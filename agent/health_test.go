@@ -38,7 +38,7 @@ func TestACommandCheckReportsOnlyChangesOfHealth(t *testing.T) {
 	m.WriteModule(`{"module":"svc","resources":[{"kind":"directory","path":"/srv","mode":"0755"}],
 	  "run":{"command":"/bin/sh","args":["-c","exec sleep 600"],"dir":"/srv",
 	    "health":{"command":["/bin/sh","-c","echo probe >> probes; test -e ready || { echo not ready yet >&2; exit 1; }"],
-	      "interval":"100ms","timeout":"100ms","failures":2}}}`)
+	      "interval":"1s","timeout":"1s","failures":2}}}`)
 	m.Assign("box", "svc", nil)
 	m.Report("box", m.Push("box").Sent[0].Digest)
 	health := func() wire.Runtime { return m.runtimeState("box", "svc") }
@@ -55,10 +55,10 @@ func TestACommandCheckReportsOnlyChangesOfHealth(t *testing.T) {
 
 	m.Must(os.WriteFile(filepath.Join(root, "srv/ready"), nil, 0o644))
 	eventually(t, "the passing check to be said", func() bool { return health().Health == wire.HealthHealthy })
-	// Steady: ten more probes pass, and none is reported.
+	// Steady: three more probes pass, and none is reported.
 	probes := filepath.Join(root, "srv/probes")
 	seen := lines(t, probes)
-	eventually(t, "ten more probes", func() bool { return lines(t, probes) >= seen+10 })
+	eventually(t, "three more probes", func() bool { return lines(t, probes) >= seen+3 })
 	if r := m.runtimeReports("box"); r["RuntimeHealthy"] != 1 || r["RuntimeUnhealthy"] != 1 {
 		t.Fatalf("a steady program's probes were reported: %v", r)
 	}
@@ -89,7 +89,7 @@ func TestTCPAndHTTPProbes(t *testing.T) {
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(int(status.Load())) }))
 	defer web.Close()
 	check := func(module, probe string) string {
-		return fmt.Sprintf(`{"module":%q,"run":{"command":"/bin/sh","args":["-c","exec sleep 600"],"health":{%s,"interval":"100ms","timeout":"100ms","failures":1}}}`, module, probe)
+		return fmt.Sprintf(`{"module":%q,"run":{"command":"/bin/sh","args":["-c","exec sleep 600"],"health":{%s,"interval":"1s","timeout":"1s","failures":1}}}`, module, probe)
 	}
 	m.WriteModule(check("tcpsvc", fmt.Sprintf(`"tcp":%q`, port.Addr().String())))
 	m.WriteModule(check("websvc", fmt.Sprintf(`"http":%q`, web.URL+"/healthz")))

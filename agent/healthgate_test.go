@@ -15,7 +15,7 @@ import (
 // line run in the program's directory (the node's root).
 func healthSvc(check, startPeriod string) string {
 	return fmt.Sprintf(`{"module":"svc","run":{"command":"/bin/sh","args":["-c","exec sleep 600"],
-	  "health":{"command":["/bin/sh","-c",%q],"interval":"100ms","timeout":"100ms","failures":2,"start_period":%q}}}`, check, startPeriod)
+	  "health":{"command":["/bin/sh","-c",%q],"interval":"1s","timeout":"1s","failures":2,"start_period":%q}}}`, check, startPeriod)
 }
 
 // Rule 23 with health checks (issue 31), with real agents and real

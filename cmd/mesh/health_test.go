@@ -27,7 +27,7 @@ func TestStatusAndNodeShowSayAProgramsHealth(t *testing.T) {
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", root)
 	doc := filepath.Join(t.TempDir(), "svc.json")
 	if err := writeFile(doc, `{"module":"svc","run":{"command":"/bin/sh","args":["-c","exec sleep 600"],
-	  "health":{"command":["/bin/sh","-c","test -e ready || { echo no ready file >&2; exit 1; }"],"interval":"100ms","timeout":"100ms","failures":1}}}`); err != nil {
+	  "health":{"command":["/bin/sh","-c","test -e ready || { echo no ready file >&2; exit 1; }"],"interval":"1s","timeout":"1s","failures":1}}}`); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, home, "module", "register", doc)
