@@ -95,6 +95,10 @@ type GateNode struct {
 	// why (HealthDetail) and since when, when the build's run has a check.
 	Health, HealthDetail string
 	HealthSince          time.Time
+	// Applied is the sequence of the declaration it applied the build
+	// in, and RuntimeDeclaration the one its program's process started
+	// under: at or above Applied, the process is the build's.
+	Applied, RuntimeDeclaration uint64
 	// Standing is the first provider standing failing that involves the
 	// node or the module, said as a sentence; "" for none.
 	Standing string
@@ -128,9 +132,10 @@ const (
 // stood the bake since it applied (and since its program last started or
 // turned healthy). A crash-looping program halts the rollout, even past a
 // node that holds it, and so does one that turned unhealthy after its
-// node applied the build: a failure of the build, as a failed apply is.
-// One unhealthy since before the apply only holds: that word may be its
-// predecessor's, whose process the new build's has not replaced yet.
+// node applied the build, or whose process started under the build's
+// declaration: a failure of the build, as a failed apply is. Another
+// unhealthy one only holds: that word may be its predecessor's, whose
+// process the build's has not replaced yet.
 func Gate(nodes []GateNode, runs, checked bool, bake time.Duration, now time.Time) (GateHold, *WaveHalt) {
 	var hold GateHold
 	for _, n := range nodes {
@@ -151,7 +156,7 @@ func Gate(nodes []GateNode, runs, checked bool, bake time.Duration, now time.Tim
 		}
 		if runs && checked && n.Runtime == RuntimeRunning {
 			switch {
-			case n.Health == HealthUnhealthy && !n.HealthSince.Before(n.ReportedAt):
+			case n.Health == HealthUnhealthy && (n.RuntimeDeclaration >= n.Applied || !n.HealthSince.Before(n.ReportedAt)):
 				return GateHold{}, &WaveHalt{Node: n.Node, Why: "its program is unhealthy: " + n.HealthDetail}
 			case n.Health == HealthUnhealthy && hold.Node == "":
 				hold = GateHold{Node: n.Node, Why: "its program is unhealthy since before it applied the build (" + n.HealthDetail + "); waiting for its check under the build"}

@@ -86,12 +86,12 @@ func TestGate(t *testing.T) {
 
 // Rule 23 with a health check (issue 31): a wave waits for its programs
 // to be healthy, halts on one that turned unhealthy after its node applied
-// the build, only holds on one unhealthy since before, and bakes from when
-// it turned healthy. Each row fails when the gate decides otherwise.
+// the build or whose process is the build's, only holds on an older
+// process unhealthy since before, and bakes from when it turned healthy. Each row fails when the gate decides otherwise.
 func TestGateWithAHealthCheck(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	node := func(n, health string, since time.Time) GateNode {
-		return GateNode{Node: n, Reported: true, ReportedAt: t0, Runtime: RuntimeRunning, RuntimeSince: t0,
+		return GateNode{Node: n, Reported: true, ReportedAt: t0, Runtime: RuntimeRunning, RuntimeSince: t0, Applied: 5, RuntimeDeclaration: 5,
 			Health: health, HealthSince: since, HealthDetail: map[string]string{HealthUnhealthy: "3 failed check(s) in a row; GET / answered 503"}[health]}
 	}
 	healthy := node("a", HealthHealthy, t0)
@@ -111,8 +111,17 @@ func TestGateWithAHealthCheck(t *testing.T) {
 			GateHold{Node: "b", Why: "its program is not healthy yet (no check reported yet)"}, nil},
 		{"unhealthy after the apply halts, past an earlier hold", []GateNode{node("a", "starting", t0), node("b", HealthUnhealthy, t0.Add(time.Second))}, true, 0, t0.Add(time.Second),
 			GateHold{}, &WaveHalt{Node: "b", Why: "its program is unhealthy: 3 failed check(s) in a row; GET / answered 503"}},
-		{"unhealthy since before the apply only holds", []GateNode{node("b", HealthUnhealthy, t0.Add(-time.Minute))}, true, 0, t0,
+		{"unhealthy since before the apply, its process older than the build, only holds", []GateNode{func() GateNode {
+			g := node("b", HealthUnhealthy, t0.Add(-time.Minute))
+			g.RuntimeDeclaration = 4
+			return g
+		}()}, true, 0, t0,
 			GateHold{Node: "b", Why: "its program is unhealthy since before it applied the build (3 failed check(s) in a row; GET / answered 503); waiting for its check under the build"}, nil},
+		// A report kept while the bus was busy is stamped when it is sent
+		// at last, after the new process's checks: the process says whose
+		// verdict it is, not the clocks.
+		{"unhealthy by a process started under the build halts, whatever the clocks", []GateNode{node("b", HealthUnhealthy, t0.Add(-time.Minute))}, true, 0, t0,
+			GateHold{}, &WaveHalt{Node: "b", Why: "its program is unhealthy: 3 failed check(s) in a row; GET / answered 503"}},
 		{"no check in the build: health is not read", []GateNode{node("b", HealthUnhealthy, t0)}, false, 0, t0, GateHold{}, nil},
 		{"a program not running holds for that, not for its health", []GateNode{func() GateNode { g := node("b", HealthUnhealthy, t0); g.Runtime = "exited"; return g }()}, true, 0, t0,
 			GateHold{Node: "b", Why: "its program is not running (exited)"}, nil},

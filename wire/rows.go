@@ -126,7 +126,11 @@ type Runtime struct {
 	Seq    uint64    `json:"seq"`
 	// Health, since when (HealthSince) and why (HealthDetail, when
 	// unhealthy), for a program with a check; omitted for one without.
-	Health       Health    `json:"health,omitempty"`
+	Health Health `json:"health,omitempty"`
+	// StartedUnder is the sequence of the declaration the process started
+	// under: a rollout's gate tells by it the process of the build from
+	// its predecessor, whatever the agents' clocks or a report's delay.
+	StartedUnder uint64    `json:"started_under,omitempty"`
 	HealthSince  time.Time `json:"health_since,omitzero"`
 	HealthDetail string    `json:"health_detail,omitempty"`
 }

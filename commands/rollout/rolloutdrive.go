@@ -177,6 +177,7 @@ func (h *Service) waveGate(ro projections.Rollout, nodes []string) (aggregates.G
 				}
 				g.Runtime, g.RuntimeDetail, g.RuntimeSince = rt.State, rt.Detail, rt.Since
 				g.Health, g.HealthDetail, g.HealthSince = string(rt.Health), rt.HealthDetail, rt.HealthSince
+				g.Applied, g.RuntimeDeclaration = row.LastReport.Sequence, rt.StartedUnder
 			}
 			for _, s := range standings {
 				if s.Machine == n || s.Provider == ro.Module || s.Consumer == ro.Module {
