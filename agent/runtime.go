@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -170,8 +171,9 @@ func (v *supervisor) supervise(module string, p *proc) {
 			v.log.Warn("program cannot start", "module", module, "err", err)
 			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound(why, maxReason)})
 		} else {
-			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq})
+			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq, Checked: p.spec.Health != nil})
 			v.log.Info("program started", "module", module, "pid", cmd.Process.Pid)
+			stopCheck := v.startCheck(module, p.spec, started)
 			waited := make(chan error, 1)
 			go func() { waited <- cmd.Wait() }()
 			steady := time.NewTimer(v.s.LoopWindow)
@@ -181,6 +183,7 @@ func (v *supervisor) supervise(module string, p *proc) {
 				select {
 				case reason := <-p.stop:
 					steady.Stop()
+					stopCheck()
 					v.terminate(cmd, waited)
 					stdout.flush()
 					stderr.flush()
@@ -197,6 +200,9 @@ func (v *supervisor) supervise(module string, p *proc) {
 					}
 				case werr = <-waited:
 					steady.Stop()
+					// Before the exit is said: the process's health is
+					// never said after its end.
+					stopCheck()
 					exited = true
 				}
 			}
@@ -233,6 +239,19 @@ func (v *supervisor) supervise(module string, p *proc) {
 		}
 		wait = min(wait*2, v.s.RestartMax)
 	}
+}
+
+// startCheck runs the program's health check, if its run has one, for
+// the process started at started; the function it answers stops it and
+// returns once it can report nothing more.
+func (v *supervisor) startCheck(module string, spec compose.Runtime, started time.Time) func() {
+	if spec.Health == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); v.checkHealth(ctx, module, spec, started) }()
+	return func() { cancel(); <-done }
 }
 
 // command builds the program's process: its own process group (so a stop

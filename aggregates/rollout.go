@@ -90,6 +90,15 @@ type GateNode struct {
 	// with Detail and since when (RuntimeSince), when the build runs one.
 	Runtime, RuntimeDetail string
 	RuntimeSince           time.Time
+	// Health is what the program's check last said (HealthStarting,
+	// HealthHealthy, HealthUnhealthy; "" none since the program started),
+	// why (HealthDetail) and since when, when the build's run has a check.
+	Health, HealthDetail string
+	HealthSince          time.Time
+	// Applied is the sequence of the declaration it applied the build
+	// in, and RuntimeDeclaration the one its program's process started
+	// under: at or above Applied, the process is the build's.
+	Applied, RuntimeDeclaration uint64
 	// Standing is the first provider standing failing that involves the
 	// node or the module, said as a sentence; "" for none.
 	Standing string
@@ -109,13 +118,25 @@ const (
 	RuntimeCrashLooping = "crash-looping"
 )
 
+// The health the gate reads: wire.HealthHealthy and HealthUnhealthy are
+// these (TestTheGateReadsTheFoldsRuntimeStates).
+const (
+	HealthHealthy   = "healthy"
+	HealthUnhealthy = "unhealthy"
+)
+
 // Gate is the gate a wave that applied its build passes before the next
 // starts (rule 23): each node's program, when the build runs one (runs),
-// is running; no provider standing involving the node or the module is
-// failing; and each has stood the bake since it applied (and since its
-// program last started). A crash-looping program halts the rollout, even
-// past a node that holds it.
-func Gate(nodes []GateNode, runs bool, bake time.Duration, now time.Time) (GateHold, *WaveHalt) {
+// is running, and healthy when its run has a check (checked); no provider
+// standing involving the node or the module is failing; and each has
+// stood the bake since it applied (and since its program last started or
+// turned healthy). A crash-looping program halts the rollout, even past a
+// node that holds it, and so does one that turned unhealthy after its
+// node applied the build, or whose process started under the build's
+// declaration: a failure of the build, as a failed apply is. Another
+// unhealthy one only holds: that word may be its predecessor's, whose
+// process the build's has not replaced yet.
+func Gate(nodes []GateNode, runs, checked bool, bake time.Duration, now time.Time) (GateHold, *WaveHalt) {
 	var hold GateHold
 	for _, n := range nodes {
 		if !n.Reported {
@@ -131,6 +152,19 @@ func Gate(nodes []GateNode, runs bool, bake time.Duration, now time.Time) (GateH
 			}
 			if n.RuntimeSince.After(since) {
 				since = n.RuntimeSince
+			}
+		}
+		if runs && checked && n.Runtime == RuntimeRunning {
+			switch {
+			case n.Health == HealthUnhealthy && (n.RuntimeDeclaration >= n.Applied || !n.HealthSince.Before(n.ReportedAt)):
+				return GateHold{}, &WaveHalt{Node: n.Node, Why: "its program is unhealthy: " + n.HealthDetail}
+			case n.Health == HealthUnhealthy && hold.Node == "":
+				hold = GateHold{Node: n.Node, Why: "its program is unhealthy since before it applied the build (" + n.HealthDetail + "); waiting for its check under the build"}
+			case n.Health != HealthHealthy && hold.Node == "":
+				hold = GateHold{Node: n.Node, Why: "its program is not healthy yet (" + cmp.Or(n.Health, "no check reported yet") + ")"}
+			}
+			if n.Health == HealthHealthy && n.HealthSince.After(since) {
+				since = n.HealthSince
 			}
 		}
 		if n.Standing != "" && hold.Node == "" {

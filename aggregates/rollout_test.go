@@ -74,7 +74,63 @@ func TestGate(t *testing.T) {
 		{"a node that never reported is out", []GateNode{{Node: "a"}}, true, time.Minute, t0, GateHold{}, nil},
 	}
 	for _, c := range cases {
-		hold, halt := Gate(c.nodes, c.runs, c.bake, c.now)
+		hold, halt := Gate(c.nodes, c.runs, false, c.bake, c.now)
+		if diff := cmp.Diff(c.hold, hold); diff != "" {
+			t.Errorf("%s: hold (-want +got):\n%s", c.name, diff)
+		}
+		if diff := cmp.Diff(c.halt, halt); diff != "" {
+			t.Errorf("%s: halt (-want +got):\n%s", c.name, diff)
+		}
+	}
+}
+
+// Rule 23 with a health check (issue 31): a wave waits for its programs
+// to be healthy, halts on one that turned unhealthy after its node applied
+// the build or whose process is the build's, only holds on an older
+// process unhealthy since before, and bakes from when it turned healthy. Each row fails when the gate decides otherwise.
+func TestGateWithAHealthCheck(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	node := func(n, health string, since time.Time) GateNode {
+		return GateNode{Node: n, Reported: true, ReportedAt: t0, Runtime: RuntimeRunning, RuntimeSince: t0, Applied: 5, RuntimeDeclaration: 5,
+			Health: health, HealthSince: since, HealthDetail: map[string]string{HealthUnhealthy: "3 failed check(s) in a row; GET / answered 503"}[health]}
+	}
+	healthy := node("a", HealthHealthy, t0)
+	cases := []struct {
+		name    string
+		nodes   []GateNode
+		checked bool
+		bake    time.Duration
+		now     time.Time
+		hold    GateHold
+		halt    *WaveHalt
+	}{
+		{"every program healthy: passes", []GateNode{healthy, node("b", HealthHealthy, t0)}, true, 0, t0, GateHold{}, nil},
+		{"a program still starting holds", []GateNode{healthy, node("b", "starting", t0)}, true, 0, t0,
+			GateHold{Node: "b", Why: "its program is not healthy yet (starting)"}, nil},
+		{"a program whose check said nothing since it started holds", []GateNode{node("b", "", time.Time{})}, true, 0, t0,
+			GateHold{Node: "b", Why: "its program is not healthy yet (no check reported yet)"}, nil},
+		{"unhealthy after the apply halts, past an earlier hold", []GateNode{node("a", "starting", t0), node("b", HealthUnhealthy, t0.Add(time.Second))}, true, 0, t0.Add(time.Second),
+			GateHold{}, &WaveHalt{Node: "b", Why: "its program is unhealthy: 3 failed check(s) in a row; GET / answered 503"}},
+		{"unhealthy since before the apply, its process older than the build, only holds", []GateNode{func() GateNode {
+			g := node("b", HealthUnhealthy, t0.Add(-time.Minute))
+			g.RuntimeDeclaration = 4
+			return g
+		}()}, true, 0, t0,
+			GateHold{Node: "b", Why: "its program is unhealthy since before it applied the build (3 failed check(s) in a row; GET / answered 503); waiting for its check under the build"}, nil},
+		// A report kept while the bus was busy is stamped when it is sent
+		// at last, after the new process's checks: the process says whose
+		// verdict it is, not the clocks.
+		{"unhealthy by a process started under the build halts, whatever the clocks", []GateNode{node("b", HealthUnhealthy, t0.Add(-time.Minute))}, true, 0, t0,
+			GateHold{}, &WaveHalt{Node: "b", Why: "its program is unhealthy: 3 failed check(s) in a row; GET / answered 503"}},
+		{"no check in the build: health is not read", []GateNode{node("b", HealthUnhealthy, t0)}, false, 0, t0, GateHold{}, nil},
+		{"a program not running holds for that, not for its health", []GateNode{func() GateNode { g := node("b", HealthUnhealthy, t0); g.Runtime = "exited"; return g }()}, true, 0, t0,
+			GateHold{Node: "b", Why: "its program is not running (exited)"}, nil},
+		{"the bake holds from turning healthy", []GateNode{node("a", HealthHealthy, t0.Add(time.Minute))}, true, time.Minute, t0.Add(90 * time.Second),
+			GateHold{Node: "a", Why: "baking until 2026-01-01T12:02:00Z", Baking: true}, nil},
+		{"the bake stood since healthy", []GateNode{node("a", HealthHealthy, t0.Add(time.Minute))}, true, time.Minute, t0.Add(2 * time.Minute), GateHold{}, nil},
+	}
+	for _, c := range cases {
+		hold, halt := Gate(c.nodes, true, c.checked, c.bake, c.now)
 		if diff := cmp.Diff(c.hold, hold); diff != "" {
 			t.Errorf("%s: hold (-want +got):\n%s", c.name, diff)
 		}

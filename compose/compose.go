@@ -88,7 +88,7 @@ func (w *World) Compose(node string) Result {
 		}
 		d.Modules = append(d.Modules, ModuleBuild{Module: p.Module, Build: p.Build})
 		if r := p.m.Run; r != nil {
-			d.Runs = append(d.Runs, Runtime{Module: p.Module, Command: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, User: r.User})
+			d.Runs = append(d.Runs, Runtime{Module: p.Module, Command: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, User: r.User, Health: r.Health})
 		}
 		data, err := w.templateData(p, n, receives, sl, d.Network)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+
+	"github.com/meshctl/mesh/manifest"
 )
 
 // Declaration is everything one node should be: the content a node is sent,
@@ -52,6 +54,10 @@ type Runtime struct {
 	Env     map[string]string `json:"env,omitempty"`
 	Dir     string            `json:"dir,omitempty"`
 	User    string            `json:"user,omitempty"`
+	// Health is the manifest's check, defaults filled in, which the agent
+	// runs against the program; omitted when none, so a declaration of a
+	// program without a check has the bytes it had before checks existed.
+	Health *manifest.Health `json:"health,omitempty"`
 }
 
 // ModuleBuild is one module the declaration holds, and which build.

@@ -80,7 +80,7 @@ func diffRuns(old, new *Declaration) []Change {
 			for _, d := range []struct {
 				what     string
 				from, to any
-			}{{"command", o.Command, n.Command}, {"args", o.Args, n.Args}, {"env", o.Env, n.Env}, {"dir", o.Dir, n.Dir}, {"user", o.User, n.User}} {
+			}{{"command", o.Command, n.Command}, {"args", o.Args, n.Args}, {"env", o.Env, n.Env}, {"dir", o.Dir, n.Dir}, {"user", o.User, n.User}, {"health", o.Health, n.Health}} {
 				if fmt.Sprint(d.from) != fmt.Sprint(d.to) {
 					c.What = append(c.What, fmt.Sprintf("%s %v -> %v", d.what, d.from, d.to))
 				}

@@ -96,6 +96,8 @@ var Rights = map[string]Right{
 	"RuntimeCrashLooping": {ByNode, "", func(e Event) string { return e.(RuntimeCrashLooping).Node }, MovesNothingElse},
 	"RuntimeSteady":       {ByNode, "", func(e Event) string { return e.(RuntimeSteady).Node }, MovesNothingElse},
 	"RuntimeStopped":      {ByNode, "", func(e Event) string { return e.(RuntimeStopped).Node }, MovesNothingElse},
+	"RuntimeHealthy":      {ByNode, "", func(e Event) string { return e.(RuntimeHealthy).Node }, MovesNothingElse},
+	"RuntimeUnhealthy":    {ByNode, "", func(e Event) string { return e.(RuntimeUnhealthy).Node }, MovesNothingElse},
 	"DriftFound":          {ByNode, "", func(e Event) string { return e.(DriftFound).Node }, MovesNothingElse},
 	"NodeFactsReported":   {ByNode, "", func(e Event) string { return e.(NodeFactsReported).Node }, MovesComposition},
 	"ApplyInterrupted":    {ByNode, "", func(e Event) string { return e.(ApplyInterrupted).Node }, MovesNothingElse},
@@ -108,7 +110,8 @@ var Rights = map[string]Right{
 func AgentReport(typ string) bool {
 	switch typ {
 	case "DeclarationApplied", "DeclarationFailed", "DeclarationRefused", "DriftFound", "NodeFactsReported", "ApplyInterrupted",
-		"RuntimeStarted", "RuntimeExited", "RuntimeCrashLooping", "RuntimeSteady", "RuntimeStopped":
+		"RuntimeStarted", "RuntimeExited", "RuntimeCrashLooping", "RuntimeSteady", "RuntimeStopped",
+		"RuntimeHealthy", "RuntimeUnhealthy":
 		return true
 	}
 	return false

@@ -13,6 +13,10 @@ type RuntimeStarted struct {
 	Module   string `json:"module"`
 	PID      int    `json:"pid"`
 	Sequence uint64 `json:"sequence"`
+	// Checked: the program has a health check, so until the agent says
+	// RuntimeHealthy it is starting, not healthy. Omitted when false, so
+	// a start reported before checks existed reads as it was written.
+	Checked bool `json:"checked,omitempty"`
 }
 
 // RuntimeExited: the program ended without being asked to, with a code or
@@ -51,6 +55,24 @@ type RuntimeStopped struct {
 	Reason string `json:"reason"`
 }
 
+// RuntimeHealthy: the program's health check passed Successes times in a
+// row since it started, or since it was unhealthy (issue 31). The agent
+// says only such a change, never each probe: a healthy program costs the
+// bus nothing.
+type RuntimeHealthy struct {
+	Node   string `json:"node"`
+	Module string `json:"module"`
+}
+
+// RuntimeUnhealthy: the program's health check failed Failures times in
+// a row (past its start period), the last for Reason.
+type RuntimeUnhealthy struct {
+	Node     string `json:"node"`
+	Module   string `json:"module"`
+	Failures int    `json:"failures"`
+	Reason   string `json:"reason"`
+}
+
 // Detail says how the program ended, in the words status and the agent's
 // log use.
 func (e RuntimeExited) Detail() string {
@@ -68,6 +90,8 @@ func (RuntimeExited) EventType() string       { return "RuntimeExited" }
 func (RuntimeCrashLooping) EventType() string { return "RuntimeCrashLooping" }
 func (RuntimeSteady) EventType() string       { return "RuntimeSteady" }
 func (RuntimeStopped) EventType() string      { return "RuntimeStopped" }
+func (RuntimeHealthy) EventType() string      { return "RuntimeHealthy" }
+func (RuntimeUnhealthy) EventType() string    { return "RuntimeUnhealthy" }
 
 // RuntimeModule is the module a runtime report is about ("" for another
 // event).
@@ -82,6 +106,10 @@ func RuntimeModule(ev Event) string {
 	case RuntimeSteady:
 		return r.Module
 	case RuntimeStopped:
+		return r.Module
+	case RuntimeHealthy:
+		return r.Module
+	case RuntimeUnhealthy:
 		return r.Module
 	}
 	return ""

@@ -30,6 +30,8 @@ import (
 //	2026-12-04  TokenCreated v1, TokenUsed v1, TokenRevoked v1, NodeKeysRecorded v1.
 //	2026-12-05  NodeFlooded v1; ForeignAcknowledged v1 gains from and to (omitted when 0).
 //	2026-12-05  RotationCompleted v1; CredentialRotated v1 gains overlap_until (omitted when zero: no overlap).
+//	2026-12-05  reports RuntimeHealthy v1, RuntimeUnhealthy v1; RuntimeStarted v1 gains checked
+//	            (omitted when false).
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -59,6 +61,8 @@ var table = map[string]entry{
 	"RuntimeCrashLooping": current[RuntimeCrashLooping](1),
 	"RuntimeSteady":       current[RuntimeSteady](1),
 	"RuntimeStopped":      current[RuntimeStopped](1),
+	"RuntimeHealthy":      current[RuntimeHealthy](1),
+	"RuntimeUnhealthy":    current[RuntimeUnhealthy](1),
 	"DriftFound":          current[DriftFound](1),
 	"NodeChanged":         current[NodeChanged](1),
 	"NodeFactsReported":   current[NodeFactsReported](1),

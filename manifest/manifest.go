@@ -102,6 +102,10 @@ type Run struct {
 	Dir string `json:"dir,omitempty"`
 	// User runs it as another user; the agent must be able to (root).
 	User string `json:"user,omitempty"`
+	// Health is how the agent asks whether the program serves; nil: it is
+	// well while it runs. Omitted when nil, so builds registered before
+	// checks existed keep their digest.
+	Health *Health `json:"health,omitempty"`
 }
 
 // Setting is one setting a module takes on each node it is assigned to.
@@ -164,6 +168,9 @@ func (m *Manifest) normalise() {
 	}
 	if len(m.Choose) == 0 {
 		m.Choose = nil // omitted: see Choose
+	}
+	if m.Run != nil && m.Run.Health != nil {
+		m.Run.Health.normalise()
 	}
 	if len(m.Provisions) == 0 {
 		m.Provisions = nil // omitted: see Provisions

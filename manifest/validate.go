@@ -141,6 +141,11 @@ func (r Run) validate() error {
 			return fmt.Errorf("env: %s begins with MESH_, which the agent sets itself; choose another name", k)
 		}
 	}
+	if r.Health != nil {
+		if err := r.Health.validate(); err != nil {
+			return fmt.Errorf("health: %w", err)
+		}
+	}
 	return nil
 }
 

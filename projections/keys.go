@@ -71,7 +71,8 @@ var (
 //	17 standings only of a provider on its machine toward a consumer resolved to it
 //	18 a token's version moves with each use and its revoke
 //	19 a rotation's overlap and its completion
-const schemaVersion = 19
+//	20 a runtime's health (starting, healthy, unhealthy) in its row
+const schemaVersion = 20
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Drift is the last drift a node's agent found under its root since the
@@ -41,10 +42,21 @@ func foldRuntimes(b *pebble.Batch, rec events.Recorded) error {
 	case events.RuntimeStopped:
 		return b.Delete(key, nil)
 	case events.RuntimeStarted:
-		r.PID, r.Detail = ev.PID, fmt.Sprintf("pid %d, declaration %d", ev.PID, ev.Sequence)
+		r.PID, r.Detail, r.StartedUnder = ev.PID, fmt.Sprintf("pid %d, declaration %d", ev.PID, ev.Sequence), ev.Sequence
 		if !looping {
 			r.State, r.Since = RuntimeRunning, at
 		}
+		// A new process is a new question: what its predecessor's check
+		// said is not its health (a rollout's gate would pass a program
+		// that never answered).
+		r.Health, r.HealthSince, r.HealthDetail = "", time.Time{}, ""
+		if ev.Checked {
+			r.Health, r.HealthSince = wire.HealthStarting, at
+		}
+	case events.RuntimeHealthy:
+		r.Health, r.HealthSince, r.HealthDetail = wire.HealthHealthy, at, ""
+	case events.RuntimeUnhealthy:
+		r.Health, r.HealthSince, r.HealthDetail = wire.HealthUnhealthy, at, fmt.Sprintf("%d failed check(s) in a row; %s", ev.Failures, ev.Reason)
 	case events.RuntimeExited:
 		r.PID, r.Detail = 0, ev.Detail()
 		if !looping {

@@ -81,14 +81,14 @@ func FailedShort(r *wire.Report) string {
 }
 
 // Counts is what the mesh's verdict weighs: nodes not in a well state
-// (wire.WellState), programs not running, provider standings failing, and
+// (wire.WellState), programs not running or unhealthy, provider standings failing, and
 // other causes (foreign messages, a halted rollout, a flooder, the bus).
 type Counts struct {
 	NotWell, ProgramsDown, Standings, Causes int
 }
 
 // Well is the mesh's verdict: well only when every node is in a well
-// state, every program runs, no provider is failing a consumer, and
+// state, every program runs and is not unhealthy, no provider is failing a consumer, and
 // nothing else is named.
 func Well(c Counts) bool {
 	return c.NotWell == 0 && c.ProgramsDown == 0 && c.Standings == 0 && c.Causes == 0

@@ -100,6 +100,20 @@ const (
 	RuntimeCrashLooping = "crash-looping"
 )
 
+// Health is what a program's health check last said (issue 31): "" for a
+// program without a check, whose health is that it runs.
+type Health string
+
+const (
+	// HealthStarting: it has a check, and since it last started the
+	// check has not yet passed or failed enough times in a row to say.
+	HealthStarting Health = "starting"
+	HealthHealthy  Health = "healthy"
+	// HealthUnhealthy: its check failed enough times in a row; why is in
+	// HealthDetail. A rollout's gate halts on it (rule 23).
+	HealthUnhealthy Health = "unhealthy"
+)
+
 // Runtime is one module's program on one node, as its agent last reported
 // it. A program the agent stopped (its module left the node) has no row.
 type Runtime struct {
@@ -110,7 +124,20 @@ type Runtime struct {
 	Detail string    `json:"detail"`
 	PID    int       `json:"pid,omitempty"`
 	Seq    uint64    `json:"seq"`
+	// Health, since when (HealthSince) and why (HealthDetail, when
+	// unhealthy), for a program with a check; omitted for one without.
+	Health Health `json:"health,omitempty"`
+	// StartedUnder is the sequence of the declaration the process started
+	// under: a rollout's gate tells by it the process of the build from
+	// its predecessor, whatever the agents' clocks or a report's delay.
+	StartedUnder uint64    `json:"started_under,omitempty"`
+	HealthSince  time.Time `json:"health_since,omitzero"`
+	HealthDetail string    `json:"health_detail,omitempty"`
 }
+
+// Well says whether the program is as status wants it: running, and not
+// unhealthy (a check still starting is not a fault yet).
+func (r Runtime) Well() bool { return r.State == RuntimeRunning && r.Health != HealthUnhealthy }
 
 // Seat is one seat's row (issue 18): its holder, a handover under way, and
 // Version, the sequence of its aggregate's last event (the expectation of

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,18 +24,13 @@ import (
 // recovered when it has one again, and status says each.
 func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	t.Setenv("MESH_NATS_URL", "")
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "mesh-greeter"), "../../examples/mesh-greeter")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the greeter: %v\n%s", err, out)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	greeterOnPath(t)
 	home := t.TempDir()
 	listen := freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", listen)
 	mustRun(t, home, "node", "enroll", "box")
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
-	mustRun(t, home, "module", "register", "../../examples/greeter.json")
+	mustRun(t, home, "module", "register", greeterOnAFreePort(t))
 	// visitor consumes greeting: the consumer greeter's standing names.
 	mustRun(t, home, "module", "register", "../../examples/visitor.json")
 	mustRun(t, home, "assign", "box", "visitor")
@@ -77,8 +74,19 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 		t.Fatalf("a config change started the greeter %d time(s) in all, not twice", n)
 	}
 
+	until("its health check to pass", func() bool {
+		return strings.Contains(mesh(t, home, "status").out, "; healthy since ")
+	})
 	set("")
 	until("the greeter to refuse", func() bool { return strings.HasPrefix(ask(), "error: no greeting") })
+	// With nothing to greet with, its check fails too: 503 from its
+	// health endpoint, twice in a row.
+	until("status to name it unhealthy", func() bool {
+		return strings.Contains(mesh(t, home, "status").out, "; unhealthy since ")
+	})
+	if out := mesh(t, home, "status").out; !strings.Contains(out, "2 failed check(s) in a row; GET http://127.0.0.1:") || !strings.Contains(out, "/healthz answered 503 Service Unavailable") {
+		t.Fatalf("status with the greeter unhealthy:\n%s", out)
+	}
 	until("status to name it failing visitor", func() bool {
 		return strings.Contains(mesh(t, home, "status").out, "greeter on box failing visitor")
 	})
@@ -88,4 +96,55 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 		r := mesh(t, home, "status")
 		return r.code == 0 && !strings.Contains(r.out, "failing visitor")
 	})
+}
+
+// greeterOnAFreePort is examples/greeter.json with its health port moved
+// to a free one: tests of other packages, or another run, may hold the
+// example's.
+func greeterOnAFreePort(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/greeter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const port = "127.0.0.1:4281"
+	if strings.Count(string(b), port) != 2 {
+		t.Fatalf("examples/greeter.json names %s other than twice (its env and its check)", port)
+	}
+	path := filepath.Join(t.TempDir(), "greeter.json")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), port, freeAddr(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// greeter is the example greeter built once for this test binary.
+var greeter struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// greeterOnPath builds examples/mesh-greeter once for this test binary and
+// puts its directory first on the process's PATH, where every agent this
+// process runs finds its programs. The process's, not t.Setenv: the README
+// walkthrough runs beside other tests (t.Parallel), and the directory holds
+// only mesh-greeter, which no other test's program names. TestMain removes
+// it.
+func greeterOnPath(t *testing.T) {
+	t.Helper()
+	greeter.once.Do(func() {
+		if greeter.dir, greeter.err = os.MkdirTemp("", "mesh-greeter"); greeter.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(greeter.dir, "mesh-greeter"), "../../examples/mesh-greeter")
+		if out, err := build.CombinedOutput(); err != nil {
+			greeter.err = fmt.Errorf("building the greeter: %v\n%s", err, out)
+			return
+		}
+		greeter.err = os.Setenv("PATH", greeter.dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	})
+	if greeter.err != nil {
+		t.Fatal(greeter.err)
+	}
 }

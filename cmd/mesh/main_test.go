@@ -46,7 +46,11 @@ func TestMain(m *testing.M) {
 	time.Local = time.FixedZone("UTC+5:30", 5*3600+30*60)
 	// Temporary directories in memory where the box allows: see
 	// embeddedtest.Main. A child mesh inherits TMPDIR.
-	os.Exit(embeddedtest.Main(m))
+	code := embeddedtest.Main(m)
+	if greeter.dir != "" {
+		os.RemoveAll(greeter.dir) // greeterOnPath's
+	}
+	os.Exit(code)
 }
 
 type result struct {

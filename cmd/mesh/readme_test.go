@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -26,7 +27,7 @@ var updateTranscript = flag.Bool("update-transcript", false, "write testdata/rea
 // whose output changed, fails here until the transcript is written again
 // (go test ./cmd/mesh -run TestTheREADMEWalkthrough -update-transcript)
 // and the change is read in review. The run stops at the README's first
-// line this test cannot run (go install, the nats CLI).
+// line this test cannot run (the nats CLI).
 func TestTheREADMEWalkthrough(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
@@ -37,49 +38,26 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	var transcript bytes.Buffer
+	// The modules that run, from the manifests the README registers:
+	// settle waits for their programs too.
+	runs := map[string]bool{}
+	greeterPort := freeAddr(t)
 	for _, line := range walkthrough(string(readme)) {
 		cmdline, _, _ := strings.Cut(line, "   #")
 		cmdline = strings.TrimSpace(cmdline)
-		stdin := ""
-		if before, after, ok := strings.Cut(cmdline, " | ./mesh "); ok && strings.HasPrefix(before, "echo ") {
-			stdin, cmdline = strings.TrimPrefix(before, "echo ")+"\n", "./mesh "+after
-		}
 		fmt.Fprintf(&transcript, "$ %s\n", line)
-		switch {
-		case strings.HasPrefix(cmdline, "cat "):
-			b, err := os.ReadFile(filepath.Join(work, strings.TrimPrefix(cmdline, "cat ")))
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", line, err, transcript.String())
-			}
-			transcript.Write(b)
-			continue
-		case strings.HasPrefix(cmdline, "./mesh agent "):
-			// In a terminal of its own: here, in the background, with the
-			// join string mesh node join prints and its root under work.
-			m := agentLine.FindStringSubmatch(cmdline)
-			if m == nil {
-				t.Fatalf("%s: not an agent line this test can start", line)
-			}
-			node := m[1]
-			start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, node), "--root", filepath.Join(work, m[2]))
-			fmt.Fprintf(&transcript, "(%s's agent follows its declarations)\n", node)
+		if cmdline == "go install ./examples/mesh-greeter" {
+			// Onto the PATH of the agents, which run in this process.
+			greeterOnPath(t)
+			transcript.WriteString("(mesh-greeter is on the agents' PATH)\n")
 			continue
 		}
-		args := readmeArgs(cmdline)
-		for i, a := range args {
-			// The README runs from the repository's root; this test from
-			// cmd/mesh.
-			if strings.HasPrefix(a, "examples/") {
-				args[i] = "../../" + a
+		// a && b: each in turn, while each exits 0, as a shell does.
+		for _, cmdline := range strings.Split(cmdline, " && ") {
+			if !runReadmeLine(t, home, work, line, cmdline, greeterPort, runs, &transcript) {
+				break
 			}
 		}
-		r := meshWithStdin(t, home, stdin, args...)
-		transcript.WriteString(r.out)
-		if r.err != "" {
-			fmt.Fprintf(&transcript, "stderr: %s", r.err)
-		}
-		fmt.Fprintf(&transcript, "exit %d\n", r.code)
-		settle(t, home)
 	}
 	got := mask(transcript.String())
 	path := filepath.Join("testdata", "readme.transcript")
@@ -95,6 +73,78 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 	if got != string(want) {
 		t.Fatalf("the README's walkthrough no longer gives %s (-update-transcript writes it; read the diff):\n%s", path, lineDiff(string(want), got))
 	}
+}
+
+// runReadmeLine runs one command of a README line into the transcript,
+// and answers whether it exited 0.
+func runReadmeLine(t *testing.T, home, work, line, cmdline, greeterPort string, runs map[string]bool, transcript *bytes.Buffer) bool {
+	t.Helper()
+	{
+		stdin := ""
+		if before, after, ok := strings.Cut(cmdline, " | ./mesh "); ok && strings.HasPrefix(before, "echo ") {
+			stdin, cmdline = strings.TrimPrefix(before, "echo ")+"\n", "./mesh "+after
+		}
+		switch {
+		case strings.HasPrefix(cmdline, "cat "):
+			b, err := os.ReadFile(filepath.Join(work, strings.TrimPrefix(cmdline, "cat ")))
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", line, err, transcript.String())
+			}
+			transcript.Write(b)
+			return true
+		case strings.HasPrefix(cmdline, "./mesh agent "):
+			// In a terminal of its own: here, in the background, with the
+			// join string mesh node join prints and its root under work.
+			m := agentLine.FindStringSubmatch(cmdline)
+			if m == nil {
+				t.Fatalf("%s: not an agent line this test can start", line)
+			}
+			node := m[1]
+			start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, node), "--root", filepath.Join(work, m[2]))
+			fmt.Fprintf(transcript, "(%s's agent follows its declarations)\n", node)
+			return true
+		}
+		args := readmeCommand(t, line, cmdline, greeterPort, runs)
+		r := meshWithStdin(t, home, stdin, args...)
+		transcript.WriteString(r.out)
+		if r.err != "" {
+			fmt.Fprintf(transcript, "stderr: %s", r.err)
+		}
+		fmt.Fprintf(transcript, "exit %d\n", r.code)
+		settle(t, home, runs)
+		return r.code == 0
+	}
+}
+
+// readmeCommand is the arguments of one mesh command of the README's walk
+// through, as this test runs it: its examples/ files from the repository's
+// root, the greeter's health port moved to greeterPort; the modules that
+// run are added to runs, for settle.
+func readmeCommand(t *testing.T, line, cmdline, greeterPort string, runs map[string]bool) []string {
+	t.Helper()
+	args := readmeArgs(cmdline)
+	for i, a := range args {
+		// The README runs from the repository's root; this test from
+		// cmd/mesh. The greeter's health port moves to a free one:
+		// another test may hold the example's.
+		if strings.HasPrefix(a, "examples/") {
+			args[i] = "../../" + a
+			b, err := os.ReadFile(args[i])
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			if m, err := manifest.Parse(b); err == nil && m.Run != nil {
+				runs[m.Module] = true
+			}
+			if strings.HasPrefix(a, "examples/greeter") {
+				args[i] = filepath.Join(t.TempDir(), filepath.Base(a))
+				if err := os.WriteFile(args[i], []byte(strings.ReplaceAll(string(b), "127.0.0.1:4281", greeterPort)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return args
 }
 
 // agentLine is how the README starts an agent: a join string it cannot
@@ -114,7 +164,8 @@ func walkthrough(readme string) []string {
 		l = strings.TrimSpace(l)
 		switch {
 		case strings.HasPrefix(l, "go build"):
-		case strings.HasPrefix(l, "./mesh "), strings.HasPrefix(l, "cat ./roots/"), strings.HasPrefix(l, "echo ") && strings.Contains(l, " | ./mesh "):
+		case strings.HasPrefix(l, "./mesh "), strings.HasPrefix(l, "cat ./roots/"), strings.HasPrefix(l, "echo ") && strings.Contains(l, " | ./mesh "),
+			strings.HasPrefix(l, "go install ./examples/mesh-greeter"):
 			out = append(out, l)
 		default:
 			return out
@@ -172,20 +223,49 @@ func meshWithStdin(t *testing.T, home, stdin string, args ...string) result {
 	return mesh(t, home, args...)
 }
 
-// settle waits until no node is waiting for its agent: an operator reads
-// a command's answer slower than an agent applies, and the next command's
-// output should not depend on the race.
-func settle(t *testing.T, home string) {
+// settle waits until no node is waiting for its agent, every program of
+// a module that runs (runs) on the current nodes it is assigned to has
+// started and
+// its check said healthy or unhealthy, and no rollout is running: an
+// operator reads a command's answer slower than an agent applies, a
+// program starts and a wave passes, and the next command's output should
+// not depend on the race.
+func settle(t *testing.T, home string, runs map[string]bool) {
 	t.Helper()
-	embeddedtest.Eventually(t, "the agents to report on what they were sent", func() bool {
+	embeddedtest.Eventually(t, "the agents to report on what they were sent, their programs to start, and rollouts to end", func() bool {
 		var s wire.StatusReport
 		r := mesh(t, home, "status", "--json")
 		if json.Unmarshal([]byte(r.out), &s) != nil {
 			return false
 		}
+		current := map[string]bool{}
 		for _, n := range s.Nodes {
 			if n.State == wire.StateWaiting {
 				return false
+			}
+			current[n.Name] = n.State == wire.StateCurrent
+		}
+		for _, ro := range s.Rollouts {
+			if ro.State == wire.RolloutRunning {
+				return false
+			}
+		}
+		started := map[string]bool{}
+		for _, rt := range s.Runtimes {
+			if rt.Health == wire.HealthStarting {
+				return false
+			}
+			started[rt.Module+"@"+rt.Node] = true
+		}
+		for module := range runs {
+			var m wire.ModuleView
+			if json.Unmarshal([]byte(mesh(t, home, "module", "show", module, "--json").out), &m) != nil {
+				return false
+			}
+			for _, a := range m.AssignedTo {
+				if current[a.Node] && !started[module+"@"+a.Node] {
+					return false
+				}
 			}
 		}
 		return true
@@ -208,6 +288,8 @@ var masks = []struct {
 	{regexp.MustCompile(`(?m)^(facts|detected) .*$`), "$1 <what this machine's agent detected>"},
 	{regexp.MustCompile(`(?m)^version(\s+)\d+$`), "version${1}N"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
+	{regexp.MustCompile(`\br-[0-9a-f]{10}\b`), "r-<id>"},
+	{regexp.MustCompile(`\bpid \d+`), "pid N"},
 }
 
 func mask(s string) string {

@@ -41,33 +41,40 @@ func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
 		}
 		answers++
 	}
+	runs := map[string]bool{}
+	greeterPort := freeAddr(t)
 	for _, line := range walkthrough(string(readme)) {
 		cmdline, _, _ := strings.Cut(line, "   #")
 		cmdline = strings.TrimSpace(cmdline)
-		stdin := ""
-		if before, after, ok := strings.Cut(cmdline, " | ./mesh "); ok && strings.HasPrefix(before, "echo ") {
-			stdin, cmdline = strings.TrimPrefix(before, "echo ")+"\n", "./mesh "+after
-		}
-		switch {
-		case strings.HasPrefix(cmdline, "cat "):
-			continue
-		case strings.HasPrefix(cmdline, "./mesh agent "):
-			m := agentLine.FindStringSubmatch(cmdline)
-			if m == nil {
-				t.Fatalf("%s: not an agent line this test can start", line)
-			}
-			start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, m[1]), "--root", filepath.Join(work, m[2]))
+		if cmdline == "go install ./examples/mesh-greeter" {
+			greeterOnPath(t)
 			continue
 		}
-		args := readmeArgs(cmdline)
-		for i, a := range args {
-			if strings.HasPrefix(a, "examples/") {
-				args[i] = "../../" + a
+		// a && b: each in turn, while each exits 0, as a shell does.
+		for _, cmdline := range strings.Split(cmdline, " && ") {
+			stdin := ""
+			if before, after, ok := strings.Cut(cmdline, " | ./mesh "); ok && strings.HasPrefix(before, "echo ") {
+				stdin, cmdline = strings.TrimPrefix(before, "echo ")+"\n", "./mesh "+after
+			}
+			switch {
+			case strings.HasPrefix(cmdline, "cat "):
+				continue
+			case strings.HasPrefix(cmdline, "./mesh agent "):
+				m := agentLine.FindStringSubmatch(cmdline)
+				if m == nil {
+					t.Fatalf("%s: not an agent line this test can start", line)
+				}
+				start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, m[1]), "--root", filepath.Join(work, m[2]))
+				continue
+			}
+			args := append(readmeCommand(t, line, cmdline, greeterPort, runs), "--json")
+			r := meshWithStdin(t, home, stdin, args...)
+			check(line, args, r, false)
+			settle(t, home, runs)
+			if r.code != 0 {
+				break
 			}
 		}
-		args = append(args, "--json")
-		check(line, args, meshWithStdin(t, home, stdin, args...), false)
-		settle(t, home)
 	}
 	if answers < 20 {
 		t.Fatalf("only %d of the walk through's commands were run: has the README's walk through moved?", answers)

@@ -465,5 +465,8 @@ func RuntimeOn(rt projections.Runtime, lv projections.Liveness) projections.Runt
 	}
 	rt.Detail = fmt.Sprintf("its node has been unreachable since %s; last reported %s", lv.Since.UTC().Format(time.RFC3339), rt.State)
 	rt.State, rt.PID = wire.RuntimeUnreachable, 0
+	// Its health is as unknown as its state: a check's last word is no
+	// more current than the pid.
+	rt.Health, rt.HealthSince, rt.HealthDetail = "", time.Time{}, ""
 	return rt
 }

@@ -147,13 +147,14 @@ func (h *Service) halt(ctx context.Context, ro projections.Rollout, halt *waveHa
 // its build, and asks aggregates.Gate (rule 23).
 func (h *Service) waveGate(ro projections.Rollout, nodes []string) (aggregates.GateHold, error) {
 	var in []aggregates.GateNode
-	var runs bool
+	var runs, checked bool
 	err := h.Proj.Read(func(v *projections.View) error {
 		m, found, err := h.world.Manifest(v, compose.BuildRef{Module: ro.Module, Build: ro.Build})
 		if err != nil || !found {
 			return fmt.Errorf("build %s of %s cannot be read: %v", ro.Build, ro.Module, err)
 		}
 		runs = m.Run != nil
+		checked = runs && m.Run.Health != nil
 		standings, err := v.Standings()
 		if err != nil {
 			return err
@@ -175,6 +176,8 @@ func (h *Service) waveGate(ro projections.Rollout, nodes []string) (aggregates.G
 					return err
 				}
 				g.Runtime, g.RuntimeDetail, g.RuntimeSince = rt.State, rt.Detail, rt.Since
+				g.Health, g.HealthDetail, g.HealthSince = string(rt.Health), rt.HealthDetail, rt.HealthSince
+				g.Applied, g.RuntimeDeclaration = row.LastReport.Sequence, rt.StartedUnder
 			}
 			for _, s := range standings {
 				if s.Machine == n || s.Provider == ro.Module || s.Consumer == ro.Module {
@@ -189,7 +192,7 @@ func (h *Service) waveGate(ro projections.Rollout, nodes []string) (aggregates.G
 	if err != nil {
 		return aggregates.GateHold{}, err
 	}
-	hold, halt := aggregates.Gate(in, runs, time.Duration(ro.BakeSeconds)*time.Second, h.Now())
+	hold, halt := aggregates.Gate(in, runs, checked, time.Duration(ro.BakeSeconds)*time.Second, h.Now())
 	if halt != nil {
 		return aggregates.GateHold{}, halt
 	}

@@ -133,7 +133,8 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, nodes []
 }
 
 // programs puts the runtime of each program on an active node in out, as
-// its node's liveness leaves it, and answers how many are not running.
+// its node's liveness leaves it, and answers how many are not running,
+// or run and are unhealthy (rule 14).
 func programs(v *projections.View, nodes []projections.Node, lives map[string]projections.Liveness, out *wire.StatusReport) (down int, err error) {
 	runtimes, err := v.Runtimes()
 	if err != nil || len(runtimes) == 0 {
@@ -155,7 +156,7 @@ func programs(v *projections.View, nodes []projections.Node, lives map[string]pr
 		if active[rt.Node] {
 			rt = liveness.RuntimeOn(rt, lives[rt.Node])
 			out.Runtimes = append(out.Runtimes, rt)
-			if rt.State != projections.RuntimeRunning {
+			if !rt.Well() {
 				down++
 			}
 		}

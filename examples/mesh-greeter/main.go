@@ -8,7 +8,10 @@
 // serves that consumer again it reports recovered. Which consumers it is
 // failing, and how many greetings it has served, it keeps in its own state
 // (its node's keys of its module's bucket), so a restart (a config
-// change restarts it) forgets neither.
+// change restarts it) forgets neither. It answers its health check over
+// HTTP on GREETER_HEALTH (host:port, which its manifest's run sets and its
+// health check asks): GET /healthz is 200 while it has a greeting to give,
+// 503 while it has none, so a rollout waits for a greeter that can greet.
 //
 // Install it where an agent finds it (its PATH): go install ./examples/mesh-greeter
 package main
@@ -18,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -89,9 +94,37 @@ func run() error {
 	if err := m.NC.Flush(); err != nil {
 		return err
 	}
+	if addr := os.Getenv("GREETER_HEALTH"); addr != "" {
+		if err := serveHealth(ctx, addr, greeting, m.Node); err != nil {
+			return err
+		}
+	}
 	log.Printf("serving %q on %s as %s on %s", greeting, events.ServiceSubject("greeting", m.Node), m.Module, m.Node)
 	<-ctx.Done()
 	return m.NC.Drain()
+}
+
+// serveHealth answers GET /healthz on addr until ctx ends: healthy while
+// there is a greeting to give. A port it cannot take is its exit, in its
+// own words: a greeter whose check asks another's port would be called
+// healthy for it.
+func serveHealth(ctx context.Context, addr, greeting, node string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot answer its health check: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if greeting == "" {
+			http.Error(w, "no greeting is configured on "+node, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(l)
+	go func() { <-ctx.Done(); srv.Close() }()
+	return nil
 }
 
 // readGreeting reads "greeting = X" from the config the mesh wrote.

@@ -77,10 +77,10 @@ func Status(out io.Writer, s wire.StatusReport) {
 	}
 	down := 0
 	for _, rt := range s.Runtimes {
-		if rt.State != wire.RuntimeRunning {
+		if !rt.Well() {
 			down++
 		}
-		fmt.Fprintf(w, "%s on %s %s since %s: %s\n", rt.Module, rt.Node, rt.State, Time(rt.Since), rt.Detail)
+		fmt.Fprintf(w, "%s on %s %s since %s: %s%s\n", rt.Module, rt.Node, rt.State, Time(rt.Since), rt.Detail, HealthNote(rt))
 	}
 	for _, r := range s.Rollouts {
 		fmt.Fprintf(w, "rollout %s; %d of %d node(s) applied its build\n", RolloutLine(r.Rollout), r.Applied, r.Total)
@@ -109,7 +109,7 @@ func Status(out io.Writer, s wire.StatusReport) {
 	}
 	switch {
 	case !s.Well && behind == 0 && len(s.Standings) == 0 && down > 0:
-		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but %d program(s) not running\n", nodes, down)
+		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but %d program(s) not running or unhealthy\n", nodes, down)
 	case !s.Well && behind == 0 && len(s.Standings) == 0:
 		fmt.Fprintf(w, "not well: %d node(s) current, nothing failing, but for the above\n", nodes)
 	case s.Well && nodes == 0:
@@ -123,6 +123,24 @@ func Status(out io.Writer, s wire.StatusReport) {
 	default:
 		fmt.Fprintf(w, "not well: %d of %d node(s) not current, %d provider(s) failing a consumer\n", behind, nodes, len(s.Standings))
 	}
+}
+
+// HealthNote says a running program's health after its detail: "" for
+// a program without a check (its health is that it runs) or not running
+// (its state says more than its last check).
+func HealthNote(rt wire.Runtime) string {
+	if rt.State != wire.RuntimeRunning {
+		return ""
+	}
+	switch rt.Health {
+	case wire.HealthHealthy:
+		return "; healthy since " + Time(rt.HealthSince)
+	case wire.HealthUnhealthy:
+		return "; unhealthy since " + Time(rt.HealthSince) + ": " + Shown(rt.HealthDetail)
+	case wire.HealthStarting:
+		return "; starting: its health check has not passed yet"
+	}
+	return ""
 }
 
 // HeldNote says how many current nodes hold an older build on purpose.

@@ -87,3 +87,46 @@ func TestRotationLineSaysEachStage(t *testing.T) {
 		}
 	}
 }
+
+// Each program's health follows its state (issue 31): healthy since when,
+// unhealthy since when and why (a node's words, escaped), starting; none
+// for a program without a check or not running; an unhealthy program is
+// counted with those not running.
+func TestStatusSaysEachProgramsHealth(t *testing.T) {
+	at := time.Date(2026, 12, 3, 16, 52, 36, 0, time.UTC)
+	run := func(module, health, detail string) wire.Runtime {
+		return wire.Runtime{Node: "web-1", Module: module, State: wire.RuntimeRunning, Since: at, Detail: "pid 7, declaration 2",
+			Health: wire.Health(health), HealthSince: at.Add(time.Minute), HealthDetail: detail}
+	}
+	var out bytes.Buffer
+	Status(&out, wire.StatusReport{Nodes: []wire.NodeStatus{{Name: "web-1", State: wire.StateCurrent, Since: at}}, Runtimes: []wire.Runtime{
+		run("a", "healthy", ""), run("b", "unhealthy", "3 failed check(s) in a row; GET http://127.0.0.1:8080/ answered 503\x1b[2J"),
+		run("c", "starting", ""), run("d", "", ""),
+		{Node: "web-1", Module: "e", State: wire.RuntimeExited, Since: at, Detail: "exited with code 1", Health: wire.HealthHealthy, HealthSince: at},
+	}})
+	for _, want := range []string{
+		"\na on web-1 running since 2026-12-03T16:52:36Z: pid 7, declaration 2; healthy since 2026-12-03T16:53:36Z\n",
+		"\nb on web-1 running since 2026-12-03T16:52:36Z: pid 7, declaration 2; unhealthy since 2026-12-03T16:53:36Z: \"3 failed check(s) in a row; GET http://127.0.0.1:8080/ answered 503\\x1b[2J\"\n",
+		"\nc on web-1 running since 2026-12-03T16:52:36Z: pid 7, declaration 2; starting: its health check has not passed yet\n",
+		"\nd on web-1 running since 2026-12-03T16:52:36Z: pid 7, declaration 2\n",
+		"\ne on web-1 exited since 2026-12-03T16:52:36Z: exited with code 1\n",
+		"\nnot well: 1 node(s) current, nothing failing, but 2 program(s) not running or unhealthy\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status printed:\n%s\nwithout %q", out.String(), want)
+		}
+	}
+}
+
+// node show says a program's health on its runs line as status does.
+func TestNodeShowSaysAProgramsHealth(t *testing.T) {
+	at := time.Date(2026, 12, 3, 16, 52, 36, 0, time.UTC)
+	var out bytes.Buffer
+	if err := Node(&out, wire.NodeView{Name: "web-1", Runtimes: []wire.Runtime{{Node: "web-1", Module: "greeter", State: wire.RuntimeRunning, Since: at,
+		Detail: "pid 7, declaration 2", Health: wire.HealthUnhealthy, HealthSince: at, HealthDetail: "1 failed check(s) in a row; GET http://127.0.0.1:4281/healthz answered 503 Service Unavailable"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "greeter running since 2026-12-03T16:52:36Z: pid 7, declaration 2; unhealthy since 2026-12-03T16:52:36Z: 1 failed check(s) in a row; GET http://127.0.0.1:4281/healthz answered 503 Service Unavailable\n"; !strings.Contains(out.String(), want) {
+		t.Fatalf("node show printed:\n%s\nwithout %q", out.String(), want)
+	}
+}
