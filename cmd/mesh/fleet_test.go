@@ -40,6 +40,7 @@ func fleetSize(t *testing.T) int {
 // follows without a consumer of its own, every push reaches every agent,
 // and each applies it and says so (rule 25; issue 13's harness in CI).
 func TestFleet(t *testing.T) {
+	t.Parallel()
 	// Not beside the others (t.Parallel): its agents connect 64 at a time
 	// through the controller's callout, which the bus gives 2 s (its auth
 	// timeout) to decide each, and beside the others' work on a loaded

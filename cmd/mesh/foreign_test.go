@@ -19,7 +19,6 @@ import (
 // connects as web-1 with its join string.
 func meshWithNode(t *testing.T) (string, *nats.Conn) {
 	t.Helper()
-	t.Setenv("MESH_NATS_URL", "")
 	home := t.TempDir()
 	start(t, "ready", "--home", home, "up", "--listen", freeAddr(t))
 	r := mesh(t, home, "node", "enroll", "web-1")
@@ -32,6 +31,7 @@ func meshWithNode(t *testing.T) (string, *nats.Conn) {
 // fails, audit names it; once acknowledged, status is well again, events
 // shows it acknowledged, audit still lists it and holds.
 func TestForeignMessagesAreSeenAndAnswered(t *testing.T) {
+	t.Parallel()
 	home, nc := meshWithNode(t)
 	var r result
 	if err := nc.Publish("mesh.rp.web-1.DeclarationApplied", []byte("not an event")); err != nil {
@@ -107,6 +107,7 @@ func nodeConn(t *testing.T, join string) *nats.Conn {
 // non-zero exit; nothing left is said. Fails when a range is refused or
 // recorded as more than one event.
 func TestForeignMessagesAreAcknowledgedInBulk(t *testing.T) {
+	t.Parallel()
 	home, nc := meshWithNode(t)
 	var r result
 	const junk = 30 // fewer than a flood

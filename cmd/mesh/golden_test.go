@@ -181,7 +181,7 @@ func matchGolden(t *testing.T, name string, args []string, out string) {
 // lists beside them, against their golden files: the ids a script follows
 // up (seq, a token's id, handover_seq) are in each.
 func TestJSONOfTheWritesMatchTheirGoldenFiles(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	for _, n := range []string{"db", "app", "b-1", "b-2"} {

@@ -23,7 +23,7 @@ import (
 // reports itself failing a consumer while it has no greeting to give and
 // recovered when it has one again, and status says each.
 func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	greeterOnPath(t)
 	home := t.TempDir()
 	listen := freeAddr(t)

@@ -20,7 +20,6 @@ import (
 // "oops" on stderr.
 func talking(t *testing.T) (home, fifo string) {
 	t.Helper()
-	t.Setenv("MESH_NATS_URL", "")
 	home = t.TempDir()
 	up(t, home)
 	fifo = filepath.Join(t.TempDir(), "say")
@@ -53,6 +52,7 @@ var logLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (stdou
 // of order, when a node that is not there or a module it does not run
 // exits 0, or when the JSON's shape changes.
 func TestJSONOutputsMatchTheirGoldenFilesForLogs(t *testing.T) {
+	t.Parallel()
 	home, _ := talking(t)
 	r := mustRun(t, home, "logs", "box", "talk")
 	var got []string
@@ -95,6 +95,7 @@ func TestJSONOutputsMatchTheirGoldenFilesForLogs(t *testing.T) {
 // after it started, until Ctrl-C, which ends it with exit 0. Fails when a
 // follow stops at what was there, misses the new line, or ends in an error.
 func TestMeshLogsFollowsUntilCtrlC(t *testing.T) {
+	t.Parallel()
 	home, fifo := talking(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

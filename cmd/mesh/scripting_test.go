@@ -19,7 +19,7 @@ import (
 // another form than RFC 3339 in UTC, a second name for a number, or
 // anything that is not one JSON object.
 func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
-	t.Setenv("MESH_NATS_URL", "")
+	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
 	work := t.TempDir()
