@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
@@ -37,7 +38,7 @@ func (c *AssignCmd) Help() string {
 		"With --selector or --from, nodes are assigned in batches of a thousand, each all or nothing."
 }
 
-func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *AssignCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if c.Set == nil {
 		c.Set = map[string]string{}
 	}
@@ -45,22 +46,22 @@ func (c *AssignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if _, err := events.ParsePolicy(c.Policy); err != nil {
-		return usagef("%v; give --policy pinned, manual or auto", err)
+		return cmdline.Usagef("%v; give --policy pinned, manual or auto", err)
 	}
 	for _, k := range c.Unset {
 		if _, both := c.Set[k]; both {
-			return usagef("setting %s is given with both --set and --unset; give it once", k)
+			return cmdline.Usagef("setting %s is given with both --set and --unset; give it once", k)
 		}
 	}
 	if c.Selector != "" || c.From != "" {
 		return c.assignMany(ctx, g, out)
 	}
 	if c.Module == "" {
-		return usagef("name a node and a module: mesh assign NODE MODULE (or mesh assign --selector SELECTOR MODULE)")
+		return cmdline.Usagef("name a node and a module: mesh assign NODE MODULE (or mesh assign --selector SELECTOR MODULE)")
 	}
 	var r wire.Assigned
 	req := wire.AssignRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module, Settings: c.Set, Unset: c.Unset, Reset: c.Reset, Build: c.Build, Policy: c.Policy}
-	if err := g.call(ctx, wire.SubjectNodeAssign, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNodeAssign, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -88,10 +89,10 @@ type UnassignCmd struct {
 	JSON   bool   `help:"Print the answer as JSON (changed: false when there was nothing to do)."`
 }
 
-func (c *UnassignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *UnassignCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.Assigned
 	req := wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module}
-	if err := g.call(ctx, wire.SubjectNodeUnassign, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNodeUnassign, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -111,7 +112,7 @@ func (c *UnassignCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 func readSettingFiles(set, files map[string]string) error {
 	for k, path := range files {
 		if _, both := set[k]; both {
-			return usagef("setting %s is given with both --set and --set-file; give it once", k)
+			return cmdline.Usagef("setting %s is given with both --set and --set-file; give it once", k)
 		}
 		var b []byte
 		var err error
@@ -121,7 +122,7 @@ func readSettingFiles(set, files map[string]string) error {
 			b, err = os.ReadFile(path)
 		}
 		if err != nil {
-			return usagef("cannot read setting %s from %s: %v", k, path, err)
+			return cmdline.Usagef("cannot read setting %s from %s: %v", k, path, err)
 		}
 		s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		set[k] = s

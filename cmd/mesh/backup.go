@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/commands/secrets"
@@ -40,19 +41,19 @@ type BackedUp struct {
 	Secrets int `json:"secrets"`
 }
 
-func (c *BackupCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *BackupCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if entries, err := os.ReadDir(c.Dir); err == nil && len(entries) > 0 {
-		return usagef("%s is not empty; back up into a new directory", c.Dir)
+		return cmdline.Usagef("%s is not empty; back up into a new directory", c.Dir)
 	}
 	key, err := os.ReadFile(filepath.Join(g.Home, commands.KeyFile))
 	if err != nil {
 		return fmt.Errorf("the controller key is not in %s (%v); run mesh backup with the controller's --home, so the backup can carry the mesh on", g.Home, err)
 	}
-	addr, err := g.resolveBus(false)
+	addr, err := g.ResolveBus(false)
 	if err != nil {
 		return err
 	}
-	nc, err := g.dial(addr, "mesh backup")
+	nc, err := g.Dial(addr, "mesh backup")
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ type Restored struct {
 	SaltsCarried bool `json:"salts_carried"`
 }
 
-func (c *RestoreCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RestoreCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var m store.BackupManifest
 	b, err := os.ReadFile(filepath.Join(c.Dir, backupManifest))
 	if err == nil {
@@ -250,19 +251,19 @@ func placeKey(home string, key []byte) error {
 // restoreBus is the bus named by --bus or MESH_NATS_URL, or with neither the
 // home's embedded bus, started here for the restore (the home must not be in
 // use by a running mesh up).
-func restoreBus(ctx context.Context, g *Globals) (*nats.Conn, func(), error) {
-	if g.busNamed() {
-		addr, err := g.resolveBus(true)
+func restoreBus(ctx context.Context, g *cmdline.Globals) (*nats.Conn, func(), error) {
+	if g.BusNamed() {
+		addr, err := g.ResolveBus(true)
 		if err != nil {
 			return nil, nil, err
 		}
-		nc, err := g.dial(addr, "mesh restore")
+		nc, err := g.Dial(addr, "mesh restore")
 		if err != nil {
 			return nil, nil, err
 		}
 		return nc, nc.Close, nil
 	}
-	release, err := lockHome(g.Home, "mesh restore")
+	release, err := cmdline.LockHome(g.Home, "mesh restore")
 	if err != nil {
 		return nil, nil, err
 	}

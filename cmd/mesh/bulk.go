@@ -2,14 +2,13 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -35,7 +34,7 @@ func readNodeList(path string, namesOnly bool) ([]wire.EnrollRequest, error) {
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, usagef("cannot read the node list %s: %v", path, err)
+			return nil, cmdline.Usagef("cannot read the node list %s: %v", path, err)
 		}
 		defer f.Close()
 		r = f
@@ -51,16 +50,16 @@ func readNodeList(path string, namesOnly bool) ([]wire.EnrollRequest, error) {
 		}
 		n := wire.EnrollRequest{Name: words[0], Labels: map[string]string{}}
 		if first, dup := where[n.Name]; dup {
-			return nil, usagef("%s line %d: node %s is listed again (first on line %d); list each node once", path, line, n.Name, first)
+			return nil, cmdline.Usagef("%s line %d: node %s is listed again (first on line %d); list each node once", path, line, n.Name, first)
 		}
 		where[n.Name] = line
 		if namesOnly && len(words) > 1 {
-			return nil, usagef("%s line %d: a list of nodes to assign to holds one name a line, and this line holds %d words", path, line, len(words))
+			return nil, cmdline.Usagef("%s line %d: a list of nodes to assign to holds one name a line, and this line holds %d words", path, line, len(words))
 		}
 		for _, w := range words[1:] {
 			if k, v, ok := strings.Cut(w, "="); ok {
 				if k == "" {
-					return nil, usagef("%s line %d: %q is not a label KEY=VALUE", path, line, w)
+					return nil, cmdline.Usagef("%s line %d: %q is not a label KEY=VALUE", path, line, w)
 				}
 				n.Labels[k] = v
 				continue
@@ -74,72 +73,26 @@ func readNodeList(path string, namesOnly bool) ([]wire.EnrollRequest, error) {
 		out = append(out, n)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, usagef("cannot read the node list %s: %v", path, err)
+		return nil, cmdline.Usagef("cannot read the node list %s: %v", path, err)
 	}
 	if len(out) == 0 {
-		return nil, usagef("the node list %s names no node; write one name a line", path)
+		return nil, cmdline.Usagef("the node list %s names no node; write one name a line", path)
 	}
 	return out, nil
 }
 
-// Batched is what a bulk verb did, batch by batch, and its --json answer:
-// the nodes it changed and those that needed nothing, the event each batch
-// that changed something appended (seqs), and the build an assignment gave.
-type Batched struct {
-	Module    string   `json:"module,omitempty"`
-	Build     string   `json:"build,omitempty"`
-	Changed   []string `json:"changed"`
-	Unchanged []string `json:"unchanged"`
-	Seqs      []uint64 `json:"seqs"`
-}
-
-// inBatches sends n items as requests of at most wire.MaxBatch, each
-// all or nothing, saying progress on a terminal. send does one batch. When
-// a batch fails, the batches before it stay done, and the error says so.
-func inBatches(ctx context.Context, out *Output, n int, verb string, send func(ctx context.Context, from, to int) (wire.BatchReply, error)) (Batched, error) {
-	tty := isTerminal(out.Err)
-	batches := (n + wire.MaxBatch - 1) / wire.MaxBatch
-	did := Batched{Changed: []string{}, Unchanged: []string{}, Seqs: []uint64{}}
-	for b := range batches {
-		from, to := b*wire.MaxBatch, min((b+1)*wire.MaxBatch, n)
-		r, err := send(ctx, from, to)
-		if err != nil {
-			if tty {
-				fmt.Fprintln(out.Err)
-			}
-			done := ""
-			if b > 0 {
-				done = fmt.Sprintf("; the %d batch(es) before it stay done (%d node(s) %s); give the same list again once it is fixed: what is done is nothing to do", b, len(did.Changed), verb)
-			}
-			return did, fmt.Errorf("batch %d of %d (list entries %d to %d) was refused whole, nothing of it recorded%s: %w", b+1, batches, from+1, to, done, err)
-		}
-		did.Changed, did.Unchanged = append(did.Changed, r.Changed...), append(did.Unchanged, r.Unchanged...)
-		if len(r.Changed) > 0 && r.Seq > 0 {
-			did.Seqs = append(did.Seqs, r.Seq)
-		}
-		did.Build = cmp.Or(r.Build, did.Build)
-		if tty {
-			fmt.Fprintf(out.Err, "\r%s %d of %d node(s)\x1b[K", verb, to, n)
-		}
-	}
-	if tty {
-		fmt.Fprintln(out.Err)
-	}
-	return did, nil
-}
-
 // enrollFrom is mesh node enroll --from.
-func (c *NodeEnrollCmd) enrollFrom(ctx context.Context, g *Globals, out *Output) error {
+func (c *NodeEnrollCmd) enrollFrom(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	list, err := readNodeList(c.From, false)
 	if err != nil {
 		return err
 	}
-	cl, closeFn, err := g.client()
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	did, err := enrollBatches(ctx, cl, out, list)
+	did, err := cmdline.EnrollBatches(ctx, cl, out, list)
 	if err != nil {
 		return err
 	}
@@ -154,15 +107,15 @@ func (c *NodeEnrollCmd) enrollFrom(ctx context.Context, g *Globals, out *Output)
 }
 
 // assignMany is mesh assign --selector and --from.
-func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) error {
+func (c *AssignCmd) assignMany(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if c.Selector != "" && c.From != "" {
-		return usagef("give --selector or --from, not both")
+		return cmdline.Usagef("give --selector or --from, not both")
 	}
 	module := c.Node // with a selector or a list, the one argument is the module
 	if c.Module != "" || module == "" {
-		return usagef("with --selector or --from, name only the module: mesh assign --selector zone=eu-1 MODULE")
+		return cmdline.Usagef("with --selector or --from, name only the module: mesh assign --selector zone=eu-1 MODULE")
 	}
-	cl, closeFn, err := g.client()
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -187,7 +140,7 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 			names = append(names, n.Name)
 		}
 	}
-	did, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: module, Settings: c.Set, Unset: c.Unset, Reset: c.Reset, Build: c.Build, Policy: c.Policy}, names)
+	did, err := cmdline.AssignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: module, Settings: c.Set, Unset: c.Unset, Reset: c.Reset, Build: c.Build, Policy: c.Policy}, names)
 	if err != nil {
 		return err
 	}
@@ -198,26 +151,4 @@ func (c *AssignCmd) assignMany(ctx context.Context, g *Globals, out *Output) err
 	fmt.Fprintf(out.Out, "assigned %s (build %s) to %d node(s) of %s; %d already had it with these settings (nothing to do)\n",
 		module, text.Short(did.Build), len(did.Changed), from, len(did.Unchanged))
 	return nil
-}
-
-// enrollBatches enrolls list a batch at a time (mesh node enroll --from,
-// mesh fleet).
-func enrollBatches(ctx context.Context, cl *client.Client, out *Output, list []wire.EnrollRequest) (Batched, error) {
-	return inBatches(ctx, out, len(list), "enrolled", func(ctx context.Context, from, to int) (wire.BatchReply, error) {
-		var r wire.BatchReply
-		err := cl.Call(ctx, wire.SubjectNodeEnrollBatch, wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: list[from:to]}, &r)
-		return r, err
-	})
-}
-
-// assignBatches assigns module to nodes a batch at a time (mesh assign
-// --selector and --from, mesh fleet), and answers the build assigned.
-func assignBatches(ctx context.Context, cl *client.Client, out *Output, as wire.AssignBatchRequest, nodes []string) (Batched, error) {
-	return inBatches(ctx, out, len(nodes), "assigned to", func(ctx context.Context, from, to int) (wire.BatchReply, error) {
-		var r wire.BatchReply
-		req := as
-		req.CommandID, req.Nodes = wire.NewCommandID(), nodes[from:to]
-		err := cl.Call(ctx, wire.SubjectNodeAssignBatch, req, &r)
-		return r, err
-	})
 }

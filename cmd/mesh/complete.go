@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/wire"
 	"github.com/posener/complete"
 	"github.com/willabides/kongplete"
@@ -33,7 +34,7 @@ func predictors(ctx context.Context) []kongplete.Option {
 // namesFrom is a predictor asking the mesh of the line being completed for
 // names. Any failure (no mesh, no controller, no permission) completes
 // nothing: a completion prints candidates only, never an error.
-func namesFrom(ctx context.Context, names func(context.Context, *Globals) ([]string, error)) complete.Predictor {
+func namesFrom(ctx context.Context, names func(context.Context, *cmdline.Globals) ([]string, error)) complete.Predictor {
 	return complete.PredictFunc(func(complete.Args) []string {
 		ctx, cancel := context.WithTimeout(ctx, completeWait)
 		defer cancel()
@@ -47,9 +48,9 @@ func namesFrom(ctx context.Context, names func(context.Context, *Globals) ([]str
 	})
 }
 
-func nodeNames(ctx context.Context, g *Globals) ([]string, error) {
+func nodeNames(ctx context.Context, g *cmdline.Globals) ([]string, error) {
 	var r wire.NodeList
-	if err := g.call(ctx, wire.SubjectNodeList, wire.ListRequest{Brief: true}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNodeList, wire.ListRequest{Brief: true}, &r); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(r.Nodes))
@@ -59,9 +60,9 @@ func nodeNames(ctx context.Context, g *Globals) ([]string, error) {
 	return out, nil
 }
 
-func moduleNames(ctx context.Context, g *Globals) ([]string, error) {
+func moduleNames(ctx context.Context, g *cmdline.Globals) ([]string, error) {
 	var r wire.ModuleList
-	if err := g.call(ctx, wire.SubjectModuleList, wire.Empty{}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectModuleList, wire.Empty{}, &r); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(r.Modules))
@@ -75,8 +76,8 @@ func moduleNames(ctx context.Context, g *Globals) ([]string, error) {
 // completed gives them (kong has not parsed it: it is not whole), else
 // from the variables kong would read, else their defaults. Without them a
 // completion in another home's directory would list this one's names.
-func completionGlobals(args []string) *Globals {
-	g := &Globals{
+func completionGlobals(args []string) *cmdline.Globals {
+	g := &cmdline.Globals{
 		Home:    envOr("MESH_HOME", "./.mesh"),
 		TLSCA:   os.Getenv("MESH_TLS_CA"),
 		TLSCert: os.Getenv("MESH_TLS_CERT"),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -37,12 +38,12 @@ type eventLine struct {
 	Acknowledged bool   `json:"acknowledged,omitempty"`
 }
 
-func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	addr, err := g.resolveBus(false)
+func (c *EventsCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
+	addr, err := g.ResolveBus(false)
 	if err != nil {
 		return err
 	}
-	nc, err := g.dial(addr, "mesh events")
+	nc, err := g.Dial(addr, "mesh events")
 	if err != nil {
 		return err
 	}
@@ -119,9 +120,9 @@ func (c *EventsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 
 // foreignBySeq asks the controller which messages are foreign: only it can
 // tell, since it holds the keys their writers must prove themselves with.
-func foreignBySeq(ctx context.Context, g *Globals) (map[uint64]wire.ForeignMessage, error) {
+func foreignBySeq(ctx context.Context, g *cmdline.Globals) (map[uint64]wire.ForeignMessage, error) {
 	var l wire.ForeignList
-	if err := g.call(ctx, wire.SubjectForeignList, wire.Empty{}, &l); err != nil {
+	if err := g.Call(ctx, wire.SubjectForeignList, wire.Empty{}, &l); err != nil {
 		return nil, err
 	}
 	out := make(map[uint64]wire.ForeignMessage, len(l.Foreign))

@@ -3,9 +3,6 @@ package main
 // An example for every command's --help (issue 16): what a person types
 // first. Commands with more to say have their Help beside their Run.
 
-func (c *AgentCmd) Help() string {
-	return "Examples:\n  mesh agent --join-file /etc/mesh/join --root /\n  MESH_JOIN=... mesh agent --root ./roots/web-1 --drift report"
-}
 func (c *BackupCmd) Help() string {
 	return "Examples:\n  mesh backup /backups/mesh-$(date +%F)"
 }
@@ -52,9 +49,6 @@ func (c *ReportRecoveredCmd) Help() string {
 }
 func (c *RestoreCmd) Help() string {
 	return "Examples:\n  mesh restore /backups/mesh-2026-12-02 --home ./.mesh && mesh up"
-}
-func (c *ServeCmd) Help() string {
-	return "Examples:\n  MESH_NATS_URL=tls://nats-1:4222 mesh serve --replicas 3 --closed --tls-ca ca.pem"
 }
 func (c *UnassignCmd) Help() string { return "Examples:\n  mesh unassign web-1 app" }
 func (VersionCmd) Help() string     { return "Examples:\n  mesh version\n  mesh --version" }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/meshctl/mesh/cmd/mesh/daemon"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
@@ -141,13 +142,13 @@ func TestFleetBoundsAppliesToTheOpenFileLimit(t *testing.T) {
 		t.Skipf("cannot set the open-file limit to 4096: %v", err)
 	}
 	// 4096 - 1024 spare - 2000 connections leave 1072: 357 applying.
-	if got := applySlots(2000); got != 357 {
+	if got := daemon.ApplySlots(2000); got != 357 {
 		t.Fatalf("2000 agents under a limit of 4096 may apply %d at once, want 357", got)
 	}
-	if got := applySlots(500); got != 0 {
+	if got := daemon.ApplySlots(500); got != 0 {
 		t.Fatalf("500 agents under a limit of 4096 have room, yet %d may apply at once", got)
 	}
-	if got := applySlots(4000); got != 1 {
+	if got := daemon.ApplySlots(4000); got != 1 {
 		t.Fatalf("4000 agents under a limit of 4096: %d may apply at once, want 1 (one at a time, never none)", got)
 	}
 }

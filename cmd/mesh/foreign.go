@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -20,9 +21,9 @@ type ForeignListCmd struct {
 	JSON bool `help:"Print {foreign, open} as JSON."`
 }
 
-func (c *ForeignListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ForeignListCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var l wire.ForeignList
-	if err := g.call(ctx, wire.SubjectForeignList, wire.Empty{}, &l); err != nil {
+	if err := g.Call(ctx, wire.SubjectForeignList, wire.Empty{}, &l); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -59,17 +60,17 @@ type ForeignAckCmd struct {
 // sentence; past it, the count and the first and last.
 const listAtMost = 10
 
-func (c *ForeignAckCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ForeignAckCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	req := wire.AckRequest{CommandID: wire.NewCommandID(), All: c.All, From: c.From, To: c.To}
 	for _, s := range c.Seqs {
 		seq, err := strconv.ParseUint(s, 10, 64)
 		if err != nil || seq == 0 {
-			return usagef("%q is not a stream sequence: give the SEQ column of mesh foreign list", s)
+			return cmdline.Usagef("%q is not a stream sequence: give the SEQ column of mesh foreign list", s)
 		}
 		req.Seqs = append(req.Seqs, seq)
 	}
 	var a wire.Acked
-	if err := g.call(ctx, wire.SubjectForeignAck, req, &a); err != nil {
+	if err := g.Call(ctx, wire.SubjectForeignAck, req, &a); err != nil {
 		return err
 	}
 	if c.JSON {

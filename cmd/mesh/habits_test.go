@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/wire"
 
@@ -156,7 +157,7 @@ func TestSelectorsAndTheDryRun(t *testing.T) {
 // without one fails here.
 func TestEveryCommandHasAnExample(t *testing.T) {
 	var cli CLI
-	parser, err := newParser(context.Background(), &cli, &Output{Out: io.Discard, Err: io.Discard})
+	parser, err := newParser(context.Background(), &cli, &cmdline.Output{Out: io.Discard, Err: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -19,7 +20,7 @@ type HistoryCmd struct {
 	JSON  bool   `help:"Print the history as JSON."`
 }
 
-func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *HistoryCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	req := wire.HistoryRequest{Node: c.Node, Diff: c.Diff}
 	var err error
 	if req.Since, err = parseWhen("--since", c.Since); err != nil {
@@ -29,7 +30,7 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	var h wire.History
-	if err := g.call(ctx, wire.SubjectHistory, req, &h); err != nil {
+	if err := g.Call(ctx, wire.SubjectHistory, req, &h); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -82,7 +83,7 @@ func parseWhen(flag, s string) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return time.Now().Add(-d).UTC(), nil
 	}
-	return time.Time{}, usagef("%s %q is neither an RFC 3339 time (2026-12-02T14:00:00Z) nor a duration ago (2h)", flag, s)
+	return time.Time{}, cmdline.Usagef("%s %q is neither an RFC 3339 time (2026-12-02T14:00:00Z) nor a duration ago (2h)", flag, s)
 }
 
 // AuditCmd proves a node's record, or the whole mesh's.
@@ -102,13 +103,13 @@ Examples:
   mesh audit web-1 --json`
 }
 
-func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	cl, closeFn, err := g.client()
+func (c *AuditCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	cl.Timeout = g.timeoutOr(30 * time.Minute)
+	cl.Timeout = g.TimeoutOr(30 * time.Minute)
 	var a wire.AuditReport
 	req := wire.AuditRequest{Node: c.Node}
 	if c.Node == "" {
@@ -131,7 +132,7 @@ func (c *AuditCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		text.Audit(out.Out, a, c.Node == "")
 	}
 	if !a.OK {
-		return exitError{code: 1, err: auditFailure(a)}
+		return cmdline.ExitError{Code: 1, Err: auditFailure(a)}
 	}
 	return nil
 }

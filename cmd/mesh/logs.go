@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
@@ -34,17 +35,17 @@ Examples:
 // long enough that a quiet program costs a request now and then.
 const followWait = 10_000 // milliseconds
 
-func (c *LogsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *LogsCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if err := events.ValidateName("node", c.Node); err != nil {
-		return usagef("%v", err)
+		return cmdline.Usagef("%v", err)
 	}
 	if err := events.ValidateName("module", c.Module); err != nil {
-		return usagef("%v", err)
+		return cmdline.Usagef("%v", err)
 	}
 	if c.Lines < 0 {
-		return usagef("--lines %d is not a number of lines: give 1 or more, or leave it out for every line kept", c.Lines)
+		return cmdline.Usagef("--lines %d is not a number of lines: give 1 or more, or leave it out for every line kept", c.Lines)
 	}
-	cl, closeFn, err := g.client()
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (c *LogsCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // follow asks for the lines after last, again and again, each request held
 // by the agent until a line comes (or followWait passes), until ctx ends:
 // Ctrl-C ends a follow, which is no failure.
-func (c *LogsCmd) follow(ctx context.Context, cl *client.Client, out *Output, last uint64) error {
+func (c *LogsCmd) follow(ctx context.Context, cl *client.Client, out *cmdline.Output, last uint64) error {
 	for {
 		r, err := cl.Logs(ctx, c.Node, wire.LogsRequest{Module: c.Module, After: last, WaitMS: followWait})
 		if ctx.Err() != nil {
@@ -91,7 +92,7 @@ func (c *LogsCmd) follow(ctx context.Context, cl *client.Client, out *Output, la
 // dropped says how many lines the node's bound dropped before they were
 // read: on stderr, since the lines printed are the log as it is, and a
 // script reading them should not read this as one.
-func (c *LogsCmd) dropped(out *Output, n uint64) {
+func (c *LogsCmd) dropped(out *cmdline.Output, n uint64) {
 	if n > 0 {
 		fmt.Fprintf(out.Err, "mesh: %d line(s) of %s's log were dropped before they were read: the program wrote more than %s keeps (mesh agent --log-kib)\n", n, c.Module, c.Node)
 	}
@@ -100,7 +101,7 @@ func (c *LogsCmd) dropped(out *Output, n uint64) {
 // print writes lines: for a person, each with its time and stream and its
 // text escaped as every node's word is (a program may print terminal
 // controls); with --follow --json, a JSON object a line.
-func (c *LogsCmd) print(out *Output, lines []wire.LogLine) {
+func (c *LogsCmd) print(out *cmdline.Output, lines []wire.LogLine) {
 	for _, l := range lines {
 		if c.JSON {
 			_ = text.JSONLine(out.Out, l)

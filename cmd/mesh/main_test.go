@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 	// A command's handshake with a closed bus waits for the controller's
 	// callout: bounded by Settle here, as every wait of the tests is, so a
 	// loaded box is not taken for an unreachable bus.
-	connectTimeout = embeddedtest.Settle
+	cmdline.ConnectTimeout = embeddedtest.Settle
 	// The box's zone is not UTC here, whatever the machine's: a time that
 	// reaches an answer without passing through UTC then carries +05:30,
 	// and TestEveryJSONAnswerFollowsTheOneRule names it (the promise is

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/wire"
@@ -26,14 +27,14 @@ type ModuleRegisterCmd struct {
 	JSON bool   `help:"Print {changed, seq, module, build, previous} as JSON."`
 }
 
-func (c *ModuleRegisterCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ModuleRegisterCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	data, err := os.ReadFile(c.File)
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %v", c.File, err)
 	}
 	var r wire.Registered
 	req := wire.RegisterRequest{CommandID: wire.NewCommandID(), File: c.File, Manifest: string(data)}
-	if err := g.call(ctx, wire.SubjectModuleRegister, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectModuleRegister, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -56,9 +57,9 @@ type ModuleListCmd struct {
 	JSON bool `help:"Print {modules} as JSON."`
 }
 
-func (c *ModuleListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ModuleListCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.ModuleList
-	if err := g.call(ctx, wire.SubjectModuleList, wire.Empty{}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectModuleList, wire.Empty{}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -94,9 +95,9 @@ type ModuleShowCmd struct {
 	JSON bool   `help:"Print the module as JSON."`
 }
 
-func (c *ModuleShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ModuleShowCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var m wire.ModuleView
-	if err := g.call(ctx, wire.SubjectModuleShow, wire.NameRequest{Name: c.Name}, &m); err != nil {
+	if err := g.Call(ctx, wire.SubjectModuleShow, wire.NameRequest{Name: c.Name}, &m); err != nil {
 		return err
 	}
 	if c.JSON {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -28,9 +29,9 @@ func (c *NetworkSetCmd) Help() string {
 		"A range that leaves out an address in use is refused, naming the node that holds it."
 }
 
-func (c *NetworkSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *NetworkSetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.NetworkView
-	if err := g.call(ctx, wire.SubjectNetworkSet, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: c.CIDR, Quarantine: c.Quarantine}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNetworkSet, wire.NetworkRequest{CommandID: wire.NewCommandID(), CIDR: c.CIDR, Quarantine: c.Quarantine}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -54,9 +55,9 @@ type NetworkShowCmd struct {
 
 func (c *NetworkShowCmd) Help() string { return "Examples:\n  mesh network show" }
 
-func (c *NetworkShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *NetworkShowCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.NetworkView
-	if err := g.call(ctx, wire.SubjectNetworkShow, wire.Empty{}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNetworkShow, wire.Empty{}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -95,13 +96,13 @@ type NetworkAddressCmd struct {
 
 func (c *NetworkAddressCmd) Help() string { return "Examples:\n  mesh network address db-1 10.42.0.10" }
 
-func (c *NetworkAddressCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *NetworkAddressCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.NetworkView
-	if err := g.call(ctx, wire.SubjectNetworkAddress, wire.AddressRequest{CommandID: wire.NewCommandID(), Node: c.Node, Address: c.Address}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNetworkAddress, wire.AddressRequest{CommandID: wire.NewCommandID(), Node: c.Node, Address: c.Address}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
-		r.Addresses = nonNil(r.Addresses)
+		r.Addresses = cmdline.NonNil(r.Addresses)
 		return text.JSON(out.Out, r)
 	}
 	if !r.Changed {

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -48,17 +52,17 @@ func (c *NodeEnrollCmd) Help() string {
 		"A node already enrolled exactly as listed is nothing to do, so a list can be given again."
 }
 
-func (c *NodeEnrollCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *NodeEnrollCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if c.From != "" {
 		if c.Name != "" || len(c.Capability) > 0 || len(c.Label) > 0 {
-			return usagef("give a node list (--from) or one node's name, capabilities and labels, not both")
+			return cmdline.Usagef("give a node list (--from) or one node's name, capabilities and labels, not both")
 		}
 		return c.enrollFrom(ctx, g, out)
 	}
 	if c.Name == "" {
-		return usagef("name the node to enroll: mesh node enroll NAME (or mesh node enroll --from FILE)")
+		return cmdline.Usagef("name the node to enroll: mesh node enroll NAME (or mesh node enroll --from FILE)")
 	}
-	cl, closeFn, err := g.client()
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -82,14 +86,14 @@ type NodeListCmd struct {
 	Selector string `help:"Only the active nodes this selects (as push --selector)."`
 }
 
-func (c *NodeListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *NodeListCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.NodeList
-	if err := g.call(ctx, wire.SubjectNodeList, wire.ListRequest{Brief: !c.JSON}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNodeList, wire.ListRequest{Brief: !c.JSON}, &r); err != nil {
 		return err
 	}
 	if c.Selector != "" {
 		var sel wire.Selected
-		if err := g.call(ctx, wire.SubjectNodeSelect, wire.SelectRequest{Selector: c.Selector}, &sel); err != nil {
+		if err := g.Call(ctx, wire.SubjectNodeSelect, wire.SelectRequest{Selector: c.Selector}, &sel); err != nil {
 			return err
 		}
 		chosen := map[string]bool{}
@@ -131,14 +135,14 @@ type NodeShowCmd struct {
 	AsOf string `help:"Answer as the node was then: RFC 3339, or a duration ago such as 2h."`
 }
 
-func (c *NodeShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *NodeShowCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	req := wire.NameRequest{Name: c.Name}
 	var err error
 	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
 		return err
 	}
 	var n wire.NodeView
-	if err := g.call(ctx, wire.SubjectNodeShow, req, &n); err != nil {
+	if err := g.Call(ctx, wire.SubjectNodeShow, req, &n); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -153,10 +157,10 @@ type NodeRetireCmd struct {
 	JSON bool   `help:"Print the node as retired, as JSON (changed: false when it was already)."`
 }
 
-func (c *NodeRetireCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *NodeRetireCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.Changed
 	req := wire.RetireRequest{CommandID: wire.NewCommandID(), Name: c.Name}
-	if err := g.call(ctx, wire.SubjectNodeRetire, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNodeRetire, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -185,13 +189,13 @@ func (c *NodeSetCmd) Help() string {
 		"Capabilities the node's agent detects (its OS, its architecture, systemd) are its facts, beside these: node show lists both."
 }
 
-func (c *NodeSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *NodeSetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	req := wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: c.Name, Capabilities: c.Capability, Labels: c.Label}
 	switch {
 	case c.ClearCapabilities && len(c.Capability) > 0:
-		return usagef("--clear-capabilities and --capability say two things; give one")
+		return cmdline.Usagef("--clear-capabilities and --capability say two things; give one")
 	case c.ClearLabels && len(c.Label) > 0:
-		return usagef("--clear-labels and --label say two things; give one")
+		return cmdline.Usagef("--clear-labels and --label say two things; give one")
 	case c.ClearCapabilities:
 		req.Capabilities = []string{}
 	case c.ClearLabels:
@@ -201,7 +205,7 @@ func (c *NodeSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		req.Labels = map[string]string{}
 	}
 	var r wire.Changed
-	if err := g.call(ctx, wire.SubjectNodeChange, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectNodeChange, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -214,4 +218,44 @@ func (c *NodeSetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 	fmt.Fprintf(out.Out, "changed %s at sequence %d: %s (mesh plan %s shows what it would be sent now)\n", r.Node.Name, r.Seq, what, r.Node.Name)
 	return nil
+}
+
+// NodeJoinCmd prints a node's join string again.
+type NodeJoinCmd struct {
+	Name string `arg:"" predictor:"node"`
+	JSON bool   `help:"Print {node, join} as JSON (the join string is the node's secret)."`
+}
+
+func (c *NodeJoinCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
+	cl, closeFn, err := g.Client()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	var id wire.Identity
+	if err := cl.Call(ctx, wire.SubjectNodeJoin, wire.NameRequest{Name: c.Name}, &id); err != nil {
+		return err
+	}
+	if c.JSON {
+		return text.JSON(out.Out, cmdline.Joining{Node: c.Name, Join: joinString(g, cl, id)})
+	}
+	fmt.Fprintln(out.Out, joinString(g, cl, id))
+	return nil
+}
+
+// joinString is the identity with the bus this client reached it on.
+// On a bus that speaks TLS it carries the CA the command trusted (the
+// home's, or --tls-ca), so the agent needs nothing else.
+func joinString(g *cmdline.Globals, cl *client.Client, id wire.Identity) string {
+	j := agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed, Token: id.Token}
+	if cl.NC.TLSRequired() || strings.HasPrefix(j.Bus, "tls://") {
+		ca := g.TLSCA
+		if ca == "" {
+			ca = cmdline.HomeCA(g.Home)
+		}
+		if b, err := os.ReadFile(ca); err == nil {
+			j.CA = string(b)
+		}
+	}
+	return j.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -17,18 +18,18 @@ type PlanCmd struct {
 
 // Run prints the plan. A node that cannot be composed exits 1 after its plan
 // is printed: nothing could be sent to it as things stand.
-func (c *PlanCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *PlanCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	switch {
 	case c.Node != "" && c.Selector != "":
-		return usagef("name a node or give --selector, not both")
+		return cmdline.Usagef("name a node or give --selector, not both")
 	case c.Selector != "":
 		// The plan of many nodes is the plan of a push to them.
 		return (&PushCmd{Selector: c.Selector, JSON: c.JSON, DryRun: true, Verbose: true}).dryRun(ctx, g, out)
 	case c.Node == "":
-		return usagef("name the node to plan (mesh plan NODE), or give --selector")
+		return cmdline.Usagef("name the node to plan (mesh plan NODE), or give --selector")
 	}
 	var p wire.Plan
-	if err := g.call(ctx, wire.SubjectNodePlan, wire.NameRequest{Name: c.Node}, &p); err != nil {
+	if err := g.Call(ctx, wire.SubjectNodePlan, wire.NameRequest{Name: c.Node}, &p); err != nil {
 		return err
 	}
 	if c.JSON {

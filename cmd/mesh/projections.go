@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -27,9 +26,9 @@ type ProjectionsStatusCmd struct {
 	JSON bool `help:"Print the status as JSON."`
 }
 
-func (c *ProjectionsStatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ProjectionsStatusCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var s wire.StatusReply
-	if err := g.call(ctx, wire.SubjectProjectionsStatus, wire.Empty{}, &s); err != nil {
+	if err := g.Call(ctx, wire.SubjectProjectionsStatus, wire.Empty{}, &s); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -49,9 +48,9 @@ type ProjectionsRebuildCmd struct {
 	JSON bool `help:"Print {from, to, events, checkpoint, seconds} as JSON."`
 }
 
-func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.RebuildReply
-	if err := foldCall(ctx, g, out, wire.SubjectProjectionsRebuild, g.timeoutOr(30*time.Minute), &r); err != nil {
+	if err := foldCall(ctx, g, out, wire.SubjectProjectionsRebuild, g.TimeoutOr(30*time.Minute), &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -64,8 +63,8 @@ func (c *ProjectionsRebuildCmd) Run(ctx context.Context, g *Globals, out *Output
 
 // foldCall asks the controller for a long fold (rebuild, verify), showing
 // its progress while it runs.
-func foldCall(ctx context.Context, g *Globals, out *Output, subject string, timeout time.Duration, resp any) error {
-	cl, closeFn, err := g.client()
+func foldCall(ctx context.Context, g *cmdline.Globals, out *cmdline.Output, subject string, timeout time.Duration, resp any) error {
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -84,9 +83,9 @@ type ProjectionsVerifyCmd struct {
 	JSON bool `help:"Print {checkpoint, diff, seconds} as JSON (diff empty when they are equal; exit 1 when not)."`
 }
 
-func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var v wire.Verified
-	if err := foldCall(ctx, g, out, wire.SubjectProjectionsVerify, g.timeoutOr(30*time.Minute), &v); err != nil {
+	if err := foldCall(ctx, g, out, wire.SubjectProjectionsVerify, g.TimeoutOr(30*time.Minute), &v); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -106,9 +105,9 @@ func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *Globals, out *Output)
 // followProgress subscribes to a fresh inbox the controller reports fold
 // progress on, and prints it: one line rewritten in place on a terminal,
 // plain lines otherwise (a log or a pipe keeps every one).
-func followProgress(cl *client.Client, out *Output, verb, unit string, ttyOnly bool) (wire.FoldRequest, func(), error) {
+func followProgress(cl *client.Client, out *cmdline.Output, verb, unit string, ttyOnly bool) (wire.FoldRequest, func(), error) {
 	inbox := cl.NC.NewRespInbox()
-	tty := isTerminal(out.Err)
+	tty := cmdline.IsTerminal(out.Err)
 	var printed atomic.Bool
 	sub, err := cl.NC.Subscribe(inbox, func(m *nats.Msg) {
 		var p wire.FoldProgress
@@ -140,13 +139,4 @@ func followProgress(cl *client.Client, out *Output, verb, unit string, ttyOnly b
 			fmt.Fprintln(out.Err)
 		}
 	}, nil
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

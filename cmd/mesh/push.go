@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
@@ -33,26 +34,26 @@ func (c *PushCmd) Help() string {
 	return "Examples:\n  mesh push\n  mesh push web-1 --wait 10s\n  mesh push --behind\n  mesh push --selector zone=eu-1 --dry-run"
 }
 
-func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *PushCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	switch {
 	case c.Node != "" && c.Behind:
-		return usagef("name a node or give --behind, not both: a named node is pushed whether it is behind or not")
+		return cmdline.Usagef("name a node or give --behind, not both: a named node is pushed whether it is behind or not")
 	case c.Wait != 0 && c.Node == "":
-		return usagef("--wait needs a node: mesh push NODE --wait %s", c.Wait)
+		return cmdline.Usagef("--wait needs a node: mesh push NODE --wait %s", c.Wait)
 	case c.Node != "" && c.Selector != "":
-		return usagef("name a node or give --selector, not both")
+		return cmdline.Usagef("name a node or give --selector, not both")
 	case c.DryRun && c.Wait != 0:
-		return usagef("--dry-run sends nothing, so there is nothing to --wait for")
+		return cmdline.Usagef("--dry-run sends nothing, so there is nothing to --wait for")
 	}
 	if c.DryRun {
 		return c.dryRun(ctx, g, out)
 	}
-	cl, closeFn, err := g.client()
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	cl.Timeout = g.timeoutOr(5 * time.Minute)
+	cl.Timeout = g.TimeoutOr(5 * time.Minute)
 	var r wire.PushReply
 	req := wire.PushRequest{CommandID: wire.NewCommandID(), Node: c.Node, Behind: c.Behind, Selector: c.Selector}
 	// On a terminal, how many nodes are sent so far, as the push goes.
@@ -85,7 +86,7 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		// wait's outcome is the exit code, a failure named on stderr.
 		say := out
 		if c.JSON {
-			say = &Output{Out: io.Discard, Err: out.Err}
+			say = &cmdline.Output{Out: io.Discard, Err: out.Err}
 		}
 		for _, s := range r.Sent {
 			if s.Node == c.Node {
@@ -97,10 +98,10 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 // dryRun prints the mesh-wide plan: what a push would send, and where.
-func (c *PushCmd) dryRun(ctx context.Context, g *Globals, out *Output) error {
+func (c *PushCmd) dryRun(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var p wire.PushPlanReply
 	req := wire.PushRequest{Node: c.Node, Behind: c.Behind, Selector: c.Selector}
-	if err := g.call(ctx, wire.SubjectPushPlan, req, &p); err != nil {
+	if err := g.Call(ctx, wire.SubjectPushPlan, req, &p); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -147,7 +148,7 @@ func whatOf(what []string) string {
 }
 
 // waitFor follows the node's reports until it reports on exactly what it was sent.
-func waitFor(ctx context.Context, cl *client.Client, out *Output, s wire.PushedNode, d time.Duration) error {
+func waitFor(ctx context.Context, cl *client.Client, out *cmdline.Output, s wire.PushedNode, d time.Duration) error {
 	st, err := store.Attach(ctx, cl.NC, "")
 	if err != nil {
 		return err
@@ -167,12 +168,12 @@ type DeclareCmd struct {
 	JSON bool          `help:"Print what was sent as JSON (node, sequence, digest; before a --wait)."`
 }
 
-func (c *DeclareCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *DeclareCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	body, err := os.ReadFile(c.File)
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %v", c.File, err)
 	}
-	cl, closeFn, err := g.client()
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func (c *DeclareCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		if err := text.JSON(out.Out, s); err != nil || c.Wait == 0 {
 			return err
 		}
-		return waitFor(ctx, cl, &Output{Out: io.Discard, Err: out.Err}, s, c.Wait)
+		return waitFor(ctx, cl, &cmdline.Output{Out: io.Discard, Err: out.Err}, s, c.Wait)
 	}
 	fmt.Fprintf(out.Out, "declared %s %d resource(s), sequence %d (builds unknown: status will not read it as what the mesh composes)\n", s.Node, s.Resources, s.Sequence)
 	if c.Wait > 0 {

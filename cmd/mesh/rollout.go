@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
@@ -39,7 +40,7 @@ func (c *RolloutPlanCmd) Help() string {
 	return "Examples:\n  mesh rollout plan app --wave canary=name=web-1 --wave half=zone=eu-1 --wave rest='*'"
 }
 
-func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RolloutPlanCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	req := wire.RolloutPlanRequest{Module: c.Module, Build: c.Build}
 	waves, err := parseWaves(c.Wave)
 	if err != nil {
@@ -47,7 +48,7 @@ func (c *RolloutPlanCmd) Run(ctx context.Context, g *Globals, out *Output) error
 	}
 	req.Waves = waves
 	var p wire.RolloutPlan
-	if err := g.call(ctx, wire.SubjectRolloutPlan, req, &p); err != nil {
+	if err := g.Call(ctx, wire.SubjectRolloutPlan, req, &p); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -99,7 +100,7 @@ func (c *RolloutStartCmd) Help() string {
 	return "Examples:\n  mesh rollout start app --wave canary=name=web-1 --wave half=zone=eu-1 --wave rest='*' --auto-revert"
 }
 
-func (c *RolloutStartCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RolloutStartCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	req := wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: c.Module, Build: c.Build, AutoRevert: c.AutoRevert, Bake: c.Bake, Deadline: c.Deadline, MaxParallel: c.MaxParallel}
 	waves, err := parseWaves(c.Wave)
 	if err != nil {
@@ -107,7 +108,7 @@ func (c *RolloutStartCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 	}
 	req.Waves = waves
 	var r wire.Rollout
-	if err := g.call(ctx, wire.SubjectRolloutStart, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectRolloutStart, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -123,7 +124,7 @@ func parseWaves(specs []string) ([]wire.WaveSpec, error) {
 	for _, w := range specs {
 		name, sel, ok := strings.Cut(w, "=")
 		if !ok || name == "" || sel == "" {
-			return nil, usagef("--wave %q is not NAME=SELECTOR (for example canary=name=web-1, or rest=*)", w)
+			return nil, cmdline.Usagef("--wave %q is not NAME=SELECTOR (for example canary=name=web-1, or rest=*)", w)
 		}
 		out = append(out, wire.WaveSpec{Name: name, Selector: sel})
 	}
@@ -137,9 +138,9 @@ type RolloutListCmd struct {
 
 func (c *RolloutListCmd) Help() string { return "Examples:\n  mesh rollout list" }
 
-func (c *RolloutListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RolloutListCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var l wire.RolloutList
-	if err := g.call(ctx, wire.SubjectRolloutList, wire.Empty{}, &l); err != nil {
+	if err := g.Call(ctx, wire.SubjectRolloutList, wire.Empty{}, &l); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -163,9 +164,9 @@ type RolloutShowCmd struct {
 
 func (c *RolloutShowCmd) Help() string { return "Examples:\n  mesh rollout show r-0a1b2c3d4e" }
 
-func (c *RolloutShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RolloutShowCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.RolloutView
-	if err := g.call(ctx, wire.SubjectRolloutShow, wire.NameRequest{Name: c.ID}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectRolloutShow, wire.NameRequest{Name: c.ID}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -222,10 +223,10 @@ type RolloutControlCmd struct {
 	JSON bool   `help:"Print the rollout as it stands after the step, as JSON."`
 }
 
-func (c *RolloutControlCmd) control(ctx context.Context, g *Globals, out *Output, step string) error {
+func (c *RolloutControlCmd) control(ctx context.Context, g *cmdline.Globals, out *cmdline.Output, step string) error {
 	var r wire.Rollout
 	req := wire.RolloutControl{CommandID: wire.NewCommandID(), ID: c.ID, Step: step}
-	if err := g.call(ctx, wire.SubjectRolloutControl, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectRolloutControl, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -243,12 +244,12 @@ func (c *RolloutPauseCmd) Help() string  { return "Examples:\n  mesh rollout pau
 func (c *RolloutResumeCmd) Help() string { return "Examples:\n  mesh rollout resume r-0a1b2c3d4e" }
 func (c *RolloutAbortCmd) Help() string  { return "Examples:\n  mesh rollout abort r-0a1b2c3d4e" }
 
-func (c *RolloutPauseCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RolloutPauseCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	return c.control(ctx, g, out, events.StepPaused)
 }
-func (c *RolloutResumeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RolloutResumeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	return c.control(ctx, g, out, events.StepResumed)
 }
-func (c *RolloutAbortCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RolloutAbortCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	return c.control(ctx, g, out, events.StepAborted)
 }

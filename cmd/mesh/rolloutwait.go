@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -27,15 +28,15 @@ func (c *RolloutWaitCmd) Help() string {
 // wave takes seconds at the least, and each ask is one small request.
 const rolloutWaitEvery = 500 * time.Millisecond
 
-func (c *RolloutWaitCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *RolloutWaitCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if c.For <= 0 {
-		return usagef("--for %s: give how long to wait, such as 30m", c.For)
+		return cmdline.Usagef("--for %s: give how long to wait, such as 30m", c.For)
 	}
 	deadline := time.Now().Add(c.For)
 	said := ""
 	for {
 		var r wire.RolloutView
-		if err := g.call(ctx, wire.SubjectRolloutShow, wire.NameRequest{Name: c.ID}, &r); err != nil {
+		if err := g.Call(ctx, wire.SubjectRolloutShow, wire.NameRequest{Name: c.ID}, &r); err != nil {
 			return err
 		}
 		// Read once: the JSON answer and the exit below must agree on it.
@@ -56,10 +57,10 @@ func (c *RolloutWaitCmd) Run(ctx context.Context, g *Globals, out *Output) error
 		case wire.RolloutFinished:
 			return nil
 		case wire.RolloutHalted, wire.RolloutAborted:
-			return exitError{code: 1, err: fmt.Errorf("rollout %s %s: it did not finish (mesh rollout show %s)", r.ID, r.State, r.ID)}
+			return cmdline.ExitError{Code: 1, Err: fmt.Errorf("rollout %s %s: it did not finish (mesh rollout show %s)", r.ID, r.State, r.ID)}
 		}
 		if late {
-			return exitError{code: 1, err: fmt.Errorf("rollout %s is still %s after %s; it goes on: wait again, or see mesh rollout show %s", r.ID, r.State, c.For, r.ID)}
+			return cmdline.ExitError{Code: 1, Err: fmt.Errorf("rollout %s is still %s after %s; it goes on: wait again, or see mesh rollout show %s", r.ID, r.State, c.For, r.ID)}
 		}
 		select {
 		case <-ctx.Done():

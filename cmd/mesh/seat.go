@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -23,9 +24,9 @@ type SeatListCmd struct {
 
 func (c *SeatListCmd) Help() string { return "Examples:\n  mesh seat list" }
 
-func (c *SeatListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *SeatListCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.SeatList
-	if err := g.call(ctx, wire.SubjectSeatList, wire.Empty{}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectSeatList, wire.Empty{}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -59,9 +60,9 @@ type SeatShowCmd struct {
 
 func (c *SeatShowCmd) Help() string { return "Examples:\n  mesh seat show builder" }
 
-func (c *SeatShowCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *SeatShowCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.SeatView
-	if err := g.call(ctx, wire.SubjectSeatShow, wire.NameRequest{Name: c.Seat}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectSeatShow, wire.NameRequest{Name: c.Seat}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -91,10 +92,10 @@ func (c *SeatHandoverCmd) Help() string {
 		"does the new node take the seat, its consumers sent together with it. At no moment do two hold it."
 }
 
-func (c *SeatHandoverCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *SeatHandoverCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.SeatView
 	req := wire.HandoverRequest{CommandID: wire.NewCommandID(), Seat: c.Seat, To: c.To, Force: c.Force}
-	if err := g.call(ctx, wire.SubjectSeatHandover, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectSeatHandover, req, &r); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(c.Wait)
@@ -105,7 +106,7 @@ func (c *SeatHandoverCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 		case <-time.After(200 * time.Millisecond):
 		}
 		var now wire.SeatView // fresh: a field the answer leaves out is empty, not the last one's
-		if err := g.call(ctx, wire.SubjectSeatShow, wire.NameRequest{Name: c.Seat}, &now); err != nil {
+		if err := g.Call(ctx, wire.SubjectSeatShow, wire.NameRequest{Name: c.Seat}, &now); err != nil {
 			return err
 		}
 		r = now
@@ -115,12 +116,12 @@ func (c *SeatHandoverCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 		// The seat as it stands: a script reads whether it moved (node,
 		// handover_to) and the event that started it (handover_seq); a
 		// wait that ended first still exits 1, named on stderr.
-		r.Steps = nonNil(r.Steps)
+		r.Steps = cmdline.NonNil(r.Steps)
 		if err := text.JSON(out.Out, r); err != nil {
 			return err
 		}
 		if !done && c.Wait > 0 {
-			return exitError{code: 1, err: fmt.Errorf("seat %s is not handed over to %s after %s: %s", c.Seat, c.To, c.Wait, r.Waiting)}
+			return cmdline.ExitError{Code: 1, Err: fmt.Errorf("seat %s is not handed over to %s after %s: %s", c.Seat, c.To, c.Wait, r.Waiting)}
 		}
 		return nil
 	}
@@ -128,7 +129,7 @@ func (c *SeatHandoverCmd) Run(ctx context.Context, g *Globals, out *Output) erro
 	case done:
 		fmt.Fprintf(out.Out, "%s is held by %s on %s\n", c.Seat, r.Module, r.Node)
 	case c.Wait > 0:
-		return exitError{code: 1, err: fmt.Errorf("seat %s is not handed over to %s after %s: %s", c.Seat, c.To, c.Wait, r.Waiting)}
+		return cmdline.ExitError{Code: 1, Err: fmt.Errorf("seat %s is not handed over to %s after %s: %s", c.Seat, c.To, c.Wait, r.Waiting)}
 	default:
 		fmt.Fprintf(out.Out, "handing %s over from %s to %s: %s (mesh seat show %s follows it)\n", c.Seat, r.Node, r.HandoverTo, r.Waiting, c.Seat)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -30,8 +31,8 @@ func (c *RotateCmd) Help() string {
 	return "Every node holding either end is composed at the new generation; if any cannot be, nothing is sent. The provider accepts the old credential too until every consumer end applied the new one (or --overlap passed); then the controller sends the provider its declaration without it, by itself.\n\nExamples:\n  mesh rotate postgres --consumer app --wait 30s\n  mesh rotate postgres --consumer app --overlap 2h"
 }
 
-func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	cl, closeFn, err := g.client()
+func (c *RotateCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func (c *RotateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	// end that did not apply is named on stderr.
 	say := out.Out
 	if c.JSON {
-		r.Sent = nonNil(r.Sent)
+		r.Sent = cmdline.NonNil(r.Sent)
 		if err := text.JSON(out.Out, r); err != nil {
 			return err
 		}
@@ -168,17 +169,17 @@ func (c *SecretForgetCmd) Help() string {
 	return "Backups taken before keep the salt and can still open the value: destroy them too.\n\nExamples:\n  mesh secret forget db-1 postgres password\n  echo NEW | mesh assign db-1 postgres --set-file password=-"
 }
 
-func (c *SecretForgetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *SecretForgetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if c.Version < 0 {
-		return usagef("--only-version %d is not a version: give one of those node show names, or leave it out for all", c.Version)
+		return cmdline.Usagef("--only-version %d is not a version: give one of those node show names, or leave it out for all", c.Version)
 	}
 	var f wire.Forgotten
 	req := wire.ForgetRequest{CommandID: wire.NewCommandID(), Node: c.Node, Module: c.Module, Setting: c.Setting, Version: c.Version}
-	if err := g.call(ctx, wire.SubjectSecretForget, req, &f); err != nil {
+	if err := g.Call(ctx, wire.SubjectSecretForget, req, &f); err != nil {
 		return err
 	}
 	if c.JSON {
-		f.Forgotten, f.Already = nonNil(f.Forgotten), nonNil(f.Already)
+		f.Forgotten, f.Already = cmdline.NonNil(f.Forgotten), cmdline.NonNil(f.Already)
 		return text.JSON(out.Out, f)
 	}
 	what := fmt.Sprintf("secret %s of %s on %s", c.Setting, c.Module, c.Node)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -21,12 +22,12 @@ type StatusCmd struct {
 // well, 1 when not, 3 when status itself could not be answered (no bus, no
 // controller): whether the mesh is well is then unknown, which a script
 // must not read as "not understood" (2) nor as "not well" (1).
-func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *StatusCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if c.Watch == 0 {
 		return c.once(ctx, g, out)
 	}
 	if c.Watch < 100*time.Millisecond || c.AsOf != "" {
-		return usagef("--watch %s: give an interval of 100ms or more, and no --as-of (the past does not change)", c.Watch)
+		return cmdline.Usagef("--watch %s: give an interval of 100ms or more, and no --as-of (the past does not change)", c.Watch)
 	}
 	for {
 		// With --json each answer is one line (JSON lines), which a script
@@ -34,7 +35,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		if !c.JSON {
 			fmt.Fprintf(out.Out, "--- %s\n", text.Time(time.Now()))
 		}
-		if err := c.once(ctx, g, out); ctx.Err() == nil && (exitFor(err) == exitUnknown || exitFor(err) == exitNotUnders) {
+		if err := c.once(ctx, g, out); ctx.Err() == nil && (cmdline.ExitFor(err) == cmdline.ExitUnknown || cmdline.ExitFor(err) == cmdline.ExitNotUnders) {
 			return err // status itself cannot be answered: say so, not again and again
 		}
 		select {
@@ -45,18 +46,18 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	}
 }
 
-func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
+func (c *StatusCmd) once(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	req := wire.StatusRequest{Brief: !c.JSON, Selector: c.Selector}
 	var err error
 	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
 		return err
 	}
 	var s wire.StatusReport
-	if err := g.call(ctx, wire.SubjectStatus, req, &s); err != nil {
-		if exitFor(err) == exitNotUnders {
+	if err := g.Call(ctx, wire.SubjectStatus, req, &s); err != nil {
+		if cmdline.ExitFor(err) == cmdline.ExitNotUnders {
 			return err
 		}
-		return exitError{code: exitUnknown, err: err}
+		return cmdline.ExitError{Code: cmdline.ExitUnknown, Err: err}
 	}
 	if c.JSON {
 		if s.Table != nil {
@@ -67,14 +68,14 @@ func (c *StatusCmd) once(ctx context.Context, g *Globals, out *Output) error {
 			write = text.JSONLine
 		}
 		if err := write(out.Out, s); err != nil {
-			return exitError{code: 2, err: err}
+			return cmdline.ExitError{Code: 2, Err: err}
 		}
 	} else {
 		text.Showable(&s)
 		text.Status(out.Out, s)
 	}
 	if !s.Well {
-		return exitError{code: 1}
+		return cmdline.ExitError{Code: 1}
 	}
 	return nil
 }
@@ -106,10 +107,10 @@ mesh.rp.<machine>.ProviderRecovered), as a mesh event envelope: see ARCHITECTURE
 closed bus it connects as that machine, with the node key in its join string.`
 }
 
-func (c *ReportFailingCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ReportFailingCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.Reported
 	req := wire.ReportRequest{CommandID: wire.NewCommandID(), Failing: true, Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer, Word: c.Word}
-	if err := g.call(ctx, wire.SubjectReport, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectReport, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -123,10 +124,10 @@ type ReportRecoveredCmd struct {
 	standingFlags
 }
 
-func (c *ReportRecoveredCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *ReportRecoveredCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.Reported
 	req := wire.ReportRequest{CommandID: wire.NewCommandID(), Provider: c.Provider, Machine: c.Machine, Consumer: c.Consumer}
-	if err := g.call(ctx, wire.SubjectReport, req, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectReport, req, &r); err != nil {
 		return err
 	}
 	if c.JSON {

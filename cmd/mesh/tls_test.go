@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/nats-io/nats.go"
 )
 
@@ -17,7 +18,7 @@ func TestTLSOnTheBus(t *testing.T) {
 	t.Parallel()
 	home, listen := t.TempDir(), freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", listen, "--tls")
-	if rec, err := readBusRecord(home); err != nil || !strings.HasPrefix(rec.URL, "tls://") {
+	if rec, err := cmdline.ReadBusRecord(home); err != nil || !strings.HasPrefix(rec.URL, "tls://") {
 		t.Fatalf("mesh up --tls recorded %+v (%v)", rec, err)
 	}
 	mustRun(t, home, "node", "enroll", "box")

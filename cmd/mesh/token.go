@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/cmd/mesh/text"
 	"github.com/meshctl/mesh/wire"
 )
@@ -37,8 +38,8 @@ name). Its agent makes its own keys and enrols them with the token; nothing the 
 make its reports or open what is sealed to it. The join string is a secret until it is spent.`
 }
 
-func (c *TokenCreateCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	cl, closeFn, err := g.client()
+func (c *TokenCreateCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -65,9 +66,9 @@ type TokenListCmd struct {
 	JSON bool `help:"Print {mesh, key, tokens} as JSON, the tokens oldest first."`
 }
 
-func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *TokenListCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.TokenList
-	if err := g.call(ctx, wire.SubjectTokenList, wire.Empty{}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &r); err != nil {
 		return err
 	}
 	// Oldest first, for both forms: the read model keeps them by id, which
@@ -76,9 +77,9 @@ func (c *TokenListCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	if c.JSON {
-		r.Tokens = nonNil(r.Tokens)
+		r.Tokens = cmdline.NonNil(r.Tokens)
 		for i := range r.Tokens {
-			r.Tokens[i].Used = nonNil(r.Tokens[i].Used)
+			r.Tokens[i].Used = cmdline.NonNil(r.Tokens[i].Used)
 		}
 		return text.JSON(out.Out, r)
 	}
@@ -117,9 +118,9 @@ type Revoked struct {
 	Seq     uint64 `json:"seq"`
 }
 
-func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *TokenRevokeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	var r wire.Changed
-	if err := g.call(ctx, wire.SubjectTokenRevoke, wire.NameRequest{Name: c.ID}, &r); err != nil {
+	if err := g.Call(ctx, wire.SubjectTokenRevoke, wire.NameRequest{Name: c.ID}, &r); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -139,13 +140,6 @@ type NodeRekeyCmd struct {
 	JSON bool   `help:"Print {node, join} as JSON (the join string is the new machine's secret)."`
 }
 
-// Joining is node join --json and node rekey --json: the node and the join
-// string its agent starts with.
-type Joining struct {
-	Node string `json:"node"`
-	Join string `json:"join"`
-}
-
 func (c *NodeRekeyCmd) Help() string {
 	return `Examples:
   mesh node rekey web-1   # its last line is the join string for the new machine
@@ -155,8 +149,8 @@ agent with the join string this prints and a fresh state directory: it makes new
 then on the old ones are refused by the bus and set aside by the fold. mesh audit shows the re-key.`
 }
 
-func (c *NodeRekeyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	cl, closeFn, err := g.client()
+func (c *NodeRekeyCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -166,7 +160,7 @@ func (c *NodeRekeyCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		return err
 	}
 	if c.JSON {
-		return text.JSON(out.Out, Joining{Node: c.Name, Join: joinString(g, cl, id)})
+		return text.JSON(out.Out, cmdline.Joining{Node: c.Name, Join: joinString(g, cl, id)})
 	}
 	fmt.Fprintf(out.Out, "re-key token for %s made; its keys change once its agent enrols with this join string:\n%s\n", c.Name, joinString(g, cl, id))
 	return nil

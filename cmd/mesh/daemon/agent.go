@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/agent"
-	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/cmd/mesh/text"
-	"github.com/meshctl/mesh/wire"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/nats-io/nats.go"
 )
 
@@ -31,50 +29,50 @@ type AgentCmd struct {
 	LogKiB int `name:"log-kib" default:"256" placeholder:"KIB" help:"How much of each program's newest output (stdout and stderr, mesh logs) the node keeps, in KiB: the oldest lines drop first; on disk under the state directory, at most twice it."`
 }
 
-func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *AgentCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	switch {
 	case c.Join != "" && c.JoinFile != "":
-		return usagef("give the join string once: --join (or MESH_JOIN) or --join-file, not both")
+		return cmdline.Usagef("give the join string once: --join (or MESH_JOIN) or --join-file, not both")
 	case c.JoinFile != "":
 		b, err := os.ReadFile(c.JoinFile)
 		if err != nil {
-			return usagef("cannot read the join string from %s: %v", c.JoinFile, err)
+			return cmdline.Usagef("cannot read the join string from %s: %v", c.JoinFile, err)
 		}
 		c.Join = strings.TrimSpace(string(b))
 	case c.Join == "":
-		return usagef("no join string: give --join-file FILE (or set MESH_JOIN); mesh node join NAME prints it")
+		return cmdline.Usagef("no join string: give --join-file FILE (or set MESH_JOIN); mesh node join NAME prints it")
 	}
 	j, err := agent.ParseJoin(c.Join)
 	if err != nil {
-		return usagef("%v", err)
+		return cmdline.Usagef("%v", err)
 	}
 	if c.LogKiB < agent.MinLogBytes>>10 {
-		return usagef("--log-kib %d cannot hold a program's longest lines: give at least %d", c.LogKiB, agent.MinLogBytes>>10)
+		return cmdline.Usagef("--log-kib %d cannot hold a program's longest lines: give at least %d", c.LogKiB, agent.MinLogBytes>>10)
 	}
 	if c.CheckEvery <= 0 {
-		return usagef("--check-every %s is not a duration to wait: give one such as 3m", c.CheckEvery)
+		return cmdline.Usagef("--check-every %s is not a duration to wait: give one such as 3m", c.CheckEvery)
 	}
-	addr := busAddr{URL: j.Bus, From: "the join string"}
-	if g.busNamed() {
-		given, err := g.resolveBus(true)
+	addr := cmdline.BusAddr{URL: j.Bus, From: "the join string"}
+	if g.BusNamed() {
+		given, err := g.ResolveBus(true)
 		if err != nil {
 			return err
 		}
-		if normalizeURL(given.URL) != normalizeURL(j.Bus) {
-			return usagef("the bus is configured two ways: the join string says %s and %s says %s; give one, or make them agree", j.Bus, given.From, given.URL)
+		if cmdline.NormalizeURL(given.URL) != cmdline.NormalizeURL(j.Bus) {
+			return cmdline.Usagef("the bus is configured two ways: the join string says %s and %s says %s; give one, or make them agree", j.Bus, given.From, given.URL)
 		}
 	}
-	log := g.logger(out.Err)
+	log := g.Logger(out.Err)
 	if j, err = c.enrol(ctx, g, j, addr, log); err != nil {
 		return err
 	}
 	identity, err := j.Options()
 	if err != nil {
-		return usagef("%v", err)
+		return cmdline.Usagef("%v", err)
 	}
 	// --tls-ca and the rest, for a cluster whose TLS the join string does
 	// not carry (a join string's CA comes first: it is this mesh's).
-	secure, err := g.tlsOptions()
+	secure, err := g.TLSOptions()
 	if err != nil {
 		return err
 	}
@@ -83,7 +81,7 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	// refuses connections until it answers again; the agent keeps trying
 	// rather than giving up after two refusals.
 	follow := []nats.Option{nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), busLog(log)}
-	nc, err := connect(addr, "mesh agent "+j.Node, append(identity, follow...)...)
+	nc, err := cmdline.Connect(addr, "mesh agent "+j.Node, append(identity, follow...)...)
 	if errors.Is(err, nats.ErrNkeysNotSupported) {
 		// A bus nobody closed (mesh serve --open-bus) asks no identity,
 		// and nats.go will not offer a key to a server that asks none: so
@@ -93,9 +91,9 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		log.Warn("the bus asks no identity (it is open: mesh serve --open-bus), so the agent joins it without its node's key", "bus", j.Bus)
 		anonymous, aerr := agent.Join{Node: j.Node, CA: j.CA}.Options()
 		if aerr != nil {
-			return usagef("%v", aerr)
+			return cmdline.Usagef("%v", aerr)
 		}
-		nc, err = connect(addr, "mesh agent "+j.Node, append(append(secure, anonymous...), follow...)...)
+		nc, err = cmdline.Connect(addr, "mesh agent "+j.Node, append(append(secure, anonymous...), follow...)...)
 	}
 	if errors.Is(err, nats.ErrAuthorization) {
 		// The bus says only "authorization violation": each cause the
@@ -127,68 +125,28 @@ func (c *AgentCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // enrol makes the node's keys and enrols them when the join string holds a
 // token and the state directory has not yet (issue 29); the join answered
 // carries the node's own seed.
-func (c *AgentCmd) enrol(ctx context.Context, g *Globals, j agent.Join, addr busAddr, log *slog.Logger) (agent.Join, error) {
+func (c *AgentCmd) enrol(ctx context.Context, g *cmdline.Globals, j agent.Join, addr cmdline.BusAddr, log *slog.Logger) (agent.Join, error) {
 	if j.Seed != "" {
 		return j, nil
 	}
 	switch {
 	case j.Node != "" && c.Name != "" && c.Name != j.Node:
-		return j, usagef("the join string's token enrols %s, and --name says %s; drop --name or ask for a token for %s", j.Node, c.Name, c.Name)
+		return j, cmdline.Usagef("the join string's token enrols %s, and --name says %s; drop --name or ask for a token for %s", j.Node, c.Name, c.Name)
 	case j.Node == "" && c.Name != "":
 		j.Node = c.Name
 	}
 	opts, err := j.Options()
 	if err != nil {
-		return j, usagef("%v", err)
+		return j, cmdline.Usagef("%v", err)
 	}
-	secure, err := g.tlsOptions()
+	secure, err := g.TLSOptions()
 	if err != nil {
 		return j, err
 	}
 	dial := func(more ...nats.Option) (*nats.Conn, error) {
-		return connect(addr, "mesh agent "+j.Node+" enrolling", append(append(secure, opts...), more...)...)
+		return cmdline.Connect(addr, "mesh agent "+j.Node+" enrolling", append(append(secure, opts...), more...)...)
 	}
 	return agent.Enrol(ctx, j, agent.StateDir(c.Root, c.State), dial, log)
-}
-
-// NodeJoinCmd prints a node's join string again.
-type NodeJoinCmd struct {
-	Name string `arg:"" predictor:"node"`
-	JSON bool   `help:"Print {node, join} as JSON (the join string is the node's secret)."`
-}
-
-func (c *NodeJoinCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	cl, closeFn, err := g.client()
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	var id wire.Identity
-	if err := cl.Call(ctx, wire.SubjectNodeJoin, wire.NameRequest{Name: c.Name}, &id); err != nil {
-		return err
-	}
-	if c.JSON {
-		return text.JSON(out.Out, Joining{Node: c.Name, Join: joinString(g, cl, id)})
-	}
-	fmt.Fprintln(out.Out, joinString(g, cl, id))
-	return nil
-}
-
-// joinString is the identity with the bus this client reached it on.
-// On a bus that speaks TLS it carries the CA the command trusted (the
-// home's, or --tls-ca), so the agent needs nothing else.
-func joinString(g *Globals, cl *client.Client, id wire.Identity) string {
-	j := agent.Join{Mesh: id.Mesh, Bus: cl.NC.ConnectedUrlRedacted(), Node: id.Node, Key: id.Key, Seed: id.Seed, Token: id.Token}
-	if cl.NC.TLSRequired() || strings.HasPrefix(j.Bus, "tls://") {
-		ca := g.TLSCA
-		if ca == "" {
-			ca = homeCA(g.Home)
-		}
-		if b, err := os.ReadFile(ca); err == nil {
-			j.CA = string(b)
-		}
-	}
-	return j.String()
 }
 
 // busLog says what happens to the agent's connection in its own log: on a

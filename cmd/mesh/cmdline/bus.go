@@ -1,4 +1,4 @@
-package main
+package cmdline
 
 import (
 	"context"
@@ -18,45 +18,45 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// defaultBus is where a client looks when nothing names the bus: where mesh
+// DefaultBus is where a client looks when nothing names the bus: where mesh
 // up listens by default.
-const defaultBus = "nats://127.0.0.1:4222"
+const DefaultBus = "nats://127.0.0.1:4222"
 
-// busAddr is a bus URL and what said so, for messages that name both.
-type busAddr struct {
+// BusAddr is a bus URL and what said so, for messages that name both.
+type BusAddr struct {
 	URL, From string
 }
 
-func (b busAddr) String() string { return fmt.Sprintf("%s (from %s)", b.URL, b.From) }
+func (b BusAddr) String() string { return fmt.Sprintf("%s (from %s)", b.URL, b.From) }
 
-// resolveBus decides which bus a command uses. --bus and MESH_NATS_URL that
+// ResolveBus decides which bus a command uses. --bus and MESH_NATS_URL that
 // disagree are refused rather than one silently winning: an operator who
 // exported one and typed the other cannot know which mesh they just changed.
 // NATS_URL, the nats CLI's, names the bus when neither does (before the
 // bus mesh up recorded): an operator who pointed nats at a bus means that
 // one, and every error names where the bus came from.
-func (g *Globals) resolveBus(required bool) (busAddr, error) {
+func (g *Globals) ResolveBus(required bool) (BusAddr, error) {
 	env := os.Getenv("MESH_NATS_URL")
 	natsEnv := os.Getenv("NATS_URL")
 	switch {
-	case g.Bus != "" && env != "" && normalizeURL(g.Bus) != normalizeURL(env):
-		return busAddr{}, usagef("the bus is configured two ways: --bus says %s and MESH_NATS_URL says %s; give one, or make them agree", g.Bus, env)
+	case g.Bus != "" && env != "" && NormalizeURL(g.Bus) != NormalizeURL(env):
+		return BusAddr{}, Usagef("the bus is configured two ways: --bus says %s and MESH_NATS_URL says %s; give one, or make them agree", g.Bus, env)
 	case g.Bus != "":
-		return busAddr{URL: g.Bus, From: "--bus"}, nil
+		return BusAddr{URL: g.Bus, From: "--bus"}, nil
 	case env != "":
-		return busAddr{URL: env, From: "MESH_NATS_URL"}, nil
+		return BusAddr{URL: env, From: "MESH_NATS_URL"}, nil
 	case natsEnv != "":
-		return busAddr{URL: natsEnv, From: "NATS_URL"}, nil
+		return BusAddr{URL: natsEnv, From: "NATS_URL"}, nil
 	case required:
-		return busAddr{}, usagef("no bus named: give --bus URL or set MESH_NATS_URL or NATS_URL (mesh up runs its own)")
+		return BusAddr{}, Usagef("no bus named: give --bus URL or set MESH_NATS_URL or NATS_URL (mesh up runs its own)")
 	}
-	if rec, err := readBusRecord(g.Home); err == nil {
-		return busAddr{URL: rec.URL, From: fmt.Sprintf("%s, where mesh up recorded it", busRecordPath(g.Home))}, nil
+	if rec, err := ReadBusRecord(g.Home); err == nil {
+		return BusAddr{URL: rec.URL, From: fmt.Sprintf("%s, where mesh up recorded it", BusRecordPath(g.Home))}, nil
 	}
-	return busAddr{URL: defaultBus, From: fmt.Sprintf("the default: no mesh up has recorded a bus in %s", g.Home)}, nil
+	return BusAddr{URL: DefaultBus, From: fmt.Sprintf("the default: no mesh up has recorded a bus in %s", g.Home)}, nil
 }
 
-func normalizeURL(s string) string {
+func NormalizeURL(s string) string {
 	s = strings.TrimSpace(s)
 	if !strings.Contains(s, "://") {
 		s = "nats://" + s
@@ -64,15 +64,15 @@ func normalizeURL(s string) string {
 	return strings.TrimSuffix(s, "/")
 }
 
-// connectTimeout bounds a dial and its handshake, which on a closed bus
+// ConnectTimeout bounds a dial and its handshake, which on a closed bus
 // waits for the controller's callout. The tests raise it (TestMain): on a
 // starved 2-core box two seconds were not always enough, and a command
 // then said the bus could not be reached.
-var connectTimeout = 2 * time.Second
+var ConnectTimeout = 2 * time.Second
 
-// connect dials the bus, failing fast with a sentence naming where it tried.
-func connect(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.Name(name), nats.Timeout(connectTimeout)}, opts...)
+// Connect dials the bus, failing fast with a sentence naming where it tried.
+func Connect(addr BusAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.Name(name), nats.Timeout(ConnectTimeout)}, opts...)
 	nc, err := nats.Connect(addr.URL, opts...)
 	if errors.Is(err, nats.ErrAuthorization) {
 		return nil, fmt.Errorf("cannot connect to the bus at %s: %w", addr, err)
@@ -83,19 +83,19 @@ func connect(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error)
 	return nc, nil
 }
 
-// dial connects as the operator: with the operator key mesh up keeps in
+// Dial connects as the operator: with the operator key mesh up keeps in
 // the home, when there is one (a closed bus refuses anyone else).
-func (g *Globals) dial(addr busAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
+func (g *Globals) Dial(addr BusAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
 	operator, err := busauth.OperatorOptions(g.Home)
 	if err != nil {
 		return nil, err
 	}
-	secure, err := g.tlsOptions()
+	secure, err := g.TLSOptions()
 	if err != nil {
 		return nil, err
 	}
 	operator = append(operator, secure...)
-	nc, err := connect(addr, name, append(operator, opts...)...)
+	nc, err := Connect(addr, name, append(operator, opts...)...)
 	if errors.Is(err, nats.ErrAuthorization) && len(operator) == 0 {
 		return nil, fmt.Errorf("the bus at %s refused this command: it lets in only its nodes and its operator, and the home %s holds no operator key (%s); give the --home of the mesh up that runs it",
 			addr, g.Home, busauth.OperatorKeyFile)
@@ -107,57 +107,57 @@ func (g *Globals) dial(addr busAddr, name string, opts ...nats.Option) (*nats.Co
 	return nc, err
 }
 
-// homeCA is where mesh up --tls keeps the bus's CA in a home.
-func homeCA(home string) string { return filepath.Join(home, "tls", embedded.CAFile) }
+// HomeCA is where mesh up --tls keeps the bus's CA in a home.
+func HomeCA(home string) string { return filepath.Join(home, "tls", embedded.CAFile) }
 
-// tlsOptions are the connection options of --tls-ca, --tls-cert,
+// TLSOptions are the connection options of --tls-ca, --tls-cert,
 // --tls-key and --creds; with no --tls-ca, the CA mesh up --tls keeps in
 // the home, when there is one.
-func (g *Globals) tlsOptions() ([]nats.Option, error) {
+func (g *Globals) TLSOptions() ([]nats.Option, error) {
 	var opts []nats.Option
 	ca := g.TLSCA
 	if ca == "" {
-		if _, err := os.Stat(homeCA(g.Home)); err == nil {
-			ca = homeCA(g.Home)
+		if _, err := os.Stat(HomeCA(g.Home)); err == nil {
+			ca = HomeCA(g.Home)
 		}
 	}
 	if ca != "" {
 		if _, err := os.Stat(ca); err != nil {
-			return nil, usagef("--tls-ca %s cannot be read: %v", ca, err)
+			return nil, Usagef("--tls-ca %s cannot be read: %v", ca, err)
 		}
 		opts = append(opts, nats.RootCAs(ca))
 	}
 	switch {
 	case (g.TLSCert == "") != (g.TLSKey == ""):
-		return nil, usagef("--tls-cert and --tls-key go together: give both, or neither")
+		return nil, Usagef("--tls-cert and --tls-key go together: give both, or neither")
 	case g.TLSCert != "":
 		opts = append(opts, nats.ClientCert(g.TLSCert, g.TLSKey))
 	}
 	if g.Creds != "" {
 		if _, err := os.Stat(g.Creds); err != nil {
-			return nil, usagef("--creds %s cannot be read: %v", g.Creds, err)
+			return nil, Usagef("--creds %s cannot be read: %v", g.Creds, err)
 		}
 		opts = append(opts, nats.UserCredentials(g.Creds))
 	}
 	return opts, nil
 }
 
-// client connects to the bus and returns a verb client; close releases it.
-func (g *Globals) client() (*client.Client, func(), error) {
-	addr, err := g.resolveBus(false)
+// Client connects to the bus and returns a verb client; close releases it.
+func (g *Globals) Client() (*client.Client, func(), error) {
+	addr, err := g.ResolveBus(false)
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := g.dial(addr, "mesh cli", client.Options()...)
+	nc, err := g.Dial(addr, "mesh cli", client.Options()...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &client.Client{NC: nc, Where: addr.String(), Timeout: g.timeoutOr(client.DefaultTimeout)}, nc.Close, nil
+	return &client.Client{NC: nc, Where: addr.String(), Timeout: g.TimeoutOr(client.DefaultTimeout)}, nc.Close, nil
 }
 
-// call runs one verb against the controller.
-func (g *Globals) call(ctx context.Context, subject string, req, resp any) error {
-	c, closeFn, err := g.client()
+// Call runs one verb against the controller.
+func (g *Globals) Call(ctx context.Context, subject string, req, resp any) error {
+	c, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -165,40 +165,40 @@ func (g *Globals) call(ctx context.Context, subject string, req, resp any) error
 	return c.Call(ctx, subject, req, resp)
 }
 
-// busRecord is what mesh up writes in its home so that other commands given
+// BusRecord is what mesh up writes in its home so that other commands given
 // the same home find its bus.
-type busRecord struct {
+type BusRecord struct {
 	URL       string    `json:"url"`
 	PID       int       `json:"pid"`
 	StartedAt time.Time `json:"started_at"`
 }
 
-func busRecordPath(home string) string { return filepath.Join(home, "bus.json") }
+func BusRecordPath(home string) string { return filepath.Join(home, "bus.json") }
 
-func readBusRecord(home string) (busRecord, error) {
-	var r busRecord
-	b, err := os.ReadFile(busRecordPath(home))
+func ReadBusRecord(home string) (BusRecord, error) {
+	var r BusRecord
+	b, err := os.ReadFile(BusRecordPath(home))
 	if err != nil {
 		return r, err
 	}
 	if err := json.Unmarshal(b, &r); err != nil || r.URL == "" {
-		return r, fmt.Errorf("%s is not a bus record", busRecordPath(home))
+		return r, fmt.Errorf("%s is not a bus record", BusRecordPath(home))
 	}
 	return r, nil
 }
 
-func writeBusRecord(home, u string) error {
-	b, _ := json.Marshal(busRecord{URL: u, PID: os.Getpid(), StartedAt: time.Now().UTC()})
-	tmp := busRecordPath(home) + ".tmp"
+func WriteBusRecord(home, u string) error {
+	b, _ := json.Marshal(BusRecord{URL: u, PID: os.Getpid(), StartedAt: time.Now().UTC()})
+	tmp := BusRecordPath(home) + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("cannot record the bus in %s: %w", home, err)
 	}
-	return os.Rename(tmp, busRecordPath(home))
+	return os.Rename(tmp, BusRecordPath(home))
 }
 
-// lockHome takes the home for this process. The kernel drops the lock when
+// LockHome takes the home for this process. The kernel drops the lock when
 // the process dies, so a kill -9 never leaves a home locked.
-func lockHome(home, what string) (func(), error) {
+func LockHome(home, what string) (func(), error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the home %s: %w", home, err)
 	}
@@ -210,7 +210,7 @@ func lockHome(home, what string) (func(), error) {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			held := "another mesh process"
-			if rec, err := readBusRecord(home); err == nil {
+			if rec, err := ReadBusRecord(home); err == nil {
 				held = fmt.Sprintf("mesh (pid %d, bus %s)", rec.PID, rec.URL)
 			}
 			return nil, fmt.Errorf("the home %s is already in use by %s; stop that one first, or give %s another --home", home, held, what)
@@ -239,21 +239,21 @@ func flockSoon(f *os.File) error {
 	}
 }
 
-// splitListen turns --listen host:port into its parts.
-func splitListen(s string) (string, int, error) {
+// SplitListen turns --listen host:port into its parts.
+func SplitListen(s string) (string, int, error) {
 	u, err := url.Parse("nats://" + s)
 	if err != nil || u.Hostname() == "" || u.Port() == "" {
-		return "", 0, usagef("--listen %q is not host:port (for example 127.0.0.1:4222)", s)
+		return "", 0, Usagef("--listen %q is not host:port (for example 127.0.0.1:4222)", s)
 	}
 	var port int
 	if _, err := fmt.Sscan(u.Port(), &port); err != nil || port < 1 || port > 65535 {
-		return "", 0, usagef("--listen %q has no valid port (1 to 65535)", s)
+		return "", 0, Usagef("--listen %q has no valid port (1 to 65535)", s)
 	}
 	return u.Hostname(), port, nil
 }
 
-// busNamed reports whether the command was told a bus (--bus or
+// BusNamed reports whether the command was told a bus (--bus or
 // MESH_NATS_URL), rather than left to find the one mesh up recorded.
-func (g *Globals) busNamed() bool {
+func (g *Globals) BusNamed() bool {
 	return g.Bus != "" || os.Getenv("MESH_NATS_URL") != "" || os.Getenv("NATS_URL") != ""
 }

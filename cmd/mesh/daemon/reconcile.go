@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/commands/reconcile"
 )
 
@@ -29,13 +30,13 @@ const defaultRate = "50/1s"
 func (f reconcileFlag) config() (reconcile.Config, error) {
 	if !f.Reconcile {
 		if f.ReconcileRate != "" {
-			return reconcile.Config{}, usagef("--reconcile-rate %s bounds the reconciler, which is off: add --reconcile to turn it on", f.ReconcileRate)
+			return reconcile.Config{}, cmdline.Usagef("--reconcile-rate %s bounds the reconciler, which is off: add --reconcile to turn it on", f.ReconcileRate)
 		}
 		return reconcile.Config{}, nil
 	}
 	rate, every, err := parseRate(cmp.Or(f.ReconcileRate, defaultRate))
 	if err != nil {
-		return reconcile.Config{}, usagef("--reconcile-rate %s: %s; give N/D, at least 1 declaration every 10ms or more, such as 50/1s or 1000/1m", f.ReconcileRate, err)
+		return reconcile.Config{}, cmdline.Usagef("--reconcile-rate %s: %s; give N/D, at least 1 declaration every 10ms or more, such as 50/1s or 1000/1m", f.ReconcileRate, err)
 	}
 	return reconcile.Config{Rate: rate, Every: every}, nil
 }

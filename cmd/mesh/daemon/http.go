@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"crypto/tls"
@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/web"
 )
@@ -32,27 +33,27 @@ func (f httpFlag) options() (web.Options, error) {
 	}
 	host, _, err := net.SplitHostPort(f.HTTP)
 	if err != nil {
-		return o, usagef("--http %s is not host:port (such as 127.0.0.1:4280), nor off", f.HTTP)
+		return o, cmdline.Usagef("--http %s is not host:port (such as 127.0.0.1:4280), nor off", f.HTTP)
 	}
 	if (f.HTTPCert == "") != (f.HTTPKey == "") {
-		return o, usagef("--http-cert and --http-key go together: give both, or neither")
+		return o, cmdline.Usagef("--http-cert and --http-key go together: give both, or neither")
 	}
 	if f.HTTPCert == "" {
-		if !loopback(host) {
-			return o, usagef("--http %s reaches other machines, and the page, /metrics and /readyz name every node and failure of the mesh: give --http-cert and --http-key (the listener then asks the operator's token, mesh http-token), or listen on loopback", f.HTTP)
+		if !Loopback(host) {
+			return o, cmdline.Usagef("--http %s reaches other machines, and the page, /metrics and /readyz name every node and failure of the mesh: give --http-cert and --http-key (the listener then asks the operator's token, mesh http-token), or listen on loopback", f.HTTP)
 		}
 		return o, nil
 	}
 	cert, err := tls.LoadX509KeyPair(f.HTTPCert, f.HTTPKey)
 	if err != nil {
-		return o, usagef("--http-cert %s and --http-key %s are not a certificate and its key: %v", f.HTTPCert, f.HTTPKey, err)
+		return o, cmdline.Usagef("--http-cert %s and --http-key %s are not a certificate and its key: %v", f.HTTPCert, f.HTTPKey, err)
 	}
 	o.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	return o, nil
 }
 
 // start starts the listener unless it is off; stop is never nil. Off
-// loopback it asks the operator's token, which the controller derives.
+// Loopback it asks the operator's token, which the controller derives.
 func (f httpFlag) start(ctrl *commands.Controller, m *web.Metrics, log *slog.Logger) (stop func(), err error) {
 	o, err := f.options()
 	if err != nil {
@@ -63,7 +64,7 @@ func (f httpFlag) start(ctrl *commands.Controller, m *web.Metrics, log *slog.Log
 		return func() {}, nil
 	}
 	host, _, _ := net.SplitHostPort(f.HTTP)
-	if !loopback(host) {
+	if !Loopback(host) {
 		if o.Token, err = busauth.ControllerHTTPToken(ctrl.Core.Key); err != nil {
 			return nil, err
 		}
@@ -94,7 +95,7 @@ Examples:
   open https://mesh-1:4280/?token=TOKEN   # once: the browser keeps it in a cookie`
 }
 
-func (c *HTTPTokenCmd) Run(g *Globals, out *Output) error {
+func (c *HTTPTokenCmd) Run(g *cmdline.Globals, out *cmdline.Output) error {
 	token, err := busauth.HomeHTTPToken(g.Home)
 	if err != nil {
 		key, kerr := busauth.HomeKey(g.Home, false)

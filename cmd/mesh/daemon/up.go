@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/commands/liveness"
 
 	"github.com/meshctl/mesh/commands"
@@ -58,7 +59,7 @@ func (f liveFlag) bound() (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(f.UnreachableAfter)
 	if err != nil || d < liveness.MinUnreachableAfter {
-		return 0, usagef("--unreachable-after %s: give a duration of at least %s (two of an agent's beats), such as 30s, or off", f.UnreachableAfter, liveness.MinUnreachableAfter)
+		return 0, cmdline.Usagef("--unreachable-after %s: give a duration of at least %s (two of an agent's beats), such as 30s, or off", f.UnreachableAfter, liveness.MinUnreachableAfter)
 	}
 	return d, nil
 }
@@ -94,7 +95,7 @@ func (m memoryFlag) apply(log *slog.Logger) error {
 	default:
 		mib, err := strconv.ParseInt(m.MemoryLimit, 10, 64)
 		if err != nil || mib < 0 {
-			return usagef("--memory-limit %q is not a number of MiB, auto or none", m.MemoryLimit)
+			return cmdline.Usagef("--memory-limit %q is not a number of MiB, auto or none", m.MemoryLimit)
 		}
 		limit = mib << 20
 	}
@@ -132,12 +133,12 @@ func (u *UpCmd) Help() string {
   mesh up --home /srv/mesh --listen 0.0.0.0:4222`
 }
 
-func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if g.Bus != "" {
-		return usagef("mesh up runs its own bus on --listen; --bus is for mesh serve and the client commands")
+		return cmdline.Usagef("mesh up runs its own bus on --listen; --bus is for mesh serve and the client commands")
 	}
 	if (u.Node == "") != (u.Root == "") {
-		return usagef("--node and --root go together: mesh up --node NAME --root DIR runs an agent for this machine")
+		return cmdline.Usagef("--node and --root go together: mesh up --node NAME --root DIR runs an agent for this machine")
 	}
 	bound, err := u.Live.bound()
 	if err != nil {
@@ -147,22 +148,22 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if err != nil {
 		return err
 	}
-	host, port, err := splitListen(u.Listen)
+	host, port, err := cmdline.SplitListen(u.Listen)
 	if err != nil {
 		return err
 	}
 	if _, err := u.HTTP.options(); err != nil {
 		return err
 	}
-	if !u.TLS && !u.Insecure && !loopback(host) {
-		return usagef("--listen %s reaches other machines, and without TLS every join string and declaration crosses the network in clear: give --tls (or --insecure to do it anyway)", u.Listen)
+	if !u.TLS && !u.Insecure && !Loopback(host) {
+		return cmdline.Usagef("--listen %s reaches other machines, and without TLS every join string and declaration crosses the network in clear: give --tls (or --insecure to do it anyway)", u.Listen)
 	}
-	release, err := lockHome(g.Home, "this mesh up")
+	release, err := cmdline.LockHome(g.Home, "this mesh up")
 	if err != nil {
 		return err
 	}
 	defer release()
-	log := g.logger(out.Err)
+	log := g.Logger(out.Err)
 	if err := u.Memory.apply(log); err != nil {
 		return err
 	}
@@ -212,10 +213,10 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	go srv.KeepStorage(ctx, log, ctrl.Core.SetBusTrouble)
 	// With TLS the server names its URL tls://, which makes the commands
 	// of this home insist on it.
-	if err := writeBusRecord(g.Home, srv.ClientURL()); err != nil {
+	if err := cmdline.WriteBusRecord(g.Home, srv.ClientURL()); err != nil {
 		return err
 	}
-	defer os.Remove(busRecordPath(g.Home))
+	defer os.Remove(cmdline.BusRecordPath(g.Home))
 	if u.Node != "" {
 		stop, err := localAgent(ctx, srv, ctrl, u.Node, u.Root, log)
 		if err != nil {
@@ -223,7 +224,7 @@ func (u *UpCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		}
 		defer stop()
 	}
-	log.Info("ready: in another terminal, mesh node enroll NAME; Ctrl-C stops", "bus_record", busRecordPath(g.Home))
+	log.Info("ready: in another terminal, mesh node enroll NAME; Ctrl-C stops", "bus_record", cmdline.BusRecordPath(g.Home))
 	if err := notifyReady(); err != nil {
 		log.Warn("cannot tell systemd this service is ready", "err", err)
 	}
@@ -244,22 +245,22 @@ type ServeCmd struct {
 	Recon    reconcileFlag `embed:""`
 }
 
-func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
-	addr, err := g.resolveBus(true)
+func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
+	addr, err := g.ResolveBus(true)
 	if err != nil {
 		return err
 	}
 	if s.Replicas < 1 {
-		return usagef("--replicas %d: a stream needs at least 1 replica (3 on a cluster)", s.Replicas)
+		return cmdline.Usagef("--replicas %d: a stream needs at least 1 replica (3 on a cluster)", s.Replicas)
 	}
 	// An open bus lets anyone who reaches it ack foreign messages, assign
 	// modules or delete the stream (issue 29): serving one is a choice the
 	// operator says, never what happens for want of a flag.
 	switch {
 	case s.Closed && s.OpenBus:
-		return usagef("--closed and --open-bus contradict each other: give --closed for a bus closed with mesh bus-config, or --open-bus for one nobody closed")
+		return cmdline.Usagef("--closed and --open-bus contradict each other: give --closed for a bus closed with mesh bus-config, or --open-bus for one nobody closed")
 	case !s.Closed && !s.OpenBus:
-		return usagef("mesh serve needs --closed (put what mesh bus-config prints into every server's configuration) or, to serve a bus anyone who reaches it may write to, --open-bus")
+		return cmdline.Usagef("mesh serve needs --closed (put what mesh bus-config prints into every server's configuration) or, to serve a bus anyone who reaches it may write to, --open-bus")
 	}
 	bound, err := s.Live.bound()
 	if err != nil {
@@ -272,12 +273,12 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if _, err := s.HTTP.options(); err != nil {
 		return err
 	}
-	release, err := lockHome(g.Home, "this mesh serve")
+	release, err := cmdline.LockHome(g.Home, "this mesh serve")
 	if err != nil {
 		return err
 	}
 	defer release()
-	log := g.logger(out.Err)
+	log := g.Logger(out.Err)
 	if err := s.Memory.apply(log); err != nil {
 		return err
 	}
@@ -289,14 +290,14 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 			return err
 		}
 		callout = keys.Issuer
-		nc, err = connect(addr, "mesh controller", keys.ControllerOption(), nats.MaxReconnects(-1))
+		nc, err = cmdline.Connect(addr, "mesh controller", keys.ControllerOption(), nats.MaxReconnects(-1))
 		if errors.Is(err, nats.ErrAuthorization) {
 			return fmt.Errorf("the bus at %s refused the controller's user: configure every server with what mesh bus-config prints for this home", addr)
 		}
 		if err != nil {
 			return err
 		}
-	} else if nc, err = g.dial(addr, "mesh controller", nats.MaxReconnects(-1)); err != nil {
+	} else if nc, err = g.Dial(addr, "mesh controller", nats.MaxReconnects(-1)); err != nil {
 		return err
 	}
 	defer nc.Close()
@@ -328,7 +329,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 }
 
 // loopback: host is reached from this machine only.
-func loopback(host string) bool {
+func Loopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -420,7 +421,7 @@ Examples:
   mesh bus-config > mesh-auth.conf   # include it in every server's configuration`
 }
 
-func (c *BusConfigCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *BusConfigCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	keys, err := clusterKeys(g.Home, true)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/client"
+	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/fleet"
 	"github.com/meshctl/mesh/wire"
@@ -40,11 +41,11 @@ func (c *FleetCmd) Help() string {
 		"counted rather than printed. Roots on a tmpfs stand in for ten thousand machines' own disks."
 }
 
-func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
+func (c *FleetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
 	if c.Agents < 1 {
-		return usagef("--agents must be at least 1")
+		return cmdline.Usagef("--agents must be at least 1")
 	}
-	cl, closeFn, err := g.client()
+	cl, closeFn, err := g.Client()
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		names[i] = wire.EnrollRequest{Name: fmt.Sprintf("%s-%05d", c.Prefix, i), Capabilities: []string{"linux"}, Labels: map[string]string{"fleet": c.Prefix}}
 	}
 	start := time.Now()
-	enrolled, err := enrollBatches(ctx, cl, out, names)
+	enrolled, err := cmdline.EnrollBatches(ctx, cl, out, names)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		for i, n := range names {
 			nodes[i] = n.Name
 		}
-		assigned, err := assignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: c.Assign, Settings: c.Set}, nodes)
+		assigned, err := cmdline.AssignBatches(ctx, cl, out, wire.AssignBatchRequest{Module: c.Assign, Settings: c.Set}, nodes)
 		if err != nil {
 			return err
 		}
@@ -88,12 +89,12 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 	if c.Simulate {
 		f, err = fleet.Simulate(ctx, cl.NC, joins)
 	} else {
-		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Applying: applySlots(c.Agents), Timeout: c.AgentTimeout, Connect: func(j agent.Join) (*nats.Conn, error) {
+		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Applying: ApplySlots(c.Agents), Timeout: c.AgentTimeout, Connect: func(j agent.Join) (*nats.Conn, error) {
 			identity, err := j.Options()
 			if err != nil {
 				return nil, err
 			}
-			return connect(busAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
+			return cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
 				append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort())...)
 		}})
 	}
@@ -111,7 +112,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 		fmt.Fprintln(out.Out, "running until interrupted; push from another shell (mesh push) and each round is timed here")
 		return watchRounds(ctx, out, f)
 	}
-	cl.Timeout = g.timeoutOr(5 * time.Minute)
+	cl.Timeout = g.TimeoutOr(5 * time.Minute)
 	for i := range c.Push {
 		if err := timedPush(ctx, out, cl, f, i+1); err != nil {
 			return err
@@ -126,7 +127,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *Globals, out *Output) error {
 // timedPush pushes to every node and waits for every fleet agent's report
 // on what it was sent: the figure an operator feels, from the command to
 // the last machine's answer.
-func timedPush(ctx context.Context, out *Output, cl *client.Client, f *fleet.Fleet, round int) error {
+func timedPush(ctx context.Context, out *cmdline.Output, cl *client.Client, f *fleet.Fleet, round int) error {
 	start := time.Now()
 	var r wire.PushReply
 	if err := cl.Call(ctx, wire.SubjectPush, wire.PushRequest{CommandID: wire.NewCommandID()}, &r); err != nil {
@@ -175,7 +176,7 @@ func firstUnsent(r wire.PushReply) string {
 
 // watchRounds says, each time the fleet goes quiet after reporting, how
 // many reports came and how long from the first to the last.
-func watchRounds(ctx context.Context, out *Output, f *fleet.Fleet) error {
+func watchRounds(ctx context.Context, out *cmdline.Output, f *fleet.Fleet) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for {
@@ -194,7 +195,7 @@ func watchRounds(ctx context.Context, out *Output, f *fleet.Fleet) error {
 // does not enrol each over the bus with a token (issue 29); what it
 // measures (a push, its reports) is the same path, except that a node that
 // made its keys has each report's signature checked by the fold.
-func fleetJoins(ctx context.Context, g *Globals, cl *client.Client, names []wire.EnrollRequest) ([]agent.Join, error) {
+func fleetJoins(ctx context.Context, g *cmdline.Globals, cl *client.Client, names []wire.EnrollRequest) ([]agent.Join, error) {
 	var list wire.TokenList
 	if err := cl.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &list); err != nil {
 		return nil, err
@@ -232,14 +233,14 @@ func consumers(ctx context.Context, cl *client.Client) string {
 	return fmt.Sprint(info.State.Consumers)
 }
 
-// applySlots is how many of agents agents may apply at once in this
+// ApplySlots is how many of agents agents may apply at once in this
 // process: each holds its connection all along, and while it applies its
 // root, a file being written and the state file being replaced. Ten
 // thousand machines each have their own descriptor table; one process
 // standing in for them has one, which the limit may not let be raised
 // (ulimit -Hn). An agent that cannot open its root reports failed, and the
 // fleet would measure the table rather than the mesh. 0: no bound needed.
-func applySlots(agents int) int {
+func ApplySlots(agents int) int {
 	const perApply, spare = 3, 1024
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
