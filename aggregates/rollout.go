@@ -160,6 +160,13 @@ func Gate(nodes []GateNode, runs, checked bool, bake time.Duration, now time.Tim
 				return GateHold{}, &WaveHalt{Node: n.Node, Why: "its program is unhealthy: " + n.HealthDetail}
 			case n.Health == HealthUnhealthy && hold.Node == "":
 				hold = GateHold{Node: n.Node, Why: "its program is unhealthy since before it applied the build (" + n.HealthDetail + "); waiting for its check under the build"}
+			case n.Health == HealthHealthy && n.RuntimeDeclaration < n.Applied && hold.Node == "":
+				// The node reports applied before its agent restarts the
+				// program: the healthy process is still the one from
+				// before the build, and passing the wave on its word let a
+				// build whose check fails finish (a rollout with no bake,
+				// on a loaded box). Held until a process of the build says.
+				hold = GateHold{Node: n.Node, Why: fmt.Sprintf("its program's process is from before the build (started under declaration %d, the build came in %d); waiting for it to start again", n.RuntimeDeclaration, n.Applied)}
 			case n.Health != HealthHealthy && hold.Node == "":
 				hold = GateHold{Node: n.Node, Why: "its program is not healthy yet (" + cmp.Or(n.Health, "no check reported yet") + ")"}
 			}

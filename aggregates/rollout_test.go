@@ -117,6 +117,12 @@ func TestGateWithAHealthCheck(t *testing.T) {
 			return g
 		}()}, true, 0, t0,
 			GateHold{Node: "b", Why: "its program is unhealthy since before it applied the build (3 failed check(s) in a row; GET / answered 503); waiting for its check under the build"}, nil},
+		{"healthy by a process from before the build holds", []GateNode{func() GateNode {
+			g := node("b", HealthHealthy, t0.Add(-time.Minute))
+			g.RuntimeDeclaration = 4
+			return g
+		}()}, true, 0, t0,
+			GateHold{Node: "b", Why: "its program's process is from before the build (started under declaration 4, the build came in 5); waiting for it to start again"}, nil},
 		// A report kept while the bus was busy is stamped when it is sent
 		// at last, after the new process's checks: the process says whose
 		// verdict it is, not the clocks.
