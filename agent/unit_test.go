@@ -1,0 +1,153 @@
+package agent_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
+)
+
+// A module with a unit (issue 32): its file and a setting the unit reads.
+const unitModule = `{"module":"greeter","settings":{"greeting":{"default":"hello"}},
+  "resources":[{"kind":"unit","name":"greeter.service",
+    "template":"[Service]\nExecStart=/usr/bin/greeter {{.Settings.greeting}}\n\n[Install]\nWantedBy=multi-user.target\n"}]}`
+
+// fakeSystemctl is a systemctl the test provides: it records each call's
+// arguments, a line a call, and fails the call whose arguments are in the
+// file fail beside it, saying what systemd's systemctl says then. It
+// answers the calls it was made so far.
+func fakeSystemctl(t *testing.T) (program string, calls func() []string, failOn func(string)) {
+	t.Helper()
+	dir := t.TempDir()
+	program = filepath.Join(dir, "systemctl")
+	script := `#!/bin/sh
+here=$(dirname "$0")
+echo "$*" >> "$here/calls"
+if [ -f "$here/fail" ] && [ "$*" = "$(cat "$here/fail")" ]; then
+  echo "Job for $2 failed because the control process exited with error code." >&2
+  echo "See \"systemctl status $2\" and \"journalctl -xeu $2\" for details." >&2
+  exit 1
+fi
+`
+	if err := os.WriteFile(program, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	calls = func() []string {
+		b, err := os.ReadFile(filepath.Join(dir, "calls"))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	failOn = func(call string) {
+		p := filepath.Join(dir, "fail")
+		if call == "" {
+			os.Remove(p)
+			return
+		}
+		if err := os.WriteFile(p, []byte(call+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return program, calls, failOn
+}
+
+// withSystemd is an agent whose machine has systemd, told of its units by
+// the given systemctl.
+func withSystemd(systemctl string) func(*agent.Config) {
+	return func(c *agent.Config) {
+		c.Systemctl = systemctl
+		c.Facts = func() (map[string]string, []string) {
+			return map[string]string{"os": "linux", "systemd": "yes"}, []string{"linux", "systemd"}
+		}
+	}
+}
+
+// A unit's life on a node with systemd: written under the root, systemd
+// reloaded, the unit enabled and restarted, in that order; a declaration
+// that leaves the unit as it was calls systemctl not at all; a change
+// restarts it once; a restart that fails fails the apply naming the unit
+// with systemctl's own words, and the next apply of the same content
+// restarts it again; taken away, the unit is stopped and disabled before
+// its file goes, then systemd reloaded. Fails on any other call, order or
+// count, and above all on a restart when nothing changed.
+func TestAUnitIsWrittenReloadedEnabledAndRestartedOnlyWhenItChanged(t *testing.T) {
+	t.Parallel()
+	m := newMesh(t)
+	systemctl, calls, failOn := fakeSystemctl(t)
+	m.Enroll("box")
+	root := filepath.Join(t.TempDir(), "root")
+	m.AgentWith("box", root, withSystemd(systemctl))
+	eventually(t, "box's facts to say systemd", func() bool {
+		n, err := m.H.Status.ShowNode(m.Ctx, wire.NameRequest{Name: "box"})
+		m.Must(err)
+		return slices.Contains(n.Detected, "systemd")
+	})
+	m.WriteModule(unitModule)
+	m.WriteModule(`{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hi\n"}]}`)
+	unitFile := filepath.Join(root, "etc/systemd/system/greeter.service")
+	apply := func(outcome events.Outcome) []events.ResourceFailure {
+		t.Helper()
+		r := m.Push("box")
+		return m.ReportWhere("box", r.Sent[0].Digest, outcome).Failed
+	}
+	want := func(why string, more ...string) {
+		t.Helper()
+		if got := calls(); !slices.Equal(got, more) {
+			t.Fatalf("%s: systemctl was called\n%s\nwant\n%s", why, strings.Join(got, "\n"), strings.Join(more, "\n"))
+		}
+	}
+	settle := []string{"daemon-reload", "enable greeter.service", "restart greeter.service"}
+
+	m.Assign("box", "greeter", nil)
+	apply(events.OutcomeApplied)
+	b, err := os.ReadFile(unitFile)
+	if err != nil || !strings.Contains(string(b), "ExecStart=/usr/bin/greeter hello\n") {
+		t.Fatalf("the unit file: %q %v", b, err)
+	}
+	if info, _ := os.Stat(unitFile); info.Mode().Perm() != 0o644 {
+		t.Fatalf("the unit file's mode is %v", info.Mode().Perm())
+	}
+	want("first apply", settle...)
+
+	// Another module changes the declaration; the unit is as it was.
+	m.Assign("box", "motd", nil)
+	apply(events.OutcomeApplied)
+	want("an apply that leaves the unit as it was", settle...)
+
+	m.Assign("box", "greeter", map[string]string{"greeting": "hi"})
+	apply(events.OutcomeApplied)
+	want("the unit changed", slices.Concat(settle, settle)...)
+
+	failOn("restart greeter.service")
+	m.Assign("box", "greeter", map[string]string{"greeting": "hey"})
+	failed := apply(events.OutcomeFailed)
+	if len(failed) != 1 || failed[0].Path != "/etc/systemd/system/greeter.service" ||
+		!strings.HasPrefix(failed[0].Reason, "unit greeter.service: "+systemctl+" restart greeter.service failed: Job for greeter.service failed because the control process exited with error code.") {
+		t.Fatalf("a failed restart was reported as %+v", failed)
+	}
+	failOn("")
+	// The same content again: the file is right, the unit is not settled.
+	apply(events.OutcomeApplied)
+	want("a restart that failed, then the same content again", slices.Concat(settle, settle, settle, settle)...)
+
+	if _, err := m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "greeter"}); err != nil {
+		t.Fatal(err)
+	}
+	apply(events.OutcomeApplied)
+	want("the unit taken away", slices.Concat(settle, settle, settle, settle,
+		[]string{"stop greeter.service", "disable greeter.service", "daemon-reload"})...)
+	if _, err := os.Stat(unitFile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the unit's file stayed after it left: %v", err)
+	}
+	m.Verified()
+}
