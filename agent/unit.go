@@ -104,7 +104,7 @@ func (a *applier) unitsLeave(declared map[string]bool) []events.ResourceFailure 
 			err = a.systemctl("disable", unit)
 		}
 		if err != nil {
-			failed = append(failed, events.ResourceFailure{Path: p, Reason: err.Error()})
+			failed = append(failed, unitFailure(p, unit, err))
 			declared[p] = true
 			continue
 		}
@@ -126,10 +126,10 @@ func (a *applier) settleUnits() []events.ResourceFailure {
 	var failed []events.ResourceFailure
 	if err := a.systemctl("daemon-reload"); err != nil {
 		for _, u := range due {
-			failed = append(failed, events.ResourceFailure{Path: u.path, Reason: err.Error()})
+			failed = append(failed, unitFailure(u.path, u.name, err))
 		}
 		if len(due) == 0 {
-			failed = append(failed, events.ResourceFailure{Path: manifest.UnitDir, Reason: err.Error()})
+			failed = append(failed, events.ResourceFailure{Path: manifest.UnitDir, Reason: "the units removed: " + err.Error()})
 		}
 		return failed
 	}
@@ -139,7 +139,7 @@ func (a *applier) settleUnits() []events.ResourceFailure {
 			err = a.systemctl("restart", u.name)
 		}
 		if err != nil {
-			failed = append(failed, events.ResourceFailure{Path: u.path, Reason: err.Error()})
+			failed = append(failed, unitFailure(u.path, u.name, err))
 			continue
 		}
 		a.state.Units[u.path] = u.sum
@@ -147,8 +147,14 @@ func (a *applier) settleUnits() []events.ResourceFailure {
 	return failed
 }
 
+// unitFailure is a unit's resource failed by systemctl: the unit named
+// first, then the call and systemctl's own words.
+func unitFailure(path, unit string, err error) events.ResourceFailure {
+	return events.ResourceFailure{Path: path, Reason: "unit " + unit + ": " + err.Error()}
+}
+
 // systemctl runs the agent's systemctl with args, and says a failure with
-// the unit (the call's last argument) and systemctl's own words.
+// the call and systemctl's own words.
 func (a *applier) systemctl(args ...string) error {
 	program := a.systemctlProgram
 	if program == "" {
@@ -160,10 +166,6 @@ func (a *applier) systemctl(args ...string) error {
 	if err == nil {
 		return nil
 	}
-	what := "systemd"
-	if len(args) > 1 {
-		what = "unit " + args[len(args)-1]
-	}
 	said := strings.Join(strings.Fields(string(bytes.ToValidUTF8(out, []byte("?")))), " ")
 	var exit *exec.ExitError
 	switch {
@@ -172,5 +174,5 @@ func (a *applier) systemctl(args ...string) error {
 	case said == "" || !errors.As(err, &exit):
 		said = err.Error() // not run at all: not found, not executable
 	}
-	return fmt.Errorf("%s: %s %s failed: %s", what, program, strings.Join(args, " "), said)
+	return fmt.Errorf("%s %s failed: %s", program, strings.Join(args, " "), said)
 }
