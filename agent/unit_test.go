@@ -158,17 +158,8 @@ func TestAUnitIsWrittenReloadedEnabledAndRestartedOnlyWhenItChanged(t *testing.T
 // Fails when a unit put back is left running what it was edited to.
 func TestAUnitPutBackAfterDriftIsRestarted(t *testing.T) {
 	t.Parallel()
-	m := newMesh(t)
-	systemctl, calls, _ := fakeSystemctl(t)
-	m.Enroll("box", "systemd")
-	root := filepath.Join(t.TempDir(), "root")
-	m.AgentWith("box", root, func(c *agent.Config) {
-		withSystemd(systemctl)(c)
-		c.DriftEvery = 20 * time.Millisecond
-	})
-	m.WriteModule(unitModule)
-	m.Assign("box", "greeter", nil)
-	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	m, root, systemctl := greeterUnitOnBox(t, func(c *agent.Config) { c.DriftEvery = 20 * time.Millisecond })
+	calls := systemctl.calls
 	unitFile := filepath.Join(root, "etc/systemd/system/greeter.service")
 	declared, err := os.ReadFile(unitFile)
 	m.Must(err)
@@ -190,14 +181,8 @@ func TestAUnitPutBackAfterDriftIsRestarted(t *testing.T) {
 // nothing would then stop.
 func TestAUnitThatCannotBeStoppedIsKeptUntilItIs(t *testing.T) {
 	t.Parallel()
-	m := newMesh(t)
-	systemctl, calls, failOn := fakeSystemctl(t)
-	m.Enroll("box", "systemd")
-	root := filepath.Join(t.TempDir(), "root")
-	m.AgentWith("box", root, withSystemd(systemctl))
-	m.WriteModule(unitModule)
-	m.Assign("box", "greeter", nil)
-	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	m, root, fake := greeterUnitOnBox(t, func(*agent.Config) {})
+	systemctl, calls, failOn := fake.program, fake.calls, fake.failOn
 	failOn("stop greeter.service")
 	if _, err := m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "greeter"}); err != nil {
 		t.Fatal(err)
@@ -220,4 +205,28 @@ func TestAUnitThatCannotBeStoppedIsKeptUntilItIs(t *testing.T) {
 	if got := calls(); !slices.Equal(got, want) {
 		t.Fatalf("systemctl was called %q, want %q", got, want)
 	}
+}
+
+// fakeCtl is fakeSystemctl's program and what it answers.
+type fakeCtl struct {
+	program string
+	calls   func() []string
+	failOn  func(string)
+}
+
+// greeterUnitOnBox is a mesh whose node box has systemd, its agent (set
+// as the test needs) told of units by a systemctl the test provides, with
+// the greeter unit applied.
+func greeterUnitOnBox(t *testing.T, set func(*agent.Config)) (*mesh, string, fakeCtl) {
+	t.Helper()
+	m := newMesh(t)
+	var f fakeCtl
+	f.program, f.calls, f.failOn = fakeSystemctl(t)
+	m.Enroll("box", "systemd")
+	root := filepath.Join(t.TempDir(), "root")
+	m.AgentWith("box", root, func(c *agent.Config) { withSystemd(f.program)(c); set(c) })
+	m.WriteModule(unitModule)
+	m.Assign("box", "greeter", nil)
+	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	return m, root, f
 }
