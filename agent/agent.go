@@ -70,8 +70,7 @@ type Config struct {
 	// fleet harness bounds them with it so it measures the mesh, not the
 	// table. Nil (every real agent): no bound.
 	Slots chan struct{}
-	// Systemctl is the program that tells systemd of the units the agent
-	// writes (default: systemctl, looked up in PATH); a test gives its own.
+	// Systemctl tells systemd of the units the agent writes ("": systemctl in PATH).
 	Systemctl string
 }
 
