@@ -37,9 +37,11 @@ type applier struct {
 	// right (drift.go), nil for none kept: a drift check reads only files
 	// whose stat moved since.
 	verified map[string]fileStat
-	// systemctlProgram is Config.Systemctl; dueUnits and unitsGone are
-	// what this apply owes systemd at its end (unit.go).
+	// systemctlProgram is Config.Systemctl; unitsDeclared the paths this
+	// apply declares as units; dueUnits and unitsGone what it owes systemd
+	// at its end (unit.go).
 	systemctlProgram string
+	unitsDeclared    map[string]bool
 	dueUnits         []dueUnit
 	unitsGone        bool
 }

@@ -72,6 +72,10 @@ func (a *applier) unit(name string, r compose.Resource, perm fs.FileMode, info f
 	if a.state.Units == nil {
 		a.state.Units = map[string]string{}
 	}
+	if a.unitsDeclared == nil {
+		a.unitsDeclared = map[string]bool{}
+	}
+	a.unitsDeclared[r.Path] = true
 	settled, known := a.state.Units[r.Path]
 	if !known {
 		a.state.Units[r.Path] = "" // known from now on: leaving, it is stopped
@@ -83,15 +87,16 @@ func (a *applier) unit(name string, r compose.Resource, perm fs.FileMode, info f
 	return did, nil
 }
 
-// unitsLeave stops and disables each unit the mesh created that declared
-// no longer holds, before its file is removed. One that systemctl fails to
-// stop keeps its file and stays owned (it is made declared for the
-// removal), and the next apply tries again: removed, nothing would ever
-// stop it.
+// unitsLeave stops and disables each unit the mesh created that this
+// apply no longer declares as a unit, before its file is removed (or
+// left, when the path is now declared as a plain file: systemd is then
+// no longer the mesh's to tell). One that systemctl fails to stop keeps
+// its file and stays owned (it is made declared for the removal), and the
+// next apply tries again: removed, nothing would ever stop it.
 func (a *applier) unitsLeave(declared map[string]bool) []events.ResourceFailure {
 	var failed []events.ResourceFailure
 	for p := range a.state.Units {
-		if declared[p] {
+		if a.unitsDeclared[p] {
 			continue
 		}
 		if !a.state.Owned[p] {

@@ -207,6 +207,36 @@ func TestAUnitThatCannotBeStoppedIsKeptUntilItIs(t *testing.T) {
 	}
 }
 
+// A unit whose path becomes a plain file's is stopped and disabled as a
+// unit that leaves, and the file stays, now the file's; leaving later, the
+// file is removed and systemctl not called again. Fails when a unit the
+// mesh no longer declares as one runs on unsaid.
+func TestAUnitThatBecomesAFileIsStopped(t *testing.T) {
+	t.Parallel()
+	m, root, systemctl := greeterUnitOnBox(t, func(*agent.Config) {})
+	m.WriteModule(`{"module":"greeter","resources":[{"kind":"file","path":"/etc/systemd/system/greeter.service","mode":"0644","content":"# kept by hand\n"}]}`)
+	m.Assign("box", "greeter", nil)
+	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	unitFile := filepath.Join(root, "etc/systemd/system/greeter.service")
+	if b, err := os.ReadFile(unitFile); err != nil || string(b) != "# kept by hand\n" {
+		t.Fatalf("the file at the unit's path: %q %v", b, err)
+	}
+	want := []string{"daemon-reload", "enable greeter.service", "restart greeter.service", "stop greeter.service", "disable greeter.service", "daemon-reload"}
+	if got := systemctl.calls(); !slices.Equal(got, want) {
+		t.Fatalf("systemctl was called %q, want %q", got, want)
+	}
+	if _, err := m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "greeter"}); err != nil {
+		t.Fatal(err)
+	}
+	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	if _, err := os.Stat(unitFile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file stayed after it left: %v", err)
+	}
+	if got := systemctl.calls(); !slices.Equal(got, want) {
+		t.Fatalf("a plain file leaving called systemctl: %q", got)
+	}
+}
+
 // fakeCtl is fakeSystemctl's program and what it answers.
 type fakeCtl struct {
 	program string

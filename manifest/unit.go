@@ -84,6 +84,11 @@ func (r Resource) validateUnit() error {
 	if r.Path != "" && r.Path != UnitDir+"/"+name {
 		return fmt.Errorf("unit %s has path %q, but its file is %s/%s; drop \"path\"", name, r.Path, UnitDir, name)
 	}
+	if mode, err := parseMode(r.Mode); err == nil && mode&0o022 != 0 {
+		// systemd runs what a unit says as root: a unit others may write
+		// is root for whoever can write it.
+		return fmt.Errorf("unit %s has mode %s, which lets others than its owner write it, and systemd runs what it says as root; use %s", name, r.Mode, unitMode)
+	}
 	body := r.Content
 	if r.Template != nil {
 		body = r.Template

@@ -62,6 +62,8 @@ func TestABadUnitIsRefusedInOneSentence(t *testing.T) {
 		"path elsewhere":  {`{"kind":"unit","path":"/lib/systemd/system/a.service",` + body + `}`, `is not a file in /etc/systemd/system`},
 		"name on a file":  {`{"kind":"file","path":"/a","mode":"0644","name":"a.service",` + body + `}`, `file /a has a name; only a unit has one`},
 		"too long":        {`{"kind":"unit","name":"` + strings.Repeat("a", 250) + `.service",` + body + `}`, `systemd takes at most 255`},
+		"group writable":  {`{"kind":"unit","name":"a.service","mode":"0664",` + body + `}`, `unit a.service has mode 0664, which lets others than its owner write it`},
+		"world writable":  {`{"kind":"unit","name":"a.service","mode":"0777",` + body + `}`, `use 0644`},
 		"bad template":    {`{"kind":"unit","name":"a.service","template":"{{.X"}`, `template of /etc/systemd/system/a.service`},
 		"twice as a file": {`{"kind":"unit","name":"a.service",` + body + `},{"kind":"file","path":"/etc/systemd/system/a.service","mode":"0644",` + body + `}`, `declared twice`},
 	} {
