@@ -31,7 +31,7 @@ func TestMetricsSayEachProgramsHealth(t *testing.T) {
 	})
 	checked := func(module, check, more string) string {
 		return fmt.Sprintf(`{"module":%q,"run":{"command":"/bin/sh","args":["-c","exec sleep 600"],
-		  "health":{"command":["/bin/sh","-c",%q],"interval":"100ms","timeout":"100ms","failures":1%s}}}`, module, check, more)
+		  "health":{"command":["/bin/sh","-c",%q],"interval":"1s","timeout":"1s","failures":1%s}}}`, module, check, more)
 	}
 	m.WriteModule(checked("good", "exit 0", ""))
 	m.WriteModule(checked("bad", "echo no greeting >&2; exit 1", ""))

@@ -95,7 +95,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	checked := filepath.Join(t.TempDir(), "checked.json")
 	for module, check := range map[string]string{"fine": "exit 0", "sick": "echo no greeting >&2; exit 1"} {
 		if err := writeFile(checked, `{"module":"`+module+`","run":{"command":"/bin/sh","args":["-c","exec sleep 600"],
-		  "health":{"command":["/bin/sh","-c","`+check+`"],"interval":"100ms","timeout":"100ms","failures":1}}}`); err != nil {
+		  "health":{"command":["/bin/sh","-c","`+check+`"],"interval":"1s","timeout":"1s","failures":1}}}`); err != nil {
 			t.Fatal(err)
 		}
 		mustRun(t, home, "module", "register", checked)
