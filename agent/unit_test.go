@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -158,7 +159,7 @@ func TestAUnitIsWrittenReloadedEnabledAndRestartedOnlyWhenItChanged(t *testing.T
 // Fails when a unit put back is left running what it was edited to.
 func TestAUnitPutBackAfterDriftIsRestarted(t *testing.T) {
 	t.Parallel()
-	m, root, systemctl := greeterUnitOnBox(t, func(c *agent.Config) { c.DriftEvery = 20 * time.Millisecond })
+	m, root, systemctl, _ := greeterUnitOnBox(t, func(c *agent.Config) { c.DriftEvery = 20 * time.Millisecond })
 	calls := systemctl.calls
 	unitFile := filepath.Join(root, "etc/systemd/system/greeter.service")
 	declared, err := os.ReadFile(unitFile)
@@ -181,7 +182,7 @@ func TestAUnitPutBackAfterDriftIsRestarted(t *testing.T) {
 // nothing would then stop.
 func TestAUnitThatCannotBeStoppedIsKeptUntilItIs(t *testing.T) {
 	t.Parallel()
-	m, root, fake := greeterUnitOnBox(t, func(*agent.Config) {})
+	m, root, fake, _ := greeterUnitOnBox(t, func(*agent.Config) {})
 	systemctl, calls, failOn := fake.program, fake.calls, fake.failOn
 	failOn("stop greeter.service")
 	if _, err := m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "box", Module: "greeter"}); err != nil {
@@ -213,7 +214,7 @@ func TestAUnitThatCannotBeStoppedIsKeptUntilItIs(t *testing.T) {
 // mesh no longer declares as one runs on unsaid.
 func TestAUnitThatBecomesAFileIsStopped(t *testing.T) {
 	t.Parallel()
-	m, root, systemctl := greeterUnitOnBox(t, func(*agent.Config) {})
+	m, root, systemctl, _ := greeterUnitOnBox(t, func(*agent.Config) {})
 	m.WriteModule(`{"module":"greeter","resources":[{"kind":"file","path":"/etc/systemd/system/greeter.service","mode":"0644","content":"# kept by hand\n"}]}`)
 	m.Assign("box", "greeter", nil)
 	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
@@ -237,6 +238,44 @@ func TestAUnitThatBecomesAFileIsStopped(t *testing.T) {
 	}
 }
 
+// An agent killed after it wrote a unit and before it restarted it leaves
+// the new file in place and its state saying the apply began (beginApply
+// saves it before the first write). Started again, it finds the file
+// already right, and restarts the unit all the same: what the unit last
+// settled on is in the state, not in the file. Fails when a unit whose
+// restart a kill cut off runs its old content until its next change.
+func TestAUnitCutOffBeforeItsRestartIsRestartedAfter(t *testing.T) {
+	t.Parallel()
+	m, root, systemctl, stop := greeterUnitOnBox(t, func(*agent.Config) {})
+	m.Assign("box", "greeter", map[string]string{"greeting": "hi"})
+	stateFile := filepath.Join(root+".state", "state.json")
+	eventually(t, "the first apply's state to be saved", func() bool {
+		var st agent.State
+		b, err := os.ReadFile(stateFile)
+		return err == nil && json.Unmarshal(b, &st) == nil && st.Applying == nil && st.Units["/etc/systemd/system/greeter.service"] != ""
+	})
+	stop()
+	cut := m.Push("box").Sent[0]
+	// What the kill left: the state as beginApply saved it, the unit's
+	// new content written, and systemctl never told.
+	var st agent.State
+	b, err := os.ReadFile(stateFile)
+	m.Must(err)
+	m.Must(json.Unmarshal(b, &st))
+	st.Applying = &agent.Applying{Sequence: cut.Sequence, Digest: cut.Digest, BeganAt: time.Now().UTC()}
+	b, _ = json.Marshal(st)
+	m.Must(os.WriteFile(stateFile, b, 0o600))
+	m.Must(os.WriteFile(filepath.Join(root, "etc/systemd/system/greeter.service"),
+		[]byte("[Service]\nExecStart=/usr/bin/greeter hi\n\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
+
+	m.AgentWith("box", root, withSystemd(systemctl.program))
+	m.ReportWhere("box", cut.Digest, events.OutcomeApplied)
+	settle := []string{"daemon-reload", "enable greeter.service", "restart greeter.service"}
+	if got := systemctl.calls(); !slices.Equal(got, slices.Concat(settle, settle)) {
+		t.Fatalf("systemctl was called %q after the cut apply", got)
+	}
+}
+
 // fakeCtl is fakeSystemctl's program and what it answers.
 type fakeCtl struct {
 	program string
@@ -247,16 +286,15 @@ type fakeCtl struct {
 // greeterUnitOnBox is a mesh whose node box has systemd, its agent (set
 // as the test needs) told of units by a systemctl the test provides, with
 // the greeter unit applied.
-func greeterUnitOnBox(t *testing.T, set func(*agent.Config)) (*mesh, string, fakeCtl) {
+func greeterUnitOnBox(t *testing.T, set func(*agent.Config)) (m *mesh, root string, f fakeCtl, stop func()) {
 	t.Helper()
-	m := newMesh(t)
-	var f fakeCtl
+	m = newMesh(t)
 	f.program, f.calls, f.failOn = fakeSystemctl(t)
 	m.Enroll("box", "systemd")
-	root := filepath.Join(t.TempDir(), "root")
-	m.AgentWith("box", root, func(c *agent.Config) { withSystemd(f.program)(c); set(c) })
+	root = filepath.Join(t.TempDir(), "root")
+	stop = m.AgentWith("box", root, func(c *agent.Config) { withSystemd(f.program)(c); set(c) })
 	m.WriteModule(unitModule)
 	m.Assign("box", "greeter", nil)
 	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
-	return m, root, f
+	return m, root, f, stop
 }
