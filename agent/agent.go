@@ -445,7 +445,7 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 	}
 	defer root.Close()
 	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: o.keys, owners: owners(a.applied), changedModules: map[string]bool{}}
-	ap.systemctlProgram = a.cfg.Systemctl
+	ap.systemctlProgram, ap.ctx = a.cfg.Systemctl, ctx
 	a.beginApply(d.Sequence, digest, ap.absentNew(d.Resources))
 	changed, failed := ap.apply(d.Resources)
 	a.applied, a.failed, a.drifted, a.verified, a.keys = &d, map[string]bool{}, "", map[string]fileStat{}, o.keys

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,10 +38,12 @@ type applier struct {
 	// right (drift.go), nil for none kept: a drift check reads only files
 	// whose stat moved since.
 	verified map[string]fileStat
-	// systemctlProgram is Config.Systemctl; unitsDeclared the paths this
-	// apply declares as units; dueUnits and unitsGone what it owes systemd
-	// at its end (unit.go).
+	// systemctlProgram is Config.Systemctl, and ctx the agent's run, which
+	// cuts a systemctl call short when the agent stops; unitsDeclared the
+	// paths this apply declares as units; dueUnits and unitsGone what it
+	// owes systemd at its end (unit.go).
 	systemctlProgram string
+	ctx              context.Context
 	unitsDeclared    map[string]bool
 	dueUnits         []dueUnit
 	unitsGone        bool

@@ -42,7 +42,7 @@ func (a *Agent) checkDrift(ctx context.Context) {
 		a.verified = map[string]fileStat{}
 	}
 	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: a.keys, changedModules: map[string]bool{}, verified: a.verified}
-	ap.systemctlProgram = a.cfg.Systemctl
+	ap.systemctlProgram, ap.ctx = a.cfg.Systemctl, ctx
 	drifted := ap.drifted(d.Resources, a.failed)
 	if len(drifted) == 0 {
 		root.Close()

@@ -165,7 +165,13 @@ func (a *applier) systemctl(args ...string) error {
 	if program == "" {
 		program = "systemctl"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), systemctlTimeout)
+	parent := a.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	// Cut short when the agent stops: the unit then stays unsettled in
+	// the state, and the next apply restarts it.
+	ctx, cancel := context.WithTimeout(parent, systemctlTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, program, args...).CombinedOutput()
 	if err == nil {
@@ -174,6 +180,8 @@ func (a *applier) systemctl(args ...string) error {
 	said := strings.Join(strings.Fields(string(bytes.ToValidUTF8(out, []byte("?")))), " ")
 	var exit *exec.ExitError
 	switch {
+	case parent.Err() != nil:
+		said = "the agent stopped before it answered"
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		said = fmt.Sprintf("no answer within %s", systemctlTimeout)
 	case said == "" || !errors.As(err, &exit):
