@@ -39,12 +39,10 @@ type applier struct {
 	// whose stat moved since.
 	verified map[string]fileStat
 	// systemctlProgram is Config.Systemctl, and ctx the agent's run, which
-	// cuts a systemctl call short when the agent stops; unitsDeclared the
-	// paths this apply declares as units; dueUnits and unitsGone what it
-	// owes systemd at its end (unit.go).
+	// cuts a systemctl call short when the agent stops; dueUnits and
+	// unitsGone are what this apply owes systemd at its end (unit.go).
 	systemctlProgram string
 	ctx              context.Context
-	unitsDeclared    map[string]bool
 	dueUnits         []dueUnit
 	unitsGone        bool
 }
@@ -82,7 +80,7 @@ func (a *applier) apply(resources []compose.Resource) (int, []events.ResourceFai
 			}
 		}
 	}
-	failed = append(failed, a.unitsLeave(declared)...) // before their files go
+	failed = append(failed, a.unitsLeave(resources, declared)...) // before their files go
 	changed += a.removeUndeclared(declared)
 	failed = append(failed, a.settleUnits()...)
 	a.state.Declared = slices.Sorted(func(yield func(string) bool) {

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,10 +74,6 @@ func (a *applier) unit(name string, r compose.Resource, perm fs.FileMode, info f
 	if a.state.Units == nil {
 		a.state.Units = map[string]string{}
 	}
-	if a.unitsDeclared == nil {
-		a.unitsDeclared = map[string]bool{}
-	}
-	a.unitsDeclared[r.Path] = true
 	settled, known := a.state.Units[r.Path]
 	if !known {
 		a.state.Units[r.Path] = "" // known from now on: leaving, it is stopped
@@ -87,16 +85,24 @@ func (a *applier) unit(name string, r compose.Resource, perm fs.FileMode, info f
 	return did, nil
 }
 
-// unitsLeave stops and disables each unit the mesh created that this
-// apply no longer declares as a unit, before its file is removed (or
-// left, when the path is now declared as a plain file: systemd is then
-// no longer the mesh's to tell). One that systemctl fails to stop keeps
-// its file and stays owned (it is made declared for the removal), and the
-// next apply tries again: removed, nothing would ever stop it.
-func (a *applier) unitsLeave(declared map[string]bool) []events.ResourceFailure {
+// unitsLeave stops and disables, in path order, each unit the mesh
+// created that resources no longer declare as a unit, before its file is
+// removed (or left, when the path is now declared as a plain file: systemd
+// is then no longer the mesh's to tell). A unit declared still is never
+// stopped here, even when its file failed to be written. One that
+// systemctl fails to stop keeps its file and stays owned (it is made
+// declared for the removal), and the next apply tries again: removed,
+// nothing would ever stop it.
+func (a *applier) unitsLeave(resources []compose.Resource, declared map[string]bool) []events.ResourceFailure {
+	units := map[string]bool{}
+	for _, r := range resources {
+		if r.Kind == manifest.KindUnit {
+			units[r.Path] = true
+		}
+	}
 	var failed []events.ResourceFailure
-	for p := range a.state.Units {
-		if a.unitsDeclared[p] {
+	for _, p := range slices.Sorted(maps.Keys(a.state.Units)) {
+		if units[p] {
 			continue
 		}
 		if !a.state.Owned[p] {

@@ -276,6 +276,25 @@ func TestAUnitCutOffBeforeItsRestartIsRestartedAfter(t *testing.T) {
 	}
 }
 
+// A unit still declared whose file cannot be written (a symlink stands
+// there) fails the apply and is neither stopped nor restarted: it runs as
+// it ran. Fails when a write that failed is taken for the unit leaving.
+func TestAUnitWhoseFileCannotBeWrittenIsLeftRunning(t *testing.T) {
+	t.Parallel()
+	m, root, systemctl, _ := greeterUnitOnBox(t, func(*agent.Config) {})
+	unitFile := filepath.Join(root, "etc/systemd/system/greeter.service")
+	m.Must(os.Remove(unitFile))
+	m.Must(os.Symlink("/dev/null", unitFile))
+	m.Assign("box", "greeter", map[string]string{"greeting": "hi"})
+	failed := m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeFailed).Failed
+	if len(failed) != 1 || !strings.Contains(failed[0].Reason, "is a symlink") {
+		t.Fatalf("the apply over a symlink failed with %+v", failed)
+	}
+	if got := systemctl.calls(); !slices.Equal(got, []string{"daemon-reload", "enable greeter.service", "restart greeter.service"}) {
+		t.Fatalf("systemctl was called %q after a unit's write failed", got)
+	}
+}
+
 // fakeCtl is fakeSystemctl's program and what it answers.
 type fakeCtl struct {
 	program string
