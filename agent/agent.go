@@ -70,6 +70,8 @@ type Config struct {
 	// fleet harness bounds them with it so it measures the mesh, not the
 	// table. Nil (every real agent): no bound.
 	Slots chan struct{}
+	// Systemctl tells systemd of the units the agent writes ("": systemctl in PATH).
+	Systemctl string
 }
 
 // Observation is one thing an agent did, for Config.Observe.
@@ -443,6 +445,7 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 	}
 	defer root.Close()
 	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: o.keys, owners: owners(a.applied), changedModules: map[string]bool{}}
+	ap.systemctlProgram, ap.ctx = a.cfg.Systemctl, ctx
 	a.beginApply(d.Sequence, digest, ap.absentNew(d.Resources))
 	changed, failed := ap.apply(d.Resources)
 	a.applied, a.failed, a.drifted, a.verified, a.keys = &d, map[string]bool{}, "", map[string]fileStat{}, o.keys
