@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/meshctl/mesh/artifact"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -69,6 +70,9 @@ type Config struct {
 	// fleet harness bounds them with it so it measures the mesh, not the
 	// table. Nil (every real agent): no bound.
 	Slots chan struct{}
+	// ArtifactCacheBytes bounds the cache of artifacts under State
+	// (DefaultArtifactCacheBytes when 0; artifact.go).
+	ArtifactCacheBytes int64
 }
 
 // Observation is one thing an agent did, for Config.Observe.
@@ -126,6 +130,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: cannot resolve the root %s: %w", cfg.Root, err)
 	}
 	cfg.Root = root
+	if cfg.ArtifactCacheBytes <= 0 {
+		cfg.ArtifactCacheBytes = DefaultArtifactCacheBytes
+	}
 	if cfg.State == "" {
 		// Beside the root, never inside it: Clean, or "root/" would give "root/.state".
 		cfg.State = filepath.Clean(cfg.Root) + ".state"
@@ -281,6 +288,14 @@ func (a *Agent) Run(ctx context.Context) error {
 			if o.keys, err = a.contentKeys(ctx, &o.d); err != nil {
 				return false, &waitingForKeys{err}
 			}
+			// Its artifacts, fetched and checked before anything is
+			// written: bytes that are not the signed digest refuse it.
+			var bad *artifact.MismatchError
+			if o.refusedArtifacts, err = a.fetchArtifacts(ctx, &o.d); errors.As(err, &bad) {
+				o.err = err
+			} else if err != nil {
+				return false, &waitingForKeys{err}
+			}
 		}
 		seen = store.Msg{Seq: last.Seq, Time: last.Time}
 		if !act {
@@ -430,7 +445,8 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 		return nil
 	}
 	defer root.Close()
-	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: o.keys, owners: owners(a.applied), changedModules: map[string]bool{}}
+	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: o.keys, owners: owners(a.applied), changedModules: map[string]bool{},
+		cache: a.artifactDir(), refusedArtifacts: o.refusedArtifacts}
 	a.beginApply(d.Sequence, digest, ap.absentNew(d.Resources))
 	changed, failed := ap.apply(d.Resources)
 	a.applied, a.failed, a.drifted, a.verified, a.keys = &d, map[string]bool{}, "", map[string]fileStat{}, o.keys
@@ -449,6 +465,7 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 		a.cfg.Log.Info("applied", "sequence", d.Sequence, "resources", len(d.Resources), "changed", changed)
 	}
 	a.send(ctx, reportID("a", d.Sequence, digest), report)
+	a.trimArtifacts(&d)
 	return out
 }
 

@@ -37,6 +37,10 @@ type applier struct {
 	// right (drift.go), nil for none kept: a drift check reads only files
 	// whose stat moved since.
 	verified map[string]fileStat
+	// cache is the directory of the artifacts fetched (artifact.go), and
+	// refusedArtifacts those the controller would not hand, with why.
+	cache            string
+	refusedArtifacts map[string]error
 }
 
 // owners maps each path of d to its module.
@@ -157,6 +161,8 @@ func (a *applier) one(r compose.Resource) (bool, error) {
 			return false, err
 		}
 		return a.file(name, r.Path, perm, content, info, exists)
+	case manifest.KindArtifact:
+		return a.artifact(name, r, perm, info, exists)
 	}
 	return created, fmt.Errorf("kind %q is not one this agent applies", r.Kind)
 }

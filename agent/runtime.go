@@ -259,7 +259,7 @@ func (v *supervisor) startCheck(module string, spec compose.Runtime, started tim
 // it, in its directory under the root, with the agent's PATH, the MESH_
 // variables and its own env.
 func (v *supervisor) command(r compose.Runtime) (*exec.Cmd, error) {
-	cmd := exec.Command(r.Command, r.Args...)
+	cmd := exec.Command(program(v.root, r), r.Args...)
 	cmd.Dir = v.root
 	if r.Dir != "" && r.Dir != "/" {
 		cmd.Dir = filepath.Join(v.root, filepath.FromSlash(r.Dir))

@@ -2,9 +2,11 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/meshctl/mesh/artifact"
 	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -93,4 +95,19 @@ func newest(c *core.Core, node string) *nats.Msg {
 		return store.NewestRefusal(err.Error())
 	}
 	return store.NewestAnswer(m)
+}
+
+// serveArtifacts answers agents asking for an artifact their declaration
+// names (issue 32, artifacts.Hand): a consumer of that object alone, which
+// the bus serves to the node; the controller carries no byte of it.
+func serveArtifacts(h *Services) (stop func(), err error) {
+	return answerAgents(h.Core, events.ArtifactPrefix,
+		func(node string, data []byte) *nats.Msg { return handAnswer(h.Artifacts.Hand(node, data)) },
+		func(why string) *nats.Msg { return handAnswer(artifact.Handed{Error: why}) })
+}
+
+func handAnswer(a artifact.Handed) *nats.Msg {
+	m := nats.NewMsg("")
+	m.Data, _ = json.Marshal(a) // strings and numbers: it always encodes
+	return m
 }

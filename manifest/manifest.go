@@ -122,6 +122,8 @@ type Setting struct {
 const (
 	KindFile      = "file"
 	KindDirectory = "directory"
+	// KindArtifact installs an artifact's bytes (issue 32, artifact.go).
+	KindArtifact = "artifact"
 )
 
 // Resource is one thing a module puts on a machine.
@@ -131,6 +133,12 @@ type Resource struct {
 	Mode     string  `json:"mode"`
 	Content  *string `json:"content,omitempty"`
 	Template *string `json:"template,omitempty"`
+	// Artifact names the artifact an artifact resource installs, and
+	// Digest its bytes (hex sha256): registration fills Digest from the
+	// name's latest put, so the build, which is the canonical manifest's
+	// digest, changes with the bytes (artifact.go).
+	Artifact string `json:"artifact,omitempty"`
+	Digest   string `json:"digest,omitempty"`
 }
 
 // Parse reads a manifest, refusing unknown fields, and validates it. The

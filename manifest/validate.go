@@ -72,11 +72,11 @@ func (m Manifest) Validate() error {
 
 func (r Resource) validate() error {
 	switch r.Kind {
-	case KindFile, KindDirectory:
+	case KindFile, KindDirectory, KindArtifact:
 	case "":
-		return fmt.Errorf("kind is missing: use %q or %q", KindFile, KindDirectory)
+		return fmt.Errorf("kind is missing: use %q, %q or %q", KindFile, KindDirectory, KindArtifact)
 	default:
-		return fmt.Errorf("kind %q is unknown: use %q or %q", r.Kind, KindFile, KindDirectory)
+		return fmt.Errorf("kind %q is unknown: use %q, %q or %q", r.Kind, KindFile, KindDirectory, KindArtifact)
 	}
 	if fault := pathFault(r.Path); fault != "" {
 		return errors.New(fault)
@@ -86,6 +86,9 @@ func (r Resource) validate() error {
 	}
 	if _, err := parseMode(r.Mode); err != nil {
 		return fmt.Errorf("mode: %w", err)
+	}
+	if err := r.validateArtifact(); err != nil {
+		return err
 	}
 	switch {
 	case r.Kind == KindDirectory && (r.Content != nil || r.Template != nil):

@@ -1,0 +1,234 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/meshctl/mesh/artifact"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/manifest"
+)
+
+// Artifacts on the node (issue 32). Before a declaration is applied, every
+// artifact it installs is in the agent's cache, under the state directory,
+// each file named by its digest: fetched from the bus through the
+// consumer the controller hands the node, its sha256 checked as the bytes
+// arrive, and only then renamed into the cache. Bytes that are not the
+// signed digest make the whole declaration refused, naming both digests,
+// and nothing of it is written. An apply copies from the cache into the
+// root (a temporary file beside the target, its digest checked again,
+// synced, then renamed), so a re-apply, a drift put back, or a restart
+// fetches nothing.
+
+// DefaultArtifactCacheBytes bounds the cache (Config.ArtifactCacheBytes):
+// past it, digests the applied declaration does not install go, oldest
+// used first. What the applied declaration installs always stays.
+const DefaultArtifactCacheBytes int64 = 1 << 30
+
+// artifactDir is the cache's directory.
+func (a *Agent) artifactDir() string { return filepath.Join(a.cfg.State, "artifacts") }
+
+// fetchArtifacts puts every artifact d installs into the cache. It
+// answers the digests the controller refused to hand, with why (their
+// resources fail at apply); a *artifact.MismatchError when bytes were not
+// the signed digest's (the declaration is refused); and any other error
+// for the next read to try again.
+func (a *Agent) fetchArtifacts(ctx context.Context, d *declaration.Declaration) (map[string]error, error) {
+	refused := map[string]error{}
+	for _, r := range d.Resources {
+		if r.Kind != manifest.KindArtifact || refused[r.Digest] != nil {
+			continue
+		}
+		if !manifest.ValidDigest(r.Digest) {
+			refused[r.Digest] = fmt.Errorf("its digest %q is not a sha256", r.Digest)
+			continue
+		}
+		cached := filepath.Join(a.artifactDir(), r.Digest)
+		if _, err := os.Stat(cached); err == nil {
+			now := time.Now()
+			_ = os.Chtimes(cached, now, now) // used: the last the cache lets go
+			continue
+		}
+		err := a.fetchOne(ctx, r, cached)
+		var no *artifact.RefusedError
+		switch {
+		case errors.As(err, &no):
+			refused[r.Digest] = err
+		case err != nil:
+			return nil, err
+		}
+	}
+	return refused, nil
+}
+
+// fetchOne fetches r's bytes into cached, through a temporary file that
+// is renamed only once their digest is r's.
+func (a *Agent) fetchOne(ctx context.Context, r compose.Resource, cached string) error {
+	if err := os.MkdirAll(filepath.Dir(cached), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(cached), "."+r.Digest+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	ctx, cancel := context.WithTimeout(ctx, artifact.FetchTimeout)
+	defer cancel()
+	start := time.Now()
+	err = artifact.Fetch(ctx, a.st.NC(), a.cfg.Join.Node, r.Path, r.Digest, r.Size, tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	a.cfg.Log.Info("fetched artifact", "path", r.Path, "digest", manifest.ShortBuild(r.Digest), "bytes", r.Size, "took", time.Since(start).Round(time.Millisecond))
+	return os.Rename(tmp.Name(), cached)
+}
+
+// trimArtifacts lets cached digests go, oldest used first, while the
+// cache holds more than its bound; never one d installs.
+func (a *Agent) trimArtifacts(d *declaration.Declaration) {
+	keep := map[string]bool{}
+	for _, r := range d.Resources {
+		keep[r.Digest] = true
+	}
+	entries, err := os.ReadDir(a.artifactDir())
+	if err != nil {
+		return
+	}
+	type cached struct {
+		name string
+		size int64
+		used time.Time
+	}
+	var all []cached
+	var total int64
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || !manifest.ValidDigest(e.Name()) {
+			continue
+		}
+		total += info.Size()
+		if !keep[e.Name()] {
+			all = append(all, cached{e.Name(), info.Size(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(x, y cached) int { return x.used.Compare(y.used) })
+	for _, c := range all {
+		if total <= a.cfg.ArtifactCacheBytes {
+			return
+		}
+		if os.Remove(filepath.Join(a.artifactDir(), c.name)) == nil {
+			total -= c.size
+		}
+	}
+}
+
+// artifact writes r's bytes from the cache unless the root holds them
+// with the declared mode already. The copy's digest is checked before
+// the rename: a cache file changed behind the agent is never installed.
+func (ap *applier) artifact(name string, r compose.Resource, perm fs.FileMode, info fs.FileInfo, exists bool) (bool, error) {
+	if err := ap.refusedArtifacts[r.Digest]; err != nil {
+		return false, fmt.Errorf("the controller did not hand its artifact %s: %v", manifest.ShortBuild(r.Digest), err)
+	}
+	if exists {
+		if !info.Mode().IsRegular() {
+			return false, fmt.Errorf("%s exists and is not a regular file", r.Path)
+		}
+		if same, _ := ap.holdsBytes(name, r, info); same {
+			if info.Mode().Perm() == perm {
+				return false, nil
+			}
+			return true, rootError(ap.root.Chmod(name, perm))
+		}
+	}
+	src, err := os.Open(filepath.Join(ap.cache, r.Digest))
+	if err != nil {
+		return false, fmt.Errorf("its artifact %s is not in the agent's cache (%v); the next declaration fetches it", manifest.ShortBuild(r.Digest), err)
+	}
+	defer src.Close()
+	tmp := path.Join(path.Dir(name), ".mesh-"+path.Base(name)+".tmp")
+	f, err := ap.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return false, rootError(err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(f, h), src)
+	if got := hex.EncodeToString(h.Sum(nil)); err == nil && got != r.Digest {
+		_ = os.Remove(filepath.Join(ap.cache, r.Digest))
+		err = &artifact.MismatchError{What: r.Path + " (from the agent's cache, now emptied of it)", Want: r.Digest, Got: got}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = ap.root.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = ap.root.Rename(tmp, name)
+	}
+	if err != nil {
+		ap.root.Remove(tmp)
+		return false, rootError(err)
+	}
+	return true, ap.syncDir(path.Dir(name))
+}
+
+// holdsBytes says whether the file at name holds exactly r's bytes: its
+// size first, then (unless its stat is the one last found right) its
+// sha256, read in pieces.
+func (ap *applier) holdsBytes(name string, r compose.Resource, info fs.FileInfo) (bool, error) {
+	if info.Size() != r.Size {
+		return false, nil
+	}
+	key := statOf(info)
+	if ap.verified != nil && key != (fileStat{}) && ap.verified[r.Path] == key {
+		return true, nil
+	}
+	f, err := ap.root.Open(name)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	got, _, err := artifact.Hash(f)
+	same := err == nil && got == r.Digest
+	if same && ap.verified != nil {
+		ap.verified[r.Path] = key
+	}
+	return same, err
+}
+
+// program is the path a runtime starts: its artifact's, under the root,
+// when the declaration says the program is one (compose.Runtime.Digest),
+// else its command as given, found on the agent's PATH.
+func program(root string, r compose.Runtime) string {
+	if r.Digest != "" {
+		return filepath.Join(root, filepath.FromSlash(r.Command))
+	}
+	return r.Command
+}
+
+// holdsBytesOf is holdsBytes for a drift check: a file that cannot be
+// read does not hold them.
+func (ap *applier) holdsBytesOf(name string, r compose.Resource, info fs.FileInfo) bool {
+	same, err := ap.holdsBytes(name, r, info)
+	return err == nil && same
+}
