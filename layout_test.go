@@ -156,7 +156,7 @@ func TestEveryCitationCanBeFollowed(t *testing.T) {
 var mayImport = map[string][]string{
 	".":                      {},
 	"agent":                  {"aggregates", "artifact", "compose", "declaration", "events", "events/store", "manifest", "secret", "wire", natsGo, nkeys},
-	"agent/agenttest":        {"agent", "commands", "declaration", "embedded", "embedded/embeddedtest", "events", "projections", "wire", natsGo, nkeys},
+	"agent/agenttest":        {"agent", "artifact", "commands", "declaration", "embedded", "embedded/embeddedtest", "events", "projections", "wire", natsGo, nkeys},
 	"aggregates":             {"events", "manifest"},
 	"busauth":                {"declaration", "events", "manifest", natsGo, nkeys, "github.com/nats-io/jwt/v2"},
 	"client":                 {"aggregates", "events", "events/store", "wire", natsGo},

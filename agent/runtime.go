@@ -171,7 +171,8 @@ func (v *supervisor) supervise(module string, p *proc) {
 			v.log.Warn("program cannot start", "module", module, "err", err)
 			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound(why, maxReason)})
 		} else {
-			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq, Checked: p.spec.Health != nil})
+			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq, Checked: p.spec.Health != nil,
+				Digest: p.spec.Digest})
 			v.log.Info("program started", "module", module, "pid", cmd.Process.Pid)
 			stopCheck := v.startCheck(module, p.spec, started)
 			waited := make(chan error, 1)

@@ -32,7 +32,8 @@ import (
 //	2026-12-05  RotationCompleted v1; CredentialRotated v1 gains overlap_until (omitted when zero: no overlap).
 //	2026-12-05  reports RuntimeHealthy v1, RuntimeUnhealthy v1; RuntimeStarted v1 gains checked
 //	            (omitted when false).
-//	2026-12-05  ArtifactStored v1, ArtifactRemoved v1.
+//	2026-12-05  ArtifactStored v1, ArtifactRemoved v1; report RuntimeStarted v1 gains digest (omitted when
+//	            the program is no artifact).
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),

@@ -74,7 +74,7 @@ var (
 //	18 a token's version moves with each use and its revoke
 //	19 a rotation's overlap and its completion
 //	20 a runtime's health (starting, healthy, unhealthy) in its row
-//	21 artifacts: each name's row and each digest's
+//	21 artifacts: each name's row and each digest's; the artifact a runtime runs
 const schemaVersion = 21
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
