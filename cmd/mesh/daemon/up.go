@@ -39,12 +39,27 @@ type UpCmd struct {
 	Memory  memoryFlag    `embed:""`
 	HTTP    httpFlag      `embed:""`
 	Live    liveFlag      `embed:""`
+	Art     artifactFlag  `embed:""`
 	Recon   reconcileFlag `embed:""`
 	TLS     bool          `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
 	// Insecure allows a bus on the network in clear, said to be so.
 	Insecure bool `help:"Allow --listen on an address other machines reach without --tls: join strings and declarations then cross the network in clear."`
 	// BusMonitor serves the embedded bus's own monitoring endpoints.
 	BusMonitor string `name:"bus-monitor" help:"Also serve the embedded bus's monitoring endpoints (/varz, /connz, /jsz) on this host:port."`
+}
+
+// artifactFlag bounds an artifact's size (issue 32): a put over it is
+// refused naming its size and the bound, before a byte is uploaded.
+type artifactFlag struct {
+	ArtifactMaxMiB int64 `name:"artifact-max-mib" default:"512" help:"The largest artifact mesh artifact put may store, in MiB (a program's binary, an archive: not a disk image)."`
+}
+
+// bytes is the bound as StartController takes it.
+func (f artifactFlag) bytes() (int64, error) {
+	if f.ArtifactMaxMiB < 1 {
+		return 0, cmdline.Usagef("--artifact-max-mib %d: give at least 1", f.ArtifactMaxMiB)
+	}
+	return f.ArtifactMaxMiB << 20, nil
 }
 
 // liveFlag is how long a node may be silent before it is unreachable.
@@ -148,6 +163,10 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	if err != nil {
 		return err
 	}
+	artifactMax, err := u.Art.bytes()
+	if err != nil {
+		return err
+	}
 	host, port, err := cmdline.SplitListen(u.Listen)
 	if err != nil {
 		return err
@@ -198,7 +217,7 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	defer nc.Close()
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics, UnreachableAfter: bound,
-		Cut: srv.CutUsers, Reconcile: recon})
+		Cut: srv.CutUsers, Reconcile: recon, ArtifactMax: artifactMax})
 	if err != nil {
 		return err
 	}
@@ -242,6 +261,7 @@ type ServeCmd struct {
 	Memory   memoryFlag    `embed:""`
 	HTTP     httpFlag      `embed:""`
 	Live     liveFlag      `embed:""`
+	Art      artifactFlag  `embed:""`
 	Recon    reconcileFlag `embed:""`
 }
 
@@ -267,6 +287,10 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		return err
 	}
 	recon, err := s.Recon.config()
+	if err != nil {
+		return err
+	}
+	artifactMax, err := s.Art.bytes()
 	if err != nil {
 		return err
 	}
@@ -308,7 +332,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
-		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon,
+		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon, ArtifactMax: artifactMax,
 	})
 	if err != nil {
 		return err
