@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/artifact"
+	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
@@ -22,21 +23,27 @@ import (
 // the controller record it under name: its digest.
 func (m *closedMesh) putArtifact(name string, data []byte) string {
 	m.t.Helper()
+	return putArtifactOn(m.t, m.h, name, data)
+}
+
+// putArtifactOn is putArtifact on the controller h.
+func putArtifactOn(t testing.TB, h *commands.Controller, name string, data []byte) string {
+	t.Helper()
 	ctx := context.Background()
 	digest, size, err := artifact.Hash(bytes.NewReader(data))
 	if err != nil {
-		m.t.Fatal(err)
+		t.Fatal(err)
 	}
-	obs, err := artifact.Bucket(ctx, m.h.Core.Store.JetStream())
+	obs, err := artifact.Bucket(ctx, h.Core.Store.JetStream())
 	if err != nil {
-		m.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: digest}, bytes.NewReader(data)); err != nil {
-		m.t.Fatal(err)
+		t.Fatal(err)
 	}
-	r, err := m.h.Artifacts.PutArtifact(ctx, wire.ArtifactPutRequest{CommandID: wire.NewCommandID(), Name: name, Digest: digest, Size: size})
+	r, err := h.Artifacts.PutArtifact(ctx, wire.ArtifactPutRequest{CommandID: wire.NewCommandID(), Name: name, Digest: digest, Size: size})
 	if err != nil || r.Upload || !r.Changed {
-		m.t.Fatalf("recording artifact %s: %+v %v", name, r, err)
+		t.Fatalf("recording artifact %s: %+v %v", name, r, err)
 	}
 	return digest
 }

@@ -82,7 +82,7 @@ func (c *ArtifactPutCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdli
 	}
 	switch {
 	case r.Changed && uploaded:
-		fmt.Fprintf(out.Out, "stored %s as artifact %s: sha256 %s, %d bytes (event %d)\n", c.File, name, digest, size, r.Seq)
+		fmt.Fprintf(out.Out, "stored %s as artifact %s: sha256 %s, %d bytes (event %d)\n", filepath.Base(c.File), name, digest, size, r.Seq)
 	case r.Changed:
 		fmt.Fprintf(out.Out, "artifact %s stands for sha256 %s, %d bytes, which the mesh held already (event %d)\n", name, digest, size, r.Seq)
 	default:
