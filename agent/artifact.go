@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/artifact"
@@ -60,7 +62,7 @@ func (a *Agent) fetchArtifacts(ctx context.Context, d *declaration.Declaration) 
 			_ = os.Chtimes(cached, now, now) // used: the last the cache lets go
 			continue
 		}
-		err := a.fetchOne(ctx, r, cached)
+		err := a.fetchPatiently(ctx, r, cached)
 		var no *artifact.RefusedError
 		switch {
 		case errors.As(err, &no):
@@ -70,6 +72,36 @@ func (a *Agent) fetchArtifacts(ctx context.Context, d *declaration.Declaration) 
 		}
 	}
 	return refused, nil
+}
+
+// fetchRetryFor bounds how long a fetch is asked again after an answer
+// that may change (the controller busy with other nodes' asks, a bus
+// that dropped a chunk): a fleet fetching at once is spread out by the
+// pauses, and past the bound the declaration is read again later.
+const fetchRetryFor = 2 * time.Minute
+
+// fetchPatiently is fetchOne, asked again after a random pause, doubling
+// from 100 ms to 5 s, while the error is one to try again.
+func (a *Agent) fetchPatiently(ctx context.Context, r compose.Resource, cached string) error {
+	deadline := time.Now().Add(fetchRetryFor)
+	pause := 100 * time.Millisecond
+	for {
+		err := a.fetchOne(ctx, r, cached)
+		var bad *artifact.MismatchError
+		var no *artifact.RefusedError
+		if err == nil || errors.As(err, &bad) || errors.As(err, &no) || time.Now().After(deadline) {
+			return err
+		}
+		a.cfg.Log.Info("fetching an artifact again", "path", r.Path, "why", err)
+		t := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
 }
 
 // fetchOne fetches r's bytes into cached, through a temporary file that
@@ -101,7 +133,8 @@ func (a *Agent) fetchOne(ctx context.Context, r compose.Resource, cached string)
 }
 
 // trimArtifacts lets cached digests go, oldest used first, while the
-// cache holds more than its bound; never one d installs.
+// cache holds more than its bound; never one d installs. What a fetch cut
+// short left behind goes too.
 func (a *Agent) trimArtifacts(d *declaration.Declaration) {
 	keep := map[string]bool{}
 	for _, r := range d.Resources {
@@ -119,6 +152,12 @@ func (a *Agent) trimArtifacts(d *declaration.Declaration) {
 	var all []cached
 	var total int64
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			// A fetch cut part way (the agent killed): fetches run on the
+			// goroutine that applies, so none is under way now.
+			_ = os.Remove(filepath.Join(a.artifactDir(), e.Name()))
+			continue
+		}
 		info, err := e.Info()
 		if err != nil || !info.Mode().IsRegular() || !manifest.ValidDigest(e.Name()) {
 			continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshctl/mesh/agent"
 	"github.com/meshctl/mesh/artifact"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -149,4 +150,31 @@ func lastDeclaration(t *testing.T, m *mesh, node string) declaration.Declaration
 	var d declaration.Declaration
 	m.Must(json.Unmarshal(lastDeclarationEvent(t, m, node).Declaration, &d))
 	return d
+}
+
+// The cache keeps what the applied declaration installs and lets the
+// rest go past its bound, least recently used first. Fails when a digest
+// no longer installed stays past the bound, or the one installed goes.
+func TestTheArtifactCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	m := newMesh(t)
+	m.Enroll("box")
+	root := filepath.Join(t.TempDir(), "root")
+	m.AgentWith("box", root, func(c *agent.Config) { c.ArtifactCacheBytes = 1 })
+	const files = `{"module":"files","resources":[{"kind":"artifact","path":"/opt/a","mode":"0644","artifact":"a"}]}`
+	first := m.PutArtifact("a", []byte("first bytes"))
+	m.WriteModule(files)
+	m.Assign("box", "files", nil)
+	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	second := m.PutArtifact("a", []byte("second bytes"))
+	m.WriteModule(files)
+	m.Assign("box", "files", nil)
+	m.ReportWhere("box", m.Push("box").Sent[0].Digest, events.OutcomeApplied)
+	cache := filepath.Join(root+".state", "artifacts")
+	if _, err := os.Stat(filepath.Join(cache, second)); err != nil {
+		t.Fatalf("the digest the applied declaration installs left the cache: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, first)); !os.IsNotExist(err) {
+		t.Fatalf("a digest no longer installed stayed past the cache's bound: %v", err)
+	}
 }
