@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -199,12 +200,20 @@ func (a *applier) file(name, p string, perm fs.FileMode, content []byte, info fs
 			}
 		}
 	}
+	return a.writeAtomically(name, perm, func(w io.Writer) error { _, err := w.Write(content); return err })
+}
+
+// writeAtomically writes name through a temporary file beside it: write
+// fills it, it is synced, given perm and renamed over name, and the
+// directory synced. A write that fails leaves name as it was and no
+// temporary file behind: a reader never sees half a file.
+func (a *applier) writeAtomically(name string, perm fs.FileMode, write func(io.Writer) error) (bool, error) {
 	tmp := path.Join(path.Dir(name), ".mesh-"+path.Base(name)+".tmp")
 	f, err := a.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return false, rootError(err)
 	}
-	_, err = f.Write(content)
+	err = write(f)
 	if err == nil {
 		err = f.Sync()
 	}

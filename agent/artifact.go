@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,34 +200,17 @@ func (ap *applier) artifact(name string, r compose.Resource, perm fs.FileMode, i
 		return false, fmt.Errorf("its artifact %s is not in the agent's cache (%v); the next declaration fetches it", manifest.ShortBuild(r.Digest), err)
 	}
 	defer src.Close()
-	tmp := path.Join(path.Dir(name), ".mesh-"+path.Base(name)+".tmp")
-	f, err := ap.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return false, rootError(err)
-	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), src)
-	if got := hex.EncodeToString(h.Sum(nil)); err == nil && got != r.Digest {
-		_ = os.Remove(filepath.Join(ap.cache, r.Digest))
-		err = &artifact.MismatchError{What: r.Path + " (from the agent's cache, now emptied of it)", Want: r.Digest, Got: got}
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = ap.root.Chmod(tmp, perm)
-	}
-	if err == nil {
-		err = ap.root.Rename(tmp, name)
-	}
-	if err != nil {
-		ap.root.Remove(tmp)
-		return false, rootError(err)
-	}
-	return true, ap.syncDir(path.Dir(name))
+	return ap.writeAtomically(name, perm, func(w io.Writer) error {
+		h := sha256.New()
+		if _, err := io.Copy(io.MultiWriter(w, h), src); err != nil {
+			return err
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != r.Digest {
+			_ = os.Remove(filepath.Join(ap.cache, r.Digest))
+			return &artifact.MismatchError{What: r.Path + " (from the agent's cache, now emptied of it)", Want: r.Digest, Got: got}
+		}
+		return nil
+	})
 }
 
 // holdsBytes says whether the file at name holds exactly r's bytes: its

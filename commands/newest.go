@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -102,12 +101,6 @@ func newest(c *core.Core, node string) *nats.Msg {
 // the bus serves to the node; the controller carries no byte of it.
 func serveArtifacts(h *Services) (stop func(), err error) {
 	return answerAgents(h.Core, events.ArtifactPrefix,
-		func(node string, data []byte) *nats.Msg { return handAnswer(h.Artifacts.Hand(node, data)) },
-		func(why string) *nats.Msg { return handAnswer(artifact.Handed{Error: why}) })
-}
-
-func handAnswer(a artifact.Handed) *nats.Msg {
-	m := nats.NewMsg("")
-	m.Data, _ = json.Marshal(a) // strings and numbers: it always encodes
-	return m
+		func(node string, data []byte) *nats.Msg { return jsonAnswer(h.Artifacts.Hand(node, data)) },
+		func(why string) *nats.Msg { return jsonAnswer(artifact.Handed{Error: why}) })
 }
