@@ -40,6 +40,11 @@ bench-million:
     go test ./commands/history/ -run '^$' -bench 'BenchmarkHistory$' -benchtime 3x -timeout 30m
     MESH_BENCH_EVENTS=1000000 go test ./projections/ -run '^$' -bench 'BenchmarkStartFromPublished$' -benchtime 1x -timeout 30m
 
+# an artifact of 50 MiB fetched by 100 real agents against 100 raw object-store
+# gets, the CPU seconds of the bus and the controller each (issue 32; a few minutes)
+bench-artifacts mib="50" agents="100":
+    .ci/bench-artifacts {{mib}} {{agents}}
+
 # the fault suite: the controller killed mid-push, a restore killed part way,
 # the stream leader lost mid-push, a bus at its storage limit
 fault:

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,8 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/meshctl/mesh/artifact"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -72,6 +71,9 @@ type Config struct {
 	Slots chan struct{}
 	// Systemctl tells systemd of the units the agent writes ("": systemctl in PATH).
 	Systemctl string
+	// ArtifactCacheBytes bounds the cache of artifacts under State
+	// (DefaultArtifactCacheBytes when 0; artifact.go).
+	ArtifactCacheBytes int64
 }
 
 // Observation is one thing an agent did, for Config.Observe.
@@ -129,6 +131,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: cannot resolve the root %s: %w", cfg.Root, err)
 	}
 	cfg.Root = root
+	if cfg.ArtifactCacheBytes <= 0 {
+		cfg.ArtifactCacheBytes = DefaultArtifactCacheBytes
+	}
 	if cfg.State == "" {
 		// Beside the root, never inside it: Clean, or "root/" would give "root/.state".
 		cfg.State = filepath.Clean(cfg.Root) + ".state"
@@ -291,6 +296,14 @@ func (a *Agent) Run(ctx context.Context) error {
 			if o.keys, err = a.contentKeys(ctx, &o.d); err != nil {
 				return false, &waitingForKeys{err}
 			}
+			// Its artifacts, fetched and checked before anything is
+			// written: bytes that are not the signed digest refuse it.
+			var bad *artifact.MismatchError
+			if o.refusedArtifacts, err = a.fetchArtifacts(ctx, &o.d); errors.As(err, &bad) {
+				o.err = err
+			} else if err != nil {
+				return false, &waitingForKeys{err}
+			}
 		}
 		seen, read = store.Msg{Seq: last.Seq, Time: last.Time}, o.seq
 		if !act {
@@ -444,7 +457,8 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 		return nil
 	}
 	defer root.Close()
-	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: o.keys, owners: owners(a.applied), changedModules: map[string]bool{}}
+	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: o.keys, owners: owners(a.applied), changedModules: map[string]bool{},
+		cache: a.artifactDir(), refusedArtifacts: o.refusedArtifacts}
 	ap.systemctlProgram, ap.ctx = a.cfg.Systemctl, ctx
 	a.beginApply(d.Sequence, digest, ap.absentNew(d.Resources))
 	changed, failed := ap.apply(d.Resources)
@@ -464,6 +478,7 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 		a.cfg.Log.Info("applied", "sequence", d.Sequence, "resources", len(d.Resources), "changed", changed)
 	}
 	a.send(ctx, reportID("a", d.Sequence, digest), report)
+	a.trimArtifacts(&d)
 	return out
 }
 
@@ -471,121 +486,4 @@ func (a *Agent) observe(o Observation) {
 	if a.cfg.Observe != nil {
 		a.cfg.Observe(o)
 	}
-}
-
-func (a *Agent) refuse(ctx context.Context, seq uint64, digest, reason string) {
-	a.cfg.Log.Warn("refused", "sequence", seq, "why", reason)
-	ev := events.DeclarationRefused{Node: a.cfg.Join.Node, Sequence: seq, Digest: digest, Reason: bound(reason, maxReason*2), Highest: a.state.LastSequence}
-	// A refusal's id differs from an apply's of the same declaration: a
-	// replay refused after it was applied must not be taken for a resend.
-	a.send(ctx, reportID("r", seq, digest), ev)
-}
-
-// reportID makes a resent report (after the bus came back) a duplicate of
-// itself and of nothing else.
-func reportID(kind string, seq uint64, digest string) string {
-	if len(digest) > 16 {
-		digest = digest[:16]
-	}
-	return fmt.Sprintf("rep.%s.%d.%s.%d", kind, seq, digest, time.Now().UnixNano())
-}
-
-// send publishes a report, or keeps it in the state for later: a report is
-// never lost because the bus was away when it was made.
-func (a *Agent) send(ctx context.Context, id string, ev events.Event) {
-	err := a.report(ctx, id, ev)
-	if err != nil {
-		a.cfg.Log.Warn("report kept to send later", "err", err)
-		b, _ := json.Marshal(ev)
-		a.state.Pending = append(a.state.Pending, Pending{ID: id, Type: ev.EventType(), Event: b})
-	}
-	a.observe(Observation{Report: ev, Sent: err == nil})
-	if err := a.state.save(a.cfg.State); err != nil {
-		a.cfg.Log.Error(err.Error())
-	}
-}
-
-// flushPending publishes kept reports, oldest first, and stops at the first
-// that still cannot go.
-func (a *Agent) flushPending(ctx context.Context) {
-	for len(a.state.Pending) > 0 {
-		p := a.state.Pending[0]
-		ev, err := events.DecodeData(p.Type, p.Event)
-		if err != nil {
-			a.cfg.Log.Error("dropping a kept report that cannot be read", "err", err)
-		} else if err := a.report(ctx, p.ID, ev); err != nil {
-			return
-		} else {
-			a.observe(Observation{Report: ev, Sent: true})
-		}
-		a.state.Pending = a.state.Pending[1:]
-		if err := a.state.save(a.cfg.State); err != nil {
-			a.cfg.Log.Error(err.Error())
-			return
-		}
-	}
-}
-
-func (a *Agent) report(ctx context.Context, id string, ev events.Event) error {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.ReportTimeout)
-	defer cancel()
-	_, err := a.st.Report(ctx, a.cfg.Join.Node, id, ev, a.sealing)
-	return err
-}
-
-func (a *Agent) retryLoop(ctx context.Context) {
-	t := time.NewTicker(a.cfg.RetryEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		a.flushPendingLocked(ctx)
-	}
-}
-
-func (a *Agent) flushPendingLocked(ctx context.Context) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.flushPending(ctx)
-}
-
-// A report stays within events.MaxReport, however many resources failed and
-// however long their reasons: the bus refuses a node's larger publish, and
-// a report that never lands says nothing. Failures take at most half of it,
-// as JSON encodes them (escapes included), each reason at most maxReason.
-const (
-	failureBudget = events.MaxReport / 2
-	maxReason     = 512
-)
-
-// boundFailures keeps the failures that fit failureBudget, in order, and
-// says how many more there were.
-func boundFailures(failed []events.ResourceFailure) []events.ResourceFailure {
-	var out []events.ResourceFailure
-	used := 0
-	for i, f := range failed {
-		f = events.ResourceFailure{Path: bound(f.Path, maxReason), Reason: bound(f.Reason, maxReason)}
-		b, _ := json.Marshal(f)
-		if used+len(b) > failureBudget {
-			return append(out, events.ResourceFailure{Path: "...", Reason: fmt.Sprintf("and %d more resource(s) failed", len(failed)-i)})
-		}
-		used += len(b)
-		out = append(out, f)
-	}
-	return out
-}
-
-// bound cuts s to at most n bytes, on a rune boundary, marking the cut.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -45,6 +46,10 @@ type applier struct {
 	ctx              context.Context
 	dueUnits         []dueUnit
 	unitsGone        bool
+	// cache is the directory of the artifacts fetched (artifact.go), and
+	// refusedArtifacts those the controller would not hand, with why.
+	cache            string
+	refusedArtifacts map[string]error
 }
 
 // owners maps each path of d to its module.
@@ -169,6 +174,8 @@ func (a *applier) one(r compose.Resource) (bool, error) {
 		return a.file(name, r.Path, perm, content, info, exists)
 	case manifest.KindUnit:
 		return a.unit(name, r, perm, info, exists)
+	case manifest.KindArtifact:
+		return a.artifact(name, r, perm, info, exists)
 	}
 	return created, fmt.Errorf("kind %q is not one this agent applies", r.Kind)
 }
@@ -205,12 +212,20 @@ func (a *applier) file(name, p string, perm fs.FileMode, content []byte, info fs
 			}
 		}
 	}
+	return a.writeAtomically(name, perm, func(w io.Writer) error { _, err := w.Write(content); return err })
+}
+
+// writeAtomically writes name through a temporary file beside it: write
+// fills it, it is synced, given perm and renamed over name, and the
+// directory synced. A write that fails leaves name as it was and no
+// temporary file behind: a reader never sees half a file.
+func (a *applier) writeAtomically(name string, perm fs.FileMode, write func(io.Writer) error) (bool, error) {
 	tmp := path.Join(path.Dir(name), ".mesh-"+path.Base(name)+".tmp")
 	f, err := a.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return false, rootError(err)
 	}
-	_, err = f.Write(content)
+	err = write(f)
 	if err == nil {
 		err = f.Sync()
 	}

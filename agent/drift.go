@@ -41,7 +41,8 @@ func (a *Agent) checkDrift(ctx context.Context) {
 	if a.verified == nil {
 		a.verified = map[string]fileStat{}
 	}
-	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: a.keys, changedModules: map[string]bool{}, verified: a.verified}
+	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: a.keys, changedModules: map[string]bool{}, verified: a.verified,
+		cache: a.artifactDir()}
 	ap.systemctlProgram, ap.ctx = a.cfg.Systemctl, ctx
 	drifted := ap.drifted(d.Resources, a.failed)
 	if len(drifted) == 0 {
@@ -152,6 +153,8 @@ func (a *applier) holds(r compose.Resource) (bool, error) {
 			a.verified[r.Path] = key
 		}
 		return same, err
+	case manifest.KindArtifact:
+		return info.Mode().IsRegular() && info.Mode()&fs.ModeSymlink == 0 && a.holdsBytesOf(name, r, info), nil
 	}
 	return false, fmt.Errorf("kind %q is not one this agent applies", r.Kind)
 }

@@ -21,6 +21,9 @@ type opened struct {
 	// keys are the content keys of d's files that printed secret
 	// settings, asked of the controller before d is applied.
 	keys map[string]contentKey
+	// refusedArtifacts are the artifacts of d the controller would not
+	// hand, with why: their resources fail (artifact.go).
+	refusedArtifacts map[string]error
 }
 
 // open verifies m against the key pinned at enrolment (rule 1).

@@ -171,7 +171,8 @@ func (v *supervisor) supervise(module string, p *proc) {
 			v.log.Warn("program cannot start", "module", module, "err", err)
 			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound(why, maxReason)})
 		} else {
-			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq, Checked: p.spec.Health != nil})
+			v.report(events.RuntimeStarted{Node: v.node, Module: module, PID: cmd.Process.Pid, Sequence: p.seq, Checked: p.spec.Health != nil,
+				Digest: p.spec.Digest})
 			v.log.Info("program started", "module", module, "pid", cmd.Process.Pid)
 			stopCheck := v.startCheck(module, p.spec, started)
 			waited := make(chan error, 1)
@@ -259,7 +260,7 @@ func (v *supervisor) startCheck(module string, spec compose.Runtime, started tim
 // it, in its directory under the root, with the agent's PATH, the MESH_
 // variables and its own env.
 func (v *supervisor) command(r compose.Runtime) (*exec.Cmd, error) {
-	cmd := exec.Command(r.Command, r.Args...)
+	cmd := exec.Command(program(v.root, r), r.Args...)
 	cmd.Dir = v.root
 	if r.Dir != "" && r.Dir != "/" {
 		cmd.Dir = filepath.Join(v.root, filepath.FromSlash(r.Dir))

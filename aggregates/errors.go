@@ -23,6 +23,9 @@ var (
 	// stream sequence, a rollout's id) is no such thing: a refusal (exit
 	// 1), as an unknown node is, not a request not understood.
 	ErrUnknown = errors.New("no such thing")
+	// ErrInUse: what a command would take away is in force somewhere (an
+	// artifact a node's last declaration installs), and nothing changed.
+	ErrInUse = errors.New("it is in use")
 )
 
 // Error is a refusal by an aggregate: Op is the command ("enroll"), ID the
@@ -57,7 +60,7 @@ func refuse(op, id string, err error, format string, args ...any) error {
 var kinds = map[string]error{
 	"name-taken": ErrNameTaken, "unknown-node": ErrUnknownNode, "retired": ErrRetired,
 	"unknown-module": ErrUnknownModule, "invalid": ErrInvalid, "uncomposable": ErrUncomposable,
-	"contended": ErrContended, "unknown": ErrUnknown,
+	"contended": ErrContended, "unknown": ErrUnknown, "in-use": ErrInUse,
 }
 
 // Kind names err's refusal kind ("" when it is not a refusal).

@@ -34,6 +34,16 @@ func NodePermissions(node string) jwt.Permissions {
 		// would let it answer whatever it hears once, the controller's
 		// publish of its declaration (a JetStream request) included.
 		events.LogsReplyPrefix(node) + ".*",
+		// An artifact its declaration names (issue 32): asked of the
+		// controller, which checks the declaration and makes the node's
+		// one consumer, named for it, of that object's chunks alone. Its
+		// information and its next messages are the node's to read; no
+		// other consumer, no object by name, no listing, no stream
+		// information, no direct get of the bucket's stream: the node
+		// cannot choose what it reads, only read what it was handed.
+		events.ArtifactSubject(node),
+		"$JS.API.CONSUMER.INFO." + events.ArtifactStream + "." + node,
+		"$JS.API.CONSUMER.MSG.NEXT." + events.ArtifactStream + "." + node,
 	}
 	// Its reports, each type on its own subject (rule 19): nothing else
 	// under its prefix, and nothing under another node's.

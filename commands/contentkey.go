@@ -15,12 +15,14 @@ import (
 // refusal, and no key anywhere opens the file from the log.
 func serveContentKeys(h *Services) (stop func(), err error) {
 	return answerAgents(h.Core, events.ContentKeyPrefix,
-		func(node string, data []byte) *nats.Msg { return keysAnswer(h.Credentials.ContentKeys(node, data)) },
-		func(why string) *nats.Msg { return keysAnswer(declaration.ContentKeyReply{Error: why}) })
+		func(node string, data []byte) *nats.Msg { return jsonAnswer(h.Credentials.ContentKeys(node, data)) },
+		func(why string) *nats.Msg { return jsonAnswer(declaration.ContentKeyReply{Error: why}) })
 }
 
-func keysAnswer(r declaration.ContentKeyReply) *nats.Msg {
+// jsonAnswer is an answer to an agent: v, which holds only strings,
+// numbers and lists of them, so it always encodes.
+func jsonAnswer(v any) *nats.Msg {
 	m := nats.NewMsg("")
-	m.Data, _ = json.Marshal(r) // structs of strings: it always encodes
+	m.Data, _ = json.Marshal(v)
 	return m
 }

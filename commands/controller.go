@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/meshctl/mesh/artifact"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -72,6 +73,9 @@ type ControllerConfig struct {
 	// latest declaration by itself (mesh up --reconcile, rule 27); the
 	// zero value leaves that to people.
 	Reconcile reconcile.Config
+	// ArtifactMax is the largest artifact a put takes (mesh up
+	// --artifact-max; 0: artifact.DefaultMaxBytes).
+	ArtifactMax int64
 }
 
 type Metrics = core.Metrics
@@ -249,6 +253,13 @@ func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerCo
 	for _, line := range asserted {
 		log.Info(line)
 	}
+	// The artifacts' bucket (issue 32), asserted like the streams (rule 15).
+	if _, err := artifact.Assert(ctx, h.Core.Store.JetStream(), c.Stream.Replicas); err != nil {
+		return err
+	}
+	if c.ArtifactMax > 0 {
+		h.Artifacts.MaxBytes = c.ArtifactMax
+	}
 	if ctrl.svc, err = Serve(nc, h); err != nil {
 		return fmt.Errorf("cannot start the %s service: %w", wire.ServiceName, err)
 	}
@@ -261,8 +272,13 @@ func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerCo
 	if err != nil {
 		return err
 	}
-	// Both answer agents, and stop together.
-	ctrl.stopNewest = func() { stopNewest(); stopKeys() }
+	stopArtifacts, err := serveArtifacts(h)
+	if err != nil {
+		stopKeys()
+		return err
+	}
+	// All three answer agents, and stop together.
+	ctrl.stopNewest = func() { stopNewest(); stopKeys(); stopArtifacts() }
 	// Ready means reachable: until the server has the service's
 	// subscriptions, a client's request would meet "no responders".
 	if err := nc.Flush(); err != nil {

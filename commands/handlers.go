@@ -2,6 +2,7 @@ package commands
 
 import (
 	"github.com/meshctl/mesh/commands/access"
+	"github.com/meshctl/mesh/commands/artifacts"
 	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/commands/credentials"
 	"github.com/meshctl/mesh/commands/history"
@@ -40,6 +41,7 @@ type Services struct {
 	Modules     *modules.Service
 	// Reconcile sends behind nodes by itself once started (rule 27).
 	Reconcile *reconcile.Service
+	Artifacts *artifacts.Service
 }
 
 // NewServices are the verbs over c, every cache empty, counting floods with
@@ -54,6 +56,7 @@ func NewServices(c *core.Core, flood *access.FloodWatch, cut func(match func(use
 	s.Access = access.New(c, w, s.Network, flood, cut)
 	s.Nodes = nodes.New(c, w, s.Network, s.Access, s.Live)
 	s.Modules = modules.New(c, w)
+	s.Artifacts = artifacts.New(c, s.Push)
 	s.Reconcile = reconcile.New(c, w, s.Push)
 	s.Status.Reconciler = s.Reconcile
 	return s

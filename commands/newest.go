@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/meshctl/mesh/artifact"
 	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -93,4 +94,13 @@ func newest(c *core.Core, node string) *nats.Msg {
 		return store.NewestRefusal(err.Error())
 	}
 	return store.NewestAnswer(m)
+}
+
+// serveArtifacts answers agents asking for an artifact their declaration
+// names (issue 32, artifacts.Hand): a consumer of that object alone, which
+// the bus serves to the node; the controller carries no byte of it.
+func serveArtifacts(h *Services) (stop func(), err error) {
+	return answerAgents(h.Core, events.ArtifactPrefix,
+		func(node string, data []byte) *nats.Msg { return jsonAnswer(h.Artifacts.Hand(node, data)) },
+		func(why string) *nats.Msg { return jsonAnswer(artifact.Handed{Error: why}) })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -245,6 +246,18 @@ func TestAnAgentIsNotFooledByAnEventNumberUsedTwice(t *testing.T) {
 	}
 	m.runAgent("web-1", t.TempDir())
 	first := m.pushAndWait("web-1")
+	// The agent reports its machine's facts once it follows, unasked: in
+	// the log before it is replaced, not into the new stream (a loaded box
+	// delayed it past the replacement, and the restore refused a stream
+	// that held it).
+	embeddedtest.Eventually(t, "web-1's facts in the read models", func() bool {
+		found := false
+		m.must(m.h.Core.Proj.Read(func(v *projections.View) (err error) {
+			_, found, err = v.NodeFacts("web-1")
+			return err
+		}))
+		return found
+	})
 
 	// The controller stopped while the log is replaced, as mesh restore
 	// wants it: its own writes (a node heard again) would land between.

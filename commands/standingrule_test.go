@@ -28,6 +28,7 @@ func TestAStandingIsAProvidersOnItsMachineTowardItsConsumer(t *testing.T) {
 		_, err := m.h.Nodes.Enroll(ctx, wire.EnrollRequest{CommandID: wire.NewCommandID(), Name: n, Capabilities: []string{"linux"}})
 		m.must(err)
 	}
+	putArtifactOn(t, m.h, "mesh-greeter", []byte("the greeter's bytes: this test runs no agent")) // greeter.json installs it
 	for _, f := range []string{"postgres.json", "app.json", "greeter.json"} {
 		b, err := os.ReadFile("../examples/" + f)
 		m.must(err)

@@ -92,7 +92,8 @@ func (w *World) Compose(node string) Result {
 		}
 		d.Modules = append(d.Modules, ModuleBuild{Module: p.Module, Build: p.Build})
 		if r := p.m.Run; r != nil {
-			d.Runs = append(d.Runs, Runtime{Module: p.Module, Command: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, User: r.User, Health: r.Health})
+			d.Runs = append(d.Runs, Runtime{Module: p.Module, Command: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, User: r.User, Health: r.Health,
+				Digest: runsArtifact(p.m, r.Command)})
 		}
 		data, err := w.templateData(p, n, receives, sl, d.Network)
 		if err != nil {
@@ -110,6 +111,12 @@ func (w *World) Compose(node string) Result {
 			}
 			owner[r.Path] = p.Module
 			out := Resource{Path: r.Path, Kind: r.Kind, Mode: r.Mode, Module: p.Module, Content: r.Content}
+			if r.Kind == manifest.KindArtifact {
+				if err := w.artifact(p.Module, r, &out); err != nil {
+					res.Problems = append(res.Problems, err.Error())
+					continue
+				}
+			}
 			if r.Template != nil {
 				buf.Reset()
 				sl.begin()

@@ -58,6 +58,10 @@ type Runtime struct {
 	// runs against the program; omitted when none, so a declaration of a
 	// program without a check has the bytes it had before checks existed.
 	Health *manifest.Health `json:"health,omitempty"`
+	// Digest is the artifact the program is, when Command is the path of
+	// one of its module's artifact resources (issue 32): a new digest is
+	// a new program. The agent then runs that path under its root.
+	Digest string `json:"digest,omitempty"`
 }
 
 // ModuleBuild is one module the declaration holds, and which build.
@@ -75,6 +79,14 @@ type Resource struct {
 	Content *string `json:"content,omitempty"`
 	Module  string  `json:"module"`
 	Sealed  *Sealed `json:"sealed,omitempty"` // in place of Content when it holds a secret
+	// Artifact, Digest and Size are an artifact resource's (issue 32):
+	// the name it was put under, the sha256 of exactly the bytes the node
+	// is to write, which the controller's signature covers, and their
+	// length. Omitted for other kinds, whose declarations keep their
+	// digests.
+	Artifact string `json:"artifact,omitempty"`
+	Digest   string `json:"digest,omitempty"`
+	Size     int64  `json:"size,omitempty"`
 }
 
 // Receipt is what one consumer receives for one requirement: the module

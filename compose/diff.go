@@ -36,6 +36,9 @@ func Diff(old, new *Declaration) []Change {
 				if r.Sealed != nil {
 					c.What = []string{"sealed"}
 				}
+				if r.Digest != "" {
+					c.What = []string{artifactBytes(r)}
+				}
 				changes = append(changes, c)
 				continue
 			}
@@ -80,7 +83,8 @@ func diffRuns(old, new *Declaration) []Change {
 			for _, d := range []struct {
 				what     string
 				from, to any
-			}{{"command", o.Command, n.Command}, {"args", o.Args, n.Args}, {"env", o.Env, n.Env}, {"dir", o.Dir, n.Dir}, {"user", o.User, n.User}, {"health", o.Health, n.Health}} {
+			}{{"command", o.Command, n.Command}, {"args", o.Args, n.Args}, {"env", o.Env, n.Env}, {"dir", o.Dir, n.Dir}, {"user", o.User, n.User}, {"health", o.Health, n.Health},
+				{"artifact", o.Digest, n.Digest}} {
 				if fmt.Sprint(d.from) != fmt.Sprint(d.to) {
 					c.What = append(c.What, fmt.Sprintf("%s %v -> %v", d.what, d.from, d.to))
 				}
@@ -117,11 +121,24 @@ func compare(o, n Resource) (Change, bool) {
 		if mac(o) != mac(n) {
 			c.What = append(c.What, "sealed content")
 		}
+	case o.Digest != n.Digest:
+		// An artifact's bytes are never shown: which bytes, by digest and
+		// size, is what a person checks against mesh artifact list.
+		c.What = append(c.What, artifactBytes(o)+" -> "+artifactBytes(n))
 	case text(o.Content) != text(n.Content):
 		c.What = append(c.What, "content")
 		c.Lines = LineDiff(text(o.Content), text(n.Content))
 	}
 	return c, len(c.What) > 0
+}
+
+// artifactBytes says which bytes an artifact resource installs:
+// "artifact tool sha256 0a1b2c3d4e5f (3,300 bytes)"; "" for another kind.
+func artifactBytes(r Resource) string {
+	if r.Digest == "" {
+		return ""
+	}
+	return fmt.Sprintf("artifact %s sha256 %s (%d bytes)", r.Artifact, r.Digest, r.Size)
 }
 
 // mac is a resource's keyed content digest, "" when it is not sealed.

@@ -36,6 +36,10 @@ type Input struct {
 	// holder lets the seat go before the next takes it), and nothing
 	// resolves to it meanwhile.
 	Releasing map[string]string
+	// Artifacts are the digests the bucket holds by the log, with their
+	// sizes (issue 32): an artifact resource composes to its digest and
+	// size, and one naming a digest not here is the node's problem.
+	Artifacts map[string]int64
 }
 
 // Node is a machine as templates see it.
@@ -84,6 +88,7 @@ type World struct {
 	gens      map[Pair]uint64
 	overlap   map[Pair]bool
 	network   string
+	artifacts map[string]int64
 }
 
 // placed is an assignment with its manifest and what it lacks on its node.
@@ -100,7 +105,7 @@ type placed struct {
 func NewWorld(in Input) *World {
 	w := &World{mesh: in.Mesh, nodes: map[string]Node{}, byNode: map[string][]placed{},
 		providers: map[string][]placed{}, blocked: map[string][]placed{}, consumers: map[string][]placed{},
-		secrets: in.Secrets, gens: in.Generations, overlap: in.Overlapping, network: in.Network}
+		secrets: in.Secrets, gens: in.Generations, overlap: in.Overlapping, network: in.Network, artifacts: in.Artifacts}
 	for _, n := range in.Nodes {
 		w.nodes[n.Name] = n
 	}

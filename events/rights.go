@@ -83,6 +83,8 @@ var Rights = map[string]Right{
 	"TokenUsed":             {ByController, KindToken, func(e Event) string { return e.(TokenUsed).ID }, MovesNothingElse},
 	"TokenRevoked":          {ByController, KindToken, func(e Event) string { return e.(TokenRevoked).ID }, MovesNothingElse},
 	"NodeKeysRecorded":      {ByController, KindKeys, func(e Event) string { return e.(NodeKeysRecorded).Node }, MovesComposition},
+	"ArtifactStored":        {ByController, KindArtifact, func(e Event) string { return e.(ArtifactStored).Name }, MovesComposition},
+	"ArtifactRemoved":       {ByController, KindArtifact, func(e Event) string { return e.(ArtifactRemoved).Name }, MovesComposition},
 
 	"DeclarationApplied": {ByNode, "", func(e Event) string { return e.(DeclarationApplied).Node }, MovesNothingElse},
 	"DeclarationFailed":  {ByNode, "", func(e Event) string { return e.(DeclarationFailed).Node }, MovesNothingElse},

@@ -17,6 +17,9 @@ type RuntimeStarted struct {
 	// RuntimeHealthy it is starting, not healthy. Omitted when false, so
 	// a start reported before checks existed reads as it was written.
 	Checked bool `json:"checked,omitempty"`
+	// Digest is the artifact the program is, when its declaration says
+	// so (issue 32): which bytes the node runs. Omitted otherwise.
+	Digest string `json:"digest,omitempty"`
 }
 
 // RuntimeExited: the program ended without being asked to, with a code or

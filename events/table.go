@@ -32,6 +32,8 @@ import (
 //	2026-12-05  RotationCompleted v1; CredentialRotated v1 gains overlap_until (omitted when zero: no overlap).
 //	2026-12-05  reports RuntimeHealthy v1, RuntimeUnhealthy v1; RuntimeStarted v1 gains checked
 //	            (omitted when false).
+//	2026-12-05  ArtifactStored v1, ArtifactRemoved v1; report RuntimeStarted v1 gains digest (omitted when
+//	            the program is no artifact).
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -82,6 +84,8 @@ var table = map[string]entry{
 	"TokenRevoked":        current[TokenRevoked](1),
 	"NodeKeysRecorded":    current[NodeKeysRecorded](1),
 	"ApplyInterrupted":    current[ApplyInterrupted](1),
+	"ArtifactStored":      current[ArtifactStored](1),
+	"ArtifactRemoved":     current[ArtifactRemoved](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.

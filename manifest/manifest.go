@@ -122,6 +122,8 @@ type Setting struct {
 const (
 	KindFile      = "file"
 	KindDirectory = "directory"
+	// KindArtifact installs an artifact's bytes (issue 32, artifact.go).
+	KindArtifact = "artifact"
 )
 
 // Resource is one thing a module puts on a machine.
@@ -134,6 +136,12 @@ type Resource struct {
 	// Name is a unit's name (KindUnit, unit.go); its path is UnitDir/Name.
 	// Omitted for every other kind, so their builds keep their digests.
 	Name string `json:"name,omitempty"`
+	// Artifact names the artifact an artifact resource installs, and
+	// Digest its bytes (hex sha256): registration fills Digest from the
+	// name's latest put, so the build, which is the canonical manifest's
+	// digest, changes with the bytes (artifact.go).
+	Artifact string `json:"artifact,omitempty"`
+	Digest   string `json:"digest,omitempty"`
 }
 
 // Parse reads a manifest, refusing unknown fields, and validates it. The

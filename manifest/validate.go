@@ -72,7 +72,7 @@ func (m Manifest) Validate() error {
 
 func (r Resource) validate() error {
 	switch r.Kind {
-	case KindFile, KindDirectory:
+	case KindFile, KindDirectory, KindArtifact:
 		if r.Name != "" {
 			return fmt.Errorf("%s %s has a name; only a unit has one", r.Kind, r.Path)
 		}
@@ -81,9 +81,9 @@ func (r Resource) validate() error {
 			return err
 		}
 	case "":
-		return fmt.Errorf("kind is missing: use %q, %q or %q", KindFile, KindDirectory, KindUnit)
+		return fmt.Errorf("kind is missing: use %q, %q, %q or %q", KindFile, KindDirectory, KindUnit, KindArtifact)
 	default:
-		return fmt.Errorf("kind %q is unknown: use %q, %q or %q", r.Kind, KindFile, KindDirectory, KindUnit)
+		return fmt.Errorf("kind %q is unknown: use %q, %q, %q or %q", r.Kind, KindFile, KindDirectory, KindUnit, KindArtifact)
 	}
 	if fault := pathFault(r.Path); fault != "" {
 		return errors.New(fault)
@@ -93,6 +93,9 @@ func (r Resource) validate() error {
 	}
 	if _, err := parseMode(r.Mode); err != nil {
 		return fmt.Errorf("mode: %w", err)
+	}
+	if err := r.validateArtifact(); err != nil {
+		return err
 	}
 	switch {
 	case r.Kind == KindDirectory && (r.Content != nil || r.Template != nil):

@@ -30,6 +30,8 @@ const (
 	prefixNodeKeys       byte = 0x14 // node -> NodeKeys, the keys it made (nodekeys.go)
 	prefixToken          byte = 0x15 // id -> Token (nodekeys.go)
 	prefixFlood          byte = 0x16 // seq -> Flood (flood.go)
+	prefixArtifact       byte = 0x17 // artifact name -> ArtifactRow (artifacts.go)
+	prefixArtifactObject byte = 0x18 // digest -> ArtifactObject, its size and the names holding it
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -72,7 +74,8 @@ var (
 //	18 a token's version moves with each use and its revoke
 //	19 a rotation's overlap and its completion
 //	20 a runtime's health (starting, healthy, unhealthy) in its row
-const schemaVersion = 20
+//	21 artifacts: each name's row and each digest's; the artifact a runtime runs
+const schemaVersion = 21
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

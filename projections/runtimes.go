@@ -42,7 +42,7 @@ func foldRuntimes(b *pebble.Batch, rec events.Recorded) error {
 	case events.RuntimeStopped:
 		return b.Delete(key, nil)
 	case events.RuntimeStarted:
-		r.PID, r.Detail, r.StartedUnder = ev.PID, fmt.Sprintf("pid %d, declaration %d", ev.PID, ev.Sequence), ev.Sequence
+		r.PID, r.Detail, r.StartedUnder, r.Digest = ev.PID, fmt.Sprintf("pid %d, declaration %d", ev.PID, ev.Sequence), ev.Sequence, ev.Digest
 		if !looping {
 			r.State, r.Since = RuntimeRunning, at
 		}

@@ -133,6 +133,9 @@ type Runtime struct {
 	StartedUnder uint64    `json:"started_under,omitempty"`
 	HealthSince  time.Time `json:"health_since,omitzero"`
 	HealthDetail string    `json:"health_detail,omitempty"`
+	// Digest is the artifact the running process is (issue 32), as its
+	// agent said when it started it; omitted for a program that is none.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Well says whether the program is as status wants it: running, and not

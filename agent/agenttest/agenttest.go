@@ -7,6 +7,7 @@
 package agenttest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/artifact"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded"
@@ -267,4 +269,23 @@ func Example(t testing.TB, file string) string {
 		}
 		dir = up
 	}
+}
+
+// PutArtifact puts data into the mesh under name as mesh artifact put
+// does (the bytes uploaded to the bucket, then recorded by the
+// controller), and answers its digest.
+func (m *Mesh) PutArtifact(name string, data []byte) string {
+	m.T.Helper()
+	digest, size, err := artifact.Hash(bytes.NewReader(data))
+	m.Must(err)
+	obs, err := artifact.Bucket(m.Ctx, m.H.Core.Store.JetStream())
+	m.Must(err)
+	_, err = obs.Put(m.Ctx, jetstream.ObjectMeta{Name: digest}, bytes.NewReader(data))
+	m.Must(err)
+	r, err := m.H.Artifacts.PutArtifact(m.Ctx, wire.ArtifactPutRequest{CommandID: wire.NewCommandID(), Name: name, Digest: digest, Size: size})
+	m.Must(err)
+	if r.Upload {
+		m.T.Fatalf("the controller did not find artifact %s in the bucket", name)
+	}
+	return digest
 }

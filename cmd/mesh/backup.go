@@ -30,7 +30,7 @@ const (
 // BackupCmd writes the stream and the controller's key to a directory.
 type BackupCmd struct {
 	Dir  string `arg:"" help:"A directory that does not exist yet, or is empty."`
-	JSON bool   `help:"Print {dir, stream, first_seq, last_seq, messages, sha256, taken_at, secrets} as JSON."`
+	JSON bool   `help:"Print {dir, stream, first_seq, last_seq, messages, sha256, taken_at, secrets, artifacts} as JSON."`
 }
 
 // BackedUp is backup --json: the manifest the backup holds (what restore
@@ -39,6 +39,8 @@ type BackedUp struct {
 	Dir string `json:"dir"`
 	store.BackupManifest
 	Secrets int `json:"secrets"`
+	// Artifacts is how many artifacts' bytes it holds (issue 32).
+	Artifacts int `json:"artifacts"`
 }
 
 func (c *BackupCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
@@ -90,16 +92,21 @@ func (c *BackupCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Ou
 	if err := os.WriteFile(filepath.Join(c.Dir, backupSalts), b, 0o600); err != nil {
 		return err
 	}
+	arts, err := saveArtifacts(ctx, st.JetStream(), c.Dir)
+	if err != nil {
+		return fmt.Errorf("the backup in %s is incomplete: %w", c.Dir, err)
+	}
 	b, _ = json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(c.Dir, backupManifest), b, 0o600); err != nil {
 		return err
 	}
 	if c.JSON {
-		return text.JSON(out.Out, BackedUp{Dir: c.Dir, BackupManifest: m, Secrets: len(salts)})
+		return text.JSON(out.Out, BackedUp{Dir: c.Dir, BackupManifest: m, Secrets: len(salts), Artifacts: arts})
 	}
 	fmt.Fprintf(out.Out, "backed up %d event(s) of stream %s (sequences %d to %d) to %s, sha256 %s\n", m.Messages, m.Stream, m.FirstSeq, m.LastSeq, c.Dir, m.SHA256[:12])
 	fmt.Fprintf(out.Out, "it holds the controller's secret key (%s) and the salts of %d secret(s) not forgotten (%s), both mode 0600: with the events they open those secrets, so keep it as you keep that key\n",
 		commands.KeyFile, len(salts), backupSalts)
+	fmt.Fprintf(out.Out, "it holds the bytes of %d artifact(s) (%s/)\n", arts, backupArtifacts)
 	return nil
 }
 
@@ -107,7 +114,7 @@ func (c *BackupCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Ou
 type RestoreCmd struct {
 	Dir   string `arg:"" type:"existingdir" help:"A directory mesh backup wrote."`
 	Force bool   `help:"Replace a stream that already holds events. What it holds is lost."`
-	JSON  bool   `help:"Print {dir, stream, first_seq, last_seq, messages, published, resumed_after, replaced, salts, salts_there, salts_carried} as JSON."`
+	JSON  bool   `help:"Print {dir, stream, first_seq, last_seq, messages, published, resumed_after, replaced, salts, salts_there, salts_carried, artifacts, artifacts_there} as JSON."`
 }
 
 // Restored is restore --json: the backup's manifest, how many events were
@@ -124,6 +131,10 @@ type Restored struct {
 	// SaltsCarried is false for a backup older than secrets: every secret
 	// setting must then be given again.
 	SaltsCarried bool `json:"salts_carried"`
+	// Artifacts is how many artifacts' bytes were put into the bus now,
+	// ArtifactsThere how many it held already (issue 32).
+	Artifacts      int `json:"artifacts"`
+	ArtifactsThere int `json:"artifacts_there"`
 }
 
 func (c *RestoreCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
@@ -181,6 +192,10 @@ func (c *RestoreCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.O
 	if res.Salts, res.SaltsThere, res.SaltsCarried, err = restoreSalts(ctx, st, c.Dir, say); err != nil {
 		return err
 	}
+	if res.Artifacts, res.ArtifactsThere, err = loadArtifacts(ctx, st.JetStream(), c.Dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(say, "restored the bytes of %d artifact(s) (%d there already)\n", res.Artifacts, res.ArtifactsThere)
 	if from > 1 {
 		res.ResumedAfter = from - 1
 		fmt.Fprintf(say, "resumed an interrupted restore after event %d\n", from-1)

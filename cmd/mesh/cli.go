@@ -28,6 +28,7 @@ type CLI struct {
 	Unassign    UnassignCmd         `cmd:"" group:"fleet" help:"Take a module off a node."`
 	Network     NetworkCmd          `cmd:"" group:"fleet" help:"The mesh's overlay network: its range, and each node's address."`
 	Seat        SeatCmd             `cmd:"" group:"fleet" help:"Seats: roles one module holds mesh-wide; their holders and handovers."`
+	Artifact    ArtifactCmd         `cmd:"" group:"fleet" help:"Artifacts: files stored in the mesh by their sha256, which manifests install (programs, archives)."`
 	Plan        PlanCmd             `cmd:"" group:"send" help:"What a node would be sent now, and how it differs from what it was sent."`
 	Push        PushCmd             `cmd:"" group:"send" help:"Compose, sign and send each node its declaration."`
 	Declare     DeclareCmd          `cmd:"" group:"send" help:"Send a node a hand-written declaration, numbered, chained and signed like any other."`

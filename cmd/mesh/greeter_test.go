@@ -28,6 +28,7 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 	home := t.TempDir()
 	listen := freeAddr(t)
 	start(t, "ready", "--home", home, "up", "--listen", listen)
+	putGreeter(t, home)
 	mustRun(t, home, "node", "enroll", "box")
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
 	mustRun(t, home, "module", "register", greeterOnAFreePort(t))
@@ -147,4 +148,18 @@ func greeterOnPath(t *testing.T) {
 	if greeter.err != nil {
 		t.Fatal(greeter.err)
 	}
+}
+
+// putGreeter puts the greeter, built here, into home's mesh as artifact
+// mesh-greeter, which examples/greeter.json installs and runs (issue 32).
+func putGreeter(t *testing.T, home string) {
+	t.Helper()
+	mustRun(t, home, "artifact", "put", greeterBinary(t))
+}
+
+// greeterBinary is the greeter, built once for this test binary.
+func greeterBinary(t *testing.T) string {
+	t.Helper()
+	greeterOnPath(t)
+	return filepath.Join(greeter.dir, "mesh-greeter")
 }

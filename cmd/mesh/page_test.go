@@ -59,6 +59,7 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	up := start(t, "ready", "--home", home, "up", "--listen", freeAddr(t), "--http", httpAddr)
 	mustRun(t, home, "node", "enroll", "box")
 	start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box"), "--root", filepath.Join(t.TempDir(), "root"))
+	putGreeter(t, home)
 	mustRun(t, home, "module", "register", "../../examples/greeter.json")
 	doc := filepath.Join(t.TempDir(), "motd.json")
 	if err := writeFile(doc, `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hi\n"}]}`); err != nil {

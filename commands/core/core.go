@@ -290,7 +290,7 @@ func Code(err error) string {
 	case errors.Is(err, aggregates.ErrUnknownNode), errors.Is(err, aggregates.ErrUnknownModule), errors.Is(err, aggregates.ErrUnknown):
 		return wire.CodeNotFound
 	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable),
-		errors.Is(err, aggregates.ErrContended):
+		errors.Is(err, aggregates.ErrContended), errors.Is(err, aggregates.ErrInUse):
 		return wire.CodeConflict
 	case errors.Is(err, wire.ErrReadOnly):
 		return wire.CodeUnavailable

@@ -21,6 +21,14 @@ func (h *Service) RegisterModule(ctx context.Context, r wire.RegisterRequest) (w
 	if err != nil {
 		return wire.Registered{}, aggregates.Refuse("register", r.File, aggregates.ErrInvalid, err.Error())
 	}
+	if len(m.Artifacts()) > 0 {
+		if err := h.CatchUp(ctx); err != nil {
+			return wire.Registered{}, err
+		}
+		if err := h.Proj.Read(func(v *projections.View) error { return resolveArtifacts(v, r.File, &m) }); err != nil {
+			return wire.Registered{}, err
+		}
+	}
 	var previous string
 	seq, err := core.Decide(ctx, h.Core, "register", events.ModuleAggregate(m.Module), r.CommandID,
 		func() *aggregates.Module { return aggregates.NewModule(m.Module) },

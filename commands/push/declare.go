@@ -15,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -39,6 +40,9 @@ func (h *Service) Declare(ctx context.Context, r wire.DeclareRequest) (wire.Push
 	}
 	content, err := parseBody(h.Mesh, r.Node, r.File, r.Body)
 	if err != nil {
+		return wire.PushedNode{}, err
+	}
+	if err := h.sizeArtifacts(r.File, &content); err != nil {
 		return wire.PushedNode{}, err
 	}
 	var ev events.DeclarationSent
@@ -85,7 +89,7 @@ func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
 		if r.Module == "" {
 			r.Module = declaredModule
 		}
-		res := manifest.Resource{Kind: r.Kind, Path: r.Path, Mode: r.Mode, Content: r.Content}
+		res := manifest.Resource{Kind: r.Kind, Path: r.Path, Mode: r.Mode, Content: r.Content, Artifact: r.Artifact, Digest: r.Digest}
 		if r.Kind == manifest.KindFile && r.Content == nil {
 			empty := ""
 			res.Content, r.Content = &empty, &empty
@@ -113,4 +117,26 @@ func parseBody(mesh, node, file, text string) (compose.Declaration, error) {
 		d.Receives = b.Receives
 	}
 	return d, nil
+}
+
+// sizeArtifacts gives each artifact resource of a hand-written declaration
+// its size from the log (issue 32), and refuses one naming no digest, or
+// one the mesh does not hold: the node could fetch neither.
+func (h *Service) sizeArtifacts(file string, d *compose.Declaration) error {
+	sizes := map[string]int64{}
+	if err := h.Proj.Read(func(v *projections.View) (err error) { sizes, err = v.ArtifactSizes(); return err }); err != nil {
+		return err
+	}
+	for i, r := range d.Resources {
+		if r.Kind != manifest.KindArtifact {
+			continue
+		}
+		size, ok := sizes[r.Digest]
+		if !ok {
+			return aggregates.Refuse("declare", file, aggregates.ErrInvalid,
+				fmt.Sprintf("the artifact at %s names digest %q, which the mesh does not hold: give the digest of one mesh artifact list shows", r.Path, r.Digest))
+		}
+		d.Resources[i].Size = size
+	}
+	return nil
 }

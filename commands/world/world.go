@@ -118,6 +118,9 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 		}
 		in.Nodes = append(in.Nodes, cn)
 	}
+	if in.Artifacts, err = v.ArtifactSizes(); err != nil {
+		return in, err
+	}
 	seats, err := v.Seats()
 	if err != nil {
 		return in, err

@@ -27,6 +27,8 @@ type AgentCmd struct {
 	Drift      string        `default:"correct" enum:"correct,report" help:"On drift: correct (put it back, reported as a corrective change) or report (leave it; the node is drifted until the next apply)."`
 	// LogKiB bounds each program's log (mesh logs), in KiB.
 	LogKiB int `name:"log-kib" default:"256" placeholder:"KIB" help:"How much of each program's newest output (stdout and stderr, mesh logs) the node keeps, in KiB: the oldest lines drop first; on disk under the state directory, at most twice it."`
+	// ArtifactCacheMiB bounds the artifacts kept under the state directory.
+	ArtifactCacheMiB int64 `name:"artifact-cache-mib" default:"1024" placeholder:"MIB" help:"How much of the artifacts fetched the node keeps under its state directory, in MiB, so that a re-apply fetches nothing: past it, those its declaration no longer installs go, least recently used first."`
 }
 
 func (c *AgentCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
@@ -105,7 +107,7 @@ func (c *AgentCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	}
 	defer nc.Close()
 	a, err := agent.Open(ctx, nc, agent.Config{Join: j, Root: c.Root, State: c.State, Log: log,
-		DriftEvery: c.CheckEvery, DriftReport: c.Drift == "report", LogBytes: c.LogKiB << 10,
+		DriftEvery: c.CheckEvery, DriftReport: c.Drift == "report", LogBytes: c.LogKiB << 10, ArtifactCacheBytes: c.ArtifactCacheMiB << 20,
 		// Under systemd (Type=notify), ready once it follows its node.
 		Observe: func(o agent.Observation) {
 			if o.Following {

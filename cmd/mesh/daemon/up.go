@@ -39,6 +39,7 @@ type UpCmd struct {
 	Memory  memoryFlag    `embed:""`
 	HTTP    httpFlag      `embed:""`
 	Live    liveFlag      `embed:""`
+	Art     artifactFlag  `embed:""`
 	Recon   reconcileFlag `embed:""`
 	Publish publishFlag   `embed:""`
 	TLS     bool          `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
@@ -63,6 +64,20 @@ func (f publishFlag) every() (int64, error) {
 		return -1, nil
 	}
 	return f.PublishEvery, nil
+}
+
+// artifactFlag bounds an artifact's size (issue 32): a put over it is
+// refused naming its size and the bound, before a byte is uploaded.
+type artifactFlag struct {
+	ArtifactMaxMiB int64 `name:"artifact-max-mib" default:"512" help:"The largest artifact mesh artifact put may store, in MiB (a program's binary, an archive: not a disk image)."`
+}
+
+// bytes is the bound as StartController takes it.
+func (f artifactFlag) bytes() (int64, error) {
+	if f.ArtifactMaxMiB < 1 {
+		return 0, cmdline.Usagef("--artifact-max-mib %d: give at least 1", f.ArtifactMaxMiB)
+	}
+	return f.ArtifactMaxMiB << 20, nil
 }
 
 // liveFlag is how long a node may be silent before it is unreachable.
@@ -170,6 +185,10 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	if err != nil {
 		return err
 	}
+	artifactMax, err := u.Art.bytes()
+	if err != nil {
+		return err
+	}
 	host, port, err := cmdline.SplitListen(u.Listen)
 	if err != nil {
 		return err
@@ -220,7 +239,7 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	defer nc.Close()
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics, UnreachableAfter: bound,
-		Cut: srv.CutUsers, Reconcile: recon, PublishEvery: publish})
+		Cut: srv.CutUsers, Reconcile: recon, PublishEvery: publish, ArtifactMax: artifactMax})
 	if err != nil {
 		return err
 	}
@@ -264,6 +283,7 @@ type ServeCmd struct {
 	Memory   memoryFlag    `embed:""`
 	HTTP     httpFlag      `embed:""`
 	Live     liveFlag      `embed:""`
+	Art      artifactFlag  `embed:""`
 	Recon    reconcileFlag `embed:""`
 	Publish  publishFlag   `embed:""`
 }
@@ -294,6 +314,10 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		return err
 	}
 	publish, err := s.Publish.every()
+	if err != nil {
+		return err
+	}
+	artifactMax, err := s.Art.bytes()
 	if err != nil {
 		return err
 	}
@@ -335,7 +359,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
-		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon, PublishEvery: publish,
+		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon, PublishEvery: publish, ArtifactMax: artifactMax,
 	})
 	if err != nil {
 		return err

@@ -155,7 +155,7 @@ func Node(w io.Writer, n wire.NodeView) error {
 		fmt.Fprintf(tw, "detected\t%s (capabilities its agent found, beside those declared)\n", OrNone(strings.Join(n.Detected, ", ")))
 	}
 	for _, rt := range n.Runtimes {
-		fmt.Fprintf(tw, "runs\t%s %s since %s: %s%s\n", rt.Module, rt.State, Time(rt.Since), rt.Detail, HealthNote(rt))
+		fmt.Fprintf(tw, "runs\t%s %s since %s: %s%s%s\n", rt.Module, rt.State, Time(rt.Since), rt.Detail, ArtifactNote(rt), HealthNote(rt))
 	}
 	fmt.Fprintf(tw, "version\t%d\n", n.Version)
 	return tw.Flush()

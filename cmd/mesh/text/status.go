@@ -80,7 +80,7 @@ func Status(out io.Writer, s wire.StatusReport) {
 		if !rt.Well() {
 			down++
 		}
-		fmt.Fprintf(w, "%s on %s %s since %s: %s%s\n", rt.Module, rt.Node, rt.State, Time(rt.Since), rt.Detail, HealthNote(rt))
+		fmt.Fprintf(w, "%s on %s %s since %s: %s%s%s\n", rt.Module, rt.Node, rt.State, Time(rt.Since), rt.Detail, ArtifactNote(rt), HealthNote(rt))
 	}
 	for _, r := range s.Rollouts {
 		fmt.Fprintf(w, "rollout %s; %d of %d node(s) applied its build\n", RolloutLine(r.Rollout), r.Applied, r.Total)
