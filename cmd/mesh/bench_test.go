@@ -20,7 +20,7 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 		t.Skip("starts two buses, two controllers and two fleets")
 	}
 	dir := filepath.Join(t.TempDir(), "bench")
-	r := mesh(t, t.TempDir(), "bench", "--nodes", "20", "--agents", "5", "--pushes", "1", "--dir", dir,
+	r := mesh(t, t.TempDir(), "bench", "--nodes", "20", "--agents", "5", "--pushes", "1", "--idle", "1s", "--dir", dir,
 		"--bound", "bus=0.000001", "--bound", "controller=1000000", "--bound", "real=1000000")
 	t.Log("\n" + r.out + r.err)
 	if r.code != 1 {
@@ -62,6 +62,7 @@ func TestBenchRefusesWhatItCannotMeasure(t *testing.T) {
 		{[]string{"--bound", "bus=0"}, "a bound is a ratio above 0"},
 		{[]string{"--nodes", "0"}, "give at least 1 simulated node"},
 		{[]string{"--pushes", "0"}, "--pushes 0: give at least 1"},
+		{[]string{"--idle", "1ms"}, "--idle 1ms: give at least 100ms"},
 		{[]string{"--dir", full}, "is not empty: mesh bench starts from nothing there"},
 	} {
 		r := mesh(t, t.TempDir(), append([]string{"bench"}, c.args...)...)

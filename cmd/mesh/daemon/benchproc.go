@@ -223,7 +223,7 @@ type pushFigures struct {
 	last [3]bench.Usage
 }
 
-// measuredPush measures each process at rest for benchIdle, then pushes
+// measuredPush measures each process at rest for r.idle, then pushes
 // to every node as an operator does (mesh push, a process of its own that
 // no row counts) and waits for every report: the CPU of each process over
 // the push, less what it spends at rest over as long.
@@ -234,7 +234,7 @@ func (r benchRun) measuredPush(ctx context.Context, home, url string, f *benchCh
 		return p, err
 	}
 	select {
-	case <-time.After(benchIdle):
+	case <-time.After(r.idle):
 	case <-ctx.Done():
 		return p, ctx.Err()
 	}
