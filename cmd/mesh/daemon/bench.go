@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -67,7 +68,11 @@ func (c *BenchCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		if dir, err = os.MkdirTemp("", "mesh-bench-"); err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			// Ten thousand agents' roots take a while to remove.
+			fmt.Fprintf(out.Err, "removing %s\n", dir)
+			os.RemoveAll(dir)
+		}()
 	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return cmdline.Usagef("--dir %s is not empty: mesh bench starts from nothing there (give an empty or new directory)", dir)
 	}
@@ -115,14 +120,7 @@ func (c *BenchCmd) bounds() (bench.Bounds, error) {
 	for k, v := range c.Bound {
 		p, ok := rows[k]
 		if !ok {
-			names := slices.Sorted(func(yield func(string) bool) {
-				for n := range rows {
-					if !yield(n) {
-						return
-					}
-				}
-			})
-			return b, cmdline.Usagef("--bound %s=%g names no row: give one of %v", k, v, names)
+			return b, cmdline.Usagef("--bound %s=%g names no row: give one of %v", k, v, slices.Sorted(maps.Keys(rows)))
 		}
 		if v <= 0 {
 			return b, cmdline.Usagef("--bound %s=%g: a bound is a ratio above 0, such as 1.5", k, v)
