@@ -95,24 +95,39 @@ func (r Row) Ratio() float64 {
 	return float64(r.Median()) / float64(r.Floor)
 }
 
-// Over says whether the row has a bound and is above it.
-func (r Row) Over() bool { return r.Bound > 0 && r.Ratio() > r.Bound }
+// Measured says whether the row's processes spent any CPU the operating
+// system counted: a push of a few nodes can cost the controller less than
+// one of /proc's hundredths of a second, and a zero is then no figure at
+// all, neither within a bound nor over it.
+func (r Row) Measured() bool { return r.Median() > 0 && r.Floor > 0 }
 
-// Over are the rows above their bounds, and a sentence naming each by how
-// much ("" when none is).
+// Over says whether the row has a bound and is measured above it.
+func (r Row) Over() bool { return r.Bound > 0 && r.Measured() && r.Ratio() > r.Bound }
+
+// Over are the rows that fail the run, over their bound or with a bound
+// and no figure, and a sentence naming each ("" when none does).
 func (t Table) Over() ([]Row, string) {
-	var over []Row
-	var said []string
+	var over, unmeasured []Row
+	var said, names []string
 	for _, r := range t.Rows() {
-		if r.Over() {
+		switch {
+		case r.Over():
 			over = append(over, r)
 			said = append(said, fmt.Sprintf("%s at %.2fx (bound %.2gx, over by %.0f%%)", r.Name, r.Ratio(), r.Bound, (r.Ratio()/r.Bound-1)*100))
+		case r.Bound > 0 && !r.Measured():
+			unmeasured = append(unmeasured, r)
+			names = append(names, r.Name)
 		}
 	}
-	if len(over) == 0 {
-		return nil, ""
+	var parts []string
+	if len(over) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d row(s) over their bound: %s", len(over), len(t.Rows()), strings.Join(said, "; ")))
 	}
-	return over, fmt.Sprintf("%d of %d row(s) over their bound: %s", len(over), len(t.Rows()), strings.Join(said, "; "))
+	if len(unmeasured) > 0 {
+		parts = append(parts, fmt.Sprintf("%d row(s) with no figure, their processes' CPU a push below what the system counts (%s): give more --nodes or --agents",
+			len(unmeasured), strings.Join(names, ", ")))
+	}
+	return append(over, unmeasured...), strings.Join(parts, "; and ")
 }
 
 // Print writes the floor, the rows and each process's figures.
@@ -130,7 +145,10 @@ func (t Table) Print(w io.Writer) {
 		bound, verdict := "none", ""
 		if r.Bound > 0 {
 			bound, verdict = fmt.Sprintf("%.2gx", r.Bound), "within"
-			if r.Over() {
+			switch {
+			case !r.Measured():
+				verdict = "NO FIGURE"
+			case r.Over():
 				verdict = fmt.Sprintf("OVER by %.0f%%", (r.Ratio()/r.Bound-1)*100)
 			}
 		}

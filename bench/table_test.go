@@ -57,9 +57,16 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "controller at 1.50x") || !strings.Contains(said, "simulated nodes at 3.33x") {
 		t.Fatalf("impossible bounds: %d rows over, %q", len(over), said)
 	}
+	// A push too small for the system to count is no figure: with a
+	// bound, it fails the run rather than passing it at 0x.
+	tb.Bounds = Issue34
+	tb.Real.Controller.Pushes, tb.Real.Bus.Pushes = []time.Duration{0}, []time.Duration{0}
+	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "1 row(s) with no figure") || !strings.Contains(said, "(controller + bus, real agents): give more --nodes or --agents") {
+		t.Fatalf("an unmeasured row: %d rows fail, %q", len(over), said)
+	}
 	var out bytes.Buffer
 	tb.Print(&out)
-	for _, line := range []string{"ed25519 sign of 1200 bytes", "controller + bus, real agents", "OVER by", "real agents, 5000 node(s)"} {
+	for _, line := range []string{"ed25519 sign of 1200 bytes", "controller + bus, real agents", "OVER by", "NO FIGURE", "real agents, 5000 node(s)"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the table does not say %q:\n%s", line, out.String())
 		}

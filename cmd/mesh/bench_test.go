@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,27 +21,37 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 		t.Skip("starts two buses, two controllers and two fleets")
 	}
 	dir := filepath.Join(t.TempDir(), "bench")
-	r := mesh(t, t.TempDir(), "bench", "--nodes", "20", "--agents", "5", "--pushes", "1", "--idle", "1s", "--dir", dir,
+	// A process of its own, as an operator runs it: the bus's row is this
+	// process's CPU, which the tests beside it would otherwise add to.
+	cmd := exec.Command(os.Args[0], "--home", t.TempDir(), "bench", "--nodes", "100", "--agents", "10", "--pushes", "1", "--idle", "1s", "--dir", dir,
 		"--bound", "bus=0.000001", "--bound", "controller=1000000", "--bound", "real=1000000")
-	t.Log("\n" + r.out + r.err)
-	if r.code != 1 {
-		t.Fatalf("a bound nobody could meet: exit %d, want 1", r.code)
+	cmd.Env = append(os.Environ(), "MESH_TEST_MAIN=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	out, errs := stdout.String(), stderr.String()
+	t.Log("\n" + out + errs)
+	if cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("a bound nobody could meet: %v, want exit 1", err)
 	}
+	// A tiny fleet may cost a process less than the system counts: such a
+	// row says it has no figure, and fails the run too.
+	verdict := `(none|\S+x +(within|OVER by \d+%|NO FIGURE))`
 	for _, row := range []string{"controller", "bus \\(nats-server\\)", "simulated nodes", "controller \\+ bus, real agents"} {
-		re := regexp.MustCompile(`(?m)^  ` + row + ` +\d+\.\d µs \(\d+\.\d-\d+\.\d\) +\d+\.\d µs \([^)]+\) +\d+\.\d\dx +(none|\S+x +(within|OVER by \d+%))\s*$`)
-		if !re.MatchString(r.out) {
+		re := regexp.MustCompile(`(?m)^  ` + row + ` +\d+\.\d µs \(\d+\.\d-\d+\.\d\) +\d+\.\d µs \([^)]+\) +\d+\.\d\dx +` + verdict + `\s*$`)
+		if !re.MatchString(out) {
 			t.Errorf("no row %s with its figure, floor, ratio and verdict", row)
 		}
 	}
-	if !strings.Contains(r.out, "OVER by") || strings.Count(r.out, "within") != 2 {
-		t.Error("the bus is not said to be over, or the two rows within their bounds are not said to be")
+	if !regexp.MustCompile(`(?m)^  bus \(nats-server\) .*(OVER by \d+%|NO FIGURE)\s*$`).MatchString(out) || strings.Contains(out, "every row within its bound") {
+		t.Error("the bus, held to a bound nobody could meet, is not said to fail it")
 	}
-	procs := regexp.MustCompile(`(?m)^  (simulated, 20|real agents, 5) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s `).FindAllString(r.out, -1)
+	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s `).FindAllString(out, -1)
 	if len(procs) != 6 {
 		t.Errorf("%d lines of CPU seconds per process, want 6 (three processes, two fleets)", len(procs))
 	}
-	if !strings.Contains(r.err, "mesh: 1 of 4 row(s) over their bound: bus (nats-server) at ") {
-		t.Error("stderr does not name the row over its bound")
+	if !regexp.MustCompile(`mesh: .*bus \(nats-server\)`).MatchString(errs) {
+		t.Error("stderr does not name the bus's row")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "real", "controller.log")); err != nil {
 		t.Errorf("a --dir given is kept, with each process's log: %v", err)

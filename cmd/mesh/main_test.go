@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/cmd/mesh/cmdline"
-	"github.com/meshctl/mesh/cmd/mesh/daemon"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
@@ -40,9 +39,6 @@ func TestMain(m *testing.M) {
 	// callout: bounded by Settle here, as every wait of the tests is, so a
 	// loaded box is not taken for an unreachable bus.
 	cmdline.ConnectTimeout = embeddedtest.Settle
-	// mesh bench starts this binary as its controller and fleets: it is
-	// mesh only when told so.
-	daemon.ChildEnv = []string{"MESH_TEST_MAIN=1"}
 	// The box's zone is not UTC here, whatever the machine's: a time that
 	// reaches an answer without passing through UTC then carries +05:30,
 	// and TestEveryJSONAnswerFollowsTheOneRule names it (the promise is

@@ -43,10 +43,6 @@ func (c *BenchCmd) Help() string {
 		"controller (mesh serve) and each fleet (mesh fleet) in processes of their own."
 }
 
-// ChildEnv is added to the environment of the processes mesh bench starts
-// (the tests set it: their binary is mesh only when told so).
-var ChildEnv []string
-
 // benchWait is how long a fleet may take to follow, or to report a push,
 // before the run gives up on the machine.
 const benchWait = 3 * time.Minute

@@ -31,7 +31,8 @@ type benchChild struct {
 
 // command is this binary with the home and bus of a phase, and an
 // environment naming no other bus (MESH_NATS_URL beside --bus that
-// disagreed would be refused).
+// disagreed would be refused). The rest of the environment is passed on:
+// a test's binary is mesh by it (MESH_TEST_MAIN).
 func (r benchRun) command(ctx context.Context, home, url string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, r.bin, append([]string{"--home", home, "--bus", url}, args...)...)
 	for _, kv := range os.Environ() {
@@ -39,7 +40,6 @@ func (r benchRun) command(ctx context.Context, home, url string, args ...string)
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, ChildEnv...)
 	// Stopped as an operator stops it, so it ends its connections and
 	// its home's lock itself; killed only if it does not.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
