@@ -114,11 +114,43 @@ const sealLabel = "declaration seal"
 // MAC is the MACHeader value of a message with subject and data under key.
 // The subject is inside it, so a message cannot be moved to another.
 func MAC(key []byte, subject string, data []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(subject))
-	m.Write([]byte{0})
-	m.Write(data)
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+	return macWith(hmac.New(sha256.New, key), subject, data)
+}
+
+func macWith(h hash.Hash, subject string, data []byte) string {
+	io.WriteString(h, subject)
+	h.Write([]byte{0})
+	h.Write(data)
+	var sum [sha256.Size]byte
+	return base64.StdEncoding.EncodeToString(h.Sum(sum[:0]))
+}
+
+// MACs makes the MACs of many messages under one key (the controller's
+// appends), keeping keyed hashes to reset rather than make again: making
+// one hashes the key's two pads and allocates the hash's states, which a
+// push paid for every one of its ten thousand appends. Safe for concurrent
+// use; MAC(key, ...) is the same value.
+type MACs struct {
+	key  []byte
+	pool sync.Pool
+}
+
+// NewMACs makes MACs under key.
+func NewMACs(key []byte) *MACs { return &MACs{key: key} }
+
+// Key is the key m makes MACs under.
+func (m *MACs) Key() []byte { return m.key }
+
+// MAC is MAC(m.Key(), subject, data).
+func (m *MACs) MAC(subject string, data []byte) string {
+	h, _ := m.pool.Get().(hash.Hash)
+	if h == nil {
+		h = hmac.New(sha256.New, m.key)
+	} else {
+		h.Reset()
+	}
+	defer m.pool.Put(h)
+	return macWith(h, subject, data)
 }
 
 // CheckMAC reports whether got is the MAC of subject and data under key.

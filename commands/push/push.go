@@ -182,7 +182,6 @@ type targets struct {
 // within, when not nil (a push --selector), bounds every round.
 func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest, round int) (targets, error) {
 	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
-	var in compose.Input
 	var version uint64
 	var drifts map[string]projections.Drift
 	err := h.Proj.Read(func(v *projections.View) error {
@@ -197,13 +196,12 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 			t.rows[n.Name] = n
 		}
 		version = v.CompositionVersion()
-		in, err = h.Input(v)
+		t.w, err = h.WorldAt(v)
 		return err
 	})
 	if err != nil {
 		return t, err
 	}
-	t.w = compose.NewWorld(in)
 	var composed map[string]world.Would
 	if r.Behind || r.Node != "" && round == 0 {
 		// From the same view as the rows: the states are of one instant.

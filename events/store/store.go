@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/declaration"
@@ -48,6 +50,9 @@ type Store struct {
 	// the fold sets aside a message under mesh.ev without a good one. Nil
 	// on a store that appends nothing (a client's, a node's).
 	MAC []byte
+	// macs makes MACs under MAC with keyed hashes kept between appends
+	// (made again when MAC changes).
+	macs atomic.Pointer[declaration.MACs]
 }
 
 // Open asserts the stream (create or update, idempotent) and returns a store
@@ -307,9 +312,20 @@ func (s *Store) message(agg events.AggregateID, commandID string, i int, at time
 	m.Data = data
 	m.Header.Set(jetstream.MsgIDHeader, events.EventID(commandID, i))
 	if s.MAC != nil {
-		m.Header.Set(events.MACHeader, declaration.MAC(s.MAC, m.Subject, data))
+		m.Header.Set(events.MACHeader, s.mac(m.Subject, data))
 	}
 	return m, nil
+}
+
+// mac is declaration.MAC(s.MAC, subject, data), by a keyed hash an
+// earlier append made.
+func (s *Store) mac(subject string, data []byte) string {
+	m := s.macs.Load()
+	if m == nil || !bytes.Equal(m.Key(), s.MAC) {
+		m = declaration.NewMACs(s.MAC)
+		s.macs.Store(m)
+	}
+	return m.MAC(subject, data)
 }
 
 // expect makes m a checked write on agg's one canonical filter.

@@ -1,7 +1,9 @@
 // Package daemon holds the commands that run the mesh rather than ask it:
 // mesh up and serve (the bus, the controller, its HTTP listener and the
-// reconciler), mesh agent on a node, and mesh fleet, the load harness of
-// real agents. They stand on cmdline, as the verbs in package main do.
+// reconciler), mesh agent on a node, mesh fleet, the load harness of
+// real agents, and mesh bench, which runs a bus, a controller and fleets as
+// processes of their own and measures each against the machine's floor.
+// They stand on cmdline, as the verbs in package main do.
 package daemon
 
 // Examples for their --help, as every command has (issue 16).

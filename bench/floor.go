@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Costs are the floor of this machine: the CPU time one operation takes,
+// the bus's and the client's together (both run in this process, over
+// loopback TCP as the mesh's processes talk).
+type Costs struct {
+	// Sign is one ed25519 signature of a declaration's bytes.
+	Sign time.Duration
+	// Publish is one JetStream publish with the headers every append
+	// carries (a Msg-Id, an expectation on its aggregate's filter, the
+	// controller's MAC), in flight together as a push's are, acknowledged.
+	Publish time.Duration
+	// Read is one message of an ordered consumer, its metadata read, as
+	// the fold's consumer reads the log.
+	Read time.Duration
+}
+
+// Payload is the size of the messages the floor signs, publishes and
+// reads: about that of a DeclarationSent of mesh bench's module to one
+// node (measured in its stream: 1,190 to 1,230 bytes), so the floor moves
+// the same bytes the mesh does.
+const Payload = 1200
+
+// window is how many publishes the floor keeps in flight, as
+// events/store's AppendMany does.
+const window = 2000
+
+// Floor measures the floor with ops operations of each kind, rounds
+// times, on a bus of its own in dir, and keeps each operation's least
+// (noise from other work on the machine only ever adds).
+func Floor(ctx context.Context, dir string, ops, rounds int) (Costs, error) {
+	if ops < 1 || rounds < 1 {
+		return Costs{}, errors.New("bench: the floor needs at least one operation and one round")
+	}
+	srv, err := embedded.Start(ctx, embedded.Options{Dir: dir, Port: -1})
+	if err != nil {
+		return Costs{}, err
+	}
+	defer srv.Close()
+	nc, err := nats.Connect(srv.ClientURL(), nats.Name("mesh bench floor"))
+	if err != nil {
+		return Costs{}, fmt.Errorf("bench: cannot connect to the floor's bus: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*window))
+	if err != nil {
+		return Costs{}, err
+	}
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FLOOR", Subjects: []string{"floor.>"}, Storage: jetstream.FileStorage})
+	if err != nil {
+		return Costs{}, fmt.Errorf("bench: cannot create the floor's stream: %w", err)
+	}
+	payload := make([]byte, Payload)
+	rand.Read(payload)
+	var best Costs
+	for r := range rounds {
+		sign, err := perOp(ops, func() error { return signAll(payload, ops) })
+		if err != nil {
+			return Costs{}, err
+		}
+		info, err := stream.Info(ctx)
+		if err != nil {
+			return Costs{}, err
+		}
+		from := info.State.LastSeq + 1
+		publish, err := perOp(ops, func() error { return publishAll(ctx, js, payload, r, ops) })
+		if err != nil {
+			return Costs{}, err
+		}
+		read, err := perOp(ops, func() error { return readAll(ctx, js, from, ops) })
+		if err != nil {
+			return Costs{}, err
+		}
+		c := Costs{Sign: sign, Publish: publish, Read: read}
+		if r == 0 {
+			best = c
+		}
+		best = Costs{Sign: min(best.Sign, c.Sign), Publish: min(best.Publish, c.Publish), Read: min(best.Read, c.Read)}
+	}
+	return best, nil
+}
+
+// perOp is the CPU time this process spends in do, divided by ops.
+func perOp(ops int, do func() error) (time.Duration, error) {
+	before, err := Self()
+	if err != nil {
+		return 0, err
+	}
+	if err := do(); err != nil {
+		return 0, err
+	}
+	after, err := Self()
+	if err != nil {
+		return 0, err
+	}
+	return (after.CPU - before.CPU) / time.Duration(ops), nil
+}
+
+func signAll(payload []byte, ops int) error {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	for range ops {
+		ed25519.Sign(key, payload)
+	}
+	return nil
+}
+
+// publishAll appends ops messages, each the first on its own aggregate's
+// subject as a node's declaration is on its own, with the headers of an
+// append (events/store's message and expect).
+func publishAll(ctx context.Context, js jetstream.JetStream, payload []byte, round, ops int) error {
+	mac := "bWVzaCBiZW5jaDogYSBNQUMncyBsZW5ndGggaW4gYmFzZTY0"
+	for start := 0; start < ops; start += window {
+		end := min(start+window, ops)
+		futures := make([]jetstream.PubAckFuture, 0, end-start)
+		for i := start; i < end; i++ {
+			agg := "floor.node.r" + strconv.Itoa(round) + "n" + strconv.Itoa(i)
+			m := nats.NewMsg(agg + ".DeclarationSent")
+			m.Data = payload
+			m.Header.Set(jetstream.MsgIDHeader, agg+"/0")
+			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+			m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, agg+".>")
+			m.Header.Set(events.MACHeader, mac)
+			f, err := js.PublishMsgAsync(m)
+			if err != nil {
+				return fmt.Errorf("bench: the floor cannot publish: %w", err)
+			}
+			futures = append(futures, f)
+		}
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return fmt.Errorf("bench: the floor's publish was refused: %w", err)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// readAll reads ops messages from the stream's sequence from, by one
+// ordered consumer with the pull size the mesh's raw-read benchmarks use.
+func readAll(ctx context.Context, js jetstream.JetStream, from uint64, ops int) error {
+	cons, err := js.OrderedConsumer(ctx, "FLOOR", jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
+	if err != nil {
+		return fmt.Errorf("bench: the floor cannot read its stream: %w", err)
+	}
+	done := make(chan struct{})
+	n := 0
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if _, err := m.Metadata(); err != nil {
+			return
+		}
+		if n++; n == ops {
+			close(done)
+		}
+	}, jetstream.PullMaxMessages(5000))
+	if err != nil {
+		return fmt.Errorf("bench: the floor cannot read its stream: %w", err)
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

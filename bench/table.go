@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Process is one process of a phase as the operating system counted it.
+type Process struct {
+	Name string
+	// Pushes is the CPU time of each push above what the process spends
+	// at rest over as long (agents' beats and periodic reads are not a
+	// push's).
+	Pushes []time.Duration
+	// Idle is its CPU seconds per second at rest, measured before each
+	// push (the median).
+	Idle float64
+	// RSS and Peak are its resident memory after the pushes, and at its
+	// highest.
+	RSS, Peak int64
+}
+
+// Phase is one fleet pushed several times: the simulated one (mesh fleet
+// --simulate on an open bus) or the real agents (mesh fleet on a closed
+// one), each with a bus and a controller of its own.
+type Phase struct {
+	Name string
+	// Sent is how many nodes each push sent.
+	Sent                   []int
+	Controller, Bus, Fleet Process
+}
+
+// Bounds are each row's bound on its ratio; 0 is none.
+type Bounds struct {
+	Controller, Bus, Nodes, Real float64
+}
+
+// Issue34 are the bounds of issue 34: the controller at most 1.5 times its
+// floor and the bus 1.3; controller and bus with real agents at most 1.3
+// times what they spend with simulated ones. The simulated nodes are the
+// harness, not the mesh: measured, not bounded.
+var Issue34 = Bounds{Controller: 1.5, Bus: 1.3, Real: 1.3}
+
+// Table is one run of mesh bench.
+type Table struct {
+	Floor           Costs
+	Ops, Rounds     int
+	Simulated, Real Phase
+	Bounds          Bounds
+}
+
+// Row is one line of issue 34's table: the mesh's CPU per node and per
+// push, each push's, against its floor.
+type Row struct {
+	Name string
+	// Key names the row in --bound.
+	Key  string
+	Mesh []time.Duration
+	// Floor is what the row is held against, and Against says what it is.
+	Floor   time.Duration
+	Against string
+	Bound   float64
+}
+
+// Rows are the table's rows, in issue 34's order. The real agents' row is
+// left out when the run had none.
+func (t Table) Rows() []Row {
+	sim := t.Simulated
+	rows := []Row{
+		{Name: "controller", Key: "controller", Mesh: perNode(sim.Controller.Pushes, sim.Sent), Floor: t.Floor.Sign + 2*t.Floor.Read, Against: "floor: a sign, two reads", Bound: t.Bounds.Controller},
+		{Name: "bus (nats-server)", Key: "bus", Mesh: perNode(sim.Bus.Pushes, sim.Sent), Floor: 2 * t.Floor.Publish, Against: "floor: two publishes", Bound: t.Bounds.Bus},
+		{Name: "simulated nodes", Key: "nodes", Mesh: perNode(sim.Fleet.Pushes, sim.Sent), Floor: t.Floor.Sign + t.Floor.Read, Against: "floor: a sign, a read", Bound: t.Bounds.Nodes},
+	}
+	if len(t.Real.Sent) > 0 {
+		simulated := median(perNode(sum(sim.Controller.Pushes, sim.Bus.Pushes), sim.Sent))
+		rows = append(rows, Row{Name: "controller + bus, real agents", Key: "real", Mesh: perNode(sum(t.Real.Controller.Pushes, t.Real.Bus.Pushes), t.Real.Sent),
+			Floor: simulated, Against: "the same, simulated nodes", Bound: t.Bounds.Real})
+	}
+	return rows
+}
+
+// Median is the row's figure: the median push (the lower of the middle
+// two when there are even many).
+func (r Row) Median() time.Duration { return median(r.Mesh) }
+
+// Ratio is the median against the floor; 0 when there is no floor.
+func (r Row) Ratio() float64 {
+	if r.Floor <= 0 {
+		return 0
+	}
+	return float64(r.Median()) / float64(r.Floor)
+}
+
+// Measured says whether the row's processes spent any CPU the operating
+// system counted: a push of a few nodes can cost the controller less than
+// one of /proc's hundredths of a second, and a zero is then no figure at
+// all, neither within a bound nor over it.
+func (r Row) Measured() bool { return r.Median() > 0 && r.Floor > 0 }
+
+// Over says whether the row has a bound and is measured above it.
+func (r Row) Over() bool { return r.Bound > 0 && r.Measured() && r.Ratio() > r.Bound }
+
+// Over are the rows that fail the run, over their bound or with a bound
+// and no figure, and a sentence naming each ("" when none does).
+func (t Table) Over() ([]Row, string) {
+	var over, unmeasured []Row
+	var said, names []string
+	for _, r := range t.Rows() {
+		switch {
+		case r.Over():
+			over = append(over, r)
+			said = append(said, fmt.Sprintf("%s at %.2fx (bound %.2gx, over by %.0f%%)", r.Name, r.Ratio(), r.Bound, (r.Ratio()/r.Bound-1)*100))
+		case r.Bound > 0 && !r.Measured():
+			unmeasured = append(unmeasured, r)
+			names = append(names, r.Name)
+		}
+	}
+	var parts []string
+	if len(over) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d row(s) over their bound: %s", len(over), len(t.Rows()), strings.Join(said, "; ")))
+	}
+	if len(unmeasured) > 0 {
+		parts = append(parts, fmt.Sprintf("%d row(s) with no figure, their processes' CPU a push below what the system counts (%s): give more --nodes or --agents",
+			len(unmeasured), strings.Join(names, ", ")))
+	}
+	return append(over, unmeasured...), strings.Join(parts, "; and ")
+}
+
+// Print writes the floor, the rows and each process's figures.
+func (t Table) Print(w io.Writer) {
+	fmt.Fprintf(w, "floor of this machine, CPU per operation (bus and client in one process; the least of %d round(s) of %d):\n", t.Rounds, t.Ops)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  ed25519 sign of %d bytes\t%s\n", Payload, us(t.Floor.Sign))
+	fmt.Fprintf(tw, "  JetStream publish with the mesh's headers\t%s\n", us(t.Floor.Publish))
+	fmt.Fprintf(tw, "  ordered read\t%s\n", us(t.Floor.Read))
+	tw.Flush()
+	fmt.Fprintf(w, "\nper node, per push (CPU above idle; the median of %d push(es), min-max in brackets):\n", len(t.Simulated.Sent))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  row\tmesh\tagainst\tratio\tbound\t")
+	for _, r := range t.Rows() {
+		bound, verdict := "none", ""
+		if r.Bound > 0 {
+			bound, verdict = fmt.Sprintf("%.2gx", r.Bound), "within"
+			switch {
+			case !r.Measured():
+				verdict = "NO FIGURE"
+			case r.Over():
+				verdict = fmt.Sprintf("OVER by %.0f%%", (r.Ratio()/r.Bound-1)*100)
+			}
+		}
+		lo, hi := slices.Min(r.Mesh), slices.Max(r.Mesh)
+		fmt.Fprintf(tw, "  %s\t%s (%.1f-%.1f)\t%s (%s)\t%.2fx\t%s\t%s\n", r.Name, us(r.Median()), micro(lo), micro(hi), us(r.Floor), r.Against, r.Ratio(), bound, verdict)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nper process: CPU seconds a push above idle (median, min-max), at rest (CPU seconds a second), resident memory after the pushes / at its peak:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, ph := range []Phase{t.Simulated, t.Real} {
+		if len(ph.Sent) == 0 {
+			continue
+		}
+		for _, p := range []Process{ph.Controller, ph.Bus, ph.Fleet} {
+			fmt.Fprintf(tw, "  %s, %d node(s)\t%s\t%.2f s (%.2f-%.2f)\tat rest %.3f/s\t%d / %d MiB\n", ph.Name, slices.Max(ph.Sent), p.Name,
+				median(p.Pushes).Seconds(), slices.Min(p.Pushes).Seconds(), slices.Max(p.Pushes).Seconds(), p.Idle, p.RSS>>20, p.Peak>>20)
+		}
+	}
+	tw.Flush()
+}
+
+// perNode divides each push's CPU by the nodes it sent.
+func perNode(cpu []time.Duration, sent []int) []time.Duration {
+	out := make([]time.Duration, len(cpu))
+	for i, c := range cpu {
+		out[i] = c / time.Duration(max(sent[i], 1))
+	}
+	return out
+}
+
+func sum(a, b []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(a))
+	for i := range a {
+		out[i] = a[i] + b[i]
+	}
+	return out
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(d))
+	return s[(len(s)-1)/2]
+}
+
+// us prints a duration in microseconds with one decimal.
+func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", micro(d)) }
+
+func micro(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

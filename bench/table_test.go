@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A table of known figures: each row is the median push per node against
+// its floor, and the exit rule holds each ratio to its bound.
+func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
+	t.Parallel()
+	s := time.Second
+	tb := Table{
+		Floor: Costs{Sign: 20 * time.Microsecond, Publish: 25 * time.Microsecond, Read: 10 * time.Microsecond},
+		Ops:   1000, Rounds: 3,
+		Simulated: Phase{Name: "simulated", Sent: []int{10_000, 10_000, 10_000},
+			// 0.55 s over 10,000 nodes is 55 µs: 1.375 times 40 µs.
+			Controller: Process{Name: "controller", Pushes: []time.Duration{s * 6 / 10, s * 55 / 100, s * 7 / 10}},
+			// 0.7 s: 70 µs, 1.4 times two publishes.
+			Bus:   Process{Name: "bus", Pushes: []time.Duration{s * 7 / 10, s * 7 / 10, s * 7 / 10}},
+			Fleet: Process{Name: "fleet", Pushes: []time.Duration{s, s, s}}},
+		Real: Phase{Name: "real agents", Sent: []int{5_000},
+			// (0.3 + 0.4) s over 5,000: 140 µs, against 60 + 70 simulated.
+			Controller: Process{Name: "controller", Pushes: []time.Duration{s * 3 / 10}},
+			Bus:        Process{Name: "bus", Pushes: []time.Duration{s * 4 / 10}},
+			Fleet:      Process{Name: "fleet", Pushes: []time.Duration{s}}},
+		Bounds: Issue34,
+	}
+	rows := tb.Rows()
+	want := []struct {
+		key          string
+		median, flor time.Duration
+		over         bool
+	}{
+		{"controller", 60 * time.Microsecond, 40 * time.Microsecond, false},
+		{"bus", 70 * time.Microsecond, 50 * time.Microsecond, true},
+		{"nodes", 100 * time.Microsecond, 30 * time.Microsecond, false}, // no bound
+		{"real", 140 * time.Microsecond, 130 * time.Microsecond, false},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	}
+	for i, w := range want {
+		r := rows[i]
+		if r.Key != w.key || r.Median() != w.median || r.Floor != w.flor || r.Over() != w.over {
+			t.Errorf("row %s: median %s against %s, over %v; want %s: %s against %s, over %v", r.Key, r.Median(), r.Floor, r.Over(), w.key, w.median, w.flor, w.over)
+		}
+	}
+	over, said := tb.Over()
+	if len(over) != 1 || !strings.Contains(said, "1 of 4 row(s) over their bound: bus (nats-server) at 1.40x (bound 1.3x, over by 8%)") {
+		t.Fatalf("over: %d rows, %q", len(over), said)
+	}
+	// A bound nobody could meet fails every row it is given to.
+	tb.Bounds = Bounds{Controller: 0.01, Bus: 100, Nodes: 0.01, Real: 100}
+	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "controller at 1.50x") || !strings.Contains(said, "simulated nodes at 3.33x") {
+		t.Fatalf("impossible bounds: %d rows over, %q", len(over), said)
+	}
+	// A push too small for the system to count is no figure: with a
+	// bound, it fails the run rather than passing it at 0x.
+	tb.Bounds = Issue34
+	tb.Real.Controller.Pushes, tb.Real.Bus.Pushes = []time.Duration{0}, []time.Duration{0}
+	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "1 row(s) with no figure") || !strings.Contains(said, "(controller + bus, real agents): give more --nodes or --agents") {
+		t.Fatalf("an unmeasured row: %d rows fail, %q", len(over), said)
+	}
+	var out bytes.Buffer
+	tb.Print(&out)
+	for _, line := range []string{"ed25519 sign of 1200 bytes", "controller + bus, real agents", "OVER by", "NO FIGURE", "real agents, 5000 node(s)"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("the table does not say %q:\n%s", line, out.String())
+		}
+	}
+}
+
+// Without real agents the table has no row for them, rather than a ratio
+// against nothing.
+func TestATableWithoutRealAgentsHasNoRowForThem(t *testing.T) {
+	t.Parallel()
+	tb := Table{Floor: Costs{Sign: 1, Publish: 1, Read: 1}, Bounds: Issue34,
+		Simulated: Phase{Sent: []int{1}, Controller: Process{Pushes: []time.Duration{1}}, Bus: Process{Pushes: []time.Duration{1}}, Fleet: Process{Pushes: []time.Duration{1}}}}
+	for _, r := range tb.Rows() {
+		if r.Key == "real" {
+			t.Fatal("a run without real agents has a row for them")
+		}
+	}
+}

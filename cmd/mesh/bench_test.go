@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// mesh bench in small (issue 34): every row of the table, each with its
+// figure, floor, ratio and verdict, and a CPU line for every process; the
+// exit rule holds each ratio to its bound, so a bound nobody could meet
+// fails the run, names its row and by how much, and the rows within their
+// bounds are said to be. No figure is asserted: a tiny fleet on a loaded
+// box measures nothing worth holding to.
+func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts two buses, two controllers and two fleets")
+	}
+	dir := filepath.Join(t.TempDir(), "bench")
+	// A process of its own, as an operator runs it: the bus's row is this
+	// process's CPU, which the tests beside it would otherwise add to.
+	cmd := exec.Command(os.Args[0], "--home", t.TempDir(), "bench", "--nodes", "100", "--agents", "10", "--pushes", "1", "--idle", "1s", "--dir", dir,
+		"--bound", "bus=0.000001", "--bound", "controller=1000000", "--bound", "real=1000000")
+	cmd.Env = append(os.Environ(), "MESH_TEST_MAIN=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	out, errs := stdout.String(), stderr.String()
+	t.Log("\n" + out + errs)
+	if cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("a bound nobody could meet: %v, want exit 1", err)
+	}
+	// A tiny fleet may cost a process less than the system counts: such a
+	// row says it has no figure, and fails the run too.
+	verdict := `(none|\S+x +(within|OVER by \d+%|NO FIGURE))`
+	for _, row := range []string{"controller", "bus \\(nats-server\\)", "simulated nodes", "controller \\+ bus, real agents"} {
+		re := regexp.MustCompile(`(?m)^  ` + row + ` +\d+\.\d µs \(\d+\.\d-\d+\.\d\) +\d+\.\d µs \([^)]+\) +\d+\.\d\dx +` + verdict + `\s*$`)
+		if !re.MatchString(out) {
+			t.Errorf("no row %s with its figure, floor, ratio and verdict", row)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  bus \(nats-server\) .*(OVER by \d+%|NO FIGURE)\s*$`).MatchString(out) || strings.Contains(out, "every row within its bound") {
+		t.Error("the bus, held to a bound nobody could meet, is not said to fail it")
+	}
+	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s `).FindAllString(out, -1)
+	if len(procs) != 6 {
+		t.Errorf("%d lines of CPU seconds per process, want 6 (three processes, two fleets)", len(procs))
+	}
+	if !regexp.MustCompile(`mesh: .*bus \(nats-server\)`).MatchString(errs) {
+		t.Error("stderr does not name the bus's row")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "real", "controller.log")); err != nil {
+		t.Errorf("a --dir given is kept, with each process's log: %v", err)
+	}
+}
+
+// What mesh bench cannot do as asked it refuses before it starts anything,
+// in one sentence naming the remedy, and leaves a directory it was given
+// as it was.
+func TestBenchRefusesWhatItCannotMeasure(t *testing.T) {
+	t.Parallel()
+	full := t.TempDir()
+	os.WriteFile(filepath.Join(full, "keep"), []byte("mine"), 0o600)
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--bound", "memory=2"}, "--bound memory=2 names no row: give one of [bus controller nodes real]"},
+		{[]string{"--bound", "bus=0"}, "a bound is a ratio above 0"},
+		{[]string{"--nodes", "0"}, "give at least 1 simulated node"},
+		{[]string{"--pushes", "0"}, "--pushes 0: give at least 1"},
+		{[]string{"--idle", "1ms"}, "--idle 1ms: give at least 100ms"},
+		{[]string{"--dir", full}, "is not empty: mesh bench starts from nothing there"},
+	} {
+		r := mesh(t, t.TempDir(), append([]string{"bench"}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.err, c.says) || strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+			t.Errorf("mesh bench %v: exit %d, %q; want 2 and one line saying %q", c.args, r.code, r.err, c.says)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(full, "keep")); err != nil || string(b) != "mine" {
+		t.Errorf("the directory refused was changed: %q, %v", b, err)
+	}
+	if entries, _ := os.ReadDir(full); len(entries) != 1 {
+		t.Errorf("the directory refused holds %d entries, want its one", len(entries))
+	}
+}

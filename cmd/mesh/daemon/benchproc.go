@@ -1,0 +1,291 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/meshctl/mesh/bench"
+	"github.com/meshctl/mesh/wire"
+)
+
+// benchChild is a process mesh bench started: the controller or a fleet.
+type benchChild struct {
+	name   string
+	cmd    *exec.Cmd
+	log    string        // its stderr, kept in the run's directory
+	exited chan struct{} // closed once it has exited
+	lines  chan string   // its stdout, line by line (closed when it ends)
+}
+
+// command is this binary with the home and bus of a phase, and an
+// environment naming no other bus (MESH_NATS_URL beside --bus that
+// disagreed would be refused). The rest of the environment is passed on:
+// a test's binary is mesh by it (MESH_TEST_MAIN).
+func (r benchRun) command(ctx context.Context, home, url string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, r.bin, append([]string{"--home", home, "--bus", url}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MESH_NATS_URL=") && !strings.HasPrefix(kv, "NATS_URL=") && !strings.HasPrefix(kv, "MESH_HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	// Stopped as an operator stops it, so it ends its connections and
+	// its home's lock itself; killed only if it does not.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	return cmd
+}
+
+func (r benchRun) spawn(ctx context.Context, dir, home, url, name string, env []string, args ...string) (*benchChild, error) {
+	c := &benchChild{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{}), lines: make(chan string, 64)}
+	c.cmd = r.command(ctx, home, url, args...)
+	c.cmd.Env = append(c.cmd.Env, env...)
+	logf, err := os.Create(c.log)
+	if err != nil {
+		return nil, err
+	}
+	c.cmd.Stderr = logf
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	if err := c.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("cannot start the %s (%s): %w", name, r.bin, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+		c.cmd.Wait()
+		logf.Close()
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+func (c *benchChild) pid() int { return c.cmd.Process.Pid }
+
+// stop ends the process as Ctrl-C would, and waits for it.
+func (c *benchChild) stop() {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	go func() {
+		for range c.lines { // drained, or the process blocks writing
+		}
+	}()
+	select {
+	case <-c.exited:
+	case <-time.After(30 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// gone is the error of a process that ended before it should have,
+// with the last line it logged.
+func (c *benchChild) gone() error {
+	return fmt.Errorf("the %s exited (%v); %s", c.name, c.cmd.ProcessState, c.lastWords())
+}
+
+// lastWords is the last line the process logged: its log is removed with
+// a temporary directory.
+func (c *benchChild) lastWords() string {
+	b, _ := os.ReadFile(c.log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return "its last words: " + lines[len(lines)-1]
+}
+
+// startReady starts the controller and returns once it says it is ready,
+// by the protocol a systemd unit of Type=notify hears (notifyReady).
+func (r benchRun) startReady(ctx context.Context, dir, home, url string, args ...string) (*benchChild, error) {
+	sock := "@mesh-bench-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen for the controller's readiness: %w", err)
+	}
+	defer conn.Close()
+	ready := make(chan struct{})
+	go func() {
+		buf := make([]byte, 256)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			if bytes.Contains(buf[:n], []byte("READY=1")) {
+				close(ready)
+				return
+			}
+		}
+	}()
+	c, err := r.spawn(ctx, dir, home, url, "controller", []string{"NOTIFY_SOCKET=" + sock}, args...)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-ready:
+		return c, nil
+	case <-c.exited:
+		return nil, c.gone()
+	case <-ctx.Done():
+		c.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// The lines of mesh fleet mesh bench reads (FleetCmd.Run, watchRounds).
+var (
+	fleetFollows = regexp.MustCompile(`^\d+ (simulated )?agent\(s\) (connected and following|recorded their report keys and are listening) in `)
+	fleetRound   = regexp.MustCompile(`^(\d+) report\(s\) in .*: (\d+) applied, (\d+) failed, (\d+) refused$`)
+)
+
+// startFleet starts mesh fleet (enrolling and assigning its nodes itself)
+// and returns once every agent follows, saying its progress on stderr.
+func (r benchRun) startFleet(ctx context.Context, dir, home, url, name string, args ...string) (*benchChild, error) {
+	f, err := r.spawn(ctx, dir, home, url, "fleet", nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.After(benchWait)
+	for {
+		select {
+		case <-deadline:
+			f.stop()
+			return nil, fmt.Errorf("the fleet's agents did not all follow within %s: this machine is too busy to measure on now; %s", benchWait, f.lastWords())
+		case line, ok := <-f.lines:
+			if !ok {
+				<-f.exited
+				return nil, f.gone()
+			}
+			fmt.Fprintf(r.out.Err, "%s: %s\n", name, line)
+			if fleetFollows.MatchString(line) {
+				return f, nil
+			}
+		case <-ctx.Done():
+			f.stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// awaitReports reads the fleet's rounds until n reports came, every one
+// an application.
+func (f *benchChild) awaitReports(ctx context.Context, n int) error {
+	applied := 0
+	deadline := time.After(benchWait)
+	for applied < n {
+		select {
+		case <-deadline:
+			return fmt.Errorf("%d of %d node(s) reported within %s: this machine is too busy to measure on now; %s", applied, n, benchWait, f.lastWords())
+		case line, ok := <-f.lines:
+			if !ok {
+				<-f.exited
+				return f.gone()
+			}
+			m := fleetRound.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			a, _ := strconv.Atoi(m[2])
+			failed, _ := strconv.Atoi(m[3])
+			refused, _ := strconv.Atoi(m[4])
+			if failed+refused > 0 {
+				return fmt.Errorf("the fleet reported %d failed and %d refused: a bench measures a push every node applies; %s", failed, refused, f.lastWords())
+			}
+			applied += a
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// pushFigures are one push as the processes counted it (the controller,
+// the bus, the fleet, in that order).
+type pushFigures struct {
+	sent int
+	cpu  [3]time.Duration
+	idle [3]float64
+	last [3]bench.Usage
+}
+
+// measuredPush measures each process at rest for r.idle, then pushes
+// to every node as an operator does (mesh push, a process of its own that
+// no row counts) and waits for every report: the CPU of each process over
+// the push, less what it spends at rest over as long.
+func (r benchRun) measuredPush(ctx context.Context, home, url string, f *benchChild, pids []int) (pushFigures, error) {
+	var p pushFigures
+	t0, u0, err := usages(pids)
+	if err != nil {
+		return p, err
+	}
+	select {
+	case <-time.After(r.idle):
+	case <-ctx.Done():
+		return p, ctx.Err()
+	}
+	t1, u1, err := usages(pids)
+	if err != nil {
+		return p, err
+	}
+	var stderr bytes.Buffer
+	cmd := r.command(ctx, home, url, "push", "--json")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return p, fmt.Errorf("mesh push: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var reply wire.PushReply
+	if err := json.Unmarshal(out, &reply); err != nil {
+		return p, fmt.Errorf("mesh push --json printed what is not its reply: %w", err)
+	}
+	if len(reply.Unsent) > 0 {
+		return p, fmt.Errorf("the push left %d node(s) unsent, the first %s: %s", len(reply.Unsent), reply.Unsent[0].Node, reply.Unsent[0].Reason)
+	}
+	p.sent = len(reply.Sent)
+	if err := f.awaitReports(ctx, p.sent); err != nil {
+		return p, err
+	}
+	t2, u2, err := usages(pids)
+	if err != nil {
+		return p, err
+	}
+	for j := range pids {
+		p.idle[j] = (u1[j].CPU - u0[j].CPU).Seconds() / t1.Sub(t0).Seconds()
+		atRest := time.Duration(p.idle[j] * float64(t2.Sub(t1)))
+		p.cpu[j] = max(u2[j].CPU-u1[j].CPU-atRest, 0)
+		p.last[j] = u2[j]
+	}
+	return p, nil
+}
+
+// usages reads each process's usage now; pid 0 is this one.
+func usages(pids []int) (time.Time, []bench.Usage, error) {
+	out := make([]bench.Usage, len(pids))
+	for i, pid := range pids {
+		var err error
+		if pid == 0 {
+			out[i], err = bench.Self()
+		} else {
+			out[i], err = bench.Of(pid)
+		}
+		if err != nil {
+			return time.Time{}, nil, err
+		}
+	}
+	return time.Now(), out, nil
+}
