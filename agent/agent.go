@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/meshctl/mesh/artifact"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -288,12 +287,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			if o.keys, err = a.contentKeys(ctx, &o.d); err != nil {
 				return false, &waitingForKeys{err}
 			}
-			// Its artifacts, fetched and checked before anything is
-			// written: bytes that are not the signed digest refuse it.
-			var bad *artifact.MismatchError
-			if o.refusedArtifacts, err = a.fetchArtifacts(ctx, &o.d); errors.As(err, &bad) {
-				o.err = err
-			} else if err != nil {
+			if err := a.prepareArtifacts(ctx, &o); err != nil {
 				return false, &waitingForKeys{err}
 			}
 		}
