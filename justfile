@@ -38,6 +38,7 @@ bench:
 bench-million:
     go test ./projections/ -run '^$' -bench 'BenchmarkRebuild$' -benchtime 1x -timeout 30m
     go test ./commands/history/ -run '^$' -bench 'BenchmarkHistory$' -benchtime 3x -timeout 30m
+    MESH_BENCH_EVENTS=1000000 go test ./projections/ -run '^$' -bench 'BenchmarkStartFromPublished$' -benchtime 1x -timeout 30m
 
 # an artifact of 50 MiB fetched by 100 real agents against 100 raw object-store
 # gets, the CPU seconds of the bus and the controller each (issue 32; a few minutes)

@@ -41,6 +41,7 @@ type UpCmd struct {
 	Live    liveFlag      `embed:""`
 	Art     artifactFlag  `embed:""`
 	Recon   reconcileFlag `embed:""`
+	Publish publishFlag   `embed:""`
 	TLS     bool          `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
 	// Insecure allows a bus on the network in clear, said to be so.
 	Insecure bool `help:"Allow --listen on an address other machines reach without --tls: join strings and declarations then cross the network in clear."`
@@ -60,6 +61,23 @@ func (f artifactFlag) bytes() (int64, error) {
 		return 0, cmdline.Usagef("--artifact-max-mib %d: give at least 1", f.ArtifactMaxMiB)
 	}
 	return f.ArtifactMaxMiB << 20, nil
+}
+
+// publishFlag is how often the controller publishes a snapshot of its read
+// models to the bus, for a controller with none to start from.
+type publishFlag struct {
+	PublishEvery int64 `name:"publish-snapshot-every" default:"200000" placeholder:"EVENTS" help:"Publish a snapshot of the read models to the bus every this many events folded: a controller in a new or lost home starts from the newest and folds only the rest (0: never)."`
+}
+
+// every is the flag as StartController takes it (negative: never).
+func (f publishFlag) every() (int64, error) {
+	switch {
+	case f.PublishEvery < 0:
+		return 0, cmdline.Usagef("--publish-snapshot-every %d: give a number of events, or 0 for never", f.PublishEvery)
+	case f.PublishEvery == 0:
+		return -1, nil
+	}
+	return f.PublishEvery, nil
 }
 
 // liveFlag is how long a node may be silent before it is unreachable.
@@ -167,6 +185,10 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	if err != nil {
 		return err
 	}
+	publish, err := u.Publish.every()
+	if err != nil {
+		return err
+	}
 	host, port, err := cmdline.SplitListen(u.Listen)
 	if err != nil {
 		return err
@@ -217,7 +239,7 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	defer nc.Close()
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics, UnreachableAfter: bound,
-		Cut: srv.CutUsers, Reconcile: recon, ArtifactMax: artifactMax})
+		Cut: srv.CutUsers, Reconcile: recon, PublishEvery: publish, ArtifactMax: artifactMax})
 	if err != nil {
 		return err
 	}
@@ -263,6 +285,7 @@ type ServeCmd struct {
 	Live     liveFlag      `embed:""`
 	Art      artifactFlag  `embed:""`
 	Recon    reconcileFlag `embed:""`
+	Publish  publishFlag   `embed:""`
 }
 
 func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
@@ -291,6 +314,10 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		return err
 	}
 	artifactMax, err := s.Art.bytes()
+	if err != nil {
+		return err
+	}
+	publish, err := s.Publish.every()
 	if err != nil {
 		return err
 	}
@@ -332,7 +359,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
-		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon, ArtifactMax: artifactMax,
+		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon, PublishEvery: publish, ArtifactMax: artifactMax,
 	})
 	if err != nil {
 		return err
