@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/meshctl/mesh/artifact"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -296,12 +295,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			if o.keys, err = a.contentKeys(ctx, &o.d); err != nil {
 				return false, &waitingForKeys{err}
 			}
-			// Its artifacts, fetched and checked before anything is
-			// written: bytes that are not the signed digest refuse it.
-			var bad *artifact.MismatchError
-			if o.refusedArtifacts, err = a.fetchArtifacts(ctx, &o.d); errors.As(err, &bad) {
-				o.err = err
-			} else if err != nil {
+			if err := a.prepareArtifacts(ctx, &o); err != nil {
 				return false, &waitingForKeys{err}
 			}
 		}

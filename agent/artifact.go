@@ -40,6 +40,20 @@ const DefaultArtifactCacheBytes int64 = 1 << 30
 // artifactDir is the cache's directory.
 func (a *Agent) artifactDir() string { return filepath.Join(a.cfg.State, "artifacts") }
 
+// prepareArtifacts fetches and checks o's artifacts before anything of it
+// is written: bytes that are not the signed digest refuse it (o.err); an
+// error answered is one to read the declaration again for.
+func (a *Agent) prepareArtifacts(ctx context.Context, o *opened) error {
+	refused, err := a.fetchArtifacts(ctx, &o.d)
+	var bad *artifact.MismatchError
+	if errors.As(err, &bad) {
+		o.err = err
+		return nil
+	}
+	o.refusedArtifacts = refused
+	return err
+}
+
 // fetchArtifacts puts every artifact d installs into the cache. It
 // answers the digests the controller refused to hand, with why (their
 // resources fail at apply); a *artifact.MismatchError when bytes were not

@@ -59,6 +59,16 @@ func TestJSONOfTheWritesMatchTheirGoldenFilesForArtifacts(t *testing.T) {
 		t.Fatalf("after the refusals the list holds %+v (%v), not tool alone", list, err)
 	}
 
+	// A manifest naming an artifact the mesh does not hold is refused at
+	// registration, naming it and the remedy; nothing is registered.
+	nope := filepath.Join(dir, "nope.json")
+	if err := writeFile(nope, strings.ReplaceAll(toolManifest, `"artifact":"tool"`, `"artifact":"nope"`)); err != nil {
+		t.Fatal(err)
+	}
+	if r := mesh(t, home, "module", "register", nope); r.code != 1 || !strings.Contains(r.err, "mesh artifact put FILE --name nope") {
+		t.Fatalf("registering a module whose artifact the mesh does not hold: %+v", r)
+	}
+
 	// Installed by a module on a node: its removal is refused.
 	mf := filepath.Join(dir, "svc.json")
 	if err := writeFile(mf, toolManifest); err != nil {
