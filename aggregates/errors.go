@@ -23,6 +23,9 @@ var (
 	// stream sequence, a rollout's id) is no such thing: a refusal (exit
 	// 1), as an unknown node is, not a request not understood.
 	ErrUnknown = errors.New("no such thing")
+	// ErrForbidden: the operator who asked has a role that does not allow
+	// the verb (issue 33); the sentence names the role that would.
+	ErrForbidden = errors.New("the caller's role does not allow it")
 )
 
 // Error is a refusal by an aggregate: Op is the command ("enroll"), ID the
@@ -57,7 +60,7 @@ func refuse(op, id string, err error, format string, args ...any) error {
 var kinds = map[string]error{
 	"name-taken": ErrNameTaken, "unknown-node": ErrUnknownNode, "retired": ErrRetired,
 	"unknown-module": ErrUnknownModule, "invalid": ErrInvalid, "uncomposable": ErrUncomposable,
-	"contended": ErrContended, "unknown": ErrUnknown,
+	"contended": ErrContended, "unknown": ErrUnknown, "forbidden": ErrForbidden,
 }
 
 // Kind names err's refusal kind ("" when it is not a refusal).

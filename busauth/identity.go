@@ -161,17 +161,12 @@ func WriteOperatorKey(home string, controller nkeys.KeyPair) error {
 // a home without one belongs to an open bus, which asks for nothing.
 func OperatorOptions(home string) ([]nats.Option, error) {
 	path := filepath.Join(home, OperatorKeyFile)
-	seed, err := os.ReadFile(path)
+	kp, err := ReadOperatorKey(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the operator key: %w", err)
+		return nil, fmt.Errorf("%w; mesh up writes the home's again", err)
 	}
-	kp, err := nkeys.FromSeed(seed)
-	if err != nil {
-		return nil, fmt.Errorf("the operator key %s is not an nkeys seed: %v; mesh up writes it again", path, err)
-	}
-	pub, _ := kp.PublicKey()
-	return []nats.Option{nats.Nkey(pub, kp.Sign)}, nil
+	return KeyOptions(kp), nil
 }

@@ -1,6 +1,9 @@
 package commands
 
 import (
+	"context"
+
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands/access"
 	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/commands/credentials"
@@ -9,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/commands/modules"
 	"github.com/meshctl/mesh/commands/network"
 	"github.com/meshctl/mesh/commands/nodes"
+	"github.com/meshctl/mesh/commands/operators"
 	"github.com/meshctl/mesh/commands/push"
 	"github.com/meshctl/mesh/commands/reconcile"
 	"github.com/meshctl/mesh/commands/rollout"
@@ -38,6 +42,9 @@ type Services struct {
 	Access      *access.Service
 	Nodes       *nodes.Service
 	Modules     *modules.Service
+	// Operators are who may call which verb (issue 33); every endpoint
+	// asks it of its caller.
+	Operators *operators.Service
 	// Reconcile sends behind nodes by itself once started (rule 27).
 	Reconcile *reconcile.Service
 }
@@ -55,6 +62,9 @@ func NewServices(c *core.Core, flood *access.FloodWatch, cut func(match func(use
 	s.Nodes = nodes.New(c, w, s.Network, s.Access, s.Live)
 	s.Modules = modules.New(c, w)
 	s.Reconcile = reconcile.New(c, w, s.Push)
+	s.Operators = operators.New(c, func(ctx context.Context, name string) (int, error) {
+		return s.Access.CutUsers(ctx, busauth.OperatorUser(name))
+	})
 	s.Status.Reconciler = s.Reconcile
 	return s
 }

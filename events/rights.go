@@ -83,6 +83,9 @@ var Rights = map[string]Right{
 	"TokenUsed":             {ByController, KindToken, func(e Event) string { return e.(TokenUsed).ID }, MovesNothingElse},
 	"TokenRevoked":          {ByController, KindToken, func(e Event) string { return e.(TokenRevoked).ID }, MovesNothingElse},
 	"NodeKeysRecorded":      {ByController, KindKeys, func(e Event) string { return e.(NodeKeysRecorded).Node }, MovesComposition},
+	"OperatorAdded":         {ByController, KindOperator, func(e Event) string { return e.(OperatorAdded).Name }, MovesNothingElse},
+	// A removed operator's live connections are ended (commands/access/grants.go).
+	"OperatorRemoved": {ByController, KindOperator, func(e Event) string { return e.(OperatorRemoved).Name }, MovesGrants},
 
 	"DeclarationApplied": {ByNode, "", func(e Event) string { return e.(DeclarationApplied).Node }, MovesNothingElse},
 	"DeclarationFailed":  {ByNode, "", func(e Event) string { return e.(DeclarationFailed).Node }, MovesNothingElse},

@@ -32,6 +32,8 @@ import (
 //	2026-12-05  RotationCompleted v1; CredentialRotated v1 gains overlap_until (omitted when zero: no overlap).
 //	2026-12-05  reports RuntimeHealthy v1, RuntimeUnhealthy v1; RuntimeStarted v1 gains checked
 //	            (omitted when false).
+//	2026-12-05  OperatorAdded v1, OperatorRemoved v1; every envelope gains by (omitted when empty:
+//	            a report, or an event from before operators had names).
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -82,6 +84,8 @@ var table = map[string]entry{
 	"TokenRevoked":        current[TokenRevoked](1),
 	"NodeKeysRecorded":    current[NodeKeysRecorded](1),
 	"ApplyInterrupted":    current[ApplyInterrupted](1),
+	"OperatorAdded":       current[OperatorAdded](1),
+	"OperatorRemoved":     current[OperatorRemoved](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.
@@ -170,7 +174,7 @@ func DecodeData(typ string, data []byte) (Event, error) {
 // holds the two to one reading.
 func decodeCurrent[T Event](l *layout, raw []byte) (Envelope, Event, error) {
 	var ev T
-	typ, version, at, data, ok := splitEnvelope(raw, ev.EventType())
+	typ, version, at, by, data, ok := splitEnvelope(raw, ev.EventType())
 	if !ok {
 		return Envelope{}, nil, errNotFast
 	}
@@ -181,7 +185,7 @@ func decodeCurrent[T Event](l *layout, raw []byte) (Envelope, Event, error) {
 			return Envelope{}, nil, err
 		}
 	}
-	return Envelope{Meta: Meta{Type: typ, Version: version, OccurredAt: at}}, ev, nil
+	return Envelope{Meta: Meta{Type: typ, Version: version, OccurredAt: at, By: by}}, ev, nil
 }
 
 var errNotFast = errors.New("events: not laid out as Encode writes")

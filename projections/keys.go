@@ -30,6 +30,7 @@ const (
 	prefixNodeKeys       byte = 0x14 // node -> NodeKeys, the keys it made (nodekeys.go)
 	prefixToken          byte = 0x15 // id -> Token (nodekeys.go)
 	prefixFlood          byte = 0x16 // seq -> Flood (flood.go)
+	prefixOperator       byte = 0x17 // name -> Operator (operators.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -72,7 +73,8 @@ var (
 //	18 a token's version moves with each use and its revoke
 //	19 a rotation's overlap and its completion
 //	20 a runtime's health (starting, healthy, unhealthy) in its row
-const schemaVersion = 20
+//	21 operators; who asked (the envelope's by) on history rows and a node's last send
+const schemaVersion = 21
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

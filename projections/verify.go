@@ -161,7 +161,7 @@ var modelNames = map[byte]string{
 	prefixReportKey: "report key of", prefixCredential: "credential rotation", prefixRuntime: "runtime",
 	prefixDrift: "drift of", prefixFacts: "facts of", prefixRollout: "rollout", prefixNetwork: "network",
 	prefixNodeAddress: "overlay address of", prefixSeat: "seat", prefixLiveness: "liveness of",
-	prefixNodeKeys: "own keys of", prefixToken: "enrolment token", prefixFlood: "flood recorded at event",
+	prefixNodeKeys: "own keys of", prefixToken: "enrolment token", prefixFlood: "flood recorded at event", prefixOperator: "operator",
 }
 
 // describeKey names a row for a person: its read model and its names.

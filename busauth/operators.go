@@ -1,0 +1,148 @@
+package busauth
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/wire"
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// Operators on a closed bus (issue 33). Each connects with its own key,
+// which the log records (events.OperatorAdded); the callout finds it in
+// the read models and grants what its role may do, by subject: its own
+// verbs, called under its own key (wire.CallerSubject), so the controller
+// knows who asked from the subject alone; the stream's reads; and its own
+// inbox, so no operator hears another's answers (a token's secret, a
+// join string).
+
+// operatorUser prefixes the name the callout gives an operator's
+// connection: a node's name holds no ':', so the two never meet, and a
+// removal cuts exactly "operator:NAME" (OperatorUser).
+const operatorUser = "operator:"
+
+// OperatorUser is the name an operator's connections have on the bus.
+func OperatorUser(name string) string { return operatorUser + name }
+
+// OperatorOf is the operator a connection's user name is, if it is one.
+func OperatorOf(user string) (string, bool) { return strings.CutPrefix(user, operatorUser) }
+
+// OperatorPermissions is what an operator of role, connecting with key,
+// may do on the bus. Every role: call the verbs its role allows under its
+// own key, ask which controllers serve, read the stream MESH (its
+// information, a message, a consumer of it: mesh events, push --wait), and
+// hear answers on its own inbox only. A deployer may also ask nodes for
+// their programs' logs. An admin may call every verb and use JetStream's
+// API beyond the stream MESH (backup reads the secrets' salts, which open
+// nothing without the controller key), but, like every operator, never
+// write, reshape or remove the stream or the salts (rule 19: only the
+// controller appends; forgetting is a verb, recorded), never say a node
+// is alive, never answer for a node's programs. No role can read a
+// secret's value: the log holds it sealed, to a node's key.
+func OperatorPermissions(role events.Role, key string) jwt.Permissions {
+	stream := events.Stream
+	pub := jwt.StringList{
+		"$SRV.PING." + wire.ServiceName, // which controllers serve: a client notices one gone
+		"$JS.API.INFO",
+		"$JS.API.STREAM.INFO." + stream,
+		"$JS.API.STREAM.MSG.GET." + stream,
+		"$JS.API.DIRECT.GET." + stream,
+		"$JS.API.DIRECT.GET." + stream + ".>",
+		"$JS.API.CONSUMER.CREATE." + stream,
+		"$JS.API.CONSUMER.CREATE." + stream + ".>",
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>",
+		"$JS.API.CONSUMER.INFO." + stream + ".>",
+		"$JS.API.CONSUMER.DELETE." + stream + ".>",
+		"$JS.FC." + stream + ".>",
+	}
+	sub := jwt.StringList{wire.OperatorInbox(key) + ".>"}
+	if role.Allows(events.RoleAdmin) {
+		// Every verb, those added later included.
+		pub = append(pub, wire.CallerPrefix+"."+key+".>", "$JS.API.>", "$JS.FC.>", "$JS.ACK.>")
+	} else {
+		for _, verb := range wire.Verbs {
+			if role.Allows(wire.Needs(verb)) {
+				pub = append(pub, wire.CallerSubject(key, verb))
+			}
+		}
+	}
+	if role.Allows(events.RoleDeployer) {
+		// Asking a node for its programs' logs, and hearing the answer,
+		// which its agent sends under its own name (rule 18).
+		pub = append(pub, events.LogsSubject("*"))
+		sub = append(sub, events.LogsReplyPrefix("*")+".>")
+	}
+	api := "$JS.API.STREAM."
+	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports, events.SubjectsSecrets, events.LivenessPrefix + ".>",
+		events.LogsReplyPrefix("*") + ".>"}
+	for _, s := range []string{events.Stream, events.SecretsStream} {
+		for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE"} {
+			deny = append(deny, api+verb+"."+s)
+		}
+	}
+	return jwt.Permissions{Pub: jwt.Permission{Allow: pub, Deny: deny}, Sub: jwt.Permission{Allow: sub}}
+}
+
+// ReadOperatorKey reads an operator's key file: an nkeys user seed.
+func ReadOperatorKey(path string) (nkeys.KeyPair, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("the operator key %s is readable by others (mode %04o); chmod 600 it", path, info.Mode().Perm())
+	}
+	seed, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the operator key %s: %w", path, err)
+	}
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
+	if err != nil {
+		return nil, fmt.Errorf("the operator key %s is not an nkeys seed: %v; ask an admin for a new one (mesh operator add)", path, err)
+	}
+	if pub, _ := kp.PublicKey(); !nkeys.IsValidPublicUserKey(pub) {
+		return nil, fmt.Errorf("the key %s is not a user's key; an operator's key is made by mesh operator add", path)
+	}
+	return kp, nil
+}
+
+// KeyOptions connect as the operator whose key is kp: its nkey, and its
+// own inbox, the only one its grant lets it hear.
+func KeyOptions(kp nkeys.KeyPair) []nats.Option {
+	pub, _ := kp.PublicKey()
+	return []nats.Option{nats.Nkey(pub, kp.Sign), nats.CustomInboxPrefix(wire.OperatorInbox(pub))}
+}
+
+// WriteNewOperatorKey makes an operator's key and writes its seed to path,
+// mode 0600, refusing to replace a file there: a key overwritten is a
+// credential lost. It answers the public key.
+func WriteNewOperatorKey(path string) (string, error) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return "", err
+	}
+	seed, _ := kp.Seed()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("%s exists; give another --out, or remove it first", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot write the operator key %s: %w", path, err)
+	}
+	_, err = f.Write(append(seed, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("cannot write the operator key %s: %w", path, err)
+	}
+	pub, _ := kp.PublicKey()
+	return pub, nil
+}
