@@ -37,7 +37,7 @@ func OperatorOf(user string) (string, bool) { return strings.CutPrefix(user, ope
 // may do on the bus. Every role: call the verbs its role allows under its
 // own key, ask which controllers serve, read the stream MESH (its
 // information, a message, a consumer of it: mesh events, push --wait), and
-// hear answers on its own inbox only. A deployer may also ask nodes for
+// hear answers on its own inbox only (an admin, anything). A deployer may also ask nodes for
 // their programs' logs. An admin may call every verb and use JetStream's
 // API beyond the stream MESH (backup reads the secrets' salts, which open
 // nothing without the controller key), but, like every operator, never
@@ -61,10 +61,14 @@ func OperatorPermissions(role events.Role, key string) jwt.Permissions {
 		"$JS.API.CONSUMER.DELETE." + stream + ".>",
 		"$JS.FC." + stream + ".>",
 	}
-	sub := jwt.StringList{wire.OperatorInbox(key) + ".>"}
+	// Its own inbox, and the log as it is appended (what a consumer of
+	// it reads anyway: secrets in it are sealed to nodes).
+	sub := jwt.StringList{wire.OperatorInbox(key) + ".>", events.SubjectsEvents, events.SubjectsReports}
 	if role.Allows(events.RoleAdmin) {
-		// Every verb, those added later included.
-		pub = append(pub, wire.CallerPrefix+"."+key+".>", "$JS.API.>", "$JS.FC.>", "$JS.ACK.>")
+		// Every verb, those added later included, the services protocol
+		// (nats micro ls, info, stats), and anything to hear: the admin
+		// may do all a weaker role may, and the nats CLI's inbox with it.
+		pub = append(pub, wire.CallerPrefix+"."+key+".>", "$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$SRV.>")
 	} else {
 		for _, verb := range wire.Verbs {
 			if role.Allows(wire.Needs(verb)) {
@@ -85,6 +89,9 @@ func OperatorPermissions(role events.Role, key string) jwt.Permissions {
 		for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE"} {
 			deny = append(deny, api+verb+"."+s)
 		}
+	}
+	if role.Allows(events.RoleAdmin) {
+		sub = nil // no list: every subject
 	}
 	return jwt.Permissions{Pub: jwt.Permission{Allow: pub, Deny: deny}, Sub: jwt.Permission{Allow: sub}}
 }

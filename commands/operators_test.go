@@ -160,7 +160,7 @@ func TestOperatorsOnTheBusAsAnAttackerWouldUseThem(t *testing.T) {
 		}
 		viewer.v.waitFor(t, fmt.Sprintf("Publish to %q", subject))
 	}
-	for _, subject := range []string{"_INBOX.>", wire.OperatorInbox(admin.Key) + ".>", "mesh.op.>", "mesh.logs.>"} {
+	for _, subject := range []string{"_INBOX.>", wire.OperatorInbox(admin.Key) + ".>", "mesh.op.>", "mesh.logs.>", "mesh.secret.>"} {
 		if _, err := viewer.nc.Subscribe(subject, func(*nats.Msg) {}); err == nil {
 			viewer.v.waitFor(t, fmt.Sprintf("Subscription to %q", subject))
 		}
