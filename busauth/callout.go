@@ -171,16 +171,17 @@ func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.P
 	if pub == "" || !signedNonce(pub, req.ClientInformation.Nonce, req.ConnectOptions.SignedNonce) {
 		return "", jwt.Permissions{}, errNoIdentity
 	}
-	if name, role, ok := c.Directory.Operator(pub); ok {
-		// Found by its key alone: the name it says (if any) is not asked,
-		// so an operator cannot pass for a node or another operator.
-		return OperatorUser(name), OperatorPermissions(role, pub), nil
-	}
 	if pub == c.system {
 		return SystemUser, SystemPermissions(), nil
 	}
 	node := req.ConnectOptions.Username
 	if node == "" {
+		// An operator names no user: it is found by its key alone, so it
+		// cannot pass for another. A node always names itself, and is
+		// never looked for here (a fleet's connects ask nothing more).
+		if name, role, ok := c.Directory.Operator(pub); ok {
+			return OperatorUser(name), OperatorPermissions(role, pub), nil
+		}
 		return "", jwt.Permissions{}, errNoIdentity
 	}
 	if strings.Contains(node, "/") {

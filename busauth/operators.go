@@ -68,7 +68,11 @@ func OperatorPermissions(role events.Role, key string) jwt.Permissions {
 		// Every verb, those added later included, the services protocol
 		// (nats micro ls, info, stats), and anything to hear: the admin
 		// may do all a weaker role may, and the nats CLI's inbox with it.
-		pub = append(pub, wire.CallerPrefix+"."+key+".>", "$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$SRV.>")
+		// And what an operator did before roles: ask a module's service
+		// as a consumer would (nats req mesh.svc.R.N), put work on a
+		// seat's queue, read and write a module's state bucket.
+		pub = append(pub, wire.CallerPrefix+"."+key+".>", "$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$SRV.>",
+			events.ServicePrefix+".>", "mesh.seat.>", "$KV.>")
 	} else {
 		for _, verb := range wire.Verbs {
 			if role.Allows(wire.Needs(verb)) {
@@ -90,10 +94,14 @@ func OperatorPermissions(role events.Role, key string) jwt.Permissions {
 			deny = append(deny, api+verb+"."+s)
 		}
 	}
+	p := jwt.Permissions{Pub: jwt.Permission{Allow: pub, Deny: deny}, Sub: jwt.Permission{Allow: sub}}
 	if role.Allows(events.RoleAdmin) {
-		sub = nil // no list: every subject
+		p.Sub.Allow = nil // no list: every subject
+		// Answering a request it heard (standing in for a provider with
+		// the nats CLI: nats reply), once, on whatever inbox asked.
+		p.Resp = &jwt.ResponsePermission{MaxMsgs: 1}
 	}
-	return jwt.Permissions{Pub: jwt.Permission{Allow: pub, Deny: deny}, Sub: jwt.Permission{Allow: sub}}
+	return p
 }
 
 // ReadOperatorKey reads an operator's key file: an nkeys user seed.

@@ -116,6 +116,12 @@ func (c *OperatorListCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdl
 	return tw.Flush()
 }
 
+func (c *OperatorListCmd) Help() string {
+	return `Examples:
+  mesh operator list          # each operator's role, who added it, and "(you)" beside the caller
+  mesh operator list --json | jq -r '.operators[] | select(.removed | not) | .name'`
+}
+
 type OperatorShowCmd struct {
 	Name string `arg:""`
 	JSON bool   `help:"Print the operator as JSON."`
@@ -137,9 +143,21 @@ func (c *OperatorShowCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdl
 	return nil
 }
 
+func (c *OperatorShowCmd) Help() string {
+	return `Examples:
+  mesh operator show ci       # its role, its public key (the nats CLI's inbox prefix is _INBOX_KEY), who added it`
+}
+
 type OperatorRemoveCmd struct {
 	Name string `arg:""`
 	JSON bool   `help:"Print {changed, seq, operator, cut} as JSON (changed: false when it was removed already)."`
+}
+
+func (c *OperatorRemoveCmd) Help() string {
+	return `Examples:
+  mesh operator remove ci     # its key is refused from now on, and its open connections end now
+
+The last admin is not removed, and an operator does not remove itself: another admin does.`
 }
 
 func (c *OperatorRemoveCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
