@@ -38,6 +38,7 @@ bench:
 bench-million:
     go test ./projections/ -run '^$' -bench 'BenchmarkRebuild$' -benchtime 1x -timeout 30m
     go test ./commands/history/ -run '^$' -bench 'BenchmarkHistory$' -benchtime 3x -timeout 30m
+    MESH_BENCH_EVENTS=1000000 go test ./projections/ -run '^$' -bench 'BenchmarkStartFromPublished$' -benchtime 1x -timeout 30m
 
 # the fault suite: the controller killed mid-push, a restore killed part way,
 # the stream leader lost mid-push, a bus at its storage limit

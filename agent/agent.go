@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -69,6 +70,8 @@ type Config struct {
 	// fleet harness bounds them with it so it measures the mesh, not the
 	// table. Nil (every real agent): no bound.
 	Slots chan struct{}
+	// Systemctl tells systemd of the units the agent writes ("": systemctl in PATH).
+	Systemctl string
 }
 
 // Observation is one thing an agent did, for Config.Observe.
@@ -225,7 +228,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.flushPendingLocked(ctx)
 	a.reportInterrupted(ctx) // after the reports kept before it, before any apply
 	wake := make(chan struct{}, 1)
-	sub, err := a.st.NC().Subscribe(subject, func(*nats.Msg) {
+	// heard is the highest declaration number published on the subject
+	// that this agent heard: what its reads owe it (see settled).
+	var heard atomic.Uint64
+	sub, err := a.st.NC().Subscribe(subject, func(m *nats.Msg) {
+		if n := heardNumber(m.Data); n > heard.Load() {
+			heard.Store(n) // one callback at a time: nats.go delivers a subscription's messages in order
+		}
 		select {
 		case wake <- struct{}{}:
 		default: // one wake-up pending is enough: it reads the newest
@@ -257,6 +266,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// and an agent comparing numbers only took it for the one it had and
 	// stayed behind, connected and silent, until the next push.
 	var seen store.Msg
+	var read uint64 // the declaration number of the message read last
 	// check reads the newest declaration and handles it if it is new.
 	check := func() (bool, error) {
 		last, found, err := a.st.Last(ctx, subject)
@@ -282,7 +292,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				return false, &waitingForKeys{err}
 			}
 		}
-		seen = store.Msg{Seq: last.Seq, Time: last.Time}
+		seen, read = store.Msg{Seq: last.Seq, Time: last.Time}, o.seq
 		if !act {
 			return true, nil
 		}
@@ -323,6 +333,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-again.C
 	var backoff, failing time.Duration
 	var woke time.Time // the wake-up (or reconnect) the tries after it answer
+	var afterReconnect bool
 	if waiting != nil {
 		// The first declaration waits for its content keys (no controller
 		// answers yet): the agent follows all the same, and asks again.
@@ -340,7 +351,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-wake:
 			backoff, woke = wakeRetry, time.Now()
 		case <-reconnected:
-			backoff, woke = wakeRetry, time.Now()
+			backoff, woke, afterReconnect = wakeRetry, time.Now(), true
 		case <-tick.C:
 		case <-again.C:
 		case <-drift.C:
@@ -369,8 +380,11 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.cfg.Log.Info("read the newest declaration again", "node", a.cfg.Join.Node)
 			failing = 0
 		}
-		if found || woke.IsZero() || time.Since(woke) > wakeFor {
-			backoff, woke = 0, time.Time{}
+		if h := heard.Load(); woke.IsZero() || settled(found, read, h, afterReconnect, time.Since(woke)) {
+			// A number heard and never read in a whole window (a refused
+			// publish, a log that went back) is owed no more.
+			heard.CompareAndSwap(max(h, read), read)
+			backoff, woke, afterReconnect = 0, time.Time{}, false
 			continue
 		}
 		again.Reset(backoff)
@@ -431,6 +445,7 @@ func (a *Agent) handle(ctx context.Context, o opened) *applied {
 	}
 	defer root.Close()
 	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: o.keys, owners: owners(a.applied), changedModules: map[string]bool{}}
+	ap.systemctlProgram, ap.ctx = a.cfg.Systemctl, ctx
 	a.beginApply(d.Sequence, digest, ap.absentNew(d.Resources))
 	changed, failed := ap.apply(d.Resources)
 	a.applied, a.failed, a.drifted, a.verified, a.keys = &d, map[string]bool{}, "", map[string]fileStat{}, o.keys

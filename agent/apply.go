@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,6 +38,13 @@ type applier struct {
 	// right (drift.go), nil for none kept: a drift check reads only files
 	// whose stat moved since.
 	verified map[string]fileStat
+	// systemctlProgram is Config.Systemctl, and ctx the agent's run, which
+	// cuts a systemctl call short when the agent stops; dueUnits and
+	// unitsGone are what this apply owes systemd at its end (unit.go).
+	systemctlProgram string
+	ctx              context.Context
+	dueUnits         []dueUnit
+	unitsGone        bool
 }
 
 // owners maps each path of d to its module.
@@ -72,7 +80,9 @@ func (a *applier) apply(resources []compose.Resource) (int, []events.ResourceFai
 			}
 		}
 	}
+	failed = append(failed, a.unitsLeave(resources, declared)...) // before their files go
 	changed += a.removeUndeclared(declared)
+	failed = append(failed, a.settleUnits()...)
 	a.state.Declared = slices.Sorted(func(yield func(string) bool) {
 		for p := range declared {
 			if !yield(p) {
@@ -157,6 +167,8 @@ func (a *applier) one(r compose.Resource) (bool, error) {
 			return false, err
 		}
 		return a.file(name, r.Path, perm, content, info, exists)
+	case manifest.KindUnit:
+		return a.unit(name, r, perm, info, exists)
 	}
 	return created, fmt.Errorf("kind %q is not one this agent applies", r.Kind)
 }

@@ -42,6 +42,7 @@ func (a *Agent) checkDrift(ctx context.Context) {
 		a.verified = map[string]fileStat{}
 	}
 	ap := applier{root: root, state: a.state, node: a.cfg.Join.Node, seal: a.seal, keys: a.keys, changedModules: map[string]bool{}, verified: a.verified}
+	ap.systemctlProgram, ap.ctx = a.cfg.Systemctl, ctx
 	drifted := ap.drifted(d.Resources, a.failed)
 	if len(drifted) == 0 {
 		root.Close()
@@ -70,6 +71,9 @@ func (a *Agent) checkDrift(ctx context.Context) {
 			}
 			ap.changedModules[r.Module] = true
 			ev.Paths = append(ev.Paths, r.Path)
+		}
+		for _, f := range ap.settleUnits() { // a unit put back is read and restarted
+			a.cfg.Log.Warn("drift: cannot restart a unit put back", "path", f.Path, "err", f.Reason)
 		}
 		root.Close()
 	}
@@ -122,7 +126,7 @@ func (a *applier) holds(r compose.Resource) (bool, error) {
 	switch r.Kind {
 	case manifest.KindDirectory:
 		return info.IsDir(), nil
-	case manifest.KindFile:
+	case manifest.KindFile, manifest.KindUnit:
 		if !info.Mode().IsRegular() {
 			return false, nil
 		}

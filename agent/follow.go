@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
 )
 
 // How Run follows its declarations between reads, and what an apply asks
@@ -48,3 +50,52 @@ type waitingForKeys struct{ err error }
 
 func (w *waitingForKeys) Error() string { return w.err.Error() }
 func (w *waitingForKeys) Unwrap() error { return w.err }
+
+// settled says whether the tries after a wake-up or a reconnect may stop,
+// given whether the last read found a declaration new to this agent, the
+// number of the declaration read last and the highest number heard
+// published. A declaration is heard the moment its publish is routed, and
+// the stream stores it a moment later, on its own queue: so a read may
+// answer an older declaration this agent had not read (one sent before a
+// bus died, say) while the newest is still on its way into the stream.
+// Stopping at the first new find then left the agent one behind until its
+// next check: two sends heard as one wake-up, or, after a reconnect, a
+// send published before the agent's subscription was back (so never heard)
+// and stored after its first read (TestAFleetAppliesThroughBusRestarts
+// failed about once in twenty runs on it). So the tries stop once the
+// agent has read what it heard; after a reconnect, which may have missed
+// hearing something, only when the window ends; and always when it ends,
+// since a publish the stream refused (a push that lost a race) is heard
+// and never stored.
+func settled(found bool, read, heard uint64, afterReconnect bool, since time.Duration) bool {
+	switch {
+	case since > wakeFor:
+		return true
+	case afterReconnect:
+		return false
+	case heard == 0:
+		// Nothing heard that names a number (the first declaration is
+		// on its way, or what woke it was not one): a find settles it.
+		return found
+	default:
+		return read >= heard
+	}
+}
+
+// heardNumber is the declaration number a message published on a node's
+// subject names, 0 when it is not a declaration. Only a hint of what a
+// read is owed, never what is applied: what is applied is read back from
+// the stream and verified, and a message that lies here costs at most the
+// tries of one window.
+func heardNumber(data []byte) uint64 {
+	var m struct {
+		Type string `json:"type"`
+		Data struct {
+			Sequence uint64 `json:"sequence"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Type != (events.DeclarationSent{}).EventType() {
+		return 0
+	}
+	return m.Data.Sequence
+}

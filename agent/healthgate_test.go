@@ -67,7 +67,12 @@ func TestARolloutWaitsForHealthyAndHaltsOnUnhealthy(t *testing.T) {
 	r, err = m.H.Rollouts.StartRollout(m.Ctx, wire.RolloutRequest{CommandID: wire.NewCommandID(), Module: "svc", AutoRevert: true,
 		Waves: []wire.WaveSpec{{Name: "all", Selector: "*"}}})
 	m.Must(err)
-	eventually(t, "the unhealthy program to halt the rollout", func() bool { return m.rolloutState(r.ID).State == projections.RolloutHalted })
+	// The revert is a step of its own, after the halt: waiting for the
+	// halt alone read it before the revert landed, on a loaded machine.
+	eventually(t, "the unhealthy program to halt the rollout, and the revert", func() bool {
+		ro := m.rolloutState(r.ID)
+		return ro.State == projections.RolloutHalted && ro.Reverted
+	})
 	if ro := m.rolloutState(r.ID); ro.Node != "h-2" || !strings.Contains(ro.Why, "its program is unhealthy: 2 failed check(s) in a row; the check /bin/sh exited with code 1: found broken") || !ro.Reverted {
 		t.Fatalf("the halt: %+v", ro)
 	}

@@ -34,6 +34,10 @@ type State struct {
 	// so a state that holds it after a restart is an apply that was cut
 	// part way. Nil between applies.
 	Applying *Applying `json:"applying,omitempty"`
+	// Units are the unit files the mesh declared, by path, each with the
+	// sha256 of the content last enabled and restarted ("" before its
+	// first): a unit is restarted when its content is not that (unit.go).
+	Units map[string]string `json:"units,omitempty"`
 }
 
 // Applying is an apply the agent began: which declaration, and when.

@@ -109,10 +109,13 @@ func ClusterBusKeys(controller nkeys.KeyPair) (BusKeys, error) {
 // ServerConfig is the authorization block of a nats-server configuration
 // that closes a bus with these keys: the controller's user may do anything
 // and answers the callout; every other connection is the controller's to
-// decide.
+// decide, waiting for its answer as long as the embedded bus does
+// (embedded.AuthTimeout, ten seconds; the server's own default is two,
+// which a loaded controller passed).
 func (k BusKeys) ServerConfig() string {
 	issuer, controller := k.Public()
 	return fmt.Sprintf(`authorization {
+  timeout: 10
   users: [ { nkey: %s } ]
   auth_callout {
     issuer: %s

@@ -31,6 +31,11 @@ type ControllerConfig struct {
 	Log    *slog.Logger
 	// Reset folds the read models again from the stream before serving.
 	Reset bool
+	// PublishEvery is how many events apart the controller publishes a
+	// snapshot of its read models to the bus, from which a controller
+	// with none starts (0: projections.DefaultPublishEvery; negative:
+	// never).
+	PublishEvery int64
 	// Mesh is the mesh's name (default "mesh").
 	Mesh string
 	// Callout, on a closed bus, is the issuer key the bus was started with:
@@ -171,8 +176,21 @@ func openLog(ctx context.Context, nc *nats.Conn, c ControllerConfig) (core.Self,
 // report folded told to heard.
 func openReadModels(ctx context.Context, self core.Self, c ControllerConfig, heard func(projections.Heard)) (*projections.Engine, error) {
 	log := c.Log
+	publish := uint64(projections.DefaultPublishEvery)
+	switch {
+	case c.PublishEvery < 0:
+		publish = 0
+	case c.PublishEvery > 0:
+		publish = uint64(c.PublishEvery)
+	}
+	// What is published is the newest snapshot kept for time travel: one
+	// is kept at least as often as one is published.
+	snapEvery := uint64(projections.DefaultSnapshotEvery)
+	if publish > 0 {
+		snapEvery = min(snapEvery, publish)
+	}
 	opts := projections.Options{Dir: filepath.Join(c.Home, "projections"), Store: self.Store, Log: log, Reset: c.Reset, Keys: self.Keys,
-		SnapshotEvery: projections.DefaultSnapshotEvery, Heard: heard}
+		SnapshotEvery: snapEvery, PublishEvery: publish, FromPublished: true, Heard: heard}
 	proj, o, err := projections.Open(ctx, opts)
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
 		// Read models that do not belong to the stream (a restore, a reset
@@ -185,9 +203,12 @@ func openReadModels(ctx context.Context, self core.Self, c ControllerConfig, hea
 	if err != nil {
 		return nil, err
 	}
-	if o.Fresh {
+	switch {
+	case o.FromSnapshot > 0:
+		log.Info("projections: none in this home yet; starting from the snapshot on the bus and folding the rest of the stream", "generation", o.Generation, "snapshot_holds", o.FromSnapshot, "events", o.Stream.LastSeq)
+	case o.Fresh:
 		log.Info("projections: none in this home yet; folding them from the stream", "generation", o.Generation, "events", o.Stream.LastSeq)
-	} else {
+	default:
 		log.Info("projections found", "generation", o.Generation, "nodes", o.Nodes, "folded", o.Checkpoint, "of", o.Stream.LastSeq)
 	}
 	start := time.Now()

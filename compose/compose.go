@@ -26,10 +26,14 @@ type Result struct {
 	Chosen []Chosen
 }
 
-// LeftOut is a module the node cannot host, with the sentence saying why.
+// LeftOut is a module the node cannot host, or a unit of a module it hosts
+// (Unit), with the sentence saying why.
 type LeftOut struct {
 	Module string `json:"module"`
 	Reason string `json:"reason"`
+	// Unit names the unit left out of a module the node hosts (unit.go);
+	// "" when the whole module is left out.
+	Unit string `json:"unit,omitempty"`
 }
 
 // Unresolved is a requirement of a consumer the mesh cannot satisfy.
@@ -96,6 +100,10 @@ func (w *World) Compose(node string) Result {
 			continue
 		}
 		for _, r := range p.m.Resources {
+			if l, out := unitLeftOut(p.Module, r, n); out {
+				res.LeftOut = append(res.LeftOut, l)
+				continue
+			}
 			if other, taken := owner[r.Path]; taken {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s is declared by both %s and %s", r.Path, other, p.Module))
 				continue

@@ -14,6 +14,10 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// AuthTimeout is how long the bus waits for the controller's callout to
+// decide a connection before refusing it.
+const AuthTimeout = 10 * time.Second
+
 // Options configure one embedded server.
 type Options struct {
 	// Dir holds JetStream's data. Required: a mesh's log must survive a restart.
@@ -117,6 +121,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// 2,000 fleet agents, or a command beside a busy controller): the
 		// first ping comes after the usual interval instead.
 		DisableShortFirstPing: true,
+		// How long a connection waits for the controller's callout to
+		// decide it, where nats-server's default is two seconds: a
+		// callout slower than that on a loaded box refused a node as if
+		// it were retired (one of 500 fleet agents in a CI run beside four
+		// others). The mesh's agents wait as long (cmdline.AgentConnectTimeout).
+		AuthTimeout: AuthTimeout.Seconds(),
 	}
 	if o.TLS != nil {
 		opts.TLSConfig, opts.TLS, opts.TLSTimeout = o.TLS, true, 5

@@ -131,6 +131,9 @@ type Resource struct {
 	Mode     string  `json:"mode"`
 	Content  *string `json:"content,omitempty"`
 	Template *string `json:"template,omitempty"`
+	// Name is a unit's name (KindUnit, unit.go); its path is UnitDir/Name.
+	// Omitted for every other kind, so their builds keep their digests.
+	Name string `json:"name,omitempty"`
 }
 
 // Parse reads a manifest, refusing unknown fields, and validates it. The
@@ -184,6 +187,7 @@ func (m *Manifest) normalise() {
 		m.Resources = []Resource{}
 	}
 	for i := range m.Resources {
+		m.Resources[i].normaliseUnit() // before the sort: it may give the path
 		if mode, err := parseMode(m.Resources[i].Mode); err == nil {
 			m.Resources[i].Mode = fmt.Sprintf("%04o", mode)
 		}

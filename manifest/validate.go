@@ -73,10 +73,17 @@ func (m Manifest) Validate() error {
 func (r Resource) validate() error {
 	switch r.Kind {
 	case KindFile, KindDirectory:
+		if r.Name != "" {
+			return fmt.Errorf("%s %s has a name; only a unit has one", r.Kind, r.Path)
+		}
+	case KindUnit:
+		if err := r.validateUnit(); err != nil {
+			return err
+		}
 	case "":
-		return fmt.Errorf("kind is missing: use %q or %q", KindFile, KindDirectory)
+		return fmt.Errorf("kind is missing: use %q, %q or %q", KindFile, KindDirectory, KindUnit)
 	default:
-		return fmt.Errorf("kind %q is unknown: use %q or %q", r.Kind, KindFile, KindDirectory)
+		return fmt.Errorf("kind %q is unknown: use %q, %q or %q", r.Kind, KindFile, KindDirectory, KindUnit)
 	}
 	if fault := pathFault(r.Path); fault != "" {
 		return errors.New(fault)

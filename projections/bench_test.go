@@ -228,3 +228,70 @@ func publishTraffic(b *testing.B, js jetstream.JetStream, n int) {
 	}
 	<-js.PublishAsyncComplete()
 }
+
+// BenchmarkStartFromPublished starts read models for a stream of about
+// MESH_BENCH_EVENTS events of real traffic (default 200,000; see
+// publishTraffic) two ways in the same run: from the newest snapshot on
+// the bus (fetched, its digest checked, then the tail folded), and from
+// nothing (a fold of every event). Issue 34: a controller with no read
+// models ready in at most 5 s whatever the stream's length, since it
+// folds only what came after the newest snapshot (at most
+// --publish-snapshot-every events).
+func BenchmarkStartFromPublished(b *testing.B) {
+	ctx := context.Background()
+	n := benchSize(200_000)
+	srv := embeddedtest.Server(b)
+	nc := embeddedtest.Conn(b, srv)
+	s, _, err := store.Open(ctx, nc, store.StreamConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keyed(s)
+	js, _ := jetstream.New(nc)
+	publishTraffic(b, js, n)
+	st, _ := s.State(ctx)
+	last := st.LastSeq
+	// One local snapshot, at the end, published: the tail a start folds is
+	// then what arrives after it, none here, so the figure is the fetch.
+	e, _, err := Open(ctx, Options{Dir: b.TempDir(), Store: s, Keys: testKeys, SnapshotEvery: last})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	e.Start()
+	if err := e.WaitFor(ctx, last); err != nil {
+		b.Fatal(err)
+	}
+	sn, err := e.Publish(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := func(from bool) time.Duration {
+		t0 := time.Now()
+		c, o, err := Open(ctx, Options{Dir: b.TempDir(), Store: s, Keys: testKeys, FromPublished: from})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if from && o.FromSnapshot != sn.Checkpoint {
+			b.Fatalf("started from event %d, not the snapshot's %d", o.FromSnapshot, sn.Checkpoint)
+		}
+		c.Start()
+		if err := c.WaitFor(ctx, last); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	var fromSnap, full time.Duration
+	b.ResetTimer()
+	for range b.N {
+		fromSnap += start(true)
+		full += start(false)
+	}
+	b.StopTimer()
+	b.ReportMetric(fromSnap.Seconds()/float64(b.N), "s/start-from-snapshot")
+	b.ReportMetric(full.Seconds()/float64(b.N), "s/start-from-nothing")
+	b.ReportMetric(full.Seconds()/fromSnap.Seconds(), "nothing/snapshot")
+	b.ReportMetric(float64(sn.Size)/(1<<20), "snapshot-MiB")
+	b.ReportMetric(float64(last), "events")
+}

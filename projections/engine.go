@@ -45,6 +45,13 @@ type Options struct {
 	// SnapshotEvery, when set, keeps a snapshot of the read models every
 	// so many events folded, from which time travel starts (snapshots.go; disk keeps them).
 	SnapshotEvery uint64
+	// PublishEvery, when set, publishes the newest snapshot to the bus
+	// every so many events folded (published.go), for a controller with
+	// no read models to start from.
+	PublishEvery uint64
+	// FromPublished: read models made fresh here start from the newest
+	// snapshot on the bus whose proof holds, rather than from nothing.
+	FromPublished bool
 	// Brief opens read models for one answer (a snapshot and a short fold,
 	// for time travel) with Pebble's default memtable (4 MiB) rather than
 	// the live models' 16 MiB: twenty as-of statuses at a million events
@@ -77,6 +84,9 @@ type Opening struct {
 	Checkpoint uint64
 	Stream     store.State
 	Nodes      int
+	// FromSnapshot is the event the snapshot on the bus the read models
+	// started from holds (0: they did not start from one).
+	FromSnapshot uint64
 }
 
 // Engine folds the stream into Pebble and serves reads of the result.
@@ -107,6 +117,11 @@ type Engine struct {
 	// it closes.
 	lastSnap atomic.Uint64
 	dropDir  bool
+	// lastPublished is the event the newest snapshot on the bus holds;
+	// publishing is set while one is being published.
+	lastPublished atomic.Uint64
+	publishing    atomic.Bool
+	publishes     sync.WaitGroup // a Close waits for the publish it cut
 
 	// closing ends a long fold when the engine closes (closed cancels it).
 	closing context.Context
@@ -159,7 +174,21 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	if err != nil {
 		return nil, Opening{}, err
 	}
+	var from uint64
+	if fresh && o.FromPublished {
+		from = e.fromPublished(ctx, gen, st)
+	}
 	db, err := e.openGeneration(gen, st)
+	if err != nil && from > 0 {
+		// A snapshot whose proof held yet that does not open as read
+		// models of this stream is passed over like any other.
+		o.Log.Warn("the snapshot on the bus does not open as read models of this stream; folding from the first event", "err", err)
+		if err := o.FS.RemoveAll(o.FS.PathJoin(o.Dir, gen)); err != nil {
+			return nil, Opening{}, err
+		}
+		from = 0
+		db, err = e.openGeneration(gen, st)
+	}
 	if errors.Is(err, ErrSchema) {
 		// Read models of another schema are only an older or newer way of
 		// folding the same stream: fold them again, no person needed.
@@ -171,6 +200,9 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 			return nil, Opening{}, err
 		}
 		fresh, gen = true, disk.GenerationName(1)
+		if o.FromPublished {
+			from = e.fromPublished(ctx, gen, st)
+		}
 		db, err = e.openGeneration(gen, st)
 	}
 	if err != nil {
@@ -195,7 +227,12 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		db.Close()
 		return nil, Opening{}, err
 	}
-	return e, Opening{Generation: gen, Fresh: fresh, Checkpoint: e.checkpoint.Load(), Stream: st, Nodes: len(nodes)}, nil
+	if o.PublishEvery > 0 {
+		if on, err := o.Store.Snapshots(ctx); err == nil && len(on) > 0 {
+			e.lastPublished.Store(on[len(on)-1].Checkpoint)
+		}
+	}
+	return e, Opening{Generation: gen, Fresh: fresh, Checkpoint: e.checkpoint.Load(), Stream: st, Nodes: len(nodes), FromSnapshot: from}, nil
 }
 
 // openGeneration opens one generation's Pebble and checks, or on a new one
@@ -279,6 +316,9 @@ func (e *Engine) Close() error {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	e.stopLocked()
+	// After the fold stopped, which is what starts a publish: the one it
+	// started last is cut (closing ended) and waited for.
+	e.publishes.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.db == nil {

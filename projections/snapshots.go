@@ -34,7 +34,9 @@ func (e *Engine) maybeSnapshot(db *pebble.DB, last uint64, latest int64) {
 	e.lastSnap.Store(last)
 	if err := e.dir().TakeSnapshot(db, last, latest); err != nil {
 		e.o.Log.Warn("cannot keep a snapshot of the read models for time travel (as-of answers fold from further back)", "err", err)
+		return
 	}
+	e.maybePublish(last)
 }
 
 // copyFromSnapshot answers read models folded up to moment at, starting

@@ -39,8 +39,14 @@ func (e *Engine) Verify(ctx context.Context, progress func(Progress)) (string, u
 	}
 	defer live.Close()
 	at := readCheckpoint(live)
+	return e.foldAndCompare(ctx, live, at, e.o.Dir+".verify", progress)
+}
 
-	dir := e.o.Dir + ".verify"
+// foldAndCompare folds the stream afresh from its first event up to at,
+// beside the read models in dir, and answers how held (read models that
+// say they are folded up to at) differs from it.
+func (e *Engine) foldAndCompare(ctx context.Context, held pebble.Reader, at uint64, dir string, progress func(Progress)) (string, uint64, error) {
+	live := held
 	if err := e.fs.RemoveAll(dir); err != nil {
 		return "", 0, fmt.Errorf("projections: cannot clear %s: %w", dir, err)
 	}

@@ -94,7 +94,7 @@ var (
 )
 
 func (mesh) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut, descLastHeard, descBound, descFailing, descRollouts, descBuild, descReconciled, descReconQueue} {
+	for _, d := range []*prometheus.Desc{descNodes, descWell, descStandings, descRuntimes, descForeign, descFolded, descLag, descLagAge, descCauses, descRollout, descRolledOut, descLastHeard, descBound, descFailing, descRollouts, descBuild, descReconciled, descReconQueue, descHealth, descUnhealthy} {
 		ch <- d
 	}
 }
@@ -153,6 +153,7 @@ func (c mesh) Collect(ch chan<- prometheus.Metric) {
 	for st, n := range runtimes {
 		ch <- prometheus.MustNewConstMetric(descRuntimes, prometheus.GaugeValue, float64(n), st)
 	}
+	collectHealth(ch, s.Runtimes)
 	ch <- prometheus.MustNewConstMetric(descCauses, prometheus.GaugeValue, float64(len(s.Causes)))
 	for _, r := range s.Rollouts {
 		labels := []string{r.ID, r.Module, r.State, strconv.Itoa(r.Wave + 1)}

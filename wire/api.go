@@ -507,6 +507,25 @@ type Verified struct {
 	Checkpoint uint64  `json:"checkpoint"`
 	Diff       string  `json:"diff"`
 	Seconds    float64 `json:"seconds"`
+	// Snapshot is the newest snapshot of the read models on the bus, the
+	// one a controller with none starts from, held to the same fold up to
+	// the event it holds; absent when none is published.
+	Snapshot *VerifiedSnapshot `json:"snapshot,omitempty"`
+}
+
+// VerifiedSnapshot is what verify found of the newest published snapshot:
+// Refused says why a controller would not start from it (Stale: it is of
+// another schema or stream, which is no fault), Diff how its read models
+// differ from a fold of the stream up to Checkpoint; both empty when it is
+// sound.
+type VerifiedSnapshot struct {
+	Name       string `json:"name"`
+	Checkpoint uint64 `json:"checkpoint"`
+	Bytes      uint64 `json:"bytes"`
+	Digest     string `json:"digest"`
+	Stale      bool   `json:"stale"`
+	Refused    string `json:"refused"`
+	Diff       string `json:"diff"`
 }
 
 // FoldRequest asks for a rebuild or a verify. Progress, when set, is a

@@ -66,14 +66,31 @@ func mesh(t *testing.T, home string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
+// handedOut is every address freeAddr answered in this process: a port is
+// free once its listener closes, and the kernel may give the same one to
+// the next Listen, so two calls in one test (a bus and an HTTP listener)
+// could name one port and the second listener fail to start.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // syncBuffer is a log both the up goroutine and the test touch.

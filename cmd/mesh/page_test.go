@@ -89,6 +89,42 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](state+`?.textContent === "current"`)); err != nil || verdict() != "well" {
 		t.Fatalf("the page after the push: verdict %q, %v", verdict(), err)
 	}
+	// A program's health is on the page after its state (issue 31), and
+	// on its node's: one whose check passes, one whose check fails. They
+	// leave again before the rollout below, which then finds box as it was.
+	checked := filepath.Join(t.TempDir(), "checked.json")
+	for module, check := range map[string]string{"fine": "exit 0", "sick": "echo no greeting >&2; exit 1"} {
+		if err := writeFile(checked, `{"module":"`+module+`","run":{"command":"/bin/sh","args":["-c","exec sleep 600"],
+		  "health":{"command":["/bin/sh","-c","`+check+`"],"interval":"1s","timeout":"1s","failures":1}}}`); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, home, "module", "register", checked)
+		mustRun(t, home, "assign", "box", module)
+	}
+	mustRun(t, home, "push", "box", "--wait", "10s")
+	runtimes := `document.querySelector('#runtimes').textContent`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](runtimes+`.includes("; healthy since ") && `+runtimes+
+		`.includes("; unhealthy since ") && `+runtimes+`.includes(": 1 failed check(s) in a row; the check /bin/sh exited with code 1: no greeting")`)); err != nil {
+		r, _ := chromedp.Run(ctx, chromedp.Text(`#runtimes`))
+		t.Fatalf("the page's programs: %q %v", r, err)
+	}
+	if sick, err := chromedp.Run(ctx, chromedp.Poll[string](`[...document.querySelectorAll('#runtimes span.health')].map((s) => s.className).join(" ")`)); err != nil ||
+		!strings.Contains(sick, "state-unhealthy") || !strings.Contains(sick, "state-healthy") {
+		t.Fatalf("the programs' health is not marked by its class: %q %v", sick, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/node/box?stale=2000")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#facts').textContent.includes("; unhealthy since ")`)); err != nil {
+		f, _ := chromedp.Run(ctx, chromedp.Text(`#facts`))
+		t.Fatalf("box's page does not say its program's health: %q %v", f, err)
+	}
+	mustRun(t, home, "unassign", "box", "fine")
+	mustRun(t, home, "unassign", "box", "sick")
+	mustRun(t, home, "push", "box", "--wait", "10s")
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/?stale=2000")); err != nil {
+		t.Fatal(err)
+	}
 	// A rollout under way is on the page, with its progress (the bake
 	// keeps it under way once box applied).
 	if err := writeFile(doc, `{"module":"motd","resources":[{"kind":"file","path":"/etc/motd","mode":"0644","content":"hello\n"}]}`); err != nil {

@@ -89,16 +89,43 @@ func (c *ProjectionsVerifyCmd) Run(ctx context.Context, g *cmdline.Globals, out 
 		return err
 	}
 	if c.JSON {
-		if err := text.JSON(out.Out, v); err != nil || v.Diff == "" {
+		if err := text.JSON(out.Out, v); err != nil {
 			return err
 		}
-		return fmt.Errorf("the read models do not equal a fold of the stream; mesh projections rebuild replaces them")
+		return verifyOutcome(v)
 	}
 	if v.Diff != "" {
 		fmt.Fprintf(out.Out, "the live read models differ from a fresh fold of events 1 to %d (-live +fresh):\n%s", v.Checkpoint, v.Diff)
-		return fmt.Errorf("the read models do not equal a fold of the stream; mesh projections rebuild replaces them")
+	} else {
+		fmt.Fprintf(out.Out, "the read models equal a fresh fold of events 1 to %d (%.2fs)\n", v.Checkpoint, v.Seconds)
 	}
-	fmt.Fprintf(out.Out, "the read models equal a fresh fold of events 1 to %d (%.2fs)\n", v.Checkpoint, v.Seconds)
+	if s := v.Snapshot; s != nil {
+		name := fmt.Sprintf("the newest snapshot on the bus (%s, %d bytes)", s.Name, s.Bytes)
+		switch {
+		case s.Refused != "":
+			fmt.Fprintf(out.Out, "%s is not one a controller would start from: %s\n", name, s.Refused)
+		case s.Diff != "":
+			fmt.Fprintf(out.Out, "%s differs from a fresh fold of events 1 to %d (-snapshot +fresh):\n%s", name, s.Checkpoint, s.Diff)
+		default:
+			fmt.Fprintf(out.Out, "%s holds its proof and digest and equals a fresh fold of events 1 to %d\n", name, s.Checkpoint)
+		}
+	}
+	return verifyOutcome(v)
+}
+
+// verifyOutcome is verify's exit: read models, or a snapshot a controller
+// would start from, that differ from the fold, and a snapshot that fails
+// its proof or digest, exit 1. A stale snapshot (another schema or
+// stream) is no fault: the controller publishes a new one.
+func verifyOutcome(v wire.Verified) error {
+	switch s := v.Snapshot; {
+	case v.Diff != "":
+		return fmt.Errorf("the read models do not equal a fold of the stream; mesh projections rebuild replaces them")
+	case s != nil && s.Diff != "":
+		return fmt.Errorf("the newest snapshot on the bus does not equal a fold of the stream; a controller starting from it would serve read models that verify refuses, until mesh projections rebuild replaces them")
+	case s != nil && s.Refused != "" && !s.Stale:
+		return fmt.Errorf("the newest snapshot on the bus is not this controller's (%s); no controller starts from it, but whoever can write its object store on the bus made it", s.Refused)
+	}
 	return nil
 }
 

@@ -285,7 +285,7 @@ func (h *Service) composeAndSeal(w *compose.World, row projections.Node, by stri
 	var out sealedNode
 	out.ev, out.note = h.Seal(*res.Declaration, row, by, now)
 	if len(res.LeftOut) > 0 {
-		out.note = strings.TrimPrefix(out.note+"; "+fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason), "; ")
+		out.note = strings.TrimPrefix(out.note+"; "+fmt.Sprintf("%d left out: %s", len(res.LeftOut), res.LeftOut[0].Reason), "; ")
 	}
 	return out
 }

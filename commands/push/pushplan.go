@@ -40,7 +40,7 @@ func (h *Service) PushPlan(ctx context.Context, r wire.PushRequest) (wire.PushPl
 		}
 		p.Note = sel.notes[name]
 		if len(res.LeftOut) > 0 {
-			p.Note = fmt.Sprintf("%d module(s) left out: %s", len(res.LeftOut), res.LeftOut[0].Reason)
+			p.Note = fmt.Sprintf("%d left out: %s", len(res.LeftOut), res.LeftOut[0].Reason)
 		}
 		out.WouldSend = append(out.WouldSend, p)
 	}

@@ -113,7 +113,7 @@ func (h *Service) lag(ctx context.Context, checkpoint uint64) (string, error) {
 }
 
 // partial turns a node that is current with what could be composed into
-// partial when a module assigned to it was left out.
+// partial when a module assigned to it, or a unit of one, was left out.
 func partial(state wire.State, detail string, w world.Would) (wire.State, string) {
 	if state != wire.StateCurrent || len(w.LeftOut) == 0 {
 		return state, detail
@@ -121,6 +121,10 @@ func partial(state wire.State, detail string, w world.Would) (wire.State, string
 	parts := make([]string, len(w.LeftOut))
 	for i, l := range w.LeftOut {
 		parts[i] = l.Module + " left out: " + l.Reason
+		if l.Unit != "" {
+			// The module is there; its unit is not, and its reason names both.
+			parts[i] = "left out: " + l.Reason
+		}
 	}
 	return wire.StatePartial, strings.Join(parts, "; ")
 }

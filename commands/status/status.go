@@ -218,7 +218,17 @@ func (h *Service) inThePast(ctx context.Context, at time.Time, fn func(*Service)
 func (h *Service) VerifyProjections(ctx context.Context, r wire.FoldRequest) (wire.Verified, error) {
 	start := time.Now()
 	diff, at, err := h.Proj.Verify(ctx, h.Progress(r.Progress))
-	return wire.Verified{Checkpoint: at, Diff: diff, Seconds: time.Since(start).Seconds()}, err
+	if err != nil {
+		return wire.Verified{}, err
+	}
+	v := wire.Verified{Checkpoint: at, Diff: diff}
+	c, found, err := h.Proj.VerifyPublished(ctx)
+	if found {
+		v.Snapshot = &wire.VerifiedSnapshot{Name: c.Snapshot.Name, Checkpoint: c.Snapshot.Checkpoint, Bytes: c.Snapshot.Size, Digest: c.Snapshot.Digest,
+			Stale: c.Stale, Refused: c.Refused, Diff: c.Diff}
+	}
+	v.Seconds = time.Since(start).Seconds()
+	return v, err
 }
 
 // rolloutProgress answers a rollout's progress: its active nodes, and

@@ -106,8 +106,20 @@ function drawStatus(s) {
   fill("runtimes", (s.runtimes || []).map((rt) => {
     const li = el("li", `${rt.module} on ${rt.node}: `);
     li.append(el("span", rt.state, stateClass(rt.state)), textNode(` since ${rt.since}: ${rt.detail}`));
+    const h = health(rt);
+    if (h) li.append(textNode("; "), el("span", rt.health, "health " + stateClass(rt.health)), textNode(h));
     return li;
   }), "no module runs a program");
+}
+
+// health is what follows a running program's health in status's line
+// (cmd/mesh/text's HealthNote), null when it has none to say: a program
+// without a check, or not running, whose last check says nothing of now.
+function health(rt) {
+  if (rt.state !== "running" || !rt.health) return null;
+  if (rt.health === "healthy") return ` since ${rt.health_since}`;
+  if (rt.health === "unhealthy") return ` since ${rt.health_since}: ${rt.health_detail || ""}`;
+  return ": its health check has not passed yet";
 }
 
 let lastNode = null; // the node page's node as last read
@@ -132,7 +144,10 @@ function drawNode(p) {
     ["detail", n.detail || ""], ["would send", n.would_send || ""], ["last heard", n.last_heard || "not since the controller started"],
     ["facts", Object.entries(n.facts || {}).map(([k, v]) => k + "=" + v).join(", ")]];
   for (const a of n.assignments) facts.push(["module " + a.module, a.build.slice(0, 12)]);
-  for (const rt of n.runtimes || []) facts.push(["runs " + rt.module, rt.state + ": " + rt.detail]);
+  for (const rt of n.runtimes || []) {
+    const h = health(rt);
+    facts.push(["runs " + rt.module, rt.state + ": " + rt.detail + (h ? "; " + rt.health + h : "")]);
+  }
   fill("facts", facts.map(([k, v]) => { const tr = el("tr"); tr.append(el("th", k), el("td", v)); return tr; }));
   fill("history", p.history.entries.slice().reverse().map((e) => {
     const li = el("li");

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -70,12 +71,26 @@ func NormalizeURL(s string) string {
 // then said the bus could not be reached.
 var ConnectTimeout = 2 * time.Second
 
+// AgentConnectTimeout bounds the handshake of the programs that stay
+// connected (mesh agent, mesh fleet's agents): the embedded bus waits this
+// long for the controller's callout (embedded.AuthTimeout), and an agent
+// that gave up sooner on a loaded controller said the node was refused
+// (one of 500 fleet agents, in a CI run on a box shared with four others).
+const AgentConnectTimeout = 10 * time.Second
+
 // Connect dials the bus, failing fast with a sentence naming where it tried.
 func Connect(addr BusAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.Name(name), nats.Timeout(ConnectTimeout)}, opts...)
 	nc, err := nats.Connect(addr.URL, opts...)
 	if errors.Is(err, nats.ErrAuthorization) {
 		return nil, fmt.Errorf("cannot connect to the bus at %s: %w", addr, err)
+	}
+	var slow net.Error
+	if errors.Is(err, nats.ErrTimeout) || errors.As(err, &slow) && slow.Timeout() {
+		// Reached, but not let in in time: on a closed bus the controller
+		// decides each connection (the bus waits embedded.AuthTimeout for
+		// it), so a silent controller looks like this, not like no bus.
+		return nil, fmt.Errorf("the bus at %s did not let this connection in in time: %w; on a closed bus the controller decides each connection, so it may be starting, busy or stopped (mesh up says ready once it answers)", addr, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the bus at %s: %w; start one with `mesh up`, or point --bus or MESH_NATS_URL at a running one", addr, err)

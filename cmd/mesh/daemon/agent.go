@@ -80,7 +80,7 @@ func (c *AgentCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	// IgnoreAuthErrorAbort: while the controller restarts, a closed bus
 	// refuses connections until it answers again; the agent keeps trying
 	// rather than giving up after two refusals.
-	follow := []nats.Option{nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), busLog(log)}
+	follow := []nats.Option{nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), busLog(log), nats.Timeout(cmdline.AgentConnectTimeout)}
 	nc, err := cmdline.Connect(addr, "mesh agent "+j.Node, append(identity, follow...)...)
 	if errors.Is(err, nats.ErrNkeysNotSupported) {
 		// A bus nobody closed (mesh serve --open-bus) asks no identity,

@@ -95,7 +95,7 @@ func (c *FleetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 				return nil, err
 			}
 			return cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
-				append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort())...)
+				append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
 		}})
 	}
 	if err != nil {

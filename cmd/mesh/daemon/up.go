@@ -40,11 +40,29 @@ type UpCmd struct {
 	HTTP    httpFlag      `embed:""`
 	Live    liveFlag      `embed:""`
 	Recon   reconcileFlag `embed:""`
+	Publish publishFlag   `embed:""`
 	TLS     bool          `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
 	// Insecure allows a bus on the network in clear, said to be so.
 	Insecure bool `help:"Allow --listen on an address other machines reach without --tls: join strings and declarations then cross the network in clear."`
 	// BusMonitor serves the embedded bus's own monitoring endpoints.
 	BusMonitor string `name:"bus-monitor" help:"Also serve the embedded bus's monitoring endpoints (/varz, /connz, /jsz) on this host:port."`
+}
+
+// publishFlag is how often the controller publishes a snapshot of its read
+// models to the bus, for a controller with none to start from.
+type publishFlag struct {
+	PublishEvery int64 `name:"publish-snapshot-every" default:"200000" placeholder:"EVENTS" help:"Publish a snapshot of the read models to the bus every this many events folded: a controller in a new or lost home starts from the newest and folds only the rest (0: never)."`
+}
+
+// every is the flag as StartController takes it (negative: never).
+func (f publishFlag) every() (int64, error) {
+	switch {
+	case f.PublishEvery < 0:
+		return 0, cmdline.Usagef("--publish-snapshot-every %d: give a number of events, or 0 for never", f.PublishEvery)
+	case f.PublishEvery == 0:
+		return -1, nil
+	}
+	return f.PublishEvery, nil
 }
 
 // liveFlag is how long a node may be silent before it is unreachable.
@@ -148,6 +166,10 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	if err != nil {
 		return err
 	}
+	publish, err := u.Publish.every()
+	if err != nil {
+		return err
+	}
 	host, port, err := cmdline.SplitListen(u.Listen)
 	if err != nil {
 		return err
@@ -198,7 +220,7 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	defer nc.Close()
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics, UnreachableAfter: bound,
-		Cut: srv.CutUsers, Reconcile: recon})
+		Cut: srv.CutUsers, Reconcile: recon, PublishEvery: publish})
 	if err != nil {
 		return err
 	}
@@ -243,6 +265,7 @@ type ServeCmd struct {
 	HTTP     httpFlag      `embed:""`
 	Live     liveFlag      `embed:""`
 	Recon    reconcileFlag `embed:""`
+	Publish  publishFlag   `embed:""`
 }
 
 func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
@@ -267,6 +290,10 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		return err
 	}
 	recon, err := s.Recon.config()
+	if err != nil {
+		return err
+	}
+	publish, err := s.Publish.every()
 	if err != nil {
 		return err
 	}
@@ -308,7 +335,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	metrics := web.NewMetrics()
 	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
 		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
-		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon,
+		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon, PublishEvery: publish,
 	})
 	if err != nil {
 		return err

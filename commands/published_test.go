@@ -1,0 +1,88 @@
+package commands_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/meshctl/mesh/commands"
+	"github.com/meshctl/mesh/commands/commandstest"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/wire"
+)
+
+// lockedBuffer is a log a controller writes and the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A controller in a new home (a new machine given the controller key, a
+// home lost) starts from the snapshot of the read models another
+// controller of the mesh published to the bus, folds only the tail, says
+// so, and serves read models that verify against a fold from the first
+// event (issue 34).
+func TestANewControllerStartsFromThePublishedSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := embeddedtest.Server(t)
+	first := t.TempDir()
+	a, err := commands.StartController(ctx, embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: first, PublishEvery: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(from int) {
+		var nodes []wire.EnrollRequest
+		for i := from; i < from+20; i++ {
+			nodes = append(nodes, wire.EnrollRequest{Name: fmt.Sprintf("web-%d", i), Capabilities: []string{"linux"}})
+		}
+		if _, err := a.Nodes.EnrollBatch(ctx, wire.EnrollBatchRequest{CommandID: wire.NewCommandID(), Nodes: nodes}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 60; i += 20 {
+		batch(i)
+	}
+	embeddedtest.Eventually(t, "a snapshot on the bus", func() bool {
+		on, err := a.Store.Snapshots(ctx)
+		return err == nil && len(on) > 0
+	})
+	batch(5000) // the tail, after the snapshot
+	a.Close()
+
+	second := t.TempDir()
+	commandstest.WriteKey(t, first, second)
+	var log lockedBuffer
+	b, err := commands.StartController(ctx, embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: second, PublishEvery: -1, Log: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !strings.Contains(log.String(), "starting from the snapshot on the bus") {
+		t.Fatalf("a controller with no read models and a snapshot on the bus did not start from it:\n%s", log.String())
+	}
+	s, err := b.Status.Status(ctx, wire.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes) < 40 {
+		t.Fatalf("the controller from the snapshot and the tail has %d nodes, at least 40 enrolled", len(s.Nodes))
+	}
+	commandstest.CheckAfterFault(t, b)
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Read-model snapshots on the bus (issue 34): a controller with no read
+// models of its own (a new machine, a restored home, a reset) starts from
+// the newest snapshot another controller of this mesh published and folds
+// only the stream's tail, rather than every event from the first. The
+// bytes are opaque here: what they hold, how they are proven and when one
+// may be used is projections'. Here is only where they live.
+
+// SnapshotBucket is the object store the snapshots are kept in: a bucket
+// of its own, so that a permission granting another bucket (a node's
+// artifacts) never grants read models, which name every node and module.
+const SnapshotBucket = "mesh-read-models"
+
+// keepSnapshots is how many snapshots the bucket keeps: the newest, and
+// the one before it for a start that began reading it as it was replaced.
+const keepSnapshots = 2
+
+// Snapshot is one published snapshot: its object name, the stream sequence
+// its read models are folded up to, its size, the digest the object store
+// keeps of its bytes (checked as they are read back), and the fields its
+// publisher gave (identity, schema, proof).
+type Snapshot struct {
+	Name       string
+	Checkpoint uint64
+	Size       uint64
+	Digest     string
+	Fields     map[string]string
+}
+
+// snapshotName orders names by checkpoint as strings do.
+func snapshotName(checkpoint uint64) string { return fmt.Sprintf("read-models-%020d", checkpoint) }
+
+// snapshots opens the bucket, making it (with the stream's replicas, so a
+// cluster keeps it as it keeps the log) when create is set.
+func (s *Store) snapshots(ctx context.Context, create bool) (jetstream.ObjectStore, error) {
+	obs, err := s.js.ObjectStore(ctx, SnapshotBucket)
+	if err == nil || !create || !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return obs, err
+	}
+	replicas := 1
+	if s.stream != nil {
+		replicas = s.stream.CachedInfo().Config.Replicas
+	}
+	return s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      SnapshotBucket,
+		Description: "the mesh's read models, folded up to a stream sequence, for a controller to start from",
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+}
+
+// PutSnapshot streams r into the bucket as the snapshot at checkpoint, then
+// asks prove for the fields to record beside it given the digest the
+// object store computed of exactly what it stored (the proof must cover
+// that digest, which is known only once every byte is in). Older
+// snapshots beyond the newest two are removed. r is read once, in chunks:
+// the snapshot is never held whole in memory.
+func (s *Store) PutSnapshot(ctx context.Context, checkpoint uint64, r io.Reader, prove func(digest string) map[string]string) (Snapshot, error) {
+	obs, err := s.snapshots(ctx, true)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("store: cannot open the %s object store: %w", SnapshotBucket, err)
+	}
+	name := snapshotName(checkpoint)
+	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, r)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("store: cannot store snapshot %s: %w", name, err)
+	}
+	// Once stored, it is finished and the bucket thinned even if ctx
+	// ends now (a controller closing): a snapshot left without its proof
+	// is never used, and one too many is never removed otherwise.
+	done, cancel := s.bound(context.WithoutCancel(ctx))
+	defer cancel()
+	fields := prove(info.Digest)
+	if err := obs.UpdateMeta(done, name, jetstream.ObjectMeta{Name: name, Metadata: fields}); err != nil {
+		obs.Delete(done, name)
+		return Snapshot{}, fmt.Errorf("store: cannot record snapshot %s's proof: %w", name, err)
+	}
+	all, err := s.Snapshots(done)
+	if err == nil {
+		for i := 0; i+keepSnapshots < len(all); i++ {
+			obs.Delete(done, all[i].Name)
+		}
+	}
+	return Snapshot{Name: name, Checkpoint: checkpoint, Size: info.Size, Digest: info.Digest, Fields: fields}, nil
+}
+
+// Snapshots lists the published snapshots, oldest first; none when the
+// bucket was never made.
+func (s *Store) Snapshots(ctx context.Context) ([]Snapshot, error) {
+	obs, err := s.snapshots(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot open the %s object store: %w", SnapshotBucket, err)
+	}
+	infos, err := obs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot list the snapshots: %w", err)
+	}
+	var out []Snapshot
+	for _, in := range infos {
+		var cp uint64
+		if _, err := fmt.Sscanf(in.Name, "read-models-%d", &cp); err != nil || in.Deleted {
+			continue // not one of ours: never read as one
+		}
+		out = append(out, Snapshot{Name: in.Name, Checkpoint: cp, Size: in.Size, Digest: in.Digest, Fields: in.Metadata})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Checkpoint < out[j].Checkpoint })
+	return out, nil
+}
+
+// OpenSnapshot reads a snapshot's bytes. The reader fails at its end if
+// they are not the bytes whose digest the snapshot names (the object
+// store checks as it reads), so a reader must read to the end before it
+// trusts anything it read.
+func (s *Store) OpenSnapshot(ctx context.Context, sn Snapshot) (io.ReadCloser, error) {
+	obs, err := s.snapshots(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot open the %s object store: %w", SnapshotBucket, err)
+	}
+	r, err := obs.Get(ctx, sn.Name)
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot read snapshot %s: %w", sn.Name, err)
+	}
+	info, err := r.Info()
+	if err == nil && info.Digest != sn.Digest {
+		r.Close()
+		return nil, fmt.Errorf("store: snapshot %s changed since it was listed (digest %s, listed %s)", sn.Name, info.Digest, sn.Digest)
+	}
+	return r, err
+}
+
+// Uint is a field of a snapshot read as a number (0 when absent or not one).
+func (sn Snapshot) Uint(field string) uint64 {
+	n, _ := strconv.ParseUint(sn.Fields[field], 10, 64)
+	return n
+}

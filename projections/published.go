@@ -1,0 +1,243 @@
+package projections
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/disk"
+)
+
+// Published snapshots (issue 34): a controller with no read models of its
+// own (a new machine, a restored home, a reset) starts from the newest
+// snapshot of this mesh's read models on the bus and folds only the
+// stream's tail. At a million events a fold from the first takes about 20
+// CPU seconds; from a snapshot, the tail's share of that.
+//
+// A snapshot is believed only with its proof: the MAC, under the key the
+// controller proves its events with (rule 19), of the stream it was folded
+// from, the schema, the sequence it holds and the digest of its exact
+// bytes, which the object store checks as they are read back. Whoever can
+// write the bucket without the controller's key (a bus account, a mistake)
+// cannot make a controller serve read models the log does not hold; such a
+// snapshot is passed over, said, and the fold starts from the first event.
+// `projections verify` then proves the read models it led to equal a fold
+// from the start, as for any others.
+
+// DefaultPublishEvery is how many events apart a controller publishes a
+// snapshot to the bus: a start from one then folds at most this many, a
+// few seconds, and the bucket is rewritten seldom (a snapshot at a million
+// events is some hundreds of MiB).
+const DefaultPublishEvery = 200_000
+
+// The fields recorded beside a published snapshot.
+const (
+	fieldStream  = "stream"
+	fieldCreated = "created"
+	fieldSchema  = "schema"
+	fieldProof   = "proof"
+)
+
+// proof is the MAC that makes a snapshot the controller's.
+func (e *Engine) proof(stream, created string, schema, checkpoint uint64, digest string) string {
+	m := hmac.New(sha256.New, e.o.Keys.LogMAC())
+	// A prefix no event's MAC'd bytes begin with (they are subjects and
+	// JSON), so this MAC can never pass for one.
+	fmt.Fprintf(m, "mesh read-model snapshot\x00%s\x00%s\x00%d\x00%d\x00%s", stream, created, schema, checkpoint, digest)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Publish puts the newest local snapshot of the read models (the ones
+// time travel starts from) on the bus, with its proof. Nothing to publish
+// (no local snapshot yet) is said as an error, and so is one no newer than
+// the newest already published.
+func (e *Engine) Publish(ctx context.Context) (store.Snapshot, error) {
+	snaps := e.dir().Snapshots()
+	if len(snaps) == 0 {
+		return store.Snapshot{}, errors.New("projections: no snapshot of the read models is kept yet to publish")
+	}
+	newest := snaps[len(snaps)-1]
+	// A linked copy: the fold thins its snapshots while this one is read.
+	dir, err := e.dir().LinkSnapshot(newest)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	defer e.fs.RemoveAll(dir)
+	src := e.fs.PathJoin(dir, disk.GenerationName(1))
+	id, schema, err := e.identityOf(src)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	created := id.Created.UTC().Format(time.RFC3339Nano)
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(disk.Pack(e.fs, src, pw)) }()
+	sn, err := e.o.Store.PutSnapshot(ctx, newest.Checkpoint, pr, func(digest string) map[string]string {
+		return map[string]string{fieldStream: id.Stream, fieldCreated: created, fieldSchema: strconv.FormatUint(schema, 10),
+			fieldProof: e.proof(id.Stream, created, schema, newest.Checkpoint, digest)}
+	})
+	pr.CloseWithError(err) // the packer stops if the store did
+	if err == nil {
+		e.lastPublished.Store(sn.Checkpoint)
+	}
+	return sn, err
+}
+
+// identityOf reads the stream identity and schema of the read models in dir.
+func (e *Engine) identityOf(dir string) (identity, uint64, error) {
+	db, err := pebble.Open(dir, &pebble.Options{FS: e.fs, ReadOnly: true, Logger: pebbleLogger{e.o.Log}})
+	if err != nil {
+		return identity{}, 0, fmt.Errorf("projections: cannot read the snapshot in %s: %w", dir, err)
+	}
+	defer db.Close()
+	var id identity
+	if _, err := getJSON(db, keyIdentity, &id); err != nil {
+		return identity{}, 0, err
+	}
+	return id, readU64(db, keySchema), nil
+}
+
+// maybePublish publishes, beside the fold, once PublishEvery events were
+// folded since the newest snapshot on the bus; one publish at a time.
+func (e *Engine) maybePublish(last uint64) {
+	if e.o.PublishEvery == 0 || last < e.lastPublished.Load()+e.o.PublishEvery || !e.publishing.CompareAndSwap(false, true) {
+		return
+	}
+	e.publishes.Add(1)
+	go func() {
+		defer e.publishes.Done()
+		defer e.publishing.Store(false)
+		start := time.Now()
+		sn, err := e.Publish(e.closing)
+		if err != nil {
+			e.o.Log.Warn("cannot publish a snapshot of the read models (a new controller folds from further back)", "err", err)
+			return
+		}
+		e.o.Log.Info("published a snapshot of the read models", "event", sn.Checkpoint, "bytes", sn.Size, "took", time.Since(start).Round(time.Millisecond))
+	}()
+}
+
+// errStale is a snapshot that is sound but not of these read models: of
+// another schema (a binary upgraded since), another stream (a restore),
+// or ahead of the stream. Nothing is wrong; the next publish replaces it.
+var errStale = errors.New("it is not of these read models")
+
+// usable says why a published snapshot may not start read models of the
+// stream st, or nil when it may.
+func (e *Engine) usable(sn store.Snapshot, st store.State) error {
+	created := st.Created.UTC().Format(time.RFC3339Nano)
+	switch {
+	case sn.Uint(fieldSchema) != schemaVersion:
+		return fmt.Errorf("%w: it has schema %s, this binary folds %d", errStale, sn.Fields[fieldSchema], schemaVersion)
+	case sn.Fields[fieldStream] != st.Stream || sn.Fields[fieldCreated] != created:
+		return fmt.Errorf("%w: it was folded from stream %s created %s, the bus has %s created %s", errStale, sn.Fields[fieldStream], sn.Fields[fieldCreated], st.Stream, created)
+	case sn.Checkpoint > st.LastSeq:
+		return fmt.Errorf("%w: it holds event %d, the stream ends at %d", errStale, sn.Checkpoint, st.LastSeq)
+	case !hmac.Equal([]byte(sn.Fields[fieldProof]), []byte(e.proof(st.Stream, created, schemaVersion, sn.Checkpoint, sn.Digest))):
+		return errors.New("its proof is not this controller key's MAC of it")
+	}
+	return nil
+}
+
+// fromPublished fills the generation directory gen with the newest usable
+// snapshot on the bus and answers the event it holds; 0 when none was
+// usable, each one passed over said in the log with why.
+func (e *Engine) fromPublished(ctx context.Context, gen string, st store.State) uint64 {
+	all, err := e.o.Store.Snapshots(ctx)
+	if err != nil {
+		e.o.Log.Warn("cannot list the snapshots on the bus; folding from the first event", "err", err)
+		return 0
+	}
+	path := e.fs.PathJoin(e.o.Dir, gen)
+	for i := len(all) - 1; i >= 0; i-- {
+		sn := all[i]
+		if err := e.usable(sn, st); err != nil {
+			e.o.Log.Warn("a snapshot on the bus is passed over: "+err.Error(), "snapshot", sn.Name)
+			continue
+		}
+		if err := e.fetch(ctx, sn, path); err != nil {
+			e.fs.RemoveAll(path)
+			e.o.Log.Warn("a snapshot on the bus is passed over: "+err.Error(), "snapshot", sn.Name)
+			continue
+		}
+		e.o.Log.Info("projections: starting from the snapshot on the bus", "snapshot", sn.Name, "event", sn.Checkpoint, "bytes", sn.Size)
+		return sn.Checkpoint
+	}
+	return 0
+}
+
+// fetch unpacks sn into path, whole and matching its digest or not at all.
+func (e *Engine) fetch(ctx context.Context, sn store.Snapshot, path string) error {
+	r, err := e.o.Store.OpenSnapshot(ctx, sn)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := disk.Unpack(e.fs, r, path); err != nil {
+		return fmt.Errorf("cannot read it whole: %w", err)
+	}
+	return nil
+}
+
+// PublishedCheck is what verify found of the newest snapshot on the bus.
+type PublishedCheck struct {
+	Snapshot store.Snapshot
+	// Stale: Refused says why it is not of these read models (schema,
+	// stream), which is no fault.
+	Stale bool
+	// Why it may not be used (its proof, its stream, its bytes), or how
+	// its read models differ from a fold from the first event up to the
+	// event it holds; both empty when it equals that fold.
+	Refused, Diff string
+}
+
+// VerifyPublished holds the newest snapshot on the bus to what a controller
+// starting from it relies on: its proof, its exact bytes (their digest),
+// and read models equal to a fold of the stream from its first event up
+// to the event it holds. found is false when there is none.
+func (e *Engine) VerifyPublished(ctx context.Context) (PublishedCheck, bool, error) {
+	ctx, done := e.long(ctx)
+	defer done()
+	all, err := e.o.Store.Snapshots(ctx)
+	if err != nil || len(all) == 0 {
+		return PublishedCheck{}, false, err
+	}
+	c := PublishedCheck{Snapshot: all[len(all)-1]}
+	st, err := e.o.Store.State(ctx)
+	if err != nil {
+		return c, true, err
+	}
+	if err := e.usable(c.Snapshot, st); err != nil {
+		c.Refused, c.Stale = err.Error(), errors.Is(err, errStale)
+		return c, true, nil
+	}
+	dir := e.o.Dir + ".verify-published"
+	if err := e.fs.RemoveAll(dir); err != nil {
+		return c, true, fmt.Errorf("projections: cannot clear %s: %w", dir, err)
+	}
+	defer e.fs.RemoveAll(dir)
+	path := e.fs.PathJoin(dir, "snapshot")
+	if err := e.fetch(ctx, c.Snapshot, path); err != nil {
+		c.Refused = err.Error()
+		return c, true, nil
+	}
+	db, err := pebble.Open(path, &pebble.Options{FS: e.fs, ReadOnly: true, Logger: pebbleLogger{e.o.Log}})
+	if err != nil {
+		c.Refused = fmt.Sprintf("it does not open as read models: %v", err)
+		return c, true, nil
+	}
+	defer db.Close()
+	if held := readCheckpoint(db); held != c.Snapshot.Checkpoint {
+		c.Refused = fmt.Sprintf("it is named for event %d and holds read models folded up to %d", c.Snapshot.Checkpoint, held)
+		return c, true, nil
+	}
+	c.Diff, _, err = e.foldAndCompare(ctx, db, c.Snapshot.Checkpoint, e.fs.PathJoin(dir, "fold"), nil)
+	return c, true, err
+}
