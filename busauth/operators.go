@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/jwt/v2"
@@ -104,22 +104,12 @@ func OperatorPermissions(role events.Role, key string) jwt.Permissions {
 	return p
 }
 
-// ReadOperatorKey reads an operator's key file: an nkeys user seed.
+// ReadOperatorKey reads an operator's key file: an nkeys user seed, mode
+// 0600, as the controller's key is read.
 func ReadOperatorKey(path string) (nkeys.KeyPair, error) {
-	info, err := os.Stat(path)
+	kp, err := readKey(path, "operator key")
 	if err != nil {
 		return nil, err
-	}
-	if info.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("the operator key %s is readable by others (mode %04o); chmod 600 it", path, info.Mode().Perm())
-	}
-	seed, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the operator key %s: %w", path, err)
-	}
-	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
-	if err != nil {
-		return nil, fmt.Errorf("the operator key %s is not an nkeys seed: %v; ask an admin for a new one (mesh operator add)", path, err)
 	}
 	if pub, _ := kp.PublicKey(); !nkeys.IsValidPublicUserKey(pub) {
 		return nil, fmt.Errorf("the key %s is not a user's key; an operator's key is made by mesh operator add", path)
@@ -142,20 +132,11 @@ func WriteNewOperatorKey(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	seed, _ := kp.Seed()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err = declaration.WriteNewKey(path, kp)
 	if errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("%s exists; give another --out, or remove it first", path)
 	}
 	if err != nil {
-		return "", fmt.Errorf("cannot write the operator key %s: %w", path, err)
-	}
-	_, err = f.Write(append(seed, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
 		return "", fmt.Errorf("cannot write the operator key %s: %w", path, err)
 	}
 	pub, _ := kp.PublicKey()

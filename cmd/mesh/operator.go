@@ -60,9 +60,6 @@ func (c *OperatorAddCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdli
 	path := c.Out
 	if path == "" {
 		path = filepath.Join(g.Home, "operators", c.Name+".nk")
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return fmt.Errorf("cannot make %s for the key: %w", filepath.Dir(path), err)
-		}
 	}
 	key, err := busauth.WriteNewOperatorKey(path)
 	if err != nil {
