@@ -42,11 +42,11 @@ func TestSettledStopsOnlyOnceWhatWasHeardIsRead(t *testing.T) {
 func TestHeardNumberReadsADeclarationsNumberOnly(t *testing.T) {
 	t.Parallel()
 	agg := events.NodeAggregate("web-1")
-	sent, err := events.Encode(agg, "cmd", 0, time.Now(), events.DeclarationSent{Node: "web-1", Sequence: 42})
+	sent, err := events.Encode(agg, "cmd", "", 0, time.Now(), events.DeclarationSent{Node: "web-1", Sequence: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := events.Encode(agg, "cmd", 0, time.Now(), events.NodeRetired{Name: "web-1"})
+	other, err := events.Encode(agg, "cmd", "", 0, time.Now(), events.NodeRetired{Name: "web-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestAReportStaysWithinItsBound(t *testing.T) {
 		failed = append(failed, events.ResourceFailure{Path: fmt.Sprintf("/etc/%d/%s", i, strings.Repeat("\x01", 600)), Reason: strings.Repeat("é", 2000)})
 	}
 	ev := events.DeclarationFailed{Node: "web-1", Sequence: 1, Digest: strings.Repeat("d", 64), Failed: boundFailures(failed)}
-	b, err := events.Encode(events.NodeAggregate("web-1"), "c", 0, time.Now(), ev)
+	b, err := events.Encode(events.NodeAggregate("web-1"), "c", "", 0, time.Now(), ev)
 	if err != nil {
 		t.Fatal(err)
 	}

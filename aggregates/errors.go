@@ -26,6 +26,9 @@ var (
 	// ErrInUse: what a command would take away is in force somewhere (an
 	// artifact a node's last declaration installs), and nothing changed.
 	ErrInUse = errors.New("it is in use")
+	// ErrForbidden: the operator who asked has a role that does not allow
+	// the verb (issue 33); the sentence names the role that would.
+	ErrForbidden = errors.New("the caller's role does not allow it")
 )
 
 // Error is a refusal by an aggregate: Op is the command ("enroll"), ID the
@@ -60,7 +63,7 @@ func refuse(op, id string, err error, format string, args ...any) error {
 var kinds = map[string]error{
 	"name-taken": ErrNameTaken, "unknown-node": ErrUnknownNode, "retired": ErrRetired,
 	"unknown-module": ErrUnknownModule, "invalid": ErrInvalid, "uncomposable": ErrUncomposable,
-	"contended": ErrContended, "unknown": ErrUnknown, "in-use": ErrInUse,
+	"contended": ErrContended, "unknown": ErrUnknown, "in-use": ErrInUse, "forbidden": ErrForbidden,
 }
 
 // Kind names err's refusal kind ("" when it is not a refusal).

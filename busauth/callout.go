@@ -42,12 +42,17 @@ type Directory interface {
 	// node, which runs, and the seats that instance holds now; or why it
 	// may not connect.
 	RunningModule(node, module string) (manifest.Manifest, []string, error)
+	// Operator is the operator in the mesh (added, not removed) whose key
+	// is key, and its role; ok false when none is.
+	Operator(key string) (name string, role events.Role, ok bool)
+	// OperatorNamed says whether name is an operator in the mesh now.
+	OperatorNamed(name string) bool
 }
 
 // Callout is what the controller answers the bus's auth callout with.
 type Callout struct {
 	Directory  Directory
-	Controller nkeys.KeyPair // the controller key: nodes' and the operator's keys derive from it
+	Controller nkeys.KeyPair // the controller key: nodes' and the first admin's keys derive from it
 	Issuer     nkeys.KeyPair // signs the answers: the key the bus was configured with
 	Lifetime   time.Duration // how long a connection's permissions last (DefaultLifetime when 0)
 	Log        *slog.Logger
@@ -56,8 +61,7 @@ type Callout struct {
 // authCallout answers the bus's questions about connections.
 type authCallout struct {
 	Callout
-	operator string // the operator's public key
-	system   string // the controller's system identity's public key
+	system string // the controller's system identity's public key
 	// refused is when each refusal (host and reason) was last logged: an
 	// agent left running for a retired node asks again every 2 seconds,
 	// and its refusal is worth a line a minute, not thirty.
@@ -68,11 +72,6 @@ type authCallout struct {
 // Serve answers the auth callout of a closed bus on nc as c says, until
 // the subscription ends.
 func Serve(nc *nats.Conn, c Callout) (*nats.Subscription, error) {
-	op, err := OperatorKey(c.Controller)
-	if err != nil {
-		return nil, err
-	}
-	opPub, _ := op.PublicKey()
 	sys, err := SystemKey(c.Controller)
 	if err != nil {
 		return nil, err
@@ -81,7 +80,7 @@ func Serve(nc *nats.Conn, c Callout) (*nats.Subscription, error) {
 	if c.Lifetime <= 0 {
 		c.Lifetime = DefaultLifetime
 	}
-	a := &authCallout{Callout: c, operator: opPub, system: sysPub, refused: map[string]time.Time{}}
+	a := &authCallout{Callout: c, system: sysPub, refused: map[string]time.Time{}}
 	sub, err := nc.Subscribe(AuthSubject, a.answer)
 	if err != nil {
 		return nil, fmt.Errorf("cannot answer the bus's auth callout: %w", err)
@@ -108,7 +107,7 @@ func (c *authCallout) answer(msg *nats.Msg) {
 			// The one identity placed in the system account: the
 			// controller's own, to end connections (cut.go).
 			uc.Audience = systemAccount
-		} else if who != "operator" {
+		} else if _, op := OperatorOf(who); !op {
 			// A node publishes only reports: none larger than one may be.
 			uc.Limits.Payload = events.MaxReport
 			// Subscriptions cost the bus memory for as long as they last;
@@ -164,7 +163,7 @@ func maxSubs(who string) int64 {
 	return 100
 }
 
-var errNoIdentity = errors.New("this bus is closed: connect with a node's join string (mesh node join NAME) or with the operator key in the mesh's home")
+var errNoIdentity = errors.New("this bus is closed: connect with a node's join string (mesh node join NAME) or an operator's key (mesh operator add; a removed operator's key is refused)")
 
 // decide names who connects and what it may do, or why it may not.
 func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.Permissions, error) {
@@ -172,14 +171,17 @@ func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.P
 	if pub == "" || !signedNonce(pub, req.ClientInformation.Nonce, req.ConnectOptions.SignedNonce) {
 		return "", jwt.Permissions{}, errNoIdentity
 	}
-	if pub == c.operator {
-		return "operator", OperatorPermissions(), nil
-	}
 	if pub == c.system {
 		return SystemUser, SystemPermissions(), nil
 	}
 	node := req.ConnectOptions.Username
 	if node == "" {
+		// An operator names no user: it is found by its key alone, so it
+		// cannot pass for another. A node always names itself, and is
+		// never looked for here (a fleet's connects ask nothing more).
+		if name, role, ok := c.Directory.Operator(pub); ok {
+			return OperatorUser(name), OperatorPermissions(role, pub), nil
+		}
 		return "", jwt.Permissions{}, errNoIdentity
 	}
 	if strings.Contains(node, "/") {

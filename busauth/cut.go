@@ -92,7 +92,7 @@ func (c *Cutter) Close() { c.nc.Close() }
 type Conn struct {
 	Server string   // the id of the server it is connected to
 	CID    uint64   // its id on that server
-	User   string   // the name the callout gave it (a node, NODE/MODULE, "operator")
+	User   string   // the name the callout gave it (a node, NODE/MODULE, OperatorUser(name))
 	Tags   []string // the tags the callout gave it (the seats a module holds)
 }
 
@@ -186,6 +186,10 @@ func (c *Cutter) Sweep(ctx context.Context, d Directory) (int, error) {
 // Stale says whether a connection of user may hold more than the directory
 // would grant it now.
 func Stale(d Directory, user string) bool {
+	if name, ok := OperatorOf(user); ok {
+		// Removed while no controller ran: its key no longer names it.
+		return !d.OperatorNamed(name)
+	}
 	node, module, isModule := strings.Cut(user, "/")
 	if events.ValidateName("node", node) != nil {
 		return false // the operator, the controller's own users: not the mesh's to take back

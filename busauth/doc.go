@@ -7,9 +7,10 @@
 // per node, and prints it again in the node's join string at any time. It
 // may read its own declarations and publish its own reports, nothing else.
 // A module's running instance connects as NODE/MODULE with the key its
-// agent hands it, and may do what its manifest says. The operator's key,
-// derived the same way, may do anything but write the stream. Anything
-// else is refused at connect.
+// agent hands it, and may do what its manifest says. An operator connects
+// with a key of its own, found in the read models, and may call the verbs
+// its role allows under that key (operators.go), and never write the
+// stream. Anything else is refused at connect.
 //
 // The callout decides from the mesh's read models, which it reaches only
 // through Directory: this package imports neither the verbs nor the read

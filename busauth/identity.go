@@ -1,6 +1,7 @@
 package busauth
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,7 +38,7 @@ const KeyFile = "controller.nk"
 // The controller's start still holds it to the key the log records.
 func HomeKey(home string, create bool) (nkeys.KeyPair, error) {
 	path := filepath.Join(home, KeyFile)
-	kp, err := readKey(path)
+	kp, err := readKey(path, "controller key")
 	if errors.Is(err, fs.ErrNotExist) && create {
 		return createKey(path)
 	}
@@ -47,21 +48,23 @@ func HomeKey(home string, create bool) (nkeys.KeyPair, error) {
 	return kp, err
 }
 
-func readKey(path string) (nkeys.KeyPair, error) {
+// readKey reads the key (what: "controller key") in the file at path: an
+// nkeys seed, in a file no one else may read.
+func readKey(path, what string) (nkeys.KeyPair, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("the controller key %s is readable by others (mode %04o); chmod 600 it", path, info.Mode().Perm())
+		return nil, fmt.Errorf("the %s %s is readable by others (mode %04o); chmod 600 it", what, path, info.Mode().Perm())
 	}
 	seed, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the controller key %s: %v", path, err)
+		return nil, fmt.Errorf("cannot read the %s %s: %v", what, path, err)
 	}
-	kp, err := nkeys.FromSeed(seed)
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
 	if err != nil {
-		return nil, fmt.Errorf("the controller key %s is not an nkeys seed: %v", path, err)
+		return nil, fmt.Errorf("the %s %s is not an nkeys seed: %v", what, path, err)
 	}
 	return kp, nil
 }
@@ -164,17 +167,12 @@ func WriteOperatorKey(home string, controller nkeys.KeyPair) error {
 // a home without one belongs to an open bus, which asks for nothing.
 func OperatorOptions(home string) ([]nats.Option, error) {
 	path := filepath.Join(home, OperatorKeyFile)
-	seed, err := os.ReadFile(path)
+	kp, err := ReadOperatorKey(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the operator key: %w", err)
+		return nil, fmt.Errorf("%w; mesh up writes the home's again", err)
 	}
-	kp, err := nkeys.FromSeed(seed)
-	if err != nil {
-		return nil, fmt.Errorf("the operator key %s is not an nkeys seed: %v; mesh up writes it again", path, err)
-	}
-	pub, _ := kp.PublicKey()
-	return []nats.Option{nats.Nkey(pub, kp.Sign)}, nil
+	return KeyOptions(kp), nil
 }

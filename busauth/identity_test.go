@@ -111,11 +111,17 @@ func TestHomeKeys(t *testing.T) {
 	if info, _ := os.Stat(filepath.Join(home, OperatorKeyFile)); info.Mode().Perm() != 0o600 {
 		t.Fatalf("operator key written with mode %o", info.Mode().Perm())
 	}
-	if opts, err := OperatorOptions(home); err != nil || len(opts) != 1 {
+	// Its key, and its own inbox: the only answers its grant lets it hear.
+	if opts, err := OperatorOptions(home); err != nil || len(opts) != 2 {
 		t.Fatalf("the operator key written: %v, %d option(s)", err, len(opts))
 	}
+	os.Chmod(filepath.Join(home, OperatorKeyFile), 0o644)
+	if _, err := OperatorOptions(home); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("an operator key readable by others: %v", err)
+	}
 	os.WriteFile(filepath.Join(home, OperatorKeyFile), []byte("junk"), 0o600)
-	if _, err := OperatorOptions(home); err == nil || !strings.Contains(err.Error(), "mesh up writes it again") {
+	os.Chmod(filepath.Join(home, OperatorKeyFile), 0o600)
+	if _, err := OperatorOptions(home); err == nil || !strings.Contains(err.Error(), "mesh up writes the home's again") {
 		t.Fatalf("an operator key that is not one: %v", err)
 	}
 }

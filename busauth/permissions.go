@@ -73,29 +73,6 @@ func EnrolPermissions(node string) jwt.Permissions {
 	}
 }
 
-// OperatorPermissions is what the operator's identity may do: ask the
-// controller anything, read the stream (information, direct gets, consumers
-// for mesh events and backup), but never write it (rule 19): only the
-// controller appends, and the stream itself is not the operator's to
-// reshape or remove. The same holds of the secrets stream: the operator
-// reads the salts (a backup carries them; a salt opens nothing without the
-// controller key) and never writes or erases one, since erasing is
-// forgetting, which is recorded (mesh secret forget) or not done. (A reply subject aimed into the stream is not a
-// permission the bus can refuse; the fold sets such a message aside.)
-func OperatorPermissions() jwt.Permissions {
-	api := "$JS.API.STREAM."
-	// Nor say a node is alive: only the node's own agent may; nor answer
-	// for a node's programs' logs, which it asks for.
-	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports, events.SubjectsSecrets, events.LivenessPrefix + ".>",
-		events.LogsReplyPrefix("*") + ".>"}
-	for _, stream := range []string{events.Stream, events.SecretsStream} {
-		for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE"} {
-			deny = append(deny, api+verb+"."+stream)
-		}
-	}
-	return jwt.Permissions{Pub: jwt.Permission{Deny: deny}}
-}
-
 // DefaultLifetime is how long a connection's permissions last on a closed
 // bus. The bus then closes it, the client connects again, and the
 // controller decides again. A grant the log takes away does not wait for

@@ -30,7 +30,7 @@ func silentController(t *testing.T, nc *nats.Conn) <-chan struct{} {
 	t.Cleanup(func() { svc.Stop() })
 	for _, subject := range []string{wire.SubjectPush, wire.SubjectStatus} {
 		if err := svc.AddEndpoint(strings.ReplaceAll(subject, ".", "-"), micro.HandlerFunc(func(micro.Request) { taken <- struct{}{} }),
-			micro.WithEndpointSubject(subject)); err != nil {
+			micro.WithEndpointSubject(wire.EndpointSubject(subject))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,6 +34,9 @@ type Client struct {
 	// Where names the bus for error messages ("nats://127.0.0.1:4222 (from MESH_NATS_URL)").
 	Where   string
 	Timeout time.Duration
+	// Denials, when set, hears the bus refuse a verb's publish, which
+	// then fails at once (caller.go); nil waits out the timeout.
+	Denials *Denials
 }
 
 // RemoteError is a refusal or failure the controller answered: its code,
@@ -107,7 +110,7 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 		return fmt.Errorf("cannot reach the controller on the bus at %s: %w", c.Where, err)
 	}
 	defer sub.Unsubscribe()
-	out := nats.NewMsg(subject)
+	out := nats.NewMsg(wire.CallerSubject(c.caller(), subject))
 	out.Data = data
 	out.Header.Set(wire.ChunksToHeader, inbox)
 	from := noPosition
@@ -117,6 +120,9 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 	msg, err := c.request(ctx, out)
 	writes := wire.Writes(subject)
 	switch {
+	case errors.Is(err, errDenied):
+		// Refused by the bus before any controller saw it: nothing was done.
+		return denied(subject)
 	case errors.Is(err, nats.ErrNoResponders) && writes:
 		// Nothing took the request, so nothing was done: a failure, not
 		// an unknown outcome.

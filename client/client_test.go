@@ -36,7 +36,7 @@ func TestAClientNeverWaitsBlind(t *testing.T) {
 	}
 	for _, subject := range []string{wire.SubjectPush, wire.SubjectStatus} {
 		if err := svc.AddEndpoint(strings.ReplaceAll(subject, ".", "-"), micro.HandlerFunc(func(micro.Request) { taken <- struct{}{} }),
-			micro.WithEndpointSubject(subject)); err != nil {
+			micro.WithEndpointSubject(wire.EndpointSubject(subject))); err != nil {
 			t.Fatal(err)
 		}
 	}

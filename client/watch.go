@@ -72,8 +72,11 @@ func (c *Client) request(ctx context.Context, out *nats.Msg) (*nats.Msg, error) 
 	go func() { took <- c.serving(ctx, heard) }()
 	<-heard
 	go c.watch(ctx, cancel, status, took)
+	if c.Denials != nil {
+		go c.hearDenial(ctx, cancel, out.Subject)
+	}
 	msg, err := c.NC.RequestMsgWithContext(ctx, out)
-	if cause := context.Cause(ctx); errors.Is(cause, errControllerGone) || errors.Is(cause, errBusLost) || errors.Is(cause, errRequestLost) {
+	if cause := context.Cause(ctx); errors.Is(cause, errControllerGone) || errors.Is(cause, errBusLost) || errors.Is(cause, errRequestLost) || errors.Is(cause, errDenied) {
 		return nil, cause
 	}
 	if errors.Is(err, nats.ErrConnectionClosed) {

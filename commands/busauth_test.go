@@ -221,7 +221,7 @@ func TestThePermissionMatrix(t *testing.T) {
 		"mesh.rp.app-1.x.DeclarationApplied",                                // a deeper subject under its prefix
 		"mesh.ev.node.app-1.ModuleAssigned",                                 // the controller's events
 		"mesh.ev.module.evil.ModuleRegistered",                              //
-		"mesh.api.status",                                                   // the controller's verbs
+		"mesh.op.open.status",                                               // the controller's verbs
 		"$JS.API.DIRECT.GET.MESH.mesh.ev.node.db-1.DeclarationSent",         // another's declaration
 		"$JS.API.DIRECT.GET.MESH",                                           // any message by sequence
 		"$JS.API.STREAM.INFO.MESH",                                          // the stream's information names every subject
@@ -373,7 +373,7 @@ func TestThePermissionMatrix(t *testing.T) {
 	if r, err := sys.Request("$SYS.REQ.SERVER.PING.CONNZ", []byte(`{"auth":true,"user":"app-1"}`), 5*time.Second); err != nil || !strings.Contains(string(r.Data), `"app-1"`) {
 		t.Fatalf("the system identity listing app-1's connections: %v %v", r, err)
 	}
-	for _, subject := range []string{"mesh.api.status", "$SYS.REQ.SERVER.PING.VARZ", "$SYS.REQ.ACCOUNT.PING.CONNZ"} {
+	for _, subject := range []string{"mesh.op.open.status", "$SYS.REQ.SERVER.PING.VARZ", "$SYS.REQ.ACCOUNT.PING.CONNZ"} {
 		if err := sys.Publish(subject, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -156,7 +156,7 @@ func TestLargeAnswersArriveWhole(t *testing.T) {
 		}
 		name := fmt.Sprintf("web-%d", i)
 		m := nats.NewMsg(events.NodeAggregate(name).Subject("NodeEnrolled"))
-		m.Data, _ = events.Encode(events.NodeAggregate(name), "c"+name, 0, time.Now(), events.NodeEnrolled{Name: name})
+		m.Data, _ = events.Encode(events.NodeAggregate(name), "c"+name, "", 0, time.Now(), events.NodeEnrolled{Name: name})
 		m.Header.Set(events.MACHeader, declaration.MAC(keys.LogMAC(), m.Subject, m.Data))
 		if _, err := js.PublishMsgAsync(m); err != nil {
 			t.Fatal(err)

@@ -125,11 +125,12 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 	}
 	ctrl := &Controller{Store: self.Store, Proj: proj, log: c.Log,
 		Services: NewServices(&core.Core{Self: self, Proj: proj, Now: c.Now, Metrics: c.Metrics}, flood, c.Cut)}
+	ctrl.Operators.Closed = c.Callout != nil
 	if err := ctrl.serve(ctx, nc, c); err != nil {
 		ctrl.Close()
 		return nil, err
 	}
-	c.Log.Info("serving", "service", wire.ServiceName, "version", wire.ServiceVersion, "subjects", wire.APIPrefix+".>")
+	c.Log.Info("serving", "service", wire.ServiceName, "version", wire.ServiceVersion, "subjects", wire.CallerPrefix+".>")
 	return ctrl, nil
 }
 
@@ -301,6 +302,18 @@ func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerCo
 		return nil
 	}
 	kp := h.Core.Key
+	// The first admin, whose key the home keeps: the README's commands
+	// work on a closed bus with nothing more (issue 33).
+	admin, err := busauth.OperatorKey(kp)
+	if err != nil {
+		return err
+	}
+	adminKey, _ := admin.PublicKey()
+	if made, err := h.Operators.EnsureAdmin(ctx, adminKey); err != nil {
+		log.Warn("cannot make the mesh's first admin; no operator can connect until one is", "err", err)
+	} else if made {
+		log.Info("made the mesh's first operator", "name", events.AdminName, "role", events.RoleAdmin, "key", filepath.Join(c.Home, busauth.OperatorKeyFile))
+	}
 	callout := busauth.Callout{Directory: h.Access.Directory(), Controller: kp, Issuer: c.Callout, Lifetime: c.Lifetime, Log: log}
 	if ctrl.auth, err = busauth.Serve(nc, callout); err != nil {
 		return err
@@ -312,7 +325,7 @@ func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerCo
 	if ctrl.stopGrants, err = h.Access.Guard(nc, kp); err != nil {
 		return err
 	}
-	log.Info("the bus is closed: nodes connect with their join strings, the command line with the operator key", "operator_key", filepath.Join(c.Home, busauth.OperatorKeyFile))
+	log.Info("the bus is closed: nodes connect with their join strings, the command line with an operator's key", "admin_key", filepath.Join(c.Home, busauth.OperatorKeyFile))
 	return nil
 }
 

@@ -1,6 +1,9 @@
 package commands
 
 import (
+	"context"
+
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/commands/access"
 	"github.com/meshctl/mesh/commands/artifacts"
 	"github.com/meshctl/mesh/commands/core"
@@ -10,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/commands/modules"
 	"github.com/meshctl/mesh/commands/network"
 	"github.com/meshctl/mesh/commands/nodes"
+	"github.com/meshctl/mesh/commands/operators"
 	"github.com/meshctl/mesh/commands/push"
 	"github.com/meshctl/mesh/commands/reconcile"
 	"github.com/meshctl/mesh/commands/rollout"
@@ -39,6 +43,9 @@ type Services struct {
 	Access      *access.Service
 	Nodes       *nodes.Service
 	Modules     *modules.Service
+	// Operators are who may call which verb (issue 33); every endpoint
+	// asks it of its caller.
+	Operators *operators.Service
 	// Reconcile sends behind nodes by itself once started (rule 27).
 	Reconcile *reconcile.Service
 	Artifacts *artifacts.Service
@@ -58,6 +65,9 @@ func NewServices(c *core.Core, flood *access.FloodWatch, cut func(match func(use
 	s.Modules = modules.New(c, w)
 	s.Artifacts = artifacts.New(c, s.Push)
 	s.Reconcile = reconcile.New(c, w, s.Push)
+	s.Operators = operators.New(c, func(ctx context.Context, name string) (int, error) {
+		return s.Access.CutUsers(ctx, busauth.OperatorUser(name))
+	})
 	s.Status.Reconciler = s.Reconcile
 	return s
 }

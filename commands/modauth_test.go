@@ -132,7 +132,7 @@ func TestAModuleIdentityDoesWhatItsManifestSays(t *testing.T) {
 		"$JS.API.STREAM.INFO.KV_" + events.StateBucket("clock"), //
 		"$KV." + events.StateBucket("greeter") + ".served",      // its module's state outside its node's keys
 		"mesh.ev.node.box.ModuleAssigned",                       // the controller's events
-		"mesh.api.status",                                       // the controller's verbs
+		"mesh.op.open.status",                                   // the controller's verbs
 		"mesh.rp.box.DeclarationApplied",                        // its node's reports
 		"mesh.rp.other.ProviderFailing",                         // a standing on another machine
 		"$JS.API.STREAM.INFO.MESH",                              // the event stream

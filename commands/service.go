@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands/core"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -85,9 +86,15 @@ func Serve(nc *nats.Conn, h *Services) (micro.Service, error) {
 		{"projections-status", wire.SubjectProjectionsStatus, endpoint(nc, h, wire.SubjectProjectionsStatus, h.Status.ProjectionsStatus, verbTimeout)},
 		{"projections-rebuild", wire.SubjectProjectionsRebuild, endpoint(nc, h, wire.SubjectProjectionsRebuild, h.Status.RebuildProjections, rebuildTimeout)},
 		{"projections-verify", wire.SubjectProjectionsVerify, endpoint(nc, h, wire.SubjectProjectionsVerify, h.Status.VerifyProjections, rebuildTimeout)},
+		{"operator-add", wire.SubjectOperatorAdd, endpoint(nc, h, wire.SubjectOperatorAdd, h.Operators.Add, verbTimeout)},
+		{"operator-list", wire.SubjectOperatorList, endpoint(nc, h, wire.SubjectOperatorList, h.Operators.List, verbTimeout)},
+		{"operator-show", wire.SubjectOperatorShow, endpoint(nc, h, wire.SubjectOperatorShow, h.Operators.Show, verbTimeout)},
+		{"operator-remove", wire.SubjectOperatorRemove, endpoint(nc, h, wire.SubjectOperatorRemove, h.Operators.Remove, verbTimeout)},
 	}
 	for _, e := range endpoints {
-		if err := svc.AddEndpoint(e.name, e.handler, micro.WithEndpointSubject(e.subject)); err != nil {
+		// Every caller's calls of the verb: the token after mesh.op is
+		// the caller's key, which the bus proved (wire.CallerSubject).
+		if err := svc.AddEndpoint(e.name, e.handler, micro.WithEndpointSubject(wire.EndpointSubject(e.subject))); err != nil {
 			svc.Stop()
 			return nil, err
 		}
@@ -105,6 +112,14 @@ func Serve(nc *nats.Conn, h *Services) (micro.Service, error) {
 func endpoint[Req, Resp any](nc *nats.Conn, h *Services, subject string, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
 	writes := wire.Writes(subject)
 	return micro.HandlerFunc(func(r micro.Request) {
+		// Who asked, from the subject the bus let the caller publish on,
+		// before anything of the request is read: a role that may not
+		// call the verb learns nothing from its answer.
+		by, err := h.Operators.Authorize(wire.CallerOf(r.Subject()), subject)
+		if err != nil {
+			r.Error(core.Code(err), err.Error(), nil, micro.WithHeaders(micro.Headers{wire.KindHeader: {aggregates.Kind(err)}}))
+			return
+		}
 		var req Req
 		if len(r.Data()) > 0 {
 			if err := json.Unmarshal(r.Data(), &req); err != nil {
@@ -112,7 +127,7 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Services, subject string, fn func
 				return
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(events.WithBy(context.Background(), by), timeout)
 		defer cancel()
 		if writes {
 			var uncut context.CancelFunc

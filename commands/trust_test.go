@@ -154,7 +154,7 @@ func (m *trustMesh) settle() {
 // envelope is ev as a mesh event on agg, as anyone could encode it.
 func envelope(t *testing.T, agg events.AggregateID, ev events.Event) []byte {
 	t.Helper()
-	b, err := events.Encode(agg, "forged-"+wire.NewCommandID(), 0, time.Now(), ev)
+	b, err := events.Encode(agg, "forged-"+wire.NewCommandID(), "", 0, time.Now(), ev)
 	if err != nil {
 		t.Fatal(err)
 	}

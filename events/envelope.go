@@ -31,6 +31,12 @@ type Meta struct {
 	Aggregate  AggregateID `json:"aggregate"`
 	OccurredAt time.Time   `json:"occurred_at"`
 	CommandID  string      `json:"command_id"`
+	// By is who asked for the event (issue 33): the operator whose
+	// authenticated connection called the verb, or the actor the controller
+	// names when it acted by itself (ActorController, ActorReconciler,
+	// ActorRolloutPrefix+id). Empty in a node's report (the node said it)
+	// and in events from before operators had names.
+	By string `json:"by,omitempty"`
 }
 
 // Recorded is an event read back from the stream: its envelope, its decoded
@@ -69,8 +75,9 @@ type outgoing struct {
 	Data Event `json:"data"`
 }
 
-// Encode wraps ev for aggregate agg at the current version of its type.
-func Encode(agg AggregateID, commandID string, i int, at time.Time, ev Event) ([]byte, error) {
+// Encode wraps ev for aggregate agg at the current version of its type, as
+// asked for by by (Meta.By).
+func Encode(agg AggregateID, commandID, by string, i int, at time.Time, ev Event) ([]byte, error) {
 	typ := ev.EventType()
 	ent, ok := table[typ]
 	if !ok {
@@ -78,7 +85,7 @@ func Encode(agg AggregateID, commandID string, i int, at time.Time, ev Event) ([
 	}
 	b, err := json.Marshal(outgoing{Meta: Meta{
 		ID: EventID(commandID, i), Type: typ, Version: ent.current,
-		Aggregate: agg, OccurredAt: at.UTC(), CommandID: commandID,
+		Aggregate: agg, OccurredAt: at.UTC(), CommandID: commandID, By: by,
 	}, Data: ev})
 	if err != nil {
 		return nil, fmt.Errorf("events: cannot encode %s: %w", typ, err)
@@ -150,7 +157,7 @@ func Decode(raw []byte) (Envelope, Event, error) {
 // DecodeFromSubject is the fold's Decode, for a message whose subject ends in
 // its event type, as every mesh subject does. When the message is of its
 // type's current version it decodes in one pass and answers an Envelope with
-// Type, Version, OccurredAt and (from the subject) Aggregate, but no ID,
+// Type, Version, OccurredAt, By and (from the subject) Aggregate, but no ID,
 // CommandID or Data: a fold uses none of them, and decoding is the larger part
 // of a fold's cost. Any other message takes Decode's path (upcasting, or the
 // error naming type and version). A DeclarationSent read this way lacks its

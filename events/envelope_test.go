@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	at := time.Date(2026, 12, 2, 14, 0, 0, 123, time.FixedZone("x", 3600))
 	ev := NodeEnrolled{Name: "web-1", Capabilities: []string{"linux"}, Labels: map[string]string{"quote\"": "new\nline"}}
-	b, err := Encode(NodeAggregate("web-1"), "cmd_1.a:b", 2, at, ev)
+	b, err := Encode(NodeAggregate("web-1"), "cmd_1.a:b", "", 2, at, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestDecodeRefusesUnknownTypesAndVersions(t *testing.T) {
 
 func TestDecodeFromSubjectAgreesWithDecode(t *testing.T) {
 	ev := NodeRetired{Name: "web-1", RetiredAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	b, _ := Encode(NodeAggregate("web-1"), "c1", 0, time.Now(), ev)
+	b, _ := Encode(NodeAggregate("web-1"), "c1", "", 0, time.Now(), ev)
 	env1, ev1, err1 := Decode(b)
 	env2, ev2, err2 := DecodeFromSubject(NodeAggregate("web-1").Subject("NodeRetired"), b)
 	env1.Data, env1.ID, env1.CommandID = nil, "", ""
@@ -82,11 +83,11 @@ func TestFastPathAgreesWithTheGeneralDecoder(t *testing.T) {
 		ModuleAssigned{Node: "n", Module: "m", Build: "b", Settings: map[string]string{"x": "}"}},
 	}
 	for _, ev := range evs {
-		raw, err := Encode(NodeAggregate("web-1"), "cmd.1", 3, at, ev)
+		raw, err := Encode(NodeAggregate("web-1"), "cmd.1", "", 3, at, ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		typ, version, gotAt, data, ok := splitEnvelope(raw, ev.EventType())
+		typ, version, gotAt, _, data, ok := splitEnvelope(raw, ev.EventType())
 		if !ok || typ != ev.EventType() || version != 1 || !gotAt.Equal(at) {
 			t.Fatalf("%s: split %v %q %d %v", ev.EventType(), ok, typ, version, gotAt)
 		}
@@ -104,9 +105,38 @@ func TestFastPathAgreesWithTheGeneralDecoder(t *testing.T) {
 		`{"id":"x\"y","type":"NodeRetired","version":1,"aggregate":{"kind":"node","id":"n"},"occurred_at":"2026-12-02T14:00:00Z","command_id":"c","data":{}}`,
 		`{"id":"x","type":"NodeRetired","version":1,"aggregate":{"kind":"node","id":"n"},"occurred_at":"2026-12-02T14:00:00Z","command_id":"c","data":{"name":"n"},"extra":1}`,
 	} {
-		_, _, _, data, ok := splitEnvelope([]byte(other), "NodeRetired")
+		_, _, _, _, data, ok := splitEnvelope([]byte(other), "NodeRetired")
 		if ok && json.Valid(data) {
 			t.Errorf("the fast path claimed %s (data %s)", other, data)
+		}
+	}
+}
+
+// Issue 33: who asked is in the envelope, and the fold's fast path reads
+// it as the general decoder does; a report's envelope names no one.
+func TestTheEnvelopeSaysWhoAsked(t *testing.T) {
+	t.Parallel()
+	ctx := WithBy(context.Background(), "alice")
+	ev := NodeRetired{Name: "web-1", RetiredAt: time.Unix(1, 0).UTC()}
+	raw, err := Encode(NodeAggregate("web-1"), "c1", ByOf(ctx), 0, time.Now(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _, err := Decode(raw)
+	if err != nil || env.By != "alice" {
+		t.Fatalf("general: by %q, %v", env.By, err)
+	}
+	fast, _, err := DecodeFromSubject(NodeAggregate("web-1").Subject(ev.EventType()), raw)
+	if err != nil || fast.By != "alice" {
+		t.Fatalf("fast path: by %q, %v", fast.By, err)
+	}
+	raw, _ = Encode(NodeAggregate("web-1"), "c1", ByOf(context.Background()), 0, time.Now(), ev)
+	if strings.Contains(string(raw), `"by"`) {
+		t.Fatalf("an envelope nobody is named in carries by: %s", raw)
+	}
+	for _, name := range []string{ActorController, ActorReconciler, "rollout"} {
+		if !Reserved(name) {
+			t.Errorf("%s is an actor's name, not one an operator may take", name)
 		}
 	}
 }

@@ -9,14 +9,14 @@ import (
 
 // splitEnvelope reads an envelope laid out exactly as Encode writes it:
 //
-//	{"id":"…","type":"…","version":N,"aggregate":{"kind":"…","id":"…"},"occurred_at":"…","command_id":"…","data":…}
+//	{"id":"…","type":"…","version":N,"aggregate":{"kind":"…","id":"…"},"occurred_at":"…","command_id":"…"[,"by":"…"],"data":…}
 //
 // without a general JSON parse, answering the fields a fold needs and the
 // raw bytes of data. Every string but data's is a validated token or a time,
 // so none holds an escape; anything else (another field order, an escape, a
 // writer that is not mesh) answers ok false and takes the general decoder.
 // Decoding the envelope was half of a fold's CPU; this is the fold's path.
-func splitEnvelope(raw []byte, want string) (typ string, version int, at time.Time, data []byte, ok bool) {
+func splitEnvelope(raw []byte, want string) (typ string, version int, at time.Time, by string, data []byte, ok bool) {
 	r := splitter{b: raw}
 	// The fields a fold does not read are checked, not copied: a string
 	// allocated per field and dropped was a third of decoding's garbage.
@@ -34,15 +34,19 @@ func splitEnvelope(raw []byte, want string) (typ string, version int, at time.Ti
 	ts := r.raw()
 	r.lit(`,"command_id":"`)
 	r.raw()
+	if r.has(`,"by":"`) {
+		// Who asked (issue 33): history names them, so the fold reads it.
+		by = string(r.raw())
+	}
 	r.lit(`,"data":`)
 	if r.bad || len(r.b) < 2 || r.b[len(r.b)-1] != '}' {
-		return "", 0, time.Time{}, nil, false
+		return "", 0, time.Time{}, "", nil, false
 	}
 	// UnmarshalText is the strict RFC 3339 parse encoding/json uses.
 	if err := at.UnmarshalText(ts); err != nil {
-		return "", 0, time.Time{}, nil, false
+		return "", 0, time.Time{}, "", nil, false
 	}
-	return typ, version, at, r.b[:len(r.b)-1], true
+	return typ, version, at, by, r.b[:len(r.b)-1], true
 }
 
 // name reads a string and answers want itself when they are the same, so

@@ -13,7 +13,7 @@ import (
 func FuzzFastPath(f *testing.F) {
 	at := time.Date(2026, 12, 2, 14, 0, 0, 1, time.UTC)
 	for _, ev := range []Event{NodeEnrolled{Name: "a", Labels: map[string]string{"k": "}\"{"}}, NodeRetired{Name: "b", RetiredAt: at}} {
-		raw, _ := Encode(NodeAggregate("a"), "c", 0, at, ev)
+		raw, _ := Encode(NodeAggregate("a"), "c", "", 0, at, ev)
 		f.Add(raw)
 	}
 	f.Add([]byte(`{"id":"x","type":"NodeRetired","version":1,"aggregate":{"kind":"node","id":"n"},"occurred_at":"2026-12-02T14:00:00Z","command_id":"c","data":{"name":"n"},"x":1}`))

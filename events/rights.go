@@ -85,6 +85,9 @@ var Rights = map[string]Right{
 	"NodeKeysRecorded":      {ByController, KindKeys, func(e Event) string { return e.(NodeKeysRecorded).Node }, MovesComposition},
 	"ArtifactStored":        {ByController, KindArtifact, func(e Event) string { return e.(ArtifactStored).Name }, MovesComposition},
 	"ArtifactRemoved":       {ByController, KindArtifact, func(e Event) string { return e.(ArtifactRemoved).Name }, MovesComposition},
+	"OperatorAdded":         {ByController, KindOperator, func(e Event) string { return e.(OperatorAdded).Name }, MovesNothingElse},
+	// A removed operator's live connections are ended (commands/access/grants.go).
+	"OperatorRemoved": {ByController, KindOperator, func(e Event) string { return e.(OperatorRemoved).Name }, MovesGrants},
 
 	"DeclarationApplied": {ByNode, "", func(e Event) string { return e.(DeclarationApplied).Node }, MovesNothingElse},
 	"DeclarationFailed":  {ByNode, "", func(e Event) string { return e.(DeclarationFailed).Node }, MovesNothingElse},

@@ -26,7 +26,7 @@ func TestEveryEventTypeHasItsRight(t *testing.T) {
 // kind, its type in the last token, and the name inside.
 func TestCheckHoldsAnEventToItsSubject(t *testing.T) {
 	enc := func(agg AggregateID, ev Event) []byte {
-		b, err := Encode(agg, "c", 0, time.Unix(0, 0), ev)
+		b, err := Encode(agg, "c", "", 0, time.Unix(0, 0), ev)
 		if err != nil {
 			t.Fatal(err)
 		}

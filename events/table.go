@@ -34,6 +34,8 @@ import (
 //	            (omitted when false).
 //	2026-12-05  ArtifactStored v1, ArtifactRemoved v1; report RuntimeStarted v1 gains digest (omitted when
 //	            the program is no artifact).
+//	2026-12-05  OperatorAdded v1, OperatorRemoved v1; every envelope gains by (omitted when empty:
+//	            a report, or an event from before operators had names).
 var table = map[string]entry{
 	"NodeEnrolled":     current[NodeEnrolled](1),
 	"NodeRetired":      current[NodeRetired](1),
@@ -86,6 +88,8 @@ var table = map[string]entry{
 	"ApplyInterrupted":    current[ApplyInterrupted](1),
 	"ArtifactStored":      current[ArtifactStored](1),
 	"ArtifactRemoved":     current[ArtifactRemoved](1),
+	"OperatorAdded":       current[OperatorAdded](1),
+	"OperatorRemoved":     current[OperatorRemoved](1),
 }
 
 // foldView gives an entry a cheaper fold-path decoder.
@@ -174,7 +178,7 @@ func DecodeData(typ string, data []byte) (Event, error) {
 // holds the two to one reading.
 func decodeCurrent[T Event](l *layout, raw []byte) (Envelope, Event, error) {
 	var ev T
-	typ, version, at, data, ok := splitEnvelope(raw, ev.EventType())
+	typ, version, at, by, data, ok := splitEnvelope(raw, ev.EventType())
 	if !ok {
 		return Envelope{}, nil, errNotFast
 	}
@@ -185,7 +189,7 @@ func decodeCurrent[T Event](l *layout, raw []byte) (Envelope, Event, error) {
 			return Envelope{}, nil, err
 		}
 	}
-	return Envelope{Meta: Meta{Type: typ, Version: version, OccurredAt: at}}, ev, nil
+	return Envelope{Meta: Meta{Type: typ, Version: version, OccurredAt: at, By: by}}, ev, nil
 }
 
 var errNotFast = errors.New("events: not laid out as Encode writes")

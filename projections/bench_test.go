@@ -173,7 +173,7 @@ func publishEnrolments(b *testing.B, js jetstream.JetStream, n int) {
 // publishAs publishes ev as its writer would: with the MAC under mac and,
 // when signer is set, signed by it; without waiting for each acknowledgement.
 func publishAs(b *testing.B, js jetstream.JetStream, mac []byte, signer *declaration.Signer, agg events.AggregateID, ev events.Event) {
-	data, err := events.Encode(agg, "c", 0, time.Now(), ev)
+	data, err := events.Encode(agg, "c", "", 0, time.Now(), ev)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func (e *FoldError) Unwrap() error { return e.Err }
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
 var readModels = []func(*folder, events.Recorded) error{
-	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), inBatch(foldLiveness), (*folder).foldHistory, (*folder).foldReportKeys, (*folder).foldNodeKeys, inBatch(foldTokens), inBatch(foldForeign), inBatch(foldFloods), inBatch(foldArtifacts),
+	(*folder).foldNode, inBatch(foldCatalogue), inBatch(foldStandings), inBatch(foldCredentials), inBatch(foldRuntimes), inBatch(foldRollouts), inBatch(foldNetwork), inBatch(foldSeats), inBatch(foldLiveness), (*folder).foldHistory, (*folder).foldReportKeys, (*folder).foldNodeKeys, inBatch(foldTokens), inBatch(foldForeign), inBatch(foldFloods), inBatch(foldArtifacts), inBatch(foldOperators),
 }
 
 // inBatch is a fold that needs only the batch.
@@ -302,6 +302,8 @@ func (f *folder) followVersion(rec events.Recorded) error {
 		return bumpJSON(f.b, tokenKey(id), func(t *Token) { t.Version = rec.Seq })
 	case events.KindArtifact:
 		return bumpJSON(f.b, artifactKey(id), func(r *ArtifactRow) { r.Version = rec.Seq })
+	case events.KindOperator:
+		return bumpJSON(f.b, operatorKey(id), func(o *Operator) { o.Version = rec.Seq })
 	}
 	return nil
 }

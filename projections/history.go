@@ -49,6 +49,7 @@ func (f *folder) foldHistory(rec events.Recorded) error {
 	case events.DeclarationSent:
 		node, e.Kind, e.Sequence, e.Digest = ev.Node, HistoryDeclaration, ev.Sequence, ev.Digest
 		e.ContentDigest, e.By, e.Resources = ev.ContentDigest, ev.By, ev.Resources
+		e.Operator = rec.Envelope.By
 		// A declaration that does not decode is the log's to keep and
 		// audit's to name; the row says its builds are unknown.
 		if f.head != nil && f.head.Node != "" {

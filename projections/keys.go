@@ -32,6 +32,7 @@ const (
 	prefixFlood          byte = 0x16 // seq -> Flood (flood.go)
 	prefixArtifact       byte = 0x17 // artifact name -> ArtifactRow (artifacts.go)
 	prefixArtifactObject byte = 0x18 // digest -> ArtifactObject, its size and the names holding it
+	prefixOperator       byte = 0x19 // name -> Operator (operators.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -74,8 +75,9 @@ var (
 //	18 a token's version moves with each use and its revoke
 //	19 a rotation's overlap and its completion
 //	20 a runtime's health (starting, healthy, unhealthy) in its row
-//	21 artifacts: each name's row and each digest's; the artifact a runtime runs
-const schemaVersion = 21
+//	22 artifacts: each name's row and each digest's; the artifact a runtime runs; operators; who
+//	   asked (the envelope's by) on history rows and a node's last send
+const schemaVersion = 22
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -36,7 +36,7 @@ func (f *folder) foldNode(rec events.Recorded) error {
 	case events.DeclarationSent:
 		return f.updateNode(ev.Node, func(n *Node) {
 			n.Version = rec.Seq
-			n.LastSent = &Sent{Sequence: ev.Sequence, Digest: ev.Digest, ContentDigest: ev.ContentDigest, By: ev.By,
+			n.LastSent = &Sent{Sequence: ev.Sequence, Digest: ev.Digest, ContentDigest: ev.ContentDigest, By: ev.By, Operator: rec.Envelope.By,
 				Resources: ev.Resources, At: rec.Envelope.OccurredAt, StreamSeq: rec.Seq}
 		})
 	case events.DeclarationApplied:

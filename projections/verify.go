@@ -168,7 +168,7 @@ var modelNames = map[byte]string{
 	prefixDrift: "drift of", prefixFacts: "facts of", prefixRollout: "rollout", prefixNetwork: "network",
 	prefixNodeAddress: "overlay address of", prefixSeat: "seat", prefixLiveness: "liveness of",
 	prefixNodeKeys: "own keys of", prefixToken: "enrolment token", prefixFlood: "flood recorded at event",
-	prefixArtifact: "artifact", prefixArtifactObject: "artifact object",
+	prefixArtifact: "artifact", prefixArtifactObject: "artifact object", prefixOperator: "operator",
 }
 
 // describeKey names a row for a person: its read model and its names.

@@ -74,7 +74,7 @@ var writes = map[string]bool{
 	SubjectNetworkSet: true, SubjectNetworkAddress: true, SubjectSeatHandover: true,
 	// A join makes a token now (issue 29), as a re-key does.
 	SubjectNodeJoin: true, SubjectTokenCreate: true, SubjectTokenRevoke: true, SubjectNodeRekey: true,
-	SubjectArtifactPut: true, SubjectArtifactRemove: true,
+	SubjectArtifactPut: true, SubjectArtifactRemove: true, SubjectOperatorAdd: true, SubjectOperatorRemove: true,
 }
 
 // Writes reports whether the verb on subject changes the mesh.

@@ -10,11 +10,15 @@ type Audit struct {
 	// OwnKeys: the node made its keys and enrolled them with a token
 	// (issue 29); Rekeys are the events at which an operator's re-key
 	// token gave it new ones.
-	OwnKeys  bool     `json:"own_keys"`
-	Rekeys   []uint64 `json:"rekeys,omitempty"`
-	OK       bool     `json:"ok"`
-	Break    string   `json:"break,omitempty"`
-	BreakSeq uint64   `json:"break_seq,omitempty"`
+	OwnKeys bool     `json:"own_keys"`
+	Rekeys  []uint64 `json:"rekeys,omitempty"`
+	// AskedBy counts its declarations by who asked for each (issue 33):
+	// an operator, or the actor that sent by itself (reconciler, a
+	// rollout); sends that name no one are not counted.
+	AskedBy  map[string]int `json:"asked_by,omitempty"`
+	OK       bool           `json:"ok"`
+	Break    string         `json:"break,omitempty"`
+	BreakSeq uint64         `json:"break_seq,omitempty"`
 	// Foreign are the foreign messages that touch the node.
 	Foreign []ForeignMessage `json:"foreign"`
 }

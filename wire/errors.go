@@ -11,7 +11,9 @@ const (
 	CodeBadRequest = "400"
 	CodeNotFound   = "404"
 	CodeConflict   = "409"
-	CodeInternal   = "500"
+	// CodeForbidden: the caller's role does not allow the verb (issue 33).
+	CodeForbidden = "403"
+	CodeInternal  = "500"
 	// CodeUnavailable: the controller serves reads only (its fold stopped).
 	CodeUnavailable = "503"
 	// CodeCut: a write was cut while it waited on the bus, which stopped

@@ -23,12 +23,15 @@ type History struct {
 
 // HistoryEntry is one declaration sent or one report received.
 type HistoryEntry struct {
-	Seq       uint64                `json:"seq"` // stream sequence
-	At        time.Time             `json:"at"`
-	Kind      string                `json:"kind"` // "declaration", "applied", "failed", "refused", "drift", "interrupted", "unreachable", "reachable"
-	Sequence  uint64                `json:"sequence"`
-	Digest    string                `json:"digest"`
-	By        string                `json:"by,omitempty"`
+	Seq      uint64    `json:"seq"` // stream sequence
+	At       time.Time `json:"at"`
+	Kind     string    `json:"kind"` // "declaration", "applied", "failed", "refused", "drift", "interrupted", "unreachable", "reachable"
+	Sequence uint64    `json:"sequence"`
+	Digest   string    `json:"digest"`
+	By       string    `json:"by,omitempty"`
+	// Operator is who asked for a declaration (issue 33): an operator's
+	// name, or the actor that sent it by itself (reconciler, a rollout).
+	Operator  string                `json:"operator,omitempty"`
 	Builds    []compose.ModuleBuild `json:"builds,omitempty"`
 	Resources int                   `json:"resources,omitempty"`
 	// BuildsUnknown: the declaration's bytes did not say (mesh audit names why).

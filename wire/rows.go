@@ -169,12 +169,15 @@ type Seat struct {
 // Sent is one declaration sent to a node: the node row's last send, and
 // what node list, node show and plan print of it.
 type Sent struct {
-	Sequence      uint64    `json:"sequence"`
-	Digest        string    `json:"digest"`
-	ContentDigest string    `json:"content_digest"`
-	By            string    `json:"by"`
-	Resources     int       `json:"resources"`
-	At            time.Time `json:"at"`
+	Sequence      uint64 `json:"sequence"`
+	Digest        string `json:"digest"`
+	ContentDigest string `json:"content_digest"`
+	By            string `json:"by"`
+	// Operator is who asked for the send (the envelope's by, issue 33):
+	// an operator's name, or the actor that sent by itself.
+	Operator  string    `json:"operator,omitempty"`
+	Resources int       `json:"resources"`
+	At        time.Time `json:"at"`
 	// StreamSeq is where the send is in the log: the row's, for the
 	// commands that read the declaration back or wait past it. The views
 	// leave it zero, so it is not printed: their --json output (golden

@@ -201,7 +201,7 @@ func (m *Mesh) ReportWhere(node, digest string, outcome events.Outcome) projecti
 // anyone who can reach the bus could.
 func (m *Mesh) Publish(node string, ev events.DeclarationSent) {
 	m.T.Helper()
-	data, err := events.Encode(events.NodeAggregate(node), "forged-"+wire.NewCommandID(), 0, time.Now(), ev)
+	data, err := events.Encode(events.NodeAggregate(node), "forged-"+wire.NewCommandID(), "", 0, time.Now(), ev)
 	m.Must(err)
 	js, _ := jetstream.New(embeddedtest.Conn(m.T, m.Srv))
 	_, err = js.Publish(m.Ctx, events.DeclarationSubject(node), data)

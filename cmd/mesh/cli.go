@@ -42,6 +42,7 @@ type CLI struct {
 	History     HistoryCmd          `cmd:"" group:"proof" help:"Every declaration a node was told, when, and what it reported back."`
 	Audit       AuditCmd            `cmd:"" group:"proof" help:"Prove a node's record, or the whole mesh's: signatures both ways, the chain, foreign messages."`
 	Token       TokenCmd            `cmd:"" group:"fleet" help:"Enrolment tokens: join strings machines enrol themselves with, making their own keys."`
+	Operator    OperatorCmd         `cmd:"" group:"care" help:"Operators: who may run which verbs (viewer, deployer, admin), each with a key of its own."`
 	Foreign     ForeignCmd          `cmd:"" group:"proof" help:"Messages on the stream that are not their rightful writer's: list and acknowledge them."`
 	Backup      BackupCmd           `cmd:"" group:"care" help:"Write the stream and the controller's key to a directory, while the mesh runs."`
 	Restore     RestoreCmd          `cmd:"" group:"care" help:"Bring a backup into a home and bus that hold no mesh yet."`

@@ -24,14 +24,17 @@ type EventsCmd struct {
 
 // eventLine is the stable schema of mesh events --json.
 type eventLine struct {
-	Seq     uint64          `json:"seq"`
-	Subject string          `json:"subject"`
-	Type    string          `json:"type"`
-	Version int             `json:"version"`
-	At      time.Time       `json:"at"`
-	Command string          `json:"command_id,omitempty"`
-	Data    json.RawMessage `json:"data"`
-	Error   string          `json:"error,omitempty"`
+	Seq     uint64    `json:"seq"`
+	Subject string    `json:"subject"`
+	Type    string    `json:"type"`
+	Version int       `json:"version"`
+	At      time.Time `json:"at"`
+	Command string    `json:"command_id,omitempty"`
+	// By is who asked for it (issue 33): an operator, or the actor the
+	// controller names when it acted by itself; absent in a report.
+	By    string          `json:"by,omitempty"`
+	Data  json.RawMessage `json:"data"`
+	Error string          `json:"error,omitempty"`
 	// Foreign says why the message is not its rightful writer's event
 	// (rule 19): the fold set it aside. Acknowledged once the operator has.
 	Foreign      string `json:"foreign,omitempty"`
@@ -64,7 +67,7 @@ func (c *EventsCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Ou
 			line.Type, line.Error = "?", derr.Error()
 			line.Data, _ = json.Marshal(string(m.Data))
 		} else {
-			line.Type, line.Version, line.At, line.Command, line.Data = env.Type, env.Version, env.OccurredAt, env.CommandID, env.Data
+			line.Type, line.Version, line.At, line.Command, line.By, line.Data = env.Type, env.Version, env.OccurredAt, env.CommandID, env.By, env.Data
 		}
 		// Shown, never skipped: an open one makes the command fail at the end.
 		switch f, ok := foreign[m.Seq]; {
@@ -91,7 +94,11 @@ func (c *EventsCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Ou
 				mark = "  FOREIGN (acknowledged): " + line.Foreign
 			}
 		}
-		_, err := fmt.Fprintf(out.Out, "%6d  %s  %-36s  %s  %s%s\n", line.Seq, text.Time(line.At), line.Subject, line.Type, line.Data, mark)
+		by := ""
+		if line.By != "" {
+			by = "  by " + line.By
+		}
+		_, err := fmt.Fprintf(out.Out, "%6d  %s  %-36s  %s  %s%s%s\n", line.Seq, text.Time(line.At), line.Subject, line.Type, line.Data, by, mark)
 		return err
 	})
 	if c.Follow && errors.Is(err, context.Canceled) {

@@ -155,8 +155,8 @@ func TestWalkthrough(t *testing.T) {
 	up(t, home)
 
 	r := mesh(t, home, "node", "enroll", "web-1", "--capability", "linux", "--label", "zone=a")
-	// Sequence 1 is the controller recording its signing key.
-	if r.code != 0 || !strings.Contains(r.out, "enrolled web-1 at sequence 2") {
+	// Sequence 1 is the controller recording its signing key, 2 its first admin.
+	if r.code != 0 || !strings.Contains(r.out, "enrolled web-1 at sequence 3") {
 		t.Fatalf("enroll: %+v", r)
 	}
 	r = mesh(t, home, "node", "list", "--json")
@@ -172,10 +172,10 @@ func TestWalkthrough(t *testing.T) {
 	}
 	r = mesh(t, home, "events", "--json")
 	var ev map[string]any
-	if err := json.Unmarshal([]byte(strings.Split(r.out, "\n")[1]), &ev); err != nil || ev["seq"] != 2.0 || ev["type"] != "NodeEnrolled" {
+	if err := json.Unmarshal([]byte(strings.Split(r.out, "\n")[2]), &ev); err != nil || ev["seq"] != 3.0 || ev["type"] != "NodeEnrolled" || ev["by"] != "admin" {
 		t.Fatalf("events --json: %v %+v", err, r)
 	}
-	for _, field := range []string{"seq", "subject", "type", "at", "data"} {
+	for _, field := range []string{"seq", "subject", "type", "at", "by", "data"} {
 		if _, ok := ev[field]; !ok {
 			t.Errorf("events --json lacks %q: %s", field, r.out)
 		}
@@ -194,12 +194,12 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatalf("node list of a retired node: %+v", r)
 	}
 	r = mesh(t, home, "projections", "rebuild")
-	// The key record, the enrolment, its token, the retirement.
-	if r.code != 0 || !strings.Contains(r.out, "4 event(s) folded") {
+	// The key record, the first admin, the enrolment, its token, the retirement.
+	if r.code != 0 || !strings.Contains(r.out, "5 event(s) folded") {
 		t.Fatalf("rebuild: %+v", r)
 	}
 	r = mesh(t, home, "projections", "status")
-	if r.code != 0 || !strings.Contains(r.out, "folded up to event 4 of 4 (lag 0)") {
+	if r.code != 0 || !strings.Contains(r.out, "folded up to event 5 of 5 (lag 0)") {
 		t.Fatalf("status: %+v", r)
 	}
 }
@@ -235,8 +235,8 @@ func TestBadInputIsOneSentence(t *testing.T) {
 		}
 	}
 	r := mesh(t, home, "events", "--json")
-	if n := strings.Count(r.out, "\n"); n != 3 {
-		t.Fatalf("after refused commands the log holds %d events, want the key record, one enrolment and its token:\n%s", n, r.out)
+	if n := strings.Count(r.out, "\n"); n != 4 {
+		t.Fatalf("after refused commands the log holds %d events, want the key record, the first admin, one enrolment and its token:\n%s", n, r.out)
 	}
 }
 
@@ -298,7 +298,8 @@ func TestKillNineAndRestart(t *testing.T) {
 	child.Wait()
 
 	log := up(t, home)
-	if !strings.Contains(log.String(), "stream MESH unchanged: 3 event(s)") || !strings.Contains(log.String(), "signing as ") {
+	// The controller's key, the first admin (issue 33), web-1's enrolment and its token.
+	if !strings.Contains(log.String(), "stream MESH unchanged: 4 event(s)") || !strings.Contains(log.String(), "signing as ") {
 		t.Fatalf("the restart does not say what it found:\n%s", log)
 	}
 	r := mesh(t, home, "node", "show", "web-1", "--json")

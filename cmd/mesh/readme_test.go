@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,10 +44,23 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 	// settle waits for their programs too.
 	runs := map[string]bool{}
 	greeterPort := freeAddr(t)
+	var bg *background
 	for _, line := range walkthrough(string(readme)) {
 		cmdline, _, _ := strings.Cut(line, "   #")
 		cmdline = strings.TrimSpace(cmdline)
 		fmt.Fprintf(&transcript, "$ %s\n", line)
+		if bare, ok := strings.CutSuffix(cmdline, " &"); ok {
+			// In a terminal of its own: here, in the background, until a
+			// later line waits for it to end.
+			bg = startBackground(t, home, readmeCommand(t, work, line, bare, greeterPort, runs))
+			transcript.WriteString("(in the background)\n")
+			continue
+		}
+		if cmdline == "wait" {
+			code, errs := bg.wait(t)
+			fmt.Fprintf(&transcript, "stderr: %sexit %d\n", errs, code)
+			continue
+		}
 		// a && b: each in turn, while each exits 0, as a shell does.
 		for _, cmdline := range strings.Split(cmdline, " && ") {
 			if !runReadmeLine(t, home, work, line, cmdline, greeterPort, runs, &transcript) {
@@ -53,7 +68,8 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 			}
 		}
 	}
-	got := mask(transcript.String())
+	// Where the walk through's files and home are, as the README names them.
+	got := mask(strings.NewReplacer(work+"/", "", home, ".mesh").Replace(transcript.String()))
 	path := filepath.Join("testdata", "readme.transcript")
 	if *updateTranscript {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -98,7 +114,7 @@ func runReadmeLine(t *testing.T, home, work, line, cmdline, greeterPort string, 
 			fmt.Fprintf(transcript, "(%s's agent follows its declarations)\n", node)
 			return true
 		}
-		args := readmeCommand(t, line, cmdline, greeterPort, runs)
+		args := readmeCommand(t, work, line, cmdline, greeterPort, runs)
 		r := meshWithStdin(t, home, stdin, args...)
 		transcript.WriteString(r.out)
 		if r.err != "" {
@@ -114,7 +130,7 @@ func runReadmeLine(t *testing.T, home, work, line, cmdline, greeterPort string, 
 // through, as this test runs it: its examples/ files from the repository's
 // root, the greeter's health port moved to greeterPort; the modules that
 // run are added to runs, for settle.
-func readmeCommand(t *testing.T, line, cmdline, greeterPort string, runs map[string]bool) []string {
+func readmeCommand(t *testing.T, work, line, cmdline, greeterPort string, runs map[string]bool) []string {
 	t.Helper()
 	args := readmeArgs(cmdline)
 	if len(args) > 2 && args[0] == "artifact" && args[1] == "put" && args[2] == "mesh-greeter" {
@@ -126,6 +142,11 @@ func readmeCommand(t *testing.T, line, cmdline, greeterPort string, runs map[str
 		// The README runs from the repository's root; this test from
 		// cmd/mesh. The greeter's health port moves to a free one:
 		// another test may hold the example's.
+		if strings.HasSuffix(a, ".nk") && !filepath.IsAbs(a) {
+			// An operator's key file, written and read in the walk
+			// through's own directory, not the repository's.
+			args[i] = filepath.Join(work, a)
+		}
 		if strings.HasPrefix(a, "examples/") {
 			args[i] = "../../" + a
 			b, err := os.ReadFile(args[i])
@@ -163,7 +184,7 @@ func walkthrough(readme string) []string {
 		l = strings.TrimSpace(l)
 		switch {
 		case strings.HasPrefix(l, "go build"):
-		case strings.HasPrefix(l, "./mesh "), strings.HasPrefix(l, "cat ./roots/"), strings.HasPrefix(l, "echo ") && strings.Contains(l, " | ./mesh "):
+		case strings.HasPrefix(l, "./mesh "), strings.HasPrefix(l, "cat ./roots/"), l == "wait" || strings.HasPrefix(l, "wait "), strings.HasPrefix(l, "echo ") && strings.Contains(l, " | ./mesh "):
 			out = append(out, l)
 		default:
 			return out
@@ -290,6 +311,9 @@ var masks = []struct {
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
 	{regexp.MustCompile(`\br-[0-9a-f]{10}\b`), "r-<id>"},
 	{regexp.MustCompile(`\bpid \d+`), "pid N"},
+	// A removal ends the connections open at that moment: a watch's,
+	// between its ticks, or none.
+	{regexp.MustCompile(`\d+ live connection\(s\)`), "N live connection(s)"},
 }
 
 func mask(s string) string {
@@ -332,4 +356,39 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// background is a command of the walk through running on its own (a
+// line ending in "&"), until a later "wait" line.
+type background struct {
+	done chan int
+	errs *syncBuffer
+}
+
+func startBackground(t *testing.T, home string, args []string) *background {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &background{done: make(chan int, 1), errs: &syncBuffer{}}
+	go func() { b.done <- run(ctx, append([]string{"--home", home}, args...), io.Discard, b.errs) }()
+	t.Cleanup(cancel)
+	return b
+}
+
+// wait is the background command's exit code and what it said on stderr,
+// once it ended by itself.
+func (b *background) wait(t *testing.T) (int, string) {
+	t.Helper()
+	if b == nil {
+		t.Fatal("the README waits for a command it did not start in the background")
+	}
+	code := -1
+	embeddedtest.Eventually(t, "the README's background command to end", func() bool {
+		select {
+		case code = <-b.done:
+			return true
+		default:
+			return false
+		}
+	})
+	return code, b.errs.String()
 }

@@ -36,6 +36,9 @@ func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
 		if r.code > 1 {
 			t.Fatalf("%s: exit %d\n%s%s", line, r.code, r.out, r.err)
 		}
+		if r.code == 1 && r.out == "" && r.err != "" {
+			return // a refusal (a viewer's assign): its one sentence is on stderr, and stdout holds nothing to parse
+		}
 		for _, v := range oneRule(r.out, stream) {
 			t.Errorf("%s: %s\n%s", line, v, r.out)
 		}
@@ -46,6 +49,9 @@ func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
 	for _, line := range walkthrough(string(readme)) {
 		cmdline, _, _ := strings.Cut(line, "   #")
 		cmdline = strings.TrimSpace(cmdline)
+		if strings.HasSuffix(cmdline, " &") || cmdline == "wait" {
+			continue // a watch in a terminal of its own: JSON lines, checked by its own test
+		}
 		// a && b: each in turn, while each exits 0, as a shell does.
 		for _, cmdline := range strings.Split(cmdline, " && ") {
 			stdin := ""
@@ -63,7 +69,7 @@ func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
 				start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, m[1]), "--root", filepath.Join(work, m[2]))
 				continue
 			}
-			args := append(readmeCommand(t, line, cmdline, greeterPort, runs), "--json")
+			args := append(readmeCommand(t, work, line, cmdline, greeterPort, runs), "--json")
 			r := meshWithStdin(t, home, stdin, args...)
 			check(line, args, r, false)
 			settle(t, home, runs)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 )
@@ -27,6 +28,24 @@ func (d directory) ActiveNode(node string) error {
 		return fmt.Errorf("%s is retired; enrol it again to bring it back", node)
 	}
 	return d.h.floodRefusal(node)
+}
+
+// Operator finds the operator in the mesh whose key is key (issue 33). An
+// error reading the read models lets no one in: the callout refuses.
+func (d directory) Operator(key string) (string, events.Role, bool) {
+	var o projections.Operator
+	var ok bool
+	err := d.h.Proj.Read(func(v *projections.View) (err error) { o, ok, err = v.OperatorByKey(key); return err })
+	return o.Name, o.Role, ok && err == nil
+}
+
+// OperatorNamed says whether name is in the mesh now; a read that fails
+// says yes, so a sweep cuts no one on a fault of its own.
+func (d directory) OperatorNamed(name string) bool {
+	var o projections.Operator
+	var found bool
+	err := d.h.Proj.Read(func(v *projections.View) (err error) { o, found, err = v.Operator(name); return err })
+	return err != nil || found && !o.Removed
 }
 
 // ModuleKey is derived from the controller key, as the agent's is.

@@ -82,7 +82,7 @@ func (h *Service) ServeEnrol(nc *nats.Conn) (*nats.Subscription, error) {
 			// The subject is the one the bus let this connection use.
 			reply.Error = fmt.Sprintf("an enrolment of %s asked on %s's subject", r.Node, node)
 		} else {
-			ctx, cancel := context.WithTimeout(context.Background(), enrolTimeout)
+			ctx, cancel := context.WithTimeout(events.WithBy(context.Background(), events.ActorController), enrolTimeout)
 			reply, err = h.Enrol(ctx, r)
 			cancel()
 			if err != nil {
@@ -98,7 +98,7 @@ func (h *Service) ServeEnrol(nc *nats.Conn) (*nats.Subscription, error) {
 		if reply.Rekeyed {
 			// The keys it held before are not its any more: a connection
 			// still open with them is ended now, not at its lifetime's end.
-			ctx, cancel := context.WithTimeout(context.Background(), enrolTimeout)
+			ctx, cancel := context.WithTimeout(events.WithBy(context.Background(), events.ActorController), enrolTimeout)
 			if _, err := h.CutNode(ctx, reply.Node); err != nil {
 				h.Log.Warn("re-keyed, but cannot end the connections of its old keys", "node", reply.Node, "err", err)
 			}

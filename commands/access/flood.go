@@ -123,7 +123,7 @@ func (h *Service) flooded(ev events.NodeFlooded) {
 		how = "it is refused at its next connect (this bus's connections are not the controller's to cut: it is a cluster's)"
 	}
 	h.Log.Warn(fmt.Sprintf("%s; %s until %s", verdict.Flooded(ev.Node, ev.Reports, ev.Foreign, ev.Bytes, ev.To.Sub(ev.From)), how, ev.Until.UTC().Format(time.RFC3339)))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(events.WithBy(context.Background(), events.ActorController), time.Minute)
 	defer cancel()
 	if _, err := h.appendForeign(ctx, fmt.Sprintf("flood:%s:%d", ev.Node, ev.From.UnixNano()), ev); err != nil {
 		h.Log.Error("cannot record a flood; the node stays refused until this controller stops", "node", ev.Node, "err", err)

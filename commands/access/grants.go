@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 )
@@ -53,6 +54,9 @@ var grantUsers = map[string]func(events.Event) []string{
 		r := e.(events.SeatReleased)
 		return []string{events.ModuleUser(r.Node, r.Module)}
 	},
+	// A removed operator (issue 33): its key is refused from the next
+	// connect on, and this ends the connections it holds now.
+	"OperatorRemoved": func(e events.Event) []string { return []string{busauth.OperatorUser(e.(events.OperatorRemoved).Name)} },
 }
 
 // CutNode ends every live connection of node and of the modules running
@@ -66,6 +70,15 @@ func (h *Service) CutNode(ctx context.Context, node string) (int, error) {
 		return 0, nil
 	}
 	return h.cutter.CutWhere(ctx, cutsNode(node))
+}
+
+// CutUsers ends every live connection of each user, and says how many; on
+// an open bus, which grants nothing, none.
+func (h *Service) CutUsers(ctx context.Context, users ...string) (int, error) {
+	if h.cutter == nil {
+		return 0, nil
+	}
+	return h.cutter.Cut(ctx, users...)
 }
 
 // followGrants ends the connections whose grant each new event of

@@ -253,7 +253,9 @@ func (c *Core) Observe(err error) {
 // what, and tried again at the next tick; the same failure again is not
 // said again until a step has succeeded.
 func (c *Core) TickUntilStopped(every time.Duration, what string, step func(context.Context) error) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	// What a tick appends, the controller did by itself (a step may name
+	// itself more closely: the reconciler, a rollout).
+	ctx, cancel := context.WithCancel(events.WithBy(context.Background(), events.ActorController))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -292,6 +294,8 @@ func Code(err error) string {
 	case errors.Is(err, aggregates.ErrNameTaken), errors.Is(err, aggregates.ErrRetired), errors.Is(err, aggregates.ErrUncomposable),
 		errors.Is(err, aggregates.ErrContended), errors.Is(err, aggregates.ErrInUse):
 		return wire.CodeConflict
+	case errors.Is(err, aggregates.ErrForbidden):
+		return wire.CodeForbidden
 	case errors.Is(err, wire.ErrReadOnly):
 		return wire.CodeUnavailable
 	}

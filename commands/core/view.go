@@ -21,7 +21,7 @@ func ViewOf(n projections.Node) wire.NodeView {
 	}
 	v.Assignments = []wire.AssignmentView{}
 	if s := n.LastSent; s != nil {
-		v.LastSent = &wire.Sent{Sequence: s.Sequence, Digest: s.Digest, ContentDigest: s.ContentDigest, By: s.By, Resources: s.Resources, At: s.At}
+		v.LastSent = &wire.Sent{Sequence: s.Sequence, Digest: s.Digest, ContentDigest: s.ContentDigest, By: s.By, Operator: s.Operator, Resources: s.Resources, At: s.At}
 	}
 	if r := n.LastReport; r != nil {
 		v.LastReport = &wire.ReportView{Outcome: r.Outcome, Sequence: r.Sequence, Digest: r.Digest, Reason: r.Reason, Failed: r.Failed, At: r.At}

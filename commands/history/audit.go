@@ -169,7 +169,7 @@ func (a *auditor) read(m store.Msg) error {
 		}
 		return nil
 	}
-	_, ev, err := events.Read(m.Subject, m.Data)
+	env, ev, err := events.Read(m.Subject, m.Data)
 	if err != nil {
 		// The fold set aside or stopped at every message it could not
 		// read; one here it did not is a read model gone wrong.
@@ -208,6 +208,12 @@ func (a *auditor) read(m store.Msg) error {
 	case events.DeclarationSent:
 		if na := a.nodes[ev.Node]; na != nil {
 			a.declaration(na, m.Seq, ev)
+			if env.By != "" {
+				if na.AskedBy == nil {
+					na.AskedBy = map[string]int{}
+				}
+				na.AskedBy[env.By]++
+			}
 		}
 	default:
 		if events.AgentReport(ev.EventType()) {

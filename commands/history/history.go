@@ -102,7 +102,7 @@ func (h *Service) History(ctx context.Context, r wire.HistoryRequest) (wire.Hist
 	out := wire.History{Node: r.Node, Entries: make([]wire.HistoryEntry, 0, len(idx))}
 	for _, row := range idx {
 		out.Entries = append(out.Entries, wire.HistoryEntry{Seq: row.Seq, At: row.At, Kind: historyKinds[row.Kind],
-			Sequence: row.Sequence, Digest: row.Digest, By: row.By, Builds: row.Builds, BuildsUnknown: row.Kind == projections.HistoryDeclaration && row.Builds == nil,
+			Sequence: row.Sequence, Digest: row.Digest, By: row.By, Operator: row.Operator, Builds: row.Builds, BuildsUnknown: row.Kind == projections.HistoryDeclaration && row.Builds == nil,
 			Resources: row.Resources, Changed: row.Changed, Reason: row.Reason, Highest: row.Highest, Failed: row.Failed,
 			Paths: row.Paths, Corrected: row.Corrected, BeganAt: row.BeganAt, LastHeard: row.LastHeard, Bound: row.Bound.Seconds()})
 	}

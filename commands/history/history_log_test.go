@@ -113,7 +113,7 @@ func TestHistoryAndAudit(t *testing.T) {
 				}
 				sent := ev.(events.DeclarationSent)
 				sent.Declaration = bytes.Replace(sent.Declaration, []byte("db-1:6000"), []byte("evil:6000"), 1)
-				if data, err = events.Encode(env.Aggregate, env.CommandID, 0, env.OccurredAt, sent); err != nil {
+				if data, err = events.Encode(env.Aggregate, env.CommandID, env.By, 0, env.OccurredAt, sent); err != nil {
 					return err
 				}
 				tampered = msg.Seq
@@ -169,6 +169,7 @@ func historyFromLog(t *testing.T, m *agenttest.Mesh, entries []wire.HistoryEntry
 			m.Must(json.Unmarshal(ev.Declaration, &d))
 			c := d.Content()
 			w.Kind, w.Sequence, w.Digest, w.By, w.Resources, w.Builds = "declaration", ev.Sequence, ev.Digest, ev.By, ev.Resources, c.Modules
+			w.Operator = env.By
 			w.Changes, previous = compose.Diff(previous, &c), &c
 		case events.DeclarationApplied:
 			w.Kind, w.Sequence, w.Digest, w.Changed = "applied", ev.Sequence, ev.Digest, ev.Changed

@@ -114,6 +114,8 @@ func (h *Service) Tick(ctx context.Context) error {
 	if !h.On() || h.Past || h.Writable() != nil {
 		return nil
 	}
+	// What it sends, the log credits to the reconciler, never a person.
+	ctx = events.WithBy(ctx, events.ActorReconciler)
 	if err := h.look(); err != nil {
 		return err
 	}

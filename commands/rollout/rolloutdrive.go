@@ -55,7 +55,8 @@ func (h *Service) DriveRollouts(ctx context.Context) error {
 			if ro.State != projections.RolloutRunning {
 				break
 			}
-			err := h.driveOne(ctx, ro)
+			// Its steps are the rollout's, taken by itself (issue 33).
+			err := h.driveOne(events.WithBy(ctx, events.ActorRolloutPrefix+ro.ID), ro)
 			moved, taken := errors.Is(err, errMoved), errors.Is(err, store.ErrConflict)
 			if err != nil && !moved && !taken {
 				return fmt.Errorf("rollout %s: %w", ro.ID, err)

@@ -45,7 +45,7 @@ func benchAppend(b *testing.B, nc *nats.Conn) {
 	js, _ := jetstream.New(nc)
 	const nodes = 100
 	versions := make([]uint64, nodes)
-	payload, _ := events.Encode(events.NodeAggregate("web-1"), "c", 0, time.Now(), enrolled("web-1"))
+	payload, _ := events.Encode(events.NodeAggregate("web-1"), "c", "", 0, time.Now(), enrolled("web-1"))
 	var raw, mesh time.Duration
 	const round = 200
 	b.ResetTimer()
@@ -90,7 +90,7 @@ func BenchmarkImport(b *testing.B) {
 	js := src.JetStream()
 	for i := range n {
 		name := fmt.Sprintf("node-%d", i)
-		data, _ := events.Encode(events.NodeAggregate(name), "c", 0, time.Now(), events.NodeEnrolled{Name: name})
+		data, _ := events.Encode(events.NodeAggregate(name), "c", "", 0, time.Now(), events.NodeEnrolled{Name: name})
 		if _, err := js.PublishAsync(events.NodeAggregate(name).Subject("NodeEnrolled"), data); err != nil {
 			b.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func BenchmarkImport(b *testing.B) {
 		ojs := other.JetStream()
 		for i := range n {
 			name := fmt.Sprintf("node-%d", i)
-			data, _ := events.Encode(events.NodeAggregate(name), "c", 0, time.Now(), events.NodeEnrolled{Name: name})
+			data, _ := events.Encode(events.NodeAggregate(name), "c", "", 0, time.Now(), events.NodeEnrolled{Name: name})
 			if _, err := ojs.PublishAsync(events.NodeAggregate(name).Subject("NodeEnrolled"), data); err != nil {
 				b.Fatal(err)
 			}

@@ -56,7 +56,7 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 		futures := make([]jetstream.PubAckFuture, end-start)
 		for i := start; i < end; i++ {
 			it := items[i]
-			m, err := s.message(it.Aggregate, it.CommandID, 0, now, it.Event)
+			m, err := s.message(it.Aggregate, it.CommandID, events.ByOf(ctx), 0, now, it.Event)
 			if err != nil {
 				out[i].Err = err
 				continue
@@ -121,7 +121,7 @@ func (s *Store) ReportMsg(node, reportID string, ev events.Event, by Sealing) (*
 	if err := events.ValidateCommandID(reportID); err != nil {
 		return nil, err
 	}
-	data, err := events.Encode(events.NodeAggregate(node), reportID, 0, s.Now(), ev)
+	data, err := events.Encode(events.NodeAggregate(node), reportID, "", 0, s.Now(), ev)
 	if err != nil {
 		return nil, err
 	}

@@ -174,7 +174,7 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 	now := s.Now()
 	msgs := make([]*nats.Msg, len(evs))
 	for i, ev := range evs {
-		m, err := s.message(agg, commandID, i, now, ev)
+		m, err := s.message(agg, commandID, events.ByOf(ctx), i, now, ev)
 		if err != nil {
 			return 0, err
 		}
@@ -263,7 +263,7 @@ func (s *Store) AppendAtomic(ctx context.Context, commandID string, items []One)
 		}
 		// One command id for the batch, the event's place in it for the
 		// Msg-Id: a retried batch is the same messages, and lands once.
-		m, err := s.message(it.Aggregate, commandID, i, now, it.Event)
+		m, err := s.message(it.Aggregate, commandID, events.ByOf(ctx), i, now, it.Event)
 		if err != nil {
 			return 0, err
 		}
@@ -299,9 +299,10 @@ func storageFault(err error) error {
 	return err
 }
 
-// message is one event of a decision as it is published.
-func (s *Store) message(agg events.AggregateID, commandID string, i int, at time.Time, ev events.Event) (*nats.Msg, error) {
-	data, err := events.Encode(agg, commandID, i, at, ev)
+// message is one event of a decision as it is published, by who asked
+// (events.ByOf the append's context: the caller the endpoint identified).
+func (s *Store) message(agg events.AggregateID, commandID, by string, i int, at time.Time, ev events.Event) (*nats.Msg, error) {
+	data, err := events.Encode(agg, commandID, by, i, at, ev)
 	if err != nil {
 		return nil, err
 	}

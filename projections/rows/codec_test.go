@@ -72,7 +72,7 @@ func TestNodeCodecRoundTrips(t *testing.T) {
 func TestHistoryCodecRoundTrips(t *testing.T) {
 	at := time.Date(2026, 12, 2, 16, 0, 0, 7, time.UTC)
 	for _, e := range []HistoryEntry{
-		{Seq: 1, Kind: HistoryDeclaration, At: at, Sequence: 1, Digest: "d", ContentDigest: "c", By: "push", Resources: 0, Builds: []compose.ModuleBuild{}},
+		{Seq: 1, Kind: HistoryDeclaration, At: at, Sequence: 1, Digest: "d", ContentDigest: "c", By: "push", Operator: "alice", Resources: 0, Builds: []compose.ModuleBuild{}},
 		{Seq: 2, Kind: HistoryDeclaration, At: at, Sequence: 2, Digest: "d", ContentDigest: "c", By: "declare", Resources: 3},
 		{Seq: 3, Kind: HistoryDeclaration, At: at, Sequence: 1 << 40, Digest: "d", By: "push", Resources: 2,
 			Builds: []compose.ModuleBuild{{Module: "app", Build: "b1"}, {Module: "db", Build: ""}}},
@@ -134,7 +134,7 @@ func TestCodecSamplesFillEveryField(t *testing.T) {
 func fullNode(at time.Time) Node {
 	return Node{Name: "web-1", Capabilities: []string{"amd64", "linux"}, Labels: map[string]string{"zone": "eu-1", "": "x"}, Retired: true,
 		EnrolledAt: at, RetiredAt: at.Add(time.Hour), EnrolledSeq: 3, Version: 1 << 33,
-		LastSent: &wire.Sent{Sequence: 7, Digest: "d", ContentDigest: "c", By: "push", Resources: 5, At: at, StreamSeq: 99},
+		LastSent: &wire.Sent{Sequence: 7, Digest: "d", ContentDigest: "c", By: "push", Operator: "ci", Resources: 5, At: at, StreamSeq: 99},
 		LastReport: &wire.Report{Outcome: "failed", Sequence: 7, Digest: "d", Reason: "r", Highest: 6, At: at, StreamSeq: 100, FailingSince: at,
 			Failed: []events.ResourceFailure{{Path: "/a", Reason: "why"}, {Path: "/b", Reason: ""}}}}
 }

@@ -55,6 +55,7 @@ type HistoryEntry struct {
 	// A declaration's.
 	ContentDigest string
 	By            string
+	Operator      string // who asked (the envelope's by)
 	Resources     int
 	Builds        []compose.ModuleBuild // nil: its bytes did not say
 	// A report's.
@@ -84,6 +85,7 @@ func EncodeHistory(e HistoryEntry) []byte {
 	case HistoryDeclaration:
 		w.str(e.ContentDigest)
 		w.str(e.By)
+		w.str(e.Operator)
 		w.int(int64(e.Resources))
 		w.bool(e.Builds != nil)
 		if e.Builds != nil {
@@ -126,7 +128,7 @@ func DecodeHistory(seq uint64, v []byte) (HistoryEntry, error) {
 	e.At, e.Sequence, e.Digest = r.time(), r.uvarint(), r.str()
 	switch e.Kind {
 	case HistoryDeclaration:
-		e.ContentDigest, e.By, e.Resources = r.str(), r.str(), int(r.varint())
+		e.ContentDigest, e.By, e.Operator, e.Resources = r.str(), r.str(), r.str(), int(r.varint())
 		if r.bool() {
 			n := r.count()
 			e.Builds = make([]compose.ModuleBuild, 0, n)

@@ -65,6 +65,7 @@ func AppendNode(dst []byte, n Node) []byte {
 		w.str(s.Digest)
 		w.str(s.ContentDigest)
 		w.str(s.By)
+		w.str(s.Operator)
 		w.uint(uint64(s.Resources))
 		w.time(s.At)
 		w.uint(s.StreamSeq)
@@ -120,7 +121,7 @@ func DecodeNodeAs(b []byte, brief bool) (Node, error) {
 	n.EnrolledSeq = r.uvarint()
 	n.Version = r.uvarint()
 	if r.bool() {
-		s := &wire.Sent{Sequence: r.uvarint(), Digest: r.str(), ContentDigest: r.str(), By: r.str()}
+		s := &wire.Sent{Sequence: r.uvarint(), Digest: r.str(), ContentDigest: r.str(), By: r.str(), Operator: r.str()}
 		s.Resources = int(r.uvarint())
 		s.At = r.time()
 		s.StreamSeq = r.uvarint()

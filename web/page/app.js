@@ -152,7 +152,7 @@ function drawNode(p) {
   fill("history", p.history.entries.slice().reverse().map((e) => {
     const li = el("li");
     li.append(el("span", `${e.at} ${e.kind} sequence ${e.sequence}`, stateClass(e.kind)));
-    const extra = [e.by && "by " + e.by, e.reason, (e.paths || []).join(", "), e.failed && e.failed.map((f) => f.path + ": " + f.reason).join("; ")].filter(Boolean);
+    const extra = [e.by && "by " + e.by, e.operator && e.operator !== e.by && "asked by " + e.operator, e.reason, (e.paths || []).join(", "), e.failed && e.failed.map((f) => f.path + ": " + f.reason).join("; ")].filter(Boolean);
     if (extra.length) li.append(textNode(" — " + extra.join(" ")));
     for (const c of e.changes || []) {
       // The controller's diff of what it declared, a line each: its line

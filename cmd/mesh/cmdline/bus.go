@@ -98,10 +98,11 @@ func Connect(addr BusAddr, name string, opts ...nats.Option) (*nats.Conn, error)
 	return nc, nil
 }
 
-// Dial connects as the operator: with the operator key mesh up keeps in
-// the home, when there is one (a closed bus refuses anyone else).
+// Dial connects as an operator: with the key --creds names (an operator's
+// key file, issue 33), or else the one mesh up keeps in the home, when
+// there is one (a closed bus refuses anyone else).
 func (g *Globals) Dial(addr BusAddr, name string, opts ...nats.Option) (*nats.Conn, error) {
-	operator, err := busauth.OperatorOptions(g.Home)
+	operator, err := g.operatorOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +117,40 @@ func (g *Globals) Dial(addr BusAddr, name string, opts ...nats.Option) (*nats.Co
 			addr, g.Home, busauth.OperatorKeyFile)
 	}
 	if errors.Is(err, nats.ErrAuthorization) {
-		return nil, fmt.Errorf("the bus at %s refused the operator key in %s: its controller is not answering yet (wait for ready), or that key is another mesh's; give the --home of the mesh up that runs it",
-			addr, g.Home)
+		return nil, fmt.Errorf("the bus at %s refused the operator key %s: that operator was removed (an admin sees who is in with mesh operator list), the key is another mesh's, or its controller is not answering yet (wait for ready)",
+			addr, g.keyPath())
 	}
 	return nc, err
+}
+
+// keyPath is the operator key a command connects with.
+func (g *Globals) keyPath() string {
+	if g.credsIsKey() {
+		return g.Creds
+	}
+	return filepath.Join(g.Home, busauth.OperatorKeyFile)
+}
+
+// credsIsKey says whether --creds names an operator's key file (an nkeys
+// seed, as mesh operator add writes) rather than a NATS credentials file.
+func (g *Globals) credsIsKey() bool {
+	if g.Creds == "" {
+		return false
+	}
+	b, err := os.ReadFile(g.Creds)
+	return err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "SU")
+}
+
+// operatorOptions connect with --creds's key, or the home's.
+func (g *Globals) operatorOptions() ([]nats.Option, error) {
+	if !g.credsIsKey() {
+		return busauth.OperatorOptions(g.Home)
+	}
+	kp, err := busauth.ReadOperatorKey(g.Creds)
+	if err != nil {
+		return nil, Usagef("--creds: %v", err)
+	}
+	return busauth.KeyOptions(kp), nil
 }
 
 // HomeCA is where mesh up --tls keeps the bus's CA in a home.
@@ -148,7 +179,7 @@ func (g *Globals) TLSOptions() ([]nats.Option, error) {
 	case g.TLSCert != "":
 		opts = append(opts, nats.ClientCert(g.TLSCert, g.TLSKey))
 	}
-	if g.Creds != "" {
+	if g.Creds != "" && !g.credsIsKey() {
 		if _, err := os.Stat(g.Creds); err != nil {
 			return nil, Usagef("--creds %s cannot be read: %v", g.Creds, err)
 		}
@@ -163,11 +194,12 @@ func (g *Globals) Client() (*client.Client, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := g.Dial(addr, "mesh cli", client.Options()...)
+	denials := client.NewDenials()
+	nc, err := g.Dial(addr, "mesh cli", append(client.Options(), denials.Option())...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &client.Client{NC: nc, Where: addr.String(), Timeout: g.TimeoutOr(client.DefaultTimeout)}, nc.Close, nil
+	return &client.Client{NC: nc, Where: addr.String(), Timeout: g.TimeoutOr(client.DefaultTimeout), Denials: denials}, nc.Close, nil
 }
 
 // Call runs one verb against the controller.

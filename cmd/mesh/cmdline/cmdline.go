@@ -34,7 +34,7 @@ type Globals struct {
 	TLSCA     string           `name:"tls-ca" env:"MESH_TLS_CA" help:"The CA that signs the bus's certificate (default: the one mesh up --tls keeps in --home, if any)."`
 	TLSCert   string           `name:"tls-cert" env:"MESH_TLS_CERT" help:"A client certificate, where the bus asks for one."`
 	TLSKey    string           `name:"tls-key" env:"MESH_TLS_KEY" help:"The key of --tls-cert."`
-	Creds     string           `env:"MESH_CREDS" help:"A NATS credentials file, for an existing cluster that asks for one."`
+	Creds     string           `env:"MESH_CREDS" help:"An operator's key file (mesh operator add writes one) to act as, instead of the home's; or a NATS credentials file, for an existing cluster that asks for one."`
 	LogFormat string           `name:"log-format" env:"MESH_LOG_FORMAT" default:"text" enum:"text,json" help:"How up, serve and agent log: text for a person, or json (full timestamps, every field an attribute) for a collector."`
 	Version   kong.VersionFlag `help:"Print mesh's version and exit."`
 	Timeout   time.Duration    `help:"How long to wait for the controller's answer (default 5s; push 5m; audit, projections rebuild and verify 30m). A change whose answer does not come exits 3: it may have landed."`

@@ -3,6 +3,8 @@ package text
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +58,7 @@ func Entry(w io.Writer, e wire.HistoryEntry, diff bool) {
 		shown = "unknown: its signed bytes do not decode (mesh audit names why)"
 	}
 	fmt.Fprintf(w, "%s  sent     sequence %d by %s, %d resource(s), digest %s, event %d; builds %s\n",
-		at, e.Sequence, e.By, e.Resources, Short(e.Digest), e.Seq, shown)
+		at, e.Sequence, Asked(e.By, e.Operator), e.Resources, Short(e.Digest), e.Seq, shown)
 	if !diff {
 		return
 	}
@@ -75,6 +77,13 @@ func Audit(w io.Writer, a wire.AuditReport, mesh bool) {
 		}
 		fmt.Fprintf(w, "%s: %d declaration(s) against %d controller key(s), %d report(s) against %d report key(s): %s\n",
 			n.Node, n.Declarations, len(n.Keys), n.Reports, len(n.ReportKeys), status)
+		if len(n.AskedBy) > 0 {
+			var who []string
+			for _, name := range slices.Sorted(maps.Keys(n.AskedBy)) {
+				who = append(who, fmt.Sprintf("%s %d", name, n.AskedBy[name]))
+			}
+			fmt.Fprintf(w, "  its declarations were asked for by: %s\n", strings.Join(who, ", "))
+		}
 		switch {
 		case n.OwnKeys && len(n.Rekeys) > 0:
 			fmt.Fprintf(w, "  its keys are its own, made on its machine; re-keyed by an operator at event(s) %s\n", JoinSeqs(n.Rekeys))
@@ -109,4 +118,15 @@ func JoinSeqs(seqs []uint64) string {
 		parts[i] = strconv.FormatUint(s, 10)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Asked is how a send was made and who asked for it (issue 33): "push,
+// asked by ci"; the one word when they are the same actor (the
+// reconciler, a rollout's own wave) or nobody is named (an open bus, a
+// send from before operators had names).
+func Asked(by, operator string) string {
+	if operator == "" || operator == by {
+		return by
+	}
+	return by + ", asked by " + operator
 }

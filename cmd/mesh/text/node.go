@@ -115,7 +115,7 @@ func Node(w io.Writer, n wire.NodeView) error {
 		fmt.Fprintf(tw, "module\t%s build %s, policy %s%s%s\n", a.Module, manifest.ShortBuild(a.Build), a.Policy, SettingsNote(a.Settings), note)
 	}
 	if s := n.LastSent; s != nil {
-		fmt.Fprintf(tw, "last sent\tsequence %d by %s, %d resource(s), digest %s, %s\n", s.Sequence, s.By, s.Resources, Short(s.Digest), Time(s.At))
+		fmt.Fprintf(tw, "last sent\tsequence %d by %s, %d resource(s), digest %s, %s\n", s.Sequence, Asked(s.By, s.Operator), s.Resources, Short(s.Digest), Time(s.At))
 	} else {
 		fmt.Fprintf(tw, "last sent\tnothing yet\n")
 	}

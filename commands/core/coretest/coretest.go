@@ -94,7 +94,7 @@ func on(b testing.TB, nc *nats.Conn, replicas int) *Mesh {
 // the acknowledgement. The node's report key must be recorded first
 // (events.ReportKeyRecorded with m.Agent's key).
 func (m *Mesh) Report(node string, ev events.Event) {
-	data, _ := events.Encode(events.NodeAggregate(node), "r", 0, time.Now(), ev)
+	data, _ := events.Encode(events.NodeAggregate(node), "r", "", 0, time.Now(), ev)
 	msg := nats.NewMsg(events.ReportSubject(node, ev.EventType()))
 	msg.Data = data
 	msg.Header.Set(events.MACHeader, declaration.MAC(m.Keys.NodeMAC(node), msg.Subject, data))
@@ -108,7 +108,7 @@ func (m *Mesh) Report(node string, ev events.Event) {
 // Publish appends ev as the controller would (with its MAC), without
 // waiting for each acknowledgement.
 func (m *Mesh) Publish(agg events.AggregateID, ev events.Event) {
-	data, _ := events.Encode(agg, "c", 0, time.Now(), ev)
+	data, _ := events.Encode(agg, "c", "", 0, time.Now(), ev)
 	msg := nats.NewMsg(agg.Subject(ev.EventType()))
 	msg.Data = data
 	msg.Header.Set(events.MACHeader, declaration.MAC(m.Keys.LogMAC(), msg.Subject, data))
