@@ -93,18 +93,9 @@ func rawRead(b *testing.B, js jetstream.JetStream) {
 // checked (rule 19).
 func BenchmarkRebuild(b *testing.B) {
 	ctx := context.Background()
-	n := benchSize(1_000_000)
-	srv := embeddedtest.Server(b)
-	nc := embeddedtest.Conn(b, srv)
-	s, _, err := store.Open(ctx, nc, store.StreamConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	keyed(s)
-	js, _ := jetstream.New(nc)
-	publishTraffic(b, js, n)
+	s, js := trafficStore(b, benchSize(1_000_000))
 	st, _ := s.State(ctx)
-	n = int(st.LastSeq)
+	n := int(st.LastSeq)
 	e, _, err := Open(ctx, Options{Dir: b.TempDir(), Store: s, Keys: testKeys})
 	if err != nil {
 		b.Fatal(err)
@@ -239,16 +230,7 @@ func publishTraffic(b *testing.B, js jetstream.JetStream, n int) {
 // --publish-snapshot-every events).
 func BenchmarkStartFromPublished(b *testing.B) {
 	ctx := context.Background()
-	n := benchSize(200_000)
-	srv := embeddedtest.Server(b)
-	nc := embeddedtest.Conn(b, srv)
-	s, _, err := store.Open(ctx, nc, store.StreamConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	keyed(s)
-	js, _ := jetstream.New(nc)
-	publishTraffic(b, js, n)
+	s, _ := trafficStore(b, benchSize(200_000))
 	st, _ := s.State(ctx)
 	last := st.LastSeq
 	// One local snapshot, at the end, published: the tail a start folds is
@@ -294,4 +276,18 @@ func BenchmarkStartFromPublished(b *testing.B) {
 	b.ReportMetric(full.Seconds()/fromSnap.Seconds(), "nothing/snapshot")
 	b.ReportMetric(float64(sn.Size)/(1<<20), "snapshot-MiB")
 	b.ReportMetric(float64(last), "events")
+}
+
+// trafficStore is a store on a bus of its own holding about n events of
+// real traffic (publishTraffic), appending as the test controller does.
+func trafficStore(b *testing.B, n int) (*store.Store, jetstream.JetStream) {
+	nc := embeddedtest.Conn(b, embeddedtest.Server(b))
+	s, _, err := store.Open(context.Background(), nc, store.StreamConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keyed(s)
+	js, _ := jetstream.New(nc)
+	publishTraffic(b, js, n)
+	return s, js
 }
