@@ -230,3 +230,48 @@ func operatorRow(t *testing.T, m *closedMesh, name string) (projections.Operator
 	}
 	return o, found
 }
+
+// Issue 33, point 4: a secret setting is the admin's to set. A deployer
+// assigns and sets plain settings, and is refused a secret one (alone or
+// in a batch) in one sentence naming the role that may, with nothing
+// recorded; the admin sets it.
+func TestASecretSettingIsTheAdminsToSet(t *testing.T) {
+	t.Parallel() // its own bus and home: beside the others
+	m := newClosedMesh(t, 0)
+	ctx := context.Background()
+	m.enrollAndDeclare("db-1")
+	deployer := m.addOperator("dan", events.RoleDeployer)
+	dan := &client.Client{NC: deployer.nc}
+	mod := `{"module":"db","settings":{"port":{"default":"5432"},"password":{"required":true,"secret":true}},
+	  "resources":[{"kind":"file","path":"/etc/db.conf","mode":"0600","content":"x\n"}]}`
+	if err := dan.Call(ctx, wire.SubjectModuleRegister, wire.RegisterRequest{CommandID: wire.NewCommandID(), File: "db.json", Manifest: mod}, &wire.Registered{}); err != nil {
+		t.Fatalf("the deployer registers db: %v", err)
+	}
+	before, err := m.h.Core.Store.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = dan.Call(ctx, wire.SubjectNodeAssign, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "db",
+		Settings: map[string]string{"port": "6000", "password": "hunter2"}}, &wire.Assigned{})
+	if !errors.Is(err, aggregates.ErrForbidden) || !strings.Contains(err.Error(), "password") || !strings.Contains(err.Error(), "needs the admin role") {
+		t.Fatalf("the deployer setting a secret: %v", err)
+	}
+	err = dan.Call(ctx, wire.SubjectNodeAssignBatch, wire.AssignBatchRequest{CommandID: wire.NewCommandID(), Nodes: []string{"db-1"}, Module: "db",
+		Settings: map[string]string{"password": "hunter2"}}, &wire.BatchReply{})
+	if !errors.Is(err, aggregates.ErrForbidden) {
+		t.Fatalf("the deployer setting a secret in a batch: %v", err)
+	}
+	if after, err := m.h.Core.Store.State(ctx); err != nil || after.LastSeq != before.LastSeq {
+		t.Fatalf("refused assignments appended events %d to %d (%v)", before.LastSeq, after.LastSeq, err)
+	}
+	// The admin sets it; the deployer then changes a plain setting.
+	admin := events.WithBy(ctx, events.AdminName)
+	if _, err := m.h.Nodes.Assign(admin, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "db",
+		Settings: map[string]string{"password": "hunter2"}}); err != nil {
+		t.Fatalf("the admin setting a secret: %v", err)
+	}
+	if err := dan.Call(ctx, wire.SubjectNodeAssign, wire.AssignRequest{CommandID: wire.NewCommandID(), Node: "db-1", Module: "db",
+		Settings: map[string]string{"port": "6000"}}, &wire.Assigned{}); err != nil {
+		t.Fatalf("the deployer setting a plain setting: %v", err)
+	}
+}

@@ -32,6 +32,9 @@ func (h *Service) Assign(ctx context.Context, r wire.AssignRequest) (wire.Assign
 	// Decided on the read models, expecting the node's version (and each
 	// seat's the build claims, in the same atomic batch: rule 24).
 	seq, _, err := h.DecideAtomic(ctx, "assign "+r.Module+" to", r.Node, r.CommandID, func(v *projections.View) ([]store.One, error) {
+		if err := secretsNeedAdmin(ctx, v, r.Module, m, r.Settings, r.Unset); err != nil {
+			return nil, err
+		}
 		n, err := core.NodeOf(v, r.Node)
 		if err != nil {
 			return nil, err

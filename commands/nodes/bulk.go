@@ -69,6 +69,9 @@ func (h *Service) AssignBatch(ctx context.Context, r wire.AssignBatchRequest) (w
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := secretsNeedAdmin(ctx, v, r.Module, m, r.Settings, r.Unset); err != nil {
+			return nil, nil, err
+		}
 		build, cmd.Unset, cmd.Reset = cmd.Build, r.Unset, r.Reset
 		var items []store.One
 		var unchanged []string
