@@ -60,16 +60,18 @@ func denied(subject string) error {
 }
 
 // hearDenial cancels ctx with errDenied when the bus says it refused a
-// publish to subject, until ctx ends.
-func (c *Client) hearDenial(ctx context.Context, cancel context.CancelCauseFunc, subject string) {
+// publish to (or a subscription of) one of subjects, until ctx ends.
+func (c *Client) hearDenial(ctx context.Context, cancel context.CancelCauseFunc, subjects ...string) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case why := <-c.Denials.ch:
-			if strings.Contains(why, `"`+subject+`"`) {
-				cancel(errDenied)
-				return
+			for _, subject := range subjects {
+				if strings.Contains(why, `"`+subject+`"`) {
+					cancel(errDenied)
+					return
+				}
 			}
 		}
 	}

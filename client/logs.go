@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
@@ -40,6 +41,9 @@ func (c *Client) Logs(ctx context.Context, node string, req wire.LogsRequest) (w
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Duration(req.WaitMS)*time.Millisecond)
 	defer cancel()
+	var denial context.CancelCauseFunc
+	ctx, denial = context.WithCancelCause(ctx)
+	defer denial(nil)
 	data, err := json.Marshal(req)
 	if err != nil {
 		return wire.LogsReply{}, err
@@ -51,6 +55,9 @@ func (c *Client) Logs(ctx context.Context, node string, req wire.LogsRequest) (w
 	// Subscribed before the request goes out on the same connection, so
 	// the server knows it before the agent can answer, and says at once
 	// when nothing hears the request (no responders).
+	if c.Denials != nil {
+		go c.hearDenial(ctx, denial, events.LogsSubject(node), reply)
+	}
 	sub, err := c.NC.SubscribeSync(reply)
 	if err != nil {
 		return wire.LogsReply{}, fmt.Errorf("cannot ask %s for its logs on the bus at %s: %w", node, c.Where, err)
@@ -61,6 +68,12 @@ func (c *Client) Logs(ctx context.Context, node string, req wire.LogsRequest) (w
 	}
 	msg, err := sub.NextMsgWithContext(ctx)
 	switch {
+	case errors.Is(context.Cause(ctx), errDenied):
+		// Refused by the bus, at once rather than at the timeout: a role
+		// that may not ask for a node's logs (rule 28).
+		return wire.LogsReply{}, aggregates.Refuse("ask", node+"'s logs", aggregates.ErrForbidden, fmt.Sprintf(
+			"the bus refused it, as this operator's role does not allow it; asking a node for its programs' logs needs the %s role (an admin gives one with mesh operator add NAME --role %s)",
+			events.RoleDeployer, events.RoleDeployer))
 	case errors.Is(err, nats.ErrNoResponders):
 		return wire.LogsReply{}, nodeSilent{fmt.Sprintf("no agent of %s is on the bus at %s: it is not running or cannot reach the bus, or %s is no node of this mesh (mesh node list); mesh status says when it was last heard", node, c.Where, node)}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -123,6 +123,12 @@ func TestEveryRoleAgainstEveryVerb(t *testing.T) {
 	if !errors.Is(err, aggregates.ErrForbidden) || !strings.Contains(err.Error(), "deployer role") {
 		t.Fatalf("a viewer's assign: %v", err)
 	}
+	// A viewer asking a node for its logs is refused by the bus too, and
+	// heard at once, not waited out as a silent node.
+	_, err = cl.Logs(context.Background(), "web-1", wire.LogsRequest{})
+	if !errors.Is(err, aggregates.ErrForbidden) || !strings.Contains(err.Error(), "deployer role") {
+		t.Fatalf("a viewer's logs: %v", err)
+	}
 }
 
 // Issue 33, attacked: a viewer's key, used on the bus directly, cannot
