@@ -91,14 +91,19 @@ func (w *World) Compose(node string) Result {
 			res.Chosen = append(res.Chosen, Chosen{Receipt: rc, Why: r.why})
 		}
 		d.Modules = append(d.Modules, ModuleBuild{Module: p.Module, Build: p.Build})
-		if r := p.m.Run; r != nil {
-			d.Runs = append(d.Runs, Runtime{Module: p.Module, Command: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, User: r.User, Health: r.Health,
-				Digest: runsArtifact(p.m, r.Command)})
-		}
 		data, err := w.templateData(p, n, receives, sl, d.Network)
 		if err != nil {
 			res.Problems = append(res.Problems, err.Error())
 			continue
+		}
+		if p.m.Run != nil {
+			r, err := p.renderRun(*p.m.Run, data, sl, &buf)
+			if err != nil {
+				res.Problems = append(res.Problems, err.Error())
+				continue
+			}
+			d.Runs = append(d.Runs, Runtime{Module: p.Module, Command: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, User: r.User, Health: r.Health,
+				Digest: runsArtifact(p.m, r.Command)})
 		}
 		for _, r := range p.m.Resources {
 			if l, out := unitLeftOut(p.Module, r, n); out {
@@ -376,4 +381,32 @@ func (w *World) peers(node string) []Peer {
 		out = append(out, Peer{Node: name, Address: n.Address, Key: n.Key})
 	}
 	return out
+}
+
+// renderRun is p's run with its templated env values and probe target
+// rendered for this node (manifest/runtemplate.go). A secret may not be
+// read there: a program's environment and its probe travel in the
+// declaration unsealed, and the agent shows them in its process table.
+func (p placed) renderRun(r manifest.Run, data any, sl *sealer, buf *bytes.Buffer) (manifest.Run, error) {
+	ts := r.Templates()
+	if len(ts) == 0 {
+		return r, nil
+	}
+	values := make(map[string]string, len(ts))
+	for _, t := range ts {
+		buf.Reset()
+		sl.begin()
+		if err := p.templates[runTemplateKey(t)].Execute(&boundedWriter{w: buf, left: manifest.MaxRendered}, data); err != nil {
+			return r, fmt.Errorf("the %s of %s's run failed: %s", t.Name, p.Module, templateError(err))
+		}
+		if sl.read {
+			return r, fmt.Errorf("the %s of %s's run reads a secret, which a program's environment and probe would carry unsealed; give it in a file resource the program reads", t.Name, p.Module)
+		}
+		values[t.Name] = buf.String()
+	}
+	out, err := r.Rendered(values)
+	if err != nil {
+		return r, fmt.Errorf("%s's run on this node: %w", p.Module, err)
+	}
+	return out, nil
 }

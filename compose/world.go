@@ -183,8 +183,21 @@ func parseTemplates(m manifest.Manifest) (map[string]*template.Template, error) 
 		}
 		out[r.Path] = t
 	}
+	if m.Run != nil {
+		for _, rt := range m.Run.Templates() {
+			t, err := manifest.ParseRunTemplate(rt)
+			if err != nil {
+				return nil, fmt.Errorf("the run of %s does not parse: %v", m.Module, err)
+			}
+			out[runTemplateKey(rt)] = t
+		}
+	}
 	return out, nil
 }
+
+// runTemplateKey is where a run's template is kept among a build's
+// parsed templates: no resource path (always absolute) is like it.
+func runTemplateKey(t manifest.RunTemplate) string { return "run " + t.Name }
 
 func missingCapabilities(requires, has []string) []string {
 	var missing []string

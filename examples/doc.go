@@ -1,7 +1,9 @@
 // Package examples holds example module manifests (postgres.json, a provider;
 // app.json, a consumer that receives its provider's node and port; backup.json,
 // a consumer that chooses every postgres, as a list; greeter.json,
-// which runs, with an HTTP health check, and greeter-2.json, its next build
-// (another default greeting), which the README rolls out; visitor.json, a consumer of its greeting), used by
+// which installs and runs mesh-greeter from an artifact, with an HTTP health
+// check on a port that is a setting (its env and probe are templates), so
+// two nodes on one machine each have their own; visitor.json, a consumer of
+// its greeting), used by
 // the README walkthrough and by the tests, which hold them valid.
 package examples

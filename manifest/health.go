@@ -119,8 +119,12 @@ func (h Health) validate() error {
 	if probes != 1 {
 		return errors.New(`give exactly one probe: "command" (a program and its arguments), "tcp" (host:port on the node) or "http" (a URL on the node)`)
 	}
-	if err := h.validateProbe(); err != nil {
-		return err
+	// A templated target is checked once rendered, at composition
+	// (Run.Rendered): "127.0.0.1:{{.Settings.port}}" is no host:port yet.
+	if !isTemplate(h.TCP) && !isTemplate(h.HTTP) {
+		if err := h.validateProbe(); err != nil {
+			return err
+		}
 	}
 	durations := map[string]string{"interval": h.Interval, "timeout": h.Timeout, "start_period": h.StartPeriod}
 	for _, name := range []string{"interval", "timeout", "start_period"} {

@@ -156,6 +156,11 @@ func (r Run) validate() error {
 			return fmt.Errorf("health: %w", err)
 		}
 	}
+	for _, t := range r.Templates() {
+		if _, err := ParseRunTemplate(t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

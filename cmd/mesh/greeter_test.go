@@ -108,15 +108,31 @@ func greeterOnAFreePort(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const port = "127.0.0.1:4281"
-	if strings.Count(string(b), port) != 2 {
-		t.Fatalf("examples/greeter.json names %s other than twice (its env and its check)", port)
-	}
 	path := filepath.Join(t.TempDir(), "greeter.json")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), port, freeAddr(t))), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(onPort(t, string(b), freePort(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// greeterPortDefault is examples/greeter.json's port setting, whose
+// default its env and health check read (manifest/runtemplate.go).
+const greeterPortDefault = `"port": {"default": "4281"}`
+
+// onPort is the greeter's manifest doc with its port's default moved to
+// port.
+func onPort(t *testing.T, doc, port string) string {
+	t.Helper()
+	if strings.Count(doc, greeterPortDefault) != 1 {
+		t.Fatalf("examples/greeter.json sets no %s: its env and check read it", greeterPortDefault)
+	}
+	return strings.Replace(doc, greeterPortDefault, `"port": {"default": "`+port+`"}`, 1)
+}
+
+// freePort is the port of freeAddr.
+func freePort(t *testing.T) string {
+	_, port, _ := strings.Cut(freeAddr(t), ":")
+	return port
 }
 
 // greeter is the example greeter built once for this test binary.

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/meshctl/mesh/embedded/embeddedtest"
-	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -34,16 +33,13 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
-	work := t.TempDir()
+	w := newWalk(t)
+	work := w.work
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var transcript bytes.Buffer
-	// The modules that run, from the manifests the README registers:
-	// settle waits for their programs too.
-	runs := map[string]bool{}
-	greeterPort := freeAddr(t)
 	var bg *background
 	for _, line := range walkthrough(string(readme)) {
 		cmdline, _, _ := strings.Cut(line, "   #")
@@ -52,8 +48,13 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 		if bare, ok := strings.CutSuffix(cmdline, " &"); ok {
 			// In a terminal of its own: here, in the background, until a
 			// later line waits for it to end.
-			bg = startBackground(t, home, readmeCommand(t, work, line, bare, greeterPort, runs))
+			bg = startBackground(t, home, w.command(t, line, bare))
 			transcript.WriteString("(in the background)\n")
+			continue
+		}
+		if strings.HasPrefix(cmdline, "go build") {
+			w.goBuild(t, cmdline)
+			transcript.WriteString("(built mesh-greeter)\n")
 			continue
 		}
 		if cmdline == "wait" {
@@ -63,13 +64,13 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 		}
 		// a && b: each in turn, while each exits 0, as a shell does.
 		for _, cmdline := range strings.Split(cmdline, " && ") {
-			if !runReadmeLine(t, home, work, line, cmdline, greeterPort, runs, &transcript) {
+			if !runReadmeLine(t, home, w, line, cmdline, &transcript) {
 				break
 			}
 		}
 	}
 	// Where the walk through's files and home are, as the README names them.
-	got := mask(strings.NewReplacer(work+"/", "", home, ".mesh").Replace(transcript.String()))
+	got := mask(w.asInREADME(strings.NewReplacer(work+"/", "", home, ".mesh").Replace(transcript.String())))
 	path := filepath.Join("testdata", "readme.transcript")
 	if *updateTranscript {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -87,7 +88,7 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 
 // runReadmeLine runs one command of a README line into the transcript,
 // and answers whether it exited 0.
-func runReadmeLine(t *testing.T, home, work, line, cmdline, greeterPort string, runs map[string]bool, transcript *bytes.Buffer) bool {
+func runReadmeLine(t *testing.T, home string, w *walk, line, cmdline string, transcript *bytes.Buffer) bool {
 	t.Helper()
 	{
 		stdin := ""
@@ -96,7 +97,7 @@ func runReadmeLine(t *testing.T, home, work, line, cmdline, greeterPort string, 
 		}
 		switch {
 		case strings.HasPrefix(cmdline, "cat "):
-			b, err := os.ReadFile(filepath.Join(work, strings.TrimPrefix(cmdline, "cat ")))
+			b, err := os.ReadFile(filepath.Join(w.work, strings.TrimPrefix(cmdline, "cat ")))
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", line, err, transcript.String())
 			}
@@ -110,61 +111,20 @@ func runReadmeLine(t *testing.T, home, work, line, cmdline, greeterPort string, 
 				t.Fatalf("%s: not an agent line this test can start", line)
 			}
 			node := m[1]
-			start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, node), "--root", filepath.Join(work, m[2]))
+			start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, node), "--root", filepath.Join(w.work, m[2]))
 			fmt.Fprintf(transcript, "(%s's agent follows its declarations)\n", node)
 			return true
 		}
-		args := readmeCommand(t, work, line, cmdline, greeterPort, runs)
+		args := w.command(t, line, cmdline)
 		r := meshWithStdin(t, home, stdin, args...)
 		transcript.WriteString(r.out)
 		if r.err != "" {
 			fmt.Fprintf(transcript, "stderr: %s", r.err)
 		}
 		fmt.Fprintf(transcript, "exit %d\n", r.code)
-		settle(t, home, runs)
+		settle(t, home, w.runs)
 		return r.code == 0
 	}
-}
-
-// readmeCommand is the arguments of one mesh command of the README's walk
-// through, as this test runs it: its examples/ files from the repository's
-// root, the greeter's health port moved to greeterPort; the modules that
-// run are added to runs, for settle.
-func readmeCommand(t *testing.T, work, line, cmdline, greeterPort string, runs map[string]bool) []string {
-	t.Helper()
-	args := readmeArgs(cmdline)
-	if len(args) > 2 && args[0] == "artifact" && args[1] == "put" && args[2] == "mesh-greeter" {
-		// The README built it in the repository's root (go build -o
-		// mesh-greeter); this test built it once for the test binary.
-		args[2] = greeterBinary(t)
-	}
-	for i, a := range args {
-		// The README runs from the repository's root; this test from
-		// cmd/mesh. The greeter's health port moves to a free one:
-		// another test may hold the example's.
-		if strings.HasSuffix(a, ".nk") && !filepath.IsAbs(a) {
-			// An operator's key file, written and read in the walk
-			// through's own directory, not the repository's.
-			args[i] = filepath.Join(work, a)
-		}
-		if strings.HasPrefix(a, "examples/") {
-			args[i] = "../../" + a
-			b, err := os.ReadFile(args[i])
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			if m, err := manifest.Parse(b); err == nil && m.Run != nil {
-				runs[m.Module] = true
-			}
-			if strings.HasPrefix(a, "examples/greeter") {
-				args[i] = filepath.Join(t.TempDir(), filepath.Base(a))
-				if err := os.WriteFile(args[i], []byte(strings.ReplaceAll(string(b), "127.0.0.1:4281", greeterPort)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
-	return args
 }
 
 // agentLine is how the README starts an agent: a join string it cannot
@@ -183,8 +143,9 @@ func walkthrough(readme string) []string {
 		}
 		l = strings.TrimSpace(l)
 		switch {
-		case strings.HasPrefix(l, "go build"):
-		case strings.HasPrefix(l, "./mesh "), strings.HasPrefix(l, "cat ./roots/"), l == "wait" || strings.HasPrefix(l, "wait "), strings.HasPrefix(l, "echo ") && strings.Contains(l, " | ./mesh "):
+		case strings.HasPrefix(l, "go build") && !strings.Contains(l, "./examples/mesh-greeter"):
+			// The mesh itself: this test runs the one it is built into.
+		case strings.HasPrefix(l, "./mesh "), strings.HasPrefix(l, "go build "), strings.HasPrefix(l, "cat ./roots/"), l == "wait" || strings.HasPrefix(l, "wait "), strings.HasPrefix(l, "echo ") && strings.Contains(l, " | ./mesh "):
 			out = append(out, l)
 		default:
 			return out

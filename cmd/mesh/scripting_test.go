@@ -22,7 +22,7 @@ func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	up(t, home)
-	work := t.TempDir()
+	w := newWalk(t)
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +44,6 @@ func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
 		}
 		answers++
 	}
-	runs := map[string]bool{}
-	greeterPort := freeAddr(t)
 	for _, line := range walkthrough(string(readme)) {
 		cmdline, _, _ := strings.Cut(line, "   #")
 		cmdline = strings.TrimSpace(cmdline)
@@ -61,18 +59,21 @@ func TestEveryJSONAnswerFollowsTheOneRule(t *testing.T) {
 			switch {
 			case strings.HasPrefix(cmdline, "cat "):
 				continue
+			case strings.HasPrefix(cmdline, "go build"):
+				w.goBuild(t, cmdline)
+				continue
 			case strings.HasPrefix(cmdline, "./mesh agent "):
 				m := agentLine.FindStringSubmatch(cmdline)
 				if m == nil {
 					t.Fatalf("%s: not an agent line this test can start", line)
 				}
-				start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, m[1]), "--root", filepath.Join(work, m[2]))
+				start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, m[1]), "--root", filepath.Join(w.work, m[2]))
 				continue
 			}
-			args := append(readmeCommand(t, work, line, cmdline, greeterPort, runs), "--json")
+			args := append(w.command(t, line, cmdline), "--json")
 			r := meshWithStdin(t, home, stdin, args...)
 			check(line, args, r, false)
-			settle(t, home, runs)
+			settle(t, home, w.runs)
 			if r.code != 0 {
 				break
 			}

@@ -37,6 +37,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// build names this build of the program in its log: go build -ldflags
+// '-X main.build=2' makes other bytes, so another artifact digest and
+// another build of the greeter module, which a rollout takes node by
+// node (the README's walkthrough).
+var build = "1"
+
 // ConsumerHeader names who asks: the consumer a standing is about.
 const ConsumerHeader = "Mesh-Consumer"
 
@@ -99,7 +105,7 @@ func run() error {
 			return err
 		}
 	}
-	log.Printf("serving %q on %s as %s on %s", greeting, events.ServiceSubject("greeting", m.Node), m.Module, m.Node)
+	log.Printf("build %s serving %q on %s as %s on %s", build, greeting, events.ServiceSubject("greeting", m.Node), m.Module, m.Node)
 	<-ctx.Done()
 	return m.NC.Drain()
 }
