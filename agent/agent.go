@@ -207,11 +207,11 @@ func (a *Agent) LastSequence() uint64 {
 }
 
 // Run reads the node's newest declaration (so an agent that was offline
-// applies only the newest), then waits for the next: woken by the
-// declaration's own publish, which it hears on its subject, and by a check
-// every CheckEvery in case it missed one (a reconnect). It reads what to
-// apply from the stream by direct get, never from the wake-up, whose
-// message a stream may have refused. No consumer per agent: a node's
+// applies only the newest), then waits for the next: each declaration as
+// the stream republishes it once stored (events.StoredPrefix), which it
+// applies as heard, and a check every CheckEvery in case it missed one (a
+// reconnect), which reads the newest by direct get. Never the publish
+// itself, which a stream may refuse. No consumer per agent: a node's
 // identity may create none (rule 18), and a fleet of them would be a
 // thousand consumers on one stream (rule 25).
 func (a *Agent) Run(ctx context.Context) error {
@@ -235,17 +235,23 @@ func (a *Agent) Run(ctx context.Context) error {
 	// heard is the highest declaration number published on the subject
 	// that this agent heard: what its reads owe it (see settled).
 	var heard atomic.Uint64
-	sub, err := a.st.NC().Subscribe(subject, func(m *nats.Msg) {
+	// pending is the newest declaration heard stored (the stream's
+	// republish, events.StoredPrefix), not yet handled: applied as heard,
+	// with no read of the bus.
+	var pending atomic.Pointer[nats.Msg]
+	stored := events.StoredSubject(a.cfg.Join.Node)
+	sub, err := a.st.NC().Subscribe(stored, func(m *nats.Msg) {
 		if n := heardNumber(m.Data); n > heard.Load() {
 			heard.Store(n) // one callback at a time: nats.go delivers a subscription's messages in order
 		}
+		pending.Store(m)
 		select {
 		case wake <- struct{}{}:
 		default: // one wake-up pending is enough: it reads the newest
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("agent: cannot hear %s: %w", subject, err)
+		return fmt.Errorf("agent: cannot hear %s: %w", stored, err)
 	}
 	defer sub.Unsubscribe()
 	// Any reconnect (the bus restarted, a closed bus ended the connection's
@@ -261,7 +267,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// declaration landing between the two would otherwise wait for the
 	// next check.
 	if err := a.st.NC().Flush(); err != nil {
-		return fmt.Errorf("agent: cannot hear %s: %w", subject, err)
+		return fmt.Errorf("agent: cannot hear %s: %w", stored, err)
 	}
 	// seen is the message read last, by its event number and the time the
 	// stream stored it: the number alone is not the message. A log that
@@ -271,11 +277,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	// stayed behind, connected and silent, until the next push.
 	var seen store.Msg
 	var read uint64 // the declaration number of the message read last
-	// check reads the newest declaration and handles it if it is new.
-	check := func() (bool, error) {
-		last, found, err := a.st.Last(ctx, subject)
-		if err != nil || !found || last.Seq == seen.Seq && last.Time.Equal(seen.Time) {
-			return false, err
+	// consider handles last, the newest declaration, if it is new.
+	consider := func(last store.Msg) (bool, error) {
+		if last.Seq == seen.Seq && last.Time.Equal(seen.Time) {
+			return false, nil
 		}
 		o, act, err := a.toAct(ctx, last)
 		if err != nil {
@@ -308,6 +313,27 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		return true, nil
 	}
+	// check reads the newest declaration and handles it if it is new.
+	check := func() (bool, error) {
+		last, found, err := a.st.Last(ctx, subject)
+		if err != nil || !found {
+			return false, err
+		}
+		return consider(last)
+	}
+	// next handles the declaration heard stored, if one is pending and
+	// stored after the one read last; otherwise it reads the newest. One
+	// stored before it is not the log going back but a wake-up a read
+	// overtook (a check read it, or one after it, first): acting on it
+	// would apply an older declaration.
+	next := func() (bool, error) {
+		if m := pending.Swap(nil); m != nil {
+			if last, err := store.Republished(m); err == nil && last.Time.After(seen.Time) {
+				return consider(last)
+			}
+		}
+		return check()
+	}
 	// The programs stop with Run, and say so before the retrier stops.
 	defer a.sup.stopAll()
 	_, err = check()
@@ -333,9 +359,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer tick.Stop()
 	drift := time.NewTicker(a.cfg.DriftEvery)
 	defer drift.Stop()
-	// A wake-up can arrive before the stream has stored what woke it (both
-	// hear the same publish): a read that finds nothing new is tried again
-	// soon, a few times, doubling, before the agent waits for the next.
+	// After a reconnect, which may have missed a republish, a read that
+	// finds nothing new is tried again soon, a few times, doubling,
+	// before the agent waits for the next (settled).
 	again := time.NewTimer(0)
 	<-again.C
 	var backoff, failing time.Duration
@@ -366,7 +392,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.checkDrift(ctx)
 			continue
 		}
-		found, err := check()
+		found, err := next()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

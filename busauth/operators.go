@@ -90,7 +90,7 @@ func OperatorPermissions(role events.Role, key string) jwt.Permissions {
 	}
 	api := "$JS.API.STREAM."
 	deny := jwt.StringList{events.SubjectsEvents, events.SubjectsReports, events.SubjectsSecrets, events.LivenessPrefix + ".>",
-		events.LogsReplyPrefix("*") + ".>"}
+		events.LogsReplyPrefix("*") + ".>", events.StoredPrefix + ".>"}
 	for _, s := range []string{events.Stream, events.SecretsStream} {
 		for _, verb := range []string{"CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE"} {
 			deny = append(deny, api+verb+"."+s)

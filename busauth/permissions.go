@@ -52,15 +52,15 @@ func NodePermissions(node string) jwt.Permissions {
 	}
 	return jwt.Permissions{
 		Pub: jwt.Permission{Allow: pub},
-		// The publish of its own declarations, which wakes the agent (the
-		// declaration itself it reads by direct get), and answers on its
-		// own inboxes only: _INBOX.> would let it read every reply on the
+		// Its own declarations as the stream republishes each once stored
+		// (events.StoredPrefix), not their publish, which carries the
+		// controller's reply subject; and answers on its own inboxes only: _INBOX.> would let it read every reply on the
 		// bus, the operator's included. No consumer at all: a consumer is
 		// named, and a name can be guessed or listed by another.
 		// Requests for its own programs' logs, which only the operator
 		// may publish (OperatorPermissions allows, every other identity's
 		// list leaves it out): a node hears no other's.
-		Sub: jwt.Permission{Allow: jwt.StringList{own, events.NodeInbox(node) + ".>", events.LogsSubject(node)}},
+		Sub: jwt.Permission{Allow: jwt.StringList{events.StoredSubject(node), events.NodeInbox(node) + ".>", events.LogsSubject(node)}},
 	}
 }
 

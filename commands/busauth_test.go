@@ -163,8 +163,20 @@ func TestThePermissionMatrix(t *testing.T) {
 	if err != nil || !found || !strings.Contains(string(last.Data), "app-1") {
 		t.Fatalf("app-1 reading its newest declaration: %v %v", found, err)
 	}
-	if _, err := nc.SubscribeSync(events.DeclarationSubject("app-1")); err != nil || nc.Flush() != nil {
+	// Each of its declarations as the stream republishes it once stored
+	// (events.StoredPrefix), heard with its place in the stream.
+	told, err := nc.SubscribeSync(events.StoredSubject("app-1"))
+	if err != nil || nc.Flush() != nil {
 		t.Fatalf("app-1 hearing its declarations: %v", err)
+	}
+	if _, err := m.h.Push.Declare(ctx, wire.DeclareRequest{CommandID: wire.NewCommandID(), Node: "app-1", File: "f.json",
+		Body: `{"resources":[{"kind":"file","path":"/etc/again","mode":"0600","content":"again"}]}`}); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := told.NextMsg(embeddedtest.Settle); err != nil {
+		t.Fatalf("app-1 hearing its next declaration stored: %v", err)
+	} else if got, err := store.Republished(msg); err != nil || got.Subject != events.DeclarationSubject("app-1") || got.Seq <= last.Seq {
+		t.Fatalf("app-1 heard %+v (%v), want its declaration stored after event %d", got, err, last.Seq)
 	}
 	js, _ := jetstream.New(nc)
 	for _, typ := range events.ReportTypes() {
@@ -219,6 +231,8 @@ func TestThePermissionMatrix(t *testing.T) {
 		"mesh.rp.db-1.DeclarationApplied",                                   // another node's report
 		"mesh.rp.app-1.NodeEnrolled",                                        // a type that is no report, under its own prefix
 		"mesh.rp.app-1.x.DeclarationApplied",                                // a deeper subject under its prefix
+		"mesh.told.app-1",                                                   // a declaration as if the stream had stored it
+		"mesh.told.db-1",                                                    // the same, to another node
 		"mesh.ev.node.app-1.ModuleAssigned",                                 // the controller's events
 		"mesh.ev.module.evil.ModuleRegistered",                              //
 		"mesh.op.open.status",                                               // the controller's verbs
@@ -248,7 +262,7 @@ func TestThePermissionMatrix(t *testing.T) {
 	if !m.h.Live.LastHeard("db-1").IsZero() {
 		t.Fatal("app-1's publish on db-1's liveness subject was heard as db-1")
 	}
-	for _, subject := range []string{"mesh.ev.>", "mesh.ev.node.db-1.DeclarationSent", "mesh.rp.>", "_INBOX.>", "_INBOX_db-1.>",
+	for _, subject := range []string{"mesh.ev.>", "mesh.ev.node.db-1.DeclarationSent", "mesh.ev.node.app-1.DeclarationSent", "mesh.told.db-1", "mesh.told.>", "mesh.rp.>", "_INBOX.>", "_INBOX_db-1.>",
 		"mesh.logs.db-1", "mesh.logs.db-1.to.>", "mesh.logs.>"} { // another's logs: asked for, or answered
 		if _, err := nc.Subscribe(subject, func(*nats.Msg) {}); err == nil {
 			v.waitFor(t, fmt.Sprintf("Subscription to %q", subject))

@@ -160,11 +160,22 @@ func TestOperatorsOnTheBusAsAnAttackerWouldUseThem(t *testing.T) {
 		events.LogsSubject("app-1"),                                // a node's programs' logs: a deployer's
 		"mesh.api.node.retire",                                     // a verb's bare subject, under no key
 		"$KV.state.x",                                              // a module's state
+		events.StoredSubject("app-1"),                              // a declaration as if the stream had stored it
 	} {
 		if err := viewer.nc.Publish(subject, []byte("{}")); err != nil {
 			t.Fatal(err)
 		}
 		viewer.v.waitFor(t, fmt.Sprintf("Publish to %q", subject))
+	}
+	// Not even an admin tells a node what the stream stored: an old
+	// declaration, signed, put there would be applied as the newest.
+	ada := m.addOperator("ada", events.RoleAdmin)
+	if err := ada.nc.Publish(events.StoredSubject("app-1"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	ada.v.waitFor(t, fmt.Sprintf("Publish to %q", events.StoredSubject("app-1")))
+	if _, err := m.h.Operators.Remove(events.WithBy(ctx, events.AdminName), wire.NameRequest{Name: "ada"}); err != nil {
+		t.Fatal(err) // the one admin again, as the rest of the test has it
 	}
 	for _, subject := range []string{"_INBOX.>", wire.OperatorInbox(admin.Key) + ".>", "mesh.op.>", "mesh.logs.>", "mesh.secret.>"} {
 		if _, err := viewer.nc.Subscribe(subject, func(*nats.Msg) {}); err == nil {

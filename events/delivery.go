@@ -113,6 +113,25 @@ func DeclarationSubject(node string) string {
 	return NodeAggregate(node).Subject(DeclarationSent{}.EventType())
 }
 
+// StoredPrefix is where the stream republishes each declaration once it
+// has stored it (its RePublish, events/store): StoredSubject(node). What
+// an agent hears there is in the log already, with its place in it
+// (Nats-Sequence, Nats-Time-Stamp), so it applies it without asking the
+// bus for it again: a direct get, a request and its answer a node a push,
+// was most of what a real agent cost the bus beyond a simulated one
+// (issue 34 point 2). Only the server publishes here: no identity's
+// permissions allow it, and OperatorPermissions denies it outright.
+const StoredPrefix = "mesh.told"
+
+// StoredSubject is where node's agent hears each declaration stored.
+func StoredSubject(node string) string { return StoredPrefix + "." + node }
+
+// StoredRepublish is the stream's republish: every declaration, from its
+// subject to StoredSubject of its node (the subject's third token).
+func StoredRepublish() (source, destination string) {
+	return DeclarationSubject("*"), StoredPrefix + ".{{wildcard(1)}}"
+}
+
 // NewestPrefix is where an agent asks the controller for its newest
 // declaration when the newest message on its declaration subject is not
 // one the controller signed (issue 29): a reply subject aimed there by

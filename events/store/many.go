@@ -216,6 +216,20 @@ func (s *Store) lastDirect(ctx context.Context, subject string) (Msg, bool, erro
 	return m, true, nil
 }
 
+// Republished is the stored message the stream republished (its
+// RePublish: events.StoredPrefix), in the shape Last answers: its place
+// in the stream is in the same headers a direct get's answer has.
+func Republished(m *nats.Msg) (Msg, error) {
+	if m.Header == nil {
+		return Msg{}, errors.New("store: a republished message came without its headers")
+	}
+	out, err := directMsg(m)
+	if err != nil {
+		return Msg{}, fmt.Errorf("store: a republished message came without its sequence: %w", err)
+	}
+	return out, nil
+}
+
 // directMsg is the stored message a direct get answered (or the controller,
 // in the same shape: Newest): its place in the stream is in the headers.
 func directMsg(resp *nats.Msg) (Msg, error) {

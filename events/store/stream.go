@@ -106,6 +106,10 @@ func assertStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 		DenyPurge:  true,
 		// No event larger than an event may be (events.MaxEvent).
 		MaxMsgSize: events.MaxEvent,
+		// Each declaration, once stored, to its node's agent
+		// (events.StoredPrefix): the leader republishes a message only
+		// after it is stored (on a cluster, once a quorum has it).
+		RePublish: storedRepublish(),
 	}
 	st, err := js.Stream(ctx, c.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -157,6 +161,10 @@ func merge(have, want jetstream.StreamConfig) (jetstream.StreamConfig, []string)
 		changes = append(changes, fmt.Sprintf("replicas %d to %d", next.Replicas, want.Replicas))
 		next.Replicas = want.Replicas
 	}
+	if next.RePublish == nil || *next.RePublish != *want.RePublish {
+		changes = append(changes, fmt.Sprintf("republish %s to %s", want.RePublish.Source, want.RePublish.Destination))
+		next.RePublish = want.RePublish
+	}
 	if next.MaxMsgSize != want.MaxMsgSize {
 		changes = append(changes, fmt.Sprintf("max message size %d to %d", next.MaxMsgSize, want.MaxMsgSize))
 		next.MaxMsgSize = want.MaxMsgSize
@@ -173,4 +181,9 @@ func stateOf(info *jetstream.StreamInfo) State {
 		Stream: info.Config.Name, Created: info.Created.UTC(),
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Msgs: info.State.Msgs,
 	}
+}
+
+func storedRepublish() *jetstream.RePublish {
+	src, dest := events.StoredRepublish()
+	return &jetstream.RePublish{Source: src, Destination: dest}
 }
