@@ -73,6 +73,11 @@ type Config struct {
 	// ArtifactCacheBytes bounds the cache of artifacts under State
 	// (DefaultArtifactCacheBytes when 0; artifact.go).
 	ArtifactCacheBytes int64
+	// Fetching, when set, is told each piece of an artifact as it is
+	// written to the cache's temporary file (its digest, the bytes so
+	// far), on the goroutine that fetches, which waits for it: a test
+	// holds a fetch there part way, to kill the agent in the middle of it.
+	Fetching func(digest string, written int64)
 }
 
 // Observation is one thing an agent did, for Config.Observe.

@@ -61,6 +61,7 @@ func (a *Agent) prepareArtifacts(ctx context.Context, o *opened) error {
 // for the next read to try again.
 func (a *Agent) fetchArtifacts(ctx context.Context, d *declaration.Declaration) (map[string]error, error) {
 	refused := map[string]error{}
+	a.sweepCutFetches()
 	for _, r := range d.Resources {
 		if r.Kind != manifest.KindArtifact || refused[r.Digest] != nil {
 			continue
@@ -131,7 +132,11 @@ func (a *Agent) fetchOne(ctx context.Context, r compose.Resource, cached string)
 	ctx, cancel := context.WithTimeout(ctx, artifact.FetchTimeout)
 	defer cancel()
 	start := time.Now()
-	err = artifact.Fetch(ctx, a.st.NC(), a.cfg.Join.Node, r.Path, r.Digest, r.Size, tmp)
+	var w io.Writer = tmp
+	if a.cfg.Fetching != nil {
+		w = &told{w: tmp, fn: func(n int64) { a.cfg.Fetching(r.Digest, n) }}
+	}
+	err = artifact.Fetch(ctx, a.st.NC(), a.cfg.Join.Node, r.Path, r.Digest, r.Size, w)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -145,9 +150,38 @@ func (a *Agent) fetchOne(ctx context.Context, r compose.Resource, cached string)
 	return os.Rename(tmp.Name(), cached)
 }
 
+// told is a writer that tells fn how many bytes it took so far.
+type told struct {
+	w  io.Writer
+	n  int64
+	fn func(int64)
+}
+
+func (t *told) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	t.n += int64(n)
+	t.fn(t.n)
+	return n, err
+}
+
+// sweepCutFetches removes the temporary files of fetches a kill cut part
+// way (fetchOne removes its own otherwise), before any fetch begins:
+// fetches run on the goroutine that applies, so none is under way now.
+// Never renamed, their bytes were never in the cache, nor counted in it.
+func (a *Agent) sweepCutFetches() {
+	entries, err := os.ReadDir(a.artifactDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			_ = os.Remove(filepath.Join(a.artifactDir(), e.Name()))
+		}
+	}
+}
+
 // trimArtifacts lets cached digests go, oldest used first, while the
-// cache holds more than its bound; never one d installs. What a fetch cut
-// short left behind goes too.
+// cache holds more than its bound; never one d installs.
 func (a *Agent) trimArtifacts(d *declaration.Declaration) {
 	keep := map[string]bool{}
 	for _, r := range d.Resources {
@@ -166,10 +200,7 @@ func (a *Agent) trimArtifacts(d *declaration.Declaration) {
 	var total int64
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
-			// A fetch cut part way (the agent killed): fetches run on the
-			// goroutine that applies, so none is under way now.
-			_ = os.Remove(filepath.Join(a.artifactDir(), e.Name()))
-			continue
+			continue // a fetch cut part way: sweepCutFetches's
 		}
 		info, err := e.Info()
 		if err != nil || !info.Mode().IsRegular() || !manifest.ValidDigest(e.Name()) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/artifact"
+	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
@@ -156,5 +157,68 @@ func TestANodeReadsOnlyTheArtifactsItsDeclarationNames(t *testing.T) {
 	}
 	if _, err := js.ObjectStore(short, events.ArtifactBucket); err == nil {
 		t.Fatal("app-1 bound to the bucket")
+	}
+}
+
+// Issue 32 with issue 33's operators, on a real closed bus: an artifact
+// put and removed by named admins over their own connections records each
+// one's name, which the controller proved from the call's key (the
+// request has no field naming anyone), in the event as in its envelope;
+// list and show say who put each digest.
+func TestAnArtifactRecordsTheOperatorWhoPutIt(t *testing.T) {
+	t.Parallel()
+	m := newClosedMesh(t, 0)
+	ctx := context.Background()
+	ada, bo := m.addOperator("ada", events.RoleAdmin), m.addOperator("bo", events.RoleAdmin)
+	put := func(o anOperator, data []byte) {
+		t.Helper()
+		digest, size, err := artifact.Hash(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := jetstream.New(o.nc)
+		obs, err := artifact.Bucket(ctx, js)
+		if err != nil {
+			t.Fatalf("%s binding the bucket: %v", o.name, err)
+		}
+		if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: digest}, bytes.NewReader(data)); err != nil {
+			t.Fatalf("%s uploading: %v", o.name, err)
+		}
+		var r wire.ArtifactPut
+		req := wire.ArtifactPutRequest{CommandID: wire.NewCommandID(), Name: "tool", Digest: digest, Size: size}
+		if err := (&client.Client{NC: o.nc}).Call(ctx, wire.SubjectArtifactPut, req, &r); err != nil || !r.Changed {
+			t.Fatalf("%s putting tool: %+v %v", o.name, r, err)
+		}
+	}
+	put(ada, bytes.Repeat([]byte("first "), 50_000))
+	put(bo, bytes.Repeat([]byte("second "), 50_000))
+
+	var shown wire.ArtifactView
+	if err := (&client.Client{NC: ada.nc}).Call(ctx, wire.SubjectArtifactShow, wire.NameRequest{Name: "tool"}, &shown); err != nil {
+		t.Fatal(err)
+	}
+	if len(shown.Versions) != 2 || shown.By != "bo" || shown.Versions[0].By != "ada" || shown.Versions[1].By != "bo" {
+		t.Fatalf("artifact show says tool was put by %q, its digests by %+v; want bo, then ada and bo", shown.By, shown.Versions)
+	}
+	var rm wire.ArtifactRemoved
+	if err := (&client.Client{NC: ada.nc}).Call(ctx, wire.SubjectArtifactRemove, wire.ArtifactRemoveRequest{CommandID: wire.NewCommandID(), Name: "tool"}, &rm); err != nil || !rm.Changed {
+		t.Fatalf("ada removing tool: %+v %v", rm, err)
+	}
+	recs, _, err := m.h.Core.Store.Load(ctx, events.ArtifactAggregate("tool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		switch e := r.Event.(type) {
+		case events.ArtifactStored:
+			got = append(got, "stored by "+e.By+", envelope "+r.Envelope.By)
+		case events.ArtifactRemoved:
+			got = append(got, "removed by "+e.By+", envelope "+r.Envelope.By)
+		}
+	}
+	want := []string{"stored by ada, envelope ada", "stored by bo, envelope bo", "removed by ada, envelope ada"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("the log records tool's events as %q, want %q", got, want)
 	}
 }

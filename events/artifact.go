@@ -30,8 +30,9 @@ const ArtifactPrefix = "mesh.artifact"
 func ArtifactSubject(node string) string { return ArtifactPrefix + "." + node }
 
 // ArtifactStored: the bytes of digest (hex sha256, Size bytes) are in the
-// bucket, and Name stands for them from now on. By is who put them (the
-// operator's command line says "operator").
+// bucket, and Name stands for them from now on. By is who put them: the
+// operator the controller proved the call came from, or "operator" on an
+// open bus (and in every event before operators had names).
 type ArtifactStored struct {
 	Name   string `json:"name"`
 	Digest string `json:"digest"`
@@ -41,7 +42,7 @@ type ArtifactStored struct {
 
 // ArtifactRemoved: the objects of these digests, stored under Name, are
 // gone from the bucket, and Name stands for nothing (when Digests held its
-// latest).
+// latest). By is who removed it, as ArtifactStored's.
 type ArtifactRemoved struct {
 	Name    string   `json:"name"`
 	Digests []string `json:"digests"`

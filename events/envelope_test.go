@@ -140,3 +140,23 @@ func TestTheEnvelopeSaysWhoAsked(t *testing.T) {
 		}
 	}
 }
+
+// Issue 32 after issue 33: an artifact's events name the operator who
+// asked; one written before operators had names (the envelope naming no
+// one, the event "operator") still decodes as it was, by both decoders.
+func TestAnArtifactEventFromBeforeOperatorsHadNamesStillDecodes(t *testing.T) {
+	t.Parallel()
+	old := ArtifactStored{Name: "tool", Digest: strings.Repeat("a", 64), Size: 10, By: "operator"}
+	raw, err := Encode(ArtifactAggregate("tool"), "c1", "", 0, time.Now(), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, ev, err := Decode(raw)
+	if err != nil || env.By != "" || ev != old {
+		t.Fatalf("general: %+v by %q, %v", ev, env.By, err)
+	}
+	env, ev, err = DecodeFromSubject(ArtifactAggregate("tool").Subject(old.EventType()), raw)
+	if err != nil || env.By != "" || ev != old {
+		t.Fatalf("fast path: %+v by %q, %v", ev, env.By, err)
+	}
+}

@@ -171,7 +171,7 @@ func (c *ArtifactShowCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdl
 	defer w.Flush()
 	fmt.Fprintln(w, artifactLine(r.ArtifactRow))
 	for _, v := range r.Versions {
-		fmt.Fprintf(w, "  sha256 %s  %d bytes  put %s (event %d)\n", v.Digest, v.Size, text.Time(v.StoredAt), v.Seq)
+		fmt.Fprintf(w, "  sha256 %s  %d bytes  put %s by %s (event %d)\n", v.Digest, v.Size, text.Time(v.StoredAt), v.By, v.Seq)
 	}
 	if len(r.InForce) == 0 {
 		fmt.Fprintln(w, "no node's last declaration installs it")

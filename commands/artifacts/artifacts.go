@@ -36,8 +36,19 @@ func New(c *core.Core, s Sent) *Service {
 	return &Service{Core: c, sent: s, MaxBytes: artifact.DefaultMaxBytes}
 }
 
-// By is who a put or a removal through the operator's verbs is recorded as.
-const By = "operator"
+// OpenBus is who a put or a removal is recorded as on an open bus, where
+// no call proves its caller.
+const OpenBus = "operator"
+
+// by is who the put or removal asked under ctx is recorded as: the
+// operator the endpoint proved from the call's key (events.ByOf), never a
+// field of the request, which the client could fill in as anyone.
+func by(ctx context.Context) string {
+	if b := events.ByOf(ctx); b != "" {
+		return b
+	}
+	return OpenBus
+}
 
 // Bucket is the artifacts' bucket, which the controller asserted at start.
 func (h *Service) Bucket(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -85,7 +96,7 @@ func (h *Service) PutArtifact(ctx context.Context, r wire.ArtifactPutRequest) (w
 	seq, err := core.Decide(ctx, h.Core, "put artifact", events.ArtifactAggregate(r.Name), r.CommandID,
 		func() *aggregates.Artifact { return aggregates.NewArtifact(r.Name) },
 		func(a *aggregates.Artifact) ([]events.Event, error) {
-			return a.DecideStore(aggregates.StoreArtifact{Digest: r.Digest, Size: size, By: By})
+			return a.DecideStore(aggregates.StoreArtifact{Digest: r.Digest, Size: size, By: by(ctx)})
 		})
 	if err != nil {
 		return out, err
@@ -153,7 +164,7 @@ func (h *Service) RemoveArtifact(ctx context.Context, r wire.ArtifactRemoveReque
 				return nil, err
 			}
 			removed = slices.Clone(a.Digests)
-			return a.DecideRemove(aggregates.RemoveArtifact{By: By, InUse: inUse(uses)})
+			return a.DecideRemove(aggregates.RemoveArtifact{By: by(ctx), InUse: inUse(uses)})
 		})
 	if err != nil {
 		return out, err
