@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -31,7 +32,9 @@ type Config struct {
 	// store.CallTimeout); a read the bus never answers is tried again.
 	ReadTimeout time.Duration
 	// CheckEvery is how often the agent reads its newest declaration
-	// without being woken (default 10s).
+	// without being woken (default 1m): a backstop only, since it hears
+	// each declaration the stream stores and reads again after any
+	// reconnect.
 	CheckEvery time.Duration
 	// Observe, when set, is told what the agent does: that it follows its
 	// subject, and each report it makes (Sent false: kept to send later).
@@ -152,7 +155,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 		cfg.ReportTimeout = 5 * time.Second
 	}
 	if cfg.CheckEvery == 0 {
-		cfg.CheckEvery = 10 * time.Second
+		cfg.CheckEvery = time.Minute
 	}
 	if cfg.DriftEvery == 0 {
 		cfg.DriftEvery = 3 * time.Minute
@@ -360,7 +363,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	retried := make(chan struct{})
 	go func() { defer close(retried); a.retryLoop(rctx) }()
 	defer func() { stopRetry(); <-retried }()
-	tick := time.NewTicker(a.cfg.CheckEvery)
+	// The first check falls at a random point of its period, and each
+	// after a whole period: ten thousand agents started together (a
+	// harness, a data centre after a power cut) then read their newest
+	// declarations spread over the period rather than in one burst each
+	// time, which a bus felt as a second of a thousand gets.
+	tick := time.NewTimer(rand.N(a.cfg.CheckEvery) + 1)
 	defer tick.Stop()
 	drift := time.NewTicker(a.cfg.DriftEvery)
 	defer drift.Stop()
@@ -391,6 +399,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-reconnected:
 			backoff, woke, afterReconnect = wakeRetry, time.Now(), true
 		case <-tick.C:
+			tick.Reset(a.cfg.CheckEvery)
 		case <-again.C:
 		case <-drift.C:
 			a.reportFacts(ctx)
