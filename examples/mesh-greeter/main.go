@@ -13,7 +13,10 @@
 // health check asks): GET /healthz is 200 while it has a greeting to give,
 // 503 while it has none, so a rollout waits for a greeter that can greet.
 //
-// Install it where an agent finds it (its PATH): go install ./examples/mesh-greeter
+// The agents' machines need not have it: the operator builds it once (go
+// build -o mesh-greeter ./examples/mesh-greeter) and puts it into the mesh
+// (mesh artifact put mesh-greeter), and greeter.json installs those bytes,
+// by digest, at /usr/local/bin/mesh-greeter under each node's root.
 package main
 
 import (
