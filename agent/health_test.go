@@ -28,7 +28,9 @@ func lines(t *testing.T, path string) int {
 // agent says unhealthy once (with the check's own words), healthy once
 // when the file appears, nothing while it stays so, unhealthy once when it
 // goes; status follows each. Fails when a probe that changes nothing is
-// reported, or a change is not.
+// reported, or a change is not. Probes every half second, not every
+// second: the test waits out about seven of them, and a shell that takes
+// half a second to start twice in a row is what two failures would need.
 func TestACommandCheckReportsOnlyChangesOfHealth(t *testing.T) {
 	t.Parallel()
 	m := newMesh(t)
@@ -38,7 +40,7 @@ func TestACommandCheckReportsOnlyChangesOfHealth(t *testing.T) {
 	m.WriteModule(`{"module":"svc","resources":[{"kind":"directory","path":"/srv","mode":"0755"}],
 	  "run":{"command":"/bin/sh","args":["-c","exec sleep 600"],"dir":"/srv",
 	    "health":{"command":["/bin/sh","-c","echo probe >> probes; test -e ready || { echo not ready yet >&2; exit 1; }"],
-	      "interval":"1s","timeout":"1s","failures":2}}}`)
+	      "interval":"500ms","timeout":"500ms","failures":2}}}`)
 	m.Assign("box", "svc", nil)
 	m.Report("box", m.Push("box").Sent[0].Digest)
 	health := func() wire.Runtime { return m.runtimeState("box", "svc") }
@@ -89,7 +91,10 @@ func TestTCPAndHTTPProbes(t *testing.T) {
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(int(status.Load())) }))
 	defer web.Close()
 	check := func(module, probe string) string {
-		return fmt.Sprintf(`{"module":%q,"run":{"command":"/bin/sh","args":["-c","exec sleep 600"],"health":{%s,"interval":"1s","timeout":"1s","failures":1}}}`, module, probe)
+		// A probe of this process's own listeners answers at once: a
+		// quarter of a second between them is plenty, and the test waits
+		// out several.
+		return fmt.Sprintf(`{"module":%q,"run":{"command":"/bin/sh","args":["-c","exec sleep 600"],"health":{%s,"interval":"250ms","timeout":"250ms","failures":1}}}`, module, probe)
 	}
 	m.WriteModule(check("tcpsvc", fmt.Sprintf(`"tcp":%q`, port.Addr().String())))
 	m.WriteModule(check("websvc", fmt.Sprintf(`"http":%q`, web.URL+"/healthz")))

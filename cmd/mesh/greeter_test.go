@@ -100,16 +100,23 @@ func TestTheGreeterRunsServesAndReportsItsStanding(t *testing.T) {
 }
 
 // greeterOnAFreePort is examples/greeter.json with its health port moved
-// to a free one: tests of other packages, or another run, may hold the
-// example's.
+// to a free one (tests of other packages, or another run, may hold the
+// example's), and its start period cut from ten seconds to two: the test
+// waits for the check to fail twice after it, and the greeter answers its
+// check as soon as it runs.
 func greeterOnAFreePort(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("../../examples/greeter.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	const period = `"start_period": "10s"`
+	if strings.Count(string(b), period) != 1 {
+		t.Fatalf("examples/greeter.json names %s other than once", period)
+	}
+	module := strings.Replace(onPort(t, string(b), freePort(t)), period, `"start_period": "2s"`, 1)
 	path := filepath.Join(t.TempDir(), "greeter.json")
-	if err := os.WriteFile(path, []byte(onPort(t, string(b), freePort(t))), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(module), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
