@@ -38,12 +38,19 @@ func texts(lines []wire.LogLine, s wire.LogStream) []string {
 }
 
 // runs assigns box a module whose program is script (sh -c), pushes, and
-// waits for the apply.
+// waits for the apply and the program's start: the agent reports the
+// apply before its supervisor starts the program, and a program has a
+// log from its first start (asked before, the agent says it runs none:
+// TestAProgramsOutputIsItsLogInOrder failed so once in ten loaded runs).
 func (m *mesh) runs(module, script string) {
 	m.T.Helper()
 	m.WriteModule(`{"module":"` + module + `","run":{"command":"/bin/sh","args":["-c",` + strconv.Quote(script) + `]}}`)
 	m.Assign("box", module, nil)
 	m.Report("box", m.Push("box").Sent[0].Digest)
+	eventually(m.T, module+"'s program to have a log", func() bool {
+		_, err := m.logs("box", module)
+		return err == nil
+	})
 }
 
 // A program's stdout and stderr are its log, each line with its stream, in
