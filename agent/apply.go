@@ -215,12 +215,18 @@ func (a *applier) file(name, p string, perm fs.FileMode, content []byte, info fs
 	return a.writeAtomically(name, perm, func(w io.Writer) error { _, err := w.Write(content); return err })
 }
 
+// tempOf is the temporary file beside name that writeAtomically fills:
+// one name a path, so a kill part way leaves at most one, which the next
+// write of name reuses and an interrupted apply's restart removes
+// (sweepCutWrites).
+func tempOf(name string) string { return path.Join(path.Dir(name), ".mesh-"+path.Base(name)+".tmp") }
+
 // writeAtomically writes name through a temporary file beside it: write
 // fills it, it is synced, given perm and renamed over name, and the
 // directory synced. A write that fails leaves name as it was and no
 // temporary file behind: a reader never sees half a file.
 func (a *applier) writeAtomically(name string, perm fs.FileMode, write func(io.Writer) error) (bool, error) {
-	tmp := path.Join(path.Dir(name), ".mesh-"+path.Base(name)+".tmp")
+	tmp := tempOf(name)
 	f, err := a.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return false, rootError(err)

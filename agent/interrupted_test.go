@@ -68,10 +68,17 @@ func TestAnInterruptedApplyIsInHistory(t *testing.T) {
 	b, _ = json.Marshal(st)
 	m.Must(os.WriteFile(stateFile, b, 0o600))
 	m.Must(os.WriteFile(filepath.Join(root, "etc/banner"), []byte("new\n"), 0o644))
+	// And a write of /etc/motd cut part way, its temporary file beside it:
+	// motd comes out the same, so no write of it would reuse the file.
+	cutWrite := filepath.Join(root, "etc/.mesh-motd.tmp")
+	m.Must(os.WriteFile(cutWrite, []byte("half a mot"), 0o644))
 
 	stop = m.AgentAt("web-1", root)
 	if r := m.Report("web-1", cut.Digest); r.Outcome != "applied" {
 		t.Fatalf("the apply after the cut: %+v", r)
+	}
+	if _, err := os.Stat(cutWrite); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the cut write's temporary file is still under the root after the restart: %v", err)
 	}
 	kinds := func() (out []wire.HistoryEntry) {
 		h, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "web-1"})

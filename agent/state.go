@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/events"
@@ -81,6 +82,7 @@ func (a *Agent) reportInterrupted(ctx context.Context) {
 			a.state.Owned[p] = true // made by the cut apply, or to be made by the next
 		}
 	}
+	a.sweepCutWrites()
 	a.state.Applying = nil
 	a.send(ctx, reportID("i", ap.Sequence, ap.Digest), events.ApplyInterrupted{Node: a.cfg.Join.Node,
 		Sequence: ap.Sequence, Digest: ap.Digest, BeganAt: ap.BeganAt})
@@ -161,4 +163,22 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// sweepCutWrites removes the temporary file a write cut part way left
+// beside a path the mesh owns (tempOf): the next apply rewrites only what
+// differs, so one beside a file that came out the same would otherwise
+// stay under the root for good. Only after an interrupted apply, when one
+// can exist; a path that cannot be reached is left for the apply to name.
+func (a *Agent) sweepCutWrites() {
+	root, err := os.OpenRoot(a.cfg.Root)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	for p := range a.state.Owned {
+		if err := root.Remove(strings.TrimPrefix(tempOf(p), "/")); err == nil {
+			a.cfg.Log.Info("removed what a cut write left", "path", tempOf(p))
+		}
+	}
 }
