@@ -120,6 +120,12 @@ func start(t *testing.T, until string, args ...string) *process {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{t: t, args: args, cancel: cancel, done: make(chan int, 1), log: &syncBuffer{}}
 	go func() { p.done <- run(ctx, args, io.Discard, p.log) }()
+	if until == "ready" {
+		// The log line that says so, not "/readyz" in the line naming
+		// the HTTP listener, which up logs before it records its bus
+		// (a test then found no bus in its home, once in a loaded run).
+		until = `msg="ready`
+	}
 	embeddedtest.Eventually(t, fmt.Sprintf("mesh %v to say %q", args, until), func() bool {
 		select {
 		case code := <-p.done:
