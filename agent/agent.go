@@ -329,14 +329,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		return consider(last)
 	}
-	// next handles the declaration heard stored, if one is pending and
-	// stored after the one read last; otherwise it reads the newest. One
-	// stored before it is not the log going back but a wake-up a read
-	// overtook (a check read it, or one after it, first): acting on it
-	// would apply an older declaration.
+	// next handles the declaration heard stored, if one is pending;
+	// otherwise it reads the newest. One stored no later than the one read
+	// last is not the log going back but a wake-up a read overtook (the
+	// read at start, or a check, found it or one after it first): acting
+	// on it would apply an older declaration, and reading again would ask
+	// the bus for what the agent has (the stream republishes in order).
 	next := func() (bool, error) {
 		if m := pending.Swap(nil); m != nil {
-			if last, err := store.Republished(m); err == nil && last.Time.After(seen.Time) {
+			if last, err := store.Republished(m); err == nil {
+				if !last.Time.After(seen.Time) {
+					return false, nil
+				}
 				return consider(last)
 			}
 		}

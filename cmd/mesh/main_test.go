@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,11 +121,13 @@ func start(t *testing.T, until string, args ...string) *process {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{t: t, args: args, cancel: cancel, done: make(chan int, 1), log: &syncBuffer{}}
 	go func() { p.done <- run(ctx, args, io.Discard, p.log) }()
+	// "ready" is the log line that says so, in text or JSON, not
+	// "/readyz" in the line naming the HTTP listener, which up logs
+	// before it records its bus (a test then found no bus in its home,
+	// once in a loaded run).
+	says := []string{until}
 	if until == "ready" {
-		// The log line that says so, not "/readyz" in the line naming
-		// the HTTP listener, which up logs before it records its bus
-		// (a test then found no bus in its home, once in a loaded run).
-		until = `msg="ready`
+		says = []string{`msg="ready`, `"msg":"ready`}
 	}
 	embeddedtest.Eventually(t, fmt.Sprintf("mesh %v to say %q", args, until), func() bool {
 		select {
@@ -132,7 +135,8 @@ func start(t *testing.T, until string, args ...string) *process {
 			t.Fatalf("mesh %v exited %d:\n%s", args, code, p.log)
 		default:
 		}
-		return strings.Contains(p.log.String(), until)
+		log := p.log.String()
+		return slices.ContainsFunc(says, func(s string) bool { return strings.Contains(log, s) })
 	})
 	t.Cleanup(p.stop)
 	return p
