@@ -99,7 +99,10 @@ type Engine struct {
 	gen string
 
 	checkpoint atomic.Uint64
-	failure    atomic.Pointer[FoldError]
+	// commits counts the live fold's commits: how well they are grouped
+	// when events trickle in (BenchmarkTrickleFold).
+	commits atomic.Uint64
+	failure atomic.Pointer[FoldError]
 	// stalled is a storage fault the fold is retrying (nil when none):
 	// status names it while it lasts.
 	stalled  atomic.Pointer[FoldError]

@@ -138,6 +138,7 @@ func (e *Engine) follow(ctx context.Context, f *folder) {
 }
 
 func (e *Engine) committed(last uint64) {
+	e.commits.Add(1)
 	e.unsynced.Store(true)
 	e.checkpoint.Store(last)
 	if s := e.stalled.Load(); s != nil && last >= s.Seq && e.stalled.CompareAndSwap(s, nil) {
