@@ -184,13 +184,18 @@ func (e *Engine) Failure() error {
 // appended reads its own write. It fails if folding stopped or ctx ends first.
 func (e *Engine) WaitFor(ctx context.Context, seq uint64) error {
 	for {
+		// Checked under notifyMu, before saying what it waits for: a
+		// waiter that is done leaves no wish behind to make the fold
+		// commit the next event at once. A commit that reaches seq after
+		// this check broadcasts after it, waking this waiter.
 		e.notifyMu.Lock()
 		ch := e.notify
-		if seq < e.wanted.Load() {
+		done := e.checkpoint.Load() >= seq
+		if !done && seq < e.wanted.Load() {
 			e.wanted.Store(seq)
 		}
 		e.notifyMu.Unlock()
-		if e.checkpoint.Load() >= seq {
+		if done {
 			return nil
 		}
 		if f := e.failure.Load(); f != nil {
