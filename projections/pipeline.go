@@ -188,39 +188,38 @@ func (p *pipeline) apply() {
 		}
 	}()
 	for {
-		var c *chunk
+		var at time.Time // when a commit deferred must be made
 		select {
-		case next, ok := <-p.order:
+		case c, ok := <-p.order:
 			if !ok {
 				p.result <- failure
 				return
 			}
-			c = next
+			if failure != nil {
+				continue
+			}
+			<-c.done
+			// A failure, or a time-travel fold reaching its moment
+			// (errPast): either way what came before is committed and
+			// the read ends.
+			var err error
+			at, err = p.applyChunk(c)
+			p.recycle(c)
+			failure = p.failIf(err)
 		case <-due:
 			due = nil
 			if failure == nil {
 				failure = p.failIf(p.f.commit())
 			}
-			continue
 		case <-p.f.wake:
 			if failure == nil {
 				failure = p.failIf(p.f.commitWanted())
 			}
-			continue
-		}
-		if failure != nil {
-			continue
-		}
-		<-c.done
-		// A failure, or a time-travel fold reaching its moment (errPast):
-		// either way what came before is committed and the read ends.
-		at, err := p.applyChunk(c)
-		p.recycle(c)
-		if failure = p.failIf(err); failure != nil {
-			continue
 		}
 		switch {
+		case failure != nil:
 		case p.f.n == 0:
+			// Committed: a timer still set would only commit nothing.
 			if due != nil {
 				timer.Stop()
 				due = nil
