@@ -164,6 +164,14 @@ func publishEnrolments(b *testing.B, js jetstream.JetStream, n int) {
 // publishAs publishes ev as its writer would: with the MAC under mac and,
 // when signer is set, signed by it; without waiting for each acknowledgement.
 func publishAs(b *testing.B, js jetstream.JetStream, mac []byte, signer *declaration.Signer, agg events.AggregateID, ev events.Event) {
+	if _, err := js.PublishMsgAsync(msgAs(b, mac, signer, agg, ev)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// msgAs is ev as its writer would publish it: with the MAC under mac and,
+// when signer is set, signed by it.
+func msgAs(b *testing.B, mac []byte, signer *declaration.Signer, agg events.AggregateID, ev events.Event) *nats.Msg {
 	data, err := events.Encode(agg, "c", "", 0, time.Now(), ev)
 	if err != nil {
 		b.Fatal(err)
@@ -179,9 +187,7 @@ func publishAs(b *testing.B, js jetstream.JetStream, mac []byte, signer *declara
 		m.Header.Set(events.SignerHeader, signer.PublicKey())
 		m.Header.Set(events.SignatureHeader, signer.Sign(data))
 	}
-	if _, err := js.PublishMsgAsync(m); err != nil {
-		b.Fatal(err)
-	}
+	return m
 }
 
 // publishTraffic publishes about n events as a busy mesh writes them: for

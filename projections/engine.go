@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,7 +100,10 @@ type Engine struct {
 	gen string
 
 	checkpoint atomic.Uint64
-	failure    atomic.Pointer[FoldError]
+	// commits counts the live fold's commits: how well they are grouped
+	// when events trickle in (BenchmarkTrickleFold).
+	commits atomic.Uint64
+	failure atomic.Pointer[FoldError]
 	// stalled is a storage fault the fold is retrying (nil when none):
 	// status names it while it lasts.
 	stalled  atomic.Pointer[FoldError]
@@ -107,6 +111,16 @@ type Engine struct {
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on every commit
+	// wanted is the lowest event a WaitFor has waited for since the last
+	// commit (math.MaxUint64: none), set and cleared under notifyMu; wake
+	// tells the live fold a waiter came, so that it commits at once what
+	// it deferred (trickleWindow) if the waiter's event is in it.
+	wanted atomic.Uint64
+	wake   chan struct{}
+	// window and now are the live fold's (trickleWindow, time.Now): a
+	// test freezes the clock, to defer every commit or none.
+	window time.Duration
+	now    func() time.Time
 
 	// longMu: one long fold at a time, a rebuild or a verify. A verify
 	// holds a snapshot of the live generation, which a rebuild's swap
@@ -152,7 +166,8 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	if o.Keys == nil {
 		return nil, Opening{}, errors.New("projections: no keys to check the stream's messages with; the controller's key is needed to fold")
 	}
-	e := &Engine{o: o, fs: o.FS, notify: make(chan struct{})}
+	e := &Engine{o: o, fs: o.FS, notify: make(chan struct{}), wake: make(chan struct{}, 1), window: trickleWindow, now: time.Now}
+	e.wanted.Store(math.MaxUint64)
 	e.closing, e.closed = context.WithCancel(context.Background())
 	if o.Reset {
 		if err := o.FS.RemoveAll(o.Dir); err != nil {

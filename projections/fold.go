@@ -98,6 +98,15 @@ type folder struct {
 	// bytes is the size of the message being applied.
 	heard func(Heard)
 	bytes int
+	// window, on the live folder only, groups the commits of events that
+	// trickle in (trickleWindow); 0 commits each time the reader catches
+	// up. now is its clock, lastCommit when it last committed; wanted is
+	// the lowest event a WaitFor waits for, which is committed at once.
+	window     time.Duration
+	now        func() time.Time
+	lastCommit time.Time
+	wanted     func() uint64
+	wake       <-chan struct{} // a WaitFor began waiting (nil: never)
 }
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
@@ -159,13 +168,48 @@ func (f *folder) apply(rec events.Recorded) error {
 	return nil
 }
 
+// trickleWindow is the longest the live fold holds a caught-up commit back.
+// With thousands of real agents each reporting over its own connection,
+// events arrive one at a time about 0.3 ms apart and each was a commit of
+// its own (a Pebble commit, a fresh indexed batch, the checkpoint and every
+// dirty row written): the fold committed twice as much CPU as for the same
+// reports arriving in bursts (issue 34). Within this window of the last
+// commit the next is deferred, so a trickle commits some seven events at a
+// time. Nothing that waits is held back by it: a WaitFor for an event
+// folded is committed at once (wanted), so a command reads its own write
+// as soon as before; only a reader that does not wait (status, a view)
+// may see an event up to this much later, far inside what the read models
+// may lag anyway (status tolerates 3 s).
+const trickleWindow = 2 * time.Millisecond
+
 // commitIf commits when the batch is full, or when the reader has caught up
-// (pending 0), so that a live event is readable at once.
-func (f *folder) commitIf(pending uint64) error {
-	if f.n >= f.size || pending == 0 {
-		return f.commit()
+// (pending 0), so that a live event is readable at once: on the live
+// folder, a caught-up commit that nobody waits for is deferred while the
+// last commit is younger than the window, and due is when it must be
+// made (zero when nothing is deferred). The pipeline commits it then, or
+// earlier: a full batch, a waiter, the end of the read (fold's last commit).
+func (f *folder) commitIf(pending uint64) (due time.Time, err error) {
+	if f.n >= f.size {
+		return time.Time{}, f.commit()
 	}
-	return nil
+	if pending > 0 || f.n == 0 {
+		return time.Time{}, nil
+	}
+	if f.window > 0 && f.wanted() > f.last {
+		if due := f.lastCommit.Add(f.window); f.now().Before(due) {
+			return due, nil
+		}
+	}
+	return time.Time{}, f.commit()
+}
+
+// commitWanted commits what is applied when a WaitFor waits for an event
+// in it: a waiter is never held back by the window.
+func (f *folder) commitWanted() error {
+	if f.n == 0 || f.wanted() > f.last {
+		return nil
+	}
+	return f.commit()
 }
 
 // commit writes the batch and the checkpoint together. NoSync: a crash may
@@ -198,6 +242,9 @@ func (f *folder) commit() error {
 	f.b.Close()
 	f.b = f.db.NewIndexedBatch()
 	f.n, f.composition = 0, 0
+	if f.window > 0 {
+		f.lastCommit = f.now()
+	}
 	// Each memory is bounded on its own: bounded together, a fleet of
 	// 100,000 (a row and a report key each) cleared both at every commit
 	// and read every row from Pebble again (a third of a push's fold).

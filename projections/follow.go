@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -31,6 +32,10 @@ func (e *Engine) startLocked() {
 	e.mu.RUnlock()
 	f.snapshot = e.maybeSnapshot
 	f.heard = e.o.Heard
+	f.window, f.now, f.wake = e.window, e.now, e.wake
+	f.wanted = e.wanted.Load
+	// The first caught-up event after a start is inside the window too.
+	f.lastCommit = f.now()
 	var wg sync.WaitGroup
 	wg.Go(func() { e.follow(ctx, f) })
 	wg.Go(func() { e.syncLoop(ctx) })
@@ -138,6 +143,7 @@ func (e *Engine) follow(ctx context.Context, f *folder) {
 }
 
 func (e *Engine) committed(last uint64) {
+	e.commits.Add(1)
 	e.unsynced.Store(true)
 	e.checkpoint.Store(last)
 	if s := e.stalled.Load(); s != nil && last >= s.Seq && e.stalled.CompareAndSwap(s, nil) {
@@ -148,6 +154,8 @@ func (e *Engine) committed(last uint64) {
 
 func (e *Engine) broadcast() {
 	e.notifyMu.Lock()
+	// Every waiter wakes, and one still waiting says again what for.
+	e.wanted.Store(math.MaxUint64)
 	close(e.notify)
 	e.notify = make(chan struct{})
 	e.notifyMu.Unlock()
@@ -176,14 +184,28 @@ func (e *Engine) Failure() error {
 // appended reads its own write. It fails if folding stopped or ctx ends first.
 func (e *Engine) WaitFor(ctx context.Context, seq uint64) error {
 	for {
+		// Checked under notifyMu, before saying what it waits for: a
+		// waiter that is done leaves no wish behind to make the fold
+		// commit the next event at once. A commit that reaches seq after
+		// this check broadcasts after it, waking this waiter.
 		e.notifyMu.Lock()
 		ch := e.notify
+		done := e.checkpoint.Load() >= seq
+		if !done && seq < e.wanted.Load() {
+			e.wanted.Store(seq)
+		}
 		e.notifyMu.Unlock()
-		if e.checkpoint.Load() >= seq {
+		if done {
 			return nil
 		}
 		if f := e.failure.Load(); f != nil {
 			return f
+		}
+		// The live fold may hold seq applied but not committed: it
+		// commits at once, knowing now that someone waits for it.
+		select {
+		case e.wake <- struct{}{}:
+		default:
 		}
 		select {
 		case <-ch:
