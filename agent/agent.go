@@ -436,6 +436,10 @@ func (a *Agent) Run(ctx context.Context) error {
 			// publish, a log that went back) is owed no more.
 			heard.CompareAndSwap(max(h, read), read)
 			backoff, woke, afterReconnect = 0, time.Time{}, false
+			// A try set before this wake-up was answered is owed no
+			// more: left armed, it read the bus for nothing (one of
+			// two declarations heard while the first was applied).
+			again.Stop()
 			continue
 		}
 		again.Reset(backoff)
