@@ -124,7 +124,10 @@ func greeterOnAFreePort(t *testing.T) string {
 
 // greeterPortDefault is examples/greeter.json's port setting, whose
 // default its env and health check read (manifest/runtemplate.go).
-const greeterPortDefault = `"port": {"default": "4281"}`
+const (
+	greeterPort        = "4281"
+	greeterPortDefault = `"port": {"default": "` + greeterPort + `"}`
+)
 
 // onPort is the greeter's manifest doc with its port's default moved to
 // port.

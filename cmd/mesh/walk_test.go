@@ -112,7 +112,7 @@ func (w *walk) command(t *testing.T, line, cmdline string) []string {
 			}
 			if strings.HasPrefix(a, "examples/greeter") {
 				args[i] = filepath.Join(t.TempDir(), filepath.Base(a))
-				if err := os.WriteFile(args[i], []byte(onPort(t, string(b), w.port(t, "4281"))), 0o644); err != nil {
+				if err := os.WriteFile(args[i], []byte(onPort(t, string(b), w.port(t, greeterPort))), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
