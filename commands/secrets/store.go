@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -55,6 +56,19 @@ type Store struct {
 
 	mu   sync.Mutex
 	keys map[string][]byte // salt id -> key, remembered once derived
+	// forgets counts the salts dropped: what was opened before a drop may
+	// no longer be opened, so a cache of opened settings keys on it.
+	forgets atomic.Uint64
+}
+
+// Forgets is how many salts this controller has dropped (0 for none or a
+// nil store): a world indexed at another count holds settings opened
+// with a key that may be gone.
+func (s *Store) Forgets() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.forgets.Load()
 }
 
 // Assert makes the secrets stream if it is not there, with the
@@ -207,6 +221,7 @@ func (s *Store) drop(id string) {
 	s.mu.Lock()
 	delete(s.keys, id)
 	s.mu.Unlock()
+	s.forgets.Add(1)
 }
 
 // salt reads salt id: nil when it was never recorded or was erased.
