@@ -31,6 +31,9 @@ type Would struct {
 type composedCache struct {
 	mu      sync.Mutex
 	version uint64
+	// forgets is the secrets' count of dropped salts the nodes were
+	// composed at (worldCache.forgets says why it is part of the key).
+	forgets uint64
 	valid   bool
 	nodes   map[string]Would
 }
@@ -46,9 +49,10 @@ func (h *Composer) ComposeAll() (map[string]Would, error) {
 		var version uint64
 		var in compose.Input
 		hit := false
+		forgets := h.Secrets.Forgets() // before the input is read: see WorldAt
 		err := h.Proj.Read(func(v *projections.View) (err error) {
 			version = v.CompositionVersion()
-			if _, hit = h.composed.get(version); hit {
+			if _, hit = h.composed.get(version, forgets); hit {
 				return nil // no need to read composition's input
 			}
 			in, err = h.Input(v)
@@ -58,9 +62,9 @@ func (h *Composer) ComposeAll() (map[string]Would, error) {
 			return nil, err
 		}
 		if !hit {
-			return h.ComposedFor(version, compose.NewWorld(in)), nil
+			return h.composedAt(version, forgets, compose.NewWorld(in)), nil
 		}
-		if nodes, ok := h.composed.get(version); ok {
+		if nodes, ok := h.composed.get(version, forgets); ok {
 			return nodes, nil
 		}
 		// Another caller cached a newer version meanwhile: read again.
@@ -72,7 +76,13 @@ func (h *Composer) ComposeAll() (map[string]Would, error) {
 // composing w (which a caller that already indexed a world passes in, so
 // it is not built twice) and keeping the result.
 func (h *Composer) ComposedFor(version uint64, w *compose.World) map[string]Would {
-	if nodes, ok := h.composed.get(version); ok {
+	return h.composedAt(version, h.Secrets.Forgets(), w)
+}
+
+// composedAt is ComposedFor at the secrets' count of dropped salts the
+// world's input was read at.
+func (h *Composer) composedAt(version, forgets uint64, w *compose.World) map[string]Would {
+	if nodes, ok := h.composed.get(version, forgets); ok {
 		return nodes
 	}
 	names := w.Nodes()
@@ -90,7 +100,7 @@ func (h *Composer) ComposedFor(version uint64, w *compose.World) map[string]Woul
 		nodes[n] = results[i]
 	}
 	h.sinceCannotCompose(version, nodes)
-	h.composed.put(version, nodes)
+	h.composed.put(version, forgets, nodes)
 	return nodes
 }
 
@@ -141,10 +151,10 @@ func (h *Composer) momentOf(seq uint64) time.Time {
 	return env.OccurredAt
 }
 
-func (c *composedCache) get(version uint64) (map[string]Would, bool) {
+func (c *composedCache) get(version, forgets uint64) (map[string]Would, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.nodes, c.valid && c.version == version
+	return c.nodes, c.valid && c.version == version && c.forgets == forgets
 }
 
 // last is the newest version cached and its nodes, whichever it is.
@@ -154,8 +164,8 @@ func (c *composedCache) last() (uint64, map[string]Would) {
 	return c.version, c.nodes
 }
 
-func (c *composedCache) put(version uint64, nodes map[string]Would) {
+func (c *composedCache) put(version, forgets uint64, nodes map[string]Would) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.version, c.valid, c.nodes = version, true, nodes
+	c.version, c.forgets, c.valid, c.nodes = version, forgets, true, nodes
 }
