@@ -117,6 +117,9 @@ type Agent struct {
 	// drifted is the drift last reported while not correcting it: the
 	// same drift is said once, not at every check.
 	drifted string
+	// line ends the bus calls in flight when the connection drops, while
+	// Run runs (line.go).
+	line atomic.Pointer[line]
 	// verified is what drift checks found right, by path (applier.verified).
 	verified map[string]fileStat
 	// keys are the content keys of applied's files that printed secret
@@ -224,6 +227,7 @@ func (a *Agent) LastSequence() uint64 {
 // thousand consumers on one stream (rule 25).
 func (a *Agent) Run(ctx context.Context) error {
 	subject := events.DeclarationSubject(a.cfg.Join.Node)
+	defer a.watchLine(a.st.NC())()
 	// Alive first: a node whose first read waits on a slow bus is not lost.
 	bctx, stopBeat := context.WithCancel(ctx)
 	beating := make(chan struct{})
@@ -323,9 +327,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// check reads the newest declaration and handles it if it is new.
 	check := func() (bool, error) {
-		last, found, err := a.st.Last(ctx, subject)
+		lctx, done := a.onLine(ctx)
+		last, found, err := a.st.Last(lctx, subject)
+		done()
 		if err != nil || !found {
-			return false, err
+			return false, dropped(lctx, err)
 		}
 		return consider(last)
 	}

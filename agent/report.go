@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go"
 )
 
 // What the agent says back: a refusal, each report sent or kept until the
@@ -68,20 +69,27 @@ func (a *Agent) flushPending(ctx context.Context) {
 }
 
 func (a *Agent) report(ctx context.Context, id string, ev events.Event) error {
+	ctx, done := a.onLine(ctx)
+	defer done()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.ReportTimeout)
 	defer cancel()
 	_, err := a.st.Report(ctx, a.cfg.Join.Node, id, ev, a.sealing)
-	return err
+	return dropped(ctx, err)
 }
 
 func (a *Agent) retryLoop(ctx context.Context) {
 	t := time.NewTicker(a.cfg.RetryEvery)
 	defer t.Stop()
+	// Reports kept while the bus was away go as soon as it is back, not
+	// at the next tick: a report a drop cut (line.go) is one of them.
+	back := a.st.NC().StatusChanged(nats.CONNECTED)
+	defer a.st.NC().RemoveStatusListener(back)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-back:
 		}
 		a.flushPendingLocked(ctx)
 	}

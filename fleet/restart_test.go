@@ -130,12 +130,12 @@ func TestAFleetAppliesThroughBusRestarts(t *testing.T) {
 	start, cancel := context.WithTimeout(ctx, embeddedtest.Settle)
 	defer cancel()
 	f, err := Start(start, Config{Joins: joins, Dir: t.TempDir(), CheckEvery: time.Hour,
-		// A read or report lost with the bus is given up on after a
-		// second, not the default five, so twenty restarts fit the suite.
-		// Not less: an agent's first read failing ends its Run, and under
-		// .ci/stress on a loaded box reads of 300 ms left 21 of 60 agents
-		// never following.
-		Timeout: time.Second,
+		// Longer than any wait of the test: a read or report lost with
+		// the bus must be ended by the drop itself (agent/line.go), at
+		// once. When each waited out its timeout (a second here then),
+		// twenty restarts cost the suite twenty seconds; with this bound
+		// they would fail it.
+		Timeout: 2 * embeddedtest.Settle,
 		Connect: func(j agent.Join) (*nats.Conn, error) {
 			identity, err := j.Options()
 			if err != nil {
