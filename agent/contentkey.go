@@ -61,9 +61,12 @@ func (a *Agent) contentKeys(ctx context.Context, d *declaration.Declaration) (ma
 func (a *Agent) askContentKeys(ctx context.Context, asks []declaration.ContentKeyAsk, out map[string]contentKey) error {
 	node := a.cfg.Join.Node
 	b, _ := json.Marshal(declaration.ContentKeyRequest{Files: asks}) // strings: always encodes
+	ctx, done := a.onLine(ctx) // an ask lost with the bus is asked again after the reconnect
+	defer done()
 	ctx, cancel := store.Bound(ctx)
 	defer cancel()
 	resp, err := a.st.NC().RequestWithContext(ctx, events.ContentKeySubject(node), b)
+	err = dropped(ctx, err)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return errors.New("agent: no controller answers for the keys of this node's secret files; is it running?")
 	}
