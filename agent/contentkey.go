@@ -61,7 +61,7 @@ func (a *Agent) contentKeys(ctx context.Context, d *declaration.Declaration) (ma
 func (a *Agent) askContentKeys(ctx context.Context, asks []declaration.ContentKeyAsk, out map[string]contentKey) error {
 	node := a.cfg.Join.Node
 	b, _ := json.Marshal(declaration.ContentKeyRequest{Files: asks}) // strings: always encodes
-	ctx, done := a.onLine(ctx) // an ask lost with the bus is asked again after the reconnect
+	ctx, done := a.onLine(ctx)                                       // an ask lost with the bus is asked again after the reconnect
 	defer done()
 	ctx, cancel := store.Bound(ctx)
 	defer cancel()

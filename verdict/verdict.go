@@ -1,7 +1,7 @@
 // Package verdict is status's decision, pure: which one state a node is in
 // from what it was last sent, what it last said, and what it would be sent
-// now (rule 5's states, wire.States). The controller reads those from its
-// read models and a composition (commands/status.go); the verdict is here,
+// now (rules 10 and 14; wire.States). The controller reads those from its
+// read models and a composition (commands/status/status.go); the verdict is here,
 // with a table test and no bus, so that status, push --behind and a
 // rollout's progress cannot disagree on what "current" is.
 package verdict

@@ -8,7 +8,7 @@ import (
 	"github.com/meshctl/mesh/wire"
 )
 
-// Rule 5, one state a node: each row fails when the state, its since or
+// Rules 10 and 14, one state a node: each row fails when the state, its since or
 // its detail changes.
 func TestStateOf(t *testing.T) {
 	enrolled := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)

@@ -196,6 +196,7 @@ type Report struct {
 	At        time.Time                `json:"at"`
 	StreamSeq uint64                   `json:"seq"`
 	// FailingSince is when the node began failing (or refusing) the same
-	// way without an applied report between: rule 10's "for hours".
+	// way without an applied report between: push --behind's "for over six
+	// hours" (docs/status.md).
 	FailingSince time.Time `json:"failing_since,omitzero"`
 }

@@ -308,7 +308,7 @@ func (h *Service) Seal(content compose.Declaration, row projections.Node, by str
 	}, note
 }
 
-// sameFailureFor is rule 10's "for hours": a node failing the same way this
+// sameFailureFor is docs/status.md's "for over six hours" of push --behind: a node failing the same way this
 // long is pushed anyway, with a note that timing is unlikely to be the cause.
 const sameFailureFor = 6 * time.Hour
 

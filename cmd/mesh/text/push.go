@@ -10,7 +10,7 @@ import (
 
 // Held names the nodes a push left out because a hand declaration
 // holds them (each, or their count), so a held node is never mistaken for
-// one the push forgot (rule 23).
+// one the push forgot (rule 13).
 func Held(w io.Writer, held []wire.UnsentNode, verb string, each bool) {
 	if len(held) > 0 && !each {
 		fmt.Fprintf(w, "%s %d node(s) held by a hand declaration (mesh push -v or --json names every one)\n", verb, len(held))
