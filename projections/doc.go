@@ -9,11 +9,13 @@
 // and creation time). Opened against a different or rewound stream they refuse
 // to serve rather than answer with state the stream cannot explain.
 //
-// Three parts with a narrow interface to the fold live beside it, each its
+// Four parts with a narrow interface to the fold live beside it, each its
 // own package: rows, the binary form of the rows read most (bytes in, row
 // out); provenance, whether a message is its rightful writer's, judged
 // from the message alone on the decoding workers (rule 19's first half;
-// admit, here, is the second); and disk, where read models live on disk
+// admit, here, is the second); standing, whether a standing can be true,
+// decided from the placements it reads through an interface (the fold's
+// batch or a view serves them); and disk, where read models live on disk
 // (generations named by CURRENT, snapshots for time travel). What stays
 // here is what reads or writes the rows: the fold, the read models, the
 // views, rebuild, verify and time travel.

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/standing"
 )
 
 // errPast ends a time-travel fold at the first event after its moment.
@@ -88,8 +89,8 @@ type folder struct {
 	// owned remembers which nodes made their own keys (nil: none recorded).
 	owned map[string]*NodeKeys
 	// shapes remember what each build provides, consumes and requires,
-	// by module and build (standingrule.go).
-	shapes map[string]standingShape
+	// by module and build (package standing).
+	shapes standing.Shapes
 	// dirty are the nodes whose rows changed since the last commit: a row
 	// is encoded and written once a commit, however many events of the
 	// batch changed it (a send and its report are two).
@@ -111,7 +112,7 @@ type folder struct {
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
 	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
-		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: map[string]standingShape{}, dirty: map[string]bool{}}
+		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: standing.Shapes{}, dirty: map[string]bool{}}
 }
 
 // apply folds one decoded event into the batch, or sets it aside as
