@@ -9,8 +9,10 @@
 // and creation time). Opened against a different or rewound stream they refuse
 // to serve rather than answer with state the stream cannot explain.
 //
-// Four parts with a narrow interface to the fold live beside it, each its
-// own package: rows, the binary form of the rows read most (bytes in, row
+// Five parts with a narrow interface to the fold live beside it, each its
+// own package: pipeline, how a fold reads (messages decoded on a worker
+// per core, handed to the folder in stream order, deferred commits made
+// when due); rows, the binary form of the rows read most (bytes in, row
 // out); provenance, whether a message is its rightful writer's, judged
 // from the message alone on the decoding workers (rule 19's first half;
 // admit, here, is the second); standing, whether a standing can be true,

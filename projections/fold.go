@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,26 +10,25 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/pipeline"
 	"github.com/meshctl/mesh/projections/standing"
 )
 
 // errPast ends a time-travel fold at the first event after its moment.
 var errPast = errors.New("projections: the fold reached the moment asked for")
 
-// FoldError stops a fold at the event it could not apply. The fold never
-// skips: read models that silently passed over an event would disagree with
-// the log, and nobody could tell.
-type FoldError struct {
-	Seq     uint64
-	Subject string
-	Err     error
-}
+// FoldError stops a fold at the event it could not apply (the fold never
+// skips an event); it is the pipeline's, which stops the read there.
+type FoldError = pipeline.FoldError
 
-func (e *FoldError) Error() string {
-	return fmt.Sprintf("projections: folding stopped at event %d (%s): %v", e.Seq, e.Subject, e.Err)
+// fold reads the stream from o.From into f through the decode pipeline and
+// returns when the read has ended and everything it delivered is folded.
+func (e *Engine) fold(ctx context.Context, o store.ReadOptions, f *folder) error {
+	return pipeline.Run(ctx, f, f.keys, func(ctx context.Context, add func(store.Msg) error) error {
+		return e.o.Store.Read(ctx, o, add)
+	})
 }
-
-func (e *FoldError) Unwrap() error { return e.Err }
 
 // readModels are the folds every event passes through, in this order. A fold
 // ignores the events that do not concern it.
@@ -115,6 +115,22 @@ func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
 		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: standing.Shapes{}, dirty: map[string]bool{}}
 }
 
+// Apply folds one event the pipeline decoded; head is the head of the
+// declaration it sends (history reads it), bytes its message's size.
+func (f *folder) Apply(rec events.Recorded, head *declaration.Head, bytes int) error {
+	f.head, f.bytes = head, bytes
+	err := f.apply(rec)
+	f.head = nil
+	return err
+}
+
+// Holding, Last, Now and Wake tell the pipeline what it asks of the
+// folder (pipeline.Folder).
+func (f *folder) Holding() bool         { return f.n > 0 }
+func (f *folder) Last() uint64          { return f.last }
+func (f *folder) Now() time.Time        { return f.now() }
+func (f *folder) Wake() <-chan struct{} { return f.wake }
+
 // apply folds one decoded event into the batch, or sets it aside as
 // foreign (rule 19): a foreign message changes no other read model.
 func (f *folder) apply(rec events.Recorded) error {
@@ -183,15 +199,15 @@ func (f *folder) apply(rec events.Recorded) error {
 // may lag anyway (status tolerates 3 s).
 const trickleWindow = 2 * time.Millisecond
 
-// commitIf commits when the batch is full, or when the reader has caught up
+// CommitIf commits when the batch is full, or when the reader has caught up
 // (pending 0), so that a live event is readable at once: on the live
 // folder, a caught-up commit that nobody waits for is deferred while the
 // last commit is younger than the window, and due is when it must be
 // made (zero when nothing is deferred). The pipeline commits it then, or
 // earlier: a full batch, a waiter, the end of the read (fold's last commit).
-func (f *folder) commitIf(pending uint64) (due time.Time, err error) {
+func (f *folder) CommitIf(pending uint64) (due time.Time, err error) {
 	if f.n >= f.size {
-		return time.Time{}, f.commit()
+		return time.Time{}, f.Commit()
 	}
 	if pending > 0 || f.n == 0 {
 		return time.Time{}, nil
@@ -201,22 +217,22 @@ func (f *folder) commitIf(pending uint64) (due time.Time, err error) {
 			return due, nil
 		}
 	}
-	return time.Time{}, f.commit()
+	return time.Time{}, f.Commit()
 }
 
-// commitWanted commits what is applied when a WaitFor waits for an event
+// CommitWanted commits what is applied when a WaitFor waits for an event
 // in it: a waiter is never held back by the window.
-func (f *folder) commitWanted() error {
+func (f *folder) CommitWanted() error {
 	if f.n == 0 || f.wanted() > f.last {
 		return nil
 	}
-	return f.commit()
+	return f.Commit()
 }
 
-// commit writes the batch and the checkpoint together. NoSync: a crash may
+// Commit writes the batch and the checkpoint together. NoSync: a crash may
 // lose the newest commits, but never splits rows from their checkpoint (one
 // WAL record), and replay from the surviving checkpoint restores them.
-func (f *folder) commit() error {
+func (f *folder) Commit() error {
 	if f.n == 0 {
 		return nil
 	}

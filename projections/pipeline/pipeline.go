@@ -1,8 +1,9 @@
-package projections
+package pipeline
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,11 +15,45 @@ import (
 	"github.com/meshctl/mesh/projections/provenance"
 )
 
-// A fold spends most of its time decoding JSON, and decoding one event does
-// not depend on another: so messages are decoded in chunks by a worker per
-// core, while one goroutine applies the decoded chunks to Pebble strictly in
-// stream order. Order is kept by handing the folder the chunks in the order
-// they were read and letting it wait for each one's decoding to finish.
+// Folder is the fold the pipeline hands decoded events to, in stream
+// order, on one goroutine: the only one that calls it.
+type Folder interface {
+	// Apply folds one event; head is the head of the declaration it
+	// sends as decoding read it (zero when it sends none), bytes the
+	// size of its message.
+	Apply(rec events.Recorded, head *declaration.Head, bytes int) error
+	// CommitIf commits what is applied when the folder's schedule says
+	// (pending: how many events the stream holds after the last one); due
+	// is when a commit it deferred must be made (zero: none deferred).
+	CommitIf(pending uint64) (due time.Time, err error)
+	// CommitWanted commits at once when a waiter waits for an event applied.
+	CommitWanted() error
+	// Commit commits whatever is applied.
+	Commit() error
+	// Holding says whether events are applied and not yet committed.
+	Holding() bool
+	// Last is the last event applied.
+	Last() uint64
+	// Now is the folder's clock, which a deferred commit is due by.
+	Now() time.Time
+	// Wake is told when someone begins waiting for an event (nil: never).
+	Wake() <-chan struct{}
+}
+
+// FoldError stops a fold at the event it could not apply. The fold never
+// skips: read models that silently passed over an event would disagree with
+// the log, and nobody could tell.
+type FoldError struct {
+	Seq     uint64
+	Subject string
+	Err     error
+}
+
+func (e *FoldError) Error() string {
+	return fmt.Sprintf("projections: folding stopped at event %d (%s): %v", e.Seq, e.Subject, e.Err)
+}
+
+func (e *FoldError) Unwrap() error { return e.Err }
 
 // chunkSize is how many messages a decoder takes at a time: large enough that
 // the hand-offs cost little per event, small enough that a live event (which
@@ -38,7 +73,8 @@ type chunk struct {
 }
 
 type pipeline struct {
-	f        *folder
+	f        Folder
+	keys     *declaration.Keyring
 	cur      *chunk // filling
 	work     chan *chunk
 	order    chan *chunk
@@ -49,31 +85,33 @@ type pipeline struct {
 	stopRead func()
 }
 
-// fold reads the stream from o.From into f through the decode pipeline and
-// returns when the read has ended and everything it delivered is folded. A
-// fold error wins over the read error it caused.
-func (e *Engine) fold(ctx context.Context, o store.ReadOptions, f *folder) error {
+// Run folds what read delivers into f through the pipeline and returns
+// when the read has ended and everything it delivered is folded: read is
+// the stream's read, handing each message to its callback, with a context
+// that ends when the fold fails. keys are what provenance holds each
+// message to. A fold error wins over the read error it caused.
+func Run(ctx context.Context, f Folder, keys *declaration.Keyring, read func(context.Context, func(store.Msg) error) error) error {
 	// A failed fold must end a following read at once, not at the next
 	// event, which may never come.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := newPipeline(f, runtime.GOMAXPROCS(0), cancel)
-	readErr := e.o.Store.Read(ctx, o, p.add)
+	p := newPipeline(f, keys, runtime.GOMAXPROCS(0), cancel)
+	readErr := read(ctx, p.add)
 	if err := p.close(); err != nil {
 		return err
 	}
 	// Whatever was applied is committed before this fold returns, so that
 	// the next read, which starts after the committed checkpoint, never
 	// applies an event twice.
-	if err := f.commit(); err != nil {
+	if err := f.Commit(); err != nil {
 		return err
 	}
 	return readErr
 }
 
-func newPipeline(f *folder, workers int, stopRead func()) *pipeline {
+func newPipeline(f Folder, keys *declaration.Keyring, workers int, stopRead func()) *pipeline {
 	p := &pipeline{
-		f: f, stopRead: stopRead,
+		f: f, keys: keys, stopRead: stopRead,
 		work: make(chan *chunk, workers*2), order: make(chan *chunk, workers*4),
 		free:   make(chan *chunk, workers*4+2),
 		result: make(chan error, 1),
@@ -151,7 +189,7 @@ func (p *pipeline) decode() {
 			rec := events.Recorded{Seq: m.Seq, Subject: m.Subject, Envelope: env, Event: ev, Stored: m.Time, Foreign: err}
 			var head declaration.Head
 			if err == nil {
-				rec.Signer, rec.Verified, rec.Foreign = provenance.Of(p.f.keys, &macs, m, ev, &head)
+				rec.Signer, rec.Verified, rec.Foreign = provenance.Of(p.keys, &macs, m, ev, &head)
 				if provenance.IsStanding(ev) {
 					rec.Voucher = provenance.Header(m, events.VoucherHeader)
 				}
@@ -169,13 +207,13 @@ func (p *pipeline) decode() {
 // before the bad event (it is good), and drains the rest unread so that the
 // reader never blocks on a folder that has stopped.
 //
-// A commit the live folder defers (commitIf, trickleWindow) is made here,
-// on this goroutine, the folder's only one: when its timer fires, when a
-// WaitFor wakes it for an event already applied, or by the next chunk's
-// commit. When the read ends, fold commits what is left, so a stop within
-// the window loses nothing and the next read starts after it. A timer
-// rather than committing only when no chunk is queued: at 0.3 ms apart
-// the folder is idle between events and nothing is ever queued.
+// A commit the live folder defers (CommitIf, its trickle window) is made
+// here, on this goroutine, the folder's only one: when its timer fires,
+// when a waiter wakes it for an event already applied, or by the next
+// chunk's commit. When the read ends, Run commits what is left, so a stop
+// within the window loses nothing and the next read starts after it. A
+// timer rather than committing only when no chunk is queued: at 0.3 ms
+// apart the folder is idle between events and nothing is ever queued.
 func (p *pipeline) apply() {
 	var (
 		failure error
@@ -199,9 +237,9 @@ func (p *pipeline) apply() {
 				continue
 			}
 			<-c.done
-			// A failure, or a time-travel fold reaching its moment
-			// (errPast): either way what came before is committed and
-			// the read ends.
+			// A failure, or a time-travel fold reaching its moment:
+			// either way what came before is committed and the read
+			// ends.
 			var err error
 			at, err = p.applyChunk(c)
 			p.recycle(c)
@@ -209,23 +247,23 @@ func (p *pipeline) apply() {
 		case <-due:
 			due = nil
 			if failure == nil {
-				failure = p.failIf(p.f.commit())
+				failure = p.failIf(p.f.Commit())
 			}
-		case <-p.f.wake:
+		case <-p.f.Wake():
 			if failure == nil {
-				failure = p.failIf(p.f.commitWanted())
+				failure = p.failIf(p.f.CommitWanted())
 			}
 		}
 		switch {
 		case failure != nil:
-		case p.f.n == 0:
+		case !p.f.Holding():
 			// Committed: a timer still set would only commit nothing.
 			if due != nil {
 				timer.Stop()
 				due = nil
 			}
 		case !at.IsZero() && due == nil:
-			wait := at.Sub(p.f.now())
+			wait := at.Sub(p.f.Now())
 			if timer == nil {
 				timer = time.NewTimer(wait)
 			} else {
@@ -242,13 +280,13 @@ func (p *pipeline) failIf(failure error) error {
 	if failure == nil {
 		return nil
 	}
-	if cerr := p.f.commit(); cerr != nil {
+	if cerr := p.f.Commit(); cerr != nil {
 		failure = cerr
 	}
 	if fe, ok := failure.(*FoldError); ok {
 		p.failed.Store(fe)
 	} else {
-		p.failed.Store(&FoldError{Seq: p.f.last + 1, Err: failure})
+		p.failed.Store(&FoldError{Seq: p.f.Last() + 1, Err: failure})
 	}
 	p.stopRead()
 	return failure
@@ -258,17 +296,14 @@ func (p *pipeline) failIf(failure error) error {
 // deferred commit must be made (zero: none deferred).
 func (p *pipeline) applyChunk(c *chunk) (due time.Time, err error) {
 	for i, rec := range c.recs {
-		p.f.head, p.f.bytes = &c.heads[i], len(c.msgs[i].Data)
-		err := p.f.apply(rec)
-		p.f.head = nil
-		if err != nil {
+		if err := p.f.Apply(rec, &c.heads[i], len(c.msgs[i].Data)); err != nil {
 			return time.Time{}, err
 		}
 	}
 	if c.err != nil {
 		return time.Time{}, c.err
 	}
-	return p.f.commitIf(c.msgs[len(c.msgs)-1].Pending)
+	return p.f.CommitIf(c.msgs[len(c.msgs)-1].Pending)
 }
 
 // close flushes what is buffered, waits for every chunk to be folded, and
