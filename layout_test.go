@@ -37,10 +37,10 @@ var forbidden = map[string][]string{
 	"github.com/meshctl/mesh/agent":                  {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
 	// The pipeline decodes and orders messages for the folder: it neither
 	// reads nor writes a row.
-	"github.com/meshctl/mesh/projections/pipeline": {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/commands"},
-	// The standing rule reads placements through its interface: no
-	// Pebble, so no key, and no bus.
-	"github.com/meshctl/mesh/projections/standing": {"github.com/cockroachdb/pebble", "github.com/nats-io/nats-server", "github.com/meshctl/mesh/commands"},
+	"github.com/meshctl/mesh/projections/pipeline": {"github.com/cockroachdb/pebble", "github.com/nats-io/nats-server", "github.com/meshctl/mesh/commands"},
+	// Admission reads the read models through its interfaces: no Pebble,
+	// so no key, and no bus.
+	"github.com/meshctl/mesh/projections/admit": {"github.com/cockroachdb/pebble", "github.com/nats-io/nats-server", "github.com/meshctl/mesh/commands"},
 	// wire is the protocol alone, and client speaks only it: whoever only
 	// talks to a controller links neither the read models' store nor the
 	// bus's server (client once linked 58 Pebble packages through commands).
@@ -203,12 +203,12 @@ var mayImport = map[string][]string{
 	"fleet":                  {"agent", "declaration", "events", "events/store", "fanout", natsGo, nkeys},
 	"manifest":               {"events"},
 	"meshmod":                {"declaration", "events", "events/store", natsGo, nkeys},
-	"projections":            {"compose", "declaration", "events", "events/store", "fanout", "projections/disk", "projections/pipeline", "projections/provenance", "projections/rows", "projections/standing", "wire", "github.com/cockroachdb/pebble/v2"},
+	"projections":            {"compose", "declaration", "events", "events/store", "fanout", "projections/admit", "projections/disk", "projections/pipeline", "projections/provenance", "projections/rows", "wire", "github.com/cockroachdb/pebble/v2"},
+	"projections/admit":      {"declaration", "events", "projections/provenance", "projections/rows"},
 	"projections/disk":       {"github.com/cockroachdb/pebble/v2"},
 	"projections/pipeline":   {"declaration", "events", "events/store", "projections/provenance"},
 	"projections/provenance": {"compose", "declaration", "events", "events/store"},
 	"projections/rows":       {"compose", "events", "wire"},
-	"projections/standing":   {"events", "projections/rows"},
 	"secret":                 {},
 	"artifact":               {"events", natsGo},
 	"verdict":                {"events", "wire"},

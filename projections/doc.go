@@ -14,10 +14,10 @@
 // per core, handed to the folder in stream order, deferred commits made
 // when due); rows, the binary form of the rows read most (bytes in, row
 // out); provenance, whether a message is its rightful writer's, judged
-// from the message alone on the decoding workers (rule 19's first half;
-// admit, here, is the second); standing, whether a standing can be true,
-// decided from the placements it reads through an interface (the fold's
-// batch or a view serves them); and disk, where read models live on disk
+// from the message alone on the decoding workers (rule 19's first half);
+// admit, whether what the read models hold allows an event, the standing
+// rule among it (the second half), reading rows through interfaces the
+// fold's batch and a view serve; and disk, where read models live on disk
 // (generations named by CURRENT, snapshots for time travel). What stays
 // here is what reads or writes the rows: the fold, the read models, the
 // views, rebuild, verify and time travel.

@@ -11,8 +11,8 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/admit"
 	"github.com/meshctl/mesh/projections/pipeline"
-	"github.com/meshctl/mesh/projections/standing"
 )
 
 // errPast ends a time-travel fold at the first event after its moment.
@@ -89,8 +89,8 @@ type folder struct {
 	// owned remembers which nodes made their own keys (nil: none recorded).
 	owned map[string]*NodeKeys
 	// shapes remember what each build provides, consumes and requires,
-	// by module and build (package standing).
-	shapes standing.Shapes
+	// by module and build (package admit).
+	shapes admit.Shapes
 	// dirty are the nodes whose rows changed since the last commit: a row
 	// is encoded and written once a commit, however many events of the
 	// batch changed it (a send and its report are two).
@@ -112,7 +112,7 @@ type folder struct {
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
 	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
-		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: standing.Shapes{}, dirty: map[string]bool{}}
+		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: admit.Shapes{}, dirty: map[string]bool{}}
 }
 
 // Apply folds one event the pipeline decoded; head is the head of the

@@ -4,9 +4,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/projections/provenance"
 )
 
 // NodeKeys are the public keys a node's agent made on its own machine and
@@ -117,33 +115,3 @@ func (v *View) Token(id string) (Token, bool, error) {
 
 // Tokens lists every token, by id.
 func (v *View) Tokens() ([]Token, error) { return decodeRows[Token](v.r, prefixToken) }
-
-// admitOwned holds a report of a node that made its own keys to them: its
-// signature, checked on a worker, by the key it recorded. A MAC proves
-// nothing here, since the controller key makes any derived one. found
-// false: the node did not make its own keys, and the MAC checks stand.
-func (f *folder) admitOwned(rec events.Recorded, node string) (foreign error, found bool, err error) {
-	k, found, err := f.ownKeys(node)
-	if err != nil || !found {
-		return nil, found, err
-	}
-	switch {
-	case rec.Signer == f.keys.Controller() && provenance.IsStanding(rec.Event) && !rec.Verified:
-		// The operator's word, through the controller (its MAC, checked).
-		return nil, true, nil
-	case !rec.Verified:
-		return events.Foreignf("it carries a MAC the controller key can make, not a signature by a key %s made; %s's keys are its own since event %d", node, node, k.Seq), true, nil
-	case rec.Signer == k.Report:
-		return nil, true, nil
-	case provenance.IsStanding(rec.Event) && vouched(k, rec):
-		return nil, true, nil
-	}
-	return events.Foreignf("it is signed by %q, which is not a key %s recorded (its report key is %s)", rec.Signer, node, k.Report), true, nil
-}
-
-// vouched: the message's signer is a module's identity on the node, which
-// the node's own bus key vouched for (declaration.Voucher), and the
-// standing names that module as its provider.
-func vouched(k NodeKeys, rec events.Recorded) bool {
-	return declaration.CheckVoucher(k.Bus, k.Node, provenance.StandingProvider(rec.Event), rec.Signer, rec.Voucher)
-}

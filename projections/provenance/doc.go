@@ -14,6 +14,6 @@
 // model: one call per message (Of) on the fold's decoding workers, in
 // parallel, with the keys and nothing of Pebble or of the fold's state.
 // What the read models must say too (the node was enrolled, the report is
-// signed by the key it recorded) is the second half, admit in
-// projections, which runs in stream order on the fold's one goroutine.
+// signed by the key it recorded) is the second half, package admit, which
+// the fold asks in stream order on its one goroutine.
 package provenance

@@ -1,4 +1,4 @@
-package standing
+package admit
 
 import (
 	"encoding/json"
@@ -8,9 +8,18 @@ import (
 	"github.com/meshctl/mesh/projections/rows"
 )
 
-// Placements is what the rule reads of the read models, as they stand at
-// the standing's place in the log (the fold's batch, which holds every
-// event before it) or at a view's instant.
+// A standing says that a provider on a machine fails a consumer of it, and
+// it holds the rollouts of both modules (rule 23). So it is a fact only
+// when it can be true (issue 29): the provider is assigned to the machine
+// that reports it, and the consumer is assigned somewhere and resolved to
+// that provider, as composition resolves it: it consumes a requirement the
+// provider's build provides, and no other hostable provider of that
+// requirement is there to choose. Anything else is foreign (rule 19), so a
+// node cannot hold the rollout of a module it has nothing to do with.
+
+// Placements is what the standing rule reads of the read models, as they
+// stand at the standing's place in the log (the fold's batch, which holds
+// every event before it) or at a view's instant.
 type Placements interface {
 	// Node reads a node's row.
 	Node(name string) (rows.Node, bool, error)
@@ -58,10 +67,10 @@ type rule struct {
 	shapes Shapes
 }
 
-// Holds holds a standing of provider on machine toward consumer to the
-// rule; it answers why it is foreign, or nil. An error reading the read
-// models is the second result.
-func Holds(p Placements, shapes Shapes, provider, machine, consumer string, recovery bool) (foreign, err error) {
+// Standing holds a standing of provider on machine toward consumer to
+// the rule (see below); it answers why it is foreign, or nil. An error
+// reading the read models is the second result.
+func Standing(p Placements, shapes Shapes, provider, machine, consumer string, recovery bool) (foreign, err error) {
 	s := rule{p: p, shapes: shapes}
 	// A recovery of a triple that is failing is always a fact: the
 	// provider may have moved away since, and its standing must still be

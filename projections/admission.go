@@ -4,28 +4,40 @@ import (
 	"errors"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/admit"
 	"github.com/meshctl/mesh/projections/rows"
-	"github.com/meshctl/mesh/projections/standing"
 )
 
-// A standing is a fact only when it can be true (rule 23, issue 29): the
-// rule is package standing's, and reads the rows below. The fold asks it
-// at the standing's place in the log, from its batch; a view asks it of
-// the operator's report before it is appended; both read the same rows.
-
-// admitStanding holds a standing to the rule at this event of the fold; it
-// answers why it is foreign, or nil.
-func (f *folder) admitStanding(provider, machine, consumer string, recovery bool) (foreign, err error) {
-	return standing.Holds(placements{r: f.b, node: f.node}, f.shapes, provider, machine, consumer, recovery)
+// admit holds an event to what the read models know, before any of them
+// changes (rule 19's second half, package admit's; provenance did the
+// first on a worker). It answers why the event is foreign, or nil.
+func (f *folder) admit(rec events.Recorded) (foreign, err error) {
+	return admit.Event(admission{f}, f.keys, f.shapes, rec)
 }
 
 // StandingHolds answers why a standing would be set aside as foreign by
 // the fold if it were appended now, or nil when it would be a fact.
 func (v *View) StandingHolds(provider, machine, consumer string, recovery bool) (foreign, err error) {
-	return standing.Holds(placements{r: v.r, node: v.Node}, standing.Shapes{}, provider, machine, consumer, recovery)
+	return admit.Standing(placements{r: v.r, node: v.Node}, admit.Shapes{}, provider, machine, consumer, recovery)
 }
 
-// placements are the rows the rule reads (standing.Placements): from the
+// admission is what admit reads from the fold (admit.Models): its batch,
+// through the folder's memories. One pointer, so handing it over as an
+// interface, once an event, allocates nothing.
+type admission struct{ f *folder }
+
+func (a admission) Node(name string) (Node, bool, error)  { return a.f.node(name) }
+func (a admission) ReportKey(node string) (string, error) { return a.f.reportKey(node) }
+func (a admission) Token(id string) (bool, error)         { return getJSON(a.f.b, tokenKey(id), &Token{}) }
+func (a admission) Placements() admit.Placements          { return placements{r: a.f.b, node: a.f.node} }
+
+func (a admission) OwnKeys(node string) (admit.OwnKeys, bool, error) {
+	k, found, err := a.f.ownKeys(node)
+	return admit.OwnKeys{Node: k.Node, Bus: k.Bus, Report: k.Report, Seq: k.Seq}, found, err
+}
+
+// placements are the rows the standing rule reads (admit.Placements): from the
 // fold's batch, with its memory of node rows, or from a view.
 type placements struct {
 	r    pebble.Reader
