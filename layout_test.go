@@ -207,6 +207,7 @@ var mayImport = map[string][]string{
 	"projections/admit":      {"declaration", "events", "projections/provenance", "projections/rows"},
 	"projections/disk":       {"github.com/cockroachdb/pebble/v2"},
 	"projections/pipeline":   {"declaration", "events", "events/store", "projections/provenance"},
+	"projections/foldtest":   {"declaration", "embedded/embeddedtest", "events/store", nkeys},
 	"projections/provenance": {"compose", "declaration", "events", "events/store"},
 	"projections/rows":       {"compose", "events", "wire"},
 	"secret":                 {},

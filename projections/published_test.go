@@ -12,7 +12,7 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
-	"github.com/nats-io/nkeys"
+	"github.com/meshctl/mesh/projections/foldtest"
 )
 
 // publishing folds a stream of enrolments with an engine that keeps a
@@ -164,15 +164,7 @@ func TestASnapshotWithoutTheControllersProofIsPassedOver(t *testing.T) {
 		t.Fatalf("verify of a snapshot with changed bytes: found %v, %+v, %v", found, c, err)
 	}
 	// Another controller key proves none of them: from the first event.
-	kp, err := nkeys.CreateAccount()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := declaration.NewKeyring(kp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := open("other", other); o.FromSnapshot != 0 || o.Checkpoint != 0 {
+	if o := open("other", foldtest.Keys(t)); o.FromSnapshot != 0 || o.Checkpoint != 0 {
 		t.Fatalf("under another key, read models started from event %d (checkpoint %d), not from nothing", o.FromSnapshot, o.Checkpoint)
 	}
 	// Of another schema (a binary upgraded since): passed over, no fault.

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
-	"github.com/nats-io/nkeys"
+	"github.com/meshctl/mesh/projections/foldtest"
 )
 
 // TestMain runs the tests with their temporary directories in memory where
@@ -32,19 +31,8 @@ type mesh struct {
 
 func newMesh(t *testing.T) *mesh {
 	t.Helper()
-	kp, err := nkeys.CreateAccount()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := declaration.NewKeyring(kp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _, err := store.Open(context.Background(), embeddedtest.Conn(t, embeddedtest.Server(t)), store.StreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.MAC = keys.LogMAC()
+	keys := foldtest.Keys(t)
+	s := foldtest.Stream(t, keys)
 	e, _, err := projections.Open(context.Background(), projections.Options{Dir: "proj", FS: vfs.NewMem(), Store: s, Keys: keys})
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/foldtest"
 	"github.com/meshctl/mesh/projections/pipeline"
-	"github.com/nats-io/nkeys"
 )
 
 // TestMain runs the tests with their temporary directories in memory where
@@ -60,19 +60,8 @@ func (l *ledger) Last() uint64 {
 // keys it answers.
 func enrolled(t *testing.T, n int) (*store.Store, *declaration.Keyring) {
 	t.Helper()
-	kp, err := nkeys.CreateAccount()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := declaration.NewKeyring(kp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _, err := store.Open(context.Background(), embeddedtest.Conn(t, embeddedtest.Server(t)), store.StreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.MAC = keys.LogMAC()
+	keys := foldtest.Keys(t)
+	s := foldtest.Stream(t, keys)
 	for i := range n {
 		name := fmt.Sprintf("node-%d", i)
 		if _, err := s.Append(context.Background(), events.NodeAggregate(name), 0, "enroll-"+name, events.NodeEnrolled{Name: name}); err != nil {

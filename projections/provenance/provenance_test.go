@@ -8,8 +8,8 @@ import (
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/foldtest"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 )
 
 // Each writer's word is told from a stranger's by the message alone: the
@@ -17,14 +17,7 @@ import (
 // matters. Whatever fails is foreign, with why, never an error that
 // would stop the fold.
 func TestOfTellsTheRightfulWriter(t *testing.T) {
-	kp, err := nkeys.CreateAccount()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := declaration.NewKeyring(kp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := foldtest.Keys(t)
 	stranger := []byte("not a key of this mesh")
 	msg := func(subject string, data []byte, mac []byte, signer string) store.Msg {
 		h := nats.Header{}
