@@ -185,7 +185,10 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 	var version uint64
 	var drifts map[string]projections.Drift
 	err := h.Proj.Read(func(v *projections.View) error {
-		nodes, err := v.Nodes()
+		// Brief: a push reads a row's version, its last send and report,
+		// never its labels and capabilities (composition's input has
+		// them), and a map of labels a row was most of decoding it.
+		nodes, err := v.NodesBrief()
 		if err != nil {
 			return err
 		}
