@@ -162,4 +162,15 @@ func BenchmarkMAC(b *testing.B) {
 			m.MAC(subject, data)
 		}
 	})
+	// The fold's check of every message's MAC, a decoding worker's checker.
+	b.Run("check", func(b *testing.B) {
+		var c MACChecker
+		mac := MAC(key, subject, data)
+		b.ReportAllocs()
+		for b.Loop() {
+			if !c.Check(key, subject, data, mac) {
+				b.Fatal("the MAC does not check")
+			}
+		}
+	})
 }

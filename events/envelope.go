@@ -83,10 +83,14 @@ func Encode(agg AggregateID, commandID, by string, i int, at time.Time, ev Event
 	if !ok {
 		return nil, fmt.Errorf("events: cannot encode %s: the type is not in the decoder table", typ)
 	}
-	b, err := json.Marshal(outgoing{Meta: Meta{
+	m := Meta{
 		ID: EventID(commandID, i), Type: typ, Version: ent.current,
 		Aggregate: agg, OccurredAt: at.UTC(), CommandID: commandID, By: by,
-	}, Data: ev})
+	}
+	if b, ok := appendEncoded(nil, m, ev); ok {
+		return b, nil
+	}
+	b, err := json.Marshal(outgoing{Meta: m, Data: ev})
 	if err != nil {
 		return nil, fmt.Errorf("events: cannot encode %s: %w", typ, err)
 	}

@@ -33,6 +33,9 @@ type layoutField struct {
 	index     int
 	kind      fieldKind
 	omitEmpty bool // Marshal may leave the field out
+	// how Marshal decides to leave it out, for writing (encode.go):
+	// omitempty leaves out an empty value, omitzero a zero one.
+	ifEmpty, ifZero bool
 }
 
 type fieldKind int
@@ -92,9 +95,10 @@ func layoutFor(t reflect.Type) *layout {
 		if !ok {
 			return nil
 		}
-		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
+		ifEmpty, ifZero := strings.Contains(opts, "omitempty"), strings.Contains(opts, "omitzero")
 		key := strconv.Quote(name) + ":"
-		l.fields = append(l.fields, layoutField{key: key, next: "," + key, index: i, kind: kind, omitEmpty: omit})
+		l.fields = append(l.fields, layoutField{key: key, next: "," + key, index: i, kind: kind, omitEmpty: ifEmpty || ifZero,
+			ifEmpty: ifEmpty, ifZero: ifZero})
 	}
 	return l
 }

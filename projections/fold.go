@@ -99,6 +99,9 @@ type folder struct {
 	// bytes is the size of the message being applied.
 	heard func(Heard)
 	bytes int
+	// key and row are a history row's, reused event after event (the
+	// batch copies what it is given).
+	key, row []byte
 	// window, on the live folder only, groups the commits of events that
 	// trickle in (trickleWindow); 0 commits each time the reader catches
 	// up. now is its clock, lastCommit when it last committed; wanted is

@@ -38,8 +38,10 @@ const (
 	HistoryReachable   = rows.HistoryReachable
 )
 
-func historyKey(node string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(pairPrefix(prefixHistory, node), seq)
+func historyKey(node string, seq uint64) []byte { return appendHistoryKey(nil, node, seq) }
+
+func appendHistoryKey(dst []byte, node string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(append(append(dst, prefixHistory), node...), sep), seq)
 }
 
 func (f *folder) foldHistory(rec events.Recorded) error {
@@ -74,7 +76,10 @@ func (f *folder) foldHistory(rec events.Recorded) error {
 	default:
 		return nil
 	}
-	return f.b.Set(historyKey(node, rec.Seq), rows.EncodeHistory(e), nil)
+	// Into the folder's buffers: the batch copies key and row.
+	f.key = appendHistoryKey(f.key[:0], node, rec.Seq)
+	f.row = rows.AppendHistory(f.row[:0], e)
+	return f.b.Set(f.key, f.row, nil)
 }
 
 // History lists node's indexed events between since and until (zero: open).

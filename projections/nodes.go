@@ -114,12 +114,16 @@ func sameFailure(a, b Report) bool {
 	return true
 }
 
-// putNode encodes the row into a pooled buffer: the batch copies what it is
-// given, and a row allocated per event was most of a fold's own garbage.
+// putNode encodes the key and row into a pooled buffer: the batch copies
+// what it is given, and a row allocated per event was most of a fold's own
+// garbage.
 func putNode(b *pebble.Batch, n Node) error {
 	buf := rowBuffers.Get().(*[]byte)
-	*buf = rows.AppendNode((*buf)[:0], n)
-	err := b.Set(nodeKey(n.Name), *buf, nil)
+	// The key (nodeKey) and then the row, in the one buffer.
+	*buf = append(append((*buf)[:0], prefixNode), n.Name...)
+	k := len(*buf)
+	*buf = rows.AppendNode(*buf, n)
+	err := b.Set((*buf)[:k], (*buf)[k:], nil)
 	rowBuffers.Put(buf)
 	return err
 }

@@ -75,8 +75,12 @@ type HistoryEntry struct {
 }
 
 // EncodeHistory is e's row.
-func EncodeHistory(e HistoryEntry) []byte {
-	w := rowWriter{b: binary.AppendUvarint(nil, historyCodec)}
+func EncodeHistory(e HistoryEntry) []byte { return AppendHistory(nil, e) }
+
+// AppendHistory appends e's row to dst: the fold writes each into one
+// buffer that the batch copies, not a row allocated (and grown) an event.
+func AppendHistory(dst []byte, e HistoryEntry) []byte {
+	w := rowWriter{b: binary.AppendUvarint(dst, historyCodec)}
 	w.b = append(w.b, e.Kind)
 	w.time(e.At)
 	w.uint(e.Sequence)
