@@ -161,6 +161,12 @@ func NewWorld(in Input) *World {
 	return w
 }
 
+// Has says whether the world can compose node (it is active).
+func (w *World) Has(node string) bool {
+	_, ok := w.nodes[node]
+	return ok
+}
+
 // Nodes lists the nodes the world can compose, by name.
 func (w *World) Nodes() []string {
 	names := make([]string, 0, len(w.nodes))

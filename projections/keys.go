@@ -33,6 +33,7 @@ const (
 	prefixArtifact       byte = 0x17 // artifact name -> ArtifactRow (artifacts.go)
 	prefixArtifactObject byte = 0x18 // digest -> ArtifactObject, its size and the names holding it
 	prefixOperator       byte = 0x19 // name -> Operator (operators.go)
+	prefixHandHeld       byte = 0x1a // node -> nothing: its last declaration was written by hand (nodes.go)
 )
 
 // sep joins two names in a key. Names never hold a 0 byte (see
@@ -77,7 +78,8 @@ var (
 //	20 a runtime's health (starting, healthy, unhealthy) in its row
 //	22 artifacts: each name's row and each digest's; the artifact a runtime runs; operators; who
 //	   asked (the envelope's by) on history rows and a node's last send
-const schemaVersion = 22
+//	23 the nodes a hand declaration holds, as an index (a named push reads no other row)
+const schemaVersion = 23
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -34,11 +34,24 @@ func (f *folder) foldNode(rec events.Recorded) error {
 		// it would make every append to the node conflict for good.
 		return f.updateNode(rec.Envelope.Aggregate.ID, func(n *Node) { n.Version = rec.Seq })
 	case events.DeclarationSent:
-		return f.updateNode(ev.Node, func(n *Node) {
+		var wasHeld bool
+		err := f.updateNode(ev.Node, func(n *Node) {
+			wasHeld = n.LastSent != nil && n.LastSent.By == events.ByHand
 			n.Version = rec.Seq
 			n.LastSent = &Sent{Sequence: ev.Sequence, Digest: ev.Digest, ContentDigest: ev.ContentDigest, By: ev.By, Operator: rec.Envelope.By,
 				Resources: ev.Resources, At: rec.Envelope.OccurredAt, StreamSeq: rec.Seq}
 		})
+		// The index of held nodes moves only when a hand declaration
+		// begins or ends a hold: an ordinary send writes nothing more.
+		switch {
+		case err != nil:
+			return err
+		case ev.By == events.ByHand:
+			return f.b.Set(handHeldKey(ev.Node), nil, nil)
+		case wasHeld:
+			return f.b.Delete(handHeldKey(ev.Node), nil)
+		}
+		return nil
 	case events.DeclarationApplied:
 		return f.report(ev.Node, Report{Outcome: events.OutcomeApplied, Sequence: ev.Sequence, Digest: ev.Digest}, rec)
 	case events.DeclarationFailed:
@@ -147,6 +160,11 @@ func getNode(rd pebble.Reader, name string) (Node, bool, error) {
 }
 
 // nodeRows decodes every node row; brief as rows.DecodeNodeAs.
+// handHeldKey is a node's entry in the index of the nodes a hand
+// declaration holds: every push that does not name them names them, and a
+// push naming a few nodes finds them here rather than in every node's row.
+func handHeldKey(node string) []byte { return append([]byte{prefixHandHeld}, node...) }
+
 func nodeRows(rd pebble.Reader, brief bool) ([]Node, error) {
 	return scanRows(rd, []byte{prefixNode}, func(_, v []byte) (Node, error) { return rows.DecodeNodeAs(v, brief) })
 }

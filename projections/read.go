@@ -43,6 +43,13 @@ func (v *View) Nodes() ([]Node, error) { return nodeRows(v.r, false) }
 // labels: for status, which reads every row and neither of those.
 func (v *View) NodesBrief() ([]Node, error) { return nodeRows(v.r, true) }
 
+// HandHeld lists, by name, the nodes whose last declaration was written by
+// hand (mesh declare), retired ones too: what their rows' LastSent say,
+// without reading every row.
+func (v *View) HandHeld() ([]string, error) {
+	return scanRows(v.r, []byte{prefixHandHeld}, func(k, _ []byte) (string, error) { return string(k[1:]), nil })
+}
+
 // Node reads one node's row.
 func (v *View) Node(name string) (Node, bool, error) {
 	return getNode(v.r, name)

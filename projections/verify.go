@@ -169,6 +169,7 @@ var modelNames = map[byte]string{
 	prefixNodeAddress: "overlay address of", prefixSeat: "seat", prefixLiveness: "liveness of",
 	prefixNodeKeys: "own keys of", prefixToken: "enrolment token", prefixFlood: "flood recorded at event",
 	prefixArtifact: "artifact", prefixArtifactObject: "artifact object", prefixOperator: "operator",
+	prefixHandHeld: "hand-held node",
 }
 
 // describeKey names a row for a person: its read model and its names.

@@ -17,7 +17,6 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections"
-	"github.com/meshctl/mesh/verdict"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -163,89 +162,6 @@ type pushBatch struct {
 
 // pushWindow is how many declarations a push seals and appends at a time.
 const pushWindow = 2000
-
-// targets is what one round of a push sends to: chosen from one view of the
-// read models, with the indexed world their declarations are composed from.
-type targets struct {
-	w       *compose.World
-	rows    map[string]projections.Node
-	targets []string
-	notes   map[string]string
-	// held are the nodes left out because a hand declaration holds them.
-	held []wire.UnsentNode
-	now  time.Time
-}
-
-// SelectTargets chooses the nodes this round sends to: those in only, or
-// when only is nil, every active node (that is behind, with r.Behind); a
-// named push adds the nodes its consequences changed.
-// within, when not nil (a push --selector), bounds every round.
-func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest, round int) (targets, error) {
-	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
-	var version uint64
-	var drifts map[string]projections.Drift
-	err := h.Proj.Read(func(v *projections.View) error {
-		// Brief: a push reads a row's version, its last send and report,
-		// never its labels and capabilities (composition's input has
-		// them), and a map of labels a row was most of decoding it.
-		nodes, err := v.NodesBrief()
-		if err != nil {
-			return err
-		}
-		if drifts, err = v.Drifts(); err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			t.rows[n.Name] = n
-		}
-		version = v.CompositionVersion()
-		t.w, err = h.WorldAt(v)
-		return err
-	})
-	if err != nil {
-		return t, err
-	}
-	var composed map[string]world.Would
-	if r.Behind || r.Node != "" && round == 0 {
-		// From the same view as the rows: the states are of one instant.
-		composed = h.ComposedFor(version, t.w)
-	}
-	var linked map[string]bool
-	if r.Node != "" && round == 0 {
-		linked = t.w.Linked(r.Node)
-	}
-	for _, name := range t.w.Nodes() {
-		row := t.rows[name]
-		if within != nil && !within[name] {
-			continue
-		}
-		if !only[name] && verdict.HandHeld(row.LastSent) {
-			// Only a push that names it sends over a hand's declaration.
-			t.held = append(t.held, wire.UnsentNode{Node: name, Reason: verdict.HandHeldWhy})
-			continue
-		}
-		switch {
-		case only != nil && only[name]:
-		case only != nil && round == 0 && r.Node != "" && linked[name] && consequence(name, row, composed):
-			// A named push leaves the mesh consistent: what the named node
-			// provides or receives changed this node's declaration too.
-			t.notes[name] = "as a consequence of " + r.Node
-		case only != nil:
-			continue
-		case r.Behind:
-			state, _, _ := composed[name].StateOf(row)
-			state, _ = world.Drifted(state, "", row, drifts)
-			if state == wire.StateCurrent {
-				continue
-			}
-			if rep := row.LastReport; (state == wire.StateFailed || state == wire.StateRefused) && rep.FailingSince.Before(t.now.Add(-sameFailureFor)) {
-				t.notes[name] = fmt.Sprintf("%s the same way since %s; the cause is unlikely to be timing", state, rep.FailingSince.UTC().Format(time.RFC3339))
-			}
-		}
-		t.targets = append(t.targets, name)
-	}
-	return t, nil
-}
 
 // sealWindow composes and seals the declarations of names. Composing and
 // signing are pure and independent per node, and signing is most of a

@@ -80,6 +80,21 @@ func TestEveryNodeState(t *testing.T) {
 		t.Fatalf("hand: %+v", n)
 	}
 
+	// A push naming another node reads no row but that node's (and those
+	// it links to): the held one is named from the index of held nodes,
+	// and a push of a list names it only when the list holds it.
+	named, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Node: "good"})
+	m.Must(err)
+	if len(named.Sent) != 1 || named.Sent[0].Node != "good" || len(named.Held) != 1 || named.Held[0].Node != "hand" {
+		t.Fatalf("a push naming good: sent %+v, held %+v", named.Sent, named.Held)
+	}
+	listed, err := m.H.Push.Push(m.Ctx, wire.PushRequest{CommandID: wire.NewCommandID(), Nodes: []string{"good", "idle"}})
+	m.Must(err)
+	if len(listed.Sent) != 2 || len(listed.Held) != 0 {
+		t.Fatalf("a push of good and idle: sent %+v, held %+v", listed.Sent, listed.Held)
+	}
+	m.WaitState("good", wire.StateCurrent)
+
 	s, err := m.H.Status.Status(m.Ctx, wire.StatusRequest{})
 	m.Must(err)
 	if s.Well {

@@ -2,6 +2,8 @@ package world
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,6 +81,38 @@ func (h *Composer) ComposedFor(version uint64, w *compose.World) map[string]Woul
 	return h.composedAt(version, h.Secrets.Forgets(), w)
 }
 
+// WouldOf is ComposedFor for the nodes of names alone (every node when
+// names is nil): from the cache when it holds the version, else composing
+// only those, and caching nothing, since a few nodes are not the mesh.
+// A push naming one node composed all 100,000 after each assignment.
+func (h *Composer) WouldOf(version uint64, w *compose.World, names map[string]bool) map[string]Would {
+	forgets := h.Secrets.Forgets()
+	if nodes, ok := h.composed.get(version, forgets); ok || names == nil {
+		if ok {
+			return nodes
+		}
+		return h.composedAt(version, forgets, w)
+	}
+	list := slices.Collect(maps.Keys(names))
+	results := make([]Would, len(list))
+	fanout.PerCore(len(list), func(i int) { results[i] = wouldOf(w.Compose(list[i])) })
+	nodes := make(map[string]Would, len(list))
+	for i, n := range list {
+		nodes[n] = results[i]
+	}
+	return nodes
+}
+
+// wouldOf is what one composition's result says of its node.
+func wouldOf(r compose.Result) Would {
+	out := Would{Would: verdict.Would{Composable: r.Composable(), ContentDigest: r.Digest, Reason: r.Reason()},
+		LeftOut: r.LeftOut, Unresolved: r.Unresolved}
+	if r.Declaration != nil {
+		out.Receives, out.Chosen = r.Declaration.Receives, r.Chosen
+	}
+	return out
+}
+
 // composedAt is ComposedFor at the secrets' count of dropped salts the
 // world's input was read at.
 func (h *Composer) composedAt(version, forgets uint64, w *compose.World) map[string]Would {
@@ -87,14 +121,7 @@ func (h *Composer) composedAt(version, forgets uint64, w *compose.World) map[str
 	}
 	names := w.Nodes()
 	results := make([]Would, len(names))
-	fanout.PerCore(len(names), func(i int) {
-		r := w.Compose(names[i])
-		results[i] = Would{Would: verdict.Would{Composable: r.Composable(), ContentDigest: r.Digest, Reason: r.Reason()},
-			LeftOut: r.LeftOut, Unresolved: r.Unresolved}
-		if r.Declaration != nil {
-			results[i].Receives, results[i].Chosen = r.Declaration.Receives, r.Chosen
-		}
-	})
+	fanout.PerCore(len(names), func(i int) { results[i] = wouldOf(w.Compose(names[i])) })
 	nodes := make(map[string]Would, len(names))
 	for i, n := range names {
 		nodes[n] = results[i]
