@@ -13,7 +13,8 @@ test:
     go test ./...
 
 # the whole suite ten times in a row (n runs) with two busy loops beside
-# it, stopping at the first failure (issue 30: under 60 s a run on 2 cores)
+# it, stopping at the first failure (issue 30: steady under load; a run's
+# time and why it is not under 60 s: docs/performance.md, "The test suite")
 stress n="10":
     .ci/stress {{n}}
 
