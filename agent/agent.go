@@ -356,7 +356,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.sup.stopAll()
 	_, err = check()
 	var waiting *waitingForKeys
-	if err != nil && !errors.As(err, &waiting) {
+	// A first read the drop of the connection cut (line.go) is asked
+	// again as any failed read is: the agent keeps following. Returned,
+	// it ended the agent for a bus restart it would have outlived.
+	cut := errors.Is(err, errLineDropped)
+	if err != nil && !errors.As(err, &waiting) && !cut {
 		return err
 	}
 	a.checkDrift(ctx)
@@ -390,9 +394,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	var backoff, failing time.Duration
 	var woke time.Time // the wake-up (or reconnect) the tries after it answer
 	var afterReconnect bool
-	if waiting != nil {
+	if waiting != nil || cut {
 		// The first declaration waits for its content keys (no controller
-		// answers yet): the agent follows all the same, and asks again.
+		// answers yet), or its read was cut: the agent follows all the
+		// same, and asks again.
 		a.cfg.Log.Warn("cannot read the newest declaration; trying again until it can", "err", err)
 		failing = wakeRetry
 		again.Reset(failing)

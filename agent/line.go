@@ -42,15 +42,20 @@ func (a *Agent) watchLine(nc *nats.Conn) (stop func()) {
 			select {
 			case <-done:
 				return
-			case <-dropped:
+			case _, open := <-dropped:
+				if !open {
+					return
+				}
 				l.drop()
 			}
 		}
 	}()
 	return func() {
-		nc.RemoveStatusListener(dropped)
+		// The goroutine first: removing the listener closes its channel,
+		// which a loop still reading it would take for a drop at each turn.
 		close(done)
 		<-ended
+		nc.RemoveStatusListener(dropped)
 		a.line.Store(nil)
 		l.drop()
 	}

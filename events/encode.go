@@ -161,8 +161,17 @@ func (l *layout) encode(dst []byte, rv reflect.Value, ok bool) ([]byte, bool) {
 
 // omits says whether Marshal leaves the field's value out.
 func (f layoutField) omits(fv reflect.Value) bool {
-	if f.ifZero && fv.IsZero() {
-		return true
+	if f.ifZero {
+		// Marshal asks a time its own IsZero, which a zero instant in
+		// another location (time.Local on a UTC host) answers true and
+		// reflection, seeing the location, false.
+		if f.kind == kindTime {
+			if t, _ := fv.Interface().(time.Time); t.IsZero() {
+				return true
+			}
+		} else if fv.IsZero() {
+			return true
+		}
 	}
 	if !f.ifEmpty {
 		return false

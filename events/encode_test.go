@@ -171,8 +171,13 @@ func TestEncodeLeavesOutWhatMarshalLeavesOut(t *testing.T) {
 	for i := range 2000 {
 		var v encodeShapes
 		fill(rng, reflect.ValueOf(&v).Elem(), i%2 == 0)
-		if i%5 == 0 {
+		switch i % 5 {
+		case 0:
 			v.T, v.TZ = time.Time{}, time.Time{}
+		case 1:
+			// A zero instant in a location: zero to its IsZero, which
+			// Marshal asks, not to reflection.
+			v.TZ = time.Time{}.In(time.FixedZone("", 0))
 		}
 		m := Meta{ID: "c/0", Type: "encodeShapes", Version: 1, Aggregate: NodeAggregate("n"), OccurredAt: someTime(rng, false), CommandID: "c"}
 		got, ok := appendEncoded(nil, m, v)
