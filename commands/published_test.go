@@ -77,6 +77,10 @@ func TestANewControllerStartsFromThePublishedSnapshot(t *testing.T) {
 	if !strings.Contains(log.String(), "starting from the snapshot on the bus") {
 		t.Fatalf("a controller with no read models and a snapshot on the bus did not start from it:\n%s", log.String())
 	}
+	// An operator timing a start reads the fetch's share apart from the tail's.
+	if !strings.Contains(log.String(), "fetched_in=") {
+		t.Fatalf("the start from the snapshot does not say how long its fetch took:\n%s", log.String())
+	}
 	s, err := b.Status.Status(ctx, wire.StatusRequest{})
 	if err != nil {
 		t.Fatal(err)
