@@ -92,7 +92,7 @@ func TestANodesWordIsShownEscaped(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#standings').textContent.includes("postgres on box failing app")`)); err != nil {
+		if err := pollPage(ctx, `document.querySelector('#standings').textContent.includes("postgres on box failing app")`); err != nil {
 			t.Fatal(err)
 		}
 		text, err := chromedp.Run(ctx, chromedp.Text(`#standings`))
