@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/meshctl/mesh/agent/logbook"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -108,7 +109,7 @@ type Agent struct {
 	// sup runs the programs of the modules that run.
 	sup *supervisor
 	// book keeps their recent output, which the operator reads (logs.go).
-	book *logbook
+	book *logbook.Book
 	// applied is the declaration applied last (nil before the first), and
 	// failed the paths of it that failed: what a drift check compares the
 	// root with. Both under mu.
@@ -201,7 +202,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Agent, error) {
 	}
 	st.Timeout = cfg.ReadTimeout
 	a := &Agent{cfg: cfg, st: st, state: state, sealing: sealing, seal: seal}
-	a.book = newLogbook(cfg.State, cfg.LogBytes, time.Now, cfg.Log)
+	a.book = logbook.New(cfg.State, cfg.LogBytes, time.Now, cfg.Log)
 	a.sup = &supervisor{s: cfg.Supervision.withDefaults(), root: cfg.Root, node: cfg.Join.Node, log: cfg.Log,
 		report: a.reportRuntime, env: a.runtimeEnv, book: a.book, procs: map[string]*proc{}}
 	return a, nil

@@ -7,11 +7,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/agent/logbook"
 	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+)
+
+// The bounds of each program's kept log (logbook): what Config.LogBytes
+// defaults to, and the least it may be.
+const (
+	DefaultLogBytes = logbook.DefaultBytes
+	MinLogBytes     = logbook.MinBytes
 )
 
 // maxLogAsks bounds the requests for logs answered at once: each --follow
@@ -72,19 +80,19 @@ func (a *Agent) answerLogs(ctx context.Context, m *nats.Msg) {
 			"its agent cannot read the request; are mesh and the agent the same version?"))
 		return
 	}
-	if !a.book.has(req.Module) {
+	if !a.book.Has(req.Module) {
 		a.refuseLogs(m, wire.CodeNotFound, aggregates.Refuse("show the log of", req.Module+" on "+node, aggregates.ErrUnknownModule,
 			node+" runs no program of "+req.Module+" (mesh node show "+node+" lists its modules; a module's program has a log from its first start)"))
 		return
 	}
-	l := a.book.of(req.Module)
-	reply, grew := l.read(req)
+	l := a.book.Of(req.Module)
+	reply, grew := l.Read(req)
 	if grew != nil && req.WaitMS > 0 {
 		t := time.NewTimer(min(time.Duration(req.WaitMS)*time.Millisecond, maxLogWait))
 		defer t.Stop()
 		select {
 		case <-grew:
-			reply, _ = l.read(req)
+			reply, _ = l.Read(req)
 		case <-t.C:
 		case <-ctx.Done():
 		}

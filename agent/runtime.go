@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/meshctl/mesh/agent/logbook"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
@@ -73,7 +74,7 @@ type supervisor struct {
 	// (identity.go), made readable by the user it runs as.
 	env func(module string) ([]string, string, error)
 	// book keeps each program's recent output, across its restarts.
-	book *logbook
+	book *logbook.Book
 
 	mu    sync.Mutex
 	procs map[string]*proc
@@ -125,7 +126,7 @@ func (v *supervisor) reconcile(runs []compose.Runtime, changed, hold map[string]
 	for _, r := range runs {
 		keep[r.Module] = true
 	}
-	v.book.keepOnly(keep)
+	v.book.KeepOnly(keep)
 }
 
 // halt stops one program and waits for it (the caller holds v.mu).
@@ -148,7 +149,7 @@ func (v *supervisor) stopAll() {
 // each exit, until told to stop.
 func (v *supervisor) supervise(module string, p *proc) {
 	defer close(p.done)
-	lg := v.book.of(module)
+	lg := v.book.Of(module)
 	var exits []time.Time
 	looping := false
 	wait := v.s.RestartMin
@@ -167,7 +168,7 @@ func (v *supervisor) supervise(module string, p *proc) {
 			// no such user) says so where its output would be, in the
 			// agent's log, and in the report.
 			why := "cannot start: " + err.Error()
-			lg.add(wire.LogAgent, why)
+			lg.Add(wire.LogAgent, why)
 			v.log.Warn("program cannot start", "module", module, "err", err)
 			v.report(events.RuntimeExited{Node: v.node, Module: module, Code: -1, Reason: bound(why, maxReason)})
 		} else {
@@ -188,7 +189,7 @@ func (v *supervisor) supervise(module string, p *proc) {
 					v.terminate(cmd, waited)
 					stdout.flush()
 					stderr.flush()
-					lg.add(wire.LogAgent, "stopped: "+reason)
+					lg.Add(wire.LogAgent, "stopped: "+reason)
 					v.report(events.RuntimeStopped{Node: v.node, Module: module, Reason: reason})
 					return
 				case <-steady.C:
@@ -210,7 +211,7 @@ func (v *supervisor) supervise(module string, p *proc) {
 			stdout.flush()
 			stderr.flush()
 			ev := exitReport(v.node, module, cmd, werr)
-			lg.add(wire.LogAgent, ev.Detail())
+			lg.Add(wire.LogAgent, ev.Detail())
 			if last := stderr.lastLine(); last != "" && ev.Reason == "" {
 				// Why it ended, in its own words: its last line of errors.
 				ev.Reason = bound(ev.Detail()+": "+last, maxReason)
@@ -350,7 +351,7 @@ func exitReport(node, module string, cmd *exec.Cmd, err error) events.RuntimeExi
 // exec copies the stream into it from a goroutine of its own, and the
 // supervisor flushes the unfinished last line once the program ended.
 type lineWriter struct {
-	log    *modLog
+	log    *logbook.Log
 	stream wire.LogStream
 
 	mu   sync.Mutex
@@ -410,7 +411,7 @@ func (w *lineWriter) piece(n int) {
 	}
 	line := strings.TrimSuffix(string(w.part[:cut]), "\r")
 	w.part = append(w.part[:0], w.part[cut:]...)
-	w.log.add(w.stream, line)
+	w.log.Add(w.stream, line)
 	if t := strings.TrimSpace(line); t != "" {
 		w.last = t
 	}

@@ -1,4 +1,4 @@
-package agent
+package logbook
 
 import (
 	"bufio"
@@ -16,16 +16,16 @@ import (
 	"github.com/meshctl/mesh/wire"
 )
 
-// DefaultLogBytes is how much of each program's newest output the agent
-// keeps when Config.LogBytes is 0: a screenful of a chatty program's last
+// DefaultBytes is how much of each program's newest output the agent
+// keeps when its Config.LogBytes is 0: a screenful of a chatty program's last
 // minutes, a day of a quiet one's.
-const DefaultLogBytes = 256 << 10
+const DefaultBytes = 256 << 10
 
-// MinLogBytes is the least Config.LogBytes may be: a few of the longest
+// MinBytes is the least the agent's Config.LogBytes may be: a few of the longest
 // lines (wire.MaxLogLine), so that the newest line is always kept whole.
-const MinLogBytes = 16 << 10
+const MinBytes = 16 << 10
 
-// logbook keeps the recent output of each module's program on the node
+// Book keeps the recent output of each module's program on the node
 // (issue 31 point 8): stdout and stderr line by line, in the order the
 // agent read them, each with its time and stream, and the agent's own word
 // on the program (a failed start, an exit, a stop). Each module's newest
@@ -33,28 +33,28 @@ const MinLogBytes = 16 << 10
 // is served, and on disk under the state directory, so that a restarted
 // agent serves them again. The log lives as long as its module is in the
 // declaration: a program's restarts keep it, its module's leaving drops it.
-type logbook struct {
+type Book struct {
 	dir   string // <state>/logs: a module's log is <module>.log, and <module>.log.1 before it
 	bound int
 	now   func() time.Time
 	log   *slog.Logger
 
 	mu   sync.Mutex
-	logs map[string]*modLog
+	logs map[string]*Log
 }
 
-func newLogbook(state string, bound int, now func() time.Time, log *slog.Logger) *logbook {
-	return &logbook{dir: filepath.Join(state, "logs"), bound: bound, now: now, log: log, logs: map[string]*modLog{}}
+func New(state string, bound int, now func() time.Time, log *slog.Logger) *Book {
+	return &Book{dir: filepath.Join(state, "logs"), bound: bound, now: now, log: log, logs: map[string]*Log{}}
 }
 
 // of is module's log, read from disk the first time it is asked for.
-func (b *logbook) of(module string) *modLog {
+func (b *Book) Of(module string) *Log {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if l, ok := b.logs[module]; ok {
 		return l
 	}
-	l := &modLog{module: module, path: filepath.Join(b.dir, module+".log"), bound: b.bound, now: b.now, log: b.log, grew: make(chan struct{})}
+	l := &Log{module: module, path: filepath.Join(b.dir, module+".log"), bound: b.bound, now: b.now, log: b.log, grew: make(chan struct{})}
 	l.load()
 	b.logs[module] = l
 	return l
@@ -62,7 +62,7 @@ func (b *logbook) of(module string) *modLog {
 
 // has says whether module has a log: its program ran (or was tried) under
 // this declaration, on this agent or the one before it.
-func (b *logbook) has(module string) bool {
+func (b *Book) Has(module string) bool {
 	b.mu.Lock()
 	_, ok := b.logs[module]
 	b.mu.Unlock()
@@ -78,7 +78,7 @@ func (b *logbook) has(module string) bool {
 // stopped), and what a module no longer on the node wrote is not kept for
 // ever; bounded per module is bounded on disk only if modules that left
 // take theirs with them.
-func (b *logbook) keepOnly(keep map[string]bool) {
+func (b *Book) KeepOnly(keep map[string]bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for module, l := range b.logs {
@@ -99,8 +99,8 @@ func (b *logbook) keepOnly(keep map[string]bool) {
 	}
 }
 
-// modLog is one module's log.
-type modLog struct {
+// Log is one module's log.
+type Log struct {
 	module string
 	path   string // the segment written now; path+".1" the one before it
 	bound  int
@@ -139,7 +139,7 @@ func (s stored) encode() []byte {
 // load reads what the agent before kept, oldest first: the segment
 // before, then the current one. A line cut by a crash mid-write (the last
 // one) is not a line and is passed over.
-func (l *modLog) load() {
+func (l *Log) load() {
 	l.next = 1
 	for _, path := range []string{l.path + ".1", l.path} {
 		f, err := os.Open(path)
@@ -170,7 +170,7 @@ func (l *modLog) load() {
 }
 
 // keep appends s to the lines in memory, dropping the oldest beyond bound.
-func (l *modLog) keep(s stored) {
+func (l *Log) keep(s stored) {
 	l.lines = append(l.lines, s)
 	l.size += s.size
 	l.next = s.N + 1
@@ -187,7 +187,7 @@ func (l *modLog) keep(s stored) {
 }
 
 // add keeps one line of stream, stamped now.
-func (l *modLog) add(stream wire.LogStream, text string) {
+func (l *Log) Add(stream wire.LogStream, text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := stored{N: l.next, LogLine: wire.LogLine{Time: l.now().UTC(), Stream: stream, Text: text}}
@@ -204,7 +204,7 @@ func (l *modLog) add(stream wire.LogStream, text string) {
 // write appends b to the current segment. When it would pass the bound the
 // segment becomes the one before (the one before that is dropped), so the
 // disk holds at most twice the bound and always the newest bound of lines.
-func (l *modLog) write(b []byte) {
+func (l *Log) write(b []byte) {
 	err := func() error {
 		if l.f != nil && l.fsize+len(b) > l.bound {
 			l.f.Close()
@@ -244,7 +244,7 @@ func (l *modLog) write(b []byte) {
 }
 
 // close lets go of the segment and removes the log from disk.
-func (l *modLog) close() {
+func (l *Log) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
@@ -262,7 +262,7 @@ const maxAnswer = 48 << 10
 
 // read answers req from the lines kept, and, when there is nothing after
 // req.After, the channel closed at the next line.
-func (l *modLog) read(req wire.LogsRequest) (wire.LogsReply, <-chan struct{}) {
+func (l *Log) Read(req wire.LogsRequest) (wire.LogsReply, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	reply := wire.LogsReply{Lines: []wire.LogLine{}, Last: l.next - 1}
