@@ -59,9 +59,9 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 		case within != nil:
 			candidates = within
 		default:
-			return h.readEvery(v, &t, r.Behind, &drifts)
+			return readEvery(v, &t, r.Behind, &drifts)
 		}
-		return h.readThese(v, &t, candidates, r.Behind, &drifts)
+		return readThese(v, &t, candidates, r.Behind, &drifts)
 	})
 	if err != nil {
 		return t, err
@@ -75,7 +75,7 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 	for _, n := range held {
 		heldSet[n] = true
 	}
-	for _, name := range h.order(t.w, candidates, held) {
+	for _, name := range order(t.w, candidates, held) {
 		row := t.rows[name]
 		if within != nil && !within[name] {
 			continue
@@ -115,7 +115,7 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 // its last send and report, never its labels and capabilities, which
 // composition's input has, and a map of labels was most of decoding a
 // row), and with behind every drift.
-func (h *Service) readEvery(v *projections.View, t *targets, behind bool, drifts *map[string]projections.Drift) error {
+func readEvery(v *projections.View, t *targets, behind bool, drifts *map[string]projections.Drift) error {
 	nodes, err := v.NodesBrief()
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (h *Service) readEvery(v *projections.View, t *targets, behind bool, drifts
 }
 
 // readThese reads the rows (and with behind the drifts) of names alone.
-func (h *Service) readThese(v *projections.View, t *targets, names map[string]bool, behind bool, drifts *map[string]projections.Drift) error {
+func readThese(v *projections.View, t *targets, names map[string]bool, behind bool, drifts *map[string]projections.Drift) error {
 	*drifts = map[string]projections.Drift{}
 	for name := range names {
 		n, found, err := v.Node(name)
@@ -157,7 +157,7 @@ func (h *Service) readThese(v *projections.View, t *targets, names map[string]bo
 // order is the nodes a round looks at, by name, as the world lists them:
 // every node it can compose, or (candidates not nil) those of candidates
 // and of held it can compose.
-func (h *Service) order(w *compose.World, candidates map[string]bool, held []string) []string {
+func order(w *compose.World, candidates map[string]bool, held []string) []string {
 	if candidates == nil {
 		return w.Nodes()
 	}

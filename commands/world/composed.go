@@ -87,10 +87,10 @@ func (h *Composer) ComposedFor(version uint64, w *compose.World) map[string]Woul
 // A push naming one node composed all 100,000 after each assignment.
 func (h *Composer) WouldOf(version uint64, w *compose.World, names map[string]bool) map[string]Would {
 	forgets := h.Secrets.Forgets()
-	if nodes, ok := h.composed.get(version, forgets); ok || names == nil {
-		if ok {
-			return nodes
-		}
+	if nodes, ok := h.composed.get(version, forgets); ok {
+		return nodes
+	}
+	if names == nil {
 		return h.composedAt(version, forgets, w)
 	}
 	list := slices.Collect(maps.Keys(names))
