@@ -36,7 +36,7 @@ func (a *Agent) open(m store.Msg) opened {
 	if !ok {
 		return opened{err: fmt.Errorf("event %d on %s is a %s, not a declaration", m.Seq, m.Subject, ev.EventType())}
 	}
-	sealed := declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key}
+	sealed := declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key, Proof: sent.Proof}
 	o := opened{sent: true, seq: sent.Sequence, digest: sealed.Digest()}
 	o.d, o.err = declaration.Open(sealed, a.cfg.Join.Key, a.cfg.Join.Mesh, a.cfg.Join.Node)
 	return o

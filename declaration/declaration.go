@@ -59,11 +59,13 @@ func (d Declaration) Canonical() []byte {
 func (d Declaration) ContentDigest() string { return compose.Digest(d.Content().Canonical()) }
 
 // Sealed is a declaration as it travels: the exact signed bytes, the
-// signature over them, and the public key of the signer.
+// signature over them (or over the root of the window they were signed
+// in, which Proof leads to: window.go), and the public key of the signer.
 type Sealed struct {
 	Bytes     []byte `json:"declaration"`
 	Signature []byte `json:"signature"`
 	Key       string `json:"key"`
+	Proof     []byte `json:"proof,omitempty"`
 }
 
 // Digest names this one send: the sha256 of exactly the signed bytes.
@@ -130,7 +132,11 @@ func Open(s Sealed, pinned, mesh, node string) (Declaration, error) {
 	if err != nil {
 		return Declaration{}, fmt.Errorf("declaration: the pinned key %q is not a public key: %w", pinned, err)
 	}
-	if err := pk.Verify(s.Bytes, s.Signature); err != nil {
+	msg, err := SignedMessage(s.Bytes, s.Proof)
+	if err != nil {
+		return Declaration{}, err
+	}
+	if err := pk.Verify(msg, s.Signature); err != nil {
 		return Declaration{}, ErrSignature
 	}
 	var d Declaration

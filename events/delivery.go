@@ -13,10 +13,14 @@ type DeclarationSent struct {
 	ContentDigest string `json:"content_digest"` // sha256 of the content without sequence, chain, time
 	By            string `json:"by"`             // "push", "declare", "reconciler" or "rollout ID" (the rollout whose step sent it)
 	Resources     int    `json:"resources"`
-	// The sealed declaration: the signed bytes, the signature, the signer.
+	// The sealed declaration: the signed bytes, the signature, the signer,
+	// and the proof that leads from the bytes to the root of the window
+	// the signature covers (declaration.SealMany; none for one sealed
+	// alone, so a send sealed before windows keeps its bytes).
 	Declaration []byte `json:"declaration"`
 	Signature   []byte `json:"signature"`
 	Key         string `json:"key"`
+	Proof       []byte `json:"proof,omitempty"`
 }
 
 // ByHand is DeclarationSent.By of a hand-written declaration (mesh

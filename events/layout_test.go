@@ -21,7 +21,7 @@ func layoutSamples() map[string]any {
 		"ModuleRegistered":      ModuleRegistered{Module: "m", Build: "b", Manifest: json.RawMessage(`{"a":1}`)},
 		"ModuleAssigned":        ModuleAssigned{Node: "n", Module: "m", Build: "b", Settings: map[string]string{}, Policy: PolicyAuto},
 		"ModuleUnassigned":      ModuleUnassigned{Node: "n", Module: "m"},
-		"DeclarationSent":       DeclarationSent{Node: "n", Sequence: 1<<64 - 1, Digest: "d", By: "push", Resources: -3, Declaration: []byte("{}"), Signature: []byte{}, Key: "K"},
+		"DeclarationSent":       DeclarationSent{Node: "n", Sequence: 1<<64 - 1, Digest: "d", By: "push", Resources: -3, Declaration: []byte("{}"), Signature: []byte{}, Key: "K", Proof: []byte{0, 1, 255}},
 		"ControllerKeyRecorded": ControllerKeyRecorded{PublicKey: "A"},
 		"DeclarationApplied":    DeclarationApplied{Node: "n", Sequence: 2, Digest: "d", Changed: 0},
 		"DeclarationFailed":     DeclarationFailed{Node: "n", Sequence: 2, Failed: []ResourceFailure{{Path: "/p", Reason: "r"}}},
@@ -29,7 +29,7 @@ func layoutSamples() map[string]any {
 		"ProviderFailing":       ProviderFailing{Provider: "db", Machine: "m", Consumer: "c", Word: "w"},
 		"ProviderRecovered":     ProviderRecovered{Provider: "db", Machine: "m", Consumer: "c"},
 		"ApplyInterrupted":      ApplyInterrupted{Node: "n", Sequence: 1<<64 - 1, Digest: "d", BeganAt: at},
-		"sentForFold":           sentForFold{Node: "n", Sequence: 1<<64 - 1, Digest: "d", By: "push", Resources: -3, Declaration: []byte("{}"), Signature: []byte{}, Key: "K"},
+		"sentForFold":           sentForFold{Node: "n", Sequence: 1<<64 - 1, Digest: "d", By: "push", Resources: -3, Declaration: []byte("{}"), Signature: []byte{}, Key: "K", Proof: []byte{0, 1, 255}},
 	}
 }
 

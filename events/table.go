@@ -112,6 +112,7 @@ type sentForFold struct {
 	Declaration   []byte `json:"declaration"`
 	Signature     []byte `json:"signature"`
 	Key           string `json:"key"`
+	Proof         []byte `json:"proof,omitempty"`
 }
 
 var sentForFoldLayout = layoutFor(reflect.TypeFor[sentForFold]())
@@ -123,7 +124,7 @@ func decodeSentForFold(raw []byte) (Envelope, Event, error) {
 	}
 	f := ev.(sentForFold)
 	return env, DeclarationSent{Node: f.Node, Sequence: f.Sequence, Digest: f.Digest, ContentDigest: f.ContentDigest,
-		By: f.By, Resources: f.Resources, Declaration: f.Declaration, Signature: f.Signature, Key: f.Key}, nil
+		By: f.By, Resources: f.Resources, Declaration: f.Declaration, Signature: f.Signature, Key: f.Key, Proof: f.Proof}, nil
 }
 
 func (sentForFold) EventType() string { return "DeclarationSent" }

@@ -247,7 +247,7 @@ func Sealed(t *testing.T, kp nkeys.KeyPair, d declaration.Declaration) events.De
 	if err != nil {
 		t.Fatal(err)
 	}
-	return events.DeclarationSent{Node: d.Node, Sequence: d.Sequence, Digest: s.Digest(), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key}
+	return events.DeclarationSent{Node: d.Node, Sequence: d.Sequence, Digest: s.Digest(), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key, Proof: s.Proof}
 }
 
 // Example is the path of file in examples/ at the repository's top: the

@@ -37,7 +37,7 @@ func TestAnOperatorsHomeCannotMakeANodesWord(t *testing.T) {
 
 	// What is sealed to db-1 opens with none of the controller's keys.
 	sent := commandstest.LastSent(t, m, "db-1")
-	d, err := declaration.Open(declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key}, m.H.Core.PublicKey, m.H.Core.Mesh, "db-1")
+	d, err := declaration.Open(declaration.Sealed{Bytes: sent.Declaration, Signature: sent.Signature, Key: sent.Key, Proof: sent.Proof}, m.H.Core.PublicKey, m.H.Core.Mesh, "db-1")
 	m.Must(err)
 	sealed := 0
 	for _, r := range d.Content().Resources {

@@ -69,7 +69,7 @@ func TestForgettingReachesWhatWasSent(t *testing.T) {
 		stop()
 
 		ds := commandstest.LastSent(t, m, node)
-		d, err := declaration.Open(declaration.Sealed{Bytes: ds.Declaration, Signature: ds.Signature, Key: ds.Key}, m.H.Core.PublicKey, m.H.Core.Mesh, node)
+		d, err := declaration.Open(declaration.Sealed{Bytes: ds.Declaration, Signature: ds.Signature, Key: ds.Key, Proof: ds.Proof}, m.H.Core.PublicKey, m.H.Core.Mesh, node)
 		m.Must(err)
 		var asked *declaration.ContentKeyAsk
 		var inner []byte

@@ -163,15 +163,36 @@ type pushBatch struct {
 // pushWindow is how many declarations a push seals and appends at a time.
 const pushWindow = 2000
 
-// sealWindow composes and seals the declarations of names. Composing and
-// signing are pure and independent per node, and signing is most of a
-// push's CPU: a worker per core, results kept in order.
+// sealWindow composes and seals the declarations of names. Composing is
+// pure and independent per node: a worker per core, results kept in
+// order. Then the composed are signed declaration.WindowSize at a time,
+// one signature a window (issue 34: a signature each was a sixth of the
+// controller's CPU a pushed node), the windows again a worker per core.
 func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, round int) (pushBatch, []wire.UnsentNode) {
 	var b pushBatch
 	var unsent []wire.UnsentNode
+	by := cmp.Or(r.By, "push")
 	results := make([]sealedNode, len(names))
 	fanout.PerCore(len(names), func(i int) {
-		results[i] = h.composeAndSeal(t.w, t.rows[names[i]], cmp.Or(r.By, "push"), t.now)
+		results[i] = h.compose(t.w, t.rows[names[i]], by, t.now)
+	})
+	var composed []int
+	for i, res := range results {
+		if res.unsent == "" {
+			composed = append(composed, i)
+		}
+	}
+	const w = declaration.WindowSize
+	fanout.PerCore((len(composed)+w-1)/w, func(g int) {
+		window := composed[g*w : min((g+1)*w, len(composed))]
+		ds := make([]declaration.Declaration, len(window))
+		for j, i := range window {
+			ds[j] = results[i].d
+		}
+		for j, s := range h.Signer.SealMany(ds) {
+			res := &results[window[j]]
+			res.ev = sent(ds[j], s, res.contentDigest, by)
+		}
 	})
 	for i, res := range results {
 		name := names[i]
@@ -188,19 +209,23 @@ func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, roun
 	return b, unsent
 }
 
+// sealedNode is one node of a push's window: composed and numbered (d),
+// then signed (ev), or why it is not sent.
 type sealedNode struct {
-	ev     events.DeclarationSent
-	unsent string
-	note   string
+	d             declaration.Declaration
+	contentDigest string
+	ev            events.DeclarationSent
+	unsent        string
+	note          string
 }
 
-func (h *Service) composeAndSeal(w *compose.World, row projections.Node, by string, now time.Time) sealedNode {
+func (h *Service) compose(w *compose.World, row projections.Node, by string, now time.Time) sealedNode {
 	res := w.Compose(row.Name)
 	if !res.Composable() {
 		return sealedNode{unsent: res.Reason()}
 	}
 	var out sealedNode
-	out.ev, out.note = h.seal(*res.Declaration, composedDigest(res), row, by, now)
+	out.d, out.contentDigest, out.note = number(*res.Declaration, composedDigest(res), row, now)
 	if len(res.LeftOut) > 0 {
 		out.note = strings.TrimPrefix(out.note+"; "+fmt.Sprintf("%d left out: %s", len(res.LeftOut), res.LeftOut[0].Reason), "; ")
 	}
@@ -220,13 +245,17 @@ func composedDigest(res compose.Result) string {
 }
 
 // Seal numbers (aggregates.NumberDeclaration), chains and signs content
-// for the node in row.
+// for the node in row, alone (a push signs a window at a time).
 func (h *Service) Seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, string) {
-	return h.seal(content, "", row, by, at)
+	d, contentDigest, note := number(content, "", row, at)
+	return sent(d, h.Signer.Seal(d), contentDigest, by), note
 }
 
-// seal is Seal with the content's digest when the caller knows it ("" when not).
-func (h *Service) seal(content compose.Declaration, contentDigest string, row projections.Node, by string, at time.Time) (events.DeclarationSent, string) {
+// number puts content in its envelope for the node in row: its sequence
+// (aggregates.NumberDeclaration), its chain, its time. contentDigest is
+// the content's digest when the caller knows it ("" when not: digested
+// here).
+func number(content compose.Declaration, contentDigest string, row projections.Node, at time.Time) (declaration.Declaration, string, string) {
 	var last, refused uint64
 	var previous string
 	if row.LastSent != nil {
@@ -237,14 +266,18 @@ func (h *Service) seal(content compose.Declaration, contentDigest string, row pr
 	}
 	seq, note := aggregates.NumberDeclaration(row.Name, last, refused)
 	d := declaration.New(content, seq, previous, at)
-	s := h.Signer.Seal(d)
 	if contentDigest == "" {
 		contentDigest = d.ContentDigest()
 	}
+	return d, contentDigest, note
+}
+
+// sent is the event that delivers d, sealed as s.
+func sent(d declaration.Declaration, s declaration.Sealed, contentDigest, by string) events.DeclarationSent {
 	return events.DeclarationSent{
-		Node: row.Name, Sequence: seq, Digest: s.Digest(), ContentDigest: contentDigest, By: by,
-		Resources: len(d.Resources), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key,
-	}, note
+		Node: d.Node, Sequence: d.Sequence, Digest: s.Digest(), ContentDigest: contentDigest, By: by,
+		Resources: len(d.Resources), Declaration: s.Bytes, Signature: s.Signature, Key: s.Key, Proof: s.Proof,
+	}
 }
 
 // sameFailureFor is docs/status.md's "for over six hours" of push --behind: a node failing the same way this
