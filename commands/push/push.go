@@ -46,15 +46,21 @@ func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply,
 		if err != nil {
 			return err
 		}
+		// A push over every node composes every node but those a hand
+		// holds: what it composed is kept for the status after it.
+		var keep map[string]world.Would
 		if round == 0 {
 			reply.Considered, reply.Held = len(sel.targets), sel.held
+			if only == nil && within == nil && !r.Behind {
+				keep = make(map[string]world.Would, len(sel.targets))
+			}
 		}
 		only = map[string]bool{}
 		// A window at a time: composed, sealed, appended, let go. Ten
 		// thousand sealed declarations held at once were most of the
 		// controller's peak memory in a push.
 		for start := 0; start < len(sel.targets); start += pushWindow {
-			batch, unsent := h.sealWindow(sel, sel.targets[start:min(start+pushWindow, len(sel.targets))], r, round)
+			batch, unsent := h.sealWindow(sel, sel.targets[start:min(start+pushWindow, len(sel.targets))], r, round, keep)
 			reply.Unsent = append(reply.Unsent, unsent...)
 			outcomes, err := h.Store.AppendMany(ctx, batch.items)
 			if err != nil {
@@ -77,6 +83,9 @@ func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply,
 				done := uint64(len(reply.Sent) + len(reply.Unsent) + len(only))
 				progress(projections.Progress{Folded: done, Total: uint64(reply.Considered), Elapsed: time.Since(started)})
 			}
+		}
+		if keep != nil {
+			h.Keep(sel.at, keep)
 		}
 		if len(only) == 0 {
 			return nil
@@ -167,8 +176,9 @@ const pushWindow = 2000
 // pure and independent per node: a worker per core, results kept in
 // order. Then the composed are signed declaration.WindowSize at a time,
 // one signature a window (issue 34: a signature each was a sixth of the
-// controller's CPU a pushed node), the windows again a worker per core.
-func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, round int) (pushBatch, []wire.UnsentNode) {
+// controller's CPU a pushed node), the windows again a worker per core. What each node composed to goes
+// into keep, when not nil.
+func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, round int, keep map[string]world.Would) (pushBatch, []wire.UnsentNode) {
 	var b pushBatch
 	var unsent []wire.UnsentNode
 	by := cmp.Or(r.By, "push")
@@ -196,6 +206,9 @@ func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, roun
 	})
 	for i, res := range results {
 		name := names[i]
+		if keep != nil {
+			keep[name] = res.would
+		}
 		if res.unsent != "" {
 			unsent = append(unsent, wire.UnsentNode{Node: name, Reason: res.unsent})
 			continue
@@ -217,14 +230,15 @@ type sealedNode struct {
 	ev            events.DeclarationSent
 	unsent        string
 	note          string
+	would         world.Would
 }
 
 func (h *Service) compose(w *compose.World, row projections.Node, by string, now time.Time) sealedNode {
 	res := w.Compose(row.Name)
 	if !res.Composable() {
-		return sealedNode{unsent: res.Reason()}
+		return sealedNode{unsent: res.Reason(), would: world.Of(res)}
 	}
-	var out sealedNode
+	out := sealedNode{would: world.Of(res)}
 	out.d, out.contentDigest, out.note = number(*res.Declaration, composedDigest(res), row, now)
 	if len(res.LeftOut) > 0 {
 		out.note = strings.TrimPrefix(out.note+"; "+fmt.Sprintf("%d left out: %s", len(res.LeftOut), res.LeftOut[0].Reason), "; ")

@@ -16,7 +16,10 @@ import (
 // targets is what one round of a push sends to: chosen from one view of the
 // read models, with the indexed world their declarations are composed from.
 type targets struct {
-	w       *compose.World
+	w *compose.World
+	// at is the world with the version it was indexed at: a push over
+	// every node keeps what it composed as at's (world.Keep).
+	at      world.At
 	rows    map[string]projections.Node
 	targets []string
 	notes   map[string]string
@@ -37,15 +40,14 @@ type targets struct {
 // hand declaration holds, which every push names, come from their index.
 func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest, round int) (targets, error) {
 	t := targets{rows: map[string]projections.Node{}, notes: map[string]string{}, now: h.Now()}
-	var version uint64
 	var drifts map[string]projections.Drift
 	var held []string
 	var linked, candidates map[string]bool // candidates nil: every node
 	err := h.Proj.Read(func(v *projections.View) (err error) {
-		version = v.CompositionVersion()
-		if t.w, err = h.WorldAt(v); err != nil {
+		if t.at, err = h.At(v); err != nil {
 			return err
 		}
+		t.w = t.at.World
 		if held, err = v.HandHeld(); err != nil {
 			return err
 		}
@@ -69,7 +71,7 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 	var composed map[string]world.Would
 	if r.Behind || r.Node != "" && round == 0 {
 		// From the same view as the rows: the states are of one instant.
-		composed = h.WouldOf(version, t.w, candidates)
+		composed = h.WouldOf(t.at, candidates)
 	}
 	heldSet := map[string]bool{}
 	for _, n := range held {

@@ -39,41 +39,53 @@ type Composer struct {
 // kept, the newest: a few megabytes at ten thousand nodes.
 type worldCache struct {
 	mu      sync.Mutex
-	version uint64
 	secrets *secrets.Store // the world's, which a test may replace
-	// forgets is the secrets' count of dropped salts the world was
-	// indexed at: a forget learnt from another controller moves no
-	// composition version here, and a world indexed before it still held
-	// the forgotten value opened (TestForgettingASecret waited 30 s).
-	forgets uint64
-	w       *compose.World
+	at      At
+}
+
+// At is one world and what it is kept by: the composition version of the
+// view it was read from and the secrets' count of dropped salts then (a
+// forget learnt from another controller moves no composition version
+// here, and a world indexed before it still held the forgotten value
+// opened: TestForgettingASecret waited 30 s). Input is what it indexed,
+// which the next version's composition is compared with (changed.go).
+type At struct {
+	World            *compose.World
+	Input            compose.Input
+	Version, Forgets uint64
 }
 
 // WorldAt is the world of v's composition version: the one indexed last
 // if the version has not moved since, else one indexed from v (and kept).
 func (h *Composer) WorldAt(v *projections.View) (*compose.World, error) {
+	at, err := h.At(v)
+	return at.World, err
+}
+
+// At is WorldAt with what the world is kept by.
+func (h *Composer) At(v *projections.View) (At, error) {
 	version := v.CompositionVersion()
 	// Read before the input is: a forget during indexing leaves the world
 	// kept at the count before it, so the next call indexes again.
 	forgets := h.Secrets.Forgets()
 	h.worlds.mu.Lock()
-	w := h.worlds.w
-	hit := w != nil && h.worlds.version == version && h.worlds.secrets == h.Secrets && h.worlds.forgets == forgets
+	at := h.worlds.at
+	hit := at.World != nil && at.Version == version && h.worlds.secrets == h.Secrets && at.Forgets == forgets
 	h.worlds.mu.Unlock()
 	if hit {
-		return w, nil
+		return at, nil
 	}
 	in, err := h.Input(v)
 	if err != nil {
-		return nil, err
+		return At{}, err
 	}
-	w = compose.NewWorld(in)
+	at = At{World: compose.NewWorld(in), Input: in, Version: version, Forgets: forgets}
 	h.worlds.mu.Lock()
 	defer h.worlds.mu.Unlock()
-	if h.worlds.w == nil || version >= h.worlds.version {
-		h.worlds.version, h.worlds.secrets, h.worlds.forgets, h.worlds.w = version, h.Secrets, forgets, w
+	if h.worlds.at.World == nil || version >= h.worlds.at.Version {
+		h.worlds.secrets, h.worlds.at = h.Secrets, at
 	}
-	return w, nil
+	return at, nil
 }
 
 // New is a Composer over c, its caches empty.
