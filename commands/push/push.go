@@ -60,7 +60,8 @@ func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply,
 		// thousand sealed declarations held at once were most of the
 		// controller's peak memory in a push.
 		for start := 0; start < len(sel.targets); start += pushWindow {
-			batch, unsent := h.sealWindow(sel, sel.targets[start:min(start+pushWindow, len(sel.targets))], r, round, keep)
+			end := min(start+pushWindow, len(sel.targets))
+			batch, unsent := h.sealWindow(sel, sel.targets[start:end], sel.rows[start:end], r, round, keep)
 			reply.Unsent = append(reply.Unsent, unsent...)
 			outcomes, err := h.Store.AppendMany(ctx, batch.items)
 			if err != nil {
@@ -169,22 +170,24 @@ type pushBatch struct {
 	pushed []wire.PushedNode
 }
 
-// pushWindow is how many declarations a push seals and appends at a time.
-const pushWindow = 2000
+// pushWindow is how many declarations a push seals and appends at a time
+// (a variable for the test that holds a push in windows to one in a
+// single window).
+var pushWindow = 2000
 
 // sealWindow composes and seals the declarations of names. Composing is
 // pure and independent per node: a worker per core, results kept in
 // order. Then the composed are signed declaration.WindowSize at a time,
 // one signature a window (issue 34: a signature each was a sixth of the
-// controller's CPU a pushed node), the windows again a worker per core. What each node composed to goes
-// into keep, when not nil.
-func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, round int, keep map[string]world.Would) (pushBatch, []wire.UnsentNode) {
+// controller's CPU a pushed node), the windows again a worker per core.
+// What each node composed to goes into keep, when not nil.
+func (h *Service) sealWindow(t targets, names []string, rows []sendRow, r wire.PushRequest, round int, keep map[string]world.Would) (pushBatch, []wire.UnsentNode) {
 	var b pushBatch
 	var unsent []wire.UnsentNode
 	by := cmp.Or(r.By, "push")
 	results := make([]sealedNode, len(names))
 	fanout.PerCore(len(names), func(i int) {
-		results[i] = h.compose(t.w, t.rows[names[i]], by, t.now)
+		results[i] = h.compose(t.w, rows[i], by, t.now)
 	})
 	var composed []int
 	for i, res := range results {
@@ -213,7 +216,7 @@ func (h *Service) sealWindow(t targets, names []string, r wire.PushRequest, roun
 			unsent = append(unsent, wire.UnsentNode{Node: name, Reason: res.unsent})
 			continue
 		}
-		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: t.rows[name].Version,
+		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: rows[i].version,
 			CommandID: core.PerNode(r.CommandID, name, round), Event: res.ev})
 		note := strings.TrimPrefix(strings.Join([]string{t.notes[name], res.note}, "; "), "; ")
 		b.pushed = append(b.pushed, wire.PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources,
@@ -233,8 +236,8 @@ type sealedNode struct {
 	would         world.Would
 }
 
-func (h *Service) compose(w *compose.World, row projections.Node, by string, now time.Time) sealedNode {
-	res := w.Compose(row.Name)
+func (h *Service) compose(w *compose.World, row sendRow, by string, now time.Time) sealedNode {
+	res := w.Compose(row.name)
 	if !res.Composable() {
 		return sealedNode{unsent: res.Reason(), would: world.Of(res)}
 	}
@@ -261,7 +264,7 @@ func composedDigest(res compose.Result) string {
 // Seal numbers (aggregates.NumberDeclaration), chains and signs content
 // for the node in row, alone (a push signs a window at a time).
 func (h *Service) Seal(content compose.Declaration, row projections.Node, by string, at time.Time) (events.DeclarationSent, string) {
-	d, contentDigest, note := number(content, "", row, at)
+	d, contentDigest, note := number(content, "", sendRowOf(row), at)
 	return sent(d, h.Signer.Seal(d), contentDigest, by), note
 }
 
@@ -269,16 +272,9 @@ func (h *Service) Seal(content compose.Declaration, row projections.Node, by str
 // (aggregates.NumberDeclaration), its chain, its time. contentDigest is
 // the content's digest when the caller knows it ("" when not: digested
 // here).
-func number(content compose.Declaration, contentDigest string, row projections.Node, at time.Time) (declaration.Declaration, string, string) {
-	var last, refused uint64
-	var previous string
-	if row.LastSent != nil {
-		last, previous = row.LastSent.Sequence, row.LastSent.Digest
-	}
-	if r := row.LastReport; r != nil && r.Outcome == events.OutcomeRefused {
-		refused = r.Highest
-	}
-	seq, note := aggregates.NumberDeclaration(row.Name, last, refused)
+func number(content compose.Declaration, contentDigest string, row sendRow, at time.Time) (declaration.Declaration, string, string) {
+	seq, note := aggregates.NumberDeclaration(row.name, row.last.Sequence, row.refused)
+	previous := row.last.Digest
 	d := declaration.New(content, seq, previous, at)
 	if contentDigest == "" {
 		contentDigest = d.ContentDigest()

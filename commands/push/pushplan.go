@@ -28,13 +28,13 @@ func (h *Service) PushPlan(ctx context.Context, r wire.PushRequest) (wire.PushPl
 		return wire.PushPlanReply{}, err
 	}
 	out := wire.PushPlanReply{Considered: len(sel.targets), WouldSend: []wire.PlannedNode{}, Unsent: []wire.UnsentNode{}, Held: sel.held}
-	for _, name := range sel.targets {
+	for i, name := range sel.targets {
 		res := sel.w.Compose(name)
 		if !res.Composable() {
 			out.Unsent = append(out.Unsent, wire.UnsentNode{Node: name, Reason: res.Reason()})
 			continue
 		}
-		p, err := h.Planned(ctx, sel.rows[name], res, &out.Detailed)
+		p, err := h.Planned(ctx, sel.rows[i].node(), res, &out.Detailed)
 		if err != nil {
 			return out, err
 		}
