@@ -51,7 +51,7 @@ func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply,
 		var keep map[string]world.Would
 		if round == 0 {
 			reply.Considered, reply.Held = len(sel.targets), sel.held
-			if only == nil && within == nil && !r.Behind {
+			if only == nil && within == nil && !r.Behind && !h.Holds(sel.at) {
 				keep = make(map[string]world.Would, len(sel.targets))
 			}
 		}

@@ -253,6 +253,13 @@ func (c *composedCache) put(at At, nodes map[string]Would) {
 	c.version, c.forgets, c.valid, c.nodes, c.in = at.Version, at.Forgets, true, nodes, at.Input
 }
 
+// Holds says whether the cache holds every would-send at at: a push that
+// finds it so has nothing to keep.
+func (h *Composer) Holds(at At) bool {
+	_, ok := h.composed.get(at.Version, at.Forgets)
+	return ok
+}
+
 // Cached is the composition version whose every would-send the cache
 // holds (false: none): what a push over every node leaves for status.
 func (h *Composer) Cached() (uint64, bool) {
