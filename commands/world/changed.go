@@ -35,30 +35,7 @@ func Changed(old, new compose.Input) (map[string]bool, bool) {
 		return nil, false
 	}
 	changed := map[string]bool{}
-	oldNodes := make(map[string]compose.Node, len(old.Nodes))
-	for _, n := range old.Nodes {
-		oldNodes[n.Name] = n
-	}
-	for _, n := range new.Nodes {
-		if o, ok := oldNodes[n.Name]; !ok || !sameNode(o, n) || keysOf(oldSealer, n.Name) != keysOf(newSealer, n.Name) {
-			changed[n.Name] = true
-		}
-		delete(oldNodes, n.Name)
-	}
-	for name := range oldNodes {
-		changed[name] = true // retired
-	}
-	oldAs, newAs := byNode(old.Assignments), byNode(new.Assignments)
-	for node, as := range newAs {
-		if !sameAssignments(old, new, oldAs[node], as) {
-			changed[node] = true
-		}
-	}
-	for node := range oldAs {
-		if _, ok := newAs[node]; !ok {
-			changed[node] = true
-		}
-	}
+	// A seat handed over moves its holder's module instance.
 	for key, why := range new.Releasing {
 		if old.Releasing[key] != why {
 			changed[nodeOf(key)] = true
@@ -69,35 +46,82 @@ func Changed(old, new compose.Input) (map[string]bool, bool) {
 			changed[nodeOf(key)] = true
 		}
 	}
+	// Walked side by side, by node name: maps of 100,000 nodes and
+	// assignments were most of what this cost.
+	walk(old.Nodes, new.Nodes, func(n compose.Node) string { return n.Name }, func(name string, o, n []compose.Node) {
+		if len(o) != 1 || len(n) != 1 || !sameNode(o[0], n[0]) || keysOf(oldSealer, name) != keysOf(newSealer, name) {
+			changed[name] = true
+		}
+	})
 	// Every requirement a changed node's modules exchange, before or
 	// after, moves every node on either end of it.
 	reqs := map[string]bool{}
-	for node := range changed {
-		for _, in := range []struct {
-			in compose.Input
-			as []compose.Assignment
-		}{{old, oldAs[node]}, {new, newAs[node]}} {
-			for _, a := range in.as {
-				if m, ok := in.in.Manifests[compose.BuildRef{Module: a.Module, Build: a.Build}]; ok {
-					for _, r := range slices.Concat(m.Consumes, m.Provides) {
-						reqs[r] = true
-					}
+	exchanges := func(in compose.Input, as []compose.Assignment) {
+		for _, a := range as {
+			if m, ok := in.Manifests[compose.BuildRef{Module: a.Module, Build: a.Build}]; ok {
+				for _, r := range slices.Concat(m.Consumes, m.Provides) {
+					reqs[r] = true
 				}
 			}
 		}
 	}
+	walk(old.Assignments, new.Assignments, func(a compose.Assignment) string { return a.Node }, func(node string, o, n []compose.Assignment) {
+		if changed[node] || !sameAssignments(old, new, o, n) {
+			changed[node] = true
+			exchanges(old, o)
+			exchanges(new, n)
+		}
+	})
 	if len(reqs) == 0 {
 		return changed, true
 	}
-	for node, as := range newAs {
-		for _, a := range as {
-			m, ok := new.Manifests[compose.BuildRef{Module: a.Module, Build: a.Build}]
-			if ok && (slices.ContainsFunc(m.Consumes, func(r string) bool { return reqs[r] }) || slices.ContainsFunc(m.Provides, func(r string) bool { return reqs[r] })) {
-				changed[node] = true
-			}
+	for _, a := range new.Assignments {
+		m, ok := new.Manifests[compose.BuildRef{Module: a.Module, Build: a.Build}]
+		if ok && (slices.ContainsFunc(m.Consumes, func(r string) bool { return reqs[r] }) || slices.ContainsFunc(m.Provides, func(r string) bool { return reqs[r] })) {
+			changed[a.Node] = true
 		}
 	}
 	return changed, true
+}
+
+// walk pairs two lists by node name, each node's run in one with its run in
+// the other (empty where it has none). An input lists its nodes and
+// assignments by node name already (the read models' key order); a list
+// that is not is sorted first.
+func walk[T any](old, new []T, node func(T) string, fn func(name string, o, n []T)) {
+	byName := func(a, b T) int { return strings.Compare(node(a), node(b)) }
+	if !slices.IsSortedFunc(old, byName) {
+		old = slices.Clone(old)
+		slices.SortStableFunc(old, byName)
+	}
+	if !slices.IsSortedFunc(new, byName) {
+		new = slices.Clone(new)
+		slices.SortStableFunc(new, byName)
+	}
+	run := func(xs []T, i int) int {
+		j := i + 1
+		for j < len(xs) && node(xs[j]) == node(xs[i]) {
+			j++
+		}
+		return j
+	}
+	i, j := 0, 0
+	for i < len(old) || j < len(new) {
+		switch {
+		case j == len(new) || i < len(old) && node(old[i]) < node(new[j]):
+			e := run(old, i)
+			fn(node(old[i]), old[i:e], nil)
+			i = e
+		case i == len(old) || node(new[j]) < node(old[i]):
+			e := run(new, j)
+			fn(node(new[j]), nil, new[j:e])
+			j = e
+		default:
+			ei, ej := run(old, i), run(new, j)
+			fn(node(old[i]), old[i:ei], new[j:ej])
+			i, j = ei, ej
+		}
+	}
 }
 
 // ownedKeys are the keys a node made itself, as sealing reads them.
@@ -122,25 +146,6 @@ func sameSealers(old, new compose.Secrets) (o, n secrets.ComposeSecrets, same bo
 func sameNode(a, b compose.Node) bool {
 	return a.Name == b.Name && a.Address == b.Address && a.Key == b.Key && slices.Equal(a.Capabilities, b.Capabilities) &&
 		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Facts, b.Facts)
-}
-
-// byNode groups assignments by node. An input lists them by node already
-// (the read models' key order), so each node's are a slice of it.
-func byNode(as []compose.Assignment) map[string][]compose.Assignment {
-	out := map[string][]compose.Assignment{}
-	for i := 0; i < len(as); {
-		j := i + 1
-		for j < len(as) && as[j].Node == as[i].Node {
-			j++
-		}
-		if have, ok := out[as[i].Node]; ok {
-			out[as[i].Node] = slices.Concat(have, as[i:j])
-		} else {
-			out[as[i].Node] = as[i:j:j]
-		}
-		i = j
-	}
-	return out
 }
 
 // sameAssignments compares one node's assignments in two inputs, with
