@@ -49,6 +49,7 @@ type CLI struct {
 	Events      EventsCmd           `cmd:"" group:"proof" help:"Print the event log, with stream sequences."`
 	Projections ProjectionsCmd      `cmd:"" group:"care" help:"Inspect and rebuild the controller's read models."`
 	Fleet       daemon.FleetCmd     `cmd:"" group:"run" help:"Run many real agents in this process and time what they are sent: the mesh's load harness."`
+	Traffic     daemon.TrafficCmd   `cmd:"" group:"run" hidden:"" help:"Write a long stream of a busy mesh's traffic straight to the log, signed as the controller of --home: a bench's tool."`
 	Bench       daemon.BenchCmd     `cmd:"" group:"run" help:"Measure the mesh against this machine's floor in one run (its own buses, controllers, simulated and real agents); exit 0 only when every row is within its bound."`
 	Completion  CompletionCmd       `cmd:"" group:"run" help:"Print the script that completes mesh's commands and flags in bash, zsh or fish."`
 	VersionCmd  VersionCmd          `cmd:"" group:"run" name:"version" help:"Print mesh's version: the module's, and the commit it was built from."`
