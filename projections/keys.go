@@ -79,7 +79,8 @@ var (
 //	22 artifacts: each name's row and each digest's; the artifact a runtime runs; operators; who
 //	   asked (the envelope's by) on history rows and a node's last send
 //	23 the nodes a hand declaration holds, as an index (a named push reads no other row)
-const schemaVersion = 23
+//	24 history rows keep a digest as its 32 bytes, not 64 characters of hex (rows/history.go)
+const schemaVersion = 24
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -1,7 +1,9 @@
 package rows
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -106,6 +108,47 @@ func (r *reader) failures() []events.ResourceFailure {
 		out[i] = events.ResourceFailure{Path: r.str(), Reason: r.str()}
 	}
 	return out
+}
+
+// digest writes a sha256 in lowercase hex (what compose.Digest makes) as
+// a tag 1 and its 32 bytes, half the hex; anything else (empty, or a
+// digest a log's event holds in another form) as a tag 0 and the string,
+// so every row reads back exactly as written.
+func (w *rowWriter) digest(s string) {
+	if len(s) != 2*sha256.Size || !lowerHex(s) {
+		w.b = appendStr(append(w.b, 0), s)
+		return
+	}
+	// Checked as hex above, so it decodes.
+	w.b, _ = hex.AppendDecode(append(w.b, 1), []byte(s))
+}
+
+func lowerHex(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *reader) digest() string {
+	if r.bad || len(r.b) == 0 || r.b[0] > 1 {
+		r.bad = true
+		return ""
+	}
+	tag := r.b[0]
+	r.b = r.b[1:]
+	if tag == 0 {
+		return r.str()
+	}
+	if len(r.b) < sha256.Size {
+		r.bad = true
+		return ""
+	}
+	s := hex.EncodeToString(r.b[:sha256.Size])
+	r.b = r.b[sha256.Size:]
+	return s
 }
 
 func (w *rowWriter) strs(l []string) {

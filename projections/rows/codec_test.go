@@ -3,6 +3,7 @@ package rows
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,13 @@ func TestHistoryCodecRoundTrips(t *testing.T) {
 		{Seq: 10, Kind: HistoryInterrupted, At: at, Sequence: 4, Digest: "d", BeganAt: at.Add(-time.Minute)},
 		{Seq: 11, Kind: HistoryUnreachable, At: at, LastHeard: at.Add(-21 * time.Second), Bound: 20 * time.Second},
 		{Seq: 12, Kind: HistoryReachable, At: at},
+		// Digests as the mesh makes them (kept as their bytes), and ones
+		// that only look like them (kept as written).
+		{Seq: 13, Kind: HistoryDeclaration, At: at, Sequence: 5, Digest: hexDigest, ContentDigest: hexDigest[1:] + "0", By: "push", Resources: 1,
+			Builds: []compose.ModuleBuild{{Module: "app", Build: hexDigest}}},
+		{Seq: 14, Kind: HistoryApplied, At: at, Sequence: 5, Digest: strings.ToUpper(hexDigest), Changed: 1},
+		{Seq: 15, Kind: HistoryApplied, At: at, Sequence: 5, Digest: hexDigest[:63] + "g"},
+		{Seq: 16, Kind: HistoryDeclaration, At: at, Sequence: 5, Digest: hexDigest + "0", ContentDigest: "", By: "push"},
 	} {
 		b := EncodeHistory(e)
 		got, err := DecodeHistory(e.Seq, b)
@@ -99,6 +107,23 @@ func TestHistoryCodecRoundTrips(t *testing.T) {
 				t.Fatalf("%+v truncated to %d of %d bytes: err = %v", e, i, len(b), err)
 			}
 		}
+	}
+}
+
+const hexDigest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+// A digest the mesh made is kept as its 32 bytes: a history row of a send
+// and its report is most of a snapshot of the read models (issue 34).
+func TestHistoryRowsKeepDigestsAsBytes(t *testing.T) {
+	at := time.Date(2026, 12, 2, 16, 0, 0, 7, time.UTC)
+	sent := HistoryEntry{Kind: HistoryDeclaration, At: at, Sequence: 5, Digest: hexDigest, ContentDigest: hexDigest, By: "push", Resources: 1,
+		Builds: []compose.ModuleBuild{{Module: "app", Build: hexDigest}}}
+	// Three digests of 64 characters in hex, each in 33 bytes.
+	if n := len(EncodeHistory(sent)); n > 3*33+30 {
+		t.Fatalf("a send's history row is %d bytes: its digests are not kept as bytes", n)
+	}
+	if n := len(EncodeHistory(HistoryEntry{Kind: HistoryApplied, At: at, Sequence: 5, Digest: hexDigest, Changed: 1})); n > 33+20 {
+		t.Fatalf("a report's history row is %d bytes: its digest is not kept as bytes", n)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 // by the node and the event's stream sequence (projections/history.go).
 // Its value, in the notation of codec.go:
 //
-//	uvarint(version=1) | kind | time(at) | uvarint(sequence) | str(digest) |
-//	declaration: str(content digest) str(by) varint(resources) bool(builds known) [uvarint(n) n × (str(module) str(build))]
+//	uvarint(version=2) | kind | time(at) | uvarint(sequence) | digest(digest) |
+//	declaration: digest(content digest) str(by) str(operator) varint(resources) bool(builds known) [uvarint(n) n × (str(module) digest(build))]
 //	applied:     varint(changed)
 //	failed:      uvarint(n) n × (str(path) str(reason))
 //	refused:     str(reason) uvarint(highest)
@@ -25,7 +25,13 @@ import (
 //
 // A declaration whose builds could not be read from its bytes is written
 // with builds unknown, so that history says so instead of showing none.
-const historyCodec = 1
+//
+// A digest (codec.go's digest) is its 32 bytes when it is a sha256 in hex,
+// as every digest the mesh makes is: version 1 kept the 64 characters of
+// hex, most of a row of a send, and the history index is a row an event,
+// so most of a snapshot of the read models (issue 34: 58 MiB a million
+// events, fetched whole by a controller that starts from it).
+const historyCodec = 2
 
 // The kinds of a history row.
 const (
@@ -84,10 +90,10 @@ func AppendHistory(dst []byte, e HistoryEntry) []byte {
 	w.b = append(w.b, e.Kind)
 	w.time(e.At)
 	w.uint(e.Sequence)
-	w.str(e.Digest)
+	w.digest(e.Digest)
 	switch e.Kind {
 	case HistoryDeclaration:
-		w.str(e.ContentDigest)
+		w.digest(e.ContentDigest)
 		w.str(e.By)
 		w.str(e.Operator)
 		w.int(int64(e.Resources))
@@ -96,7 +102,7 @@ func AppendHistory(dst []byte, e HistoryEntry) []byte {
 			w.uint(uint64(len(e.Builds)))
 			for _, m := range e.Builds {
 				w.str(m.Module)
-				w.str(m.Build)
+				w.digest(m.Build)
 			}
 		}
 	case HistoryApplied:
@@ -129,15 +135,15 @@ func DecodeHistory(seq uint64, v []byte) (HistoryEntry, error) {
 	}
 	e := HistoryEntry{Seq: seq, Kind: r.b[0]}
 	r.b = r.b[1:]
-	e.At, e.Sequence, e.Digest = r.time(), r.uvarint(), r.str()
+	e.At, e.Sequence, e.Digest = r.time(), r.uvarint(), r.digest()
 	switch e.Kind {
 	case HistoryDeclaration:
-		e.ContentDigest, e.By, e.Operator, e.Resources = r.str(), r.str(), r.str(), int(r.varint())
+		e.ContentDigest, e.By, e.Operator, e.Resources = r.digest(), r.str(), r.str(), int(r.varint())
 		if r.bool() {
 			n := r.count()
 			e.Builds = make([]compose.ModuleBuild, 0, n)
 			for range n {
-				e.Builds = append(e.Builds, compose.ModuleBuild{Module: r.str(), Build: r.str()})
+				e.Builds = append(e.Builds, compose.ModuleBuild{Module: r.str(), Build: r.digest()})
 			}
 		}
 	case HistoryApplied:

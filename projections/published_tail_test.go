@@ -1,0 +1,161 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nkeys"
+)
+
+// reportEach appends a report of each of nodes (applying a declaration it
+// was never sent: the fold reads it all the same) and answers the last
+// sequence.
+func reportEach(t *testing.T, s *store.Store, nodes ...string) uint64 {
+	t.Helper()
+	kp, _ := nkeys.CreateUser()
+	signer, err := declaration.NewSigner(kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for _, n := range nodes {
+		if last, err = s.Report(context.Background(), n, "rep-"+n, events.DeclarationApplied{Node: n, Sequence: 1, Digest: "d"},
+			store.Sealing{Signer: signer, MAC: testKeys.NodeMAC(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return last
+}
+
+func named(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
+}
+
+// Issue 34: a controller with no read models starts from the newest
+// snapshot on the bus and reads only what came after it. Reports before
+// each of two snapshots and after the newest: a start that read from an
+// older snapshot, or from the first event, hears reports it should not.
+func TestAStartReadsOnlyTheTailAfterTheNewestSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	dir := t.TempDir()
+	pub, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, BatchSize: 3, Keys: testKeys, SnapshotEvery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	pub.Start()
+	var snaps []uint64
+	for _, prefix := range []string{"before-older", "before-newest"} {
+		waitFor(t, pub, reportEach(t, s, named(prefix, 5)...))
+		// A last event, so that the fold keeps a snapshot holding the
+		// reports (it keeps one after a commit, of what it committed).
+		waitFor(t, pub, enrollMany(t, s, len(snaps)*10, 1))
+		sn, err := pub.Publish(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, sn.Checkpoint)
+	}
+	if on, err := s.Snapshots(ctx); err != nil || len(on) != 2 || on[1].Checkpoint != snaps[1] || snaps[0] >= snaps[1] {
+		t.Fatalf("the bus holds snapshots %+v (%v), not the two published at %v", on, err, snaps)
+	}
+	tail := named("tail", 4)
+	last := reportEach(t, s, tail...)
+
+	var mu sync.Mutex
+	var heard []string
+	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, BatchSize: 3, Keys: testKeys, FromPublished: true,
+		Heard: func(h Heard) { mu.Lock(); heard = append(heard, h.Node); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if o.FromSnapshot != snaps[1] || o.Checkpoint != snaps[1] {
+		t.Fatalf("read models made fresh started from event %d (checkpoint %d), not from the newest snapshot's %d", o.FromSnapshot, o.Checkpoint, snaps[1])
+	}
+	b.Start()
+	waitFor(t, b, last)
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(heard) != fmt.Sprint(tail) {
+		t.Fatalf("the start read the reports %v; only the tail after the newest snapshot, %v, is to be read", heard, tail)
+	}
+}
+
+// A snapshot of an older schema (rows a binary before this one wrote,
+// such as history rows with their digests in hex, schema 23) is never
+// started from, even with its proof whole: the read models are folded
+// from the first event instead, and verify calls it stale.
+func TestASnapshotOfAnOlderSchemaIsFoldedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	dir := t.TempDir()
+	pub, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, BatchSize: 3, Keys: testKeys, SnapshotEvery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	pub.Start()
+	waitFor(t, pub, reportEach(t, s, named("before", 3)...))
+	waitFor(t, pub, enrollMany(t, s, 0, 1))
+	sn, err := pub.Publish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.OpenSnapshot(ctx, sn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := schemaVersion - 1
+	st, err := s.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.PutSnapshot(ctx, sn.Checkpoint, r, func(digest string) map[string]string {
+		f := map[string]string{}
+		for k, v := range sn.Fields {
+			f[k] = v
+		}
+		f[fieldSchema] = fmt.Sprint(older)
+		f[fieldProof] = pub.proof(st.Stream, f[fieldCreated], uint64(older), sn.Checkpoint, digest)
+		return f
+	})
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	heard := 0
+	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, BatchSize: 3, Keys: testKeys, FromPublished: true,
+		Heard: func(Heard) { mu.Lock(); heard++; mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if o.FromSnapshot != 0 || o.Checkpoint != 0 {
+		t.Fatalf("read models started from a snapshot of schema %d (event %d, checkpoint %d); this binary folds %d", older, o.FromSnapshot, o.Checkpoint, schemaVersion)
+	}
+	b.Start()
+	waitFor(t, b, st.LastSeq)
+	mu.Lock()
+	defer mu.Unlock()
+	if heard != 3 {
+		t.Fatalf("the fold from the first event read %d report(s), not the 3 the stream holds", heard)
+	}
+	if c, found, err := b.VerifyPublished(ctx); err != nil || !found || !c.Stale {
+		t.Fatalf("verify of a snapshot of schema %d: found %v, %+v, %v", older, found, c, err)
+	}
+}
