@@ -49,7 +49,7 @@ const trafficWindow = 10_000
 // Traffic appends cfg's events to st (whose MAC must be the controller's
 // log key) as the controller kp and the nodes it enrolls would, and
 // answers how many it wrote.
-func Traffic(ctx context.Context, st *store.Store, kp nkeys.KeyPair, cfg TrafficConfig) (uint64, error) {
+func Traffic(ctx context.Context, nc *nats.Conn, st *store.Store, kp nkeys.KeyPair, cfg TrafficConfig) (uint64, error) {
 	if cfg.Nodes <= 0 || cfg.Events == 0 {
 		return 0, fmt.Errorf("fleet: traffic needs nodes and events, was given %d node(s) and %d event(s)", cfg.Nodes, cfg.Events)
 	}
@@ -61,7 +61,12 @@ func Traffic(ctx context.Context, st *store.Store, kp nkeys.KeyPair, cfg Traffic
 	if err != nil {
 		return 0, err
 	}
-	js := st.JetStream()
+	// Reports wait for their acks as long as an append may: on a loaded
+	// bus the client's default (5 s) cut a run of ten million short.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncWindow), jetstream.WithPublishAsyncTimeout(reportWait))
+	if err != nil {
+		return 0, err
+	}
 	names := make([]string, cfg.Nodes)
 	sealings := make([]store.Sealing, cfg.Nodes)
 	var once sync.Once
@@ -81,13 +86,17 @@ func Traffic(ctx context.Context, st *store.Store, kp nkeys.KeyPair, cfg Traffic
 	if first != nil {
 		return 0, first
 	}
-	t := &traffic{st: st, js: js, cfg: cfg, names: names, sealings: sealings, last: make([]uint64, cfg.Nodes), signer: signer}
+	t := &traffic{st: st, js: js, cfg: cfg, names: names, sealings: sealings, signer: signer,
+		last: make([]uint64, cfg.Nodes), seqs: make([]uint64, cfg.Nodes), digests: make([]string, cfg.Nodes)}
+	if err := t.resume(ctx); err != nil {
+		return 0, err
+	}
 	if err := t.enrol(ctx); err != nil {
 		return t.written, err
 	}
-	for round := uint64(1); t.written < cfg.Events; round++ {
+	for t.written < cfg.Events {
 		for lo := 0; lo < cfg.Nodes && t.written < cfg.Events; lo += trafficWindow {
-			if err := t.push(ctx, round, lo, min(lo+trafficWindow, cfg.Nodes)); err != nil {
+			if err := t.push(ctx, lo, min(lo+trafficWindow, cfg.Nodes)); err != nil {
 				return t.written, err
 			}
 		}
@@ -101,24 +110,57 @@ type traffic struct {
 	cfg      TrafficConfig
 	names    []string
 	sealings []store.Sealing
-	last     []uint64 // each node's aggregate version: the sequence of its last event
+	last     []uint64 // each node's aggregate version: the sequence of its last event (0: not enrolled)
+	seqs     []uint64 // each node's last declaration's number
 	digests  []string // each node's last declaration's digest, its chain
 	signer   *declaration.Signer
 	written  uint64
 	acks     []pendingAck // reports published and not yet known taken
 }
 
-// enrol appends each node's enrolment and its report key.
+// resume reads what the stream holds of each node already (a run cut
+// short, or a second run to make the stream longer): its version, and its
+// last declaration's number and digest, which the next one follows.
+func (t *traffic) resume(ctx context.Context) error {
+	var once sync.Once
+	var first error
+	fanout.Each(len(t.names), 64, func(i int) {
+		agg := events.NodeAggregate(t.names[i])
+		m, found, err := t.st.Last(ctx, agg.Subject(events.DeclarationSent{}.EventType()))
+		if err == nil && found {
+			var ev events.Event
+			if _, ev, err = events.DecodeFromSubject(m.Subject, m.Data); err == nil {
+				sent := ev.(events.DeclarationSent)
+				t.last[i], t.seqs[i], t.digests[i] = m.Seq, sent.Sequence, sent.Digest
+				return
+			}
+		}
+		if err == nil {
+			m, found, err = t.st.Last(ctx, agg.Subject(events.NodeEnrolled{}.EventType()))
+			if found {
+				t.last[i] = m.Seq
+			}
+		}
+		if err != nil {
+			once.Do(func() { first = err })
+		}
+	})
+	return first
+}
+
+// enrol appends the enrolment of each node not enrolled yet, and a report
+// key for each (a node of a run before gets a new one, as a node re-keyed).
 func (t *traffic) enrol(ctx context.Context) error {
-	t.digests = make([]string, len(t.names))
 	for lo := 0; lo < len(t.names); lo += trafficWindow {
 		hi := min(lo+trafficWindow, len(t.names))
 		items := make([]store.One, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			items = append(items, store.One{Aggregate: events.NodeAggregate(t.names[i]), CommandID: "traffic.enrol." + t.names[i],
-				Event: events.NodeEnrolled{Name: t.names[i], Capabilities: []string{"linux"}, Labels: map[string]string{"fleet": t.cfg.Prefix}}})
+			if t.last[i] == 0 {
+				items = append(items, store.One{Aggregate: events.NodeAggregate(t.names[i]), CommandID: "traffic.enrol." + t.names[i],
+					Event: events.NodeEnrolled{Name: t.names[i], Capabilities: []string{"linux"}, Labels: map[string]string{"fleet": t.cfg.Prefix}}})
+			}
 		}
-		if err := t.append(ctx, lo, items); err != nil {
+		if err := t.appendTo(ctx, lo, hi, items); err != nil {
 			return err
 		}
 		if err := t.report(ctx, lo, hi, func(i int) (string, events.Event) {
@@ -135,9 +177,9 @@ func (t *traffic) enrol(ctx context.Context) error {
 // forty lines, about the size of a real declaration of a few files.
 var trafficContent = strings.Repeat("some configuration line of a module's file\n", 20)
 
-// push sends round's declaration to nodes lo to hi and appends each one's
-// report applying it.
-func (t *traffic) push(ctx context.Context, round uint64, lo, hi int) error {
+// push sends nodes lo to hi each its next declaration and appends each
+// one's report applying it.
+func (t *traffic) push(ctx context.Context, lo, hi int) error {
 	items := make([]store.One, hi-lo)
 	at := time.Now()
 	fanout.PerCore(hi-lo, func(j int) {
@@ -145,35 +187,41 @@ func (t *traffic) push(ctx context.Context, round uint64, lo, hi int) error {
 		content := compose.Declaration{Mesh: "mesh", Node: t.names[i], Receives: []compose.Receipt{},
 			Modules:   []compose.ModuleBuild{{Module: "motd", Build: strings.Repeat("b", 64)}},
 			Resources: []compose.Resource{{Path: "/etc/motd", Kind: "file", Mode: "0644", Content: &trafficContent, Module: "motd"}}}
-		d := declaration.New(content, round, t.digests[i], at)
+		t.seqs[i]++
+		d := declaration.New(content, t.seqs[i], t.digests[i], at)
 		s := t.signer.Seal(d)
 		t.digests[i] = s.Digest()
 		items[j] = store.One{Aggregate: events.NodeAggregate(t.names[i]), Expected: t.last[i],
-			CommandID: "traffic.send." + strconv.FormatUint(round, 10) + "." + t.names[i],
-			Event: events.DeclarationSent{Node: t.names[i], Sequence: round, Digest: t.digests[i], ContentDigest: d.ContentDigest(),
+			CommandID: "traffic.send." + strconv.FormatUint(t.seqs[i], 10) + "." + t.names[i],
+			Event: events.DeclarationSent{Node: t.names[i], Sequence: t.seqs[i], Digest: t.digests[i], ContentDigest: d.ContentDigest(),
 				By: "push", Resources: 1, Declaration: s.Bytes, Signature: s.Signature, Key: s.Key}}
 	})
-	if err := t.append(ctx, lo, items); err != nil {
+	if err := t.appendTo(ctx, lo, hi, items); err != nil {
 		return err
 	}
 	return t.report(ctx, lo, hi, func(i int) (string, events.Event) {
-		return "rep.a." + strconv.FormatUint(round, 10) + "." + t.digests[i][:16],
-			events.DeclarationApplied{Node: t.names[i], Sequence: round, Digest: t.digests[i], Changed: 1}
+		return "rep.a." + strconv.FormatUint(t.seqs[i], 10) + "." + t.digests[i][:16],
+			events.DeclarationApplied{Node: t.names[i], Sequence: t.seqs[i], Digest: t.digests[i], Changed: 1}
 	})
 }
 
-// append appends items (of nodes lo on, in order), each expecting its
-// node's version, and records the versions they made.
-func (t *traffic) append(ctx context.Context, lo int, items []store.One) error {
+// appendTo appends items, each of one of the nodes lo to hi in order and
+// expecting its node's version, and records the versions they made.
+func (t *traffic) appendTo(ctx context.Context, lo, hi int, items []store.One) error {
 	out, err := t.st.AppendMany(ctx, items)
 	if err != nil {
 		return err
 	}
+	at := make(map[events.AggregateID]int, hi-lo)
+	for i := lo; i < hi; i++ {
+		at[events.NodeAggregate(t.names[i])] = i
+	}
 	for j, o := range out {
+		i := at[items[j].Aggregate]
 		if o.Err != nil {
-			return fmt.Errorf("fleet: cannot append %s's %s: %w", t.names[lo+j], items[j].Event.EventType(), o.Err)
+			return fmt.Errorf("fleet: cannot append %s's %s: %w", t.names[i], items[j].Event.EventType(), o.Err)
 		}
-		t.last[lo+j] = o.Seq
+		t.last[i] = o.Seq
 	}
 	t.written += uint64(len(items))
 	t.progress()

@@ -134,6 +134,9 @@ type Engine struct {
 	// lastPublished is the event the newest snapshot on the bus holds;
 	// publishing is set while one is being published.
 	lastPublished atomic.Uint64
+	// warm: the read models came from a snapshot on the bus, and the
+	// first start fills the fold's memory of node rows (warm.go).
+	warm atomic.Bool
 	publishing    atomic.Bool
 	publishes     sync.WaitGroup // a Close waits for the publish it cut
 
@@ -231,6 +234,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	}
 	e.db, e.gen = db, gen
 	e.checkpoint.Store(readCheckpoint(db))
+	e.warm.Store(from > 0)
 	e.dir().ClearLeftovers()
 	if s := e.dir().Snapshots(); len(s) > 0 {
 		e.lastSnap.Store(s[len(s)-1].Checkpoint)

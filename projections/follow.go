@@ -37,7 +37,17 @@ func (e *Engine) startLocked() {
 	// The first caught-up event after a start is inside the window too.
 	f.lastCommit = f.now()
 	var wg sync.WaitGroup
-	wg.Go(func() { e.follow(ctx, f) })
+	warm := e.warm.Swap(false)
+	wg.Go(func() {
+		// Read models just fetched from the bus: their tail is likely a
+		// push's, touching every node (warm.go).
+		if warm {
+			if err := f.warm(); err != nil {
+				e.o.Log.Warn("projections: cannot read the node rows ahead of the tail; folding it without", "err", err)
+			}
+		}
+		e.follow(ctx, f)
+	})
 	wg.Go(func() { e.syncLoop(ctx) })
 	go func() {
 		wg.Wait()

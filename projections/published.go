@@ -72,6 +72,9 @@ func (e *Engine) Publish(ctx context.Context) (store.Snapshot, error) {
 	}
 	defer e.fs.RemoveAll(dir)
 	src := e.fs.PathJoin(dir, disk.GenerationName(1))
+	if err := e.withoutLog(src); err != nil {
+		return store.Snapshot{}, err
+	}
 	id, schema, err := e.identityOf(src)
 	if err != nil {
 		return store.Snapshot{}, err
@@ -88,6 +91,24 @@ func (e *Engine) Publish(ctx context.Context) (store.Snapshot, error) {
 		e.lastPublished.Store(sn.Checkpoint)
 	}
 	return sn, err
+}
+
+// withoutLog turns the write-ahead log of the read models in dir (a
+// linked copy of a snapshot) into a table: a snapshot of the live read
+// models holds what their memtable held as its log, uncompressed, up to
+// the memtable's 16 MiB (7.1 of a 12 MiB snapshot of 200,000 events), and
+// a start from it replays that log before it serves. Opening the copy
+// replays it once here and writes it as a table; nothing else is
+// rewritten (no compaction), and the snapshot's tables are hard links the
+// live read models keep as they were.
+func (e *Engine) withoutLog(dir string) error {
+	o := e.pebbleOptions(true)
+	o.DisableAutomaticCompactions = true
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		return fmt.Errorf("projections: cannot open the snapshot in %s: %w", dir, err)
+	}
+	return db.Close()
 }
 
 // identityOf reads the stream identity and schema of the read models in dir.

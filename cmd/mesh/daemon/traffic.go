@@ -59,7 +59,7 @@ func (c *TrafficCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.O
 	st.MAC = keys.LogMAC()
 	start := time.Now()
 	next := uint64(0)
-	n, err := fleet.Traffic(ctx, st, kp, fleet.TrafficConfig{Nodes: c.Nodes, Events: c.Events, Prefix: c.Prefix, Progress: func(w uint64) {
+	n, err := fleet.Traffic(ctx, nc, st, kp, fleet.TrafficConfig{Nodes: c.Nodes, Events: c.Events, Prefix: c.Prefix, Progress: func(w uint64) {
 		if w >= next {
 			fmt.Fprintf(out.Out, "%d event(s) in %s\n", w, since(start))
 			next = w + 1_000_000
