@@ -136,9 +136,9 @@ type Engine struct {
 	lastPublished atomic.Uint64
 	// warm: the read models came from a snapshot on the bus, and the
 	// first start fills the fold's memory of node rows (warm.go).
-	warm atomic.Bool
-	publishing    atomic.Bool
-	publishes     sync.WaitGroup // a Close waits for the publish it cut
+	warm       atomic.Bool
+	publishing atomic.Bool
+	publishes  sync.WaitGroup // a Close waits for the publish it cut
 
 	// closing ends a long fold when the engine closes (closed cancels it).
 	closing context.Context
