@@ -194,7 +194,7 @@ func openReadModels(ctx context.Context, self core.Self, c ControllerConfig, hea
 		snapEvery = min(snapEvery, publish)
 	}
 	opts := projections.Options{Dir: filepath.Join(c.Home, "projections"), Store: self.Store, Log: log, Reset: c.Reset, Keys: self.Keys,
-		SnapshotEvery: snapEvery, PublishEvery: publish, FromPublished: true, Heard: heard}
+		SnapshotEvery: snapEvery, PublishEvery: publish, PublishAfter: projections.DefaultPublishAfter, FromPublished: true, Heard: heard}
 	proj, o, err := projections.Open(ctx, opts)
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
 		// Read models that do not belong to the stream (a restore, a reset

@@ -50,6 +50,9 @@ type Options struct {
 	// every so many events folded (published.go), for a controller with
 	// no read models to start from.
 	PublishEvery uint64
+	// PublishAfter, with PublishEvery, publishes anything folded since the
+	// last publish once this long has passed since it (DefaultPublishAfter).
+	PublishAfter time.Duration
 	// FromPublished: read models made fresh here start from the newest
 	// snapshot on the bus whose proof holds, rather than from nothing.
 	FromPublished bool
@@ -134,6 +137,7 @@ type Engine struct {
 	// lastPublished is the event the newest snapshot on the bus holds;
 	// publishing is set while one is being published.
 	lastPublished atomic.Uint64
+	publishedAt   atomic.Int64 // when the last publish began (or the engine opened), unix nanoseconds
 	// warm: the read models came from a snapshot on the bus, and the
 	// first start fills the fold's memory of node rows (warm.go).
 	warm       atomic.Bool
@@ -247,6 +251,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		return nil, Opening{}, err
 	}
 	if o.PublishEvery > 0 {
+		e.publishedAt.Store(e.now().UnixNano())
 		if on, err := o.Store.Snapshots(ctx); err == nil && len(on) > 0 {
 			e.lastPublished.Store(on[len(on)-1].Checkpoint)
 		}

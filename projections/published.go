@@ -38,6 +38,13 @@ import (
 // events is some hundreds of MiB).
 const DefaultPublishEvery = 200_000
 
+// DefaultPublishAfter bounds the tail by time too: a mesh folding a few
+// events a minute would take hours to reach PublishEvery, and a start
+// would fold all of them. Once this long has passed since the last
+// publish, the next commit of anything new is published (at ten million
+// events a snapshot is some hundreds of MiB, so not much more often).
+const DefaultPublishAfter = 5 * time.Minute
+
 // The fields recorded beside a published snapshot.
 const (
 	fieldStream  = "stream"
@@ -125,12 +132,23 @@ func (e *Engine) identityOf(dir string) (identity, uint64, error) {
 	return id, readU64(db, keySchema), nil
 }
 
+// publishLate says the fold, having just committed up to last, should
+// publish now for the time since the last publish (PublishAfter).
+func (e *Engine) publishLate(last uint64) bool {
+	return e.o.PublishEvery > 0 && e.o.PublishAfter > 0 && last > e.lastPublished.Load() && !e.publishing.Load() &&
+		e.now().Sub(time.Unix(0, e.publishedAt.Load())) >= e.o.PublishAfter
+}
+
 // maybePublish publishes, beside the fold, once PublishEvery events were
-// folded since the newest snapshot on the bus; one publish at a time.
-func (e *Engine) maybePublish(last uint64) {
-	if e.o.PublishEvery == 0 || last < e.lastPublished.Load()+e.o.PublishEvery || !e.publishing.CompareAndSwap(false, true) {
+// folded since the newest snapshot on the bus, or when late (publishLate);
+// one publish at a time.
+func (e *Engine) maybePublish(last uint64, late bool) {
+	if e.o.PublishEvery == 0 || !late && last < e.lastPublished.Load()+e.o.PublishEvery || !e.publishing.CompareAndSwap(false, true) {
 		return
 	}
+	// Counted from the start of a publish: one that takes long does not
+	// make the next one due at once.
+	e.publishedAt.Store(e.now().UnixNano())
 	e.publishes.Add(1)
 	go func() {
 		defer e.publishes.Done()

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nkeys"
@@ -157,5 +160,49 @@ func TestASnapshotOfAnOlderSchemaIsFoldedAgain(t *testing.T) {
 	}
 	if c, found, err := b.VerifyPublished(ctx); err != nil || !found || !c.Stale {
 		t.Fatalf("verify of a snapshot of schema %d: found %v, %+v, %v", older, found, c, err)
+	}
+}
+
+// The tail is bounded by time as well as by events: once PublishAfter has
+// passed since the last publish, the next commit publishes what the fold
+// holds, though far fewer than PublishEvery events came; and not again
+// until PublishAfter has passed once more.
+func TestASnapshotIsPublishedOnceItsTimeHasPassed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	const after = time.Minute
+	e, _, err := Open(ctx, Options{Dir: t.TempDir(), FS: vfs.Default, Store: s, BatchSize: 3, Keys: testKeys,
+		SnapshotEvery: 1_000_000, PublishEvery: 1_000_000, PublishAfter: after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	e.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	e.Start()
+	newest := func() uint64 {
+		on, err := s.Snapshots(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(on) == 0 {
+			return 0
+		}
+		return on[len(on)-1].Checkpoint
+	}
+	before := enrollMany(t, s, 0, 5)
+	waitFor(t, e, before)
+	if n := newest(); n != 0 {
+		t.Fatalf("a snapshot of event %d was published before its time", n)
+	}
+	clock.Add(int64(after + time.Second))
+	waitFor(t, e, enrollMany(t, s, 5, 2))
+	embeddedtest.Eventually(t, "the snapshot published once its time passed", func() bool { return newest() > before && !e.publishing.Load() })
+	published := newest()
+	waitFor(t, e, enrollMany(t, s, 7, 4))
+	if e.publishing.Load() || newest() != published {
+		t.Fatalf("publishing again (newest on the bus %d, after %d) before another %s passed", newest(), published, after)
 	}
 }
