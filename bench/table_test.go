@@ -26,7 +26,10 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 			Controller: Process{Name: "controller", Pushes: []time.Duration{s * 3 / 10}},
 			Bus:        Process{Name: "bus", Pushes: []time.Duration{s * 4 / 10}},
 			Fleet:      Process{Name: "fleet", Pushes: []time.Duration{s}}},
-		Bounds: Issue34,
+		// The bus spent 100 µs an agent on sockets of their own, 40 on
+		// one shared: a socket's price is 60 µs.
+		Sockets: Sockets{Own: 100 * time.Microsecond, Burst: 70 * time.Microsecond, Shared: 40 * time.Microsecond, Span: s},
+		Bounds:  Issue34,
 	}
 	rows := tb.Rows()
 	want := []struct {
@@ -37,7 +40,8 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 		{"controller", 60 * time.Microsecond, 40 * time.Microsecond, false},
 		{"bus", 70 * time.Microsecond, 50 * time.Microsecond, true},
 		{"nodes", 100 * time.Microsecond, 30 * time.Microsecond, false}, // no bound
-		{"real", 140 * time.Microsecond, 130 * time.Microsecond, false},
+		{"real", 140 * time.Microsecond, 130 * time.Microsecond, false}, // no bound
+		{"sockets", 140 * time.Microsecond, 190 * time.Microsecond, false},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(rows), len(want))
@@ -49,24 +53,38 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 		}
 	}
 	over, said := tb.Over()
-	if len(over) != 1 || !strings.Contains(said, "1 of 4 row(s) over their bound: bus (nats-server) at 1.40x (bound 1.3x, over by 8%)") {
+	if len(over) != 1 || !strings.Contains(said, "1 of 5 row(s) over their bound: bus (nats-server) at 1.40x (bound 1.3x, over by 8%)") {
 		t.Fatalf("over: %d rows, %q", len(over), said)
 	}
 	// A bound nobody could meet fails every row it is given to.
-	tb.Bounds = Bounds{Controller: 0.01, Bus: 100, Nodes: 0.01, Real: 100}
-	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "controller at 1.50x") || !strings.Contains(said, "simulated nodes at 3.33x") {
+	tb.Bounds = Bounds{Controller: 0.01, Bus: 100, Nodes: 0.01, Real: 1, Sockets: 100}
+	if over, said := tb.Over(); len(over) != 3 || !strings.Contains(said, "controller at 1.50x") || !strings.Contains(said, "simulated nodes at 3.33x") ||
+		!strings.Contains(said, "controller + bus, real agents at 1.08x") {
 		t.Fatalf("impossible bounds: %d rows over, %q", len(over), said)
 	}
+	// Against simulated nodes and a socket's price: 140 µs is within 1.05
+	// times 130 and 60, and over it with no price (1.08 times 130).
+	tb.Bounds = Issue34
+	tb.Bounds.Sockets = 1.05
+	if over, said := tb.Over(); len(over) != 1 || strings.Contains(said, "sockets priced in") {
+		t.Fatalf("real agents at 140 µs against 190: %d rows over, %q", len(over), said)
+	}
+	tb.Sockets.Own = tb.Sockets.Shared
+	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "the same, sockets priced in at 1.08x") {
+		t.Fatalf("real agents at 140 µs against 130 with no price: %d rows over, %q", len(over), said)
+	}
+	tb.Sockets.Own = 100 * time.Microsecond
 	// A push too small for the system to count is no figure: with a
 	// bound, it fails the run rather than passing it at 0x.
 	tb.Bounds = Issue34
 	tb.Real.Controller.Pushes, tb.Real.Bus.Pushes = []time.Duration{0}, []time.Duration{0}
-	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "1 row(s) with no figure") || !strings.Contains(said, "(controller + bus, real agents): give more --nodes or --agents") {
+	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "1 row(s) with no figure") || !strings.Contains(said, "(the same, sockets priced in): give more --nodes or --agents") {
 		t.Fatalf("an unmeasured row: %d rows fail, %q", len(over), said)
 	}
 	var out bytes.Buffer
 	tb.Print(&out)
-	for _, line := range []string{"ed25519 sign of 1200 bytes", "controller + bus, real agents", "OVER by", "NO FIGURE", "real agents, 5000 node(s)"} {
+	for _, line := range []string{"ed25519 sign of 1200 bytes", "controller + bus, real agents", "OVER by", "NO FIGURE", "real agents, 5000 node(s)",
+		"answering within 1.0 s (the real agents' span)", "a socket's price (its own, within the span, less shared)", "  60.0 µs\n", "190.0 µs (simulated, and a socket's price)"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the table does not say %q:\n%s", line, out.String())
 		}

@@ -24,7 +24,7 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	// A process of its own, as an operator runs it: the bus's row is this
 	// process's CPU, which the tests beside it would otherwise add to.
 	cmd := exec.Command(os.Args[0], "--home", t.TempDir(), "bench", "--nodes", "100", "--agents", "10", "--pushes", "1", "--idle", "1s", "--dir", dir,
-		"--bound", "bus=0.000001", "--bound", "controller=1000000", "--bound", "real=1000000")
+		"--bound", "bus=0.000001", "--bound", "controller=1000000", "--bound", "real=1000000", "--bound", "sockets=1000000")
 	cmd.Env = append(os.Environ(), "MESH_TEST_MAIN=1")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -37,7 +37,7 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	// A tiny fleet may cost a process less than the system counts: such a
 	// row says it has no figure, and fails the run too.
 	verdict := `(none|\S+x +(within|OVER by \d+%|NO FIGURE))`
-	for _, row := range []string{"controller", "bus \\(nats-server\\)", "simulated nodes", "controller \\+ bus, real agents"} {
+	for _, row := range []string{"controller", "bus \\(nats-server\\)", "simulated nodes", "controller \\+ bus, real agents", "the same, sockets priced in"} {
 		re := regexp.MustCompile(`(?m)^  ` + row + ` +\d+\.\d µs \(\d+\.\d-\d+\.\d\) +\d+\.\d µs \([^)]+\) +\d+\.\d\dx +` + verdict + `\s*$`)
 		if !re.MatchString(out) {
 			t.Errorf("no row %s with its figure, floor, ratio and verdict", row)
@@ -45,6 +45,12 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^  bus \(nats-server\) .*(OVER by \d+%|NO FIGURE)\s*$`).MatchString(out) || strings.Contains(out, "every row within its bound") {
 		t.Error("the bus, held to a bound nobody could meet, is not said to fail it")
+	}
+	// The bus's floor for real agents, its own agents a process apart.
+	for _, line := range []string{"each agent on a socket of its own, answering within", "every agent on one shared socket", "a socket's price"} {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(line) + `.* +\d+\.\d µs$`).MatchString(out) {
+			t.Errorf("no line of the sockets' floor saying %q with its figure", line)
+		}
 	}
 	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s `).FindAllString(out, -1)
 	if len(procs) != 6 {
@@ -69,7 +75,7 @@ func TestBenchRefusesWhatItCannotMeasure(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"--bound", "memory=2"}, "--bound memory=2 names no row: give one of [bus controller nodes real]"},
+		{[]string{"--bound", "memory=2"}, "--bound memory=2 names no row: give one of [bus controller nodes real sockets]"},
 		{[]string{"--bound", "bus=0"}, "a bound is a ratio above 0"},
 		{[]string{"--nodes", "0"}, "give at least 1 simulated node"},
 		{[]string{"--pushes", "0"}, "--pushes 0: give at least 1"},

@@ -26,13 +26,16 @@ type BenchCmd struct {
 	Nodes  int                `default:"10000" help:"How many simulated nodes to push to (mesh fleet --simulate, on an open bus)."`
 	Agents int                `default:"10000" help:"How many real agents to push to (mesh fleet, on a closed bus); 0 leaves their row out."`
 	Pushes int                `default:"3" help:"How many times to push to each fleet; each row is the median push."`
-	Bound  map[string]float64 `help:"A row's bound on its ratio, instead of issue 34's (controller=1.5, bus=1.3, real=1.3; nodes has none): --bound controller=2 (repeatable)."`
+	Bound  map[string]float64 `help:"A row's bound on its ratio, instead of issue 34's (controller=1.5, bus=1.3, sockets=1.3; nodes and real have none): --bound controller=2 (repeatable)."`
 	// Idle covers a whole period of every agent's unprompted work, its
 	// beat (5 s) and its read of its newest declaration (10 s): ten
 	// thousand agents started together do it in bursts, and a shorter
 	// window caught a burst or missed it (the bus's CPU above idle for
 	// one push of 10,000 real agents then read 0.00 s).
 	Idle time.Duration `default:"10s" help:"How long each process is measured at rest before each push; a push's CPU is what it spends above that rate."`
+	// SocketsClient makes this process the far side of the sockets' floor
+	// (bench.SocketClients), which mesh bench starts itself.
+	SocketsClient int `hidden:"" name:"sockets-client"`
 }
 
 func (c *BenchCmd) Help() string {
@@ -48,6 +51,9 @@ func (c *BenchCmd) Help() string {
 const benchWait = 3 * time.Minute
 
 func (c *BenchCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
+	if c.SocketsClient > 0 {
+		return bench.SocketClients(ctx, g.Bus, c.SocketsClient, os.Stdin, out.Out)
+	}
 	bounds, err := c.bounds()
 	if err != nil {
 		return err
@@ -90,6 +96,13 @@ func (c *BenchCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		if t.Real, err = r.phase(ctx, filepath.Join(dir, "real"), "real agents", true, c.Agents); err != nil {
 			return err
 		}
+		// The sockets' floor, its agents answering over the span the real
+		// ones took (the median push's).
+		span := slices.Sorted(slices.Values(t.Real.Spans))[(len(t.Real.Spans)-1)/2]
+		if t.Sockets, err = r.sockets(ctx, filepath.Join(dir, "sockets"), c.Agents, t.Rounds, span); err != nil {
+			return err
+		}
+		fmt.Fprintf(out.Err, "the sockets' floor measured, %s\n", since(start))
 	}
 	t.Print(out.Out)
 	if _, said := t.Over(); said != "" {
@@ -112,7 +125,7 @@ func (c *BenchCmd) bounds() (bench.Bounds, error) {
 		return bench.Bounds{}, cmdline.Usagef("--idle %s: give at least 100ms, or a rate at rest is /proc's hundredths of a second", c.Idle)
 	}
 	b := bench.Issue34
-	rows := map[string]*float64{"controller": &b.Controller, "bus": &b.Bus, "nodes": &b.Nodes, "real": &b.Real}
+	rows := map[string]*float64{"controller": &b.Controller, "bus": &b.Bus, "nodes": &b.Nodes, "real": &b.Real, "sockets": &b.Sockets}
 	for k, v := range c.Bound {
 		p, ok := rows[k]
 		if !ok {
@@ -203,6 +216,7 @@ func (r benchRun) phase(ctx context.Context, dir, name string, closed bool, node
 			return ph, fmt.Errorf("%s, push %d: %w", name, i+1, err)
 		}
 		ph.Sent = append(ph.Sent, p.sent)
+		ph.Spans = append(ph.Spans, p.span)
 		for j, proc := range procs {
 			proc.Pushes = append(proc.Pushes, p.cpu[j])
 			idle[j] = append(idle[j], p.idle[j])

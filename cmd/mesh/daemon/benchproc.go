@@ -51,19 +51,28 @@ func (r benchRun) spawn(ctx context.Context, dir, home, url, name string, env []
 	c := &benchChild{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{}), lines: make(chan string, 64)}
 	c.cmd = r.command(ctx, home, url, args...)
 	c.cmd.Env = append(c.cmd.Env, env...)
+	if err := r.start(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// start starts c's command, its stderr to its log and its stdout to its
+// lines.
+func (r benchRun) start(c *benchChild) error {
 	logf, err := os.Create(c.log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.cmd.Stderr = logf
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()
-		return nil, err
+		return err
 	}
 	if err := c.cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("cannot start the %s (%s): %w", name, r.bin, err)
+		return fmt.Errorf("cannot start the %s (%s): %w", c.name, r.bin, err)
 	}
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -75,7 +84,7 @@ func (r benchRun) spawn(ctx context.Context, dir, home, url, name string, env []
 		logf.Close()
 		close(c.exited)
 	}()
-	return c, nil
+	return nil
 }
 
 func (c *benchChild) pid() int { return c.cmd.Process.Pid }
@@ -150,7 +159,7 @@ func (r benchRun) startReady(ctx context.Context, dir, home, url string, args ..
 // The lines of mesh fleet mesh bench reads (FleetCmd.Run, watchRounds).
 var (
 	fleetFollows = regexp.MustCompile(`^\d+ (simulated )?agent\(s\) (connected and following|recorded their report keys and are listening) in `)
-	fleetRound   = regexp.MustCompile(`^(\d+) report\(s\) in .*: (\d+) applied, (\d+) failed, (\d+) refused$`)
+	fleetRound   = regexp.MustCompile(`^(\d+) report\(s\) in (\S+) from the first to the last: (\d+) applied, (\d+) failed, (\d+) refused$`)
 )
 
 // startFleet starts mesh fleet (enrolling and assigning its nodes itself)
@@ -183,41 +192,46 @@ func (r benchRun) startFleet(ctx context.Context, dir, home, url, name string, a
 }
 
 // awaitReports reads the fleet's rounds until n reports came, every one
-// an application.
-func (f *benchChild) awaitReports(ctx context.Context, n int) error {
+// an application, and says how long they took from the first to the last
+// (a round's span each, when the fleet went quiet between them).
+func (f *benchChild) awaitReports(ctx context.Context, n int) (time.Duration, error) {
 	applied := 0
+	var span time.Duration
 	deadline := time.After(benchWait)
 	for applied < n {
 		select {
 		case <-deadline:
-			return fmt.Errorf("%d of %d node(s) reported within %s: this machine is too busy to measure on now; %s", applied, n, benchWait, f.lastWords())
+			return span, fmt.Errorf("%d of %d node(s) reported within %s: this machine is too busy to measure on now; %s", applied, n, benchWait, f.lastWords())
 		case line, ok := <-f.lines:
 			if !ok {
 				<-f.exited
-				return f.gone()
+				return span, f.gone()
 			}
 			m := fleetRound.FindStringSubmatch(line)
 			if m == nil {
 				continue
 			}
-			a, _ := strconv.Atoi(m[2])
-			failed, _ := strconv.Atoi(m[3])
-			refused, _ := strconv.Atoi(m[4])
+			d, _ := time.ParseDuration(m[2])
+			span += d
+			a, _ := strconv.Atoi(m[3])
+			failed, _ := strconv.Atoi(m[4])
+			refused, _ := strconv.Atoi(m[5])
 			if failed+refused > 0 {
-				return fmt.Errorf("the fleet reported %d failed and %d refused: a bench measures a push every node applies; %s", failed, refused, f.lastWords())
+				return span, fmt.Errorf("the fleet reported %d failed and %d refused: a bench measures a push every node applies; %s", failed, refused, f.lastWords())
 			}
 			applied += a
 		case <-ctx.Done():
-			return ctx.Err()
+			return span, ctx.Err()
 		}
 	}
-	return nil
+	return span, nil
 }
 
 // pushFigures are one push as the processes counted it (the controller,
 // the bus, the fleet, in that order).
 type pushFigures struct {
 	sent int
+	span time.Duration // the reports' span, the first to the last
 	cpu  [3]time.Duration
 	idle [3]float64
 	last [3]bench.Usage
@@ -257,7 +271,7 @@ func (r benchRun) measuredPush(ctx context.Context, home, url string, f *benchCh
 		return p, fmt.Errorf("the push left %d node(s) unsent, the first %s: %s", len(reply.Unsent), reply.Unsent[0].Node, reply.Unsent[0].Reason)
 	}
 	p.sent = len(reply.Sent)
-	if err := f.awaitReports(ctx, p.sent); err != nil {
+	if p.span, err = f.awaitReports(ctx, p.sent); err != nil {
 		return p, err
 	}
 	t2, u2, err := usages(pids)
