@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/fanout"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -96,8 +95,18 @@ func SocketClients(ctx context.Context, url string, n int, in io.Reader, out io.
 			}
 		}
 	}()
+	// Connected 64 at a time, as mesh fleet opens its agents.
 	errs := make([]error, n)
-	fanout.Each(n, 64, func(i int) { conns[i], errs[i] = c.agent(url, i) })
+	var wg sync.WaitGroup
+	room := make(chan struct{}, 64)
+	for i := range n {
+		room <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-room }()
+			conns[i], errs[i] = c.agent(url, i)
+		})
+	}
+	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err
