@@ -27,25 +27,34 @@ import (
 // the price of a socket an agent, which no change to the mesh can take
 // away, and what the real agents' row is fairly held against.
 
-// Sockets are the bus's CPU a message exchange (a declaration stored and
-// delivered, a report stored and acknowledged), the least of the rounds.
+// Sockets are the CPU a message exchange costs (a declaration stored and
+// delivered, a report stored, acknowledged and read), the least of the
+// rounds: the bus's, and the hub's, which plays the controller (it
+// publishes the declarations and reads every report, as the fold does).
 type Sockets struct {
-	// Own is per agent, each on a connection of its own, told by the
-	// stream's republish and reporting with a publish it waits on, each
-	// answering at a random moment within Span (the reports' span of the
-	// run's real agents: each message then arrives alone, and the bus
-	// wakes for each, where reports arriving together share its work).
+	// Own is the bus's per agent, each agent on a connection of its own,
+	// told by the stream's republish and reporting with a publish it
+	// waits on, each answering at a random moment within Span (the
+	// reports' span of the run's real agents: each message then arrives
+	// alone, and the bus wakes for each, where reports arriving together
+	// share its work).
 	Own  time.Duration
 	Span time.Duration
 	// Burst is the same with every agent answering at once.
 	Burst time.Duration
-	// Shared is the same exchange over one connection: the declarations
-	// read by one ordered consumer, the reports published asynchronously.
+	// Shared is the same exchange over one connection, as the simulated
+	// fleet makes it: the declarations read by one ordered consumer, the
+	// reports published asynchronously.
 	Shared time.Duration
+	// HubOwn, HubBurst and HubShared are the hub's, in the same rounds.
+	HubOwn, HubBurst, HubShared time.Duration
 }
 
-// Price is what a socket of its own costs the bus an agent and a push.
-func (s Sockets) Price() time.Duration { return max(s.Own-s.Shared, 0) }
+// Price is what a socket of its own costs an agent and a push, the bus
+// and the hub together: its exchange within the span less the shared one.
+func (s Sockets) Price() time.Duration {
+	return max(s.Own-s.Shared, 0) + max(s.HubOwn-s.HubShared, 0)
+}
 
 // The socket floor's stream: a declaration on sk.d.KIND.N, republished once
 // stored to sk.told.KIND.N as the mesh's stream republishes to its
@@ -62,30 +71,114 @@ func SocketStreamConfig() jetstream.StreamConfig {
 		RePublish: &jetstream.RePublish{Source: "sk.d.*.*", Destination: "sk.told.{{wildcard(1)}}.{{wildcard(2)}}"}}
 }
 
-// SocketClients is the far side of the socket floor, a process of its own
-// so that the bus's CPU is counted apart: n agents on connections of their
-// own and one more connection that plays the controller and the simulated
-// fleet. It says "ready" on out once every agent listens, then runs one
-// round for each line of in ("own SPAN" or "shared SPAN": in an own round
-// each agent answers at a random moment within SPAN) and says "done"
-// when every report of it is acknowledged.
-func SocketClients(ctx context.Context, url string, n int, in io.Reader, out io.Writer) error {
-	hub, err := nats.Connect(url, nats.Name("mesh bench sockets"))
+// SocketHub plays the controller of the socket floor, in a process of its
+// own so that the operating system counts it apart: it says "ready" on
+// out, then for each line of in ("own" or "shared") tells n agents of that
+// kind a declaration each, as a push appends them, and says "done" once it
+// has read every report of the round by one ordered consumer, as the fold
+// reads them.
+func SocketHub(ctx context.Context, url string, n int, in io.Reader, out io.Writer) error {
+	nc, err := nats.Connect(url, nats.Name("mesh bench hub"))
 	if err != nil {
-		return fmt.Errorf("bench: cannot connect to the sockets' bus: %w", err)
+		return fmt.Errorf("bench: the sockets' hub cannot connect to its bus: %w", err)
 	}
-	defer hub.Close()
-	// Room for every declaration and report of a round in flight: a
-	// push's appends are windowed by the controller, the simulated
-	// fleet's reports by its own window, and neither stalls here.
-	js, err := jetstream.New(hub, jetstream.WithPublishAsyncMaxPending(2*n+window))
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*n+window))
 	if err != nil {
 		return err
 	}
+	payload := make([]byte, Payload)
+	rand.Read(payload)
+	var mu sync.Mutex
+	var kind string
+	got, all := 0, make(chan struct{}, 1)
+	cons, err := js.OrderedConsumer(ctx, SocketStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"sk.r.*.*"}, DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		return fmt.Errorf("bench: the sockets' hub cannot read the reports: %w", err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if _, err := m.Metadata(); err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasPrefix(m.Subject(), "sk.r."+kind+".") {
+			if got++; got == n {
+				all <- struct{}{}
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("bench: the sockets' hub cannot read the reports: %w", err)
+	}
+	defer cc.Stop()
+	last := map[string]uint64{}
+	fmt.Fprintln(out, "ready")
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		k := sc.Text()
+		if k != "own" && k != "shared" {
+			return fmt.Errorf("bench: the sockets' hub was given %q, not own or shared", k)
+		}
+		mu.Lock()
+		kind, got = k, 0
+		mu.Unlock()
+		if err := tell(ctx, js, payload, k, n, last); err != nil {
+			return err
+		}
+		select {
+		case <-all:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		fmt.Fprintln(out, "done")
+	}
+	return sc.Err()
+}
+
+// tell publishes a declaration to each of n agents as a push appends them:
+// in flight together, each expecting its subject's last sequence.
+func tell(ctx context.Context, js jetstream.JetStream, payload []byte, kind string, n int, last map[string]uint64) error {
+	mac := "bWVzaCBiZW5jaDogYSBNQUMncyBsZW5ndGggaW4gYmFzZTY0"
+	futures := make([]jetstream.PubAckFuture, n)
+	for i := range n {
+		subj := "sk.d." + kind + "." + strconv.Itoa(i)
+		seq := strconv.FormatUint(last[subj], 10)
+		m := nats.NewMsg(subj)
+		m.Data = payload
+		m.Header.Set(jetstream.MsgIDHeader, subj+"/"+seq)
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, seq)
+		m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, subj)
+		m.Header.Set(events.MACHeader, mac)
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
+			return fmt.Errorf("bench: the sockets' hub cannot publish: %w", err)
+		}
+		futures[i] = f
+	}
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			last["sk.d."+kind+"."+strconv.Itoa(i)] = ack.Sequence
+		case err := <-f.Err():
+			return fmt.Errorf("bench: the sockets' hub's publish was refused: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// SocketAgents plays the agents of the socket floor, in a process of its
+// own: n agents on connections of their own, and one more connection that
+// answers for n more as the simulated fleet does. Each answers what it is
+// told with a report; an agent of its own waits for the report's
+// acknowledgement, at a random moment within the span the last line of in
+// said ("spread 1.5s", answered "ok"). It says "ready" once every agent
+// listens.
+func SocketAgents(ctx context.Context, url string, n int, in io.Reader, out io.Writer) error {
 	var c clients
-	c.acked = make(chan struct{}, n)
-	c.payload, c.report = make([]byte, Payload), make([]byte, reportSize)
-	rand.Read(c.payload)
+	c.report = make([]byte, reportSize)
 	rand.Read(c.report)
 	conns := make([]*nats.Conn, n)
 	defer func() {
@@ -112,43 +205,33 @@ func SocketClients(ctx context.Context, url string, n int, in io.Reader, out io.
 			return err
 		}
 	}
-	// The controller's fold reads every report as it is stored, whoever
-	// sent it: so does the hub, by one ordered consumer as the fold's.
-	folded, err := js.OrderedConsumer(ctx, SocketStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"sk.r.*.*"}, DeliverPolicy: jetstream.DeliverNewPolicy})
+	stop, err := c.shared(ctx, url, n)
 	if err != nil {
-		return fmt.Errorf("bench: the sockets' hub cannot read the reports: %w", err)
+		return err
 	}
-	fold, err := folded.Consume(func(m jetstream.Msg) { m.Metadata() })
-	if err != nil {
-		return fmt.Errorf("bench: the sockets' hub cannot read the reports: %w", err)
-	}
-	defer fold.Stop()
+	defer stop()
 	fmt.Fprintln(out, "ready")
 	sc := bufio.NewScanner(in)
-	for round := 0; sc.Scan(); round++ {
-		kind, over, _ := strings.Cut(sc.Text(), " ")
+	for sc.Scan() {
+		_, over, _ := strings.Cut(sc.Text(), " ")
 		spread, err := time.ParseDuration(over)
-		if (kind != "own" && kind != "shared") || err != nil {
-			return fmt.Errorf("bench: the sockets' round %q is not own or shared and a span", sc.Text())
+		if err != nil {
+			return fmt.Errorf("bench: the sockets' agents were given %q, not a spread", sc.Text())
 		}
 		c.spread.Store(int64(spread))
-		if err := c.round(ctx, js, kind, round, n); err != nil {
-			return err
+		if err, ok := c.failed.Load().(error); ok {
+			return fmt.Errorf("bench: a report was refused: %w", err)
 		}
-		fmt.Fprintln(out, "done")
+		fmt.Fprintln(out, "ok")
 	}
 	return sc.Err()
 }
 
 type clients struct {
-	payload, report []byte
-	acked           chan struct{}
-	failed          atomic.Value
-	// spread is the span an own round's agents answer over (nanoseconds).
+	report []byte
+	failed atomic.Value
+	// spread is the span an agent of its own answers within (nanoseconds).
 	spread atomic.Int64
-	// last is each declaration subject's last stream sequence: the next
-	// publish expects it, as an append expects its aggregate's version.
-	last sync.Map
 }
 
 // agent connects agent i, which answers each declaration it is told with
@@ -171,11 +254,10 @@ func (c *clients) agent(url string, i int) (*nats.Conn, error) {
 				// over the span the mesh's real agents took.
 				time.Sleep(time.Duration(mrand.Int64N(d)))
 			}
-			m := c.reportMsg("own", i, strconv.FormatInt(time.Now().UnixNano(), 36))
+			m := c.reportMsg("own", strconv.Itoa(i), strconv.FormatInt(time.Now().UnixNano(), 36))
 			if _, err := js.PublishMsg(context.Background(), m); err != nil {
 				c.failed.Store(err)
 			}
-			c.acked <- struct{}{}
 		}
 	}()
 	_, err = nc.Subscribe("sk.told.own."+strconv.Itoa(i), func(m *nats.Msg) { work <- m })
@@ -189,120 +271,62 @@ func (c *clients) agent(url string, i int) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// reportMsg is a report with the headers an agent's carries: its id, its
-// report key and signature, its MAC.
-func (c *clients) reportMsg(kind string, i int, id string) *nats.Msg {
-	m := nats.NewMsg("sk.r." + kind + "." + strconv.Itoa(i))
+// shared answers for n agents on one connection, the simulated fleet's
+// way: one ordered consumer reads what they are told, and every report is
+// published asynchronously, its acknowledgement awaited in order.
+func (c *clients) shared(ctx context.Context, url string, n int) (func(), error) {
+	nc, err := nats.Connect(url, nats.Name("mesh bench shared agents"))
+	if err != nil {
+		return nil, fmt.Errorf("bench: the shared agents cannot connect: %w", err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*n+window))
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	acks := make(chan jetstream.PubAckFuture, 2*n+window)
+	go func() {
+		for f := range acks {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				c.failed.Store(err)
+			}
+		}
+	}()
+	cons, err := js.OrderedConsumer(ctx, SocketStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"sk.d.shared.*"}, DeliverPolicy: jetstream.DeliverNewPolicy})
+	var cc jetstream.ConsumeContext
+	if err == nil {
+		cc, err = cons.Consume(func(m jetstream.Msg) {
+			md, err := m.Metadata()
+			if err != nil {
+				return
+			}
+			i := m.Subject()[len("sk.d.shared."):]
+			f, err := js.PublishMsgAsync(c.reportMsg("shared", i, strconv.FormatUint(md.Sequence.Stream, 10)))
+			if err != nil {
+				c.failed.Store(err)
+				return
+			}
+			acks <- f
+		}, jetstream.PullMaxMessages(5000))
+	}
+	if err != nil {
+		close(acks)
+		nc.Close()
+		return nil, fmt.Errorf("bench: the shared agents cannot read what they are told: %w", err)
+	}
+	return func() { cc.Stop(); nc.Close() }, nil
+}
+
+// reportMsg is agent i's report with the headers an agent's carries: its
+// id, its report key and signature, its MAC.
+func (c *clients) reportMsg(kind, i, id string) *nats.Msg {
+	m := nats.NewMsg("sk.r." + kind + "." + i)
 	m.Data = c.report
-	m.Header.Set(jetstream.MsgIDHeader, "rep."+kind+"."+strconv.Itoa(i)+"."+id)
+	m.Header.Set(jetstream.MsgIDHeader, "rep."+kind+"."+i+"."+id)
 	m.Header.Set(events.SignerHeader, "UBENCHREPORTKEYOFTHEAGENTXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX")
 	m.Header.Set(events.SignatureHeader, base64.StdEncoding.EncodeToString(c.report[:64]))
 	m.Header.Set(events.MACHeader, base64.StdEncoding.EncodeToString(c.report[64:96]))
 	return m
-}
-
-// round tells every agent a declaration and waits for every report.
-func (c *clients) round(ctx context.Context, js jetstream.JetStream, kind string, round, n int) error {
-	var reports []jetstream.PubAckFuture
-	if kind == "shared" {
-		// The simulated fleet's way: one ordered consumer reads what was
-		// told, one connection publishes every report and awaits its ack.
-		info, err := js.Stream(ctx, SocketStream)
-		if err != nil {
-			return err
-		}
-		from := info.CachedInfo().State.LastSeq + 1
-		cons, err := js.OrderedConsumer(ctx, SocketStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"sk.d.shared.*"},
-			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
-		if err != nil {
-			return err
-		}
-		var mu sync.Mutex
-		got := 0
-		read := make(chan struct{})
-		cc, err := cons.Consume(func(m jetstream.Msg) {
-			mu.Lock()
-			defer mu.Unlock()
-			if got++; got > n {
-				return
-			}
-			i := len(reports)
-			f, err := js.PublishMsgAsync(c.reportMsg("shared", i, strconv.Itoa(round)))
-			if err != nil {
-				c.failed.Store(err)
-			}
-			reports = append(reports, f)
-			if got == n {
-				close(read)
-			}
-		}, jetstream.PullMaxMessages(5000))
-		if err != nil {
-			return err
-		}
-		defer cc.Stop()
-		if err := c.tell(ctx, js, kind, n); err != nil {
-			return err
-		}
-		select {
-		case <-read:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		for _, f := range reports {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return fmt.Errorf("bench: a shared report was refused: %w", err)
-			}
-		}
-	} else {
-		if err := c.tell(ctx, js, kind, n); err != nil {
-			return err
-		}
-		for range n {
-			select {
-			case <-c.acked:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	if err, ok := c.failed.Load().(error); ok {
-		return fmt.Errorf("bench: a report was refused: %w", err)
-	}
-	return nil
-}
-
-// tell publishes a declaration to each of n agents as a push appends them:
-// in flight together, each expecting its subject's last sequence.
-func (c *clients) tell(ctx context.Context, js jetstream.JetStream, kind string, n int) error {
-	mac := "bWVzaCBiZW5jaDogYSBNQUMncyBsZW5ndGggaW4gYmFzZTY0"
-	futures := make([]jetstream.PubAckFuture, n)
-	for i := range n {
-		subj := "sk.d." + kind + "." + strconv.Itoa(i)
-		last, _ := c.last.Load(subj)
-		seq, _ := last.(uint64)
-		m := nats.NewMsg(subj)
-		m.Data = c.payload
-		m.Header.Set(jetstream.MsgIDHeader, subj+"/"+strconv.FormatUint(seq, 10))
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(seq, 10))
-		m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, subj)
-		m.Header.Set(events.MACHeader, mac)
-		f, err := js.PublishMsgAsync(m)
-		if err != nil {
-			return fmt.Errorf("bench: the sockets' floor cannot publish: %w", err)
-		}
-		futures[i] = f
-	}
-	for i, f := range futures {
-		select {
-		case ack := <-f.Ok():
-			c.last.Store("sk.d."+kind+"."+strconv.Itoa(i), ack.Sequence)
-		case err := <-f.Err():
-			return fmt.Errorf("bench: the sockets' floor's publish was refused: %w", err)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
 }

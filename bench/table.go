@@ -151,15 +151,17 @@ func (t Table) Print(w io.Writer) {
 	fmt.Fprintf(tw, "  ordered read\t%s\n", us(t.Floor.Read))
 	tw.Flush()
 	if t.Sockets.Own > 0 {
-		// Counted apart: the agents are another process here, so these
-		// are the bus's alone.
-		fmt.Fprintf(w, "\nthe bus alone, per agent: raw JetStream, a declaration republished to it and its report acknowledged (the least of %d round(s) of %d):\n", t.Rounds, slices.Max(t.Real.Sent))
+		// Counted apart: the bus is this process, the hub (the
+		// controller's part) and the agents each a process of their own.
+		so := t.Sockets
+		fmt.Fprintf(w, "\na socket an agent, raw JetStream: CPU per agent of a declaration republished to it and its report acknowledged and read (the least of %d round(s) of %d):\n", t.Rounds, slices.Max(t.Real.Sent))
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  each agent on a socket of its own, answering within %.1f s (the real agents' span)\t%s\n", t.Sockets.Span.Seconds(), us(t.Sockets.Own))
-		fmt.Fprintf(tw, "  the same, every agent answering at once\t%s\n", us(t.Sockets.Burst))
-		fmt.Fprintf(tw, "  every agent on one shared socket, as the simulated fleet\t%s\n", us(t.Sockets.Shared))
-		fmt.Fprintf(tw, "  a socket's price (its own, within the span, less shared)\t%s\n", us(t.Sockets.Price()))
+		fmt.Fprintln(tw, "  \tbus\thub (the controller's part)\t")
+		fmt.Fprintf(tw, "  each agent on a socket of its own, answering within %.1f s (the real agents' span)\t%s\t%s\t\n", so.Span.Seconds(), us(so.Own), us(so.HubOwn))
+		fmt.Fprintf(tw, "  the same, every agent answering at once\t%s\t%s\t\n", us(so.Burst), us(so.HubBurst))
+		fmt.Fprintf(tw, "  every agent on one shared socket, as the simulated fleet\t%s\t%s\t\n", us(so.Shared), us(so.HubShared))
 		tw.Flush()
+		fmt.Fprintf(w, "  a socket's price, bus and hub (their own within the span, less shared): %s\n", us(so.Price()))
 	}
 	fmt.Fprintf(w, "\nper node, per push (CPU above idle; the median of %d push(es), min-max in brackets):\n", len(t.Simulated.Sent))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

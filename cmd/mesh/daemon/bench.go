@@ -33,9 +33,11 @@ type BenchCmd struct {
 	// window caught a burst or missed it (the bus's CPU above idle for
 	// one push of 10,000 real agents then read 0.00 s).
 	Idle time.Duration `default:"10s" help:"How long each process is measured at rest before each push; a push's CPU is what it spends above that rate."`
-	// SocketsClient makes this process the far side of the sockets' floor
-	// (bench.SocketClients), which mesh bench starts itself.
-	SocketsClient int `hidden:"" name:"sockets-client"`
+	// SocketsHub and SocketsAgents make this process a part of the
+	// sockets' floor (bench.SocketHub, bench.SocketAgents), which mesh
+	// bench starts itself.
+	SocketsHub    int `hidden:"" name:"sockets-hub"`
+	SocketsAgents int `hidden:"" name:"sockets-agents"`
 }
 
 func (c *BenchCmd) Help() string {
@@ -51,8 +53,11 @@ func (c *BenchCmd) Help() string {
 const benchWait = 3 * time.Minute
 
 func (c *BenchCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
-	if c.SocketsClient > 0 {
-		return bench.SocketClients(ctx, g.Bus, c.SocketsClient, os.Stdin, out.Out)
+	switch {
+	case c.SocketsHub > 0:
+		return bench.SocketHub(ctx, g.Bus, c.SocketsHub, os.Stdin, out.Out)
+	case c.SocketsAgents > 0:
+		return bench.SocketAgents(ctx, g.Bus, c.SocketsAgents, os.Stdin, out.Out)
 	}
 	bounds, err := c.bounds()
 	if err != nil {

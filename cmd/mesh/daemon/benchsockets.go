@@ -16,9 +16,9 @@ import (
 
 // sockets measures the socket floor (bench.Sockets) with n agents, their
 // answers spread over span: a bus in this process, the agents and the hub
-// in a process of their own (mesh bench --sockets-client), each round told
-// to it on its stdin; the bus's CPU is this process's over the round. The
-// least of rounds rounds.
+// each in a process of their own (mesh bench --sockets-agents and
+// --sockets-hub), driven on their stdin; the bus's CPU is this process's
+// over a round, the hub's its own. The least of rounds rounds.
 func (r benchRun) sockets(ctx context.Context, dir string, n, rounds int, span time.Duration) (bench.Sockets, error) {
 	best := bench.Sockets{Span: span}
 	srv, err := embedded.Start(ctx, embedded.Options{Dir: filepath.Join(dir, "bus"), Port: -1})
@@ -43,42 +43,61 @@ func (r benchRun) sockets(ctx context.Context, dir string, n, rounds int, span t
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return best, err
 	}
-	c := &benchChild{name: "sockets", log: filepath.Join(dir, "sockets.log"), exited: make(chan struct{}), lines: make(chan string, 64)}
-	c.cmd = r.command(ctx, home, url, "bench", "--sockets-client", fmt.Sprint(n))
-	in, err := c.cmd.StdinPipe()
-	if err != nil {
-		return best, err
+	// The agents first, then the hub: each a process of its own, driven
+	// line by line on its stdin.
+	var kids [2]*benchChild
+	var ins [2]io.WriteCloser
+	for i, role := range []string{"agents", "hub"} {
+		c := &benchChild{name: "sockets' " + role, log: filepath.Join(dir, role+".log"), exited: make(chan struct{}), lines: make(chan string, 64)}
+		c.cmd = r.command(ctx, home, url, "bench", "--sockets-"+role, fmt.Sprint(n))
+		if ins[i], err = c.cmd.StdinPipe(); err != nil {
+			return best, err
+		}
+		if err := r.start(c); err != nil {
+			return best, err
+		}
+		kids[i] = c
+		defer func() { ins[i].Close(); c.stop() }()
+		if err := c.await(ctx, "ready"); err != nil {
+			return best, err
+		}
 	}
-	if err := r.start(c); err != nil {
-		return best, err
-	}
-	defer func() { in.Close(); c.stop() }()
-	if err := c.await(ctx, "ready"); err != nil {
-		return best, err
+	hub := kids[1]
+	say := func(i int, line, want string) error {
+		if _, err := io.WriteString(ins[i], line+"\n"); err != nil {
+			return kids[i].gone()
+		}
+		return kids[i].await(ctx, want)
 	}
 	for i := range rounds {
-		var got [3]time.Duration
-		for k, kind := range []string{"own " + span.String(), "own 0s", "shared 0s"} {
-			before, err := bench.Self()
+		var bus, hubs [3]time.Duration
+		for k, kind := range []struct {
+			name   string
+			spread time.Duration
+		}{{"own", span}, {"own", 0}, {"shared", 0}} {
+			if err := say(0, "spread "+kind.spread.String(), "ok"); err != nil {
+				return best, err
+			}
+			_, before, err := usages([]int{0, hub.pid()})
 			if err != nil {
 				return best, err
 			}
-			if _, err := io.WriteString(in, kind+"\n"); err != nil {
-				return best, c.gone()
-			}
-			if err := c.await(ctx, "done"); err != nil {
+			if err := say(1, kind.name, "done"); err != nil {
 				return best, err
 			}
-			after, err := bench.Self()
+			_, after, err := usages([]int{0, hub.pid()})
 			if err != nil {
 				return best, err
 			}
-			got[k] = (after.CPU - before.CPU) / time.Duration(n)
+			bus[k] = (after[0].CPU - before[0].CPU) / time.Duration(n)
+			hubs[k] = (after[1].CPU - before[1].CPU) / time.Duration(n)
 		}
 		if i == 0 {
-			best.Own, best.Burst, best.Shared = got[0], got[1], got[2]
+			best.Own, best.Burst, best.Shared = bus[0], bus[1], bus[2]
+			best.HubOwn, best.HubBurst, best.HubShared = hubs[0], hubs[1], hubs[2]
 		}
-		best.Own, best.Burst, best.Shared = min(best.Own, got[0]), min(best.Burst, got[1]), min(best.Shared, got[2])
+		best.Own, best.Burst, best.Shared = min(best.Own, bus[0]), min(best.Burst, bus[1]), min(best.Shared, bus[2])
+		best.HubOwn, best.HubBurst, best.HubShared = min(best.HubOwn, hubs[0]), min(best.HubBurst, hubs[1]), min(best.HubShared, hubs[2])
 	}
 	return best, nil
 }
