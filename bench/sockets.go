@@ -260,6 +260,21 @@ func (c *clients) agent(url string, i int) (*nats.Conn, error) {
 			}
 		}
 	}()
+	// Alive every events.LiveEvery from a random moment on, as an agent
+	// beats: the bus they connect to is never idle, and a message that
+	// arrives alone wakes a bus busy with beats, not one asleep.
+	go func() {
+		beat := make([]byte, 64)
+		time.Sleep(time.Duration(mrand.Int64N(int64(events.LiveEvery))))
+		t := time.NewTicker(events.LiveEvery)
+		defer t.Stop()
+		for range t.C {
+			if nc.IsClosed() {
+				return
+			}
+			nc.Publish("sk.live."+strconv.Itoa(i), beat)
+		}
+	}()
 	_, err = nc.Subscribe("sk.told.own."+strconv.Itoa(i), func(m *nats.Msg) { work <- m })
 	if err == nil {
 		err = nc.Flush()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshctl/mesh/bench"
 	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -18,7 +19,8 @@ import (
 // answers spread over span: a bus in this process, the agents and the hub
 // each in a process of their own (mesh bench --sockets-agents and
 // --sockets-hub), driven on their stdin; the bus's CPU is this process's
-// over a round, the hub's its own. The least of rounds rounds.
+// over a round above its rate at rest (the agents beat, as the mesh's do),
+// the hub's its own. The least of rounds rounds.
 func (r benchRun) sockets(ctx context.Context, dir string, n, rounds int, span time.Duration) (bench.Sockets, error) {
 	best := bench.Sockets{Span: span}
 	srv, err := embedded.Start(ctx, embedded.Options{Dir: filepath.Join(dir, "bus"), Port: -1})
@@ -78,19 +80,33 @@ func (r benchRun) sockets(ctx context.Context, dir string, n, rounds int, span t
 			if err := say(0, "spread "+kind.spread.String(), "ok"); err != nil {
 				return best, err
 			}
-			_, before, err := usages([]int{0, hub.pid()})
+			// At rest for a period of the agents' beats first: a round's
+			// CPU is what it spends above that rate, as a push's is.
+			t0, rest, err := usages([]int{0, hub.pid()})
+			if err != nil {
+				return best, err
+			}
+			select {
+			case <-time.After(events.LiveEvery):
+			case <-ctx.Done():
+				return best, ctx.Err()
+			}
+			t1, before, err := usages([]int{0, hub.pid()})
 			if err != nil {
 				return best, err
 			}
 			if err := say(1, kind.name, "done"); err != nil {
 				return best, err
 			}
-			_, after, err := usages([]int{0, hub.pid()})
+			t2, after, err := usages([]int{0, hub.pid()})
 			if err != nil {
 				return best, err
 			}
-			bus[k] = (after[0].CPU - before[0].CPU) / time.Duration(n)
-			hubs[k] = (after[1].CPU - before[1].CPU) / time.Duration(n)
+			above := func(j int) time.Duration {
+				atRest := time.Duration(float64(before[j].CPU-rest[j].CPU) / float64(t1.Sub(t0)) * float64(t2.Sub(t1)))
+				return max(after[j].CPU-before[j].CPU-atRest, 0) / time.Duration(n)
+			}
+			bus[k], hubs[k] = above(0), above(1)
 		}
 		if i == 0 {
 			best.Own, best.Burst, best.Shared = bus[0], bus[1], bus[2]
