@@ -80,14 +80,15 @@ func (r benchRun) sockets(ctx context.Context, dir string, n, rounds int, span t
 			if err := say(0, "spread "+kind.spread.String(), "ok"); err != nil {
 				return best, err
 			}
-			// At rest for a period of the agents' beats first: a round's
-			// CPU is what it spends above that rate, as a push's is.
+			// At rest for a period of the agents' beats first (or --idle,
+			// when shorter): a round's CPU is what it spends above that
+			// rate, as a push's is.
 			t0, rest, err := usages([]int{0, hub.pid()})
 			if err != nil {
 				return best, err
 			}
 			select {
-			case <-time.After(events.LiveEvery):
+			case <-time.After(min(r.idle, events.LiveEvery)):
 			case <-ctx.Done():
 				return best, ctx.Err()
 			}
