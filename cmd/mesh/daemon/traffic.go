@@ -24,7 +24,7 @@ type TrafficCmd struct {
 }
 
 func (c *TrafficCmd) Help() string {
-	return "Example:\n  mesh traffic --home HOME --bus URL --events 10000000   # HOME: the home of the mesh serve of that bus\n\n" +
+	return "Examples:\n  mesh traffic --home HOME --bus URL --events 10000000   # HOME: the home of the mesh serve of that bus\n\n" +
 		"Enrolments, report keys, then rounds of a declaration sent to each node (signed by the controller\n" +
 		"key in --home, appended expecting the node's version, as a push appends) and its report applying it\n" +
 		"(signed and MAC'd as the node's). Needs an open bus (mesh serve --open-bus): every node's reports\n" +
