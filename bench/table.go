@@ -116,6 +116,16 @@ func (r Row) Measured() bool { return r.Median() > 0 && r.Floor > 0 }
 // Over says whether the row has a bound and is measured above it.
 func (r Row) Over() bool { return r.Bound > 0 && r.Measured() && r.Ratio() > r.Bound }
 
+// overBy is how far over its bound the row is, as a percentage: whole
+// ones, or a tenth when under one, so a row just over never reads "0%".
+func (r Row) overBy() string {
+	p := (r.Ratio()/r.Bound - 1) * 100
+	if p < 1 {
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", p)
+}
+
 // Over are the rows that fail the run, over their bound or with a bound
 // and no figure, and a sentence naming each ("" when none does).
 func (t Table) Over() ([]Row, string) {
@@ -125,7 +135,7 @@ func (t Table) Over() ([]Row, string) {
 		switch {
 		case r.Over():
 			over = append(over, r)
-			said = append(said, fmt.Sprintf("%s at %.2fx (bound %.2gx, over by %.0f%%)", r.Name, r.Ratio(), r.Bound, (r.Ratio()/r.Bound-1)*100))
+			said = append(said, fmt.Sprintf("%s at %.2fx (bound %.2gx, over by %s)", r.Name, r.Ratio(), r.Bound, r.overBy()))
 		case r.Bound > 0 && !r.Measured():
 			unmeasured = append(unmeasured, r)
 			names = append(names, r.Name)
@@ -174,7 +184,7 @@ func (t Table) Print(w io.Writer) {
 			case !r.Measured():
 				verdict = "NO FIGURE"
 			case r.Over():
-				verdict = fmt.Sprintf("OVER by %.0f%%", (r.Ratio()/r.Bound-1)*100)
+				verdict = "OVER by " + r.overBy()
 			}
 		}
 		lo, hi := slices.Min(r.Mesh), slices.Max(r.Mesh)

@@ -63,6 +63,11 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 		!strings.Contains(said, "controller + bus, real agents at 1.08x") {
 		t.Fatalf("impossible bounds: %d rows over, %q", len(over), said)
 	}
+	// A row just over its bound says by how much in tenths, never "0%".
+	tb.Bounds = Bounds{Real: 1.075}
+	if _, said := tb.Over(); !strings.Contains(said, "over by 0.2%)") {
+		t.Fatalf("real agents at 1.077x against 1.075: %q", said)
+	}
 	// Against simulated nodes and a socket's price: 140 µs is within 1.05
 	// times 130 and 70, and over it with no price (1.08 times 130).
 	tb.Bounds = Issue34
