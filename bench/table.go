@@ -135,7 +135,7 @@ func (t Table) Over() ([]Row, string) {
 		switch {
 		case r.Over():
 			over = append(over, r)
-			said = append(said, fmt.Sprintf("%s at %.2fx (bound %.2gx, over by %s)", r.Name, r.Ratio(), r.Bound, r.overBy()))
+			said = append(said, fmt.Sprintf("%s at %.2fx (bound %gx, over by %s)", r.Name, r.Ratio(), r.Bound, r.overBy()))
 		case r.Bound > 0 && !r.Measured():
 			unmeasured = append(unmeasured, r)
 			names = append(names, r.Name)
@@ -179,7 +179,7 @@ func (t Table) Print(w io.Writer) {
 	for _, r := range t.Rows() {
 		bound, verdict := "none", ""
 		if r.Bound > 0 {
-			bound, verdict = fmt.Sprintf("%.2gx", r.Bound), "within"
+			bound, verdict = fmt.Sprintf("%gx", r.Bound), "within"
 			switch {
 			case !r.Measured():
 				verdict = "NO FIGURE"

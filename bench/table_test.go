@@ -65,7 +65,7 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 	}
 	// A row just over its bound says by how much in tenths, never "0%".
 	tb.Bounds = Bounds{Real: 1.075}
-	if _, said := tb.Over(); !strings.Contains(said, "over by 0.2%)") {
+	if _, said := tb.Over(); !strings.Contains(said, "(bound 1.075x, over by 0.2%)") {
 		t.Fatalf("real agents at 1.077x against 1.075: %q", said)
 	}
 	// Against simulated nodes and a socket's price: 140 µs is within 1.05
