@@ -267,3 +267,27 @@ func TestChangedNamesEveryNodeWhoseCompositionMoved(t *testing.T) {
 		t.Fatalf("%d node(s) moved and %d were left out over the steps: the test proves nothing", moved, left)
 	}
 }
+
+// Changed compares each field of a composition's input by name, so a field
+// added to compose.Input, Node or Assignment would be left out of it
+// silently, and status would keep a node's old composition when only that
+// field moved. This lists every field Changed knows: a new one fails here
+// until Changed compares it (as one node's, or the whole mesh's).
+func TestChangedKnowsEveryFieldOfTheInput(t *testing.T) {
+	known := map[string][]string{
+		"Input":      {"Mesh", "Nodes", "Assignments", "Manifests", "Secrets", "Generations", "Overlapping", "Network", "Releasing", "Artifacts"},
+		"Node":       {"Name", "Capabilities", "Labels", "Facts", "Address", "Key"},
+		"Assignment": {"Node", "Module", "Build", "Settings", "Salts", "Problem"},
+		// Keys and Secrets by identity (sameSealers), Owned node by node (keysOf).
+		"ComposeSecrets": {"Keys", "Owned", "Secrets"},
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[compose.Input](), reflect.TypeFor[compose.Node](), reflect.TypeFor[compose.Assignment](), reflect.TypeFor[secrets.ComposeSecrets]()} {
+		var fields []string
+		for f := range typ.Fields() {
+			fields = append(fields, f.Name)
+		}
+		if !slices.Equal(fields, known[typ.Name()]) {
+			t.Errorf("%s has the fields %v; Changed (changed.go) compares %v: make it compare each new field, then list it here", typ, fields, known[typ.Name()])
+		}
+	}
+}
