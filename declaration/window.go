@@ -45,24 +45,36 @@ var ErrProof = errors.New("the declaration's window proof is malformed")
 // the one signature over the window's root and each its own proof. One
 // declaration alone is sealed as Seal seals it, with no proof.
 func (s *Signer) SealMany(ds []Declaration) []Sealed {
-	out := make([]Sealed, len(ds))
-	if len(ds) == 1 {
-		out[0] = s.Seal(ds[0])
+	bs := make([][]byte, len(ds))
+	for i, d := range ds {
+		bs[i] = d.Canonical()
+	}
+	return s.SealManyBytes(bs)
+}
+
+// SealManyBytes is SealMany of declarations already in their canonical
+// bytes (Declaration.CanonicalFrom, as a push makes them from what compose
+// encoded): each of bs must be exactly its declaration's Canonical(), since
+// those are the bytes signed, sent and digested.
+func (s *Signer) SealManyBytes(bs [][]byte) []Sealed {
+	out := make([]Sealed, len(bs))
+	if len(bs) == 1 {
+		out[0] = Sealed{Bytes: bs[0], Signature: ed25519.Sign(s.priv, bs[0]), Key: s.pub}
 		return out
 	}
-	salts := make([]byte, saltSize*len(ds))
+	salts := make([]byte, saltSize*len(bs))
 	_, _ = rand.Read(salts) // crypto/rand never fails (Go 1.24 and later)
-	leaves := make([][sha256.Size]byte, len(ds))
-	for i, d := range ds {
-		out[i].Bytes = d.Canonical()
+	leaves := make([][sha256.Size]byte, len(bs))
+	for i, b := range bs {
+		out[i].Bytes = b
 		leaves[i] = leafHash(salts[i*saltSize:(i+1)*saltSize], out[i].Bytes)
 	}
-	paths := make([][][sha256.Size]byte, len(ds))
+	paths := make([][][sha256.Size]byte, len(bs))
 	root := subtree(leaves, paths)
-	sig := ed25519.Sign(s.priv, rootMessage(root, len(ds)))
+	sig := ed25519.Sign(s.priv, rootMessage(root, len(bs)))
 	for i := range out {
 		out[i].Signature, out[i].Key = sig, s.pub
-		out[i].Proof = encodeProof(salts[i*saltSize:(i+1)*saltSize], i, len(ds), paths[i])
+		out[i].Proof = encodeProof(salts[i*saltSize:(i+1)*saltSize], i, len(bs), paths[i])
 	}
 	return out
 }

@@ -198,13 +198,13 @@ func (h *Service) sealWindow(t targets, names []string, rows []sendRow, r wire.P
 	const w = declaration.WindowSize
 	fanout.PerCore((len(composed)+w-1)/w, func(g int) {
 		window := composed[g*w : min((g+1)*w, len(composed))]
-		ds := make([]declaration.Declaration, len(window))
+		bs := make([][]byte, len(window))
 		for j, i := range window {
-			ds[j] = results[i].d
+			bs[j] = results[i].bytes
 		}
-		for j, s := range h.Signer.SealMany(ds) {
+		for j, s := range h.Signer.SealManyBytes(bs) {
 			res := &results[window[j]]
-			res.ev = sent(ds[j], s, res.contentDigest, by)
+			res.ev = sent(res.d, s, res.contentDigest, by)
 		}
 	})
 	for i, res := range results {
@@ -228,7 +228,10 @@ func (h *Service) sealWindow(t targets, names []string, rows []sendRow, r wire.P
 // sealedNode is one node of a push's window: composed and numbered (d),
 // then signed (ev), or why it is not sent.
 type sealedNode struct {
-	d             declaration.Declaration
+	d declaration.Declaration
+	// bytes are d's canonical bytes, spliced from the content's that
+	// compose encoded already (declaration.CanonicalFrom).
+	bytes         []byte
 	contentDigest string
 	ev            events.DeclarationSent
 	unsent        string
@@ -243,6 +246,7 @@ func (h *Service) compose(w *compose.World, row sendRow, by string, now time.Tim
 	}
 	out := sealedNode{would: world.Of(res)}
 	out.d, out.contentDigest, out.note = number(*res.Declaration, composedDigest(res), row, now)
+	out.bytes = out.d.CanonicalFrom(res.Bytes)
 	if len(res.LeftOut) > 0 {
 		out.note = strings.TrimPrefix(out.note+"; "+fmt.Sprintf("%d left out: %s", len(res.LeftOut), res.LeftOut[0].Reason), "; ")
 	}
