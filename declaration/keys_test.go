@@ -1,6 +1,9 @@
 package declaration
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"sync"
@@ -86,8 +89,10 @@ func TestMACsOfOneKeyAreTheMACsOfAFreshHash(t *testing.T) {
 }
 
 // A checker keeps a bounded number of keyed hashes however many nodes'
-// keys it meets (one per node at 100,000 nodes was 129 MB of heap), and
-// answers rightly after starting over.
+// keys it meets (one per node at 100,000 nodes was 129 MB of heap), keeps
+// them past the bound rather than starting over, and answers rightly for
+// the keys it keeps and those it checks by hand: a right MAC checks, a
+// MAC under another node's key or of other data does not.
 func TestMACCheckerStaysBounded(t *testing.T) {
 	kp, _ := nkeys.CreateAccount()
 	k, err := NewKeyring(kp)
@@ -96,18 +101,48 @@ func TestMACCheckerStaysBounded(t *testing.T) {
 	}
 	var c MACChecker
 	data := []byte(`{"x":1}`)
-	for i := range maxCheckerKeys + 10 {
-		node := fmt.Sprintf("n-%d", i)
-		subject := "mesh.rp." + node + ".DeclarationApplied"
-		if !c.Check(k.NodeMAC(node), subject, data, MAC(k.NodeMAC(node), subject, data)) {
-			t.Fatalf("the MAC of %s did not check", node)
-		}
-		if len(c.hashes) > maxCheckerKeys {
-			t.Fatalf("the checker keeps %d keyed hashes, over its bound of %d", len(c.hashes), maxCheckerKeys)
+	for round := range 2 {
+		for i := range maxCheckerKeys + 10 {
+			node := fmt.Sprintf("n-%d", i)
+			subject := "mesh.rp." + node + ".DeclarationApplied"
+			if !c.Check(k.NodeMAC(node), subject, data, MAC(k.NodeMAC(node), subject, data)) {
+				t.Fatalf("round %d: the MAC of %s did not check", round, node)
+			}
+			if c.Check(k.NodeMAC(node), subject, data, MAC(k.NodeMAC("other"), subject, data)) ||
+				c.Check(k.NodeMAC(node), subject, []byte(`{"x":2}`), MAC(k.NodeMAC(node), subject, data)) {
+				t.Fatalf("round %d: a MAC of another key or other data checked for %s", round, node)
+			}
+			if len(c.hashes) > maxCheckerKeys {
+				t.Fatalf("the checker keeps %d keyed hashes, over its bound of %d", len(c.hashes), maxCheckerKeys)
+			}
 		}
 	}
-	if len(c.hashes) >= maxCheckerKeys {
-		t.Fatalf("the checker did not start over past its bound: it keeps %d", len(c.hashes))
+	if len(c.hashes) != maxCheckerKeys {
+		t.Fatalf("the checker keeps %d keyed hashes past its bound, not the %d it kept first", len(c.hashes), maxCheckerKeys)
+	}
+}
+
+// byHand is crypto/hmac's HMAC-SHA256 for keys of every length RFC 2104
+// treats apart (shorter than a block, a block, longer: hashed first) and
+// messages of many lengths, called again and again on one checker. Fails
+// when a pad, the long key's hash or a reused buffer is wrong.
+func TestMACByHandIsHMAC(t *testing.T) {
+	var c MACChecker
+	for _, kl := range []int{0, 1, 31, 32, 63, 64, 65, 100, 200} {
+		key := []byte(strings.Repeat("k", kl))
+		for i := range key {
+			key[i] = byte(i*7 + kl)
+		}
+		for _, dl := range []int{0, 1, 55, 56, 64, 119, 1600} {
+			data := []byte(strings.Repeat("d", dl))
+			text := []byte("mesh.rp.n-1.DeclarationApplied\x00")
+			h := hmac.New(sha256.New, key)
+			h.Write(text)
+			h.Write(data)
+			if got, want := c.byHand(key, text, data), h.Sum(nil); !bytes.Equal(got, want) {
+				t.Fatalf("key of %d bytes, data of %d: %x, want %x", kl, dl, got, want)
+			}
+		}
 	}
 }
 
@@ -171,6 +206,26 @@ func BenchmarkMAC(b *testing.B) {
 			if !c.Check(key, subject, data, mac) {
 				b.Fatal("the MAC does not check")
 			}
+		}
+	})
+	// A report's check in a fleet larger than the checker keeps keyed
+	// hashes for (10,000 nodes, each key in turn): each past the bound is
+	// checked by hand.
+	b.Run("check-fleet", func(b *testing.B) {
+		var c MACChecker
+		const fleet = 10_000
+		keys, macs := make([][]byte, fleet), make([]string, fleet)
+		for i := range fleet {
+			keys[i] = []byte(fmt.Sprintf("%032d", i))
+			macs[i] = MAC(keys[i], subject, data[:420])
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if !c.Check(keys[i], subject, data[:420], macs[i]) {
+				b.Fatal("the MAC does not check")
+			}
+			i = (i + 1) % fleet
 		}
 	})
 }
