@@ -127,6 +127,16 @@ func Digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// DigestIs says whether digest is Digest(b), without making Digest's
+// string: the fold holds every send's recorded digest to its bytes so
+// (package provenance), and the string was an allocation an event.
+func DigestIs(b []byte, digest string) bool {
+	sum := sha256.Sum256(b)
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return string(text[:]) == digest
+}
+
 // unboxed copies resources from the first sealed one at i on, without boxes.
 func unboxed(rs []Resource, i int) []Resource {
 	out := append([]Resource(nil), rs...)

@@ -232,7 +232,7 @@ func canonicalHead(b []byte) (Head, bool) {
 	h.lit(`,"sequence":`)
 	out.Sequence = h.digits()
 	h.lit(`,"composed_at":`)
-	h.str()
+	h.raw()
 	h.lit(`,"previous":`)
 	out.Previous = h.str()
 	h.lit(`,"modules":[`)
@@ -274,23 +274,28 @@ func (h *head) lit(s string) bool {
 
 // str reads a quoted string of printable ASCII: what encoding/json would
 // read the same without unescaping or rewriting anything.
-func (h *head) str() string {
+func (h *head) str() string { return string(h.raw()) }
+
+// raw is str's bytes, not made a string: the time, which the head reads
+// past and keeps nothing of (a string made and dropped at every send the
+// fold reads).
+func (h *head) raw() []byte {
 	if !h.lit(`"`) {
-		return ""
+		return nil
 	}
 	for i, c := range h.b {
 		switch {
 		case c == '"':
-			v := string(h.b[:i])
+			v := h.b[:i]
 			h.b = h.b[i+1:]
 			return v
 		case c < 0x20 || c >= 0x7f || c == '\\':
 			h.bad = true
-			return ""
+			return nil
 		}
 	}
 	h.bad = true
-	return ""
+	return nil
 }
 
 // digits reads JSON's unsigned integer syntax (no leading zero) as a

@@ -80,7 +80,7 @@ func checkSent(keys *declaration.Keyring, sent events.DeclarationSent, head *dec
 	if sent.Key != keys.Controller() {
 		return events.Foreignf("a declaration signed by %s, not by this mesh's controller %s", sent.Key, keys.Controller())
 	}
-	if compose.Digest(sent.Declaration) != sent.Digest {
+	if !compose.DigestIs(sent.Declaration, sent.Digest) {
 		return events.Foreignf("its recorded digest %s is not the digest of the declaration it carries", sent.Digest)
 	}
 	h, err := declaration.ReadHead(sent.Declaration)
