@@ -69,7 +69,16 @@ func (s *Signer) SealManyBytes(bs [][]byte) []Sealed {
 		out[i].Bytes = b
 		leaves[i] = leafHash(salts[i*saltSize:(i+1)*saltSize], out[i].Bytes)
 	}
+	// Each path in one backing array, room for its whole depth (the
+	// tree's, ceil(log2 n)) and no more, so that a path's appends never
+	// reach its neighbour's: grown hash by hash they were three
+	// allocations a declaration.
 	paths := make([][][sha256.Size]byte, len(bs))
+	depth := bits.Len(uint(len(bs) - 1))
+	hashes := make([][sha256.Size]byte, len(bs)*depth)
+	for i := range paths {
+		paths[i] = hashes[i*depth : i*depth : (i+1)*depth]
+	}
 	root := subtree(leaves, paths)
 	sig := ed25519.Sign(s.priv, rootMessage(root, len(bs)))
 	for i := range out {
