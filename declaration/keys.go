@@ -163,20 +163,14 @@ func CheckMAC(key []byte, subject string, data []byte, got string) bool {
 // again (making one was a third of checking a report). It keeps at most
 // maxCheckerKeys: a keyed hash holds about 650 bytes, and one per node in
 // each of the fold's decoding workers held 129 MB of a controller's heap at
-// 100,000 nodes. A key past the bound is checked by hand (byHand): the
-// same HMAC-SHA256 on one reused sha256, two blocks more than a kept hash
-// and nothing allocated. It once started over past the bound instead, so
-// in a fleet larger than it nearly every report made a keyed hash afresh
-// and grew the map again from empty: 650 bytes of garbage and a map
-// insert a report, 2% of the controller's CPU a pushed node at 10,000
-// nodes (issue 34). One per goroutine: it is not safe for concurrent use.
+// 100,000 nodes. A key past the bound gets a keyed hash made for that
+// check alone (crypto/hmac, not HMAC written again here) and the kept ones
+// stay: it once started over past the bound instead, so in a fleet larger
+// than it nearly every report also grew the map again from empty, 2% of
+// the controller's CPU a pushed node at 10,000 nodes (issue 34). One per
+// goroutine: it is not safe for concurrent use.
 type MACChecker struct {
 	hashes map[string]hash.Hash
-	// plain and pad are byHand's: a sha256 reset for every check, and the
-	// key's inner and then outer pad.
-	plain  hash.Hash
-	pad    [sha256.BlockSize]byte
-	keySum [sha256.Size]byte
 	sum    []byte
 	want   [sha256.Size + 2]byte
 	// text holds the MAC's text and then the subject and its 0 while they
@@ -202,50 +196,16 @@ func (c *MACChecker) Check(key []byte, subject string, data []byte, got string) 
 	switch {
 	case ok:
 		h.Reset()
-	case len(c.hashes) < maxCheckerKeys:
-		h = hmac.New(sha256.New, key)
-		c.hashes[string(key)] = h
 	default:
-		return hmac.Equal(c.byHand(key, c.text, data), c.want[:n])
+		h = hmac.New(sha256.New, key)
+		if len(c.hashes) < maxCheckerKeys {
+			c.hashes[string(key)] = h
+		}
 	}
 	h.Write(c.text)
 	h.Write(data)
 	c.sum = h.Sum(c.sum[:0])
 	return hmac.Equal(c.sum, c.want[:n])
-}
-
-// byHand is HMAC-SHA256 (RFC 2104) of text and data under key, which
-// hmac.New would make: sha256 of the key's outer pad and of the inner
-// pad, text and data.
-func (c *MACChecker) byHand(key, text, data []byte) []byte {
-	if c.plain == nil {
-		c.plain = sha256.New()
-	}
-	h := c.plain
-	if len(key) > sha256.BlockSize {
-		h.Reset()
-		h.Write(key)
-		key = h.Sum(c.keySum[:0])
-	}
-	for i := range c.pad {
-		c.pad[i] = 0x36
-	}
-	for i, k := range key {
-		c.pad[i] ^= k
-	}
-	h.Reset()
-	h.Write(c.pad[:])
-	h.Write(text)
-	h.Write(data)
-	c.sum = h.Sum(c.sum[:0])
-	for i := range c.pad {
-		c.pad[i] ^= 0x36 ^ 0x5c
-	}
-	h.Reset()
-	h.Write(c.pad[:])
-	h.Write(c.sum)
-	c.sum = h.Sum(c.sum[:0])
-	return c.sum
 }
 
 // Keyring answers the keys derived from one controller key, remembering a
