@@ -55,14 +55,9 @@ type At struct {
 	Version, Forgets uint64
 }
 
-// WorldAt is the world of v's composition version: the one indexed last
-// if the version has not moved since, else one indexed from v (and kept).
-func (h *Composer) WorldAt(v *projections.View) (*compose.World, error) {
-	at, err := h.At(v)
-	return at.World, err
-}
-
-// At is WorldAt with what the world is kept by.
+// At is the world of v's composition version, with what it is kept by:
+// the one indexed last if the version has not moved since, else one
+// indexed from v (and kept).
 func (h *Composer) At(v *projections.View) (At, error) {
 	version := v.CompositionVersion()
 	// Read before the input is: a forget during indexing leaves the world

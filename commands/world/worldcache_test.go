@@ -37,7 +37,7 @@ func TestTheWorldIsKeptOnlyWhileCompositionHasNotMoved(t *testing.T) {
 	worldAt := func() *compose.World {
 		t.Helper()
 		var w *compose.World
-		if err := mesh.Proj.Read(func(v *projections.View) (err error) { w, err = c.WorldAt(v); return err }); err != nil {
+		if err := mesh.Proj.Read(func(v *projections.View) error { at, err := c.At(v); w = at.World; return err }); err != nil {
 			t.Fatal(err)
 		}
 		return w
