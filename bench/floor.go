@@ -126,19 +126,12 @@ func signAll(payload []byte, ops int) error {
 // subject as a node's declaration is on its own, with the headers of an
 // append (events/store's message and expect).
 func publishAll(ctx context.Context, js jetstream.JetStream, payload []byte, round, ops int) error {
-	mac := "bWVzaCBiZW5jaDogYSBNQUMncyBsZW5ndGggaW4gYmFzZTY0"
 	for start := 0; start < ops; start += window {
 		end := min(start+window, ops)
 		futures := make([]jetstream.PubAckFuture, 0, end-start)
 		for i := start; i < end; i++ {
 			agg := "floor.node.r" + strconv.Itoa(round) + "n" + strconv.Itoa(i)
-			m := nats.NewMsg(agg + ".DeclarationSent")
-			m.Data = payload
-			m.Header.Set(jetstream.MsgIDHeader, agg+"/0")
-			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-			m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, agg+".>")
-			m.Header.Set(events.MACHeader, mac)
-			f, err := js.PublishMsgAsync(m)
+			f, err := js.PublishMsgAsync(appendMsg(agg+".DeclarationSent", agg+"/0", agg+".>", "0", payload))
 			if err != nil {
 				return fmt.Errorf("bench: the floor cannot publish: %w", err)
 			}
@@ -155,6 +148,20 @@ func publishAll(ctx context.Context, js jetstream.JetStream, payload []byte, rou
 		}
 	}
 	return nil
+}
+
+// appendMsg is payload on subject with the headers of the mesh's append
+// (events/store's message and expect): its id, the last sequence expected
+// of filter, and a MAC's length of text the bus stores and never checks.
+// The floor and the sockets' hub publish what the mesh's controller does.
+func appendMsg(subject, id, filter, expected string, payload []byte) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = payload
+	m.Header.Set(jetstream.MsgIDHeader, id)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, expected)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, filter)
+	m.Header.Set(events.MACHeader, "bWVzaCBiZW5jaDogYSBNQUMncyBsZW5ndGggaW4gYmFzZTY0")
+	return m
 }
 
 // readAll reads ops messages from the stream's sequence from, by one

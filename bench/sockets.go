@@ -139,18 +139,11 @@ func SocketHub(ctx context.Context, url string, n int, in io.Reader, out io.Writ
 // tell publishes a declaration to each of n agents as a push appends them:
 // in flight together, each expecting its subject's last sequence.
 func tell(ctx context.Context, js jetstream.JetStream, payload []byte, kind string, n int, last map[string]uint64) error {
-	mac := "bWVzaCBiZW5jaDogYSBNQUMncyBsZW5ndGggaW4gYmFzZTY0"
 	futures := make([]jetstream.PubAckFuture, n)
 	for i := range n {
 		subj := "sk.d." + kind + "." + strconv.Itoa(i)
 		seq := strconv.FormatUint(last[subj], 10)
-		m := nats.NewMsg(subj)
-		m.Data = payload
-		m.Header.Set(jetstream.MsgIDHeader, subj+"/"+seq)
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, seq)
-		m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, subj)
-		m.Header.Set(events.MACHeader, mac)
-		f, err := js.PublishMsgAsync(m)
+		f, err := js.PublishMsgAsync(appendMsg(subj, subj+"/"+seq, subj, seq, payload))
 		if err != nil {
 			return fmt.Errorf("bench: the sockets' hub cannot publish: %w", err)
 		}
