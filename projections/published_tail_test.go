@@ -53,12 +53,7 @@ func TestAStartReadsOnlyTheTailAfterTheNewestSnapshot(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	dir := t.TempDir()
-	pub, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, BatchSize: 3, Keys: testKeys, SnapshotEvery: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	pub.Start()
+	pub := openPublisher(t, s, dir+"/a")
 	var snaps []uint64
 	for _, prefix := range []string{"before-older", "before-newest"} {
 		waitFor(t, pub, reportEach(t, s, named(prefix, 5)...))
@@ -106,12 +101,7 @@ func TestASnapshotOfAnOlderSchemaIsFoldedAgain(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	dir := t.TempDir()
-	pub, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, BatchSize: 3, Keys: testKeys, SnapshotEvery: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	pub.Start()
+	pub := openPublisher(t, s, dir+"/a")
 	waitFor(t, pub, reportEach(t, s, named("before", 3)...))
 	waitFor(t, pub, enrollMany(t, s, 0, 1))
 	sn, err := pub.Publish(ctx)
@@ -205,4 +195,17 @@ func TestASnapshotIsPublishedOnceItsTimeHasPassed(t *testing.T) {
 	if e.publishing.Load() || newest() != published {
 		t.Fatalf("publishing again (newest on the bus %d, after %d) before another %s passed", newest(), published, after)
 	}
+}
+
+// openPublisher is read models in dir, started, that keep a snapshot after
+// every commit, so that each Publish holds everything folded before it.
+func openPublisher(t *testing.T, s *store.Store, dir string) *Engine {
+	t.Helper()
+	e, _, err := Open(context.Background(), Options{Dir: dir, FS: vfs.Default, Store: s, BatchSize: 3, Keys: testKeys, SnapshotEvery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.Start()
+	return e
 }
