@@ -34,11 +34,11 @@ import (
 
 // DefaultPublishEvery is how many events apart a controller publishes a
 // snapshot to the bus: a start from one then folds at most this many (and
-// the SnapshotEvery between time-travel snapshots), at about 30 CPU µs an
+// the SnapshotEvery between time-travel snapshots), at about 28 CPU µs an
 // event on this box's two cores, on top of fetching and opening the
 // snapshot (3 to 4 CPU s at ten million events). At 200,000 the tail alone
-// cost a start some 6 CPU s at worst, over its bound of 5 s; at 100,000 it
-// is some 3.75. What it costs: the bucket is rewritten each time, a
+// cost a start some 6.3 CPU s at worst, over its bound of 5 s; at 100,000
+// it is some 3.5. What it costs: the bucket is rewritten each time, a
 // snapshot of 391 MiB at ten million events written again for every
 // 100,000 events (some 80 MiB of log), and the publisher packs and sends
 // it beside the fold (docs/performance.md, "A start from a snapshot on the
