@@ -33,10 +33,17 @@ import (
 // from the start, as for any others.
 
 // DefaultPublishEvery is how many events apart a controller publishes a
-// snapshot to the bus: a start from one then folds at most this many, a
-// few seconds, and the bucket is rewritten seldom (a snapshot at a million
-// events is some hundreds of MiB).
-const DefaultPublishEvery = 200_000
+// snapshot to the bus: a start from one then folds at most this many (and
+// the SnapshotEvery between time-travel snapshots), at about 28 CPU µs an
+// event on this box's two cores, on top of fetching and opening the
+// snapshot (3 to 4 CPU s at ten million events). At 200,000 the tail alone
+// cost a start some 6.3 CPU s at worst, over its bound of 5 s; at 100,000
+// it is some 3.5. What it costs: the bucket is rewritten each time, a
+// snapshot of 391 MiB at ten million events written again for every
+// 100,000 events (some 80 MiB of log), and the publisher packs and sends
+// it beside the fold (docs/performance.md, "A start from a snapshot on the
+// bus").
+const DefaultPublishEvery = 100_000
 
 // DefaultPublishAfter bounds the tail by time too: a mesh folding a few
 // events a minute would take hours to reach PublishEvery, and a start
@@ -79,7 +86,7 @@ func (e *Engine) Publish(ctx context.Context) (store.Snapshot, error) {
 	}
 	defer e.fs.RemoveAll(dir)
 	src := e.fs.PathJoin(dir, disk.GenerationName(1))
-	if err := e.withoutLog(src); err != nil {
+	if err := e.withoutLog(ctx, src); err != nil {
 		return store.Snapshot{}, err
 	}
 	id, schema, err := e.identityOf(src)
@@ -105,17 +112,62 @@ func (e *Engine) Publish(ctx context.Context) (store.Snapshot, error) {
 // models holds what their memtable held as its log, uncompressed, up to
 // the memtable's 16 MiB (7.1 of a 12 MiB snapshot of 200,000 events), and
 // a start from it replays that log before it serves. Opening the copy
-// replays it once here and writes it as a table; nothing else is
-// rewritten (no compaction), and the snapshot's tables are hard links the
-// live read models keep as they were.
-func (e *Engine) withoutLog(dir string) error {
+// replays it once here and writes it as a table.
+//
+// Then it compacts level 0 away (drainLevelZero). The live read models
+// gather up to 16 tables there before compacting (l0Compaction), each
+// holding every node row written while it was the memtable, all but the
+// newest of each superseded; a controller that started from such a
+// snapshot compacted them first thing, in the seconds it was to be ready
+// in (a fifth of a start's CPU at ten million events). Here it is done
+// once a publish rather than once a start, and what was superseded is not
+// fetched at all. The snapshot's other tables are hard links the live read
+// models keep as they were (Pebble never writes a table twice); those the
+// compaction replaces are unlinked from the copy only.
+func (e *Engine) withoutLog(ctx context.Context, dir string) error {
 	o := e.pebbleOptions(true)
-	o.DisableAutomaticCompactions = true
+	// One table in level 0 is enough to compact it.
+	o.L0CompactionThreshold = 1
+	ended := make(chan struct{}, 1)
+	o.EventListener = &pebble.EventListener{CompactionEnd: func(pebble.CompactionInfo) {
+		select {
+		case ended <- struct{}{}:
+		default: // one pending wake is enough: the loop reads the levels
+		}
+	}}
 	db, err := pebble.Open(dir, o)
 	if err != nil {
 		return fmt.Errorf("projections: cannot open the snapshot in %s: %w", dir, err)
 	}
-	return db.Close()
+	err = drainLevelZero(ctx, db, ended)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// drainLevelZero waits until db's level 0 is empty, woken by each
+// compaction's end. Each second it looks too, and stops waiting when
+// Pebble compacts nothing though level 0 is not empty (a table it will not
+// compact, a disk that refuses the output): the snapshot is then published
+// with what level 0 holds, sound and only larger, rather than a publish
+// waiting for ever and holding back every one after it. Bounded by ctx
+// too (the engine closing ends the publish), as every wait is (rule 26).
+func drainLevelZero(ctx context.Context, db *pebble.DB, ended <-chan struct{}) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for m := db.Metrics(); m.Levels[0].TablesCount > 0; m = db.Metrics() {
+		select {
+		case <-ended:
+		case <-tick.C:
+			if db.Metrics().Compact.NumInProgress == 0 {
+				return nil
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("projections: level 0 of the snapshot to publish was not compacted: %w", context.Cause(ctx))
+		}
+	}
+	return nil
 }
 
 // identityOf reads the stream identity and schema of the read models in dir.

@@ -52,7 +52,7 @@ type UpCmd struct {
 // publishFlag is how often the controller publishes a snapshot of its read
 // models to the bus, for a controller with none to start from.
 type publishFlag struct {
-	PublishEvery int64 `name:"publish-snapshot-every" default:"200000" placeholder:"EVENTS" help:"Publish a snapshot of the read models to the bus every this many events folded: a controller in a new or lost home starts from the newest and folds only the rest (0: never)."`
+	PublishEvery int64 `name:"publish-snapshot-every" default:"100000" placeholder:"EVENTS" help:"Publish a snapshot of the read models to the bus every this many events folded: a controller in a new or lost home starts from the newest and folds only the rest (0: never)."`
 }
 
 // every is the flag as StartController takes it (negative: never).
