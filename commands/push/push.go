@@ -185,8 +185,9 @@ var pushWindow = 2000
 // controller's CPU a pushed node), the windows again a worker per core.
 // What each node composed to goes into keep, when not nil.
 func (h *Service) sealWindow(t targets, names []string, rows []sendRow, r wire.PushRequest, round int, keep map[string]world.Would) (pushBatch, []wire.UnsentNode) {
-	// Sized once: grown by appending, these and the reply's list were 4%
-	// of the bytes a push to 10,000 nodes allocated, each doubling copied.
+	// Sized once: grown by appending, these and the reply's list were
+	// some 4% of the bytes the controller allocated over pushes to 10,000
+	// nodes, each doubling copied.
 	b := pushBatch{items: make([]store.One, 0, len(names)), pushed: make([]wire.PushedNode, 0, len(names))}
 	var unsent []wire.UnsentNode
 	by := cmp.Or(r.By, "push")
