@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +52,8 @@ func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply,
 		var keep map[string]world.Would
 		if round == 0 {
 			reply.Considered, reply.Held = len(sel.targets), sel.held
+			// Nearly every target is sent in the first round (sealWindow).
+			reply.Sent = slices.Grow(reply.Sent, len(sel.targets))
 			if only == nil && within == nil && !r.Behind && !h.Holds(sel.at) {
 				keep = make(map[string]world.Would, len(sel.targets))
 			}
@@ -182,7 +185,10 @@ var pushWindow = 2000
 // controller's CPU a pushed node), the windows again a worker per core.
 // What each node composed to goes into keep, when not nil.
 func (h *Service) sealWindow(t targets, names []string, rows []sendRow, r wire.PushRequest, round int, keep map[string]world.Would) (pushBatch, []wire.UnsentNode) {
-	var b pushBatch
+	// Sized once: grown by appending, these and the reply's list were
+	// some 4% of the bytes the controller allocated over pushes to 10,000
+	// nodes, each doubling copied.
+	b := pushBatch{items: make([]store.One, 0, len(names)), pushed: make([]wire.PushedNode, 0, len(names))}
 	var unsent []wire.UnsentNode
 	by := cmp.Or(r.By, "push")
 	results := make([]sealedNode, len(names))
@@ -218,11 +224,23 @@ func (h *Service) sealWindow(t targets, names []string, rows []sendRow, r wire.P
 		}
 		b.items = append(b.items, store.One{Aggregate: events.NodeAggregate(name), Expected: rows[i].version,
 			CommandID: core.PerNode(r.CommandID, name, round), Event: res.ev})
-		note := strings.TrimPrefix(strings.Join([]string{t.notes[name], res.note}, "; "), "; ")
 		b.pushed = append(b.pushed, wire.PushedNode{Node: name, Sequence: res.ev.Sequence, Digest: res.ev.Digest, Resources: res.ev.Resources,
-			Note: strings.TrimSuffix(note, "; ")})
+			Note: joinNotes(t.notes[name], res.note)})
 	}
 	return b, unsent
+}
+
+// joinNotes is a sent node's note: why it was sent and what composing it
+// said, either or both. Most nodes have neither: joining the two with
+// strings.Join and trimming the separator off made a string for each.
+func joinNotes(why, composed string) string {
+	switch {
+	case why == "":
+		return composed
+	case composed == "":
+		return why
+	}
+	return why + "; " + composed
 }
 
 // sealedNode is one node of a push's window: composed and numbered (d),

@@ -83,7 +83,17 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 	for _, n := range held {
 		heldSet[n] = true
 	}
-	for _, name := range order(t.w, candidates, held) {
+	names := order(t.w, candidates, held)
+	if !r.Behind {
+		// Nearly every name is a target: grown by appending, the rows
+		// (some 170 bytes each) were copied and the new arrays' pages
+		// faulted in again at each doubling, 2% of the controller's CPU
+		// in a push to 10,000 nodes. A push --behind sends to the few
+		// behind, and is left to grow rather than hold a row's room for
+		// every node.
+		t.targets, t.rows = make([]string, 0, len(names)), make([]sendRow, 0, len(names))
+	}
+	for _, name := range names {
 		row := rows.of(name)
 		if within != nil && !within[name] {
 			continue

@@ -216,7 +216,7 @@ func (r benchRun) phase(ctx context.Context, dir, name string, closed bool, node
 	var idle [3][]float64
 	var last [3]bench.Usage
 	for i := range r.pushes {
-		p, err := r.measuredPush(ctx, home, url, f, pids)
+		p, err := r.measuredPush(ctx, home, url, f, pids, nodes)
 		if err != nil {
 			return ph, fmt.Errorf("%s, push %d: %w", name, i+1, err)
 		}
