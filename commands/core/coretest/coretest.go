@@ -100,10 +100,15 @@ func (m *Mesh) Report(node string, ev events.Event) {
 	msg.Header.Set(events.MACHeader, declaration.MAC(m.Keys.NodeMAC(node), msg.Subject, data))
 	msg.Header.Set(events.SignerHeader, m.Agent.PublicKey())
 	msg.Header.Set(events.SignatureHeader, m.Agent.Sign(data))
-	if _, err := m.JS.PublishMsgAsync(msg); err != nil {
+	if _, err := m.JS.PublishMsgAsync(msg, jetstream.WithStallWait(stallWait)); err != nil {
 		m.TB.Fatal(err)
 	}
 }
+
+// stallWait is how long a publish waits for room among those not yet
+// acknowledged: at nats.go's default of 200 ms a benchmark's setup of
+// 20,000 events failed on a loaded box, before anything was measured.
+const stallWait = time.Minute
 
 // Publish appends ev as the controller would (with its MAC), without
 // waiting for each acknowledgement.
@@ -112,7 +117,7 @@ func (m *Mesh) Publish(agg events.AggregateID, ev events.Event) {
 	msg := nats.NewMsg(agg.Subject(ev.EventType()))
 	msg.Data = data
 	msg.Header.Set(events.MACHeader, declaration.MAC(m.Keys.LogMAC(), msg.Subject, data))
-	if _, err := m.JS.PublishMsgAsync(msg); err != nil {
+	if _, err := m.JS.PublishMsgAsync(msg, jetstream.WithStallWait(stallWait)); err != nil {
 		m.TB.Fatal(err)
 	}
 }
