@@ -9,7 +9,8 @@ import (
 // the input's list of nodes is the world's, not a copy, and every node's
 // assignments are one run of one list. A world that copied them held the
 // 100,000 nodes of issue 34's fleet twice (54-65 MB beside its 24 MB
-// input), and the controller past its 700 MiB bound.
+// input), and the controller past its 700 MiB bound; so did a manifest
+// copied for each of a build's assignments.
 func TestWorldSharesItsInputsNodes(t *testing.T) {
 	// Listed out of node order, as no read model lists them: the world
 	// must find each node's run all the same.
@@ -29,6 +30,9 @@ func TestWorldSharesItsInputsNodes(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s's assignments are %v, want %v", node, got, want)
 		}
+	}
+	if a, b := w.assigned("db-1"), w.assigned("db-2"); a[0].m == nil || a[0].m != b[0].m {
+		t.Error("two assignments of one build hold two copies of its manifest, not one")
 	}
 	if w.assigned("nobody") != nil || w.Has("nobody") || w.node("nobody").Name != "" {
 		t.Error("the world answers for a node it does not hold")
