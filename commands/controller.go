@@ -96,6 +96,11 @@ type Controller struct {
 	stopDrive, stopLive, stopNewest, stopGrants, stopReconcile func()
 }
 
+// KeepHeapGoal keeps the collector's goal near the controller's live heap
+// (core.KeepHeapGoal says how) until stop is called: mesh up and mesh
+// serve run it, which import no core.
+func KeepHeapGoal() (stop func()) { return core.KeepHeapGoal() }
+
 // StartController asserts the stream, opens and catches up the read models,
 // and starts answering verbs. It says what it found and did at each step, and
 // returns only when it is ready to answer. A step that fails stops what the
@@ -364,20 +369,9 @@ func driveRollouts(h *Services, every time.Duration) func() {
 // logProgress says every few seconds how far a long catch-up has come, so a
 // start folding millions of events does not look hung.
 func logProgress(log *slog.Logger, proj *projections.Engine, target uint64) func() {
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(3 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				log.Info("projections catching up", "folded", proj.Checkpoint(), "of", target)
-			}
-		}
-	}()
-	return func() { close(done) }
+	return core.Every(3*time.Second, func() {
+		log.Info("projections catching up", "folded", proj.Checkpoint(), "of", target)
+	})
 }
 
 // lostStream refuses to start an empty mesh in place of one the bus lost

@@ -37,7 +37,7 @@ func (w *World) choose(c placed, req string) choice {
 	if len(cands) == 0 {
 		reason := fmt.Sprintf("%s needs %s, which no assigned module provides", c.Module, req)
 		if blocked := w.blocked[req]; len(blocked) > 0 {
-			reason = fmt.Sprintf("%s needs %s, whose only provider%s cannot be hosted: %s", c.Module, req, plural(blocked), needs(blocked[0], w.nodes[blocked[0].Node]))
+			reason = fmt.Sprintf("%s needs %s, whose only provider%s cannot be hosted: %s", c.Module, req, plural(blocked), needs(blocked[0], w.node(blocked[0].Node)))
 		}
 		return choice{unresolved: reason}
 	}
@@ -53,13 +53,13 @@ func (w *World) choose(c placed, req string) choice {
 		}
 		return choice{providers: on[:1], why: "by name"}
 	case rule.Label != "":
-		mine, ok := w.nodes[c.Node].Labels[rule.Label]
+		mine, ok := w.node(c.Node).Labels[rule.Label]
 		if !ok {
 			return choice{unresolved: fmt.Sprintf("%s on %s chooses its %s by label %s, which %s does not have; give %s that label (mesh node set) or change the rule",
 				c.Module, c.Node, req, rule.Label, c.Node, c.Node)}
 		}
 		same := slices.DeleteFunc(slices.Clone(cands), func(p placed) bool {
-			v, ok := w.nodes[p.Node].Labels[rule.Label]
+			v, ok := w.node(p.Node).Labels[rule.Label]
 			return !ok || v != mine
 		})
 		if len(same) == 0 {
@@ -84,11 +84,11 @@ func (w *World) nearest(c placed, cands []placed) (placed, string) {
 	if len(cands) == 1 {
 		return cands[0], "only provider"
 	}
-	mine := w.nodes[c.Node].Labels
+	mine := w.node(c.Node).Labels
 	best, shared := 0, []string(nil)
 	for i, p := range cands {
 		var s []string
-		for k, v := range w.nodes[p.Node].Labels {
+		for k, v := range w.node(p.Node).Labels {
 			if mv, ok := mine[k]; ok && mv == v {
 				s = append(s, k+"="+v)
 			}
@@ -117,7 +117,7 @@ func (w *World) placesOf(ps []placed, label string) string {
 		}
 		s := p.Module + " on " + p.Node
 		if label != "" {
-			if v, ok := w.nodes[p.Node].Labels[label]; ok {
+			if v, ok := w.node(p.Node).Labels[label]; ok {
 				s += fmt.Sprintf(" (%s=%s)", label, v)
 			} else {
 				s += " (no " + label + ")"
@@ -142,7 +142,7 @@ func providersSay(ps []placed) string {
 // consumer has left drops it in the same push as the one it chose.
 func (w *World) Linked(node string) map[string]bool {
 	out := map[string]bool{}
-	for _, p := range w.byNode[node] {
+	for _, p := range w.assigned(node) {
 		if p.m == nil {
 			continue
 		}

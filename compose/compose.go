@@ -60,11 +60,11 @@ func (r Result) Reason() string {
 // world does not know composes to nothing with that said as its problem.
 func (w *World) Compose(node string) Result {
 	res := Result{Node: node}
-	n, ok := w.nodes[node]
-	if !ok {
+	if !w.Has(node) {
 		res.Problems = append(res.Problems, fmt.Sprintf("%s is not an enrolled, active node", node))
 		return res
 	}
+	n := w.node(node)
 	d := Declaration{Mesh: w.mesh, Node: node, Modules: []ModuleBuild{}, Resources: []Resource{}, Receives: []Receipt{}}
 	if w.network != "" && n.Address != "" {
 		d.Network = &Network{Range: w.network, Address: n.Address, Key: n.Key, Peers: w.peers(node)}
@@ -72,7 +72,7 @@ func (w *World) Compose(node string) Result {
 	owner := map[string]string{} // path -> module, for conflicts
 	var buf bytes.Buffer
 	sl := &sealer{secrets: w.secrets, salts: map[string]bool{}}
-	for _, p := range w.byNode[node] {
+	for _, p := range w.assigned(node) {
 		if p.err != nil {
 			res.Problems = append(res.Problems, p.err.Error())
 			continue
@@ -221,7 +221,7 @@ func (w *World) templateData(p placed, n Node, receives []provision, sl *sealer,
 		if err != nil {
 			return templateData{}, err
 		}
-		rd := receivedData{Node: r.Node, Address: w.nodes[r.Node].Address, Module: r.Module, Labels: w.nodes[r.Node].Labels, Settings: ps}
+		rd := receivedData{Node: r.Node, Address: w.node(r.Node).Address, Module: r.Module, Labels: w.node(r.Node).Labels, Settings: ps}
 		if slices.Contains(r.m.Provisions, r.requirement) {
 			rd.Credential = w.credential(r.placed, r.requirement, p, sl, 0)
 		}
@@ -353,11 +353,11 @@ func (b *boundedWriter) Write(p []byte) (int, error) {
 func (w *World) peers(node string) []Peer {
 	seen := map[string]bool{node: true}
 	add := func(other string) {
-		if !seen[other] && w.nodes[other].Address != "" {
+		if !seen[other] && w.node(other).Address != "" {
 			seen[other] = true
 		}
 	}
-	for _, p := range w.byNode[node] {
+	for _, p := range w.assigned(node) {
 		if p.m == nil || p.err != nil || len(p.missing) > 0 {
 			continue
 		}
@@ -377,7 +377,7 @@ func (w *World) peers(node string) []Peer {
 	delete(seen, node)
 	out := make([]Peer, 0, len(seen))
 	for _, name := range slices.Sorted(maps.Keys(seen)) {
-		n := w.nodes[name]
+		n := w.node(name)
 		out = append(out, Peer{Node: name, Address: n.Address, Key: n.Key})
 	}
 	return out

@@ -78,12 +78,19 @@ type folder struct {
 	// committed: it knows exactly what that holds.
 	snapshot func(db *pebble.DB, last uint64, latest int64)
 	keys     *declaration.Keyring
-	// nodes and reportKeys remember the rows this folder read or wrote: a
-	// report is checked against its node's row and key, then folded into
-	// the row, and each Get of an indexed batch costs microseconds (half a
-	// fold's time, read twice). The folder is the read models' only writer,
-	// so what it remembers stays true across commits; a discarded batch
-	// forgets it all, and so does a memory grown past rememberRows.
+	// rows and reportKeys remember the node rows (as committed, encoded)
+	// and report keys this folder read or wrote: a report is checked
+	// against its node's row and key, then folded into the row, and each
+	// Get of an indexed batch costs microseconds (half a fold's time, read
+	// twice). The folder is the read models' only writer, so what it
+	// remembers stays true across commits; a discarded batch forgets it
+	// all, and so does a memory grown past rememberRows. A row is kept in
+	// its encoded form, a few hundred bytes, not decoded: decoded (a
+	// struct, its send, its report, its digests in hex, a map of labels)
+	// 100,000 rows were 110-150 MB of a controller's live heap, the
+	// largest part of it (issue 34's 700 MiB bound). nodes are the rows
+	// decoded since the last commit, which the commit encodes into rows.
+	rows       map[string][]byte
 	nodes      map[string]Node
 	reportKeys map[string]string
 	// owned remembers which nodes made their own keys (nil: none recorded).
@@ -115,7 +122,7 @@ type folder struct {
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
 	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
-		nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: admit.Shapes{}, dirty: map[string]bool{}}
+		rows: map[string][]byte{}, nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: admit.Shapes{}, dirty: map[string]bool{}}
 }
 
 // Apply folds one event the pipeline decoded; head is the head of the
@@ -240,11 +247,15 @@ func (f *folder) Commit() error {
 		return nil
 	}
 	for name := range f.dirty {
-		if err := putNode(f.b, f.nodes[name]); err != nil {
+		row, err := putNode(f.b, f.nodes[name])
+		if err != nil {
 			return err
 		}
+		f.rows[name] = row
 	}
 	clear(f.dirty)
+	// Decoded rows are a batch's alone: the encoded ones are remembered.
+	clear(f.nodes)
 	if err := f.b.Set(keyCheckpoint, u64(f.last), nil); err != nil {
 		return err
 	}
@@ -268,8 +279,8 @@ func (f *folder) Commit() error {
 	// Each memory is bounded on its own: bounded together, a fleet of
 	// 100,000 (a row and a report key each) cleared both at every commit
 	// and read every row from Pebble again (a third of a push's fold).
-	if len(f.nodes) > rememberRows {
-		clear(f.nodes)
+	if len(f.rows) > rememberRows {
+		clear(f.rows)
 	}
 	if len(f.reportKeys) > rememberRows {
 		clear(f.reportKeys)
@@ -299,6 +310,7 @@ func (f *folder) reset() {
 func (f *folder) discard() {
 	f.b.Close()
 	f.n, f.composition = 0, 0
+	clear(f.rows)
 	clear(f.nodes)
 	clear(f.reportKeys)
 	clear(f.owned)
@@ -307,21 +319,30 @@ func (f *folder) discard() {
 
 // rememberRows bounds the rows (a few hundred bytes each) and the report
 // keys a folder remembers: a fleet larger than this is read from Pebble
-// more often. At 100,000 nodes both cost about 100 MiB of live heap (165
-// against 67 after a push) and save a push's fold 2.4 CPU seconds of
+// more often. At 100,000 nodes they save a push's fold 2.4 CPU seconds of
 // Pebble reads (mesh fleet --simulate).
 const rememberRows = 1 << 17
 
-// node reads a node's row through the folder's memory of it.
+// node reads a node's row through the folder's memory of it: decoded once
+// a batch, from the encoded row it remembers or else from Pebble.
 func (f *folder) node(name string) (Node, bool, error) {
 	if n, ok := f.nodes[name]; ok {
 		return n, true, nil
 	}
-	n, found, err := getNode(f.b, name)
-	if found && err == nil {
-		f.nodes[name] = n
+	row, ok := f.rows[name]
+	if !ok {
+		var err error
+		if row, ok, err = getRow(f.b, name); err != nil || !ok {
+			return Node{}, false, err
+		}
+		f.rows[name] = row
 	}
-	return n, found, err
+	n, err := decodeNode(name, row)
+	if err != nil {
+		return Node{}, false, err
+	}
+	f.nodes[name] = n
+	return n, true, nil
 }
 
 // putNode changes a node's row; commit writes it. Until then only this

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,21 +128,37 @@ func sameFailure(a, b Report) bool {
 	return true
 }
 
-// putNode encodes the key and row into a pooled buffer: the batch copies
-// what it is given, and a row allocated per event was most of a fold's own
-// garbage.
-func putNode(b *pebble.Batch, n Node) error {
+// putNode writes a node's row into the batch and answers a copy of the
+// row at its size, which the folder remembers. It is encoded into a pooled
+// buffer (the batch copies what it is given, and a row allocated per
+// event was most of a fold's own garbage) and copied once: a row grown by
+// appending holds up to twice its size, for as long as it is remembered.
+func putNode(b *pebble.Batch, n Node) ([]byte, error) {
 	buf := rowBuffers.Get().(*[]byte)
 	// The key (nodeKey) and then the row, in the one buffer.
 	*buf = append(append((*buf)[:0], prefixNode), n.Name...)
 	k := len(*buf)
 	*buf = rows.AppendNode(*buf, n)
 	err := b.Set((*buf)[:k], (*buf)[k:], nil)
+	row := bytes.Clone((*buf)[k:])
 	rowBuffers.Put(buf)
-	return err
+	return row, err
 }
 
 var rowBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// getRow reads a node's encoded row, copied out of Pebble.
+func getRow(rd pebble.Reader, name string) ([]byte, bool, error) {
+	v, closer, err := rd.Get(nodeKey(name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return bytes.Clone(v), true, nil
+}
 
 func getNode(rd pebble.Reader, name string) (Node, bool, error) {
 	v, closer, err := rd.Get(nodeKey(name))
@@ -152,11 +169,17 @@ func getNode(rd pebble.Reader, name string) (Node, bool, error) {
 		return Node{}, false, err
 	}
 	defer closer.Close()
-	n, err := rows.DecodeNode(v)
+	n, err := decodeNode(name, v)
+	return n, err == nil, err
+}
+
+// decodeNode decodes name's row, naming the node when it is corrupt.
+func decodeNode(name string, row []byte) (Node, error) {
+	n, err := rows.DecodeNode(row)
 	if err != nil {
-		return Node{}, false, fmt.Errorf("%w: %s", err, name)
+		return Node{}, fmt.Errorf("%w: %s", err, name)
 	}
-	return n, true, nil
+	return n, nil
 }
 
 // nodeRows decodes every node row; brief as rows.DecodeNodeAs.

@@ -1,22 +1,24 @@
 package projections
 
-import (
-	"github.com/meshctl/mesh/projections/rows"
-)
-
 // A controller that starts from a snapshot on the bus folds the stream's
 // tail with an empty memory of node rows and report keys (the folder's,
 // fold.go), so a tail of a push to every node read each node's row and key
 // from Pebble once, a lookup each: 15% of a start's samples at 100,000
 // nodes (docs/performance.md, "A start from a snapshot on the bus"). One
-// scan of each in key order, decoded on every core, fills that memory
-// first: a start whose tail touches most nodes pays a sequential read
-// instead of a hundred thousand point lookups.
+// scan of each in key order fills that memory first: a start whose tail
+// touches most nodes pays a sequential read instead of a hundred thousand
+// point lookups.
 
 // warm fills f's memory of node rows and report keys from its read models,
 // when they fit in it; otherwise it leaves the memory as it was.
 func (f *folder) warm() error {
-	nodes, err := scanRows(f.db, []byte{prefixNode}, func(_, v []byte) (Node, error) { return rows.DecodeNode(v) })
+	// The rows are remembered as they are encoded: a row is decoded when
+	// the tail touches it (fold.go).
+	type row struct {
+		node string
+		row  []byte
+	}
+	nodes, err := scanRows(f.db, []byte{prefixNode}, func(k, v []byte) (row, error) { return row{string(k[1:]), v}, nil })
 	if err != nil || len(nodes) > rememberRows {
 		return err
 	}
@@ -26,7 +28,7 @@ func (f *folder) warm() error {
 		return err
 	}
 	for _, n := range nodes {
-		f.nodes[n.Name] = n
+		f.rows[n.node] = n.row
 	}
 	for _, k := range keys {
 		f.reportKeys[k.node] = k.key

@@ -2,7 +2,9 @@ package world
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"maps"
 
 	"slices"
 	"sync"
@@ -66,10 +68,19 @@ func (h *Composer) At(v *projections.View) (At, error) {
 	h.worlds.mu.Lock()
 	at := h.worlds.at
 	hit := at.World != nil && at.Version == version && h.worlds.secrets == h.Secrets && at.Forgets == forgets
+	if !hit && at.World != nil && version > at.Version {
+		// An older world is let go before the newer is read and indexed,
+		// not held beside it meanwhile: 20 MB at 100,000 nodes, at the
+		// peak of the status after a composition change (issue 34's
+		// 700 MiB bound). A caller still at the older version indexes it
+		// again. The composition cache keeps the older input Changed reads.
+		h.worlds.at = At{}
+	}
 	h.worlds.mu.Unlock()
 	if hit {
 		return at, nil
 	}
+	at = At{} // nor held here
 	in, err := h.Input(v)
 	if err != nil {
 		return At{}, err
@@ -154,12 +165,13 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 		}
 	}
 	active := map[string]bool{}
+	var same shared
 	for _, n := range nodes {
 		if n.Retired {
 			continue
 		}
 		active[n.Name] = true
-		cn := compose.Node{Name: n.Name, Capabilities: n.Capabilities, Labels: n.Labels, Facts: map[string]string{}}
+		cn := compose.Node{Name: n.Name, Capabilities: same.list(n.Capabilities), Labels: same.labels(n.Labels), Facts: map[string]string{}}
 		if a := addresses[n.Name]; a != "" && h.Keys != nil {
 			cn.Address, cn.Key = a, h.Keys.NodeOverlayPublic(n.Name)
 			if k, ok := owned[n.Name]; ok {
@@ -167,7 +179,7 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 			}
 		}
 		if f, ok := facts[n.Name]; ok {
-			cn.Capabilities = union(n.Capabilities, f.Capabilities)
+			cn.Capabilities = same.list(union(n.Capabilities, f.Capabilities))
 			cn.Facts = f.Facts
 		}
 		in.Nodes = append(in.Nodes, cn)
@@ -228,6 +240,60 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 		}
 	}
 	return in, nil
+}
+
+// shared hands out one list or map of labels for equal ones, which
+// composition reads and never changes: a fleet's nodes mostly have the
+// same capabilities and labels, and a map of labels a node was 30 MB of a
+// kept input at 100,000 nodes (issue 34's 700 MiB bound). Its key is
+// built on a reused buffer: a string of it is made only for a new one.
+type shared struct {
+	buf        []byte
+	seenLists  map[string][]string
+	seenLabels map[string]map[string]string
+}
+
+// A nil list or map is not shared: it stays nil, as the row had it.
+func (s *shared) list(l []string) []string {
+	if l == nil {
+		return nil
+	}
+	s.buf = s.buf[:0]
+	for _, x := range l {
+		s.buf = appendLen(s.buf, x)
+	}
+	if got, ok := s.seenLists[string(s.buf)]; ok {
+		return got
+	}
+	if s.seenLists == nil {
+		s.seenLists = map[string][]string{}
+	}
+	s.seenLists[string(s.buf)] = l
+	return l
+}
+
+func (s *shared) labels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	s.buf = s.buf[:0]
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		s.buf = appendLen(appendLen(s.buf, k), m[k])
+	}
+	if got, ok := s.seenLabels[string(s.buf)]; ok {
+		return got
+	}
+	if s.seenLabels == nil {
+		s.seenLabels = map[string]map[string]string{}
+	}
+	s.seenLabels[string(s.buf)] = m
+	return m
+}
+
+// appendLen appends x with its length before it: no two lists or maps
+// have the same key, whatever bytes their strings hold.
+func appendLen(b []byte, x string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(x))), x...)
 }
 
 // union is a and b, sorted, each once.

@@ -208,6 +208,7 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	if err := u.Memory.apply(log); err != nil {
 		return err
 	}
+	defer commands.KeepHeapGoal()()
 	dataDir := filepath.Join(g.Home, "nats")
 	// A closed bus (rule 18): the controller decides every other connection.
 	keys, err := busauth.NewBusKeys()
@@ -333,6 +334,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	if err := s.Memory.apply(log); err != nil {
 		return err
 	}
+	defer commands.KeepHeapGoal()()
 	var callout nkeys.KeyPair
 	var nc *nats.Conn
 	if s.Closed {

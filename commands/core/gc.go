@@ -1,0 +1,166 @@
+package core
+
+import (
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// The collector's setting is made here alone, from two things: whether a
+// long fold runs (FoldingGC), and how large the live heap is (KeepHeapGoal).
+// GOGC, when given, wins over both.
+
+// FoldingGC lets the collector run half as often while a long fold runs (a
+// start's catch-up, a rebuild), unless GOGC says otherwise, and answers what
+// puts it back once no long fold runs. A fold's live heap is small and its
+// garbage large, so the collector ran often for little: a million real
+// events caught up in 15.1-16.0 s with the default and 13.4-14.5 s at 200
+// (peak RSS 160 against 230 MiB; at 400, 12.1-13.7 s but 350-385 MiB), and
+// rebuilt in 14.4-15.8 s against 11.8-14.5 s (peak 225-265 MiB). Verify,
+// which holds two generations, keeps the default. The memory limit and the
+// heap goal (KeepHeapGoal) hold either way.
+func FoldingGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	gc.Lock()
+	defer gc.Unlock()
+	if gc.folds == 0 {
+		gc.was = debug.SetGCPercent(200)
+		if gc.keep {
+			gc.was = gc.base // what was set is the goal's, not the base
+		}
+		gc.base = 200
+		gc.set()
+	}
+	gc.folds++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			gc.Lock()
+			defer gc.Unlock()
+			if gc.folds--; gc.folds == 0 {
+				gc.base = gc.was
+				debug.SetGCPercent(gc.was)
+				gc.set()
+			}
+		})
+	}
+}
+
+// heapSlack is the garbage the collector lets grow between two cycles
+// however large the live heap is, and live/2 the most beyond it. At Go's
+// default (as much garbage as live heap) a controller holding 100,000
+// nodes, a live heap of 300-470 MB, was resident at 1.1-1.4 GiB through a
+// push, past issue 34's 700 MiB; a fixed low memory limit instead made the
+// collector run without pause (docs/performance.md, "Memory"). Below
+// 2*heapSlack of live heap the collector runs as it did.
+const heapSlack = 128 << 20
+
+// GoalPercent is the collector's percent for a live heap of live bytes
+// when base is what it would be otherwise: the garbage it allows is
+// base percent of live, but at most heapSlack or live/2, whichever is more.
+func GoalPercent(base int, live uint64) int {
+	if base <= 0 || live == 0 {
+		return base
+	}
+	garbage := live * uint64(base) / 100
+	garbage = min(garbage, max(heapSlack, live/2))
+	return max(int(garbage*100/live), 1)
+}
+
+// KeepHeapGoal keeps the collector's percent at GoalPercent of the live
+// heap after each cycle (read every 100 ms), until stop is called; with
+// GOGC given it does nothing. mesh up and mesh serve run it.
+func KeepHeapGoal() (stop func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	unkeep := gc.keepGoal()
+	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}}
+	var cycles uint64
+	stopWatch := Every(100*time.Millisecond, func() {
+		metrics.Read(samples)
+		if c := samples[0].Value.Uint64(); c != cycles {
+			cycles = c
+			gc.heard(samples[1].Value.Uint64())
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			stopWatch()
+			unkeep()
+		})
+	}
+}
+
+// Every calls step every period on a goroutine of its own until stop is
+// called; stop returns once step no longer runs.
+func Every(period time.Duration, step func()) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				step()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// collector is the collector's setting: the long folds running and what
+// it was before the first (was), the percent it would have without a heap
+// goal (base), and the live heap after the last cycle while a goal is kept.
+type collector struct {
+	sync.Mutex
+	folds     int
+	was, base int
+	keep      bool
+	live      uint64
+}
+
+var gc collector
+
+// set applies the heap goal to base, when one is kept; the caller holds
+// the lock and has set base already when no goal is kept.
+func (c *collector) set() {
+	if c.keep {
+		debug.SetGCPercent(GoalPercent(c.base, c.live))
+	}
+}
+
+// keepGoal begins keeping the heap goal, from the percent set now, and
+// answers what ends it, putting that percent back.
+func (c *collector) keepGoal() (unkeep func()) {
+	c.Lock()
+	defer c.Unlock()
+	c.keep = true
+	c.base = debug.SetGCPercent(100)
+	debug.SetGCPercent(c.base)
+	return func() {
+		c.Lock()
+		defer c.Unlock()
+		c.keep = false
+		debug.SetGCPercent(c.base)
+	}
+}
+
+// heard sets the goal from the live heap after a cycle.
+func (c *collector) heard(live uint64) {
+	c.Lock()
+	defer c.Unlock()
+	c.live = live
+	c.set()
+}

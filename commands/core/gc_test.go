@@ -1,0 +1,94 @@
+package core
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+// A long fold lets the collector run half as often and puts it back after
+// the last of those running ends, and leaves it alone when GOGC was given.
+func TestFoldingGC(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(was)
+
+	t.Setenv("GOGC", "")
+	first, second := FoldingGC(), FoldingGC()
+	if during := debug.SetGCPercent(200); during != 200 {
+		t.Fatalf("during two folds the collector's percent is %d, want 200", during)
+	}
+	first()
+	first() // twice is once
+	if during := debug.SetGCPercent(200); during != 200 {
+		t.Fatalf("with one fold still running the collector's percent is %d, want 200", during)
+	}
+	second()
+	if after := debug.SetGCPercent(100); after != 100 {
+		t.Fatalf("after the folds the collector's percent is %d, want 100 as before", after)
+	}
+
+	t.Setenv("GOGC", "50")
+	debug.SetGCPercent(50)
+	restore := FoldingGC()
+	if during := debug.SetGCPercent(50); during != 50 {
+		t.Fatalf("with GOGC=50 the catch-up set the collector's percent to %d", during)
+	}
+	restore()
+}
+
+// The heap goal lets as much garbage grow as the collector's percent says,
+// but at most 128 MiB or half the live heap: a controller holding 100,000
+// nodes was resident at twice its live heap and more (issue 34's 700 MiB).
+func TestGoalPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		base int
+		live uint64
+		want int
+		why  string
+	}{
+		{100, 60 * mib, 100, "a small heap collects as Go's default does"},
+		{200, 60 * mib, 200, "and as a long fold's does"},
+		{100, 128 * mib, 100, "up to 128 MiB of garbage"},
+		{100, 200 * mib, 64, "past it, 128 MiB"},
+		{100, 400 * mib, 50, "or half the live heap, when more"},
+		{200, 400 * mib, 50, "for a long fold too"},
+		{100, 0, 100, "before the first cycle"},
+		{-1, 400 * mib, -1, "off stays off"},
+	} {
+		if got := GoalPercent(c.base, c.live); got != c.want {
+			t.Errorf("GoalPercent(%d, %d MiB) = %d, want %d: %s", c.base, c.live/mib, got, c.want, c.why)
+		}
+	}
+}
+
+// A kept heap goal sets the collector's percent from the live heap, a long
+// fold within it still raises the base, and stopping it puts back the base.
+func TestKeepHeapGoal(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(was)
+	t.Setenv("GOGC", "")
+	// The goal without its watcher, which would set the live heap this
+	// test's process has.
+	stop := gc.keepGoal()
+	defer stop()
+	gc.heard(400 << 20)
+	if p := debug.SetGCPercent(50); p != 50 {
+		t.Fatalf("with 400 MiB live the collector's percent is %d, want 50", p)
+	}
+	restore := FoldingGC()
+	if p := debug.SetGCPercent(50); p != 50 {
+		t.Fatalf("a long fold with 400 MiB live set the percent to %d, want 50", p)
+	}
+	gc.heard(60 << 20)
+	if p := debug.SetGCPercent(200); p != 200 {
+		t.Fatalf("a long fold with 60 MiB live set the percent to %d, want 200", p)
+	}
+	restore()
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Fatalf("after the fold with 60 MiB live the percent is %d, want 100", p)
+	}
+	stop()
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Fatalf("after the goal stopped the percent is %d, want the base, 100", p)
+	}
+}
