@@ -109,3 +109,21 @@ func TestATableWithoutRealAgentsHasNoRowForThem(t *testing.T) {
 		}
 	}
 }
+
+// A floor's figure and a row's are one statistic, the median: a floor kept
+// as its least round held a median push against the luckiest of three.
+func TestTheMedianIsTheMiddleRoundNotTheLeast(t *testing.T) {
+	for _, c := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{[]time.Duration{30, 10, 20}, 20},
+		{[]time.Duration{40, 10, 30, 20}, 20},
+		{[]time.Duration{7}, 7},
+		{nil, 0},
+	} {
+		if got := Median(c.in); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}

@@ -20,7 +20,7 @@ import (
 // each in a process of their own (mesh bench --sockets-agents and
 // --sockets-hub), driven on their stdin; the bus's CPU is this process's
 // over a round above its rate at rest (the agents beat, as the mesh's do),
-// the hub's its own. The least of rounds rounds.
+// the hub's its own. Each figure is its median round, as bench.Floor's.
 func (r benchRun) sockets(ctx context.Context, dir string, n, rounds int, span time.Duration) (bench.Sockets, error) {
 	best := bench.Sockets{Span: span}
 	srv, err := embedded.Start(ctx, embedded.Options{Dir: filepath.Join(dir, "bus"), Port: -1})
@@ -71,7 +71,9 @@ func (r benchRun) sockets(ctx context.Context, dir string, n, rounds int, span t
 		}
 		return kids[i].await(ctx, want)
 	}
-	for i := range rounds {
+	// Each round's bus and hub figures: own, burst, shared.
+	var figures [6][]time.Duration
+	for range rounds {
 		var bus, hubs [3]time.Duration
 		for k, kind := range []struct {
 			name   string
@@ -109,13 +111,13 @@ func (r benchRun) sockets(ctx context.Context, dir string, n, rounds int, span t
 			}
 			bus[k], hubs[k] = above(0), above(1)
 		}
-		if i == 0 {
-			best.Own, best.Burst, best.Shared = bus[0], bus[1], bus[2]
-			best.HubOwn, best.HubBurst, best.HubShared = hubs[0], hubs[1], hubs[2]
+		for k := range 3 {
+			figures[k], figures[3+k] = append(figures[k], bus[k]), append(figures[3+k], hubs[k])
 		}
-		best.Own, best.Burst, best.Shared = min(best.Own, bus[0]), min(best.Burst, bus[1]), min(best.Shared, bus[2])
-		best.HubOwn, best.HubBurst, best.HubShared = min(best.HubOwn, hubs[0]), min(best.HubBurst, hubs[1]), min(best.HubShared, hubs[2])
 	}
+	m := func(k int) time.Duration { return bench.Median(figures[k]) }
+	best.Own, best.Burst, best.Shared = m(0), m(1), m(2)
+	best.HubOwn, best.HubBurst, best.HubShared = m(3), m(4), m(5)
 	return best, nil
 }
 
