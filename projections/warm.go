@@ -18,7 +18,11 @@ func (f *folder) warm() error {
 		node string
 		row  []byte
 	}
-	nodes, err := scanRows(f.db, []byte{prefixNode}, func(k, v []byte) (row, error) { return row{string(k[1:]), v}, nil })
+	nodes, err := scanRows(f.db, []byte{prefixNode}, func(k, v []byte) (row, error) {
+		// A copy of its own: the scan's bytes are one arena (scanRows), which
+		// one kept row would hold whole until the fold replaced every row.
+		return row{string(k[1:]), append([]byte(nil), v...)}, nil
+	})
 	if err != nil || len(nodes) > rememberRows {
 		return err
 	}

@@ -50,7 +50,28 @@ func (h *Service) holdsAll(v *projections.View) (map[string]string, error) {
 		return c.holds, nil
 	}
 	c.mu.Unlock()
-	holds, err := holdsOf(v, "")
+	// Composition has just read every assignment at this version (the
+	// status composes before it judges): only the few on an older build
+	// than their module's newest are read again, for their policy.
+	// Retired nodes' are not among them: status skips those.
+	newest := newestOf(v)
+	var behind []projections.AssignmentRow
+	fast, err := h.world.EachAssignedAt(cv, func(node, module, build string) error {
+		row, older, err := behindRow(v, newest, node, module, build)
+		if older {
+			behind = append(behind, row)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var holds map[string]string
+	if fast {
+		holds, err = holdsAmong(v, behind, newest)
+	} else {
+		holds, err = holdsOf(v, "")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -70,18 +91,47 @@ func holdsOf(v *projections.View, node string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rollouts, err := v.Rollouts()
-	if err != nil {
-		return nil, err
+	return holdsAmong(v, rows, newestOf(v))
+}
+
+// behindRow reads module's assignment to node whole when its build is
+// older than the module's newest (older), for its policy: only such a
+// row holds its node, so holdsAmong over these says what it says over
+// every row.
+func behindRow(v *projections.View, newest func(string) (string, error), node, module, build string) (projections.AssignmentRow, bool, error) {
+	b, err := newest(module)
+	if err != nil || build == b || b == "" {
+		return projections.AssignmentRow{}, false, err
 	}
+	of, err := v.AssignmentsOf(node)
+	if err != nil {
+		return projections.AssignmentRow{}, false, err
+	}
+	i := slices.IndexFunc(of, func(r projections.AssignmentRow) bool { return r.Module == module })
+	if i < 0 {
+		return projections.AssignmentRow{}, false, fmt.Errorf("status: the assignment of %s to %s composition read is not in the read models", module, node)
+	}
+	return of[i], true, nil
+}
+
+// newestOf answers each module's newest build, reading its row once.
+func newestOf(v *projections.View) func(module string) (string, error) {
 	latest := map[string]string{}
-	newest := func(module string) (string, error) {
+	return func(module string) (string, error) {
 		if b, read := latest[module]; read {
 			return b, nil
 		}
 		m, _, err := v.Module(module)
 		latest[module] = m.Latest
 		return m.Latest, err
+	}
+}
+
+// holdsAmong is holdsOf over the assignment rows given.
+func holdsAmong(v *projections.View, rows []projections.AssignmentRow, newest func(string) (string, error)) (map[string]string, error) {
+	rollouts, err := v.Rollouts()
+	if err != nil {
+		return nil, err
 	}
 	waits, err := waitsIn(rollouts, newest)
 	if err != nil {

@@ -24,27 +24,8 @@ import (
 // (reported as rss-MiB: this process holds the controller and its bus).
 func BenchmarkStatus(b *testing.B) {
 	ctx := context.Background()
-	bm := coretest.New(b, true)
-	publish := bm.Publish
-	var builds []string
-	for i := range 5 {
-		m, _ := manifest.Parse([]byte(fmt.Sprintf(`{"module":"m%d","resources":[{"kind":"file","path":"/etc/m%d.conf","mode":"0644","template":"node = {{.Node.Name}}\n"}]}`, i, i)))
-		publish(events.ModuleAggregate(m.Module), events.ModuleRegistered{Module: m.Module, Build: m.Build(), Manifest: m.Canonical()})
-		builds = append(builds, m.Build())
-	}
-	nodes := coretest.Nodes(10_000)
-	for i := range nodes {
-		name := fmt.Sprintf("web-%d", i)
-		publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})
-		for j, build := range builds {
-			publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: fmt.Sprintf("m%d", j), Build: build, Settings: map[string]string{}})
-		}
-	}
-	h := Over(bm.Fold())
+	bm, h, nodes := pushedMesh(b, 5, 10_000)
 	proj := bm.Proj
-	if r, err := h.push.Push(ctx, wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
-		b.Fatalf("push: %v", err)
-	}
 	if _, err := h.Status(ctx, wire.StatusRequest{}); err != nil { // warms the would-send cache, as the push did not
 		b.Fatal(err)
 	}
@@ -68,6 +49,38 @@ func BenchmarkStatus(b *testing.B) {
 	b.ReportMetric(rawTime.Seconds()*1000/float64(b.N), "raw-scan-ms")
 	b.ReportMetric(statusTime.Seconds()/rawTime.Seconds(), "status/raw")
 	b.ReportMetric(rssMiB(), "rss-MiB")
+}
+
+// pushedMesh is a mesh of nodes (or MESH_BENCH_NODES), each assigned
+// modules modules of one file, folded and pushed to once: what status
+// is measured over.
+func pushedMesh(b *testing.B, modules, def int) (*coretest.Mesh, *Service, int) {
+	bm := coretest.New(b, true)
+	var builds []string
+	for i := range modules {
+		m, _ := manifest.Parse([]byte(fmt.Sprintf(`{"module":"m%d","resources":[{"kind":"file","path":"/etc/m%d.conf","mode":"0644","template":"node = {{.Node.Name}}\n"}]}`, i, i)))
+		bm.Publish(events.ModuleAggregate(m.Module), events.ModuleRegistered{Module: m.Module, Build: m.Build(), Manifest: m.Canonical()})
+		builds = append(builds, m.Build())
+	}
+	nodes := coretest.Nodes(def)
+	for i := range nodes {
+		name := fmt.Sprintf("web-%d", i)
+		bm.Publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{}, Labels: map[string]string{}})
+		for j, build := range builds {
+			bm.Publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: fmt.Sprintf("m%d", j), Build: build, Settings: map[string]string{}})
+		}
+	}
+	h := Over(bm.Fold())
+	pushAll(b, h, nodes)
+	return bm, h, nodes
+}
+
+// pushAll pushes to the whole mesh and fails unless every one of its
+// nodes was sent a declaration.
+func pushAll(b *testing.B, h *Service, nodes int) {
+	if r, err := h.push.Push(context.Background(), wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
+		b.Fatalf("push: %v", err)
+	}
 }
 
 // rawScan iterates the node rows and touches every value: the floor.
