@@ -59,10 +59,9 @@ func foldedAndPublished(t *testing.T, dir string, n int, tamper func(db *pebble.
 // Issue 34: the snapshot a controller with no read models fetches whole is
 // as small as the read models' tables make it: level 0 (node rows written
 // again and again, most superseded) is compacted away before it is
-// published, so a start neither fetches nor compacts it; the tables below
-// travel in zstd (Snappy left most blocks of history rows as they were);
-// and read models started from it are the publisher's, row for row.
-func TestAPublishedSnapshotTravelsInZstdAndStartsTheSameReadModels(t *testing.T) {
+// published, so a start neither fetches nor compacts it; and read models
+// started from it are the publisher's, row for row.
+func TestAPublishedSnapshotHasNoLevelZeroAndStartsTheSameReadModels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -88,16 +87,11 @@ func TestAPublishedSnapshotTravelsInZstdAndStartsTheSameReadModels(t *testing.T)
 		t.Errorf("the published snapshot holds %d table(s) in level 0, which a start compacts before it serves", len(levels[0]))
 	}
 	below := 0
-	for level, tables := range levels[1:] {
-		for _, tb := range tables {
-			below++
-			if name := tb.Properties.CompressionName; !strings.Contains(strings.ToLower(name), "zstd") {
-				t.Errorf("table %s of level %d in the published snapshot is compressed %q, not zstd", tb.FileNum, level+1, name)
-			}
-		}
+	for _, tables := range levels[1:] {
+		below += len(tables)
 	}
 	if below == 0 {
-		t.Fatal("the published snapshot holds no table below level 0: nothing was held to zstd")
+		t.Fatal("the published snapshot holds no table at all: level 0 was dropped, not compacted")
 	}
 	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: a.o.Store, Keys: testKeys, FromPublished: true})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections/disk"
 )
@@ -141,19 +140,15 @@ func (e *Engine) pebbleOptions(rebuilding bool) *pebble.Options {
 	// holds up to l0Compaction tables that each span every key, so without
 	// one a lookup read an index block of each.
 	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
-	// Tables below level 0 (the levels below inherit level 1's) in zstd
-	// rather than Snappy: they hold nearly all of the read models, and
-	// their history index (a row an event, its digests random bytes) is
-	// nearly all of a snapshot published to the bus, which a controller
-	// with no read models fetches whole before it serves (issue 34).
-	// Snappy keeps a block it cannot shrink by 12% as it is, and most
-	// blocks of history rows are such; zstd finds the digest a report
-	// repeats of its send and the content digest a node's sends repeat.
-	// Compacted, the read models of 2.6M events were 145 MB in Snappy and
-	// 117 in zstd (docs/performance.md, "A start from a snapshot on the
-	// bus"). Level 0, flushed often and compacted soon, stays Snappy: the
-	// fold's commits are not slowed by the dearer compression.
-	o.Levels[1].Compression = func() *sstable.CompressionProfile { return sstable.ZstdCompression }
+	// Every level in Pebble's default, Snappy, not zstd below level 0:
+	// zstd made a published snapshot a fifth smaller (the read models of
+	// 2.6M events 117 MB against 145 compacted), a second or less of a
+	// start's fetch at ten million events, but it made every status read
+	// its node rows' blocks dearer: the first status after a push at
+	// 100,000 nodes 455-627 CPU ms against 414-487, after a change
+	// 1,189-1,223 against 1,053-1,126 (docs/performance.md, "A start from
+	// a snapshot on the bus"). An operator asks status far more often
+	// than a controller starts from nothing.
 	if e.o.Brief {
 		o.MemTableSize = 0 // Pebble's default: 4 MiB
 	}
