@@ -81,10 +81,7 @@ func TestCanonicalFromRefusesAnotherNodesContent(t *testing.T) {
 // so the machine's noise falls on both alike. from/whole is the share of
 // the encoding a push keeps.
 func BenchmarkCanonicalFrom(b *testing.B) {
-	motd := strings.Repeat("welcome to the mesh, be kind to the machines\n", 17)
-	c := compose.Declaration{Mesh: "m", Node: "bench-00042", Receives: []compose.Receipt{},
-		Modules:   []compose.ModuleBuild{{Module: "motd", Build: strings.Repeat("a", 64)}},
-		Resources: []compose.Resource{{Path: "/etc/motd", Kind: "file", Mode: "0644", Content: &motd, Module: "motd"}, {Path: "/etc/motd.d", Kind: "directory", Mode: "0755", Module: "motd"}}}
+	c := benchComposed()
 	d, content := New(c, 7, strings.Repeat("c", 64), time.Now()), c.Canonical()
 	if n := len(d.Canonical()); n < 1100 || n > 1400 || !bytes.Equal(d.CanonicalFrom(content), d.Canonical()) {
 		b.Fatalf("the declaration is %d bytes, not about 1,200, or the splice differs", n)
