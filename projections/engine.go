@@ -144,6 +144,10 @@ type Engine struct {
 	publishing atomic.Bool
 	publishes  sync.WaitGroup // a Close waits for the publish it cut
 
+	// memory is the live folder's memory of node rows, which views read
+	// rather than Pebble's rows while it is of their moment (noderows.go).
+	memory atomic.Pointer[nodeMemory]
+
 	// closing ends a long fold when the engine closes (closed cancels it).
 	closing context.Context
 	closed  context.CancelFunc
@@ -427,14 +431,7 @@ func scanRows[T any](r pebble.Reader, prefix []byte, decode func(key, value []by
 	keys, values := held.rows()
 	out := make([]T, len(values))
 	errs := make([]error, len(values))
-	one := func(i int) { out[i], errs[i] = decode(keys[i], values[i]) }
-	if len(values) < parallelRows {
-		for i := range values {
-			one(i)
-		}
-	} else {
-		fanout.PerCore(len(values), one)
-	}
+	eachRow(len(values), func(i int) { out[i], errs[i] = decode(keys[i], values[i]) })
 	for i, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("projections: row %q is corrupt: %w", keys[i], err)
@@ -445,6 +442,18 @@ func scanRows[T any](r pebble.Reader, prefix []byte, decode func(key, value []by
 
 // parallelRows is the size from which a scan decodes on every core.
 const parallelRows = 512
+
+// eachRow runs one for each of n rows: on every core from parallelRows
+// rows, where decoding them is worth the goroutines.
+func eachRow(n int, one func(i int)) {
+	if n < parallelRows {
+		for i := range n {
+			one(i)
+		}
+		return
+	}
+	fanout.PerCore(n, one)
+}
 
 // arena holds a scan's keys and values, copied out of the iterator (whose
 // slices last only until it moves), in chunks of arenaChunk bytes. A

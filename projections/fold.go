@@ -102,6 +102,12 @@ type folder struct {
 	// is encoded and written once a commit, however many events of the
 	// batch changed it (a send and its report are two).
 	dirty map[string]bool
+	// written are a commit's encoded rows, reused commit after commit.
+	written []encodedRow
+	// mem guards rows where views read them (noderows.go): shared, on the
+	// live folder, whose every change to rows is then made under mem.mu.
+	mem    *nodeMemory
+	shared bool
 	// heard, on the live folder only, is told of each report (Options.Heard);
 	// bytes is the size of the message being applied.
 	heard func(Heard)
@@ -121,8 +127,10 @@ type folder struct {
 }
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
-	return &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
+	f := &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
 		rows: map[string][]byte{}, nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: admit.Shapes{}, dirty: map[string]bool{}}
+	f.mem = &nodeMemory{rows: f.rows}
+	return f
 }
 
 // Apply folds one event the pipeline decoded; head is the head of the
@@ -246,12 +254,15 @@ func (f *folder) Commit() error {
 	if f.n == 0 {
 		return nil
 	}
+	// Encoded before the memory is locked: readers wait only for the map
+	// to change, not for the rows to be encoded.
+	written := f.written[:0]
 	for name := range f.dirty {
 		row, err := putNode(f.b, f.nodes[name])
 		if err != nil {
 			return err
 		}
-		f.rows[name] = row
+		written = append(written, encodedRow{name, row})
 	}
 	clear(f.dirty)
 	// Decoded rows are a batch's alone: the encoded ones are remembered.
@@ -267,7 +278,27 @@ func (f *folder) Commit() error {
 	if err := f.b.Set(keyLatest, u64(uint64(max(f.latest, 0))), nil); err != nil {
 		return err
 	}
-	if err := f.b.Commit(pebble.NoSync); err != nil {
+	// A view that takes its snapshot from here until the memory holds
+	// this commit's rows reads Pebble's (noderows.go). Not held across
+	// the Pebble commit, which may stall: every read would stall with it.
+	f.lock()
+	f.mem.committing = true
+	f.unlock()
+	err := f.b.Commit(pebble.NoSync)
+	f.lock()
+	f.mem.committing = false
+	if err != nil {
+		f.mem.forget()
+	} else {
+		for _, w := range written {
+			f.rows[w.name] = w.row
+		}
+		f.mem.at = f.last
+	}
+	f.unlock()
+	clear(written)
+	f.written = written[:0]
+	if err != nil {
 		return fmt.Errorf("projections: cannot commit read models at event %d: %w", f.last, err)
 	}
 	f.b.Close()
@@ -280,7 +311,11 @@ func (f *folder) Commit() error {
 	// 100,000 (a row and a report key each) cleared both at every commit
 	// and read every row from Pebble again (a third of a push's fold).
 	if len(f.rows) > rememberRows {
+		f.lock()
 		clear(f.rows)
+		f.mem.forget()
+		f.mem.tried = true // a fill would only find it too large again
+		f.unlock()
 	}
 	if len(f.reportKeys) > rememberRows {
 		clear(f.reportKeys)
@@ -296,6 +331,13 @@ func (f *folder) Commit() error {
 	if f.onCommit != nil {
 		f.onCommit(f.last)
 	}
+	// The live folder's memory holds every node row from its first
+	// commit on (noderows.go). After the commit is heard of: a fill that
+	// fails only leaves views reading Pebble, and must not fail a commit
+	// made (the fold would fold its events again).
+	if f.shared {
+		f.fill()
+	}
 	return nil
 }
 
@@ -310,7 +352,10 @@ func (f *folder) reset() {
 func (f *folder) discard() {
 	f.b.Close()
 	f.n, f.composition = 0, 0
+	f.lock()
 	clear(f.rows)
+	f.mem.forget()
+	f.unlock()
 	clear(f.nodes)
 	clear(f.reportKeys)
 	clear(f.owned)
@@ -335,7 +380,9 @@ func (f *folder) node(name string) (Node, bool, error) {
 		if row, ok, err = getRow(f.b, name); err != nil || !ok {
 			return Node{}, false, err
 		}
+		f.lock()
 		f.rows[name] = row
+		f.unlock()
 	}
 	n, err := decodeNode(name, row)
 	if err != nil {
@@ -343,6 +390,27 @@ func (f *folder) node(name string) (Node, bool, error) {
 	}
 	f.nodes[name] = n
 	return n, true, nil
+}
+
+// encodedRow is a node's row as a commit encoded it.
+type encodedRow struct {
+	name string
+	row  []byte
+}
+
+// lock and unlock guard a change to rows where views read them: only
+// the live folder's memory is shared, and a folder that shares none (a
+// rebuild's, a copy's) pays no lock.
+func (f *folder) lock() {
+	if f.shared {
+		f.mem.mu.Lock()
+	}
+}
+
+func (f *folder) unlock() {
+	if f.shared {
+		f.mem.mu.Unlock()
+	}
 }
 
 // putNode changes a node's row; commit writes it. Until then only this

@@ -29,6 +29,7 @@ func (e *Engine) startLocked() {
 	e.runCancel, e.runDone = cancel, done
 	e.mu.RLock()
 	f := e.newFolder(e.db, e.committed)
+	e.share(f)
 	e.mu.RUnlock()
 	f.snapshot = e.maybeSnapshot
 	f.heard = e.o.Heard

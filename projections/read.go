@@ -11,14 +11,31 @@ import (
 // even while the fold commits.
 type View struct {
 	r pebble.Reader
+	// mem is the live fold's memory of node rows, of checkpoint memAt
+	// and epoch memEpoch when the snapshot was taken (memOK: complete,
+	// and no commit in flight then): see noderows.go.
+	mem             *nodeMemory
+	memAt, memEpoch uint64
+	memOK           bool
 }
 
 // Read runs fn against a consistent view of every read model.
 func (e *Engine) Read(fn func(*View) error) error {
 	return e.view(func(db pebble.Reader) error {
-		snap := db.(*pebble.DB).NewSnapshot()
-		defer snap.Close()
-		return fn(&View{r: snap})
+		v := &View{}
+		// The snapshot is taken with the memory's lock held for reading:
+		// no commit changes Pebble or the memory between the two.
+		if m := e.memory.Load(); m != nil {
+			m.mu.RLock()
+			v.r = db.(*pebble.DB).NewSnapshot()
+			v.mem = m
+			v.memAt, v.memEpoch, v.memOK = m.memoryAt()
+			m.mu.RUnlock()
+		} else {
+			v.r = db.(*pebble.DB).NewSnapshot()
+		}
+		defer v.r.(*pebble.Snapshot).Close()
+		return fn(v)
 	})
 }
 
@@ -37,11 +54,20 @@ func (v *View) CompositionVersion() uint64 {
 }
 
 // Nodes lists every node ever enrolled, retired ones included, by name.
-func (v *View) Nodes() ([]Node, error) { return nodeRows(v.r, false) }
+func (v *View) Nodes() ([]Node, error) { return v.nodes(false) }
 
 // NodesBrief lists every node as Nodes does, without capabilities and
 // labels: for status, which reads every row and neither of those.
-func (v *View) NodesBrief() ([]Node, error) { return nodeRows(v.r, true) }
+func (v *View) NodesBrief() ([]Node, error) { return v.nodes(true) }
+
+// nodes reads every node row from the live fold's memory when it is of
+// this view's moment, else from Pebble (noderows.go).
+func (v *View) nodes(brief bool) ([]Node, error) {
+	if out, ok, err := v.nodesFromMemory(brief); ok || err != nil {
+		return out, err
+	}
+	return nodeRows(v.r, brief)
+}
 
 // HandHeld lists, by name, the nodes whose last declaration was written by
 // hand (mesh declare), retired ones too: what their rows' LastSent say,

@@ -1,0 +1,162 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+)
+
+// fromMemory reads every node row of one view from the live fold's
+// memory and from Pebble, and fails when both read and they differ: a
+// view that mixed the memory of one commit with Pebble of another. It
+// answers whether the memory was read.
+func fromMemory(t *testing.T, e *Engine, brief bool) bool {
+	t.Helper()
+	var used bool
+	err := e.Read(func(v *View) error {
+		mem, ok, err := v.nodesFromMemory(brief)
+		if err != nil || !ok {
+			return err
+		}
+		used = true
+		disk, err := nodeRows(v.r, brief)
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(disk, mem); diff != "" {
+			return fmt.Errorf("the memory of node rows differs from Pebble's at checkpoint %d (-pebble +memory):\n%s", v.Checkpoint(), diff)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return used
+}
+
+// changeMany moves every node of enrollMany's: a label change on each,
+// then a retirement of every fifth not retired yet, once e has folded
+// everything before; it answers the last sequence.
+func changeMany(t *testing.T, s *store.Store, e *Engine, n int, round int) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	var last uint64
+	for i := range n {
+		name := fmt.Sprintf("node-%d", i)
+		row, _, err := e.Node(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The caller waited for the fold: the row's version is the
+		// node's last event.
+		agg := events.NodeAggregate(name)
+		seq, err := s.Append(ctx, agg, row.Version, fmt.Sprintf("change-%s-%d", name, round), events.NodeChanged{Name: name, Capabilities: []string{"linux"}, Labels: map[string]string{"round": fmt.Sprint(round)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = seq
+		if i%5 == 0 && !row.Retired {
+			if last, err = s.Append(ctx, agg, seq, fmt.Sprintf("retire-%s-%d", name, round), events.NodeRetired{Name: name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return last
+}
+
+// The views status reads its node rows through agree with Pebble at every
+// moment: while the fold commits (every view read at once while events
+// are folded), after a restart (which starts with an empty memory), and
+// after a rebuild (a new generation, a new fold). Fails when a commit
+// changes the memory outside the lock views take their snapshot under,
+// when the memory is not refilled after a restart or rebuild, or when a
+// view reads a memory that moved past its snapshot.
+func TestNodesFromMemoryAgreeWithPebble(t *testing.T) {
+	s := newStore(t)
+	fs := vfs.NewMem()
+	e := openEngine(t, s, fs, 3)
+	last := enrollMany(t, s, 0, 30)
+	waitFor(t, e, last)
+	embeddedtest.Eventually(t, "views reading the memory of node rows", func() bool { return fromMemory(t, e, false) })
+
+	// Views read while the fold commits small batches: each must agree,
+	// whichever of memory or Pebble it read.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var read, fromMem int
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			read++
+			if fromMemory(t, e, read%2 == 0) {
+				fromMem++
+			}
+		}
+	})
+	for round := range 3 {
+		waitFor(t, e, last)
+		last = changeMany(t, s, e, 30, round)
+	}
+	last = enrollMany(t, s, 30, 10)
+	waitFor(t, e, last)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d views read while folding, %d from the memory", read, fromMem)
+	if !fromMemory(t, e, true) {
+		t.Fatal("a caught-up fold's views do not read the memory of node rows")
+	}
+
+	// A view held while the fold commits more reads its own moment, not
+	// the memory that moved past it.
+	err := e.Read(func(v *View) error {
+		before, err := nodeRows(v.r, false)
+		if err != nil {
+			return err
+		}
+		waitFor(t, e, changeMany(t, s, e, 3, 5))
+		if _, ok, _ := v.nodesFromMemory(false); ok {
+			t.Error("a view read the memory of a later commit than its snapshot's")
+		}
+		now, err := v.Nodes()
+		if diff := cmp.Diff(before, now); diff != "" {
+			t.Errorf("a view's node rows moved with the fold (-at its snapshot +read later):\n%s", diff)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last = e.Checkpoint()
+
+	// A restart: the memory is filled at the first commit, and until then
+	// views read Pebble.
+	e.Close()
+	e = openEngine(t, s, fs, 3)
+	waitFor(t, e, last)
+	last = changeMany(t, s, e, 2, 9)
+	waitFor(t, e, last)
+	embeddedtest.Eventually(t, "views reading the memory after a restart", func() bool { return fromMemory(t, e, false) })
+	nodes, err := e.Nodes()
+	if err != nil || len(nodes) != 40 || nodes[1].Labels["round"] != "9" {
+		t.Fatalf("after a restart: %d nodes, %v; node-1 %+v", len(nodes), err, nodes[1])
+	}
+
+	// A rebuild: a new generation, whose live fold remembers its rows.
+	if _, err := e.Rebuild(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	last = changeMany(t, s, e, 2, 10)
+	waitFor(t, e, last)
+	embeddedtest.Eventually(t, "views reading the memory after a rebuild", func() bool { return fromMemory(t, e, false) })
+}
