@@ -142,22 +142,31 @@ func (h *Composer) composedAt(at At) map[string]Would {
 	if nodes, ok := h.composed.get(at.Version, at.Forgets); ok {
 		return nodes
 	}
-	names := at.World.Nodes()
-	var keep map[string]Would
+	var names []string
+	var nodes map[string]Would
 	if prev, ok := h.composed.before(at); ok {
 		if changed, ok := Changed(prev.in, at.Input); ok {
-			names = slices.DeleteFunc(names, func(n string) bool { return !changed[n] })
-			keep = prev.nodes
+			// The older version's map copied whole (a copy of its table,
+			// not 100,000 insertions) with the changed nodes taken out:
+			// a node the world no longer has (retired) changed, so it is
+			// among them. Listing the world's nodes and copying the map
+			// node by node was 0.1 CPU s of the first status after one
+			// label change at 100,000 nodes (issue 34).
+			nodes = maps.Clone(prev.nodes)
+			for n := range changed {
+				delete(nodes, n)
+				if at.World.Has(n) {
+					names = append(names, n)
+				}
+			}
 		}
+	}
+	if nodes == nil {
+		names = at.World.Nodes()
+		nodes = make(map[string]Would, len(names))
 	}
 	results := make([]Would, len(names))
 	fanout.PerCore(len(names), func(i int) { results[i] = Of(at.World.Compose(names[i])) })
-	nodes := make(map[string]Would, max(len(names), len(keep)))
-	for n, w := range keep {
-		if at.World.Has(n) {
-			nodes[n] = w
-		}
-	}
 	for i, n := range names {
 		nodes[n] = results[i]
 	}

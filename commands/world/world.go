@@ -164,7 +164,11 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 			return in, err
 		}
 	}
-	active := map[string]bool{}
+	// Sized once: grown a node and an assignment at a time, the lists and
+	// the set were a third of reading the input at 100,000 nodes, read
+	// again after every composition change (issue 34).
+	active := make(map[string]bool, len(nodes))
+	in.Nodes = make([]compose.Node, 0, len(nodes))
 	var same shared
 	for _, n := range nodes {
 		if n.Retired {
@@ -203,6 +207,7 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 	if err != nil {
 		return in, err
 	}
+	in.Assignments = make([]compose.Assignment, 0, len(rows))
 	for _, a := range rows {
 		if !active[a.Node] {
 			continue
