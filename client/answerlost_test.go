@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/meshctl/mesh/client"
-	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/wire"
@@ -33,13 +29,13 @@ func TestAnAnswerSentWhileTheConnectionWasAwayIsSaidLost(t *testing.T) {
 			m := newAwayMesh(t)
 			done := m.call(subject)
 			<-m.taken
-			m.proxy.cut()
+			m.cut.Drop()
 			embeddedtest.Eventually(t, "the client to lose its connection", func() bool { return !m.nc.IsConnected() })
 			// The controller answers into the gap: the test sees it go by
 			// on the bus, which had no subscription of the client's for it.
 			close(m.release)
 			<-m.wentBy
-			m.proxy.resume()
+			m.cut.Resume()
 			err := <-done
 			if subject == wire.SubjectPush {
 				if !errors.Is(err, client.ErrUnknownOutcome) || !strings.Contains(err.Error(), "its answer was lost") || strings.Contains(err.Error(), "did not answer within") {
@@ -59,9 +55,9 @@ func TestARequestStillBeingWorkedOnIsWaitedForAcrossADrop(t *testing.T) {
 	m := newAwayMesh(t)
 	done := m.call(wire.SubjectPush)
 	<-m.taken
-	m.proxy.cut()
+	m.cut.Drop()
 	embeddedtest.Eventually(t, "the client to lose its connection", func() bool { return !m.nc.IsConnected() })
-	m.proxy.resume()
+	m.cut.Resume()
 	// Back, it asks; the controller says it is still working on it.
 	<-m.asked
 	close(m.release)
@@ -73,12 +69,12 @@ func TestARequestStillBeingWorkedOnIsWaitedForAcrossADrop(t *testing.T) {
 // awayMesh is a bus, a controller on the services protocol that holds each
 // request until released and keeps where each stands as the controller's
 // endpoints do (wire.Inflight), and a client reaching the bus through a
-// proxy the test can cut.
+// cutter the test can drop it with (embeddedtest.Cutter).
 type awayMesh struct {
 	t       *testing.T
 	nc      *nats.Conn
 	c       *client.Client
-	proxy   *proxy
+	cut     *embeddedtest.Cutter
 	taken   chan struct{}
 	release chan struct{}
 	asked   chan struct{}
@@ -110,13 +106,13 @@ func newAwayMesh(t *testing.T) *awayMesh {
 	if err := watcher.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	m.proxy = newProxy(t, srv)
-	nc, err := nats.Connect(m.proxy.url, client.Options()...)
+	m.cut = embeddedtest.NewCutter(t, "127.0.0.1:0", strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	nc, err := nats.Connect(m.cut.URL(), client.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	m.nc, m.c = nc, &client.Client{NC: nc, Where: m.proxy.url, Timeout: embeddedtest.Settle}
+	m.nc, m.c = nc, &client.Client{NC: nc, Where: m.cut.URL(), Timeout: embeddedtest.Settle}
 	return m
 }
 
@@ -168,68 +164,4 @@ func (m *awayMesh) call(subject string) <-chan error {
 		done <- err
 	}()
 	return done
-}
-
-// proxy carries a client's connection to a bus until cut, and refuses any
-// until resumed: a connection dropped, and held away as long as the test
-// needs, which no timing of a real drop could promise.
-type proxy struct {
-	url   string
-	mu    sync.Mutex
-	away  bool
-	conns []net.Conn
-}
-
-func newProxy(t *testing.T, srv *embedded.Server) *proxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	p := &proxy{url: "nats://" + l.Addr().String()}
-	target := strings.TrimPrefix(srv.ClientURL(), "nats://")
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			away := p.away
-			p.mu.Unlock()
-			if away {
-				in.Close()
-				continue
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, in, out)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(out, in); out.Close() }()
-			go func() { _, _ = io.Copy(in, out); in.Close() }()
-		}
-	}()
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.away = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *proxy) resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.away = false
 }
