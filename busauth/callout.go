@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -115,7 +116,7 @@ func (c *authCallout) answer(msg *nats.Msg) {
 			// it enforces no Data limit for a user: issue 29).
 			uc.Limits.Subs = maxSubs(who)
 		}
-		lifetime := c.Lifetime
+		lifetime := spread(c.Lifetime)
 		if strings.HasPrefix(who, enrolling) {
 			// Long enough to ask once and hear the answer; the agent
 			// then connects again with the keys it enrolled.
@@ -218,6 +219,23 @@ func (c *authCallout) decide(req *jwt.AuthorizationRequestClaims) (string, jwt.P
 		return "", jwt.Permissions{}, fmt.Errorf("the key presented is not the one %s's agent made and enrolled with; a new or wiped machine for %s needs mesh node rekey %s", node, node, node)
 	}
 	return "", jwt.Permissions{}, fmt.Errorf("the key presented is not %s's; enrol the machine with a token (mesh node join %s)", node, node)
+}
+
+// spread is a connection's lifetime: the last quarter of lifetime at
+// random. A fleet's agents connect within a minute of each other (a
+// started fleet, a bus restarted under them); at one lifetime each, every
+// one of them was closed in the same second ten minutes later and came
+// back at once, ten thousand callouts for the controller to sign in a
+// burst, and an operator's command in flight then lost its connection
+// with them (2026-12-05: all 10,000 agents of mesh fleet and its own
+// connection closed within a second). Spread over a quarter, each
+// connection's next lifetime starts at its own moment, and the bursts
+// thin out for good.
+func spread(lifetime time.Duration) time.Duration {
+	if lifetime < 4*time.Second {
+		return lifetime // a test's: the bus counts expiry in whole seconds
+	}
+	return lifetime - rand.N(lifetime/4)
 }
 
 // enrolling prefixes the name of a connection that may only enrol.

@@ -135,6 +135,10 @@ func (c *Client) Call(ctx context.Context, subject string, req, resp any) error 
 		return noAnswer{fmt.Errorf("the bus at %s went away before the controller answered; check that `mesh up` or `mesh serve` is running", c.Where)}
 	case errors.Is(err, errRequestLost) && writes:
 		return c.unknownOutcome("the controller that took the request is gone, and another answers now (a restarted mesh up?)", from)
+	case errors.Is(err, errAnswerLost) && writes:
+		return c.unknownOutcome(errAnswerLost.Error(), from)
+	case errors.Is(err, errAnswerLost):
+		return noAnswer{fmt.Errorf("%w; ask again", errAnswerLost)}
 	case errors.Is(err, errControllerGone) && writes:
 		return c.unknownOutcome("the controller went away before it answered", from)
 	case errors.Is(err, context.DeadlineExceeded) && writes, errors.Is(err, nats.ErrTimeout) && writes:

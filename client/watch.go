@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -54,7 +55,16 @@ var (
 	// when the request was sent, so the one that took it is gone (a
 	// restarted mesh up): its answer will never come.
 	errRequestLost = errors.New("the controller that took the request is gone")
+	// errAnswerLost: the connection dropped and came back, and the
+	// controller that took the request says it answered: the answer went
+	// by while the connection was away (wire/inflight.go).
+	errAnswerLost = errors.New("the controller answered while the connection to the bus was away, so its answer was lost")
 )
+
+// answerGrace is how long a client that learns its request was answered
+// still waits for the answer: one sent just after the connection came
+// back, and marked answered before it arrived, is on its way, not lost.
+const answerGrace = time.Second
 
 // request sends out and waits for the answer, watching the bus and the
 // controllers; it stops waiting at the first sign the answer cannot come.
@@ -71,12 +81,13 @@ func (c *Client) request(ctx context.Context, out *nats.Msg) (*nats.Msg, error) 
 	heard := make(chan struct{})
 	go func() { took <- c.serving(ctx, heard) }()
 	<-heard
-	go c.watch(ctx, cancel, status, took)
+	go c.watch(ctx, cancel, status, took, out.Header.Get(wire.ChunksToHeader))
 	if c.Denials != nil {
 		go c.hearDenial(ctx, cancel, out.Subject)
 	}
 	msg, err := c.NC.RequestMsgWithContext(ctx, out)
-	if cause := context.Cause(ctx); errors.Is(cause, errControllerGone) || errors.Is(cause, errBusLost) || errors.Is(cause, errRequestLost) || errors.Is(cause, errDenied) {
+	if cause := context.Cause(ctx); errors.Is(cause, errControllerGone) || errors.Is(cause, errBusLost) || errors.Is(cause, errRequestLost) ||
+		errors.Is(cause, errAnswerLost) || errors.Is(cause, errDenied) {
 		return nil, cause
 	}
 	if errors.Is(err, nats.ErrConnectionClosed) {
@@ -86,13 +97,15 @@ func (c *Client) request(ctx context.Context, out *nats.Msg) (*nats.Msg, error) 
 }
 
 // watch cancels ctx with the reason the answer cannot come: the bus gone
-// for busGrace, no controller serving, or none of those that served when
-// the request went out (took).
-func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc, status <-chan nats.Status, took <-chan map[string]bool) {
+// for busGrace, no controller serving, none of those that served when the
+// request went out (took), or the answer sent while the connection was
+// away (the request named id: wire.Inflight).
+func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc, status <-chan nats.Status, took <-chan map[string]bool, id string) {
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
 	var first map[string]bool
-	var lost <-chan time.Time // set while the bus is away
+	var lost <-chan time.Time     // set while the bus is away
+	var answered <-chan time.Time // set once a controller says it answered
 	for {
 		check := false
 		select {
@@ -100,12 +113,19 @@ func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc, stat
 			return
 		case first = <-took:
 			took = nil
+		case <-answered:
+			cancel(errAnswerLost)
+			return
 		case s := <-status:
 			switch {
 			case s == nats.CONNECTED:
 				// Back, on this server or another: whether the request's
-				// controller is still there is asked at once.
+				// controller is still there is asked at once, and whether
+				// it answered while the connection was away.
 				lost, check = nil, true
+				if answered == nil && c.answeredAway(ctx, id) {
+					answered = time.After(answerGrace)
+				}
 			case s == nats.CLOSED:
 				cancel(errBusLost)
 				return
@@ -178,6 +198,45 @@ func (c *Client) serving(ctx context.Context, heard chan struct{}) map[string]bo
 			ids[p.ID] = true
 		}
 		said()
+		wait = 100 * time.Millisecond
+	}
+}
+
+// answeredAway reports whether a controller says it answered the request
+// named id (ChunksToHeader), asking each for up to watchEvery. Any other
+// word (working, unknown, none at all: an older controller, a slow bus)
+// is no proof the answer went by, so the wait goes on as before.
+func (c *Client) answeredAway(ctx context.Context, id string) bool {
+	if id == "" {
+		return false
+	}
+	data, err := json.Marshal(wire.RequestStateRequest{Request: id})
+	if err != nil {
+		return false
+	}
+	inbox := c.NC.NewInbox()
+	sub, err := c.NC.SubscribeSync(inbox)
+	if err != nil {
+		return false
+	}
+	defer sub.Unsubscribe()
+	if err := c.NC.PublishRequest(wire.CallerSubject(c.caller(), wire.SubjectRequestState), inbox, data); err != nil {
+		return false
+	}
+	// The first answer within watchEvery, the others of several
+	// controllers right behind it, as serving gathers them.
+	wait := watchEvery
+	for {
+		next, done := context.WithTimeout(ctx, wait)
+		m, err := sub.NextMsgWithContext(next)
+		done()
+		if err != nil {
+			return false
+		}
+		var st wire.RequestState
+		if json.Unmarshal(m.Data, &st) == nil && st.Stage == wire.RequestAnswered {
+			return true
+		}
 		wait = 100 * time.Millisecond
 	}
 }

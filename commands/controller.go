@@ -19,6 +19,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/projections/published"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -34,7 +35,7 @@ type ControllerConfig struct {
 	Reset bool
 	// PublishEvery is how many events apart the controller publishes a
 	// snapshot of its read models to the bus, from which a controller
-	// with none starts (0: projections.DefaultPublishEvery; negative:
+	// with none starts (0: published.DefaultEvery; negative:
 	// never).
 	PublishEvery int64
 	// Mesh is the mesh's name (default "mesh").
@@ -185,7 +186,7 @@ func openLog(ctx context.Context, nc *nats.Conn, c ControllerConfig) (core.Self,
 // report folded told to heard.
 func openReadModels(ctx context.Context, self core.Self, c ControllerConfig, heard func(projections.Heard)) (*projections.Engine, error) {
 	log := c.Log
-	publish := uint64(projections.DefaultPublishEvery)
+	publish := uint64(published.DefaultEvery)
 	switch {
 	case c.PublishEvery < 0:
 		publish = 0
@@ -199,7 +200,7 @@ func openReadModels(ctx context.Context, self core.Self, c ControllerConfig, hea
 		snapEvery = min(snapEvery, publish)
 	}
 	opts := projections.Options{Dir: filepath.Join(c.Home, "projections"), Store: self.Store, Log: log, Reset: c.Reset, Keys: self.Keys,
-		SnapshotEvery: snapEvery, PublishEvery: publish, PublishAfter: projections.DefaultPublishAfter, FromPublished: true, Heard: heard}
+		SnapshotEvery: snapEvery, PublishEvery: publish, PublishAfter: published.DefaultAfter, FromPublished: true, Heard: heard}
 	proj, o, err := projections.Open(ctx, opts)
 	if errors.Is(err, projections.ErrForeignStream) || errors.Is(err, projections.ErrRewound) {
 		// Read models that do not belong to the stream (a restore, a reset

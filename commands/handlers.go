@@ -20,6 +20,7 @@ import (
 	"github.com/meshctl/mesh/commands/seats"
 	"github.com/meshctl/mesh/commands/status"
 	"github.com/meshctl/mesh/commands/world"
+	"github.com/meshctl/mesh/wire"
 )
 
 // Services are the controller's verbs, each a service over one Core named
@@ -49,6 +50,9 @@ type Services struct {
 	// Reconcile sends behind nodes by itself once started (rule 27).
 	Reconcile *reconcile.Service
 	Artifacts *artifacts.Service
+	// inflight is the requests this controller's endpoints took and have
+	// not answered, and those it answered last (wire.Inflight).
+	inflight wire.Inflight
 }
 
 // NewServices are the verbs over c, every cache empty, counting floods with

@@ -99,6 +99,13 @@ func Serve(nc *nats.Conn, h *Services) (micro.Service, error) {
 			return nil, err
 		}
 	}
+	// Where a request stands is asked of every controller, not of one in
+	// the queue group: only the one that took it knows (wire/inflight.go).
+	if err := svc.AddEndpoint("request-state", endpoint(nc, h, wire.SubjectRequestState, h.inflight.State, verbTimeout),
+		micro.WithEndpointSubject(wire.EndpointSubject(wire.SubjectRequestState)), micro.WithEndpointQueueGroupDisabled()); err != nil {
+		svc.Stop()
+		return nil, err
+	}
 	return svc, nil
 }
 
@@ -112,6 +119,13 @@ func Serve(nc *nats.Conn, h *Services) (micro.Service, error) {
 func endpoint[Req, Resp any](nc *nats.Conn, h *Services, subject string, fn func(context.Context, Req) (Resp, error), timeout time.Duration) micro.Handler {
 	writes := wire.Writes(subject)
 	return micro.HandlerFunc(func(r micro.Request) {
+		// Kept from here until it is answered, whatever the answer: a
+		// client that lost its connection meanwhile asks (inflight.go).
+		// Deferred, so marked after the answer below went to the
+		// connection; asking where a request stands is not kept.
+		if subject != wire.SubjectRequestState {
+			defer h.inflight.Begin(r.Headers().Get(wire.ChunksToHeader))()
+		}
 		// Who asked, from the subject the bus let the caller publish on,
 		// before anything of the request is read: a role that may not
 		// call the verb learns nothing from its answer.

@@ -40,7 +40,7 @@ type upMesh struct {
 	srv  *embedded.Server
 	nc   *nats.Conn
 	ctrl *commands.Controller
-	cut  *cutter
+	cut  *embeddedtest.Cutter
 }
 
 // startUp starts the bus on port (-1: any) over busDir, the controller of
@@ -71,16 +71,16 @@ func startUp(t *testing.T, busDir, home string, port int, agents string) *upMesh
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &upMesh{srv: srv, nc: nc, ctrl: ctrl, cut: newCutter(t, agents, u.Host)}
+	return &upMesh{srv: srv, nc: nc, ctrl: ctrl, cut: embeddedtest.NewCutter(t, agents, u.Host)}
 }
 
 // kill takes the bus away as kill -9 of mesh up does: from this moment
 // nothing it says reaches an agent, what was in flight is lost, and every
 // connection is reset; the controller is stopped after, with no bus.
 func (u *upMesh) kill() {
-	u.cut.deafen()
+	u.cut.Deafen()
 	u.srv.Close()
-	u.cut.cut()
+	u.cut.Close()
 	u.nc.Close()
 	u.ctrl.Close()
 }

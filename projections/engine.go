@@ -17,6 +17,7 @@ import (
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/projections/disk"
+	"github.com/meshctl/mesh/projections/published"
 )
 
 // Sentinels for read models that do not belong to the stream they are opened on.
@@ -47,11 +48,11 @@ type Options struct {
 	// so many events folded, from which time travel starts (snapshots.go; disk keeps them).
 	SnapshotEvery uint64
 	// PublishEvery, when set, publishes the newest snapshot to the bus
-	// every so many events folded (published.go), for a controller with
+	// every so many events folded (package published), for a controller with
 	// no read models to start from.
 	PublishEvery uint64
 	// PublishAfter, with PublishEvery, publishes anything folded since the
-	// last publish once this long has passed since it (DefaultPublishAfter).
+	// last publish once this long has passed since it (published.DefaultAfter).
 	PublishAfter time.Duration
 	// FromPublished: read models made fresh here start from the newest
 	// snapshot on the bus whose proof holds, rather than from nothing.
@@ -134,15 +135,12 @@ type Engine struct {
 	// it closes.
 	lastSnap atomic.Uint64
 	dropDir  bool
-	// lastPublished is the event the newest snapshot on the bus holds;
-	// publishing is set while one is being published.
-	lastPublished atomic.Uint64
-	publishedAt   atomic.Int64 // when the last publish began (or the engine opened), unix nanoseconds
+	// publisher is when the live fold publishes a snapshot to the bus,
+	// and the publish under way (package published).
+	publisher published.Schedule
 	// warm: the read models came from a snapshot on the bus, and the
 	// first start fills the fold's memory of node rows (warm.go).
-	warm       atomic.Bool
-	publishing atomic.Bool
-	publishes  sync.WaitGroup // a Close waits for the publish it cut
+	warm atomic.Bool
 
 	// memory is the live folder's memory of node rows, which views read
 	// rather than Pebble's rows while it is of their moment (noderows.go).
@@ -254,12 +252,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		db.Close()
 		return nil, Opening{}, err
 	}
-	if o.PublishEvery > 0 {
-		e.publishedAt.Store(e.now().UnixNano())
-		if on, err := o.Store.Snapshots(ctx); err == nil && len(on) > 0 {
-			e.lastPublished.Store(on[len(on)-1].Checkpoint)
-		}
-	}
+	e.publisher.Open(ctx, o.Store, o.PublishEvery, o.PublishAfter, e.now())
 	return e, Opening{Generation: gen, Fresh: fresh, Checkpoint: e.checkpoint.Load(), Stream: st, Nodes: len(nodes), FromSnapshot: from}, nil
 }
 
@@ -346,7 +339,7 @@ func (e *Engine) Close() error {
 	e.stopLocked()
 	// After the fold stopped, which is what starts a publish: the one it
 	// started last is cut (closing ended) and waited for.
-	e.publishes.Wait()
+	e.publisher.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.db == nil {

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +70,7 @@ func TestAPublishedSnapshotHasNoLevelZeroAndStartsTheSameReadModels(t *testing.T
 		t.Fatalf("snapshots on the bus: %v, %v", on, err)
 	}
 	path := dir + "/fetched"
-	if err := a.fetch(ctx, on[0], path); err != nil {
+	if err := a.bus().Fetch(ctx, on[0], path); err != nil {
 		t.Fatal(err)
 	}
 	db, err := pebble.Open(path, &pebble.Options{FS: vfs.Default, ReadOnly: true, Logger: pebbleLogger{a.o.Log}})
@@ -129,37 +128,5 @@ func TestVerifyNamesARowOfAPublishedSnapshotTheLogDoesNotHold(t *testing.T) {
 	}
 	if !strings.Contains(c.Diff, "ghost") {
 		t.Fatalf("verify did not name the row the log does not hold; its diff:\n%s", c.Diff)
-	}
-}
-
-// Compacting level 0 before a publish never holds the publish for ever:
-// when Pebble compacts nothing though level 0 is not empty, the wait ends
-// and the snapshot goes as it is; and the engine closing ends it at once,
-// saying so.
-func TestDrainingLevelZeroEndsWhenNothingCompactsIt(t *testing.T) {
-	t.Parallel()
-	// Pebble's own threshold: one table in level 0 is not compacted.
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{FS: vfs.Default, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Set([]byte("k"), []byte("v"), pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	never := make(chan struct{})
-	if err := drainLevelZero(context.Background(), db, never); err != nil {
-		t.Fatalf("with nothing compacting level 0, the wait ended with %v, not as it was", err)
-	}
-	if n := db.Metrics().Levels[0].TablesCount; n != 1 {
-		t.Fatalf("level 0 holds %d tables, not the one flushed", n)
-	}
-	closing, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := drainLevelZero(closing, db, never); err == nil || !strings.Contains(err.Error(), "not compacted") {
-		t.Fatalf("with the engine closing, the wait ended with %v, not saying level 0 was not compacted", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/published"
 	"github.com/nats-io/nkeys"
 )
 
@@ -122,8 +123,8 @@ func TestASnapshotOfAnOlderSchemaIsFoldedAgain(t *testing.T) {
 		for k, v := range sn.Fields {
 			f[k] = v
 		}
-		f[fieldSchema] = fmt.Sprint(older)
-		f[fieldProof] = pub.proof(st.Stream, f[fieldCreated], uint64(older), sn.Checkpoint, digest)
+		f[published.FieldSchema] = fmt.Sprint(older)
+		f[published.FieldProof] = pub.bus().Proof(st.Stream, f[published.FieldCreated], uint64(older), sn.Checkpoint, digest)
 		return f
 	})
 	r.Close()
@@ -189,10 +190,10 @@ func TestASnapshotIsPublishedOnceItsTimeHasPassed(t *testing.T) {
 	}
 	clock.Add(int64(after + time.Second))
 	waitFor(t, e, enrollMany(t, s, 5, 2))
-	embeddedtest.Eventually(t, "the snapshot published once its time passed", func() bool { return newest() > before && !e.publishing.Load() })
+	embeddedtest.Eventually(t, "the snapshot published once its time passed", func() bool { return newest() > before && !e.publisher.Publishing() })
 	published := newest()
 	waitFor(t, e, enrollMany(t, s, 7, 4))
-	if e.publishing.Load() || newest() != published {
+	if e.publisher.Publishing() || newest() != published {
 		t.Fatalf("publishing again (newest on the bus %d, after %d) before another %s passed", newest(), published, after)
 	}
 }

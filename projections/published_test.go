@@ -13,6 +13,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections/foldtest"
+	"github.com/meshctl/mesh/projections/published"
 )
 
 // publishing folds a stream of enrolments with an engine that keeps a
@@ -36,7 +37,7 @@ func publishing(t *testing.T, s *store.Store, dir string) {
 	// snapshot of 40 on the bus, and no event to start another; the test
 	// waited 30 s for it and failed. That one is published here, as the
 	// engine would at its next 20 events.
-	embeddedtest.Eventually(t, "the engine's publish in flight to end", func() bool { return !e.publishing.Load() })
+	embeddedtest.Eventually(t, "the engine's publish in flight to end", func() bool { return !e.publisher.Publishing() })
 	if on, err := s.Snapshots(context.Background()); err != nil || len(on) == 0 || on[len(on)-1].Checkpoint < 40 {
 		if _, err := e.Publish(context.Background()); err != nil {
 			t.Fatal(err)
@@ -44,7 +45,7 @@ func publishing(t *testing.T, s *store.Store, dir string) {
 	}
 	embeddedtest.Eventually(t, "a snapshot holding 40 events or more on the bus", func() bool {
 		on, err := s.Snapshots(context.Background())
-		return err == nil && len(on) > 0 && on[len(on)-1].Checkpoint >= 40 && !e.publishing.Load()
+		return err == nil && len(on) > 0 && on[len(on)-1].Checkpoint >= 40 && !e.publisher.Publishing()
 	})
 }
 
@@ -172,7 +173,7 @@ func TestASnapshotWithoutTheControllersProofIsPassedOver(t *testing.T) {
 	for k, v := range real.Fields {
 		stale[k] = v
 	}
-	stale[fieldSchema] = "1"
+	stale[published.FieldSchema] = "1"
 	if _, err := s.PutSnapshot(ctx, real.Checkpoint+3, bytes.NewReader(body), func(string) map[string]string { return stale }); err != nil {
 		t.Fatal(err)
 	}

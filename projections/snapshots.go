@@ -28,7 +28,7 @@ const DefaultSnapshotEvery = 25_000
 // the fold, right after a commit, so it knows exactly what the snapshot
 // holds: a Pebble checkpoint costs a log sync and a hard link a table.
 func (e *Engine) maybeSnapshot(db *pebble.DB, last uint64, latest int64) {
-	late := e.publishLate(last)
+	late := e.publisher.Late(last, e.now())
 	if !late && (e.o.SnapshotEvery == 0 || last < e.lastSnap.Load()+e.o.SnapshotEvery) {
 		return
 	}
@@ -37,7 +37,7 @@ func (e *Engine) maybeSnapshot(db *pebble.DB, last uint64, latest int64) {
 		e.o.Log.Warn("cannot keep a snapshot of the read models for time travel (as-of answers fold from further back)", "err", err)
 		return
 	}
-	e.maybePublish(last, late)
+	e.publisher.Maybe(e.closing, e.bus(), last, late, e.now())
 }
 
 // copyFromSnapshot answers read models folded up to moment at, starting

@@ -75,6 +75,9 @@ var needs = map[string]events.Role{
 	SubjectNetworkShow: events.RoleViewer, SubjectSeatList: events.RoleViewer, SubjectSeatShow: events.RoleViewer,
 	SubjectOperatorList: events.RoleViewer, SubjectOperatorShow: events.RoleViewer,
 	SubjectArtifactList: events.RoleViewer, SubjectArtifactShow: events.RoleViewer,
+	// Where one's own request stands (inflight.go): every operator asks
+	// it, for whatever verb it called, when its connection came back.
+	SubjectRequestState: events.RoleViewer,
 	// What nodes run: the catalogue, assignments, sends, rollouts, a
 	// node's declared capabilities and labels, its seats' handovers.
 	SubjectModuleRegister: events.RoleDeployer, SubjectNodeAssign: events.RoleDeployer,
@@ -109,6 +112,7 @@ var Verbs = []string{
 	SubjectTokenCreate, SubjectTokenList, SubjectTokenRevoke, SubjectNodeRekey,
 	SubjectOperatorAdd, SubjectOperatorList, SubjectOperatorShow, SubjectOperatorRemove,
 	SubjectArtifactPut, SubjectArtifactList, SubjectArtifactShow, SubjectArtifactRemove,
+	SubjectRequestState,
 }
 
 // Operator is an operator as the log knows it: never its seed.

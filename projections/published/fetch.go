@@ -1,0 +1,135 @@
+package published
+
+import (
+	"context"
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/disk"
+)
+
+// errStale is a snapshot that is sound but not of these read models: of
+// another schema (a binary upgraded since), another stream (a restore),
+// or ahead of the stream. Nothing is wrong; the next publish replaces it.
+var errStale = errors.New("it is not of these read models")
+
+// usable says why a published snapshot may not start read models of the
+// stream st, or nil when it may.
+func (b Bus) usable(sn store.Snapshot, st store.State) error {
+	created := st.Created.UTC().Format(time.RFC3339Nano)
+	switch {
+	case sn.Uint(FieldSchema) != b.Schema:
+		return fmt.Errorf("%w: it has schema %s, this binary folds %d", errStale, sn.Fields[FieldSchema], b.Schema)
+	case sn.Fields[FieldStream] != st.Stream || sn.Fields[FieldCreated] != created:
+		return fmt.Errorf("%w: it was folded from stream %s created %s, the bus has %s created %s", errStale, sn.Fields[FieldStream], sn.Fields[FieldCreated], st.Stream, created)
+	case sn.Checkpoint > st.LastSeq:
+		return fmt.Errorf("%w: it holds event %d, the stream ends at %d", errStale, sn.Checkpoint, st.LastSeq)
+	case !hmac.Equal([]byte(sn.Fields[FieldProof]), []byte(b.Proof(st.Stream, created, b.Schema, sn.Checkpoint, sn.Digest))):
+		return errors.New("its proof is not this controller key's MAC of it")
+	}
+	return nil
+}
+
+// Newest fills the directory path (a generation's, not yet made) with the
+// newest usable snapshot on the bus and answers the event it holds; 0
+// when none was usable, each one passed over said in the log with why.
+func (b Bus) Newest(ctx context.Context, path string, st store.State) uint64 {
+	all, err := b.Store.Snapshots(ctx)
+	if err != nil {
+		b.Log.Warn("cannot list the snapshots on the bus; folding from the first event", "err", err)
+		return 0
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		sn := all[i]
+		if err := b.usable(sn, st); err != nil {
+			b.Log.Warn("a snapshot on the bus is passed over: "+err.Error(), "snapshot", sn.Name)
+			continue
+		}
+		start := time.Now()
+		if err := b.Fetch(ctx, sn, path); err != nil {
+			b.Dir.FS.RemoveAll(path)
+			b.Log.Warn("a snapshot on the bus is passed over: "+err.Error(), "snapshot", sn.Name)
+			continue
+		}
+		// The fetch grows with the read models (their history index is a
+		// row an event), the tail with --publish-snapshot-every: said
+		// apart, a slow start names its cause.
+		b.Log.Info("projections: starting from the snapshot on the bus", "snapshot", sn.Name, "event", sn.Checkpoint, "bytes", sn.Size,
+			"fetched_in", time.Since(start).Round(time.Millisecond))
+		return sn.Checkpoint
+	}
+	return 0
+}
+
+// Fetch unpacks sn into path, whole and matching its digest or not at all.
+func (b Bus) Fetch(ctx context.Context, sn store.Snapshot, path string) error {
+	r, err := b.Store.OpenSnapshot(ctx, sn)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := disk.Unpack(b.Dir.FS, r, path); err != nil {
+		return fmt.Errorf("cannot read it whole: %w", err)
+	}
+	return nil
+}
+
+// Check is what verify found of the newest snapshot on the bus.
+type Check struct {
+	Snapshot store.Snapshot
+	// Stale: Refused says why it is not of these read models (schema,
+	// stream), which is no fault.
+	Stale bool
+	// Why it may not be used (its proof, its stream, its bytes), or how
+	// its read models differ from a fold from the first event up to the
+	// event it holds; both empty when it equals that fold.
+	Refused, Diff string
+}
+
+// Verify holds the newest snapshot on the bus to what a controller
+// starting from it relies on: its proof, its exact bytes (their digest),
+// and read models equal to a fold of the stream from its first event up
+// to the event it holds (Models.Compare). found is false when there is
+// none. The caller holds off whatever else folds beside the read models.
+func (b Bus) Verify(ctx context.Context) (Check, bool, error) {
+	all, err := b.Store.Snapshots(ctx)
+	if err != nil || len(all) == 0 {
+		return Check{}, false, err
+	}
+	c := Check{Snapshot: all[len(all)-1]}
+	st, err := b.Store.State(ctx)
+	if err != nil {
+		return c, true, err
+	}
+	if err := b.usable(c.Snapshot, st); err != nil {
+		c.Refused, c.Stale = err.Error(), errors.Is(err, errStale)
+		return c, true, nil
+	}
+	fs := b.Dir.FS
+	dir := b.Dir.Path + ".verify-published"
+	if err := fs.RemoveAll(dir); err != nil {
+		return c, true, fmt.Errorf("projections: cannot clear %s: %w", dir, err)
+	}
+	defer fs.RemoveAll(dir)
+	path := fs.PathJoin(dir, "snapshot")
+	if err := b.Fetch(ctx, c.Snapshot, path); err != nil {
+		c.Refused = err.Error()
+		return c, true, nil
+	}
+	db, err := pebble.Open(path, b.Models.Options(true))
+	if err != nil {
+		c.Refused = fmt.Sprintf("it does not open as read models: %v", err)
+		return c, true, nil
+	}
+	defer db.Close()
+	if held := b.Models.Checkpoint(db); held != c.Snapshot.Checkpoint {
+		c.Refused = fmt.Sprintf("it is named for event %d and holds read models folded up to %d", c.Snapshot.Checkpoint, held)
+		return c, true, nil
+	}
+	c.Diff, err = b.Models.Compare(ctx, db, c.Snapshot.Checkpoint, fs.PathJoin(dir, "fold"))
+	return c, true, err
+}
