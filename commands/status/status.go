@@ -106,21 +106,11 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, nodes []
 			return 0, err
 		}
 	}
-	var brief wire.NodeStatus
 	for _, n := range nodes {
 		if n.Retired || within != nil && !within[n.Name] {
 			continue
 		}
-		// Made where the answer holds it: made aside and appended, each
-		// of 100,000 node statuses was copied whole once more, under the
-		// collector's write barrier while it marks, a third of the
-		// handler's own CPU in the first status after a push (issue 34).
-		ns := &brief
-		if !r.Brief {
-			out.Nodes = append(out.Nodes, wire.NodeStatus{})
-			ns = &out.Nodes[len(out.Nodes)-1]
-		}
-		nodeStatus(ns, n, composed[n.Name])
+		ns := nodeStatus(n, composed[n.Name])
 		ns.State, ns.Detail = world.Drifted(ns.State, ns.Detail, n, drifts)
 		ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
 		ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])
@@ -134,8 +124,10 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, nodes []
 			notCurrent++
 		}
 		if r.Brief {
-			out.Table.Add(*ns)
+			out.Table.Add(ns)
+			continue
 		}
+		out.Nodes = append(out.Nodes, ns)
 	}
 	return notCurrent, nil
 }
@@ -197,17 +189,17 @@ func rollouts(v *projections.View, nodes []projections.Node, composed map[string
 	return nil
 }
 
-// nodeStatus makes ns n's status, as what it would be sent now (w) says.
-func nodeStatus(ns *wire.NodeStatus, n projections.Node, w world.Would) {
+func nodeStatus(n projections.Node, w world.Would) wire.NodeStatus {
 	state, since, detail := w.StateOf(n)
 	state, detail = partial(state, detail, w)
-	*ns = wire.NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.ContentDigest}
+	ns := wire.NodeStatus{Name: n.Name, State: state, Since: since, Detail: detail, WouldSend: w.ContentDigest}
 	if s := n.LastSent; s != nil {
 		ns.Sequence, ns.Digest, ns.ContentDigest, ns.By = s.Sequence, s.Digest, s.ContentDigest, s.By
 	}
 	if r := n.LastReport; r != nil && r.Outcome != events.OutcomeApplied && !r.FailingSince.IsZero() {
 		ns.FailingSince = &r.FailingSince
 	}
+	return ns
 }
 
 // inThePast runs fn against handlers over read models folded from the stream
