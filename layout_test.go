@@ -169,7 +169,7 @@ var mayImport = map[string][]string{
 	"busauth":                {"declaration", "events", "github.com/nats-io/jwt/v2", "manifest", "wire", natsGo, nkeys},
 	"client":                 {"aggregates", "events", "events/store", "wire", natsGo},
 	"cmd/mesh":               {"agent", "artifact", "busauth", "client", "cmd/mesh/cmdline", "cmd/mesh/daemon", "cmd/mesh/text", "commands", "commands/secrets", "embedded", "events", "events/store", "github.com/alecthomas/kong", "github.com/posener/complete", "github.com/willabides/kongplete", "manifest", "wire", natsGo},
-	"cmd/mesh/cmdline":       {"busauth", "client", "cmd/mesh/text", "embedded", "github.com/alecthomas/kong", "wire", natsGo},
+	"cmd/mesh/cmdline":       {"busauth", "client", "cmd/mesh/text", "embedded", "events/store", "github.com/alecthomas/kong", "wire", natsGo},
 	"cmd/mesh/daemon":        {"agent", "aggregates", "bench", "busauth", "client", "cmd/mesh/cmdline", "commands", "declaration", "commands/liveness", "commands/reconcile", "embedded", "events", "events/store", "fleet", "web", "wire", natsGo, nkeys},
 	"commands":               {"aggregates", "artifact", "busauth", "commands/access", "commands/artifacts", "commands/core", "commands/credentials", "commands/history", "commands/liveness", "commands/modules", "commands/network", "commands/nodes", "commands/operators", "commands/push", "commands/reconcile", "commands/rollout", "commands/seats", "commands/secrets", "commands/status", "commands/world", "declaration", "events", "events/store", "projections", "projections/published", "wire", natsGo, nkeys},
 	"commands/core":          {"aggregates", "commands/secrets", "declaration", "events", "events/store", "manifest", nkeys, "projections", "secret", "wire"},

@@ -51,19 +51,11 @@ func (c *BackupCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Ou
 	if err != nil {
 		return fmt.Errorf("the controller key is not in %s (%v); run mesh backup with the controller's --home, so the backup can carry the mesh on", g.Home, err)
 	}
-	addr, err := g.ResolveBus(false)
+	st, closeBus, err := g.Log(ctx, false, "mesh backup")
 	if err != nil {
 		return err
 	}
-	nc, err := g.Dial(addr, "mesh backup")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	st, err := store.Attach(ctx, nc, "")
-	if err != nil {
-		return err
-	}
+	defer closeBus()
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return err
 	}

@@ -42,19 +42,11 @@ type eventLine struct {
 }
 
 func (c *EventsCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
-	addr, err := g.ResolveBus(false)
+	s, closeBus, err := g.Log(ctx, false, "mesh events")
 	if err != nil {
 		return err
 	}
-	nc, err := g.Dial(addr, "mesh events")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	s, err := store.Attach(ctx, nc, "")
-	if err != nil {
-		return err
-	}
+	defer closeBus()
 	foreign, ferr := foreignBySeq(ctx, g)
 	if ferr != nil {
 		fmt.Fprintf(out.Err, "foreign messages are marked only where they cannot be read as mesh events: %v\n", ferr)

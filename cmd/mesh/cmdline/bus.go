@@ -16,6 +16,7 @@ import (
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/embedded"
+	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go"
 )
 
@@ -303,4 +304,24 @@ func SplitListen(s string) (string, int, error) {
 // MESH_NATS_URL), rather than left to find the one mesh up recorded.
 func (g *Globals) BusNamed() bool {
 	return g.Bus != "" || os.Getenv("MESH_NATS_URL") != "" || os.Getenv("NATS_URL") != ""
+}
+
+// Log connects to the bus as the commands that read or write the log
+// itself do (mesh events, backup, traffic), not through a controller, and
+// attaches to its stream. required is ResolveBus's. close ends the
+// connection.
+func (g *Globals) Log(ctx context.Context, required bool, name string) (st *store.Store, close func(), err error) {
+	addr, err := g.ResolveBus(required)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := g.Dial(addr, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err = store.Attach(ctx, nc, ""); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return st, nc.Close, nil
 }

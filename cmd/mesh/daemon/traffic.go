@@ -8,7 +8,6 @@ import (
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/declaration"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/fleet"
 )
 
@@ -43,23 +42,15 @@ func (c *TrafficCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.O
 	if err != nil {
 		return err
 	}
-	addr, err := g.ResolveBus(true)
+	st, closeBus, err := g.Log(ctx, true, "mesh traffic")
 	if err != nil {
 		return err
 	}
-	nc, err := g.Dial(addr, "mesh traffic")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	st, err := store.Attach(ctx, nc, "")
-	if err != nil {
-		return err
-	}
+	defer closeBus()
 	st.MAC = keys.LogMAC()
 	start := time.Now()
 	next := uint64(0)
-	n, err := fleet.Traffic(ctx, nc, st, kp, fleet.TrafficConfig{Nodes: c.Nodes, Events: c.Events, Prefix: c.Prefix, Progress: func(w uint64) {
+	n, err := fleet.Traffic(ctx, st.NC(), st, kp, fleet.TrafficConfig{Nodes: c.Nodes, Events: c.Events, Prefix: c.Prefix, Progress: func(w uint64) {
 		if w >= next {
 			fmt.Fprintf(out.Out, "%d event(s) in %s\n", w, since(start))
 			next = w + 1_000_000

@@ -32,21 +32,66 @@ import (
 
 // UpCmd runs a whole mesh in one process.
 type UpCmd struct {
-	Listen  string        `default:"127.0.0.1:4222" help:"Where the embedded bus listens (host:port). Loopback by default: nothing off this machine can reach it."`
-	Rebuild bool          `help:"Fold the read models again from the stream before serving (the remedy when they belong to another stream)."`
-	Node    string        `help:"Also run an agent for this machine as node NAME (enrolled if it is not yet)."`
-	Root    string        `help:"With --node: the directory the local agent applies under."`
+	Listen          string `default:"127.0.0.1:4222" help:"Where the embedded bus listens (host:port). Loopback by default: nothing off this machine can reach it."`
+	Rebuild         bool   `help:"Fold the read models again from the stream before serving (the remedy when they belong to another stream)."`
+	Node            string `help:"Also run an agent for this machine as node NAME (enrolled if it is not yet)."`
+	Root            string `help:"With --node: the directory the local agent applies under."`
+	controllerFlags `embed:""`
+	TLS             bool `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
+	// Insecure allows a bus on the network in clear, said to be so.
+	Insecure bool `help:"Allow --listen on an address other machines reach without --tls: join strings and declarations then cross the network in clear."`
+	// BusMonitor serves the embedded bus's own monitoring endpoints.
+	BusMonitor string `name:"bus-monitor" help:"Also serve the embedded bus's monitoring endpoints (/varz, /connz, /jsz) on this host:port."`
+}
+
+// controllerFlags are the flags mesh up and mesh serve share: how the
+// controller in either runs. Embedded in both, in this order, so their
+// help lists them alike.
+type controllerFlags struct {
 	Memory  memoryFlag    `embed:""`
 	HTTP    httpFlag      `embed:""`
 	Live    liveFlag      `embed:""`
 	Art     artifactFlag  `embed:""`
 	Recon   reconcileFlag `embed:""`
 	Publish publishFlag   `embed:""`
-	TLS     bool          `name:"tls" help:"Speak TLS to everything on the network: a CA and a server certificate are made in HOME/tls (the CA once: join strings carry it)."`
-	// Insecure allows a bus on the network in clear, said to be so.
-	Insecure bool `help:"Allow --listen on an address other machines reach without --tls: join strings and declarations then cross the network in clear."`
-	// BusMonitor serves the embedded bus's own monitoring endpoints.
-	BusMonitor string `name:"bus-monitor" help:"Also serve the embedded bus's monitoring endpoints (/varz, /connz, /jsz) on this host:port."`
+}
+
+// config checks every shared flag before anything starts, so a bad one is
+// said before a bus or a lock is taken, and answers the controller's
+// settings they make.
+func (f controllerFlags) config() (commands.ControllerConfig, error) {
+	var c commands.ControllerConfig
+	var err error
+	if c.UnreachableAfter, err = f.Live.bound(); err != nil {
+		return c, err
+	}
+	if c.Reconcile, err = f.Recon.config(); err != nil {
+		return c, err
+	}
+	if c.PublishEvery, err = f.Publish.every(); err != nil {
+		return c, err
+	}
+	if c.ArtifactMax, err = f.Art.bytes(); err != nil {
+		return c, err
+	}
+	_, err = f.HTTP.options()
+	return c, err
+}
+
+// serveUntilDone starts the controller's HTTP, says it is ready (to the
+// log and to systemd) and serves until ctx ends.
+func (f controllerFlags) serveUntilDone(ctx context.Context, ctrl *commands.Controller, metrics *web.Metrics, log *slog.Logger, ready string, attrs ...any) error {
+	stopHTTP, err := f.HTTP.start(ctrl, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	log.Info(ready, attrs...)
+	if err := notifyReady(); err != nil {
+		log.Warn("cannot tell systemd this service is ready", "err", err)
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // publishFlag is how often the controller publishes a snapshot of its read
@@ -173,27 +218,12 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	if (u.Node == "") != (u.Root == "") {
 		return cmdline.Usagef("--node and --root go together: mesh up --node NAME --root DIR runs an agent for this machine")
 	}
-	bound, err := u.Live.bound()
-	if err != nil {
-		return err
-	}
-	recon, err := u.Recon.config()
-	if err != nil {
-		return err
-	}
-	publish, err := u.Publish.every()
-	if err != nil {
-		return err
-	}
-	artifactMax, err := u.Art.bytes()
+	cfg, err := u.config()
 	if err != nil {
 		return err
 	}
 	host, port, err := cmdline.SplitListen(u.Listen)
 	if err != nil {
-		return err
-	}
-	if _, err := u.HTTP.options(); err != nil {
 		return err
 	}
 	if !u.TLS && !u.Insecure && !Loopback(host) {
@@ -239,17 +269,12 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	}
 	defer nc.Close()
 	metrics := web.NewMetrics()
-	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{Home: g.Home, Log: log, Reset: u.Rebuild, Callout: keys.Issuer, Metrics: metrics, UnreachableAfter: bound,
-		Cut: srv.CutUsers, Reconcile: recon, PublishEvery: publish, ArtifactMax: artifactMax})
+	cfg.Home, cfg.Log, cfg.Reset, cfg.Callout, cfg.Metrics, cfg.Cut = g.Home, log, u.Rebuild, keys.Issuer, metrics, srv.CutUsers
+	ctrl, err := commands.StartController(ctx, nc, cfg)
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
-	stopHTTP, err := u.HTTP.start(ctrl, metrics, log)
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
 	// A full disk: said once, writes refused at once, and storing again by
 	// itself once there is room (issue 12).
 	go srv.KeepStorage(ctx, log, ctrl.Core.SetBusTrouble)
@@ -266,27 +291,20 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 		}
 		defer stop()
 	}
-	log.Info("ready: in another terminal, mesh node enroll NAME; Ctrl-C stops", "bus_record", cmdline.BusRecordPath(g.Home))
-	if err := notifyReady(); err != nil {
-		log.Warn("cannot tell systemd this service is ready", "err", err)
+	if err := u.serveUntilDone(ctx, ctrl, metrics, log, "ready: in another terminal, mesh node enroll NAME; Ctrl-C stops", "bus_record", cmdline.BusRecordPath(g.Home)); err != nil {
+		return err
 	}
-	<-ctx.Done()
 	log.Info("stopping: controller, then bus")
 	return nil
 }
 
 // ServeCmd runs the controller alone against an existing bus.
 type ServeCmd struct {
-	Replicas int           `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
-	Closed   bool          `help:"The bus is closed as mesh bus-config prints: connect as the controller's user and decide every other connection (a node only hears its own)."`
-	OpenBus  bool          `name:"open-bus" help:"Serve a bus nobody closed, knowing anyone who reaches it may write to the log (status says so); without --closed, mesh serve needs it."`
-	Rebuild  bool          `help:"Fold the read models again from the stream before serving."`
-	Memory   memoryFlag    `embed:""`
-	HTTP     httpFlag      `embed:""`
-	Live     liveFlag      `embed:""`
-	Art      artifactFlag  `embed:""`
-	Recon    reconcileFlag `embed:""`
-	Publish  publishFlag   `embed:""`
+	Replicas        int  `default:"1" help:"Replicas of the event stream: 3 on a NATS cluster."`
+	Closed          bool `help:"The bus is closed as mesh bus-config prints: connect as the controller's user and decide every other connection (a node only hears its own)."`
+	OpenBus         bool `name:"open-bus" help:"Serve a bus nobody closed, knowing anyone who reaches it may write to the log (status says so); without --closed, mesh serve needs it."`
+	Rebuild         bool `help:"Fold the read models again from the stream before serving."`
+	controllerFlags `embed:""`
 }
 
 func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
@@ -306,23 +324,8 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	case !s.Closed && !s.OpenBus:
 		return cmdline.Usagef("mesh serve needs --closed (put what mesh bus-config prints into every server's configuration) or, to serve a bus anyone who reaches it may write to, --open-bus")
 	}
-	bound, err := s.Live.bound()
+	cfg, err := s.config()
 	if err != nil {
-		return err
-	}
-	recon, err := s.Recon.config()
-	if err != nil {
-		return err
-	}
-	publish, err := s.Publish.every()
-	if err != nil {
-		return err
-	}
-	artifactMax, err := s.Art.bytes()
-	if err != nil {
-		return err
-	}
-	if _, err := s.HTTP.options(); err != nil {
 		return err
 	}
 	release, err := cmdline.LockHome(g.Home, "this mesh serve")
@@ -359,24 +362,15 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		log.Warn("the bus is open (--open-bus): the log's writers are not enforced; close it with mesh bus-config and --closed")
 	}
 	metrics := web.NewMetrics()
-	ctrl, err := commands.StartController(ctx, nc, commands.ControllerConfig{
-		Home: g.Home, Log: log, Reset: s.Rebuild, Stream: store.StreamConfig{Replicas: s.Replicas}, Callout: callout, Metrics: metrics,
-		UnreachableAfter: bound, OpenBus: s.OpenBus, Reconcile: recon, PublishEvery: publish, ArtifactMax: artifactMax,
-	})
+	cfg.Home, cfg.Log, cfg.Reset, cfg.Stream, cfg.Callout, cfg.Metrics, cfg.OpenBus = g.Home, log, s.Rebuild, store.StreamConfig{Replicas: s.Replicas}, callout, metrics, s.OpenBus
+	ctrl, err := commands.StartController(ctx, nc, cfg)
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
-	stopHTTP, err := s.HTTP.start(ctrl, metrics, log)
-	if err != nil {
+	if err := s.serveUntilDone(ctx, ctrl, metrics, log, "ready; Ctrl-C stops"); err != nil {
 		return err
 	}
-	defer stopHTTP()
-	log.Info("ready; Ctrl-C stops")
-	if err := notifyReady(); err != nil {
-		log.Warn("cannot tell systemd this service is ready", "err", err)
-	}
-	<-ctx.Done()
 	log.Info("stopping")
 	return nil
 }
