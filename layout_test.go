@@ -35,6 +35,9 @@ var forbidden = map[string][]string{
 	"github.com/meshctl/mesh/compose":                {"github.com/nats-io/", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
 	"github.com/meshctl/mesh/declaration":            {"github.com/nats-io/nats", "github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections"},
 	"github.com/meshctl/mesh/agent":                  {"github.com/cockroachdb/pebble", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands"},
+	// A scan holds and decodes rows whole: which rows, and what they
+	// mean, are the read models'.
+	"github.com/meshctl/mesh/projections/scan": {"github.com/nats-io/", "github.com/meshctl/mesh/projections", "github.com/meshctl/mesh/commands", "github.com/meshctl/mesh/events"},
 	// The pipeline decodes and orders messages for the folder: it neither
 	// reads nor writes a row.
 	"github.com/meshctl/mesh/projections/pipeline": {"github.com/cockroachdb/pebble", "github.com/nats-io/nats-server", "github.com/meshctl/mesh/commands"},
@@ -204,7 +207,7 @@ var mayImport = map[string][]string{
 	"fleet":                  {"agent", "compose", "declaration", "events", "events/store", "fanout", natsGo, nkeys},
 	"manifest":               {"events"},
 	"meshmod":                {"declaration", "events", "events/store", natsGo, nkeys},
-	"projections":            {"compose", "declaration", "events", "events/store", "fanout", "projections/admit", "projections/disk", "projections/pipeline", "projections/provenance", "projections/published", "projections/rows", "wire", "github.com/cockroachdb/pebble/v2"},
+	"projections":            {"compose", "declaration", "events", "events/store", "fanout", "projections/admit", "projections/disk", "projections/pipeline", "projections/provenance", "projections/published", "projections/rows", "projections/scan", "wire", "github.com/cockroachdb/pebble/v2"},
 	"projections/admit":      {"declaration", "events", "projections/provenance", "projections/rows"},
 	"projections/disk":       {"github.com/cockroachdb/pebble/v2"},
 	"projections/pipeline":   {"declaration", "events", "events/store", "projections/provenance"},
@@ -212,6 +215,7 @@ var mayImport = map[string][]string{
 	"projections/provenance": {"compose", "declaration", "events", "events/store"},
 	"projections/published":  {"events/store", "projections/disk", "github.com/cockroachdb/pebble/v2"},
 	"projections/rows":       {"compose", "events", "wire"},
+	"projections/scan":       {"fanout", "github.com/cockroachdb/pebble/v2"},
 	"secret":                 {},
 	"artifact":               {"events", natsGo},
 	"verdict":                {"events", "wire"},

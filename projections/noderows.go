@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/projections/rows"
+	"github.com/meshctl/mesh/projections/scan"
 )
 
 // The live fold's memory of node rows, shared with readers. The folder
@@ -142,7 +143,7 @@ func (v *View) nodesFromMemory(brief bool) (out []Node, ok bool, err error) {
 	// so it is read here after the lock is let go.
 	out = make([]Node, len(held))
 	errs := make([]error, len(held))
-	eachRow(len(held), func(i int) { out[i], errs[i] = rows.DecodeNodeAs(held[i], brief) })
+	scan.Each(len(held), func(i int) { out[i], errs[i] = rows.DecodeNodeAs(held[i], brief) })
 	for i, err := range errs {
 		if err != nil {
 			return nil, false, fmt.Errorf("projections: row %q is corrupt: %w", nodeKey(names[i]), err)

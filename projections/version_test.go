@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/projections/scan"
 )
 
 // Every event of a node's aggregate moves the node row's Version, which a
@@ -60,7 +61,7 @@ func TestManyAddressesReadBack(t *testing.T) {
 	s := newStore(t)
 	e := openEngine(t, s, vfs.NewMem(), 0)
 	ev := events.AddressesAllotted{}
-	const n = 3 * parallelRows
+	const n = 3 * scan.ParallelRows
 	for i := range n {
 		ev.Allotted = append(ev.Allotted, events.Allotment{Node: fmt.Sprintf("n-%d", i), Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)})
 	}

@@ -19,7 +19,7 @@ func (f *folder) warm() error {
 		row  []byte
 	}
 	nodes, err := scanRows(f.db, []byte{prefixNode}, func(k, v []byte) (row, error) {
-		// A copy of its own: the scan's bytes are one arena (scanRows), which
+		// A copy of its own: the scan's bytes are one arena (scan.Rows), which
 		// one kept row would hold whole until the fold replaced every row.
 		return row{string(k[1:]), append([]byte(nil), v...)}, nil
 	})

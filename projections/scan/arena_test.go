@@ -1,4 +1,4 @@
-package projections
+package scan
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestArenaHandsBackEachRowCapped holds scanRows' arena to what a slice a
+// TestArenaHandsBackEachRowCapped holds Rows' arena to what a slice a
 // row gave: every key and value as added, across chunks and for a row
 // larger than a chunk, and an append to one row copies instead of writing
 // over the next row's bytes (the fold keeps rows and appends to them).
