@@ -410,23 +410,6 @@ func scanRows[T any](r pebble.Reader, prefix []byte, decode func(key, value []by
 // dir is the directory the read models live in.
 func (e *Engine) dir() disk.Dir { return disk.Dir{FS: e.fs, Path: e.o.Dir} }
 
-// pebbleLogger sends Pebble's own messages to the mesh's log at debug level:
-// a start that prints "Found 0 WALs" reads as trouble to an operator.
-type pebbleLogger struct{ log *slog.Logger }
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
-	panic(fmt.Sprintf(format, args...))
-}
-
 // Folded is what read models in dir say of the stream they were folded
 // from, without a bus: for a start to tell a lost stream from a new one.
 type Folded struct {
@@ -443,7 +426,7 @@ func Peek(dir string) (Folded, bool, error) {
 	if err != nil || gen == "" {
 		return Folded{}, false, err
 	}
-	db, err := pebble.Open(d.Join(gen), &pebble.Options{ReadOnly: true, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	db, err := pebble.Open(d.Join(gen), &pebble.Options{ReadOnly: true, Logger: disk.Logger{Log: slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		return Folded{}, false, fmt.Errorf("projections: cannot read the read models in %s: %w", dir, err)
 	}

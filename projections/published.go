@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/disk"
 	"github.com/meshctl/mesh/projections/published"
 )
 
@@ -47,7 +48,7 @@ type busModels struct{ e *Engine }
 
 func (m busModels) Options(readOnly bool) *pebble.Options {
 	if readOnly {
-		return &pebble.Options{FS: m.e.fs, ReadOnly: true, Logger: pebbleLogger{m.e.o.Log}}
+		return &pebble.Options{FS: m.e.fs, ReadOnly: true, Logger: disk.Logger{Log: m.e.o.Log}}
 	}
 	// As a rebuild opens them, without a log of their own: the copy is
 	// only compacted before it is packed, never written.

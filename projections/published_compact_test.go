@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/projections/disk"
 	"github.com/meshctl/mesh/projections/rows"
 )
 
@@ -73,7 +74,7 @@ func TestAPublishedSnapshotHasNoLevelZeroAndStartsTheSameReadModels(t *testing.T
 	if err := a.bus().Fetch(ctx, on[0], path); err != nil {
 		t.Fatal(err)
 	}
-	db, err := pebble.Open(path, &pebble.Options{FS: vfs.Default, ReadOnly: true, Logger: pebbleLogger{a.o.Log}})
+	db, err := pebble.Open(path, &pebble.Options{FS: vfs.Default, ReadOnly: true, Logger: disk.Logger{Log: a.o.Log}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package disk is where read models live on disk: a directory holding one
 // Pebble per generation (gen-000001, gen-000002, ...), the file CURRENT
 // naming the one in use, and beside them the snapshots that time travel
-// starts from.
+// starts from; and how Pebble holds them (Options: memtables, level 0,
+// filters, cache, each chosen by measurement).
 //
 // It is its own package because it is about files alone, and its promises
 // are about crashes: CURRENT changes by one synced rename, so a crash

@@ -2,23 +2,14 @@ package published
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/meshctl/mesh/projections/disk"
 )
-
-// quiet is a Pebble logger that says nothing: a test's Pebble opening
-// prints "Found 0 WALs", which reads as trouble in a failing test's log.
-type quiet struct{}
-
-func (quiet) Infof(string, ...any)  {}
-func (quiet) Errorf(string, ...any) {}
-func (quiet) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
-}
 
 // Compacting level 0 before a publish never holds the publish for ever:
 // when Pebble compacts nothing though level 0 is not empty, the wait ends
@@ -27,7 +18,7 @@ func (quiet) Fatalf(format string, args ...any) {
 func TestDrainingLevelZeroEndsWhenNothingCompactsIt(t *testing.T) {
 	t.Parallel()
 	// Pebble's own threshold: one table in level 0 is not compacted.
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{FS: vfs.Default, Logger: quiet{}})
+	db, err := pebble.Open(t.TempDir(), &pebble.Options{FS: vfs.Default, Logger: disk.Logger{Log: slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		t.Fatal(err)
 	}
