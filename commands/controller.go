@@ -171,6 +171,9 @@ func openLog(ctx context.Context, nc *nats.Conn, c ControllerConfig) (core.Self,
 		return self, err
 	}
 	st.MAC = self.Keys.LogMAC()
+	// The live fold reads through this store: each send a push appends
+	// is handed to it as decoded when it reads the same bytes back.
+	st.RememberSends = true
 	self.Store = st
 	keep, said, err := secrets.Assert(ctx, st.JetStream(), c.Stream.Replicas, self.Keys.Settings())
 	if err != nil {

@@ -97,6 +97,17 @@ func Encode(agg AggregateID, commandID, by string, i int, at time.Time, ev Event
 	return b, nil
 }
 
+// FoldedEnvelope is the envelope DecodeFromSubject answers for what Encode
+// writes of the same aggregate, by, time and event at its type's current
+// version: the fields the fold's fast path fills (type, version, time, by,
+// and the aggregate its subject names), and no others. An appender that
+// holds what it wrote hands the fold this rather than the fold decoding it
+// again (store.Known); it must stay the fast path's answer field for field.
+func FoldedEnvelope(agg AggregateID, by string, at time.Time, ev Event) Envelope {
+	typ := ev.EventType()
+	return Envelope{Meta: Meta{Type: typ, Version: table[typ].current, Aggregate: agg, OccurredAt: at.UTC(), By: by}}
+}
+
 // ValidateCommandID refuses a command id that could not travel as a
 // Nats-Msg-Id header: 1 to 128 letters, digits, '-', '_', '.' or ':'.
 func ValidateCommandID(id string) error {

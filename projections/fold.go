@@ -90,8 +90,15 @@ type folder struct {
 	// 100,000 rows were 110-150 MB of a controller's live heap, the
 	// largest part of it (issue 34's 700 MiB bound). nodes are the rows
 	// decoded since the last commit, which the commit encodes into rows.
-	rows       map[string][]byte
-	nodes      map[string]Node
+	rows  map[string][]byte
+	nodes map[string]Node
+	// held are decoded rows kept past their commit while a report is
+	// awaited: a node sent a declaration reports on it a moment later,
+	// most often in another commit, and decoding its row again for that
+	// was half of the fold's decoding in a push (issue 34 point 1). A
+	// row leaves at the next event on its node (its report), and all at
+	// once when rememberHeld are held (nodes that never report).
+	held       map[string]Node
 	reportKeys map[string]string
 	// owned remembers which nodes made their own keys (nil: none recorded).
 	owned map[string]*NodeKeys
@@ -128,7 +135,7 @@ type folder struct {
 
 func (e *Engine) newFolder(db *pebble.DB, onCommit func(uint64)) *folder {
 	f := &folder{db: db, b: db.NewIndexedBatch(), size: e.o.BatchSize, onCommit: onCommit, keys: e.o.Keys, latest: int64(readU64(db, keyLatest)),
-		rows: map[string][]byte{}, nodes: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: admit.Shapes{}, dirty: map[string]bool{}}
+		rows: map[string][]byte{}, nodes: map[string]Node{}, held: map[string]Node{}, reportKeys: map[string]string{}, owned: map[string]*NodeKeys{}, shapes: admit.Shapes{}, dirty: map[string]bool{}}
 	f.mem = &nodeMemory{rows: f.rows}
 	return f
 }
@@ -263,9 +270,18 @@ func (f *folder) Commit() error {
 			return err
 		}
 		written = append(written, encodedRow{name, row})
+		// Its newest form replaces whatever was held of it.
+		delete(f.held, name)
+		if n := f.nodes[name]; awaitsReport(n) {
+			if len(f.held) >= rememberHeld {
+				clear(f.held)
+			}
+			f.held[name] = n
+		}
 	}
 	clear(f.dirty)
-	// Decoded rows are a batch's alone: the encoded ones are remembered.
+	// Decoded rows are a batch's alone, but those held: the encoded ones
+	// are remembered.
 	clear(f.nodes)
 	if err := f.b.Set(keyCheckpoint, u64(f.last), nil); err != nil {
 		return err
@@ -357,6 +373,7 @@ func (f *folder) discard() {
 	f.mem.forget()
 	f.unlock()
 	clear(f.nodes)
+	clear(f.held)
 	clear(f.reportKeys)
 	clear(f.owned)
 	clear(f.dirty)
@@ -368,10 +385,25 @@ func (f *folder) discard() {
 // Pebble reads (mesh fleet --simulate).
 const rememberRows = 1 << 17
 
+// rememberHeld bounds the decoded rows held for a report (some 1 KB each):
+// a push's windows in flight, not a fleet (decoded, 100,000 rows were
+// 110-150 MB of the heap).
+const rememberHeld = 1 << 14
+
+// awaitsReport: n was sent a declaration it has not reported on.
+func awaitsReport(n Node) bool {
+	return n.LastSent != nil && (n.LastReport == nil || n.LastReport.Digest != n.LastSent.Digest)
+}
+
 // node reads a node's row through the folder's memory of it: decoded once
 // a batch, from the encoded row it remembers or else from Pebble.
 func (f *folder) node(name string) (Node, bool, error) {
 	if n, ok := f.nodes[name]; ok {
+		return n, true, nil
+	}
+	if n, ok := f.held[name]; ok {
+		delete(f.held, name)
+		f.nodes[name] = n
 		return n, true, nil
 	}
 	row, ok := f.rows[name]

@@ -56,13 +56,18 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 		futures := make([]jetstream.PubAckFuture, end-start)
 		for i := start; i < end; i++ {
 			it := items[i]
-			m, err := s.message(it.Aggregate, it.CommandID, events.ByOf(ctx), 0, now, it.Event)
+			by := events.ByOf(ctx)
+			m, err := s.message(it.Aggregate, it.CommandID, by, 0, now, it.Event)
 			if err != nil {
 				out[i].Err = err
 				continue
 			}
 			expect(m, it.Aggregate, it.Expected)
+			// Remembered before it is published: the fold may read it
+			// back before its acknowledgement comes.
+			s.remember(m, it.Aggregate, by, now, it.Event)
 			if futures[i-start], err = s.js.PublishMsgAsync(m); err != nil {
+				s.forget(m)
 				out[i].Err = fmt.Errorf("store: cannot append to %s: %w", it.Aggregate, err)
 			}
 		}
@@ -75,6 +80,9 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 			case ack := <-f.Ok():
 				out[i].Seq = ack.Sequence
 			case err := <-f.Err():
+				// Not stored as published (a conflict, a retry's
+				// outcome): nothing will read these bytes back.
+				s.forget(f.Msg())
 				out[i] = s.settle(ctx, items[i], err)
 			case <-ctx.Done():
 				return out, ctx.Err()

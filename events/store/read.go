@@ -21,6 +21,10 @@ type Msg struct {
 	// Pending is how many messages follow this one in the stream right now:
 	// 0 means the reader has caught up.
 	Pending uint64
+	// Known, when set, is what this store knows of the message because it
+	// appended exactly these bytes itself (known.go): what decoding them
+	// answers, which the fold then need not work out again.
+	Known *Known
 }
 
 // ReadOptions say where a replay starts and whether it ends.
@@ -134,6 +138,7 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 			finish(nil)
 			return
 		}
+		msg.Known = s.recall(msg)
 		if !o.Follow && msg.Seq == o.Until {
 			msg.Pending = 0 // the last this read delivers: a folder commits on it
 		}

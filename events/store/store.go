@@ -53,6 +53,13 @@ type Store struct {
 	// macs makes MACs under MAC with keyed hashes kept between appends
 	// (made again when MAC changes).
 	macs atomic.Pointer[declaration.MACs]
+	// RememberSends, on the controller's store, keeps each send it appends
+	// until a read of this store reads it back (known.go), for the fold
+	// that reads through it: set it only on a store a fold follows, or
+	// what it keeps waits for a read that never comes (bounded all the
+	// same).
+	RememberSends bool
+	known         known
 }
 
 // Open asserts the stream (create or update, idempotent) and returns a store

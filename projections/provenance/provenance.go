@@ -1,6 +1,8 @@
 package provenance
 
 import (
+	"bytes"
+
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/events"
@@ -33,7 +35,11 @@ func provenanceMAC(keys *declaration.Keyring, macs *declaration.MACChecker, m st
 	mac, signer := Header(m, events.MACHeader), Header(m, events.SignerHeader)
 	switch events.Rights[ev.EventType()].Writer {
 	case events.ByController:
-		if !macs.Check(keys.LogMAC(), m.Subject, m.Data, mac) {
+		// A message this controller's store appended and read back byte
+		// for byte carries the MAC it made under the key it names: the
+		// check's answer is known when that key is the one held here.
+		known := m.Known != nil && bytes.Equal(m.Known.MACKey, keys.LogMAC())
+		if !known && !macs.Check(keys.LogMAC(), m.Subject, m.Data, mac) {
 			return signer, events.Foreignf("it does not carry the MAC of this mesh's controller, so the controller did not write it")
 		}
 		if sent, ok := ev.(events.DeclarationSent); ok {

@@ -46,6 +46,11 @@ func TestOfTellsTheRightfulWriter(t *testing.T) {
 		{"a report over the size a report may be", msg(rep, bytes.Repeat([]byte("x"), events.MaxReport+1), keys.NodeMAC("web-1"), "UREPORT"), applied, "", true},
 		{"a standing on the operator's word", msg(std, []byte("{}"), keys.LogMAC(), keys.Controller()), failing, keys.Controller(), false},
 		{"a standing with the controller's MAC signed by another", msg(std, []byte("{}"), keys.LogMAC(), "USOMEONE"), failing, "", true},
+		// A message its store knows it appended (store.Known) is taken
+		// at its MAC only under the key held here; under another its MAC
+		// is checked, and fails.
+		{"a known message whose MAC was made under this key", known(msg(ctl, []byte("{}"), keys.LogMAC(), ""), keys.LogMAC()), enrol, keys.Controller(), false},
+		{"a known message under another key, with another MAC", known(msg(ctl, []byte("{}"), stranger, ""), stranger), enrol, "", true},
 	} {
 		var head declaration.Head
 		signer, _, err := Of(keys, &declaration.MACChecker{}, c.m, c.ev, &head)
@@ -58,4 +63,11 @@ func TestOfTellsTheRightfulWriter(t *testing.T) {
 			t.Errorf("%s: signer %q, want %q", c.name, signer, c.signer)
 		}
 	}
+}
+
+// known marks m as a message its store appended itself with its MAC made
+// under key.
+func known(m store.Msg, key []byte) store.Msg {
+	m.Known = &store.Known{MACKey: key}
+	return m
 }

@@ -28,9 +28,13 @@ func appendStr(b []byte, s string) []byte {
 }
 
 // reader consumes a row; any malformed field sets bad and yields zeros.
+// With whole set (the row as one string, b always its tail), a string
+// field is a piece of whole rather than a copy of its own: one allocation
+// a row instead of one a field.
 type reader struct {
-	b   []byte
-	bad bool
+	b     []byte
+	bad   bool
+	whole string
 }
 
 func (r *reader) uvarint() uint64 {
@@ -69,7 +73,13 @@ func (r *reader) str() string {
 		r.bad = true
 		return ""
 	}
-	s := string(r.b[:n])
+	var s string
+	if r.whole != "" {
+		at := len(r.whole) - len(r.b)
+		s = r.whole[at : at+int(n)]
+	} else {
+		s = string(r.b[:n])
+	}
 	r.b = r.b[n:]
 	return s
 }

@@ -84,6 +84,7 @@ func on(b testing.TB, nc *nats.Conn, replicas int) *Mesh {
 		b.Fatal(err)
 	}
 	st.MAC = keys.LogMAC()
+	st.RememberSends = true // as the controller's store (commands.openLog)
 	agentKP, _ := nkeys.CreateUser()
 	agent, _ := declaration.NewSigner(agentKP)
 	return &Mesh{TB: b, Store: st, JS: js, Key: kp, Keys: keys, Agent: agent}
