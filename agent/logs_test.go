@@ -76,8 +76,7 @@ func TestAProgramsOutputIsItsLogInOrder(t *testing.T) {
 	eventually(t, "the program's four lines", func() bool {
 		var err error
 		lines, err = m.logs("box", "talk")
-		m.Must(err)
-		return len(lines) >= 4
+		return err == nil && len(lines) >= 4
 	})
 	want := []string{"stdout: out-1", "stderr: err-1", "stdout: out-2", "stderr: err-2"}
 	if got := texts(lines, ""); !slices.Equal(got, want) {
@@ -108,8 +107,7 @@ func TestAProgramsLogKeepsItsNewestLinesWithinItsBound(t *testing.T) {
 	eventually(t, "the last line", func() bool {
 		var err error
 		lines, err = m.logs("box", "counter")
-		m.Must(err)
-		return len(lines) > 0 && lines[len(lines)-1].Text == "70000"
+		return err == nil && len(lines) > 0 && lines[len(lines)-1].Text == "70000"
 	})
 	// Read again once it wrote its last: read while it wrote, the bound
 	// may drop lines between pieces (LogsReply.Dropped says how many).
@@ -170,7 +168,12 @@ func TestAProgramsLogOutlivesItsAgent(t *testing.T) {
 	m.runs("talk", `echo "started $$"; exec sleep 600`)
 	started := func() []string {
 		lines, err := m.logs("box", "talk")
-		m.Must(err)
+		if err != nil {
+			// An agent just started may not hear its logs' subject yet
+			// (no responders): asked again, not failed (a CI run failed
+			// here once).
+			return nil
+		}
 		var out []string
 		for _, l := range lines {
 			if strings.HasPrefix(l.Text, "started ") {
@@ -215,8 +218,7 @@ func TestALongLineIsKeptInPieces(t *testing.T) {
 	eventually(t, "the long lines", func() bool {
 		var err error
 		lines, err = m.logs("box", "long")
-		m.Must(err)
-		return len(lines) >= 5
+		return err == nil && len(lines) >= 5
 	})
 	var got []string
 	for _, l := range lines {
