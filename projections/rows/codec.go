@@ -28,13 +28,9 @@ func appendStr(b []byte, s string) []byte {
 }
 
 // reader consumes a row; any malformed field sets bad and yields zeros.
-// With whole set (the row as one string, b always its tail), a string
-// field is a piece of whole rather than a copy of its own: one allocation
-// a row instead of one a field.
 type reader struct {
-	b     []byte
-	bad   bool
-	whole string
+	b   []byte
+	bad bool
 }
 
 func (r *reader) uvarint() uint64 {
@@ -73,13 +69,7 @@ func (r *reader) str() string {
 		r.bad = true
 		return ""
 	}
-	var s string
-	if r.whole != "" {
-		at := len(r.whole) - len(r.b)
-		s = r.whole[at : at+int(n)]
-	} else {
-		s = string(r.b[:n])
-	}
+	s := string(r.b[:n])
 	r.b = r.b[n:]
 	return s
 }

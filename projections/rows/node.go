@@ -92,17 +92,7 @@ func DecodeNode(b []byte) (Node, error) { return DecodeNodeAs(b, false) }
 // labels (nil), which status never reads: at 100,000 nodes making a map of
 // labels a row was the largest part of decoding them.
 func DecodeNodeAs(b []byte, brief bool) (Node, error) {
-	// Whole, its strings (name, capabilities, labels, digests, who sent)
-	// are pieces of one copy of the row: a string each was most of the
-	// allocations of decoding a row, which the fold does for every node a
-	// send or report names (issue 34 point 1). A piece holds the whole row,
-	// a few hundred bytes, while it is kept. Brief (status, a push's
-	// targets, every row at once) copies only the strings it keeps: one
-	// copy would keep the labels it leaves out too.
 	r := reader{b: b}
-	if !brief {
-		r.whole = string(b)
-	}
 	if r.uvarint() != nodeCodec {
 		return Node{}, ErrCorrupt
 	}
@@ -130,24 +120,15 @@ func DecodeNodeAs(b []byte, brief bool) (Node, error) {
 	n.RetiredAt = r.time()
 	n.EnrolledSeq = r.uvarint()
 	n.Version = r.uvarint()
-	// The last send and report, one allocation for both: a node that
-	// was pushed has both.
-	var last *lastSentReport
 	if r.bool() {
-		last = new(lastSentReport)
-		s := &last.s
-		*s = wire.Sent{Sequence: r.uvarint(), Digest: r.str(), ContentDigest: r.str(), By: r.str(), Operator: r.str()}
+		s := &wire.Sent{Sequence: r.uvarint(), Digest: r.str(), ContentDigest: r.str(), By: r.str(), Operator: r.str()}
 		s.Resources = int(r.uvarint())
 		s.At = r.time()
 		s.StreamSeq = r.uvarint()
 		n.LastSent = s
 	}
 	if r.bool() {
-		if last == nil {
-			last = new(lastSentReport)
-		}
-		rep := &last.r
-		*rep = wire.Report{Outcome: events.Outcome(r.str()), Sequence: r.uvarint(), Digest: r.str(), Reason: r.str(), Failed: r.failures()}
+		rep := &wire.Report{Outcome: events.Outcome(r.str()), Sequence: r.uvarint(), Digest: r.str(), Reason: r.str(), Failed: r.failures()}
 		rep.Highest = r.uvarint()
 		rep.At = r.time()
 		rep.StreamSeq = r.uvarint()
@@ -158,11 +139,4 @@ func DecodeNodeAs(b []byte, brief bool) (Node, error) {
 		return Node{}, ErrCorrupt
 	}
 	return n, nil
-}
-
-// lastSentReport holds a decoded row's last send and report in one
-// allocation.
-type lastSentReport struct {
-	s wire.Sent
-	r wire.Report
 }
