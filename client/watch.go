@@ -168,44 +168,28 @@ func (c *Client) serving(ctx context.Context, heard chan struct{}) map[string]bo
 		}
 	})
 	defer said()
-	inbox := c.NC.NewInbox()
-	sub, err := c.NC.SubscribeSync(inbox)
-	if err != nil {
-		return nil
-	}
-	defer sub.Unsubscribe()
-	if err := c.NC.PublishRequest(pingSubject, inbox, nil); err != nil {
-		return nil
-	}
 	ids := map[string]bool{}
-	// The first answer within watchEvery; the others of several
-	// controllers come right behind it.
-	wait := watchEvery
-	for {
-		next, done := context.WithTimeout(ctx, wait)
-		m, err := sub.NextMsgWithContext(next)
-		done()
-		switch {
-		case errors.Is(err, nats.ErrNoResponders): // the bus says nobody serves
-			return ids
-		case err != nil && len(ids) == 0:
-			return nil
-		case err != nil:
-			return ids
-		}
+	n, err := c.askEvery(ctx, pingSubject, nil, func(m *nats.Msg) bool {
 		var p micro.Ping
 		if json.Unmarshal(m.Data, &p) == nil && p.ID != "" {
 			ids[p.ID] = true
 		}
 		said()
-		wait = 100 * time.Millisecond
+		return false
+	})
+	switch {
+	case errors.Is(err, nats.ErrNoResponders): // the bus says nobody serves
+		return ids
+	case n == 0:
+		return nil
 	}
+	return ids
 }
 
 // answeredAway reports whether a controller says it answered the request
-// named id (ChunksToHeader), asking each for up to watchEvery. Any other
-// word (working, unknown, none at all: an older controller, a slow bus)
-// is no proof the answer went by, so the wait goes on as before.
+// named id (ChunksToHeader). Any other word (working, unknown, none at
+// all: an older controller, a slow bus) is no proof the answer went by,
+// so the wait goes on as before.
 func (c *Client) answeredAway(ctx context.Context, id string) bool {
 	if id == "" {
 		return false
@@ -214,28 +198,40 @@ func (c *Client) answeredAway(ctx context.Context, id string) bool {
 	if err != nil {
 		return false
 	}
+	answered := false
+	_, _ = c.askEvery(ctx, wire.CallerSubject(c.caller(), wire.SubjectRequestState), data, func(m *nats.Msg) bool {
+		var st wire.RequestState
+		answered = json.Unmarshal(m.Data, &st) == nil && st.Stage == wire.RequestAnswered
+		return answered
+	})
+	return answered
+}
+
+// askEvery asks every controller on subject and hands each answer to
+// each until it says stop: the first answer within watchEvery, the others
+// of several controllers right behind it. It answers how many came, and
+// why no more did (nats.ErrNoResponders: the bus says nobody serves; nil
+// when each stopped).
+func (c *Client) askEvery(ctx context.Context, subject string, data []byte, each func(*nats.Msg) (stop bool)) (int, error) {
 	inbox := c.NC.NewInbox()
 	sub, err := c.NC.SubscribeSync(inbox)
 	if err != nil {
-		return false
+		return 0, err
 	}
 	defer sub.Unsubscribe()
-	if err := c.NC.PublishRequest(wire.CallerSubject(c.caller(), wire.SubjectRequestState), inbox, data); err != nil {
-		return false
+	if err := c.NC.PublishRequest(subject, inbox, data); err != nil {
+		return 0, err
 	}
-	// The first answer within watchEvery, the others of several
-	// controllers right behind it, as serving gathers them.
 	wait := watchEvery
-	for {
+	for n := 0; ; n++ {
 		next, done := context.WithTimeout(ctx, wait)
 		m, err := sub.NextMsgWithContext(next)
 		done()
 		if err != nil {
-			return false
+			return n, err
 		}
-		var st wire.RequestState
-		if json.Unmarshal(m.Data, &st) == nil && st.Stage == wire.RequestAnswered {
-			return true
+		if each(m) {
+			return n + 1, nil
 		}
 		wait = 100 * time.Millisecond
 	}
