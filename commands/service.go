@@ -172,9 +172,13 @@ func endpoint[Req, Resp any](nc *nats.Conn, h *Services, subject string, fn func
 			r.Error(core.Code(err), err.Error(), nil, micro.WithHeaders(micro.Headers{wire.KindHeader: {aggregates.Kind(err)}}))
 			return
 		}
-		b, err := json.Marshal(resp)
-		if err == nil {
-			err = wire.Respond(nc, r, b)
+		if l, ok := any(resp).(wire.Listed); ok {
+			err = wire.RespondListed(nc, r, l)
+		} else {
+			var b []byte
+			if b, err = json.Marshal(resp); err == nil {
+				err = wire.Respond(nc, r, b)
+			}
 		}
 		if err != nil {
 			// Most often an answer over the bus's max payload: say so,

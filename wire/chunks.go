@@ -2,7 +2,9 @@ package wire
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -26,22 +28,137 @@ const (
 // Respond sends b as the answer to r, in pieces when it is too large: the
 // controller's half of the protocol.
 func Respond(nc *nats.Conn, r micro.Request, b []byte) error {
-	limit := int(nc.MaxPayload()) - chunkHeadroom
-	to := r.Headers().Get(ChunksToHeader)
-	if len(b) <= limit || to == "" || limit <= 0 {
-		return r.Respond(b)
+	w := newPieces(nc, r)
+	w.Write(b)
+	return w.close()
+}
+
+// Listed is an answer whose bulk is one long list (status --json of a
+// hundred thousand nodes): RespondListed encodes it an item at a time
+// into the pieces, never the whole answer at once. json.Marshal of such an
+// answer held its bytes twice and more (a buffer grown by doubling, then
+// copied out): some 100 MiB at the peak of the controller at 100,000
+// nodes, over issue 34's 700 MiB bound.
+type Listed interface {
+	// Listing is the answer without its list (rest's JSON must not name
+	// the list's key), and the list.
+	Listing() (rest any, list List)
+}
+
+// List is the long list of a Listed answer: its JSON key, its length and
+// items, and whether it is nil (null, as json.Marshal writes a nil slice).
+type List struct {
+	Key  string
+	Len  int
+	Item func(i int) any
+	Nil  bool
+}
+
+// RespondListed sends l as the answer to r, as Respond sends its JSON,
+// encoding its list one item at a time: the bytes differ from
+// json.Marshal's only in where the list's key stands and a newline after
+// each item, and decode the same (TestAListedAnswerDecodesAsItsMarshal).
+func RespondListed(nc *nats.Conn, r micro.Request, l Listed) error {
+	rest, list := l.Listing()
+	head, err := json.Marshal(rest)
+	if err != nil {
+		return err
 	}
-	n := 0
-	for off := 0; off < len(b); off += limit {
-		m := nats.NewMsg(to)
-		m.Header.Set(ChunkIndexHeader, strconv.Itoa(n))
-		m.Data = b[off:min(off+limit, len(b))]
-		if err := nc.PublishMsg(m); err != nil {
-			return err
+	if len(head) < 2 || head[0] != '{' {
+		return fmt.Errorf("a listed answer's rest is not a JSON object: %.20q", head)
+	}
+	k, err := json.Marshal(list.Key)
+	if err != nil {
+		return err
+	}
+	w := newPieces(nc, r)
+	w.Write(head[:1])
+	w.Write(k)
+	w.Write([]byte(":"))
+	if list.Nil {
+		w.Write([]byte("null"))
+	} else {
+		// The Encoder writes each item whole, through a buffer of its
+		// own that is used again for the next: never the whole list.
+		enc := json.NewEncoder(w)
+		w.Write([]byte("["))
+		for i := range list.Len {
+			if i > 0 {
+				w.Write([]byte(","))
+			}
+			if err := enc.Encode(list.Item(i)); err != nil {
+				return err
+			}
 		}
-		n++
+		w.Write([]byte("]"))
 	}
-	return r.Respond(nil, micro.WithHeaders(micro.Headers{ChunkCountHeader: {strconv.Itoa(n)}}))
+	if len(head) > 2 { // the rest's fields after the list's
+		w.Write([]byte(","))
+	}
+	w.Write(head[1:])
+	return w.close()
+}
+
+// pieces is an answer being written: held until it outgrows one message,
+// then sent a message at a time to the client's inbox, so that no more
+// than a message's worth and one write is held at once.
+type pieces struct {
+	nc    *nats.Conn
+	r     micro.Request
+	to    string
+	limit int
+	buf   []byte
+	sent  int
+	err   error
+}
+
+func newPieces(nc *nats.Conn, r micro.Request) *pieces {
+	p := &pieces{nc: nc, r: r, to: r.Headers().Get(ChunksToHeader), limit: int(nc.MaxPayload()) - chunkHeadroom}
+	if p.to == "" || p.limit <= 0 {
+		// No inbox to send pieces to (or no room in one): the answer is
+		// one message or none, as the bus allows.
+		p.limit = math.MaxInt
+	}
+	return p
+}
+
+// Write never fails itself: an error sending a piece is kept, and close
+// answers it.
+func (p *pieces) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for p.err == nil && len(p.buf) > p.limit {
+		p.send(p.buf[:p.limit])
+		p.buf = p.buf[:copy(p.buf, p.buf[p.limit:])]
+	}
+	return len(b), nil
+}
+
+// send publishes one piece; the connection copies it before returning, so
+// its bytes may be written over after.
+func (p *pieces) send(b []byte) {
+	m := nats.NewMsg(p.to)
+	m.Header.Set(ChunkIndexHeader, strconv.Itoa(p.sent))
+	m.Data = b
+	if p.err = p.nc.PublishMsg(m); p.err == nil {
+		p.sent++
+	}
+}
+
+// close sends what is held: as the answer itself when it fits in one
+// message, else as the last piece, and then the answer saying how many.
+func (p *pieces) close() error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.sent == 0 {
+		return p.r.Respond(p.buf)
+	}
+	if len(p.buf) > 0 {
+		if p.send(p.buf); p.err != nil {
+			return p.err
+		}
+	}
+	return p.r.Respond(nil, micro.WithHeaders(micro.Headers{ChunkCountHeader: {strconv.Itoa(p.sent)}}))
 }
 
 // Assemble gathers the pieces an answer said were sent, in their order:

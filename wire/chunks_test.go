@@ -3,6 +3,7 @@ package wire_test
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,46 +22,57 @@ func TestAnAnswerLargerThanAMessageComesBackWhole(t *testing.T) {
 	large := bytes.Repeat([]byte("0123456789abcdef"), int(nc.MaxPayload())/16*3+5)
 	for name, answer := range map[string][]byte{"large": large, "small": []byte(`{"ok":true}`)} {
 		t.Run(name, func(t *testing.T) {
-			svc, err := micro.AddService(nc, micro.Config{Name: "chunks", Version: "0.0.1"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer svc.Stop()
-			err = svc.AddEndpoint("answer", micro.HandlerFunc(func(r micro.Request) {
-				if err := wire.Respond(nc, r, answer); err != nil {
-					t.Error(err)
-				}
-			}), micro.WithEndpointSubject("test.chunks"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pieces := make(chan *nats.Msg, 64)
-			inbox := nc.NewRespInbox()
-			sub, err := nc.ChanSubscribe(inbox, pieces)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sub.Unsubscribe()
-			req := nats.NewMsg("test.chunks")
-			req.Header.Set(wire.ChunksToHeader, inbox)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			msg, err := nc.RequestMsgWithContext(ctx, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := msg.Data
-			if n := msg.Header.Get(wire.ChunkCountHeader); (n != "") != (name == "large") {
-				t.Fatalf("the %s answer said %q pieces", name, n)
-			}
-			if msg.Header.Get(wire.ChunkCountHeader) != "" {
-				if got, err = wire.Assemble(ctx, msg, pieces); err != nil {
-					t.Fatal(err)
-				}
+			got, pieces := roundTrip(t, nc, func(r micro.Request) error { return wire.Respond(nc, r, answer) })
+			if (pieces > 0) != (name == "large") {
+				t.Fatalf("the %s answer came in %d pieces", name, pieces)
 			}
 			if !bytes.Equal(got, answer) {
 				t.Fatalf("the %s answer came back as %d bytes, not the %d sent (or not in order)", name, len(got), len(answer))
 			}
 		})
 	}
+}
+
+// roundTrip asks an endpoint that answers by answer, as a client does
+// (naming an inbox for pieces), and gives back the answer's bytes
+// assembled, and how many pieces they came in (0: one message).
+func roundTrip(t *testing.T, nc *nats.Conn, answer func(micro.Request) error) ([]byte, int) {
+	t.Helper()
+	svc, err := micro.AddService(nc, micro.Config{Name: "chunks", Version: "0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	err = svc.AddEndpoint("answer", micro.HandlerFunc(func(r micro.Request) {
+		if err := answer(r); err != nil {
+			t.Error(err)
+		}
+	}), micro.WithEndpointSubject("test.chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := make(chan *nats.Msg, 64)
+	inbox := nc.NewRespInbox()
+	sub, err := nc.ChanSubscribe(inbox, pieces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	req := withInbox("test.chunks", inbox)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msg, err := nc.RequestMsgWithContext(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := msg.Header.Get(wire.ChunkCountHeader)
+	if n == "" {
+		return msg.Data, 0
+	}
+	got, err := wire.Assemble(ctx, msg, pieces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, _ := strconv.Atoi(n)
+	return got, count
 }

@@ -180,3 +180,20 @@ type RotationStage struct {
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	Reason      string    `json:"reason,omitempty"`
 }
+
+// Listing is the report and its nodes apart, for RespondListed: at
+// 100,000 nodes the nodes are nearly all of status --json.
+func (r StatusReport) Listing() (any, List) {
+	nodes := r.Nodes
+	r.Nodes = nil
+	return statusWithoutNodes{StatusReport: r}, List{Key: "nodes", Len: len(nodes), Nil: nodes == nil,
+		Item: func(i int) any { return &nodes[i] }}
+}
+
+// statusWithoutNodes is a report whose JSON leaves its nodes out: a field
+// nearer the top hides an embedded one of the same JSON name, and this
+// one, empty, is omitted.
+type statusWithoutNodes struct {
+	StatusReport
+	Nodes []NodeStatus `json:"nodes,omitempty"`
+}
