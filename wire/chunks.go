@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -55,10 +56,20 @@ type List struct {
 }
 
 // RespondListed sends l as the answer to r, as Respond sends its JSON,
-// encoding its list one item at a time: the bytes differ from
-// json.Marshal's only in where the list's key stands and a newline after
-// each item, and decode the same (TestAListedAnswerDecodesAsItsMarshal).
+// written by WriteListed straight into the pieces.
 func RespondListed(nc *nats.Conn, r micro.Request, l Listed) error {
+	w := newPieces(nc, r)
+	if err := WriteListed(w, l); err != nil {
+		return err
+	}
+	return w.close()
+}
+
+// WriteListed writes l's JSON to w, its list one item at a time: the
+// bytes differ from json.Marshal's only in where the list's key stands and
+// a newline after each item, and decode the same
+// (TestAListedAnswerDecodesAsItsMarshal).
+func WriteListed(w io.Writer, l Listed) error {
 	rest, list := l.Listing()
 	head, err := json.Marshal(rest)
 	if err != nil {
@@ -71,32 +82,35 @@ func RespondListed(nc *nats.Conn, r micro.Request, l Listed) error {
 	if err != nil {
 		return err
 	}
-	w := newPieces(nc, r)
-	w.Write(head[:1])
-	w.Write(k)
-	w.Write([]byte(":"))
+	// Written on past an error: the writers this is given keep theirs
+	// (the pieces, a bufio.Writer) or fail every write after (a closed
+	// connection), so an item's or the last write says it.
+	write := func(b []byte) { w.Write(b) }
+	write(head[:1])
+	write(k)
+	write([]byte(":"))
 	if list.Nil {
-		w.Write([]byte("null"))
+		write([]byte("null"))
 	} else {
 		// The Encoder writes each item whole, through a buffer of its
 		// own that is used again for the next: never the whole list.
 		enc := json.NewEncoder(w)
-		w.Write([]byte("["))
+		write([]byte("["))
 		for i := range list.Len {
 			if i > 0 {
-				w.Write([]byte(","))
+				write([]byte(","))
 			}
 			if err := enc.Encode(list.Item(i)); err != nil {
 				return err
 			}
 		}
-		w.Write([]byte("]"))
+		write([]byte("]"))
 	}
 	if len(head) > 2 { // the rest's fields after the list's
-		w.Write([]byte(","))
+		write([]byte(","))
 	}
-	w.Write(head[1:])
-	return w.close()
+	_, err = w.Write(head[1:])
+	return err
 }
 
 // pieces is an answer being written: held until it outgrows one message,
