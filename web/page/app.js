@@ -68,8 +68,18 @@ function drawVerdict() {
   v.className = "verdict " + (lastWell ? "well" : "notwell");
 }
 
+// rowsOf is the nodes of a brief status (a table by column: each node's
+// state an index into states, a byte of base64 as Go writes []uint8; since
+// in unix seconds) as objects, one a node.
+function rowsOf(t) {
+  if (!t) return [];
+  const state = atob(t.state || "");
+  return t.name.map((name, i) => ({ name, state: t.states[state.charCodeAt(i)], sequence: t.sequence[i], since: t.since[i] * 1000, detail: t.detail[i] }));
+}
+
 function drawStatus(s) {
   heard = Date.now();
+  s.nodes = rowsOf(s.table);
   lastWell = s.well;
   drawVerdict();
   fill("causes", (s.causes || []).map((c) => el("li", c)), s.well ? "nothing: the mesh is well" : "only the nodes and standings below");
@@ -183,7 +193,7 @@ if (document.body.dataset.page === "node") {
   loop("/api/node/" + encodeURIComponent(name), drawNode, 2000);
   setInterval(() => { if (heard === null || Date.now() - heard > staleAfter) drawNodeState(); }, 1000);
 } else {
-  loop("/api/status", drawStatus, 1000);
+  loop("/api/status?brief", drawStatus, 1000);
   // Apart from the loop, which may be waiting on an answer: the verdict
   // turns stale on time even while a read hangs.
   setInterval(() => { if (heard === null || Date.now() - heard > staleAfter) drawVerdict(); }, 1000);
