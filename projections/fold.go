@@ -97,7 +97,9 @@ type folder struct {
 	// most often in another commit, and decoding its row again for that
 	// was half of the fold's decoding in a push (issue 34 point 1). A
 	// row leaves at the next event on its node (its report), and all at
-	// once when rememberHeld are held (nodes that never report).
+	// once when rememberHeld are held (nodes that never report). A row
+	// its report left is held again while fewer than rememberReported
+	// are held, for the next push's send: decoding it was the other half.
 	held       map[string]Node
 	reportKeys map[string]string
 	// owned remembers which nodes made their own keys (nil: none recorded).
@@ -272,10 +274,13 @@ func (f *folder) Commit() error {
 		written = append(written, encodedRow{name, row})
 		// Its newest form replaces whatever was held of it.
 		delete(f.held, name)
-		if n := f.nodes[name]; awaitsReport(n) {
+		switch n := f.nodes[name]; {
+		case awaitsReport(n):
 			if len(f.held) >= rememberHeld {
 				clear(f.held)
 			}
+			f.held[name] = n
+		case len(f.held) < rememberReported:
 			f.held[name] = n
 		}
 	}
@@ -389,6 +394,14 @@ const rememberRows = 1 << 17
 // a push's windows in flight, not a fleet (decoded, 100,000 rows were
 // 110-150 MB of the heap).
 const rememberHeld = 1 << 14
+
+// rememberReported bounds the rows held that await no report: half of
+// rememberHeld, so that at any fleet size the rows in flight (a push's
+// windows and the fold's lag, which the sends of a push to 100,000 nodes
+// fill) still find room, and a push to a fleet of up to this many nodes
+// decodes none of its rows (some 1 KB each decoded: 8 MB at 8,192). Past
+// it, a push decodes each send's row as before.
+const rememberReported = rememberHeld / 2
 
 // awaitsReport: n was sent a declaration it has not reported on.
 func awaitsReport(n Node) bool {

@@ -15,7 +15,8 @@ import (
 )
 
 // A send and its report folded in two commits, as a push's are: the row
-// the fold holds decoded between them, and the send handed to the fold by
+// the fold holds decoded between them (and after the report, for the next
+// round's send), and the send handed to the fold by
 // the store that appended it (store.Known), leave exactly the read models
 // a fold from the start makes, round after round; a node whose report
 // never came keeps its send.

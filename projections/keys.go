@@ -80,7 +80,8 @@ var (
 //	   asked (the envelope's by) on history rows and a node's last send
 //	23 the nodes a hand declaration holds, as an index (a named push reads no other row)
 //	24 history rows keep a digest as its 32 bytes, not 64 characters of hex (rows/history.go)
-const schemaVersion = 24
+//	25 node rows likewise, their codec's version 2 (rows/node.go)
+const schemaVersion = 25
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

@@ -61,10 +61,12 @@ func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply,
 		only = map[string]bool{}
 		// A window at a time: composed, sealed, appended, let go. Ten
 		// thousand sealed declarations held at once were most of the
-		// controller's peak memory in a push.
+		// controller's peak memory in a push. Each window reuses the
+		// last one's lists (scratch).
+		var scratch windowScratch
 		for start := 0; start < len(sel.targets); start += pushWindow {
 			end := min(start+pushWindow, len(sel.targets))
-			batch, unsent := h.sealWindow(sel, sel.targets[start:end], sel.rows[start:end], r, round, keep)
+			batch, unsent := h.sealWindow(sel, sel.targets[start:end], sel.rows[start:end], r, round, keep, &scratch)
 			reply.Unsent = append(reply.Unsent, unsent...)
 			outcomes, err := h.Store.AppendMany(ctx, batch.items)
 			if err != nil {
@@ -173,6 +175,33 @@ type pushBatch struct {
 	pushed []wire.PushedNode
 }
 
+// windowScratch is what sealWindow makes for a window and a push's next
+// window uses again: a window's composed nodes (some 2,000 sealedNodes of
+// half a kilobyte), its items and pushed nodes were a tenth of the bytes
+// the controller allocated over a push (an allocation profile of mesh
+// bench, issue 34), each made afresh for every window. What they held is
+// done with once a window is appended: AppendMany keeps no item (it
+// remembers each event by value), and the reply copies each pushed node.
+type windowScratch struct {
+	results  []sealedNode
+	composed []int
+	batch    pushBatch
+}
+
+// grow makes s's lists hold n, empty: results zeroed, so nothing of the
+// window before is kept alive by them or read as this one's.
+func (s *windowScratch) grow(n int) {
+	if cap(s.results) < n {
+		s.results = make([]sealedNode, n)
+		s.batch = pushBatch{items: make([]store.One, 0, n), pushed: make([]wire.PushedNode, 0, n)}
+	}
+	s.results = s.results[:n]
+	clear(s.results)
+	clear(s.batch.items[:cap(s.batch.items)])
+	clear(s.batch.pushed[:cap(s.batch.pushed)])
+	s.batch.items, s.batch.pushed, s.composed = s.batch.items[:0], s.batch.pushed[:0], s.composed[:0]
+}
+
 // pushWindow is how many declarations a push seals and appends at a time
 // (a variable for the test that holds a push in windows to one in a
 // single window).
@@ -184,23 +213,25 @@ var pushWindow = 2000
 // one signature a window (issue 34: a signature each was a sixth of the
 // controller's CPU a pushed node), the windows again a worker per core.
 // What each node composed to goes into keep, when not nil.
-func (h *Service) sealWindow(t targets, names []string, rows []sendRow, r wire.PushRequest, round int, keep map[string]world.Would) (pushBatch, []wire.UnsentNode) {
+func (h *Service) sealWindow(t targets, names []string, rows []sendRow, r wire.PushRequest, round int, keep map[string]world.Would, s *windowScratch) (pushBatch, []wire.UnsentNode) {
 	// Sized once: grown by appending, these and the reply's list were
 	// some 4% of the bytes the controller allocated over pushes to 10,000
 	// nodes, each doubling copied.
-	b := pushBatch{items: make([]store.One, 0, len(names)), pushed: make([]wire.PushedNode, 0, len(names))}
+	s.grow(len(names))
+	b := s.batch
 	var unsent []wire.UnsentNode
 	by := cmp.Or(r.By, "push")
-	results := make([]sealedNode, len(names))
+	results := s.results
 	fanout.PerCore(len(names), func(i int) {
 		results[i] = h.compose(t.w, rows[i], by, t.now)
 	})
-	var composed []int
+	composed := s.composed
 	for i, res := range results {
 		if res.unsent == "" {
 			composed = append(composed, i)
 		}
 	}
+	s.composed = composed
 	const w = declaration.WindowSize
 	fanout.PerCore((len(composed)+w-1)/w, func(g int) {
 		window := composed[g*w : min((g+1)*w, len(composed))]

@@ -114,23 +114,47 @@ func (r *reader) failures() []events.ResourceFailure {
 // a tag 1 and its 32 bytes, half the hex; anything else (empty, or a
 // digest a log's event holds in another form) as a tag 0 and the string,
 // so every row reads back exactly as written.
+//
+// Read and checked in one pass into a buffer on the stack: checked first
+// and then decoded by encoding/hex (from a []byte copy of the string),
+// a node row took twice as long to encode as with its digests in hex, and
+// the fold encodes every pushed node's row twice (issue 34).
 func (w *rowWriter) digest(s string) {
-	if len(s) != 2*sha256.Size || !lowerHex(s) {
+	var sum [sha256.Size]byte
+	if len(s) != 2*sha256.Size || !lowerHexInto(&sum, s) {
 		w.b = appendStr(append(w.b, 0), s)
 		return
 	}
-	// Checked as hex above, so it decodes.
-	w.b, _ = hex.AppendDecode(append(w.b, 1), []byte(s))
+	w.b = append(append(w.b, 1), sum[:]...)
 }
 
-func lowerHex(s string) bool {
-	for i := range len(s) {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+// lowerHexInto decodes s, 64 characters, into sum, and reports whether
+// every character was lowercase hex (sum is then partly written).
+func lowerHexInto(sum *[sha256.Size]byte, s string) bool {
+	for i := range sum {
+		hi, lo := fromLowerHex[s[2*i]], fromLowerHex[s[2*i+1]]
+		if hi|lo > 0xf {
 			return false
 		}
+		sum[i] = hi<<4 | lo
 	}
 	return true
 }
+
+// fromLowerHex is each byte's value as a lowercase hex digit, 0xff for a
+// byte that is none.
+var fromLowerHex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 func (r *reader) digest() string {
 	if r.bad || len(r.b) == 0 || r.b[0] > 1 {
@@ -146,9 +170,12 @@ func (r *reader) digest() string {
 		r.bad = true
 		return ""
 	}
-	s := hex.EncodeToString(r.b[:sha256.Size])
+	// Through a buffer on the stack: hex.EncodeToString makes a slice and
+	// then the string, two allocations a digest where one is needed.
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], r.b[:sha256.Size])
 	r.b = r.b[sha256.Size:]
-	return s
+	return string(text[:])
 }
 
 func (w *rowWriter) strs(l []string) {

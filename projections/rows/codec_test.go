@@ -37,9 +37,15 @@ func TestAssignmentCodecRoundTrips(t *testing.T) {
 
 func TestNodeCodecRoundTrips(t *testing.T) {
 	at := time.Date(2026, 12, 2, 16, 0, 0, 7, time.UTC)
+	// Digests as the mesh makes them (kept as bytes), and in every other
+	// form a row may hold (kept as written).
+	hexed := fullNode(at)
+	hexed.LastSent.Digest, hexed.LastSent.ContentDigest, hexed.LastReport.Digest = hexDigest, hexDigest[1:]+"0", hexDigest
+	odd := fullNode(at)
+	odd.LastSent.Digest, odd.LastSent.ContentDigest, odd.LastReport.Digest = strings.ToUpper(hexDigest), "", hexDigest+"0"
 	for _, n := range []Node{
 		{Name: "a", Capabilities: []string{}, Labels: map[string]string{}},
-		fullNode(at),
+		fullNode(at), hexed, odd,
 	} {
 		b := EncodeNode(n)
 		got, err := DecodeNode(b)
@@ -124,6 +130,23 @@ func TestHistoryRowsKeepDigestsAsBytes(t *testing.T) {
 	}
 	if n := len(EncodeHistory(HistoryEntry{Kind: HistoryApplied, At: at, Sequence: 5, Digest: hexDigest, Changed: 1})); n > 33+20 {
 		t.Fatalf("a report's history row is %d bytes: its digest is not kept as bytes", n)
+	}
+}
+
+// A node row keeps its three digests as 32 bytes each, as history rows do:
+// a push writes every node's row twice, and the hex was most of it.
+func TestNodeRowsKeepDigestsAsBytes(t *testing.T) {
+	at := time.Date(2026, 12, 2, 16, 0, 0, 7, time.UTC)
+	n := fullNode(at)
+	n.LastSent.Digest, n.LastSent.ContentDigest, n.LastReport.Digest = hexDigest, hexDigest, hexDigest
+	hexLong := n
+	hexLong.LastSent = &wire.Sent{}
+	*hexLong.LastSent = *n.LastSent
+	hexLong.LastSent.ContentDigest = strings.ToUpper(hexDigest) // not lowercase hex: kept as written
+	// The same row but for one digest kept as its 64 characters (a tag,
+	// a length, 64 bytes) against its 32 bytes (a tag, 32 bytes): 33 more.
+	if got, long := len(EncodeNode(n)), len(EncodeNode(hexLong)); long-got != 33 {
+		t.Fatalf("a row with its digests as bytes is %d bytes, with one in hex %d: its digests are not kept as bytes", got, long)
 	}
 }
 

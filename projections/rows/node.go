@@ -33,7 +33,16 @@ type Node struct {
 // of codec.go: fields in a fixed order, strings and lists length-prefixed,
 // labels in key order (one row has one encoding), times as a presence byte
 // and unix nanoseconds.
-const nodeCodec = 1
+//
+// Version 2 keeps the three digests (the send's, its content's, the
+// report's) as codec.go's digest, 32 bytes each where version 1 kept 64
+// characters of hex: they were most of a row, and a push writes each
+// node's row twice (its send and its report fold in different commits),
+// so Pebble's memtable inserts, flushes and compactions, a fifth of the
+// controller's CPU a pushed node, took 96 bytes a row more than they
+// needed (issue 34 point 1, docs/performance.md "The controller's CPU").
+// Version 1 rows are never read: the schema changed with it (keys.go).
+const nodeCodec = 2
 
 // EncodeNode is n's row.
 func EncodeNode(n Node) []byte { return AppendNode(make([]byte, 0, 160), n) }
@@ -62,8 +71,8 @@ func AppendNode(dst []byte, n Node) []byte {
 	w.bool(n.LastSent != nil)
 	if s := n.LastSent; s != nil {
 		w.uint(s.Sequence)
-		w.str(s.Digest)
-		w.str(s.ContentDigest)
+		w.digest(s.Digest)
+		w.digest(s.ContentDigest)
 		w.str(s.By)
 		w.str(s.Operator)
 		w.uint(uint64(s.Resources))
@@ -74,7 +83,7 @@ func AppendNode(dst []byte, n Node) []byte {
 	if r := n.LastReport; r != nil {
 		w.str(string(r.Outcome))
 		w.uint(r.Sequence)
-		w.str(r.Digest)
+		w.digest(r.Digest)
 		w.str(r.Reason)
 		w.failures(r.Failed)
 		w.uint(r.Highest)
@@ -121,14 +130,14 @@ func DecodeNodeAs(b []byte, brief bool) (Node, error) {
 	n.EnrolledSeq = r.uvarint()
 	n.Version = r.uvarint()
 	if r.bool() {
-		s := &wire.Sent{Sequence: r.uvarint(), Digest: r.str(), ContentDigest: r.str(), By: r.str(), Operator: r.str()}
+		s := &wire.Sent{Sequence: r.uvarint(), Digest: r.digest(), ContentDigest: r.digest(), By: r.str(), Operator: r.str()}
 		s.Resources = int(r.uvarint())
 		s.At = r.time()
 		s.StreamSeq = r.uvarint()
 		n.LastSent = s
 	}
 	if r.bool() {
-		rep := &wire.Report{Outcome: events.Outcome(r.str()), Sequence: r.uvarint(), Digest: r.str(), Reason: r.str(), Failed: r.failures()}
+		rep := &wire.Report{Outcome: events.Outcome(r.str()), Sequence: r.uvarint(), Digest: r.digest(), Reason: r.str(), Failed: r.failures()}
 		rep.Highest = r.uvarint()
 		rep.At = r.time()
 		rep.StreamSeq = r.uvarint()
