@@ -28,11 +28,19 @@ func (w *World) Patch(in Input, touched map[string]bool) *World {
 	n := &World{mesh: in.Mesh, nodes: in.Nodes, at: w.at, secrets: in.Secrets, gens: in.Generations, overlap: in.Overlapping,
 		network: in.Network, artifacts: in.Artifacts, releasing: in.Releasing, builds: buildsOf(in.Manifests, w.builds)}
 	names := slices.Sorted(maps.Keys(touched))
-	if !sameNodes(w, in.Nodes, names) {
+	same := sameNodes(w, in.Nodes, names)
+	if !same {
 		n.at = make(map[string]int32, len(in.Nodes))
 		for i, nd := range in.Nodes {
 			n.at[nd.Name] = int32(i)
 		}
+	}
+	if same && w.placesAlike(in, names, n.builds) {
+		// No placing moved (a node's labels, facts or keys, its
+		// settings as they were): every list is w's. A copy of 100,000
+		// placings was 30-50 ms of the status after a label change.
+		n.placed, n.runs, n.providers, n.blocked, n.consumers = w.placed, w.runs, w.providers, w.blocked, w.consumers
+		return n
 	}
 	// placed is w's with each touched node's run placed again from in.
 	var fresh []placed
@@ -74,6 +82,34 @@ func sameNodes(w *World, nodes []Node, touched []string) bool {
 		i, ok := w.at[name]
 		if !ok || nodes[i].Name != name {
 			return false
+		}
+	}
+	return true
+}
+
+// placesAlike says whether placing the touched nodes of in (at w's
+// places) gives what w placed: the same capabilities (what a node lacks
+// for a module), the same assignments, each build in the catalogue or
+// not as it was.
+func (w *World) placesAlike(in Input, touched []string, builds map[BuildRef]built) bool {
+	for _, name := range touched {
+		i := w.at[name]
+		if !slices.Equal(w.nodes[i].Capabilities, in.Nodes[i].Capabilities) {
+			return false
+		}
+		placed := w.assigned(name)
+		lo, hi := runNamed(in.Assignments, name, func(a Assignment) string { return a.Node })
+		if hi-lo != len(placed) {
+			return false
+		}
+		for j, a := range in.Assignments[lo:hi] {
+			b := placed[j].Assignment
+			_, had := w.builds[BuildRef{b.Module, b.Build}]
+			_, has := builds[BuildRef{a.Module, a.Build}]
+			if a.Module != b.Module || a.Build != b.Build || a.Problem != b.Problem || had != has ||
+				!maps.Equal(a.Settings, b.Settings) || !maps.Equal(a.Salts, b.Salts) {
+				return false
+			}
 		}
 	}
 	return true

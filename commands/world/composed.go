@@ -145,7 +145,13 @@ func (h *Composer) composedAt(at At) map[string]Would {
 	var names []string
 	var nodes map[string]Would
 	if prev, ok := h.composed.before(at); ok {
-		if changed, ok := Changed(prev.in, at.Input); ok {
+		changed, ok := map[string]bool(nil), false
+		if at.patchedFrom != 0 && prev.version == at.patchedFrom {
+			changed, ok = changedAmong(prev.in, at.Input, at.touched)
+		} else {
+			changed, ok = Changed(prev.in, at.Input)
+		}
+		if ok {
 			// The older version's map copied whole (a copy of its table,
 			// not 100,000 insertions) with the changed nodes taken out:
 			// a node the world no longer has (retired) changed, so it is
@@ -238,8 +244,9 @@ func (c *composedCache) last() (uint64, map[string]Would) {
 // cachedAt is what the cache held: the nodes of a version and the input
 // they were composed from.
 type cachedAt struct {
-	nodes map[string]Would
-	in    compose.Input
+	version uint64
+	nodes   map[string]Would
+	in      compose.Input
 }
 
 // before is the cache's nodes and input when they are of a version older
@@ -247,7 +254,7 @@ type cachedAt struct {
 func (c *composedCache) before(at At) (cachedAt, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return cachedAt{nodes: c.nodes, in: c.in}, c.valid && c.version < at.Version && c.forgets == at.Forgets
+	return cachedAt{version: c.version, nodes: c.nodes, in: c.in}, c.valid && c.version < at.Version && c.forgets == at.Forgets
 }
 
 // put keeps nodes as at's, unless the cache holds a newer version: a
