@@ -15,7 +15,7 @@ import (
 // nodes again (issue 34); without it every status after a change would
 // cost that again.
 func logReader(c *core.Core) world.LogReader {
-	return func(ctx context.Context, from, until uint64, subjects []string, fn func(string) error) error {
-		return c.Store.Read(ctx, store.ReadOptions{From: from, Until: until, Filters: subjects}, func(m store.Msg) error { return fn(m.Subject) })
+	return func(ctx context.Context, from uint64, subjects []string, fn func(uint64, string) error) error {
+		return c.Store.Read(ctx, store.ReadOptions{From: from, Follow: true, Filters: subjects}, func(m store.Msg) error { return fn(m.Seq, m.Subject) })
 	}
 }

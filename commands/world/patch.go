@@ -1,16 +1,13 @@
 package world
 
 import (
-	"context"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/compose"
-	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
 )
 
@@ -24,50 +21,6 @@ import (
 // registered, the network, a seat, a rotation, an artifact, a secret
 // forgotten) reads everything again, as before.
 // TestPatchedInputIsAFreshRead holds it to a full read.
-
-// LogReader calls fn with the subject of each message of the log on one of
-// subjects, from sequence from up to until, in order, and stops at the
-// first error fn returns. This package may not read the log itself (the
-// layout's rule keeps it to the read models): the caller that may hands
-// it one (ReadsLogWith).
-type LogReader func(ctx context.Context, from, until uint64, subjects []string, fn func(subject string) error) error
-
-// ReadsLogWith has the composer learn from read what moved between two
-// composition versions, and patch the world it keeps rather than read
-// and index everything again. Without one it reads everything again.
-func (h *Composer) ReadsLogWith(read LogReader) { h.readLog.Store(&read) }
-
-// nodeMoves are the event types that move composition through one node
-// alone, by the node their subject names: a controller event's aggregate
-// id (a node's, or its keys', whose id is the node's name: rule 19 holds
-// the name inside to the subject's), a report's node.
-var nodeMoves = map[string]bool{
-	"NodeEnrolled": true, "NodeRetired": true, "NodeChanged": true, "ModuleAssigned": true,
-	"ModuleUnassigned": true, "NodeKeysRecorded": true, "NodeFactsReported": true,
-}
-
-// compositionSubjects are the subjects of every event type that moves
-// composition (events.MovesComposition): the only messages between two
-// composition versions a patch must read.
-var compositionSubjects = func() []string {
-	var out []string
-	for _, typ := range events.TypesMoving(events.MovesComposition) {
-		if r := events.Rights[typ]; r.Writer == events.ByNode {
-			out = append(out, events.ReportPrefix+".*."+typ)
-		} else {
-			out = append(out, events.EventPrefix+"."+r.Kind+".*."+typ)
-		}
-	}
-	return out
-}()
-
-// Past maxTouched nodes a patch is not worth it: a node is five reads of
-// the read models, each near the cost of a hundred rows of a full read.
-const maxTouched = 1000
-
-// touchWait bounds reading the log between two composition versions: a
-// log that does not answer costs a full read, not a status.
-const touchWait = 2 * time.Second
 
 // patch is kept's world and input patched to version, when every event
 // that moved composition since is one node's and the secrets are kept's
@@ -86,39 +39,6 @@ func (h *Composer) patch(v *projections.View, kept At, version, forgets uint64, 
 	}
 	at := At{World: kept.World.Patch(in, touched), Input: in, Version: version, Forgets: forgets, patchedFrom: kept.Version, touched: touched}
 	return h.keep(at), true, nil
-}
-
-// touched names the nodes the composition-moving events after version
-// from, up to to, touched, or answers false when one of them is not a
-// node's alone, there are too many, or the log cannot say.
-func (h *Composer) touched(from, to uint64) (map[string]bool, bool) {
-	if to <= from {
-		return nil, false
-	}
-	read := h.readLog.Load()
-	if read == nil {
-		return nil, false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), touchWait)
-	defer cancel()
-	nodes := map[string]bool{}
-	errNotANode := context.Canceled // any error ends the read
-	err := (*read)(ctx, from+1, to, compositionSubjects, func(subject string) error {
-		s, err := events.ParseSubject(subject)
-		if err != nil || !nodeMoves[s.Type] || len(nodes) >= maxTouched {
-			return errNotANode
-		}
-		// A message on such a subject the fold set aside as foreign
-		// touches its node all the same: reading a node that did not
-		// move only costs its reads.
-		if s.Writer == events.ByNode {
-			nodes[s.Node] = true
-		} else {
-			nodes[s.Aggregate.ID] = true
-		}
-		return nil
-	})
-	return nodes, err == nil && len(nodes) > 0
 }
 
 // patched is at's input with the nodes of touched read again from v, and

@@ -84,8 +84,8 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 		enrol()
 	}
 	c := New(mesh.Fold())
-	c.ReadsLogWith(func(ctx context.Context, from, until uint64, subjects []string, fn func(string) error) error {
-		return mesh.Store.Read(ctx, store.ReadOptions{From: from, Until: until, Filters: subjects}, func(m store.Msg) error { return fn(m.Subject) })
+	c.ReadsLogWith(func(ctx context.Context, from uint64, subjects []string, fn func(uint64, string) error) error {
+		return mesh.Store.Read(ctx, store.ReadOptions{From: from, Follow: true, Filters: subjects}, func(m store.Msg) error { return fn(m.Seq, m.Subject) })
 	})
 	changes := []func(node string) string{
 		func(n string) string {

@@ -8,7 +8,6 @@ import (
 
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -31,9 +30,9 @@ type Composer struct {
 	manifests manifests
 	composed  composedCache
 	worlds    worldCache
-	// readLog reads what moved composition between two versions, when
-	// one was given (ReadsLogWith, patch.go).
-	readLog atomic.Pointer[LogReader]
+	// moves is what moved composition between versions, as a follower
+	// of the log reads it (ReadsLogWith, follow.go).
+	moves moves
 }
 
 // worldCache holds the world a push indexed, by the composition version of
@@ -100,6 +99,7 @@ func (h *Composer) At(v *projections.View) (At, error) {
 	if err != nil {
 		return At{}, err
 	}
+	h.followFrom(version + 1)
 	return h.keep(At{World: compose.NewWorld(in), Input: in, Version: version, Forgets: forgets}), nil
 }
 
