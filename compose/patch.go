@@ -47,14 +47,14 @@ func (w *World) Patch(in Input, touched map[string]bool) *World {
 	n.placed = make([]placed, 0, len(w.placed)+len(names))
 	from := 0
 	for _, name := range names {
-		lo, hi := runNamed(w.placed, name, func(p placed) string { return p.Node })
+		lo, hi := RunOf(w.placed, name, func(p placed) string { return p.Node })
 		n.placed = append(n.placed, w.placed[from:lo]...)
 		from = hi
 		i, ok := n.at[name]
 		if !ok {
 			continue // retired: it holds nothing
 		}
-		alo, ahi := runNamed(in.Assignments, name, func(a Assignment) string { return a.Node })
+		alo, ahi := RunOf(in.Assignments, name, func(a Assignment) string { return a.Node })
 		for _, a := range in.Assignments[alo:ahi] {
 			p := n.place(a, in.Nodes[i])
 			n.placed = append(n.placed, p)
@@ -98,7 +98,7 @@ func (w *World) placesAlike(in Input, touched []string, builds map[BuildRef]buil
 			return false
 		}
 		placed := w.assigned(name)
-		lo, hi := runNamed(in.Assignments, name, func(a Assignment) string { return a.Node })
+		lo, hi := RunOf(in.Assignments, name, func(a Assignment) string { return a.Node })
 		if hi-lo != len(placed) {
 			return false
 		}
@@ -115,8 +115,10 @@ func (w *World) placesAlike(in Input, touched []string, builds map[BuildRef]buil
 	return true
 }
 
-// runNamed is the run of xs (sorted by node) whose node is name.
-func runNamed[T any](xs []T, name string, node func(T) string) (lo, hi int) {
+// RunOf is the run of xs (sorted by node, as the read models list nodes
+// and assignments) whose node is name: found by halving, a patch's way to
+// one node among 100,000.
+func RunOf[T any](xs []T, name string, node func(T) string) (lo, hi int) {
 	lo = sort.Search(len(xs), func(i int) bool { return node(xs[i]) >= name })
 	hi = lo
 	for hi < len(xs) && node(xs[hi]) == name {

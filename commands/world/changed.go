@@ -146,8 +146,8 @@ func walkAmong[T any](only []string, old, new []T, node func(T) string, fn func(
 		return
 	}
 	for _, name := range only {
-		olo, ohi := runOf(old, name, node)
-		nlo, nhi := runOf(new, name, node)
+		olo, ohi := compose.RunOf(old, name, node)
+		nlo, nhi := compose.RunOf(new, name, node)
 		if olo < ohi || nlo < nhi {
 			fn(name, old[olo:ohi], new[nlo:nhi])
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/verdict"
-	"github.com/nats-io/nkeys"
 )
 
 // inputsEqual compares two inputs whole; their secrets by the keys and
@@ -56,18 +55,7 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 		}
 	}
 	modules := slices.Sorted(maps.Keys(builds))
-	var overlays []string
-	for range 3 {
-		k, err := nkeys.CreateCurveKeys()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pub, err := k.PublicKey()
-		if err != nil {
-			t.Fatal(err)
-		}
-		overlays = append(overlays, pub)
-	}
+	overlays := curveKeys(t, 3)
 	active, ownKeys := map[string]bool{}, map[string]bool{}
 	enrolled := 0
 	enrol := func() string {
