@@ -13,7 +13,7 @@ import (
 // when asked cost 0.1-0.4 s at 100,000 nodes whatever its length: a
 // consumer of the twenty subjects of those events counts what they hold
 // across every node's subject before it delivers one. So the composer
-// follows those subjects from the first patch on, one consumer for its
+// follows those subjects from the first world it indexes whole on, one consumer for its
 // life, and remembers which node each message named.
 
 // LogReader follows the log: it calls fn with the sequence and subject of
@@ -66,7 +66,8 @@ const (
 	// full read, not a status.
 	touchWait = 2 * time.Second
 	// followIdle ends a follower no patch asked anything of for so long
-	// (a composer of the past, a test's): the next patch starts another.
+	// (a test's composer): the next change is read whole, and starts
+	// another.
 	followIdle = 10 * time.Minute
 )
 
@@ -104,7 +105,11 @@ func (h *Composer) touched(from, to uint64) (map[string]bool, bool) {
 		return nil, false
 	}
 	if !m.running {
-		m.start(from + 1)
+		// Started here it cannot say what came before (and a follower
+		// started from a version long past would read all since): this
+		// status reads everything, and the next patches.
+		m.start(to + 1)
+		return nil, false
 	}
 	m.idle.Reset(followIdle)
 	if m.from > from+1 {
