@@ -13,8 +13,8 @@ import (
 // when asked cost 0.1-0.4 s at 100,000 nodes whatever its length: a
 // consumer of the twenty subjects of those events counts what they hold
 // across every node's subject before it delivers one. So the composer
-// follows those subjects from the first world it indexes whole on, one consumer for its
-// life, and remembers which node each message named.
+// follows those subjects from the first world it indexes whole on, one
+// consumer for its life, and remembers which node each message named.
 
 // LogReader follows the log: it calls fn with the sequence and subject of
 // each message on one of subjects, from sequence from on, in order, until
