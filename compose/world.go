@@ -87,7 +87,8 @@ type BuildRef struct{ Module, Build string }
 type World struct {
 	mesh      string
 	nodes     []Node
-	at        map[string]nodeAt
+	at        map[string]int32    // node -> its index in nodes
+	runs      []run               // by node index: its run of placed
 	placed    []placed            // by node, then module
 	providers map[string][]placed // requirement -> hostable providers, sorted
 	blocked   map[string][]placed // requirement -> providers left out of their node
@@ -97,27 +98,42 @@ type World struct {
 	overlap   map[Pair]bool
 	network   string
 	artifacts map[string]int64
+	// releasing is the input's, read into each placed: a patch of an
+	// input releasing otherwise indexes afresh (patch.go).
+	releasing map[string]string
+	// builds is each build's one manifest and templates, parsed once
+	// (pointed to by each of its assignments: a copy taken a loop turn
+	// escaped, one manifest an assignment, was 20 MB at 100,000 nodes).
+	builds map[BuildRef]built
 }
 
-// nodeAt is where one node is in a world: its index in nodes, and the run
-// of placed that are its assignments.
-type nodeAt struct{ node, lo, hi int32 }
+// run is where one node's assignments are in placed.
+type run struct{ lo, hi int32 }
+
+// built is one build as every assignment of it reads it: its manifest,
+// its templates parsed, or why they do not parse.
+type built struct {
+	m         *manifest.Manifest
+	templates map[string]*template.Template
+	err       error
+}
 
 // node is name's node, and the zero Node when the world has no such node.
 func (w *World) node(name string) Node {
-	if at, ok := w.at[name]; ok {
-		return w.nodes[at.node]
+	if i, ok := w.at[name]; ok {
+		return w.nodes[i]
 	}
 	return Node{}
 }
 
 // assigned are node's assignments, by module.
 func (w *World) assigned(node string) []placed {
-	at, ok := w.at[node]
+	i, ok := w.at[node]
 	if !ok {
 		return nil
 	}
-	return w.placed[at.lo:at.hi]
+	r := w.runs[i]
+	return w.placed[r.lo:r.hi]
 }
 
 // placed is an assignment with its manifest and what it lacks on its node.
@@ -132,64 +148,22 @@ type placed struct {
 
 // NewWorld indexes in. It is deterministic: every list it keeps is sorted.
 func NewWorld(in Input) *World {
-	w := &World{mesh: in.Mesh, nodes: in.Nodes, at: make(map[string]nodeAt, len(in.Nodes)),
+	w := &World{mesh: in.Mesh, nodes: in.Nodes, at: make(map[string]int32, len(in.Nodes)),
 		providers: map[string][]placed{}, blocked: map[string][]placed{}, consumers: map[string][]placed{},
-		secrets: in.Secrets, gens: in.Generations, overlap: in.Overlapping, network: in.Network, artifacts: in.Artifacts}
+		secrets: in.Secrets, gens: in.Generations, overlap: in.Overlapping, network: in.Network, artifacts: in.Artifacts,
+		releasing: in.Releasing, builds: buildsOf(in.Manifests, nil)}
 	for i, n := range in.Nodes {
-		w.at[n.Name] = nodeAt{node: int32(i)}
-	}
-	parsed := map[BuildRef]map[string]*template.Template{}
-	// One manifest a build, pointed to by each of its assignments: a copy
-	// taken a loop turn escaped, one manifest an assignment (20 MB at
-	// 100,000 nodes).
-	manifests := make(map[BuildRef]*manifest.Manifest, len(in.Manifests))
-	for ref, m := range in.Manifests {
-		manifests[ref] = &m
+		w.at[n.Name] = int32(i)
 	}
 	w.placed = make([]placed, 0, len(in.Assignments))
 	for _, a := range in.Assignments {
-		at, ok := w.at[a.Node]
+		i, ok := w.at[a.Node]
 		if !ok {
 			continue // a retired or unknown node holds nothing
 		}
-		node := w.nodes[at.node]
-		p := placed{Assignment: a, releasing: in.Releasing[a.Node+"/"+a.Module]}
-		ref := BuildRef{a.Module, a.Build}
-		if m, ok := manifests[ref]; ok {
-			p.m = m
-			p.missing = missingCapabilities(m.Requires, node.Capabilities)
-			if _, done := parsed[ref]; !done {
-				parsed[ref], p.err = parseTemplates(*m)
-			}
-			p.templates = parsed[ref]
-		} else {
-			p.err = fmt.Errorf("build %s of %s is not in the catalogue", manifest.ShortBuild(a.Build), a.Module)
-		}
-		if a.Problem != "" && p.err == nil {
-			p.err = errors.New(a.Problem)
-		}
+		p := w.place(a, w.nodes[i])
 		w.placed = append(w.placed, p)
-		if p.m == nil {
-			continue
-		}
-		for _, r := range p.m.Consumes {
-			if len(p.missing) == 0 && p.err == nil && p.releasing == "" {
-				w.consumers[r] = append(w.consumers[r], p)
-			}
-		}
-		for _, r := range p.m.Provides {
-			if len(p.missing) == 0 && p.releasing == "" {
-				w.providers[r] = append(w.providers[r], p)
-			} else {
-				w.blocked[r] = append(w.blocked[r], p)
-			}
-		}
-	}
-	byPlace := func(a, b placed) int {
-		if c := strings.Compare(a.Node, b.Node); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Module, b.Module)
+		w.index(p)
 	}
 	for _, m := range []map[string][]placed{w.providers, w.blocked, w.consumers} {
 		for k := range m {
@@ -202,17 +176,96 @@ func NewWorld(in Input) *World {
 	if !slices.IsSortedFunc(w.placed, byPlace) {
 		slices.SortStableFunc(w.placed, byPlace)
 	}
-	for lo := 0; lo < len(w.placed); {
+	w.runs = runsOf(w.nodes, w.at, w.placed)
+	return w
+}
+
+func byPlace(a, b placed) int {
+	if c := strings.Compare(a.Node, b.Node); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Module, b.Module)
+}
+
+// buildsOf is each build of manifests parsed, taking what old parsed
+// already (a build is its content: the same build parses the same).
+func buildsOf(manifests map[BuildRef]manifest.Manifest, old map[BuildRef]built) map[BuildRef]built {
+	out := make(map[BuildRef]built, len(manifests))
+	for ref, m := range manifests {
+		if b, ok := old[ref]; ok {
+			out[ref] = b
+			continue
+		}
+		b := built{m: &m}
+		// Every assignment of a build whose template does not parse
+		// names it: the first alone did, and the rest composed
+		// without their templates.
+		b.templates, b.err = parseTemplates(m)
+		out[ref] = b
+	}
+	return out
+}
+
+// place is a on node, with its build and what the node lacks for it.
+func (w *World) place(a Assignment, node Node) placed {
+	p := placed{Assignment: a, releasing: w.releasing[a.Node+"/"+a.Module]}
+	if b, ok := w.builds[BuildRef{a.Module, a.Build}]; ok {
+		p.m, p.templates, p.err = b.m, b.templates, b.err
+		p.missing = missingCapabilities(b.m.Requires, node.Capabilities)
+	} else {
+		p.err = fmt.Errorf("build %s of %s is not in the catalogue", manifest.ShortBuild(a.Build), a.Module)
+	}
+	if a.Problem != "" && p.err == nil {
+		p.err = errors.New(a.Problem)
+	}
+	return p
+}
+
+// index lists p under each requirement it consumes or provides.
+func (w *World) index(p placed) {
+	if p.m == nil {
+		return
+	}
+	for _, r := range p.m.Consumes {
+		if len(p.missing) == 0 && p.err == nil && p.releasing == "" {
+			w.consumers[r] = append(w.consumers[r], p)
+		}
+	}
+	for _, r := range p.m.Provides {
+		if len(p.missing) == 0 && p.releasing == "" {
+			w.providers[r] = append(w.providers[r], p)
+		} else {
+			w.blocked[r] = append(w.blocked[r], p)
+		}
+	}
+}
+
+// runsOf finds each node's run of placed (sorted by node). Nodes listed by
+// name, as the read models list them, are walked beside placed; a map
+// write a node was a tenth of indexing a world at 100,000 nodes.
+func runsOf(nodes []Node, at map[string]int32, placed []placed) []run {
+	runs := make([]run, len(nodes))
+	sorted := slices.IsSortedFunc(nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	i := 0
+	for lo := 0; lo < len(placed); {
 		hi := lo + 1
-		for hi < len(w.placed) && w.placed[hi].Node == w.placed[lo].Node {
+		for hi < len(placed) && placed[hi].Node == placed[lo].Node {
 			hi++
 		}
-		at := w.at[w.placed[lo].Node]
-		at.lo, at.hi = int32(lo), int32(hi)
-		w.at[w.placed[lo].Node] = at
+		name := placed[lo].Node
+		if sorted {
+			for i < len(nodes) && nodes[i].Name < name {
+				i++
+			}
+			if i < len(nodes) && nodes[i].Name == name {
+				runs[i] = run{int32(lo), int32(hi)}
+			}
+		} else if j, ok := at[name]; ok {
+			runs[j] = run{int32(lo), int32(hi)}
+		}
 		lo = hi
 	}
-	return w
+	return runs
 }
 
 // Has says whether the world can compose node (it is active).

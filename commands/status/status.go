@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/meshctl/mesh/commands/credentials"
@@ -54,7 +55,12 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 		if down, err = programs(v, nodes, lives, &out); err != nil {
 			return err
 		}
-		out.Chosen = chosen(composed, within)
+		if within == nil {
+			// A copy: the memo is every status's of these would-sends.
+			out.Chosen = slices.Clone(h.world.Memo(composed, func() any { return chosen(composed, nil) }).([]wire.ConsumerChoice))
+		} else {
+			out.Chosen = chosen(composed, within)
+		}
 		standings, err := v.Standings()
 		if err != nil {
 			return err

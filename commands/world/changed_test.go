@@ -69,18 +69,7 @@ func TestChangedNamesEveryNodeWhoseCompositionMoved(t *testing.T) {
 		builds[m.Module] = append(builds[m.Module], m2.Build())
 	}
 	modules := slices.Sorted(maps.Keys(builds))
-	var seals []string // X25519 keys a node may make
-	for range 3 {
-		k, err := nkeys.CreateCurveKeys()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pub, err := k.PublicKey()
-		if err != nil {
-			t.Fatal(err)
-		}
-		seals = append(seals, pub)
-	}
+	seals := curveKeys(t, 3) // X25519 keys a node may make
 	rng := rand.New(rand.NewPCG(34, 3))
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 	zones := []string{"a", "b", "c"}
@@ -290,4 +279,21 @@ func TestChangedKnowsEveryFieldOfTheInput(t *testing.T) {
 			t.Errorf("%s has the fields %v; Changed (changed.go) compares %v: make it compare each new field, then list it here", typ, fields, known[typ.Name()])
 		}
 	}
+}
+
+// curveKeys are n public X25519 keys, as a node makes them.
+func curveKeys(t *testing.T, n int) []string {
+	var out []string
+	for range n {
+		k, err := nkeys.CreateCurveKeys()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, err := k.PublicKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pub)
+	}
+	return out
 }

@@ -30,6 +30,9 @@ type Composer struct {
 	manifests manifests
 	composed  composedCache
 	worlds    worldCache
+	// moves is what moved composition between versions, as a follower
+	// of the log reads it (ReadsLogWith, follow.go).
+	moves moves
 }
 
 // worldCache holds the world a push indexed, by the composition version of
@@ -55,6 +58,11 @@ type At struct {
 	World            *compose.World
 	Input            compose.Input
 	Version, Forgets uint64
+	// patchedFrom, when not 0, is the version whose input this one's
+	// patched, changing only the nodes of touched (patch.go): what the
+	// would-sends of that version are told apart from by those alone.
+	patchedFrom uint64
+	touched     map[string]bool
 }
 
 // At is the world of v's composition version, with what it is kept by:
@@ -67,31 +75,43 @@ func (h *Composer) At(v *projections.View) (At, error) {
 	forgets := h.Secrets.Forgets()
 	h.worlds.mu.Lock()
 	at := h.worlds.at
-	hit := at.World != nil && at.Version == version && h.worlds.secrets == h.Secrets && at.Forgets == forgets
+	sameSecrets := h.worlds.secrets == h.Secrets
+	hit := at.World != nil && at.Version == version && sameSecrets && at.Forgets == forgets
 	if !hit && at.World != nil && version > at.Version {
 		// An older world is let go before the newer is read and indexed,
 		// not held beside it meanwhile: 20 MB at 100,000 nodes, at the
 		// peak of the status after a composition change (issue 34's
 		// 700 MiB bound). A caller still at the older version indexes it
 		// again. The composition cache keeps the older input Changed reads.
+		// A patch of it (patch.go) holds it meanwhile, but shares all
+		// it did not change.
 		h.worlds.at = At{}
 	}
 	h.worlds.mu.Unlock()
 	if hit {
 		return at, nil
 	}
+	if patched, ok, err := h.patch(v, at, version, forgets, sameSecrets); err != nil || ok {
+		return patched, err
+	}
 	at = At{} // nor held here
 	in, err := h.Input(v)
 	if err != nil {
 		return At{}, err
 	}
-	at = At{World: compose.NewWorld(in), Input: in, Version: version, Forgets: forgets}
+	h.followFrom(version + 1)
+	return h.keep(At{World: compose.NewWorld(in), Input: in, Version: version, Forgets: forgets}), nil
+}
+
+// keep keeps at as the newest world, unless one newer is kept already,
+// and answers it.
+func (h *Composer) keep(at At) At {
 	h.worlds.mu.Lock()
 	defer h.worlds.mu.Unlock()
-	if h.worlds.at.World == nil || version >= h.worlds.at.Version {
+	if h.worlds.at.World == nil || at.Version >= h.worlds.at.Version {
 		h.worlds.secrets, h.worlds.at = h.Secrets, at
 	}
-	return at, nil
+	return at
 }
 
 // New is a Composer over c, its caches empty.
@@ -153,13 +173,12 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 	if err != nil {
 		return in, err
 	}
-	network, hasNetwork, err := v.Network()
+	hasNetwork, err := h.meshWide(v, &in)
 	if err != nil {
 		return in, err
 	}
 	var addresses map[string]string
 	if hasNetwork {
-		in.Network = network.CIDR
 		if addresses, err = v.NodeAddresses(); err != nil {
 			return in, err
 		}
@@ -175,26 +194,77 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 			continue
 		}
 		active[n.Name] = true
-		cn := compose.Node{Name: n.Name, Capabilities: same.list(n.Capabilities), Labels: same.labels(n.Labels), Facts: map[string]string{}}
-		if a := addresses[n.Name]; a != "" && h.Keys != nil {
-			cn.Address, cn.Key = a, h.Keys.NodeOverlayPublic(n.Name)
-			if k, ok := owned[n.Name]; ok {
-				cn.Key = k.Overlay // made on the node (issue 29)
-			}
-		}
-		if f, ok := facts[n.Name]; ok {
-			cn.Capabilities = same.list(union(n.Capabilities, f.Capabilities))
-			cn.Facts = f.Facts
-		}
-		in.Nodes = append(in.Nodes, cn)
+		f, hasFacts := facts[n.Name]
+		in.Nodes = append(in.Nodes, h.nodeOf(n, addresses[n.Name], owned, f, hasFacts, &same))
 	}
-	if in.Artifacts, err = v.ArtifactSizes(); err != nil {
-		return in, err
-	}
-	seats, err := v.Seats()
+	rows, err := v.Assignments()
 	if err != nil {
 		return in, err
 	}
+	in.Assignments = make([]compose.Assignment, 0, len(rows))
+	for _, a := range rows {
+		if active[a.Node] {
+			in.Assignments = append(in.Assignments, h.assignmentOf(v, a, in.Manifests))
+		}
+	}
+	h.openAll(in.Assignments)
+	return in, nil
+}
+
+// nodeOf is a node's row as composition reads it, with its address, the
+// keys it made (owned), and what its agent detected (f, when hasFacts).
+func (h *Composer) nodeOf(n projections.Node, address string, owned map[string]projections.NodeKeys, f projections.Facts, hasFacts bool, same *shared) compose.Node {
+	cn := compose.Node{Name: n.Name, Capabilities: same.list(n.Capabilities), Labels: same.labels(n.Labels), Facts: map[string]string{}}
+	if address != "" && h.Keys != nil {
+		cn.Address, cn.Key = address, h.Keys.NodeOverlayPublic(n.Name)
+		if k, ok := owned[n.Name]; ok {
+			cn.Key = k.Overlay // made on the node (issue 29)
+		}
+	}
+	if hasFacts {
+		cn.Capabilities = same.list(union(n.Capabilities, f.Capabilities))
+		cn.Facts = f.Facts
+	}
+	return cn
+}
+
+// assignmentOf is an assignment row as composition reads it (its sealed
+// settings not yet opened: openAll), its build's manifest put in
+// manifests when the catalogue has it.
+func (h *Composer) assignmentOf(v *projections.View, a projections.AssignmentRow, manifests map[compose.BuildRef]manifest.Manifest) compose.Assignment {
+	ref := compose.BuildRef{Module: a.Module, Build: a.Build}
+	if _, done := manifests[ref]; !done {
+		m, found, err := h.manifests.get(v, ref)
+		if err != nil {
+			h.Log.Warn(err.Error()) // composition names the build as missing, for that node only
+		} else if found {
+			manifests[ref] = m
+		}
+	}
+	return compose.Assignment{Node: a.Node, Module: a.Module, Build: a.Build, Settings: a.Settings}
+}
+
+// meshWide reads the parts of composition's input that are no node's
+// (the network's range, the artifacts, the seats being handed over, the
+// rotations) into in, and says whether the mesh has a network: a handful
+// of rows, which a patched input reads again whole (patch.go).
+func (h *Composer) meshWide(v *projections.View, in *compose.Input) (hasNetwork bool, err error) {
+	network, hasNetwork, err := v.Network()
+	if err != nil {
+		return false, err
+	}
+	in.Network = ""
+	if hasNetwork {
+		in.Network = network.CIDR
+	}
+	if in.Artifacts, err = v.ArtifactSizes(); err != nil {
+		return false, err
+	}
+	seats, err := v.Seats()
+	if err != nil {
+		return false, err
+	}
+	in.Releasing = nil
 	for _, s := range seats {
 		if s.HandoverTo != "" {
 			if in.Releasing == nil {
@@ -203,34 +273,11 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 			in.Releasing[s.Node+"/"+s.Module] = Releasing(s.Module, s.Seat, s.HandoverTo)
 		}
 	}
-	rows, err := v.Assignments()
-	if err != nil {
-		return in, err
-	}
-	in.Assignments = make([]compose.Assignment, 0, len(rows))
-	for _, a := range rows {
-		if !active[a.Node] {
-			continue
-		}
-		in.Assignments = append(in.Assignments, compose.Assignment{Node: a.Node, Module: a.Module, Build: a.Build, Settings: a.Settings})
-		ref := compose.BuildRef{Module: a.Module, Build: a.Build}
-		if _, done := in.Manifests[ref]; done {
-			continue
-		}
-		m, found, err := h.manifests.get(v, ref)
-		if err != nil {
-			h.Log.Warn(err.Error())
-			continue // composition names the build as missing, for that node only
-		}
-		if found {
-			in.Manifests[ref] = m
-		}
-	}
-	h.openAll(in.Assignments)
 	rotations, err := v.Rotations()
 	if err != nil {
-		return in, err
+		return false, err
 	}
+	in.Generations, in.Overlapping = nil, nil
 	for _, r := range rotations {
 		if in.Generations == nil {
 			in.Generations = map[compose.Pair]uint64{}
@@ -244,7 +291,7 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 			in.Overlapping[pair] = true
 		}
 	}
-	return in, nil
+	return hasNetwork, nil
 }
 
 // shared hands out one list or map of labels for equal ones, which

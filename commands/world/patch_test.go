@@ -1,0 +1,193 @@
+package world
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/meshctl/mesh/commands/core/coretest"
+	"github.com/meshctl/mesh/commands/secrets"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/manifest"
+	"github.com/meshctl/mesh/projections"
+	"github.com/meshctl/mesh/verdict"
+)
+
+// inputsEqual compares two inputs whole; their secrets by the keys and
+// store they seal with (the same pointers) and every node's own keys.
+var inputsEqual = cmp.Options{
+	cmp.Comparer(func(a, b secrets.ComposeSecrets) bool {
+		return a.Keys == b.Keys && a.Secrets == b.Secrets && maps.Equal(a.Owned, b.Owned)
+	}),
+	cmpopts.EquateEmpty(),
+}
+
+// TestPatchedInputIsAFreshRead holds a patched world to the truth: random
+// sequences of the events it patches (labels and capabilities, facts a
+// node reports, its own keys, assignments moved to another build or
+// settings, unassignments, retirement, enrolment), real events folded
+// into real read models, and after each the composer's input equal to a
+// full read of the same view, and every node's would-send (its world's
+// composition, and the composition cache's, which tells the changed
+// nodes apart from the patch's alone) equal to composing a fresh world of
+// that read. It fails if a patch is wrong, or if no step was patched.
+func TestPatchedInputIsAFreshRead(t *testing.T) {
+	t.Parallel()
+	mesh := coretest.New(t, false)
+	rng := rand.New(rand.NewPCG(34, 4))
+	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
+	builds := map[string][]string{}
+	for _, text := range changedModules {
+		for _, extra := range []string{"", `,{"kind":"directory","path":"/var/x","mode":"0755"}`} {
+			m, err := manifest.Parse([]byte(text[:len(text)-2] + extra + "]}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mesh.Publish(events.ModuleAggregate(m.Module), events.ModuleRegistered{Module: m.Module, Build: m.Build(), Manifest: m.Canonical()})
+			builds[m.Module] = append(builds[m.Module], m.Build())
+		}
+	}
+	modules := slices.Sorted(maps.Keys(builds))
+	overlays := curveKeys(t, 3)
+	active, ownKeys := map[string]bool{}, map[string]bool{}
+	enrolled := 0
+	enrol := func() string {
+		name := fmt.Sprintf("n-%02d", enrolled)
+		enrolled++
+		active[name] = true
+		mesh.Publish(events.NodeAggregate(name), events.NodeEnrolled{Name: name, Capabilities: []string{"linux"}, Labels: map[string]string{"zone": "a"}})
+		mesh.Report(name, events.ReportKeyRecorded{Node: name, Key: mesh.Agent.PublicKey()})
+		module := pick(modules)
+		mesh.Publish(events.NodeAggregate(name), events.ModuleAssigned{Node: name, Module: module, Build: builds[module][0], Settings: map[string]string{}})
+		return "enrolled " + name
+	}
+	for range 12 {
+		enrol()
+	}
+	c := New(mesh.Fold())
+	c.ReadsLogWith(func(ctx context.Context, from uint64, subjects []string, fn func(uint64, string) error) error {
+		return mesh.Store.Read(ctx, store.ReadOptions{From: from, Follow: true, Filters: subjects}, func(m store.Msg) error { return fn(m.Seq, m.Subject) })
+	})
+	changes := []func(node string) string{
+		func(n string) string {
+			mesh.Publish(events.NodeAggregate(n), events.NodeChanged{Name: n, Capabilities: []string{}, Labels: map[string]string{"zone": pick([]string{"a", "b", "c"})}})
+			return "labels of " + n
+		},
+		func(n string) string {
+			caps := []string{"linux"}
+			if rng.IntN(2) == 0 {
+				caps = []string{}
+			}
+			mesh.Publish(events.NodeAggregate(n), events.NodeChanged{Name: n, Capabilities: caps, Labels: map[string]string{"zone": "a"}})
+			return "capabilities of " + n
+		},
+		func(n string) string {
+			if ownKeys[n] {
+				// Its reports are signed by the keys it made, which
+				// the test does not hold.
+				return "nothing of " + n
+			}
+			mesh.Report(n, events.NodeFactsReported{Node: n, Facts: map[string]string{"os": pick([]string{"linux", "plan9"})}, Capabilities: []string{pick([]string{"linux", "systemd"})}})
+			return "facts of " + n
+		},
+		func(n string) string {
+			ownKeys[n] = true
+			mesh.Publish(events.AggregateID{Kind: events.KindKeys, ID: n}, events.NodeKeysRecorded{Node: n, Report: mesh.Agent.PublicKey(), Overlay: pick(overlays), Rekey: true})
+			return "keys of " + n
+		},
+		func(n string) string {
+			module := pick(modules)
+			mesh.Publish(events.NodeAggregate(n), events.ModuleAssigned{Node: n, Module: module, Build: pick(builds[module]), Settings: map[string]string{"port": pick([]string{"1", "2"})}})
+			return "assigned " + module + " to " + n
+		},
+		func(n string) string {
+			module := pick(modules)
+			mesh.Publish(events.NodeAggregate(n), events.ModuleUnassigned{Node: n, Module: module})
+			return "unassigned " + module + " from " + n
+		},
+		func(n string) string {
+			delete(active, n)
+			mesh.Publish(events.NodeAggregate(n), events.NodeRetired{Name: n})
+			return "retired " + n
+		},
+		func(string) string { return enrol() },
+	}
+	ctx := context.Background()
+	patched := 0
+	for step := range 60 {
+		var did []string
+		for range 1 + rng.IntN(3) {
+			did = append(did, changes[rng.IntN(len(changes))](pick(slices.Sorted(maps.Keys(active)))))
+		}
+		caughtUp(t, mesh, ctx)
+		composed, err := c.ComposeAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = mesh.Proj.Read(func(v *projections.View) error {
+			at, err := c.At(v)
+			if err != nil {
+				return err
+			}
+			if at.patchedFrom != 0 {
+				patched++
+			}
+			fresh, err := c.Input(v)
+			if err != nil {
+				return err
+			}
+			if diff := cmp.Diff(fresh, at.Input, inputsEqual); diff != "" {
+				t.Fatalf("step %d (%v): the patched input differs from a full read (-read +patched):\n%s", step, did, diff)
+			}
+			world := compose.NewWorld(fresh)
+			for _, n := range world.Nodes() {
+				want := Of(world.Compose(n))
+				if diff := cmp.Diff(want, Of(at.World.Compose(n)), cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("step %d (%v): %s composes otherwise in the patched world (-fresh +patched):\n%s", step, did, n, diff)
+				}
+				if diff := cmp.Diff(want, composed[n], cmpopts.EquateEmpty(), cmpopts.IgnoreFields(verdict.Would{}, "Since")); diff != "" {
+					t.Fatalf("step %d (%v): %s's cached would-send is not a fresh composition's (-fresh +cached):\n%s", step, did, n, diff)
+				}
+			}
+			if len(composed) != len(world.Nodes()) {
+				t.Fatalf("step %d (%v): %d would-sends cached for %d nodes", step, did, len(composed), len(world.Nodes()))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if patched < 50 {
+		t.Fatalf("%d steps of 60 were patched; the rest read everything again", patched)
+	}
+}
+
+// caughtUp waits for what mesh published to be stored and folded, none
+// of it foreign.
+func caughtUp(t *testing.T, mesh *coretest.Mesh, ctx context.Context) {
+	t.Helper()
+	<-mesh.JS.PublishAsyncComplete()
+	state, err := mesh.Store.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mesh.Proj.WaitFor(ctx, state.LastSeq); err != nil {
+		t.Fatal(err)
+	}
+	if err := mesh.Proj.Read(func(v *projections.View) error {
+		if n, first, err := v.OpenForeign(); err != nil || n > 0 {
+			return fmt.Errorf("%d foreign message(s), the first %+v: %v", n, first, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
