@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections/admit"
+	"github.com/meshctl/mesh/projections/moved"
 	"github.com/meshctl/mesh/projections/pipeline"
 )
 
@@ -70,7 +71,10 @@ type folder struct {
 	// checkpoint: written per event it was half of all the keys a fold of
 	// enrolments put into Pebble, each shadowing the one before.
 	composition uint64
-	onCommit    func(last uint64)
+	// moves are b's events that moved composition, for the shared
+	// memory's log of them (moved.Log) at commit: the live folder's only.
+	moves    []moved.Move
+	onCommit func(last uint64)
 	// head, while an event is applied, is the head of the declaration it
 	// sends as decoding read it (nil, or zero, when it did not).
 	head *declaration.Head
@@ -206,6 +210,13 @@ func (f *folder) apply(rec events.Recorded) error {
 	}
 	if movesComposition(rec.Event) {
 		f.composition = rec.Seq
+		if f.shared { // what views ask of what moved (moved.Log)
+			mv := moved.Move{Seq: rec.Seq}
+			if typ := rec.Event.EventType(); moved.OneNode(typ) {
+				mv.Node = events.Rights[typ].Name(rec.Event)
+			}
+			f.moves = append(f.moves, mv)
+		}
 	}
 	f.n++
 	f.last = rec.Seq
@@ -315,8 +326,12 @@ func (f *folder) Commit() error {
 			f.rows[w.name] = w.row
 		}
 		f.mem.at = f.last
+		if f.mem.moved != nil {
+			f.mem.moved.Add(f.moves, f.last)
+		}
 	}
 	f.unlock()
+	f.moves = f.moves[:0]
 	clear(written)
 	f.written = written[:0]
 	if err != nil {
@@ -372,7 +387,7 @@ func (f *folder) reset() {
 // discard drops an uncommitted batch: what a crash between batches does.
 func (f *folder) discard() {
 	f.b.Close()
-	f.n, f.composition = 0, 0
+	f.n, f.composition, f.moves = 0, 0, f.moves[:0]
 	f.lock()
 	clear(f.rows)
 	f.mem.forget()

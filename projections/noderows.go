@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/meshctl/mesh/projections/moved"
 	"github.com/meshctl/mesh/projections/rows"
 	"github.com/meshctl/mesh/projections/scan"
 )
@@ -51,6 +52,9 @@ type nodeMemory struct {
 	// forgettings (a node row is never deleted), so the same count in the
 	// same epoch is the same names. Kept under orderMu, which readers
 	// holding mu for reading take.
+	// moved is what moved composition since the live fold began, by
+	// node (nil until it shares this memory).
+	moved      *moved.Log
 	orderMu    sync.Mutex
 	order      []string
 	orderEpoch uint64
@@ -111,7 +115,24 @@ func (f *folder) fill() error {
 // live folder, and e.db the Pebble it writes.
 func (e *Engine) share(f *folder) {
 	f.shared = true
+	// The moves it folds from here on; those before are not known.
+	f.mem.moved = moved.New(readCheckpoint(e.db))
 	e.memory.Store(f.mem)
+}
+
+// MovedBetween names the nodes the events that moved composition after
+// version from, up to version to, touched (moved.Log.Between): false when
+// the live fold cannot say, and the caller reads everything.
+func (v *View) MovedBetween(from, to uint64) (map[string]bool, bool) {
+	if v.mem == nil {
+		return nil, false
+	}
+	v.mem.mu.RLock()
+	defer v.mem.mu.RUnlock()
+	if v.mem.moved == nil {
+		return nil, false
+	}
+	return v.mem.moved.Between(from, to)
 }
 
 // memoryAt is what a view notes of the shared memory as it takes its

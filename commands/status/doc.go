@@ -36,11 +36,6 @@ type Reconciling interface {
 // New is the status verbs over c, composing through w, hearing through l
 // and scoping through p.
 func New(c *core.Core, w *world.Composer, l *liveness.Service, p *push.Service) *Service {
-	if c.Store != nil && !c.Past {
-		// The past's composition never moves: it would follow the
-		// log for nothing.
-		w.ReadsLogWith(logReader(c))
-	}
 	return &Service{Core: c, world: w, live: l, push: p}
 }
 

@@ -14,12 +14,17 @@ import (
 // read composition's whole input again and indexed a new world: 0.3-0.4
 // CPU s at 100,000 nodes for one label (issue 34's bound is 300 ms for the
 // whole status). So the world kept at the version before is patched
-// instead: the events that moved composition since are read from the log,
-// and when each is one node's, only those nodes' rows are read and
+// instead: the live fold says which nodes the events that moved
+// composition since named (projections' MovedBetween), and when each is one node's, only those nodes' rows are read and
 // put into a copy of the kept input and world; any other event (a module
 // registered, the network, a seat, a rotation, an artifact, a secret
 // forgotten) reads everything again, as before.
 // TestPatchedInputIsAFreshRead holds it to a full read.
+
+// maxTouched: past a thousand nodes a patch is not worth it (a node is
+// five reads of the read models, each near the cost of a hundred rows of
+// a full read).
+const maxTouched = 1000
 
 // patch is kept's world and input patched to version, when every event
 // that moved composition since is one node's and the secrets are kept's
@@ -28,8 +33,8 @@ func (h *Composer) patch(v *projections.View, kept At, version, forgets uint64, 
 	if kept.World == nil || !sameSecrets || kept.Forgets != forgets || version <= kept.Version {
 		return At{}, false, nil
 	}
-	touched, ok := h.touched(kept.Version, version)
-	if !ok {
+	touched, ok := v.MovedBetween(kept.Version, version)
+	if !ok || len(touched) > maxTouched {
 		return At{}, false, nil
 	}
 	in, ok, err := h.patched(v, kept, touched)

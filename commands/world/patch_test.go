@@ -14,7 +14,7 @@ import (
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
+
 	"github.com/meshctl/mesh/manifest"
 	"github.com/meshctl/mesh/projections"
 	"github.com/meshctl/mesh/verdict"
@@ -72,9 +72,6 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 		enrol()
 	}
 	c := New(mesh.Fold())
-	c.ReadsLogWith(func(ctx context.Context, from uint64, subjects []string, fn func(uint64, string) error) error {
-		return mesh.Store.Read(ctx, store.ReadOptions{From: from, Follow: true, Filters: subjects}, func(m store.Msg) error { return fn(m.Seq, m.Subject) })
-	})
 	changes := []func(node string) string{
 		func(n string) string {
 			mesh.Publish(events.NodeAggregate(n), events.NodeChanged{Name: n, Capabilities: []string{}, Labels: map[string]string{"zone": pick([]string{"a", "b", "c"})}})

@@ -30,9 +30,6 @@ type Composer struct {
 	manifests manifests
 	composed  composedCache
 	worlds    worldCache
-	// moves is what moved composition between versions, as a follower
-	// of the log reads it (ReadsLogWith, follow.go).
-	moves moves
 }
 
 // worldCache holds the world a push indexed, by the composition version of
@@ -99,7 +96,6 @@ func (h *Composer) At(v *projections.View) (At, error) {
 	if err != nil {
 		return At{}, err
 	}
-	h.followFrom(version + 1)
 	return h.keep(At{World: compose.NewWorld(in), Input: in, Version: version, Forgets: forgets}), nil
 }
 

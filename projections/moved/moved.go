@@ -1,0 +1,75 @@
+// Package moved remembers which nodes the last events that moved
+// composition named, so that what moved between two composition versions
+// is known without reading the log: the first status after a change at
+// 100,000 nodes patches the nodes a change touched (commands/world) rather
+// than reading and indexing every node again (issue 34). The live fold
+// adds each commit's moves; a view asks for those between two versions.
+package moved
+
+// Max is how many moves are remembered: past a thousand nodes touched a
+// patch costs about what a whole read does (commands/world).
+const Max = 1000
+
+// Move is one event that moved composition: its sequence, and the node it
+// moved alone ("" when it may move any node: a module registered, the
+// network, a seat, a rotation, an artifact, a secret forgotten).
+type Move struct {
+	Seq  uint64
+	Node string
+}
+
+// Log is the moves after known, up to at: every event that moved
+// composition in (known, at] is in seen. Not safe for concurrent use: the
+// fold's memory lock guards it.
+type Log struct {
+	known, at uint64
+	seen      []Move
+}
+
+// New is a log of no moves, complete from after checkpoint on: the fold
+// that adds to it starts there, and what came before is not known.
+func New(checkpoint uint64) *Log { return &Log{known: checkpoint, at: checkpoint} }
+
+// Add records a commit's moves, the commit's checkpoint at. The oldest
+// past Max are forgotten, and with them what is known before them.
+func (l *Log) Add(moves []Move, at uint64) {
+	l.seen = append(l.seen, moves...)
+	if over := len(l.seen) - Max; over > 0 {
+		l.known = l.seen[over-1].Seq
+		l.seen = append(l.seen[:0], l.seen[over:]...)
+	}
+	l.at = at
+}
+
+// Between names the nodes the moves after version from, up to version to,
+// touched; false when the log cannot say (from before what it knows, to
+// after what it holds), when one move was no one node's, or when none
+// is in the span (then the versions disagree with the log).
+func (l *Log) Between(from, to uint64) (map[string]bool, bool) {
+	if from < l.known || to > l.at || to <= from {
+		return nil, false
+	}
+	nodes := map[string]bool{}
+	for _, m := range l.seen {
+		if m.Seq <= from || m.Seq > to {
+			continue
+		}
+		if m.Node == "" {
+			return nil, false
+		}
+		nodes[m.Node] = true
+	}
+	return nodes, len(nodes) > 0
+}
+
+// oneNode are the event types that move composition through one node
+// alone, the node their aggregate names (events.Rights' Name): every
+// other type that moves composition may move any node.
+var oneNode = map[string]bool{
+	"NodeEnrolled": true, "NodeRetired": true, "NodeChanged": true, "ModuleAssigned": true,
+	"ModuleUnassigned": true, "NodeKeysRecorded": true, "NodeFactsReported": true,
+}
+
+// OneNode says whether events of type typ move composition through the
+// node they name alone.
+func OneNode(typ string) bool { return oneNode[typ] }

@@ -1,0 +1,46 @@
+package moved
+
+import (
+	"maps"
+	"slices"
+	"testing"
+)
+
+// The log says which nodes moved only for a span it holds whole: not
+// before where it began, nor past its last commit, nor once a move of no
+// one node's is in it, nor before what it forgot.
+func TestBetweenSaysOnlyWhatItHoldsWhole(t *testing.T) {
+	l := New(10)
+	l.Add([]Move{{Seq: 12, Node: "a"}, {Seq: 14, Node: "b"}}, 15)
+	l.Add([]Move{{Seq: 17}}, 18)
+	l.Add([]Move{{Seq: 20, Node: "c"}}, 21)
+	for _, c := range []struct {
+		from, to uint64
+		want     []string // nil: cannot say
+	}{
+		{10, 15, []string{"a", "b"}},
+		{12, 14, []string{"b"}},
+		{9, 15, nil},  // before the log began
+		{10, 22, nil}, // past its last commit
+		{14, 18, nil}, // the move of no one node's
+		{18, 21, []string{"c"}},
+		{18, 19, nil}, // nothing moved between two versions that differ
+	} {
+		got, ok := l.Between(c.from, c.to)
+		if ok != (c.want != nil) || !slices.Equal(slices.Sorted(maps.Keys(got)), c.want) {
+			t.Errorf("between %d and %d: %v %v, want %v", c.from, c.to, got, ok, c.want)
+		}
+	}
+	// Past Max moves the oldest are forgotten, and so is the span they held.
+	many := make([]Move, Max)
+	for i := range many {
+		many[i] = Move{Seq: uint64(100 + i), Node: "n"}
+	}
+	l.Add(many, 100+Max)
+	if _, ok := l.Between(18, 100+Max); ok {
+		t.Error("a span whose first moves were forgotten was said")
+	}
+	if got, ok := l.Between(100, 100+Max); !ok || !got["n"] {
+		t.Errorf("the span it still holds: %v %v", got, ok)
+	}
+}
