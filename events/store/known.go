@@ -85,10 +85,14 @@ func (s *Store) forget(m *nats.Msg) {
 	s.known.mu.Unlock()
 }
 
+// sentSuffix ends the subject of every send: the type's own name, so a
+// renamed event type cannot leave recall matching nothing.
+var sentSuffix = "." + events.DeclarationSent{}.EventType()
+
 // recall answers what this store knows of msg, when it appended exactly
 // these bytes, and forgets it: a message is read back once by the fold.
 func (s *Store) recall(msg Msg) *Known {
-	if !s.RememberSends || !strings.HasSuffix(msg.Subject, ".DeclarationSent") {
+	if !s.RememberSends || !strings.HasSuffix(msg.Subject, sentSuffix) {
 		return nil
 	}
 	id := msg.Header[jetstream.MsgIDHeader]
