@@ -54,7 +54,7 @@ func (w *World) Patch(in Input, touched map[string]bool) *World {
 		if !ok {
 			continue // retired: it holds nothing
 		}
-		alo, ahi := RunOf(in.Assignments, name, func(a Assignment) string { return a.Node })
+		alo, ahi := RunOf(in.Assignments, name, AssignedNode)
 		for _, a := range in.Assignments[alo:ahi] {
 			p := n.place(a, in.Nodes[i])
 			n.placed = append(n.placed, p)
@@ -98,7 +98,7 @@ func (w *World) placesAlike(in Input, touched []string, builds map[BuildRef]buil
 			return false
 		}
 		placed := w.assigned(name)
-		lo, hi := RunOf(in.Assignments, name, func(a Assignment) string { return a.Node })
+		lo, hi := RunOf(in.Assignments, name, AssignedNode)
 		if hi-lo != len(placed) {
 			return false
 		}
@@ -106,8 +106,7 @@ func (w *World) placesAlike(in Input, touched []string, builds map[BuildRef]buil
 			b := placed[j].Assignment
 			_, had := w.builds[BuildRef{b.Module, b.Build}]
 			_, has := builds[BuildRef{a.Module, a.Build}]
-			if a.Module != b.Module || a.Build != b.Build || a.Problem != b.Problem || had != has ||
-				!maps.Equal(a.Settings, b.Settings) || !maps.Equal(a.Salts, b.Salts) {
+			if had != has || !a.Same(b) {
 				return false
 			}
 		}

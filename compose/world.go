@@ -3,6 +3,7 @@ package compose
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/template"
@@ -69,6 +70,19 @@ type Assignment struct {
 	// Problem, when set, is why the assignment cannot be composed (a
 	// secret setting that no longer opens), named as the node's problem.
 	Problem string
+}
+
+// NodeName is n's name: the key nodes are listed by (RunOf).
+func NodeName(n Node) string { return n.Name }
+
+// AssignedNode is a's node: the key assignments are listed by (RunOf).
+func AssignedNode(a Assignment) string { return a.Node }
+
+// Same says whether a and b are the same assignment: node, module, build,
+// settings (opened), salts and problem.
+func (a Assignment) Same(b Assignment) bool {
+	return a.Node == b.Node && a.Module == b.Module && a.Build == b.Build && a.Problem == b.Problem &&
+		maps.Equal(a.Settings, b.Settings) && maps.Equal(a.Salts, b.Salts)
 }
 
 // BuildRef names one build of one module.

@@ -47,14 +47,14 @@ type nodeMemory struct {
 	// tried: a fill was tried since the memory was last forgotten (a
 	// fleet larger than rememberRows is not tried again at every commit).
 	tried bool
+	// moved is what moved composition since the live fold began, by
+	// node (nil until it shares this memory).
+	moved *moved.Log
 	// order is rows' names, sorted (key order), for the epoch and the
 	// count it was made at: names are only ever added between two
 	// forgettings (a node row is never deleted), so the same count in the
 	// same epoch is the same names. Kept under orderMu, which readers
 	// holding mu for reading take.
-	// moved is what moved composition since the live fold began, by
-	// node (nil until it shares this memory).
-	moved      *moved.Log
 	orderMu    sync.Mutex
 	order      []string
 	orderEpoch uint64

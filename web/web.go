@@ -128,8 +128,8 @@ func answer(w http.ResponseWriter, r *http.Request, fn func(context.Context) (an
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	// The page asks for status every second: at 100,000 nodes its JSON
-	// encoded whole was held several times over (wire.Listed).
+	// A status's nodes written one at a time (wire.Listed): at 100,000
+	// nodes its JSON encoded whole was held several times over.
 	if l, ok := v.(wire.Listed); ok {
 		bw := bufio.NewWriter(w)
 		if wire.WriteListed(bw, l) == nil {

@@ -61,7 +61,7 @@ func changed(old, new compose.Input, only []string) (map[string]bool, bool) {
 	}
 	// Walked side by side, by node name: maps of 100,000 nodes and
 	// assignments were most of what this cost.
-	walkAmong(only, old.Nodes, new.Nodes, func(n compose.Node) string { return n.Name }, func(name string, o, n []compose.Node) {
+	walkAmong(only, old.Nodes, new.Nodes, compose.NodeName, func(name string, o, n []compose.Node) {
 		if len(o) != 1 || len(n) != 1 || !sameNode(o[0], n[0]) || keysOf(oldSealer, name) != keysOf(newSealer, name) {
 			changed[name] = true
 		}
@@ -78,7 +78,7 @@ func changed(old, new compose.Input, only []string) (map[string]bool, bool) {
 			}
 		}
 	}
-	walkAmong(only, old.Assignments, new.Assignments, func(a compose.Assignment) string { return a.Node }, func(node string, o, n []compose.Assignment) {
+	walkAmong(only, old.Assignments, new.Assignments, compose.AssignedNode, func(node string, o, n []compose.Assignment) {
 		if changed[node] || !sameAssignments(old, new, o, n) {
 			changed[node] = true
 			exchanges(old, o)
@@ -190,18 +190,11 @@ func sameAssignments(oldIn, newIn compose.Input, old, new []compose.Assignment) 
 		a, b := old[i], new[i]
 		_, hadManifest := oldIn.Manifests[compose.BuildRef{Module: a.Module, Build: a.Build}]
 		_, hasManifest := newIn.Manifests[compose.BuildRef{Module: b.Module, Build: b.Build}]
-		if hadManifest != hasManifest || !sameAssignment(a, b) {
+		if hadManifest != hasManifest || !a.Same(b) {
 			return false
 		}
 	}
 	return true
-}
-
-// sameAssignment says whether two assignments are the same module, build,
-// settings (opened), salts and problem.
-func sameAssignment(a, b compose.Assignment) bool {
-	return a.Node == b.Node && a.Module == b.Module && a.Build == b.Build && a.Problem == b.Problem &&
-		maps.Equal(a.Settings, b.Settings) && maps.Equal(a.Salts, b.Salts)
 }
 
 // nodeOf is the node of a "node/module" key.

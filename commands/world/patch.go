@@ -137,14 +137,14 @@ func (h *Composer) patched(v *projections.View, at At, touched map[string]bool) 
 	// 100,000 assignments was 10-25 ms of the status after it.
 	nodesAlike, assignedAlike := true, true
 	for i, name := range names {
-		lo, hi := compose.RunOf(old.Nodes, name, func(n compose.Node) string { return n.Name })
+		lo, hi := compose.RunOf(old.Nodes, name, compose.NodeName)
 		if nw := nows[i]; nw.node == nil {
 			nodesAlike = nodesAlike && lo == hi
 		} else {
 			nodesAlike = nodesAlike && hi-lo == 1 && sameNode(old.Nodes[lo], *nw.node)
 		}
-		alo, ahi := compose.RunOf(old.Assignments, name, func(a compose.Assignment) string { return a.Node })
-		assignedAlike = assignedAlike && slices.EqualFunc(old.Assignments[alo:ahi], fresh[nows[i].lo:nows[i].hi], sameAssignment)
+		alo, ahi := compose.RunOf(old.Assignments, name, compose.AssignedNode)
+		assignedAlike = assignedAlike && slices.EqualFunc(old.Assignments[alo:ahi], fresh[nows[i].lo:nows[i].hi], compose.Assignment.Same)
 	}
 	// The lists spliced: the kept input's runs up to each touched node,
 	// then what the node is now.
@@ -158,7 +158,7 @@ func (h *Composer) patched(v *projections.View, at At, touched map[string]bool) 
 	nodeFrom, assignFrom := 0, 0
 	for i, name := range names {
 		if !nodesAlike {
-			lo, hi := compose.RunOf(old.Nodes, name, func(n compose.Node) string { return n.Name })
+			lo, hi := compose.RunOf(old.Nodes, name, compose.NodeName)
 			in.Nodes = append(in.Nodes, old.Nodes[nodeFrom:lo]...)
 			nodeFrom = hi
 			if nows[i].node != nil {
@@ -166,7 +166,7 @@ func (h *Composer) patched(v *projections.View, at At, touched map[string]bool) 
 			}
 		}
 		if !assignedAlike {
-			alo, ahi := compose.RunOf(old.Assignments, name, func(a compose.Assignment) string { return a.Node })
+			alo, ahi := compose.RunOf(old.Assignments, name, compose.AssignedNode)
 			in.Assignments = append(in.Assignments, old.Assignments[assignFrom:alo]...)
 			assignFrom = ahi
 			for _, a := range old.Assignments[alo:ahi] {
