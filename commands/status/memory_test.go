@@ -38,7 +38,7 @@ func TestStatusFromMemoryAgreesWithAFreshFold(t *testing.T) {
 		}
 	}
 	h := Over(bm.Fold())
-	folded := func() { t.Helper(); caughtUp(t, bm) }
+	folded := bm.CaughtUp
 	agree := func(when string, live *Service) {
 		t.Helper()
 		now, err := live.Status(ctx, wire.StatusRequest{})

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/wire"
 )
@@ -58,27 +57,13 @@ func BenchmarkStatusFirst(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
 				bm.Publish(events.NodeAggregate("web-7"), events.NodeChanged{Name: "web-7", Capabilities: []string{}, Labels: map[string]string{"zone": fmt.Sprint(i) + kind}})
-				caughtUp(b, bm)
+				bm.CaughtUp()
 				b.StartTimer()
 				w, c := status(brief)
 				took, cpu = took+w, cpu+c
 			}
 			report(b, took, cpu)
 		})
-	}
-}
-
-// caughtUp waits for what bm published to be stored and folded.
-func caughtUp(tb testing.TB, bm *coretest.Mesh) {
-	tb.Helper()
-	ctx := context.Background()
-	<-bm.JS.PublishAsyncComplete()
-	state, err := bm.Store.State(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := bm.Proj.WaitFor(ctx, state.LastSeq); err != nil {
-		tb.Fatal(err)
 	}
 }
 

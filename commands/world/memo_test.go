@@ -1,7 +1,6 @@
 package world
 
 import (
-	"context"
 	"testing"
 
 	"github.com/meshctl/mesh/commands/core/coretest"
@@ -28,7 +27,7 @@ func TestMemoIsMadeOnceAVersion(t *testing.T) {
 		t.Fatalf("made %d times for one version's would-sends, want once", made)
 	}
 	mesh.Publish(events.NodeAggregate("web-2"), events.NodeEnrolled{Name: "web-2", Capabilities: []string{}, Labels: map[string]string{}})
-	caughtUp(t, mesh, context.Background())
+	mesh.CaughtUp()
 	moved, err := c.ComposeAll()
 	if err != nil {
 		t.Fatal(err)

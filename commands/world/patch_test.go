@@ -1,7 +1,6 @@
 package world
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -116,14 +115,13 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 		},
 		func(string) string { return enrol() },
 	}
-	ctx := context.Background()
 	patched := 0
 	for step := range 60 {
 		var did []string
 		for range 1 + rng.IntN(3) {
 			did = append(did, changes[rng.IntN(len(changes))](pick(slices.Sorted(maps.Keys(active)))))
 		}
-		caughtUp(t, mesh, ctx)
+		mesh.CaughtUp()
 		composed, err := c.ComposeAll()
 		if err != nil {
 			t.Fatal(err)
@@ -164,27 +162,5 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 	}
 	if patched < 50 {
 		t.Fatalf("%d steps of 60 were patched; the rest read everything again", patched)
-	}
-}
-
-// caughtUp waits for what mesh published to be stored and folded, none
-// of it foreign.
-func caughtUp(t *testing.T, mesh *coretest.Mesh, ctx context.Context) {
-	t.Helper()
-	<-mesh.JS.PublishAsyncComplete()
-	state, err := mesh.Store.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mesh.Proj.WaitFor(ctx, state.LastSeq); err != nil {
-		t.Fatal(err)
-	}
-	if err := mesh.Proj.Read(func(v *projections.View) error {
-		if n, first, err := v.OpenForeign(); err != nil || n > 0 {
-			return fmt.Errorf("%d foreign message(s), the first %+v: %v", n, first, err)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -134,24 +134,36 @@ func (m *Mesh) Fold() *core.Core {
 	}
 	m.TB.Cleanup(func() { proj.Close() })
 	proj.Start()
-	state, _ := m.Store.State(ctx)
-	if err := proj.WaitFor(ctx, state.LastSeq); err != nil {
+	m.Proj = proj
+	m.CaughtUp()
+	signer, _ := declaration.NewSigner(m.Key)
+	return &core.Core{Self: core.Self{Store: m.Store, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
+		Key: m.Key, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.Keys}, Proj: proj, Now: time.Now}
+}
+
+// CaughtUp waits for what m published to be stored and folded by the read
+// models Fold opened, and fails if any of it was set aside as foreign: the
+// events published are the controller's, and a foreign one would be set
+// aside cheaply and flatter whatever is measured or checked over it.
+func (m *Mesh) CaughtUp() {
+	m.TB.Helper()
+	ctx := context.Background()
+	<-m.JS.PublishAsyncComplete()
+	state, err := m.Store.State(ctx)
+	if err != nil {
 		m.TB.Fatal(err)
 	}
-	// The events published are the controller's: a foreign one would be
-	// set aside cheaply and flatter whatever is measured over it.
-	if err := proj.Read(func(v *projections.View) error {
+	if err := m.Proj.WaitFor(ctx, state.LastSeq); err != nil {
+		m.TB.Fatal(err)
+	}
+	if err := m.Proj.Read(func(v *projections.View) error {
 		if n, first, err := v.OpenForeign(); err != nil || n > 0 {
-			return fmt.Errorf("%d foreign message(s) among the benchmark's events, the first %+v: %v", n, first, err)
+			return fmt.Errorf("%d foreign message(s) among the events published, the first %+v: %v", n, first, err)
 		}
 		return nil
 	}); err != nil {
 		m.TB.Fatal(err)
 	}
-	signer, _ := declaration.NewSigner(m.Key)
-	m.Proj = proj
-	return &core.Core{Self: core.Self{Store: m.Store, Log: slog.New(slog.DiscardHandler), Mesh: "mesh",
-		Key: m.Key, Signer: signer, PublicKey: signer.PublicKey(), Keys: m.Keys}, Proj: proj, Now: time.Now}
 }
 
 // Nodes is how many nodes a benchmark's mesh holds: def, or
