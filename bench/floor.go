@@ -96,6 +96,19 @@ func Floor(ctx context.Context, dir string, ops, rounds int) (Costs, error) {
 	return Costs{Sign: Median(sign), Publish: Median(publish), Read: Median(read)}, nil
 }
 
+// MedianCosts keeps each operation's median of rounds measured apart
+// (mesh bench measures a round before each push).
+func MedianCosts(rounds []Costs) Costs {
+	if len(rounds) == 0 {
+		return Costs{}
+	}
+	var sign, publish, read []time.Duration
+	for _, c := range rounds {
+		sign, publish, read = append(sign, c.Sign), append(publish, c.Publish), append(read, c.Read)
+	}
+	return Costs{Sign: Median(sign), Publish: Median(publish), Read: Median(read)}
+}
+
 // perOp is the CPU time this process spends in do, divided by ops.
 func perOp(ops int, do func() error) (time.Duration, error) {
 	before, err := Self()

@@ -57,10 +57,13 @@ type Table struct {
 	Floor Costs
 	// Sockets is the floor of real agents' sockets, measured when the
 	// run has real agents.
-	Sockets         Sockets
-	Ops, Rounds     int
-	Simulated, Real Phase
-	Bounds          Bounds
+	Sockets Sockets
+	// Ops is the operations of a round of the floor (and of the
+	// sockets' floor); FloorRounds how many times the floor was measured,
+	// once before each simulated push; Rounds the sockets' floor's.
+	Ops, FloorRounds, Rounds int
+	Simulated, Real          Phase
+	Bounds                   Bounds
 }
 
 // Row is one line of issue 34's table: the mesh's CPU per node and per
@@ -154,7 +157,7 @@ func (t Table) Over() ([]Row, string) {
 
 // Print writes the floor, the rows and each process's figures.
 func (t Table) Print(w io.Writer) {
-	fmt.Fprintf(w, "floor of this machine, CPU per operation (bus and client in one process; the median of %d round(s) of %d):\n", t.Rounds, t.Ops)
+	fmt.Fprintf(w, "floor of this machine, CPU per operation (bus and client in a process of their own, measured before each of the %d simulated push(es): the median of those, each the median of three rounds of %d):\n", t.FloorRounds, t.Ops)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  ed25519 sign of %d bytes\t%s\n", Payload, us(t.Floor.Sign))
 	fmt.Fprintf(tw, "  JetStream publish with the mesh's headers\t%s\n", us(t.Floor.Publish))

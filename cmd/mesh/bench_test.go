@@ -46,6 +46,11 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^  bus \(nats-server\) .*(OVER by \d+%|NO FIGURE)\s*$`).MatchString(out) || strings.Contains(out, "every row within its bound") {
 		t.Error("the bus, held to a bound nobody could meet, is not said to fail it")
 	}
+	// The floor measured a round before each simulated push, so that both
+	// sides of a ratio see the same load: one push, one round.
+	if !regexp.MustCompile(`(?m)^floor of this machine, .*measured before each of the 1 simulated push\(es\): the median of those, each the median of three rounds of \d+\):$`).MatchString(out) {
+		t.Error("the floor does not say it was measured a round before each push")
+	}
 	// The bus's floor for real agents, its own agents a process apart.
 	for _, line := range []string{"each agent on a socket of its own, answering within", "every agent on one shared socket", "a socket's price, bus and hub"} {
 		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(line) + `.* \d+\.\d µs\s*$`).MatchString(out) {
