@@ -112,6 +112,7 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, nodes []
 			return 0, err
 		}
 	}
+	var heard []time.Time // never grown past its capacity: pointers into it are kept
 	for _, n := range nodes {
 		if n.Retired || within != nil && !within[n.Name] {
 			continue
@@ -122,9 +123,17 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, nodes []
 		ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])
 		ns.Address = addresses[n.Name]
 		// The brief table has no column for it: asked only for the
-		// answer that carries it, a lookup a node.
-		if at := h.live.LastHeard(n.Name); !r.Brief && !at.IsZero() {
-			ns.LastHeard = &at
+		// answer that carries it, a lookup a node. The moments share one
+		// array: a pointer to a variable of the loop made it escape, an
+		// allocation a node, heard or not (100,000 a status, issue 34).
+		if !r.Brief {
+			if at := h.live.LastHeard(n.Name); !at.IsZero() {
+				if heard == nil {
+					heard = make([]time.Time, 0, len(nodes))
+				}
+				heard = append(heard, at)
+				ns.LastHeard = &heard[len(heard)-1]
+			}
 		}
 		if !wire.WellState(ns.State) {
 			notCurrent++
