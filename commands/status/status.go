@@ -113,11 +113,15 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, nodes []
 		}
 	}
 	var heard []time.Time // never grown past its capacity: pointers into it are kept
+	// The rows are in their names' order, and so is the walk's: not a
+	// lookup by name a node.
+	walk := h.world.Walk(composed, within == nil)
+	defer walk.Done()
 	for _, n := range nodes {
 		if n.Retired || within != nil && !within[n.Name] {
 			continue
 		}
-		ns := nodeStatus(n, composed[n.Name])
+		ns := nodeStatus(n, walk.Of(n.Name))
 		ns.State, ns.Detail = world.Drifted(ns.State, ns.Detail, n, drifts)
 		ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
 		ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])

@@ -74,6 +74,9 @@ type composedCache struct {
 	in      compose.Input
 	// memo is what Memo made of nodes, nil until asked.
 	memo any
+	// order is nodes' in their names' order, nil until a status walked
+	// them (Walk) or while none is known.
+	order order
 }
 
 // momentWait bounds reading the moment of a composition version's event:
@@ -153,7 +156,7 @@ func (h *Composer) Keep(at At, composed map[string]Would) {
 		composed[n] = results[i]
 	}
 	h.sinceCannotCompose(at.Version, composed)
-	h.composed.put(at, composed)
+	h.composed.put(at, composed, nil)
 }
 
 // Of is what one composition's result says of its node.
@@ -178,8 +181,10 @@ func (h *Composer) composedAt(at At) map[string]Would {
 	}
 	var names []string
 	var nodes map[string]Would
+	var prevOrder order // the older version's, when nodes are its patched
+	var changed map[string]bool
 	if prev, ok := h.composed.before(at); ok {
-		changed, ok := map[string]bool(nil), false
+		ok := false
 		if at.patchedFrom != 0 && prev.version == at.patchedFrom {
 			changed, ok = changedAmong(prev.in, at.Input, at.touched)
 		} else {
@@ -192,7 +197,7 @@ func (h *Composer) composedAt(at At) map[string]Would {
 			// among them. Listing the world's nodes and copying the map
 			// node by node was 0.1 CPU s of the first status after one
 			// label change at 100,000 nodes (issue 34).
-			nodes = maps.Clone(prev.nodes)
+			nodes, prevOrder = maps.Clone(prev.nodes), prev.order
 			for n := range changed {
 				delete(nodes, n)
 				if at.World.Has(n) {
@@ -211,7 +216,8 @@ func (h *Composer) composedAt(at At) map[string]Would {
 		nodes[n] = results[i]
 	}
 	h.sinceCannotCompose(at.Version, nodes)
-	h.composed.put(at, nodes)
+	// After the since: an entry of the order is plain only with none.
+	h.composed.put(at, nodes, prevOrder.after(changed, nodes))
 	return nodes
 }
 
@@ -281,6 +287,7 @@ type cachedAt struct {
 	version uint64
 	nodes   map[string]Would
 	in      compose.Input
+	order   order
 }
 
 // before is the cache's nodes and input when they are of a version older
@@ -288,19 +295,44 @@ type cachedAt struct {
 func (c *composedCache) before(at At) (cachedAt, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return cachedAt{version: c.version, nodes: c.nodes, in: c.in}, c.valid && c.version < at.Version && c.forgets == at.Forgets
+	return cachedAt{version: c.version, nodes: c.nodes, in: c.in, order: c.order}, c.valid && c.version < at.Version && c.forgets == at.Forgets
 }
 
 // put keeps nodes as at's, unless the cache holds a newer version: a
 // caller that read the read models before an assignment must not put back
 // what the assignment moved.
-func (c *composedCache) put(at At, nodes map[string]Would) {
+func (c *composedCache) put(at At, nodes map[string]Would, o order) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.valid && c.version > at.Version {
 		return
 	}
-	c.version, c.forgets, c.valid, c.nodes, c.in, c.memo = at.Version, at.Forgets, true, nodes, at.Input, nil
+	c.version, c.forgets, c.valid, c.nodes, c.in, c.memo, c.order = at.Version, at.Forgets, true, nodes, at.Input, nil, o
+}
+
+// holds says whether the cache holds nodes; the caller holds mu.
+func (c *composedCache) holds(nodes map[string]Would) bool {
+	return c.valid && reflect.ValueOf(c.nodes).UnsafePointer() == reflect.ValueOf(nodes).UnsafePointer()
+}
+
+// orderOf is the order kept for nodes (nil when none), and whether the
+// cache holds nodes at all: an order is kept only for what it holds.
+func (c *composedCache) orderOf(nodes map[string]Would) (order, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.holds(nodes) {
+		return nil, false
+	}
+	return c.order, true
+}
+
+// keepOrder keeps o as nodes' order while the cache holds nodes.
+func (c *composedCache) keepOrder(nodes map[string]Would, o order) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holds(nodes) && c.order == nil {
+		c.order = o
+	}
 }
 
 // Memo is what fn makes of nodes, made once while the cache holds nodes
@@ -311,7 +343,7 @@ func (c *composedCache) put(at At, nodes map[string]Would) {
 func (h *Composer) Memo(nodes map[string]Would, fn func() any) any {
 	c := &h.composed
 	c.mu.Lock()
-	held := c.valid && reflect.ValueOf(c.nodes).UnsafePointer() == reflect.ValueOf(nodes).UnsafePointer()
+	held := c.holds(nodes)
 	memo := c.memo
 	c.mu.Unlock()
 	if held && memo != nil {
@@ -320,7 +352,7 @@ func (h *Composer) Memo(nodes map[string]Would, fn func() any) any {
 	memo = fn()
 	if held {
 		c.mu.Lock()
-		if reflect.ValueOf(c.nodes).UnsafePointer() == reflect.ValueOf(nodes).UnsafePointer() {
+		if c.holds(nodes) {
 			c.memo = memo
 		}
 		c.mu.Unlock()
