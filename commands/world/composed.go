@@ -156,7 +156,17 @@ func (h *Composer) Keep(at At, composed map[string]Would) {
 		composed[n] = results[i]
 	}
 	h.sinceCannotCompose(at.Version, composed)
-	h.composed.put(at, composed, nil)
+	// The order of the version at was patched from, carried over as
+	// composedAt carries it: a push after a change leaves status its
+	// order. Only from a patch, whose changed nodes are the touched
+	// ones' few: telling a whole input apart is not a push's to pay.
+	var o order
+	if prev, ok := h.composed.before(at); ok && at.patchedFrom != 0 && prev.version == at.patchedFrom {
+		if changed, ok := changedAmong(prev.in, at.Input, at.touched); ok {
+			o = prev.order.after(changed, composed)
+		}
+	}
+	h.composed.put(at, composed, o)
 }
 
 // Of is what one composition's result says of its node.

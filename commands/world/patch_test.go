@@ -38,7 +38,9 @@ var inputsEqual = cmp.Options{
 // nodes apart from the patch's alone) equal to composing a fresh world of
 // that read; and a walk of the would-sends in their nodes' order (Walk,
 // status's) saying what the map says of each, read mostly from the order
-// kept since the last walk with the changed nodes taken out. It fails if
+// kept since the last walk, carried over each patch by the composer or
+// by a push's Keep (every third step) with the changed nodes' entries
+// taken from the new map. It fails if
 // a patch or an order is wrong, or if no step was patched or walked
 // from an order.
 func TestPatchedInputIsAFreshRead(t *testing.T) {
@@ -126,6 +128,11 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 			did = append(did, changes[rng.IntN(len(changes))](pick(slices.Sorted(maps.Keys(active)))))
 		}
 		mesh.CaughtUp()
+		if step%3 == 2 {
+			// As a push keeps what it composed (Keep), and the order
+			// with it.
+			keep(t, c, mesh.Proj)
+		}
 		composed, err := c.ComposeAll()
 		if err != nil {
 			t.Fatal(err)
@@ -170,6 +177,27 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 	}
 	if fromOrder < 200 {
 		t.Fatalf("%d would-sends of the walks were read from an order kept: the rest from the map", fromOrder)
+	}
+}
+
+// keep composes every node of the world at the view's version, as a push
+// does, and hands it to the cache.
+func keep(t *testing.T, c *Composer, proj *projections.Engine) {
+	t.Helper()
+	err := proj.Read(func(v *projections.View) error {
+		at, err := c.At(v)
+		if err != nil {
+			return err
+		}
+		composed := map[string]Would{}
+		for _, n := range at.World.Nodes() {
+			composed[n] = Of(at.World.Compose(n))
+		}
+		c.Keep(at, composed)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
