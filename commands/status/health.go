@@ -115,11 +115,12 @@ func (h *Service) lag(ctx context.Context, checkpoint uint64) (string, error) {
 // partial turns a node that is current with what could be composed into
 // partial when a module assigned to it, or a unit of one, was left out.
 func partial(state wire.State, detail string, w world.Would) (wire.State, string) {
-	if state != wire.StateCurrent || len(w.LeftOut) == 0 {
+	left := w.LeftOut()
+	if state != wire.StateCurrent || len(left) == 0 {
 		return state, detail
 	}
-	parts := make([]string, len(w.LeftOut))
-	for i, l := range w.LeftOut {
+	parts := make([]string, len(left))
+	for i, l := range left {
 		parts[i] = l.Module + " left out: " + l.Reason
 		if l.Unit != "" {
 			// The module is there; its unit is not, and its reason names both.

@@ -112,19 +112,32 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, nodes []
 			return 0, err
 		}
 	}
+	var heard []time.Time // never grown past its capacity: pointers into it are kept
+	// The rows are in their names' order, and so is the walk's: not a
+	// lookup by name a node.
+	walk := h.world.Walk(composed, within == nil)
+	defer walk.Done()
 	for _, n := range nodes {
 		if n.Retired || within != nil && !within[n.Name] {
 			continue
 		}
-		ns := nodeStatus(n, composed[n.Name])
+		ns := nodeStatus(n, walk.Of(n.Name))
 		ns.State, ns.Detail = world.Drifted(ns.State, ns.Detail, n, drifts)
 		ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
 		ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])
 		ns.Address = addresses[n.Name]
 		// The brief table has no column for it: asked only for the
-		// answer that carries it, a lookup a node.
-		if at := h.live.LastHeard(n.Name); !r.Brief && !at.IsZero() {
-			ns.LastHeard = &at
+		// answer that carries it, a lookup a node. The moments share one
+		// array: a pointer to a variable of the loop made it escape, an
+		// allocation a node, heard or not (100,000 a status, issue 34).
+		if !r.Brief {
+			if at := h.live.LastHeard(n.Name); !at.IsZero() {
+				if heard == nil {
+					heard = make([]time.Time, 0, len(nodes))
+				}
+				heard = append(heard, at)
+				ns.LastHeard = &heard[len(heard)-1]
+			}
 		}
 		if !wire.WellState(ns.State) {
 			notCurrent++

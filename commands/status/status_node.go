@@ -106,7 +106,7 @@ func (h *Service) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeVi
 	state, detail = held(state, detail, holds[r.Name])
 	state, since, detail = liveness.Unreachable(state, since, detail, live)
 	out.State, out.Since, out.Detail, out.WouldSend = state, &since, detail, w.ContentDigest
-	out.LeftOut, out.Unresolved, out.Chosen = w.LeftOut, w.Unresolved, w.Chosen
+	out.LeftOut, out.Unresolved, out.Chosen = w.LeftOut(), w.Unresolved(), w.Chosen
 	return out, nil
 }
 

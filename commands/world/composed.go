@@ -15,15 +15,44 @@ import (
 	"github.com/meshctl/mesh/verdict"
 )
 
-// Would is what composition says of one node now.
+// Would is what composition says of one node now. It is at most 128
+// bytes (TestAWouldFitsInItsMapSlot): a map keeps a larger value in an
+// object of its own, so the would-sends of 100,000 nodes were 100,000
+// objects, a lookup one cache miss more, and the copy of the map after a
+// composition change 100,000 allocations (18 MB) rather than a copy of
+// its tables (issue 34). What most nodes lack is behind Short.
 type Would struct {
 	// verdict.Would is what the verdict reads: composable, the content
 	// digest, or why not.
 	verdict.Would
+	// Short is what composition left out of the node or could not
+	// resolve for it; nil when nothing was.
+	Short    *Shortfall
+	Receives []compose.Receipt
+	Chosen   []compose.Chosen // each of Receives, with why
+}
+
+// Shortfall is what composition could not give one node.
+type Shortfall struct {
 	LeftOut    []compose.LeftOut
 	Unresolved []compose.Unresolved
-	Receives   []compose.Receipt
-	Chosen     []compose.Chosen // each of Receives, with why
+}
+
+// LeftOut is each module, or unit of one, the node cannot host.
+func (w Would) LeftOut() []compose.LeftOut {
+	if w.Short == nil {
+		return nil
+	}
+	return w.Short.LeftOut
+}
+
+// Unresolved is each requirement of the node's consumers the mesh cannot
+// satisfy.
+func (w Would) Unresolved() []compose.Unresolved {
+	if w.Short == nil {
+		return nil
+	}
+	return w.Short.Unresolved
 }
 
 // composedCache holds every node's would-send content digest for one
@@ -45,6 +74,9 @@ type composedCache struct {
 	in      compose.Input
 	// memo is what Memo made of nodes, nil until asked.
 	memo any
+	// order is nodes' in their names' order, nil until a status walked
+	// them (Walk) or while none is known.
+	order order
 }
 
 // momentWait bounds reading the moment of a composition version's event:
@@ -124,13 +156,25 @@ func (h *Composer) Keep(at At, composed map[string]Would) {
 		composed[n] = results[i]
 	}
 	h.sinceCannotCompose(at.Version, composed)
-	h.composed.put(at, composed)
+	// The order of the version at was patched from, carried over as
+	// composedAt carries it: a push after a change leaves status its
+	// order. Only from a patch, whose changed nodes are the touched
+	// ones' few: telling a whole input apart is not a push's to pay.
+	var o order
+	if prev, ok := h.composed.before(at); ok && at.patchedFrom != 0 && prev.version == at.patchedFrom {
+		if changed, ok := changedAmong(prev.in, at.Input, at.touched); ok {
+			o = prev.order.after(changed, composed)
+		}
+	}
+	h.composed.put(at, composed, o)
 }
 
 // Of is what one composition's result says of its node.
 func Of(r compose.Result) Would {
-	out := Would{Would: verdict.Would{Composable: r.Composable(), ContentDigest: r.Digest, Reason: r.Reason()},
-		LeftOut: r.LeftOut, Unresolved: r.Unresolved}
+	out := Would{Would: verdict.Would{Composable: r.Composable(), ContentDigest: r.Digest, Reason: r.Reason()}}
+	if len(r.LeftOut) > 0 || len(r.Unresolved) > 0 {
+		out.Short = &Shortfall{LeftOut: r.LeftOut, Unresolved: r.Unresolved}
+	}
 	if r.Declaration != nil {
 		out.Receives, out.Chosen = r.Declaration.Receives, r.Chosen
 	}
@@ -147,8 +191,10 @@ func (h *Composer) composedAt(at At) map[string]Would {
 	}
 	var names []string
 	var nodes map[string]Would
+	var prevOrder order // the older version's, when nodes are its patched
+	var changed map[string]bool
 	if prev, ok := h.composed.before(at); ok {
-		changed, ok := map[string]bool(nil), false
+		ok := false
 		if at.patchedFrom != 0 && prev.version == at.patchedFrom {
 			changed, ok = changedAmong(prev.in, at.Input, at.touched)
 		} else {
@@ -161,7 +207,7 @@ func (h *Composer) composedAt(at At) map[string]Would {
 			// among them. Listing the world's nodes and copying the map
 			// node by node was 0.1 CPU s of the first status after one
 			// label change at 100,000 nodes (issue 34).
-			nodes = maps.Clone(prev.nodes)
+			nodes, prevOrder = maps.Clone(prev.nodes), prev.order
 			for n := range changed {
 				delete(nodes, n)
 				if at.World.Has(n) {
@@ -180,7 +226,8 @@ func (h *Composer) composedAt(at At) map[string]Would {
 		nodes[n] = results[i]
 	}
 	h.sinceCannotCompose(at.Version, nodes)
-	h.composed.put(at, nodes)
+	// After the since: an entry of the order is plain only with none.
+	h.composed.put(at, nodes, prevOrder.after(changed, nodes))
 	return nodes
 }
 
@@ -250,6 +297,7 @@ type cachedAt struct {
 	version uint64
 	nodes   map[string]Would
 	in      compose.Input
+	order   order
 }
 
 // before is the cache's nodes and input when they are of a version older
@@ -257,19 +305,44 @@ type cachedAt struct {
 func (c *composedCache) before(at At) (cachedAt, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return cachedAt{version: c.version, nodes: c.nodes, in: c.in}, c.valid && c.version < at.Version && c.forgets == at.Forgets
+	return cachedAt{version: c.version, nodes: c.nodes, in: c.in, order: c.order}, c.valid && c.version < at.Version && c.forgets == at.Forgets
 }
 
 // put keeps nodes as at's, unless the cache holds a newer version: a
 // caller that read the read models before an assignment must not put back
 // what the assignment moved.
-func (c *composedCache) put(at At, nodes map[string]Would) {
+func (c *composedCache) put(at At, nodes map[string]Would, o order) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.valid && c.version > at.Version {
 		return
 	}
-	c.version, c.forgets, c.valid, c.nodes, c.in, c.memo = at.Version, at.Forgets, true, nodes, at.Input, nil
+	c.version, c.forgets, c.valid, c.nodes, c.in, c.memo, c.order = at.Version, at.Forgets, true, nodes, at.Input, nil, o
+}
+
+// holds says whether the cache holds nodes; the caller holds mu.
+func (c *composedCache) holds(nodes map[string]Would) bool {
+	return c.valid && reflect.ValueOf(c.nodes).UnsafePointer() == reflect.ValueOf(nodes).UnsafePointer()
+}
+
+// orderOf is the order kept for nodes (nil when none), and whether the
+// cache holds nodes at all: an order is kept only for what it holds.
+func (c *composedCache) orderOf(nodes map[string]Would) (order, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.holds(nodes) {
+		return nil, false
+	}
+	return c.order, true
+}
+
+// keepOrder keeps o as nodes' order while the cache holds nodes.
+func (c *composedCache) keepOrder(nodes map[string]Would, o order) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holds(nodes) && c.order == nil {
+		c.order = o
+	}
 }
 
 // Memo is what fn makes of nodes, made once while the cache holds nodes
@@ -280,7 +353,7 @@ func (c *composedCache) put(at At, nodes map[string]Would) {
 func (h *Composer) Memo(nodes map[string]Would, fn func() any) any {
 	c := &h.composed
 	c.mu.Lock()
-	held := c.valid && reflect.ValueOf(c.nodes).UnsafePointer() == reflect.ValueOf(nodes).UnsafePointer()
+	held := c.holds(nodes)
 	memo := c.memo
 	c.mu.Unlock()
 	if held && memo != nil {
@@ -289,7 +362,7 @@ func (h *Composer) Memo(nodes map[string]Would, fn func() any) any {
 	memo = fn()
 	if held {
 		c.mu.Lock()
-		if reflect.ValueOf(c.nodes).UnsafePointer() == reflect.ValueOf(nodes).UnsafePointer() {
+		if c.holds(nodes) {
 			c.memo = memo
 		}
 		c.mu.Unlock()

@@ -36,7 +36,13 @@ var inputsEqual = cmp.Options{
 // full read of the same view, and every node's would-send (its world's
 // composition, and the composition cache's, which tells the changed
 // nodes apart from the patch's alone) equal to composing a fresh world of
-// that read. It fails if a patch is wrong, or if no step was patched.
+// that read; and a walk of the would-sends in their nodes' order (Walk,
+// status's) saying what the map says of each, read mostly from the order
+// kept since the last walk, carried over each patch by the composer or
+// by a push's Keep (every third step) with the changed nodes' entries
+// taken from the new map. It fails if
+// a patch or an order is wrong, or if no step was patched or walked
+// from an order.
 func TestPatchedInputIsAFreshRead(t *testing.T) {
 	t.Parallel()
 	mesh := coretest.New(t, false)
@@ -115,13 +121,18 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 		},
 		func(string) string { return enrol() },
 	}
-	patched := 0
+	patched, fromOrder := 0, 0
 	for step := range 60 {
 		var did []string
 		for range 1 + rng.IntN(3) {
 			did = append(did, changes[rng.IntN(len(changes))](pick(slices.Sorted(maps.Keys(active)))))
 		}
 		mesh.CaughtUp()
+		if step%3 == 2 {
+			// As a push keeps what it composed (Keep), and the order
+			// with it.
+			keep(t, c, mesh.Proj)
+		}
 		composed, err := c.ComposeAll()
 		if err != nil {
 			t.Fatal(err)
@@ -159,8 +170,54 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		fromOrder += walkAgrees(t, c, composed, enrolled, fmt.Sprintf("step %d (%v)", step, did))
 	}
 	if patched < 50 {
 		t.Fatalf("%d steps of 60 were patched; the rest read everything again", patched)
 	}
+	if fromOrder < 200 {
+		t.Fatalf("%d would-sends of the walks were read from an order kept: the rest from the map", fromOrder)
+	}
+}
+
+// keep composes every node of the world at the view's version, as a push
+// does, and hands it to the cache.
+func keep(t *testing.T, c *Composer, proj *projections.Engine) {
+	t.Helper()
+	err := proj.Read(func(v *projections.View) error {
+		at, err := c.At(v)
+		if err != nil {
+			return err
+		}
+		composed := map[string]Would{}
+		for _, n := range at.World.Nodes() {
+			composed[n] = Of(at.World.Compose(n))
+		}
+		c.Keep(at, composed)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// walkAgrees walks composed as status does (every node ever enrolled, the
+// retired among them, in their names' order) and fails unless each
+// would-send read says what the map says of it, as the verdict reads
+// it. It answers how many were read from an order kept.
+func walkAgrees(t *testing.T, c *Composer, composed map[string]Would, enrolled int, when string) int {
+	t.Helper()
+	walk := c.Walk(composed, true)
+	for i := range enrolled {
+		n := fmt.Sprintf("n-%02d", i)
+		want, got := composed[n], walk.Of(n)
+		if diff := cmp.Diff(want.Would, got.Would); diff != "" {
+			t.Fatalf("%s: the walk's would-send of %s is not the map's (-map +walk):\n%s", when, n, diff)
+		}
+		if !slices.Equal(want.LeftOut(), got.LeftOut()) {
+			t.Fatalf("%s: the walk leaves out %v of %s, the map %v", when, got.LeftOut(), n, want.LeftOut())
+		}
+	}
+	walk.Done()
+	return walk.fromOrder
 }
