@@ -3,13 +3,13 @@ package projections
 import (
 	"bytes"
 	"fmt"
+	"github.com/meshctl/mesh/fanout"
 	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/projections/moved"
 	"github.com/meshctl/mesh/projections/rows"
-	"github.com/meshctl/mesh/projections/scan"
 )
 
 // The live fold's memory of node rows, shared with readers. The folder
@@ -144,7 +144,7 @@ func (m *nodeMemory) memoryAt() (at, epoch uint64, ok bool) {
 // nodesFromMemory decodes every node row (brief as rows.DecodeNodeAs) from
 // the shared memory, in key order, when it is still of the view's moment
 // (ok false, and nothing read, when not).
-func (v *View) nodesFromMemory(brief bool) (out []Node, ok bool, err error) {
+func (v *View) nodesFromMemory(brief, packed bool) (out []Node, ok bool, err error) {
 	m := v.mem
 	if m == nil || !v.memOK {
 		return nil, false, nil
@@ -162,9 +162,15 @@ func (v *View) nodesFromMemory(brief bool) (out []Node, ok bool, err error) {
 	m.mu.RUnlock()
 	// A remembered row is never changed in place (a commit replaces it),
 	// so it is read here after the lock is let go.
-	out = make([]Node, len(held))
-	errs := make([]error, len(held))
-	scan.Each(len(held), func(i int) { out[i], errs[i] = rows.DecodeNodeAs(held[i], brief) })
+	out, errs := make([]Node, len(held)), make([]error, len(held))
+	run := 1 // a row at a time, or in runs into an arena each (NodesPacked)
+	if packed {
+		run = rows.Run
+	}
+	fanout.PerCore((len(held)+run-1)/run, func(c int) {
+		lo := c * run
+		rows.DecodeRun(held[lo:min(lo+run, len(held))], brief, !packed, out[lo:], errs[lo:])
+	})
 	for i, err := range errs {
 		if err != nil {
 			return nil, false, fmt.Errorf("projections: row %q is corrupt: %w", nodeKey(names[i]), err)

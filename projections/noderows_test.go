@@ -30,7 +30,7 @@ func fromMemory(t *testing.T, e *Engine, brief bool) bool {
 // failing the test: for a goroutine other than the test's.
 func readBoth(e *Engine, brief bool) (used bool, err error) {
 	err = e.Read(func(v *View) error {
-		mem, ok, err := v.nodesFromMemory(brief)
+		mem, ok, err := v.nodesFromMemory(brief, false)
 		if err != nil || !ok {
 			return err
 		}
@@ -41,6 +41,14 @@ func readBoth(e *Engine, brief bool) (used bool, err error) {
 		}
 		if diff := cmp.Diff(disk, mem); diff != "" {
 			return fmt.Errorf("the memory of node rows differs from Pebble's at checkpoint %d (-pebble +memory):\n%s", v.Checkpoint(), diff)
+		}
+		// Decoded in runs into arenas (NodesPacked), the same rows.
+		if !brief {
+			return nil
+		}
+		packed, ok, err := v.nodesFromMemory(true, true)
+		if diff := cmp.Diff(disk, packed); ok && diff != "" || err != nil {
+			return fmt.Errorf("the memory's rows decoded in runs differ from Pebble's at checkpoint %d (%v; -pebble +packed):\n%s", v.Checkpoint(), err, diff)
 		}
 		return nil
 	})
@@ -136,7 +144,7 @@ func TestNodesFromMemoryAgreeWithPebble(t *testing.T) {
 			return err
 		}
 		waitFor(t, e, changeMany(t, s, e, 3, 5))
-		if _, ok, _ := v.nodesFromMemory(false); ok {
+		if _, ok, _ := v.nodesFromMemory(false, false); ok {
 			t.Error("a view read the memory of a later commit than its snapshot's")
 		}
 		now, err := v.Nodes()

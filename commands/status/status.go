@@ -40,7 +40,9 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 	notCurrent, down := 0, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
-		nodes, err := v.NodesBrief()
+		// Packed: the rows are read for this answer alone (a string of
+		// theirs kept keeps its run: world's order clones its names).
+		nodes, err := v.NodesPacked()
 		if err != nil {
 			return err
 		}

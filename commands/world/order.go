@@ -108,7 +108,9 @@ func (prev order) after(changed map[string]bool, nodes map[string]Would) order {
 	return append(next, prev[i:]...)
 }
 
-// entry is name's place in an order.
+// entry is name's place in an order. The name is copied: a status reads
+// its names from rows decoded into an arena (projections' NodesPacked),
+// which a name kept here would keep whole.
 func entry(name string, w Would) ordered {
-	return ordered{name: name, digest: w.ContentDigest, plain: w.Composable && w.Reason == "" && w.Since.IsZero() && w.Short == nil}
+	return ordered{name: strings.Clone(name), digest: w.ContentDigest, plain: w.Composable && w.Reason == "" && w.Since.IsZero() && w.Short == nil}
 }

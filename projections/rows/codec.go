@@ -31,6 +31,8 @@ func appendStr(b []byte, s string) []byte {
 type reader struct {
 	b   []byte
 	bad bool
+	// arena, when set, keeps the strings read (NodeArena).
+	arena *NodeArena
 }
 
 func (r *reader) uvarint() uint64 {
@@ -69,7 +71,12 @@ func (r *reader) str() string {
 		r.bad = true
 		return ""
 	}
-	s := string(r.b[:n])
+	var s string
+	if r.arena != nil {
+		s = r.arena.string(r.b[:n])
+	} else {
+		s = string(r.b[:n])
+	}
 	r.b = r.b[n:]
 	return s
 }
@@ -175,6 +182,9 @@ func (r *reader) digest() string {
 	var text [2 * sha256.Size]byte
 	hex.Encode(text[:], r.b[:sha256.Size])
 	r.b = r.b[sha256.Size:]
+	if r.arena != nil {
+		return r.arena.string(text[:])
+	}
 	return string(text[:])
 }
 

@@ -100,8 +100,10 @@ func DecodeNode(b []byte) (Node, error) { return DecodeNodeAs(b, false) }
 // DecodeNodeAs decodes a node row; brief leaves out its capabilities and
 // labels (nil), which status never reads: at 100,000 nodes making a map of
 // labels a row was the largest part of decoding them.
-func DecodeNodeAs(b []byte, brief bool) (Node, error) {
-	r := reader{b: b}
+func DecodeNodeAs(b []byte, brief bool) (Node, error) { return decodeNode(b, brief, nil) }
+
+func decodeNode(b []byte, brief bool, a *NodeArena) (Node, error) {
+	r := reader{b: b, arena: a}
 	if r.uvarint() != nodeCodec {
 		return Node{}, ErrCorrupt
 	}
@@ -130,19 +132,19 @@ func DecodeNodeAs(b []byte, brief bool) (Node, error) {
 	n.EnrolledSeq = r.uvarint()
 	n.Version = r.uvarint()
 	if r.bool() {
-		s := &wire.Sent{Sequence: r.uvarint(), Digest: r.digest(), ContentDigest: r.digest(), By: r.str(), Operator: r.str()}
+		s := wire.Sent{Sequence: r.uvarint(), Digest: r.digest(), ContentDigest: r.digest(), By: r.str(), Operator: r.str()}
 		s.Resources = int(r.uvarint())
 		s.At = r.time()
 		s.StreamSeq = r.uvarint()
-		n.LastSent = s
+		n.LastSent = a.sent(s)
 	}
 	if r.bool() {
-		rep := &wire.Report{Outcome: events.Outcome(r.str()), Sequence: r.uvarint(), Digest: r.digest(), Reason: r.str(), Failed: r.failures()}
+		rep := wire.Report{Outcome: events.Outcome(r.str()), Sequence: r.uvarint(), Digest: r.digest(), Reason: r.str(), Failed: r.failures()}
 		rep.Highest = r.uvarint()
 		rep.At = r.time()
 		rep.StreamSeq = r.uvarint()
 		rep.FailingSince = r.time()
-		n.LastReport = rep
+		n.LastReport = a.report(rep)
 	}
 	if r.bad || len(r.b) != 0 {
 		return Node{}, ErrCorrupt
