@@ -1,15 +1,14 @@
 package rows
 
 import (
-	"crypto/sha256"
 	"unsafe"
 
 	"github.com/meshctl/mesh/wire"
 )
 
-// NodeArena holds what decoding a run of node rows makes in three large
-// pieces, their strings' bytes in one array and their sends and reports in
-// one slice each, rather than an object a string and a struct: status
+// NodeArena holds what decoding a run of node rows makes in a few large
+// pieces, their strings' bytes in arrays of textChunk and their sends and
+// reports in one slice each, rather than an object a string and a struct: status
 // decodes every node row for each answer, and at 100,000 nodes nine
 // objects a row, and the collector they woke, were most of the first
 // status's CPU after a push (issue 34 point 3). What is decoded into an
@@ -22,9 +21,15 @@ type NodeArena struct {
 }
 
 // Run is how many rows DecodeRun decodes into one arena: small enough that
-// a run is a few hundred kilobytes, large enough that its three pieces are
-// few beside its rows.
+// a run is a few hundred kilobytes, large enough that its pieces are few
+// beside its rows.
 const Run = 1024
+
+// textChunk is the size of each array an arena keeps strings in: a run's
+// strings take a few of them, and the last is wasted in part only.
+// Reserving a run's most (each row's bytes and each digest's 32 more)
+// held some 40% more than its strings took.
+const textChunk = 64 << 10
 
 // DecodeRun decodes rows (brief as DecodeNodeAs) into out and errs, which
 // are at least as long, through one arena, or each row alone when alone.
@@ -35,25 +40,22 @@ func DecodeRun(rows [][]byte, brief, alone bool, out []Node, errs []error) {
 		}
 		return
 	}
-	n := 0
-	for _, r := range rows {
-		// A row's strings are at most its bytes, but each of its three
-		// digests, kept as 32 bytes, is read as 64 characters.
-		n += len(r) + 3*sha256.Size
-	}
-	a := &NodeArena{text: make([]byte, 0, n), sents: make([]wire.Sent, 0, len(rows)), reports: make([]wire.Report, 0, len(rows))}
+	a := &NodeArena{sents: make([]wire.Sent, 0, len(rows)), reports: make([]wire.Report, 0, len(rows))}
 	for i, r := range rows {
 		out[i], errs[i] = decodeNode(r, brief, a)
 	}
 }
 
-// string answers b as a string kept in the arena's array. The array is
-// only ever appended to within its capacity, so bytes a string points to
-// are never written again; past its capacity (a row larger than the arena
-// was made for) b is copied as any string is.
+// string answers b as a string kept in the arena's current array, begun
+// afresh when b does not fit in what is left of it. An array is only ever
+// appended to within its capacity, so bytes a string points to are never
+// written again.
 func (a *NodeArena) string(b []byte) string {
-	if len(b) == 0 || len(a.text)+len(b) > cap(a.text) {
-		return string(b)
+	if len(b) == 0 {
+		return ""
+	}
+	if len(a.text)+len(b) > cap(a.text) {
+		a.text = make([]byte, 0, max(textChunk, len(b)))
 	}
 	start := len(a.text)
 	a.text = append(a.text, b...)
