@@ -62,25 +62,15 @@ func (a *NodeArena) string(b []byte) string {
 	return unsafe.String(&a.text[start], len(b))
 }
 
-// sent answers s kept in the arena (a copy of its own when none, or full).
-func (a *NodeArena) sent(s wire.Sent) *wire.Sent {
-	if a == nil || len(a.sents) == cap(a.sents) {
-		// A copy made here alone: s's own address taken would put every
-		// s on the heap, the arena's too.
-		own := s
+// kept answers v kept in list, one of an arena's slices (nil: no arena),
+// or in a copy of its own when there is none or it is full. The copy is
+// made here alone: v's own address taken would put every v on the heap,
+// the arena's too.
+func kept[T any](list *[]T, v T) *T {
+	if list == nil || len(*list) == cap(*list) {
+		own := v
 		return &own
 	}
-	a.sents = append(a.sents, s)
-	return &a.sents[len(a.sents)-1]
-}
-
-// report answers rep kept in the arena (a copy of its own when none, or
-// full).
-func (a *NodeArena) report(rep wire.Report) *wire.Report {
-	if a == nil || len(a.reports) == cap(a.reports) {
-		own := rep
-		return &own
-	}
-	a.reports = append(a.reports, rep)
-	return &a.reports[len(a.reports)-1]
+	*list = append(*list, v)
+	return &(*list)[len(*list)-1]
 }

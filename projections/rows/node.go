@@ -104,6 +104,11 @@ func DecodeNodeAs(b []byte, brief bool) (Node, error) { return decodeNode(b, bri
 
 func decodeNode(b []byte, brief bool, a *NodeArena) (Node, error) {
 	r := reader{b: b, arena: a}
+	var sents *[]wire.Sent
+	var reports *[]wire.Report
+	if a != nil {
+		sents, reports = &a.sents, &a.reports
+	}
 	if r.uvarint() != nodeCodec {
 		return Node{}, ErrCorrupt
 	}
@@ -136,7 +141,7 @@ func decodeNode(b []byte, brief bool, a *NodeArena) (Node, error) {
 		s.Resources = int(r.uvarint())
 		s.At = r.time()
 		s.StreamSeq = r.uvarint()
-		n.LastSent = a.sent(s)
+		n.LastSent = kept(sents, s)
 	}
 	if r.bool() {
 		rep := wire.Report{Outcome: events.Outcome(r.str()), Sequence: r.uvarint(), Digest: r.digest(), Reason: r.str(), Failed: r.failures()}
@@ -144,7 +149,7 @@ func decodeNode(b []byte, brief bool, a *NodeArena) (Node, error) {
 		rep.At = r.time()
 		rep.StreamSeq = r.uvarint()
 		rep.FailingSince = r.time()
-		n.LastReport = a.report(rep)
+		n.LastReport = kept(reports, rep)
 	}
 	if r.bad || len(r.b) != 0 {
 		return Node{}, ErrCorrupt
