@@ -96,6 +96,7 @@ func Unpack(fs vfs.FS, r io.Reader, dir string) (err error) {
 		}
 		if inFlight == syncsInFlight {
 			if wait(); err != nil {
+				f.Close() // its sync is never started
 				return err
 			}
 		}

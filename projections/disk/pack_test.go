@@ -87,15 +87,45 @@ func TestUnpackSaysASyncFailed(t *testing.T) {
 	tarred := packed(t, vfs.NewMem(), files)
 	for _, nth := range []int32{0, syncsInFlight, 2 * syncsInFlight} {
 		var syncs atomic.Int32
-		fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		fs := &closings{FS: errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
 			if op.Kind == errorfs.OpFileSync && syncs.Add(1)-1 == nth {
 				return errorfs.ErrInjected
 			}
 			return nil
-		}))
+		}))}
 		err := Unpack(fs, bytes.NewReader(tarred), "out")
 		if !errors.Is(err, errorfs.ErrInjected) {
 			t.Fatalf("sync %d of %d failed and Unpack answered %v", nth+1, len(files), err)
 		}
+		// Every file it made is closed, the one whose sync it never began too.
+		if fs.creates.Load() != fs.closes.Load() {
+			t.Fatalf("sync %d failed: %d file(s) made, %d closed", nth+1, fs.creates.Load(), fs.closes.Load())
+		}
 	}
+}
+
+// closings counts the files made in an FS and those closed (errorfs does
+// not see a close).
+type closings struct {
+	vfs.FS
+	creates, closes atomic.Int32
+}
+
+func (c *closings) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := c.FS.Create(name, cat)
+	if err == nil {
+		c.creates.Add(1)
+		f = closingFile{f, &c.closes}
+	}
+	return f, err
+}
+
+type closingFile struct {
+	vfs.File
+	closes *atomic.Int32
+}
+
+func (f closingFile) Close() error {
+	f.closes.Add(1)
+	return f.File.Close()
 }
