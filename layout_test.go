@@ -216,7 +216,7 @@ var mayImport = map[string][]string{
 	"projections/published":  {"events/store", "projections/disk", "github.com/cockroachdb/pebble/v2"},
 	"projections/rows":       {"compose", "events", "wire"},
 	"projections/scan":       {"fanout", "github.com/cockroachdb/pebble/v2"},
-	"projections/moved":      {},
+	"projections/moved":      {"events"},
 	"secret":                 {},
 	"artifact":               {"events", natsGo},
 	"verdict":                {"events", "wire"},

@@ -21,11 +21,6 @@ import (
 // forgotten) reads everything again, as before.
 // TestPatchedInputIsAFreshRead holds it to a full read.
 
-// maxTouched: past a thousand nodes a patch is not worth it (a node is
-// five reads of the read models, each near the cost of a hundred rows of
-// a full read).
-const maxTouched = 1000
-
 // patch is kept's world and input patched to version, when every event
 // that moved composition since is one node's and the secrets are kept's
 // (false: read and index everything).
@@ -33,8 +28,11 @@ func (h *Composer) patch(v *projections.View, kept At, version, forgets uint64, 
 	if kept.World == nil || !sameSecrets || kept.Forgets != forgets || version <= kept.Version {
 		return At{}, false, nil
 	}
+	// At most moved.Max nodes: past that many a patch is not worth it (a
+	// node is five reads of the read models, each near the cost of a
+	// hundred rows of a full read), and the fold remembers no more moves.
 	touched, ok := v.MovedBetween(kept.Version, version)
-	if !ok || len(touched) > maxTouched {
+	if !ok {
 		return At{}, false, nil
 	}
 	in, ok, err := h.patched(v, kept, touched)

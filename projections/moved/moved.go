@@ -6,6 +6,8 @@
 // adds each commit's moves; a view asks for those between two versions.
 package moved
 
+import "github.com/meshctl/mesh/events"
+
 // Max is how many moves are remembered: past a thousand nodes touched a
 // patch costs about what a whole read does (commands/world).
 const Max = 1000
@@ -64,10 +66,16 @@ func (l *Log) Between(from, to uint64) (map[string]bool, bool) {
 
 // oneNode are the event types that move composition through one node
 // alone, the node their aggregate names (events.Rights' Name): every
-// other type that moves composition may move any node.
-var oneNode = map[string]bool{
-	"NodeEnrolled": true, "NodeRetired": true, "NodeChanged": true, "ModuleAssigned": true,
-	"ModuleUnassigned": true, "NodeKeysRecorded": true, "NodeFactsReported": true,
+// other type that moves composition may move any node. By each type's own
+// name, so that a renamed type cannot leave a literal here matching
+// nothing (every move of it would then read everything again, unseen).
+var oneNode = map[string]bool{}
+
+func init() {
+	for _, ev := range []events.Event{events.NodeEnrolled{}, events.NodeRetired{}, events.NodeChanged{}, events.ModuleAssigned{},
+		events.ModuleUnassigned{}, events.NodeKeysRecorded{}, events.NodeFactsReported{}} {
+		oneNode[ev.EventType()] = true
+	}
 }
 
 // OneNode says whether events of type typ move composition through the
