@@ -29,9 +29,15 @@ const (
 // Respond sends b as the answer to r, in pieces when it is too large: the
 // controller's half of the protocol.
 func Respond(nc *nats.Conn, r micro.Request, b []byte) error {
-	w := newPieces(nc, r)
-	w.Write(b)
-	return w.close()
+	// b is whole already: sent in slices of itself, not copied into the
+	// pieces' buffer first (Write's way, for an answer still being made).
+	p := newPieces(nc, r)
+	for p.err == nil && len(b) > p.limit {
+		p.send(b[:p.limit])
+		b = b[p.limit:]
+	}
+	p.buf = b
+	return p.close()
 }
 
 // Listed is an answer whose bulk is one long list (status --json of a
