@@ -29,6 +29,10 @@ var (
 	// ErrForbidden: the operator who asked has a role that does not allow
 	// the verb (issue 33); the sentence names the role that would.
 	ErrForbidden = errors.New("the caller's role does not allow it")
+	// ErrNotYet: what was asked for is on its way but not here yet (the
+	// history index of a controller that started from a brief snapshot
+	// and is still fetching it); the sentence says when to ask again.
+	ErrNotYet = errors.New("it is not ready yet")
 )
 
 // Error is a refusal by an aggregate: Op is the command ("enroll"), ID the
@@ -64,6 +68,7 @@ var kinds = map[string]error{
 	"name-taken": ErrNameTaken, "unknown-node": ErrUnknownNode, "retired": ErrRetired,
 	"unknown-module": ErrUnknownModule, "invalid": ErrInvalid, "uncomposable": ErrUncomposable,
 	"contended": ErrContended, "unknown": ErrUnknown, "in-use": ErrInUse, "forbidden": ErrForbidden,
+	"not-yet": ErrNotYet,
 }
 
 // Kind names err's refusal kind ("" when it is not a refusal).

@@ -3,12 +3,14 @@ package commands_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/commands/commandstest"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
@@ -59,9 +61,10 @@ func TestANewControllerStartsFromThePublishedSnapshot(t *testing.T) {
 	for i := 0; i < 60; i += 20 {
 		batch(i)
 	}
-	embeddedtest.Eventually(t, "a snapshot on the bus", func() bool {
+	embeddedtest.Eventually(t, "a snapshot and its brief one on the bus", func() bool {
 		on, err := a.Store.Snapshots(ctx)
-		return err == nil && len(on) > 0
+		briefs, berr := a.Store.Briefs(ctx)
+		return err == nil && berr == nil && len(on) > 0 && len(briefs) > 0 && briefs[len(briefs)-1].Checkpoint == on[len(on)-1].Checkpoint
 	})
 	batch(5000) // the tail, after the snapshot
 	a.Close()
@@ -87,6 +90,22 @@ func TestANewControllerStartsFromThePublishedSnapshot(t *testing.T) {
 	}
 	if len(s.Nodes) < 40 {
 		t.Fatalf("the controller from the snapshot and the tail has %d nodes, at least 40 enrolled", len(s.Nodes))
+	}
+	// It started from the brief snapshot (without the history index):
+	// history answers that it is not here yet, and no other way, until
+	// the index is filled in from the whole one.
+	if !strings.Contains(log.String(), "brief=true") {
+		t.Fatalf("the controller did not start from the brief snapshot:\n%s", log.String())
+	}
+	embeddedtest.Eventually(t, "history answered once the index is filled in", func() bool {
+		_, err := b.History.History(ctx, wire.HistoryRequest{Node: "web-1"})
+		if err != nil && !errors.Is(err, aggregates.ErrNotYet) {
+			t.Fatalf("history while the index is filled in: %v", err)
+		}
+		return err == nil
+	})
+	if !strings.Contains(log.String(), "the history index is whole") {
+		t.Fatalf("the controller does not say its history index is whole:\n%s", log.String())
 	}
 	commandstest.CheckAfterFault(t, b)
 }

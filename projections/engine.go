@@ -92,6 +92,9 @@ type Opening struct {
 	// FromSnapshot is the event the snapshot on the bus the read models
 	// started from holds (0: they did not start from one).
 	FromSnapshot uint64
+	// HistoryFrom, when set, is the event up to which the history index is
+	// not here yet: Start fills it in (fillHistory).
+	HistoryFrom uint64
 }
 
 // Engine folds the stream into Pebble and serves reads of the result.
@@ -141,6 +144,9 @@ type Engine struct {
 	// warm: the read models came from a snapshot on the bus, and the
 	// first start fills the fold's memory of node rows (warm.go).
 	warm atomic.Bool
+	// filling: fillHistory was started (it ends at once when the history
+	// index is whole).
+	filling atomic.Bool
 
 	// memory is the live folder's memory of node rows, which views read
 	// rather than Pebble's rows while it is of their moment (noderows.go).
@@ -199,8 +205,9 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		return nil, Opening{}, err
 	}
 	var from uint64
+	var brief bool
 	if fresh && o.FromPublished {
-		from = e.fromPublished(ctx, gen, st)
+		from, brief = e.fromPublished(ctx, gen, st)
 	}
 	db, err := e.openGeneration(gen, st)
 	if err != nil && from > 0 {
@@ -210,7 +217,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		if err := o.FS.RemoveAll(o.FS.PathJoin(o.Dir, gen)); err != nil {
 			return nil, Opening{}, err
 		}
-		from = 0
+		from, brief = 0, false
 		db, err = e.openGeneration(gen, st)
 	}
 	if errors.Is(err, ErrSchema) {
@@ -225,18 +232,24 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		}
 		fresh, gen = true, disk.GenerationName(1)
 		if o.FromPublished {
-			from = e.fromPublished(ctx, gen, st)
+			from, brief = e.fromPublished(ctx, gen, st)
 		}
 		db, err = e.openGeneration(gen, st)
 	}
 	if err != nil {
 		return nil, Opening{}, err
 	}
-	if fresh {
-		if err := e.dir().SetCurrent(gen); err != nil {
-			db.Close()
-			return nil, Opening{}, err
-		}
+	if brief {
+		// Said before CURRENT names them: read models that lack the
+		// history index are never found without knowing it.
+		err = db.Set(keyHistoryFrom, u64(from), pebble.Sync)
+	}
+	if fresh && err == nil {
+		err = e.dir().SetCurrent(gen)
+	}
+	if err != nil {
+		db.Close()
+		return nil, Opening{}, err
 	}
 	e.db, e.gen = db, gen
 	e.checkpoint.Store(readCheckpoint(db))
@@ -253,7 +266,8 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		return nil, Opening{}, err
 	}
 	e.publisher.Open(ctx, o.Store, o.PublishEvery, o.PublishAfter, e.now())
-	return e, Opening{Generation: gen, Fresh: fresh, Checkpoint: e.checkpoint.Load(), Stream: st, Nodes: len(nodes), FromSnapshot: from}, nil
+	return e, Opening{Generation: gen, Fresh: fresh, Checkpoint: e.checkpoint.Load(), Stream: st, Nodes: len(nodes), FromSnapshot: from,
+		HistoryFrom: readU64(db, keyHistoryFrom)}, nil
 }
 
 // openGeneration opens one generation's Pebble and checks, or on a new one

@@ -38,6 +38,10 @@ func (e *Engine) startLocked() {
 	// The first caught-up event after a start is inside the window too.
 	f.lastCommit = f.now()
 	var wg sync.WaitGroup
+	if e.filling.CompareAndSwap(false, true) {
+		// Once an engine: a restart of the fold finds it under way.
+		go e.fillHistory()
+	}
 	warm := e.warm.Swap(false)
 	wg.Go(func() {
 		// Read models just fetched from the bus: their tail is likely a

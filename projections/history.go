@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -82,8 +83,19 @@ func (f *folder) foldHistory(rec events.Recorded) error {
 	return f.b.Set(f.key, f.row, nil)
 }
 
+// HistoryPending is History's answer while the history index of the
+// events up to Through is still being fetched (published.go).
+type HistoryPending struct{ Through uint64 }
+
+func (p *HistoryPending) Error() string {
+	return fmt.Sprintf("the history index of events 1 to %d is still being fetched from the snapshot on the bus this controller started from; ask again in a few seconds", p.Through)
+}
+
 // History lists node's indexed events between since and until (zero: open).
 func (v *View) History(node string, since, until time.Time) ([]HistoryEntry, error) {
+	if from := readU64(v.r, keyHistoryFrom); from > 0 {
+		return nil, &HistoryPending{Through: from}
+	}
 	prefix := pairPrefix(prefixHistory, node)
 	lo, hi := prefixBounds(prefix...)
 	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})

@@ -2,6 +2,8 @@ package projections
 
 import (
 	"context"
+	"encoding/binary"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events/store"
@@ -28,8 +30,51 @@ func (e *Engine) Publish(ctx context.Context) (store.Snapshot, error) {
 
 // fromPublished fills the generation directory gen with the newest usable
 // snapshot on the bus and answers the event it holds (0: none was usable).
-func (e *Engine) fromPublished(ctx context.Context, gen string, st store.State) uint64 {
+// brief: it was the snapshot without its history index (fillHistory
+// brings that once the read models serve).
+func (e *Engine) fromPublished(ctx context.Context, gen string, st store.State) (uint64, bool) {
 	return e.bus().Newest(ctx, e.fs.PathJoin(e.o.Dir, gen), st)
+}
+
+// fillHistory brings the history index of the events up to the brief
+// snapshot's (published.Bus.FillHistory), as one long fold: a rebuild or a
+// verify waits for it, and one that came first is waited for. Failing, it
+// says so and tries again a minute later, until the engine closes; a
+// rebuild meanwhile folds the history itself, and ends it.
+func (e *Engine) fillHistory() {
+	for {
+		ctx, done := e.long(e.closing)
+		// The read models are swapped (a rebuild) or closed only under
+		// the long fold held here, so db stays theirs until done.
+		var db *pebble.DB
+		var from uint64
+		if e.view(func(r pebble.Reader) error { db = r.(*pebble.DB); return nil }) == nil && ctx.Err() == nil {
+			from = readU64(db, keyHistoryFrom)
+		}
+		if from == 0 {
+			done()
+			return
+		}
+		start := time.Now()
+		sn, err := e.bus().FillHistory(ctx, db, from)
+		if err == nil {
+			b := db.NewBatch()
+			b.Delete(keyHistoryFrom, nil)
+			err = b.Commit(pebble.Sync)
+			b.Close()
+		}
+		done()
+		if err == nil {
+			e.o.Log.Info("projections: the history index is whole", "through", from, "snapshot", sn.Name, "took", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		e.o.Log.Warn("cannot fill in the history index from the snapshot on the bus; history answers that it is not here yet", "through", from, "err", err)
+		select {
+		case <-e.closing.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
 }
 
 // VerifyPublished holds the newest snapshot on the bus to what a
@@ -64,6 +109,18 @@ func (m busModels) Identity(r pebble.Reader) (published.Identity, error) {
 }
 
 func (m busModels) Checkpoint(r pebble.Reader) uint64 { return readCheckpoint(r) }
+
+func (m busModels) History() pebble.KeyRange {
+	lo, hi := prefixBounds(prefixHistory)
+	return pebble.KeyRange{Start: lo, End: hi}
+}
+
+// HistorySeq: a history key ends in its event's sequence (history.go).
+func (m busModels) HistorySeq(key []byte) uint64 { return binary.BigEndian.Uint64(key[len(key)-8:]) }
+
+func (m busModels) SameBrief(brief, whole pebble.Reader) (string, error) {
+	return compareRowsBut(brief, whole, prefixHistory)
+}
 
 func (m busModels) Compare(ctx context.Context, held pebble.Reader, at uint64, dir string) (string, error) {
 	diff, _, err := m.e.foldAndCompare(ctx, held, at, dir, nil)

@@ -103,6 +103,7 @@ func TestAPublishedSnapshotHasNoLevelZeroAndStartsTheSameReadModels(t *testing.T
 	}
 	b.Start()
 	waitFor(t, b, last)
+	historyWhole(t, b)
 	if d := cmp.Diff(snapshot(t, a), snapshot(t, b)); d != "" {
 		t.Fatalf("read models started from the published snapshot differ from the publisher's:\n%s", d)
 	}

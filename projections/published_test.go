@@ -78,6 +78,7 @@ func TestReadModelsStartFromTheNewestSnapshotOnTheBus(t *testing.T) {
 	}
 	b.Start()
 	waitFor(t, b, last)
+	historyWhole(t, b)
 	// Equal to a fold from the first event: what verify proves.
 	full, err := b.FoldCopy(ctx, 0, time.Time{})
 	if err != nil {

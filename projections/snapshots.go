@@ -28,6 +28,11 @@ const DefaultSnapshotEvery = 25_000
 // the fold, right after a commit, so it knows exactly what the snapshot
 // holds: a Pebble checkpoint costs a log sync and a hard link a table.
 func (e *Engine) maybeSnapshot(db *pebble.DB, last uint64, latest int64) {
+	if readU64(db, keyHistoryFrom) > 0 {
+		// Read models without their history index are neither kept for
+		// time travel nor published: a start from them would lack it.
+		return
+	}
 	late := e.publisher.Late(last, e.now())
 	if !late && (e.o.SnapshotEvery == 0 || last < e.lastSnap.Load()+e.o.SnapshotEvery) {
 		return

@@ -297,7 +297,7 @@ func Code(err error) string {
 		return wire.CodeConflict
 	case errors.Is(err, aggregates.ErrForbidden):
 		return wire.CodeForbidden
-	case errors.Is(err, wire.ErrReadOnly):
+	case errors.Is(err, wire.ErrReadOnly), errors.Is(err, aggregates.ErrNotYet):
 		return wire.CodeUnavailable
 	}
 	return wire.CodeInternal

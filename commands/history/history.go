@@ -31,6 +31,9 @@ func (h *Service) index(node string, since, until time.Time) (idx []projections.
 		idx, err = v.History(node, since, until)
 		return err
 	})
+	if pending := (*projections.HistoryPending)(nil); errors.As(err, &pending) {
+		err = aggregates.Refuse("show the history of", node, aggregates.ErrNotYet, pending.Error())
+	}
 	return idx, err
 }
 

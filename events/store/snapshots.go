@@ -41,8 +41,15 @@ type Snapshot struct {
 	Fields     map[string]string
 }
 
-// snapshotName orders names by checkpoint as strings do.
-func snapshotName(checkpoint uint64) string { return fmt.Sprintf("read-models-%020d", checkpoint) }
+// snapshotName orders names by checkpoint as strings do. A brief
+// snapshot (PutBrief) is the same read models without their history index,
+// named apart so that nothing that lists the whole ones ever reads one.
+func snapshotName(checkpoint uint64, brief bool) string {
+	if brief {
+		return fmt.Sprintf("read-models-brief-%020d", checkpoint)
+	}
+	return fmt.Sprintf("read-models-%020d", checkpoint)
+}
 
 // snapshots opens the bucket, making it (with the stream's replicas, so a
 // cluster keeps it as it keeps the log) when create is set.
@@ -70,11 +77,23 @@ func (s *Store) snapshots(ctx context.Context, create bool) (jetstream.ObjectSto
 // snapshots beyond the newest two are removed. r is read once, in chunks:
 // the snapshot is never held whole in memory.
 func (s *Store) PutSnapshot(ctx context.Context, checkpoint uint64, r io.Reader, prove func(digest string) map[string]string) (Snapshot, error) {
+	return s.putSnapshot(ctx, checkpoint, false, r, prove)
+}
+
+// PutBrief is PutSnapshot of a brief snapshot: the read models without
+// their history index, which a start fetches before it serves and the
+// whole snapshot's history after (projections/published). Listed by
+// Briefs, thinned to the newest two of their own.
+func (s *Store) PutBrief(ctx context.Context, checkpoint uint64, r io.Reader, prove func(digest string) map[string]string) (Snapshot, error) {
+	return s.putSnapshot(ctx, checkpoint, true, r, prove)
+}
+
+func (s *Store) putSnapshot(ctx context.Context, checkpoint uint64, brief bool, r io.Reader, prove func(digest string) map[string]string) (Snapshot, error) {
 	obs, err := s.snapshots(ctx, true)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("store: cannot open the %s object store: %w", SnapshotBucket, err)
 	}
-	name := snapshotName(checkpoint)
+	name := snapshotName(checkpoint, brief)
 	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: s.snapshotChunk()}}, r)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("store: cannot store snapshot %s: %w", name, err)
@@ -89,7 +108,7 @@ func (s *Store) PutSnapshot(ctx context.Context, checkpoint uint64, r io.Reader,
 		obs.Delete(done, name)
 		return Snapshot{}, fmt.Errorf("store: cannot record snapshot %s's proof: %w", name, err)
 	}
-	all, err := s.Snapshots(done)
+	all, err := s.list(done, brief)
 	if err == nil {
 		for i := 0; i+keepSnapshots < len(all); i++ {
 			obs.Delete(done, all[i].Name)
@@ -116,7 +135,12 @@ func (s *Store) snapshotChunk() uint32 {
 
 // Snapshots lists the published snapshots, oldest first; none when the
 // bucket was never made.
-func (s *Store) Snapshots(ctx context.Context) ([]Snapshot, error) {
+func (s *Store) Snapshots(ctx context.Context) ([]Snapshot, error) { return s.list(ctx, false) }
+
+// Briefs lists the published brief snapshots (PutBrief), oldest first.
+func (s *Store) Briefs(ctx context.Context) ([]Snapshot, error) { return s.list(ctx, true) }
+
+func (s *Store) list(ctx context.Context, brief bool) ([]Snapshot, error) {
 	obs, err := s.snapshots(ctx, false)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
@@ -133,14 +157,22 @@ func (s *Store) Snapshots(ctx context.Context) ([]Snapshot, error) {
 	}
 	var out []Snapshot
 	for _, in := range infos {
-		var cp uint64
-		if _, err := fmt.Sscanf(in.Name, "read-models-%d", &cp); err != nil || in.Deleted {
-			continue // not one of ours: never read as one
+		cp, ok := parseSnapshotName(in.Name, brief)
+		if !ok || in.Deleted {
+			continue // not one of this kind: never read as one
 		}
 		out = append(out, Snapshot{Name: in.Name, Checkpoint: cp, Size: in.Size, Digest: in.Digest, Fields: in.Metadata})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Checkpoint < out[j].Checkpoint })
 	return out, nil
+}
+
+// parseSnapshotName is the checkpoint of a snapshot's name, of the kind
+// asked for (brief or whole): exactly the name snapshotName gives it.
+func parseSnapshotName(name string, brief bool) (uint64, bool) {
+	var cp uint64
+	_, err := fmt.Sscanf(name, snapshotName(0, brief)[:len(snapshotName(0, brief))-20]+"%d", &cp)
+	return cp, err == nil && snapshotName(cp, brief) == name
 }
 
 // OpenSnapshot reads a snapshot's bytes. The reader fails at its end if

@@ -19,7 +19,9 @@ var errStale = errors.New("it is not of these read models")
 
 // usable says why a published snapshot may not start read models of the
 // stream st, or nil when it may.
-func (b Bus) usable(sn store.Snapshot, st store.State) error {
+func (b Bus) usable(sn store.Snapshot, st store.State) error { return b.usableAs(sn, st, false) }
+
+func (b Bus) usableAs(sn store.Snapshot, st store.State, brief bool) error {
 	created := st.Created.UTC().Format(time.RFC3339Nano)
 	switch {
 	case sn.Uint(FieldSchema) != b.Schema:
@@ -28,7 +30,7 @@ func (b Bus) usable(sn store.Snapshot, st store.State) error {
 		return fmt.Errorf("%w: it was folded from stream %s created %s, the bus has %s created %s", errStale, sn.Fields[FieldStream], sn.Fields[FieldCreated], st.Stream, created)
 	case sn.Checkpoint > st.LastSeq:
 		return fmt.Errorf("%w: it holds event %d, the stream ends at %d", errStale, sn.Checkpoint, st.LastSeq)
-	case !hmac.Equal([]byte(sn.Fields[FieldProof]), []byte(b.Proof(st.Stream, created, b.Schema, sn.Checkpoint, sn.Digest))):
+	case !hmac.Equal([]byte(sn.Fields[FieldProof]), []byte(b.proof(st.Stream, created, b.Schema, sn.Checkpoint, sn.Digest, brief))):
 		return errors.New("its proof is not this controller key's MAC of it")
 	}
 	return nil
@@ -37,32 +39,64 @@ func (b Bus) usable(sn store.Snapshot, st store.State) error {
 // Newest fills the directory path (a generation's, not yet made) with the
 // newest usable snapshot on the bus and answers the event it holds; 0
 // when none was usable, each one passed over said in the log with why.
-func (b Bus) Newest(ctx context.Context, path string, st store.State) uint64 {
+//
+// A brief one (without the history index, which FillHistory brings once
+// the read models serve) is taken before any whole one, provided a usable
+// whole one holds at least its events to fill the history from: a tenth
+// of the bytes to fetch before serving. A brief one is published just
+// after its whole one, so the newest brief may be one publish older than
+// the newest whole (a publish under way, or cut): its tail is then longer
+// by that much, at most 2 x --publish-snapshot-every.
+func (b Bus) Newest(ctx context.Context, path string, st store.State) (checkpoint uint64, brief bool) {
 	all, err := b.Store.Snapshots(ctx)
 	if err != nil {
 		b.Log.Warn("cannot list the snapshots on the bus; folding from the first event", "err", err)
-		return 0
+		return 0, false
 	}
-	for i := len(all) - 1; i >= 0; i-- {
-		sn := all[i]
+	var wholes []store.Snapshot
+	for _, sn := range all {
 		if err := b.usable(sn, st); err != nil {
 			b.Log.Warn("a snapshot on the bus is passed over: "+err.Error(), "snapshot", sn.Name)
 			continue
 		}
+		wholes = append(wholes, sn)
+	}
+	if len(wholes) == 0 {
+		return 0, false
+	}
+	briefs, err := b.Store.Briefs(ctx)
+	if err != nil {
+		b.Log.Warn("cannot list the brief snapshots on the bus; fetching a whole one", "err", err)
+	}
+	try := func(sn store.Snapshot, brief bool) bool {
 		start := time.Now()
-		if err := b.Fetch(ctx, sn, path); err != nil {
+		err := b.usableAs(sn, st, brief)
+		if err == nil {
+			err = b.Fetch(ctx, sn, path)
+		}
+		if err != nil {
 			b.Dir.FS.RemoveAll(path)
 			b.Log.Warn("a snapshot on the bus is passed over: "+err.Error(), "snapshot", sn.Name)
-			continue
+			return false
 		}
-		// The fetch grows with the read models (their history index is a
-		// row an event), the tail with --publish-snapshot-every: said
-		// apart, a slow start names its cause.
-		b.Log.Info("projections: starting from the snapshot on the bus", "snapshot", sn.Name, "event", sn.Checkpoint, "bytes", sn.Size,
-			"fetched_in", time.Since(start).Round(time.Millisecond))
-		return sn.Checkpoint
+		// The fetch grows with the read models, the tail with
+		// --publish-snapshot-every: said apart, a slow start names its
+		// cause.
+		b.Log.Info("projections: starting from the snapshot on the bus", "snapshot", sn.Name, "brief", brief, "event", sn.Checkpoint,
+			"bytes", sn.Size, "fetched_in", time.Since(start).Round(time.Millisecond))
+		return true
 	}
-	return 0
+	for i := len(briefs) - 1; i >= 0; i-- {
+		if br := briefs[i]; br.Checkpoint <= wholes[len(wholes)-1].Checkpoint && try(br, true) {
+			return br.Checkpoint, true
+		}
+	}
+	for i := len(wholes) - 1; i >= 0; i-- {
+		if try(wholes[i], false) {
+			return wholes[i].Checkpoint, false
+		}
+	}
+	return 0, false
 }
 
 // Fetch unpacks sn into path, whole and matching its digest or not at all.
@@ -131,5 +165,44 @@ func (b Bus) Verify(ctx context.Context) (Check, bool, error) {
 		return c, true, nil
 	}
 	c.Diff, err = b.Models.Compare(ctx, db, c.Snapshot.Checkpoint, fs.PathJoin(dir, "fold"))
+	if err != nil || c.Diff != "" {
+		return c, true, err
+	}
+	// Its brief copy, which a start serves from first, must be the same
+	// read models but for the history index.
+	c.Diff, err = b.verifyBrief(ctx, st, db, fs.PathJoin(dir, "brief"))
 	return c, true, err
+}
+
+// verifyBrief holds the brief snapshot of whole's moment, if any, to its
+// proof, its bytes and whole's rows outside the history index; "" when it
+// holds (or there is none).
+func (b Bus) verifyBrief(ctx context.Context, st store.State, whole pebble.Reader, path string) (string, error) {
+	briefs, err := b.Store.Briefs(ctx)
+	if err != nil {
+		return "", err
+	}
+	at := b.Models.Checkpoint(whole)
+	for _, br := range briefs {
+		if br.Checkpoint != at {
+			continue
+		}
+		if err := b.usableAs(br, st, true); err != nil {
+			return fmt.Sprintf("its brief copy %s (without the history index) may not be used: %v", br.Name, err), nil
+		}
+		if err := b.Fetch(ctx, br, path); err != nil {
+			return fmt.Sprintf("its brief copy %s: %v", br.Name, err), nil
+		}
+		db, err := pebble.Open(path, b.Models.Options(true))
+		if err != nil {
+			return fmt.Sprintf("its brief copy %s does not open as read models: %v", br.Name, err), nil
+		}
+		defer db.Close()
+		diff, err := b.Models.SameBrief(db, whole)
+		if diff != "" {
+			diff = fmt.Sprintf("its brief copy %s differs from it outside the history index:\n%s", br.Name, diff)
+		}
+		return diff, err
+	}
+	return "", nil
 }

@@ -1,0 +1,211 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/compose"
+	"github.com/meshctl/mesh/declaration"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/disk"
+	"github.com/nats-io/nkeys"
+)
+
+// pushRounds enrols n nodes (when round 1 is among rounds) and appends,
+// for each round, a send to every node and its report: rows of the
+// history index, which enrolments alone never make. It answers the last
+// sequence.
+func pushRounds(t *testing.T, s *store.Store, n int, from, to uint64) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	var last uint64
+	for i := range n {
+		node := fmt.Sprintf("node-%d", i)
+		agg := events.NodeAggregate(node)
+		agent, err := declaration.NewSigner(agentKey(t, node))
+		if err != nil {
+			t.Fatal(err)
+		}
+		version, err := s.Version(ctx, agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if version == 0 {
+			if version, err = s.Append(ctx, agg, 0, "enrol-"+node, events.NodeEnrolled{Name: node, Capabilities: []string{"linux"}, Labels: map[string]string{}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Report(ctx, node, "key-"+node, events.ReportKeyRecorded{Node: node, Key: agent.PublicKey()}, store.Sealing{Signer: agent, MAC: testKeys.NodeMAC(node)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for round := from; round <= to; round++ {
+			d := declaration.New(compose.Declaration{Mesh: "mesh", Node: node, Modules: []compose.ModuleBuild{}, Resources: []compose.Resource{}, Receives: []compose.Receipt{}}, round, "", time.Now())
+			b := d.Canonical()
+			digest := compose.Digest(b)
+			if version, err = s.Append(ctx, agg, version, fmt.Sprintf("push-%d-%s", round, node), events.DeclarationSent{Node: node, Sequence: round,
+				Digest: digest, ContentDigest: d.ContentDigest(), By: "push", Declaration: b, Signature: make([]byte, 64), Key: testKeys.Controller()}); err != nil {
+				t.Fatal(err)
+			}
+			if last, err = s.Report(ctx, node, fmt.Sprintf("rep-%d-%s", round, node), events.DeclarationApplied{Node: node, Sequence: round, Digest: digest},
+				store.Sealing{Signer: agent, MAC: testKeys.NodeMAC(node)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return last
+}
+
+// agentKey is a node agent's key, the same for a node across calls.
+var agentKeys = map[string]nkeys.KeyPair{}
+
+func agentKey(t *testing.T, node string) nkeys.KeyPair {
+	t.Helper()
+	if kp, ok := agentKeys[node]; ok {
+		return kp
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentKeys[node] = kp
+	return kp
+}
+
+// historyWhole waits until e's history index is whole (fillHistory).
+func historyWhole(t *testing.T, e *Engine) {
+	t.Helper()
+	embeddedtest.Eventually(t, "the history index filled in", func() bool {
+		var from uint64
+		e.view(func(r pebble.Reader) error { from = readU64(r, keyHistoryFrom); return nil })
+		return from == 0
+	})
+}
+
+// historyRows counts the history index's rows in the read models at path.
+func historyRows(t *testing.T, path string) int {
+	t.Helper()
+	db, err := pebble.Open(path, &pebble.Options{FS: vfs.Default, ReadOnly: true, Logger: disk.Logger{Log: slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := keysUnder(db, []byte{prefixHistory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(n)
+}
+
+// A publish puts a brief snapshot beside the whole one: the same read
+// models without the history index. A controller with no read models
+// starts from the brief one and serves, history answering that it is
+// not here yet; then it fills the history in from the whole one, and
+// ends with read models equal to a fold from the first event, which
+// verify proves of them and of both snapshots on the bus.
+func TestAStartFromABriefSnapshotServesThenFillsInTheHistory(t *testing.T) {
+	agentKeys = map[string]nkeys.KeyPair{} // not parallel: the agents' keys are shared
+	ctx := context.Background()
+	s := newStore(t)
+	dir := t.TempDir()
+	a, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Start()
+	held := pushRounds(t, s, 40, 1, 3)
+	waitFor(t, a, held)
+	if err := a.dir().TakeSnapshot(a.db, held, time.Now().UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := s.Snapshots(ctx)
+	if err != nil || len(whole) != 1 {
+		t.Fatalf("whole snapshots on the bus: %v, %v", whole, err)
+	}
+	briefs, err := s.Briefs(ctx)
+	if err != nil || len(briefs) != 1 || briefs[0].Checkpoint != held {
+		t.Fatalf("brief snapshots on the bus: %v, %v (want one of event %d)", briefs, err, held)
+	}
+	for _, c := range []struct {
+		sn   store.Snapshot
+		rows int // history rows: 40 nodes, 3 rounds, a send and a report each
+	}{{whole[0], 240}, {briefs[0], 0}} {
+		path := dir + "/fetched-" + c.sn.Name
+		if err := a.bus().Fetch(ctx, c.sn, path); err != nil {
+			t.Fatal(err)
+		}
+		if n := historyRows(t, path); n != c.rows {
+			t.Fatalf("%s holds %d history rows, want %d", c.sn.Name, n, c.rows)
+		}
+	}
+	if briefs[0].Size >= whole[0].Size {
+		t.Fatalf("the brief snapshot is %d bytes, the whole one %d", briefs[0].Size, whole[0].Size)
+	}
+	last := pushRounds(t, s, 40, 4, 4) // the tail
+
+	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if o.FromSnapshot != held || o.HistoryFrom != held {
+		t.Fatalf("started from event %d, history from %d; want both %d (the brief snapshot)", o.FromSnapshot, o.HistoryFrom, held)
+	}
+	err = b.Read(func(v *View) error { _, err := v.History("node-1", time.Time{}, time.Time{}); return err })
+	if pending := (*HistoryPending)(nil); !errors.As(err, &pending) || pending.Through != held {
+		t.Fatalf("history before the history index is filled in: %v, want it not here yet up to %d", err, held)
+	}
+	b.Start()
+	waitFor(t, b, last)
+	historyWhole(t, b)
+	full, err := b.FoldCopy(ctx, 0, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	if d := cmp.Diff(snapshot(t, full), snapshot(t, b)); d != "" {
+		t.Fatalf("read models from the brief snapshot, its history and the tail differ from a fold from the first event:\n%s", d)
+	}
+	if h := snapshot(t, b).History["node-1"]; len(h) != 8 {
+		t.Fatalf("node-1's history holds %d rows, want 8 (4 sends, 4 reports)", len(h))
+	}
+	if diff, _, err := b.Verify(ctx, nil); err != nil || diff != "" {
+		t.Fatalf("verify of read models started from a brief snapshot: %v\n%s", err, diff)
+	}
+	if c, found, err := b.VerifyPublished(ctx); err != nil || !found || c.Refused != "" || c.Diff != "" {
+		t.Fatalf("verify of the snapshots on the bus: found %v, %+v, %v", found, c, err)
+	}
+
+	// A brief snapshot's proof names its kind: the whole one's bytes put
+	// as the brief one under the whole one's proof are passed over, and a
+	// start fetches the whole one.
+	r, err := s.OpenSnapshot(ctx, whole[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := s.PutBrief(ctx, held, r, func(string) map[string]string { return whole[0].Fields }); err != nil {
+		t.Fatal(err)
+	}
+	c, o, err := Open(ctx, Options{Dir: dir + "/c", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if o.FromSnapshot != held || o.HistoryFrom != 0 {
+		t.Fatalf("with a brief snapshot under the whole one's proof, started from event %d with history missing up to %d; want the whole one (%d, none missing)",
+			o.FromSnapshot, o.HistoryFrom, held)
+	}
+}
