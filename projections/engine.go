@@ -92,8 +92,7 @@ type Opening struct {
 	// FromSnapshot is the event the snapshot on the bus the read models
 	// started from holds (0: they did not start from one).
 	FromSnapshot uint64
-	// HistoryFrom, when set, is the event up to which the history index is
-	// not here yet: Start fills it in (fillHistory).
+	// HistoryFrom: the history index lacks events up to it (0: whole); Start fills them in.
 	HistoryFrom uint64
 }
 
@@ -144,9 +143,11 @@ type Engine struct {
 	// warm: the read models came from a snapshot on the bus, and the
 	// first start fills the fold's memory of node rows (warm.go).
 	warm atomic.Bool
-	// filling: fillHistory was started (it ends at once when the history
-	// index is whole).
-	filling atomic.Bool
+	// filling: fillHistory was started, or the history index was whole
+	// when the engine opened.
+	filling   atomic.Bool
+	tailEnd   uint64        // the stream's last event when the engine opened
+	fillEvery time.Duration // between fillHistory's tries: a minute, a test's less
 
 	// memory is the live folder's memory of node rows, which views read
 	// rather than Pebble's rows while it is of their moment (noderows.go).
@@ -198,7 +199,12 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	}
 	fresh := gen == ""
 	if fresh {
+		// A generation CURRENT does not name is a crash's leftover (a
+		// snapshot fetched and not yet named): never opened as it is.
 		gen = disk.GenerationName(1)
+		if err := o.FS.RemoveAll(o.FS.PathJoin(o.Dir, gen)); err != nil {
+			return nil, Opening{}, fmt.Errorf("projections: cannot clear %s: %w", gen, err)
+		}
 	}
 	st, err := o.Store.State(ctx)
 	if err != nil {
@@ -210,6 +216,12 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		from, brief = e.fromPublished(ctx, gen, st)
 	}
 	db, err := e.openGeneration(gen, st)
+	if err == nil && brief && readU64(db, keyHistoryFrom) != from {
+		// The brief snapshot carries its marker (published.go), proven
+		// with it: none on disk is ever without it.
+		db.Close()
+		err = fmt.Errorf("projections: the brief snapshot of event %d does not say its history index is to follow", from)
+	}
 	if err != nil && from > 0 {
 		// A snapshot whose proof held yet that does not open as read
 		// models of this stream is passed over like any other.
@@ -239,21 +251,17 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	if err != nil {
 		return nil, Opening{}, err
 	}
-	if brief {
-		// Said before CURRENT names them: read models that lack the
-		// history index are never found without knowing it.
-		err = db.Set(keyHistoryFrom, u64(from), pebble.Sync)
-	}
-	if fresh && err == nil {
-		err = e.dir().SetCurrent(gen)
-	}
-	if err != nil {
-		db.Close()
-		return nil, Opening{}, err
+	if fresh {
+		if err := e.dir().SetCurrent(gen); err != nil {
+			db.Close()
+			return nil, Opening{}, err
+		}
 	}
 	e.db, e.gen = db, gen
 	e.checkpoint.Store(readCheckpoint(db))
 	e.warm.Store(from > 0)
+	e.tailEnd, e.fillEvery = st.LastSeq, time.Minute
+	e.filling.Store(readU64(db, keyHistoryFrom) == 0)
 	e.dir().ClearLeftovers()
 	if s := e.dir().Snapshots(); len(s) > 0 {
 		e.lastSnap.Store(s[len(s)-1].Checkpoint)

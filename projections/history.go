@@ -88,7 +88,7 @@ func (f *folder) foldHistory(rec events.Recorded) error {
 type HistoryPending struct{ Through uint64 }
 
 func (p *HistoryPending) Error() string {
-	return fmt.Sprintf("the history index of events 1 to %d is still being fetched from the snapshot on the bus this controller started from; ask again in a few seconds", p.Through)
+	return fmt.Sprintf("the history index of events 1 to %d is still being fetched from the snapshot on the bus this controller started from; ask again shortly (the controller's log says when it is whole)", p.Through)
 }
 
 // History lists node's indexed events between since and until (zero: open).

@@ -51,9 +51,8 @@ var (
 	// keyLatest is the latest moment of any event folded (unix nanoseconds):
 	// what says which snapshot may answer time travel to a moment.
 	keyLatest = []byte{prefixMeta, 't'}
-	// keyHistoryFrom, while set, is the event up to which the history
-	// index is not here yet: read models started from a brief snapshot
-	// (published.go) until its history is filled in.
+	// keyHistoryFrom, while set, is the event up to which the history index is not
+	// here yet: read models started from a brief snapshot (published.go).
 	keyHistoryFrom = []byte{prefixMeta, 'h'}
 )
 

@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"encoding/binary"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/meshctl/mesh/events/store"
@@ -37,44 +36,34 @@ func (e *Engine) fromPublished(ctx context.Context, gen string, st store.State) 
 }
 
 // fillHistory brings the history index of the events up to the brief
-// snapshot's (published.Bus.FillHistory), as one long fold: a rebuild or a
-// verify waits for it, and one that came first is waited for. Failing, it
-// says so and tries again a minute later, until the engine closes; a
-// rebuild meanwhile folds the history itself, and ends it.
+// snapshot's (published.Bus.FillUntilWhole) once the tail the start found
+// is folded: a fetch beside that fold takes cores it needs to be ready
+// (docs/performance.md).
 func (e *Engine) fillHistory() {
-	for {
-		ctx, done := e.long(e.closing)
-		// The read models are swapped (a rebuild) or closed only under
-		// the long fold held here, so db stays theirs until done.
-		var db *pebble.DB
-		var from uint64
-		if e.view(func(r pebble.Reader) error { db = r.(*pebble.DB); return nil }) == nil && ctx.Err() == nil {
-			from = readU64(db, keyHistoryFrom)
-		}
-		if from == 0 {
-			done()
-			return
-		}
-		start := time.Now()
-		sn, err := e.bus().FillHistory(ctx, db, from)
-		if err == nil {
-			b := db.NewBatch()
-			b.Delete(keyHistoryFrom, nil)
-			err = b.Commit(pebble.Sync)
-			b.Close()
-		}
-		done()
-		if err == nil {
-			e.o.Log.Info("projections: the history index is whole", "through", from, "snapshot", sn.Name, "took", time.Since(start).Round(time.Millisecond))
-			return
-		}
-		e.o.Log.Warn("cannot fill in the history index from the snapshot on the bus; history answers that it is not here yet", "through", from, "err", err)
-		select {
-		case <-e.closing.Done():
-			return
-		case <-time.After(time.Minute):
-		}
+	if e.WaitFor(e.closing, e.tailEnd) == nil {
+		e.bus().FillUntilWhole(e.closing, liveModels{e}, e.fillEvery)
 	}
+}
+
+// liveModels lends package published the serving read models.
+type liveModels struct{ e *Engine }
+
+// Hold holds them as a long fold: a rebuild or a verify waits for it, and
+// one that came first is waited for. They are swapped (a rebuild) or
+// closed only under it, so db stays theirs until release.
+func (l liveModels) Hold(ctx context.Context) (db *pebble.DB, from uint64, release func()) {
+	ctx, release = l.e.long(ctx)
+	if l.e.view(func(r pebble.Reader) error { db = r.(*pebble.DB); return nil }) == nil && ctx.Err() == nil {
+		from = readU64(db, keyHistoryFrom)
+	}
+	return db, from, release
+}
+
+func (l liveModels) Whole(db *pebble.DB) error { return db.Delete(keyHistoryFrom, pebble.Sync) }
+
+func (l liveModels) Rebuild(ctx context.Context) error {
+	_, err := l.e.Rebuild(ctx, nil)
+	return err
 }
 
 // VerifyPublished holds the newest snapshot on the bus to what a
@@ -120,6 +109,13 @@ func (m busModels) HistorySeq(key []byte) uint64 { return binary.BigEndian.Uint6
 
 func (m busModels) SameBrief(brief, whole pebble.Reader) (string, error) {
 	return compareRowsBut(brief, whole, prefixHistory)
+}
+
+// BriefMark is the row a brief snapshot carries to say its history index
+// is to follow (keyHistoryFrom), inside its proven bytes: read models
+// fetched from one are never on disk without it.
+func (m busModels) BriefMark(checkpoint uint64) (key, value []byte) {
+	return keyHistoryFrom, u64(checkpoint)
 }
 
 func (m busModels) Compare(ctx context.Context, held pebble.Reader, at uint64, dir string) (string, error) {

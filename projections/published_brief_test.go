@@ -1,10 +1,14 @@
 package projections
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +21,8 @@ import (
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
 	"github.com/meshctl/mesh/projections/disk"
+	"github.com/meshctl/mesh/projections/published"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
 
@@ -64,20 +70,42 @@ func pushRounds(t *testing.T, s *store.Store, n int, from, to uint64) uint64 {
 	return last
 }
 
-// agentKey is a node agent's key, the same for a node across calls.
-var agentKeys = map[string]nkeys.KeyPair{}
-
+// agentKey is a node agent's key, the same for a node in every call and
+// test: made from its name.
 func agentKey(t *testing.T, node string) nkeys.KeyPair {
 	t.Helper()
-	if kp, ok := agentKeys[node]; ok {
-		return kp
-	}
-	kp, err := nkeys.CreateUser()
+	seed := sha256.Sum256([]byte(node))
+	kp, err := nkeys.CreatePairWithRand(nkeys.PrefixByteUser, bytes.NewReader(seed[:]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentKeys[node] = kp
 	return kp
+}
+
+// briefPublished folds 40 nodes' enrolments and three rounds of sends
+// and reports, keeps a snapshot of them, publishes it (whole and brief)
+// and closes; it answers the store, a directory for read models and the
+// event the snapshot holds.
+func briefPublished(t *testing.T) (*store.Store, string, uint64) {
+	t.Helper()
+	ctx := context.Background()
+	s := newStore(t)
+	dir := t.TempDir()
+	a, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Start()
+	held := pushRounds(t, s, 40, 1, 3)
+	waitFor(t, a, held)
+	if err := a.dir().TakeSnapshot(a.db, held, time.Now().UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, dir, held
 }
 
 // historyWhole waits until e's history index is whole (fillHistory).
@@ -112,24 +140,9 @@ func historyRows(t *testing.T, path string) int {
 // ends with read models equal to a fold from the first event, which
 // verify proves of them and of both snapshots on the bus.
 func TestAStartFromABriefSnapshotServesThenFillsInTheHistory(t *testing.T) {
-	agentKeys = map[string]nkeys.KeyPair{} // not parallel: the agents' keys are shared
+	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t)
-	dir := t.TempDir()
-	a, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, Keys: testKeys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	a.Start()
-	held := pushRounds(t, s, 40, 1, 3)
-	waitFor(t, a, held)
-	if err := a.dir().TakeSnapshot(a.db, held, time.Now().UnixNano()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Publish(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, dir, held := briefPublished(t)
 	whole, err := s.Snapshots(ctx)
 	if err != nil || len(whole) != 1 {
 		t.Fatalf("whole snapshots on the bus: %v, %v", whole, err)
@@ -138,12 +151,13 @@ func TestAStartFromABriefSnapshotServesThenFillsInTheHistory(t *testing.T) {
 	if err != nil || len(briefs) != 1 || briefs[0].Checkpoint != held {
 		t.Fatalf("brief snapshots on the bus: %v, %v (want one of event %d)", briefs, err, held)
 	}
+	bus := (&Engine{o: Options{Dir: dir + "/a", Store: s, Keys: testKeys}, fs: vfs.Default}).bus()
 	for _, c := range []struct {
 		sn   store.Snapshot
 		rows int // history rows: 40 nodes, 3 rounds, a send and a report each
 	}{{whole[0], 240}, {briefs[0], 0}} {
 		path := dir + "/fetched-" + c.sn.Name
-		if err := a.bus().Fetch(ctx, c.sn, path); err != nil {
+		if err := bus.Fetch(ctx, c.sn, path); err != nil {
 			t.Fatal(err)
 		}
 		if n := historyRows(t, path); n != c.rows {
@@ -207,5 +221,138 @@ func TestAStartFromABriefSnapshotServesThenFillsInTheHistory(t *testing.T) {
 	if o.FromSnapshot != held || o.HistoryFrom != 0 {
 		t.Fatalf("with a brief snapshot under the whole one's proof, started from event %d with history missing up to %d; want the whole one (%d, none missing)",
 			o.FromSnapshot, o.HistoryFrom, held)
+	}
+}
+
+// Read models without their history index neither keep a snapshot for
+// time travel nor publish one (a start from it would lack the history
+// for good) until the index is whole; then they do again.
+func TestNothingIsKeptOrPublishedWithoutTheHistoryIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, dir, held := briefPublished(t)
+	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true, SnapshotEvery: 10, PublishEvery: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if o.HistoryFrom != held {
+		t.Fatalf("started with the history missing up to %d, want %d (the brief snapshot)", o.HistoryFrom, held)
+	}
+	_, release := b.long(ctx) // the fill waits for it, as for a rebuild
+	b.Start()
+	last := pushRounds(t, s, 40, 4, 4)
+	waitFor(t, b, last)
+	if kept := b.dir().Snapshots(); len(kept) != 0 {
+		release()
+		t.Fatalf("read models without their history index kept %d snapshot(s)", len(kept))
+	}
+	if on, err := s.Snapshots(ctx); err != nil || len(on) != 1 || on[0].Checkpoint != held {
+		release()
+		t.Fatalf("read models without their history index published: %v, %v", on, err)
+	}
+	release()
+	historyWhole(t, b)
+	waitFor(t, b, pushRounds(t, s, 40, 5, 5))
+	embeddedtest.Eventually(t, "a snapshot kept once the history index is whole", func() bool { return len(b.dir().Snapshots()) > 0 })
+}
+
+// A whole snapshot whose bytes cannot be read (its chunks gone) leaves the
+// brief one's history nothing to come from: after fillTries tries the
+// controller folds every event again, and its history is whole.
+func TestAnUnreadableWholeSnapshotEndsInARebuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, dir, held := briefPublished(t)
+	// Each try waits out a read of the chunks that never come.
+	s.Timeout = 2 * time.Second
+	wholes, err := s.Snapshots(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := s.JetStream().ObjectStore(ctx, store.SnapshotBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := obs.GetInfo(ctx, wholes[0].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, err := s.JetStream().Stream(ctx, "OBJ_"+store.SnapshotBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := str.Purge(ctx, jetstream.WithPurgeSubject("$O."+store.SnapshotBucket+".C."+info.NUID)); err != nil {
+		t.Fatal(err)
+	}
+	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if o.HistoryFrom != held {
+		t.Fatalf("started with the history missing up to %d, want %d (the brief snapshot)", o.HistoryFrom, held)
+	}
+	b.fillEvery = time.Millisecond
+	b.Start()
+	last := pushRounds(t, s, 40, 4, 4)
+	waitFor(t, b, last)
+	historyWhole(t, b)
+	waitFor(t, b, last)
+	if h := snapshot(t, b).History["node-1"]; len(h) != 8 {
+		t.Fatalf("node-1's history holds %d rows after the rebuild, want 8", len(h))
+	}
+	if gen := b.gen; gen == disk.GenerationName(1) {
+		t.Fatalf("the read models are still %s: the history came without a rebuild from an unreadable snapshot", gen)
+	}
+}
+
+// Verify holds a brief snapshot to its whole one: a brief one proven by
+// the controller's key whose rows are another moment's is named.
+func TestVerifyNamesABriefSnapshotUnlikeItsWholeOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, dir, _ := briefPublished(t)
+	older, err := s.Briefs(ctx)
+	if err != nil || len(older) != 1 {
+		t.Fatalf("briefs: %v, %v", older, err)
+	}
+	a, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Start()
+	held := pushRounds(t, s, 40, 4, 4)
+	waitFor(t, a, held)
+	if err := a.dir().TakeSnapshot(a.db, held, time.Now().UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, err := a.VerifyPublished(ctx); err != nil || c.Diff != "" || c.Refused != "" {
+		t.Fatalf("verify of the snapshots as published: %+v, %v", c, err)
+	}
+	// The older brief one's bytes, proven as the newer one.
+	r, err := s.OpenSnapshot(ctx, older[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	st, err := s.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutBrief(ctx, held, r, func(digest string) map[string]string {
+		f := maps.Clone(older[0].Fields)
+		f[published.FieldProof] = a.bus().ProofOf(st.Stream, f[published.FieldCreated], schemaVersion, held, digest, true)
+		return f
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := a.VerifyPublished(ctx)
+	if err != nil || !strings.Contains(c.Diff, "brief copy") {
+		t.Fatalf("verify of a brief snapshot of another moment: %+v, %v", c, err)
 	}
 }

@@ -29,8 +29,7 @@ const DefaultSnapshotEvery = 25_000
 // holds: a Pebble checkpoint costs a log sync and a hard link a table.
 func (e *Engine) maybeSnapshot(db *pebble.DB, last uint64, latest int64) {
 	if readU64(db, keyHistoryFrom) > 0 {
-		// Read models without their history index are neither kept for
-		// time travel nor published: a start from them would lack it.
+		// Without their history index: neither kept nor published.
 		return
 	}
 	late := e.publisher.Late(last, e.now())

@@ -98,7 +98,7 @@ func compareRowsBut(live, fresh pebble.Reader, skip byte) (string, error) {
 	var out strings.Builder
 	n := 0
 	err := scan.Compare(live, fresh, func(key []byte) bool {
-		return generational(key) || skip != prefixMeta && key[0] == skip
+		return generational(key) || skip != prefixMeta && (key[0] == skip || bytes.Equal(key, keyHistoryFrom))
 	}, func(key, was, now []byte) {
 		n++
 		if n <= maxDifferences {

@@ -52,8 +52,10 @@ type Models interface {
 	History() pebble.KeyRange
 	HistorySeq(key []byte) uint64
 	// SameBrief answers how brief differs from whole outside the history
-	// index ("" when it does not).
+	// index and brief's mark ("" when it does not).
 	SameBrief(brief, whole pebble.Reader) (string, error)
+	// BriefMark is the row a brief snapshot of checkpoint carries.
+	BriefMark(checkpoint uint64) (key, value []byte)
 	// Compare folds the stream afresh from its first event up to at, in
 	// dir, and answers how held differs from it ("" when it does not).
 	Compare(ctx context.Context, held pebble.Reader, at uint64, dir string) (string, error)
@@ -76,19 +78,23 @@ const (
 
 // Proof is the MAC that makes a snapshot the controller's.
 func (b Bus) Proof(stream, created string, schema, checkpoint uint64, digest string) string {
-	return b.proof(stream, created, schema, checkpoint, digest, false)
+	return b.ProofOf(stream, created, schema, checkpoint, digest, false)
 }
 
-// proof is Proof of a whole snapshot or a brief one: a brief one's names
-// its kind, so that neither's proof passes for the other's.
-func (b Bus) proof(stream, created string, schema, checkpoint uint64, digest string, brief bool) string {
+// ProofOf is Proof of a whole snapshot or a brief one. The kind is in the
+// MAC'd prefix, which nothing on the bus can change: marked in the digest
+// instead (which the object's writer gives), a brief one's proof passed
+// for a whole one's under a digest written to match, and a start served
+// read models with no history index and no marker saying so.
+func (b Bus) ProofOf(stream, created string, schema, checkpoint uint64, digest string, brief bool) string {
+	kind := "snapshot"
 	if brief {
-		digest = "brief\x00" + digest
+		kind = "brief snapshot"
 	}
 	m := hmac.New(sha256.New, b.MAC)
 	// A prefix no event's MAC'd bytes begin with (they are subjects and
 	// JSON), so this MAC can never pass for one.
-	fmt.Fprintf(m, "mesh read-model snapshot\x00%s\x00%s\x00%d\x00%d\x00%s", stream, created, schema, checkpoint, digest)
+	fmt.Fprintf(m, "mesh read-model %s\x00%s\x00%s\x00%d\x00%d\x00%s", kind, stream, created, schema, checkpoint, digest)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -171,6 +177,13 @@ func (b Bus) publishBrief(ctx context.Context, src string, checkpoint uint64, id
 	if err == nil && n > 0 {
 		err = db.Ingest(ctx, []string{table})
 	}
+	if err == nil {
+		// Flushed: the copy is written without a log.
+		k, v := b.Models.BriefMark(checkpoint)
+		if err = db.Set(k, v, pebble.NoSync); err == nil {
+			err = db.Flush()
+		}
+	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -182,7 +195,7 @@ func (b Bus) publishBrief(ctx context.Context, src string, checkpoint uint64, id
 	go func() { pw.CloseWithError(disk.Pack(fs, path, pw)) }()
 	_, err = b.Store.PutBrief(ctx, checkpoint, pr, func(digest string) map[string]string {
 		return map[string]string{FieldStream: id.Stream, FieldCreated: created, FieldSchema: strconv.FormatUint(id.Schema, 10),
-			FieldProof: b.proof(id.Stream, created, id.Schema, checkpoint, digest, true)}
+			FieldProof: b.ProofOf(id.Stream, created, id.Schema, checkpoint, digest, true)}
 	})
 	pr.CloseWithError(err)
 	return err

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -16,6 +17,9 @@ import (
 // another schema (a binary upgraded since), another stream (a restore),
 // or ahead of the stream. Nothing is wrong; the next publish replaces it.
 var errStale = errors.New("it is not of these read models")
+
+// digestShape is a SHA-256 digest as the object store writes it.
+var digestShape = regexp.MustCompile(`^SHA-256=[A-Za-z0-9_-]{43}=?$`)
 
 // usable says why a published snapshot may not start read models of the
 // stream st, or nil when it may.
@@ -30,7 +34,11 @@ func (b Bus) usableAs(sn store.Snapshot, st store.State, brief bool) error {
 		return fmt.Errorf("%w: it was folded from stream %s created %s, the bus has %s created %s", errStale, sn.Fields[FieldStream], sn.Fields[FieldCreated], st.Stream, created)
 	case sn.Checkpoint > st.LastSeq:
 		return fmt.Errorf("%w: it holds event %d, the stream ends at %d", errStale, sn.Checkpoint, st.LastSeq)
-	case !hmac.Equal([]byte(sn.Fields[FieldProof]), []byte(b.proof(st.Stream, created, b.Schema, sn.Checkpoint, sn.Digest, brief))):
+	case !digestShape.MatchString(sn.Digest):
+		// The object store checks the bytes against the digest only by
+		// what follows its "=", whatever name comes before.
+		return fmt.Errorf("its digest %q is not a SHA-256 one", sn.Digest)
+	case !hmac.Equal([]byte(sn.Fields[FieldProof]), []byte(b.ProofOf(st.Stream, created, b.Schema, sn.Checkpoint, sn.Digest, brief))):
 		return errors.New("its proof is not this controller key's MAC of it")
 	}
 	return nil
@@ -46,7 +54,7 @@ func (b Bus) usableAs(sn store.Snapshot, st store.State, brief bool) error {
 // of the bytes to fetch before serving. A brief one is published just
 // after its whole one, so the newest brief may be one publish older than
 // the newest whole (a publish under way, or cut): its tail is then longer
-// by that much, at most 2 x --publish-snapshot-every.
+// by that much.
 func (b Bus) Newest(ctx context.Context, path string, st store.State) (checkpoint uint64, brief bool) {
 	all, err := b.Store.Snapshots(ctx)
 	if err != nil {
@@ -86,8 +94,12 @@ func (b Bus) Newest(ctx context.Context, path string, st store.State) (checkpoin
 			"bytes", sn.Size, "fetched_in", time.Since(start).Round(time.Millisecond))
 		return true
 	}
+	// A brief one of the newest whole one or the one before (the bucket
+	// keeps two): a brief one left older (its publishes failing) would
+	// make the tail as long as it is old.
+	oldest, newest := wholes[max(0, len(wholes)-2)].Checkpoint, wholes[len(wholes)-1].Checkpoint
 	for i := len(briefs) - 1; i >= 0; i-- {
-		if br := briefs[i]; br.Checkpoint <= wholes[len(wholes)-1].Checkpoint && try(br, true) {
+		if br := briefs[i]; br.Checkpoint >= oldest && br.Checkpoint <= newest && try(br, true) {
 			return br.Checkpoint, true
 		}
 	}

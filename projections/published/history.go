@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -22,6 +23,63 @@ import (
 // order into one new table, which Pebble then ingests whole: one
 // sequential write, against a batch a row that would go through the log,
 // the memtable and every level's compactions again.
+
+// Live is what FillUntilWhole asks of the serving read models.
+type Live interface {
+	// Hold holds them against a rebuild, a verify or a close, answering
+	// them and the event up to which their history index is missing (0:
+	// none); release when done.
+	Hold(ctx context.Context) (db *pebble.DB, from uint64, release func())
+	// Whole says their history index is whole (the marker gone).
+	Whole(db *pebble.DB) error
+	// Rebuild folds every event again.
+	Rebuild(ctx context.Context) error
+}
+
+// fillTries is how many times FillUntilWhole tries the bus, every apart,
+// before it folds every event again instead (a rebuild): read models
+// without their history index neither keep nor publish a snapshot, so
+// waiting for the bus to heal could last for ever.
+const fillTries = 3
+
+// FillUntilWhole fills live's history index in (FillHistory) until it is
+// whole: failing, it says so and tries again, then rebuilds. A rebuild
+// meanwhile (an operator's) folds the history itself, and ends it. ctx
+// ending (the engine closing) ends it too, and the next start goes on.
+func (b Bus) FillUntilWhole(ctx context.Context, live Live, every time.Duration) {
+	for tries := 1; ; tries++ {
+		db, from, release := live.Hold(ctx)
+		if from == 0 {
+			release()
+			return
+		}
+		start := time.Now()
+		sn, err := b.FillHistory(ctx, db, from)
+		if err == nil {
+			err = live.Whole(db)
+		}
+		release()
+		switch {
+		case err == nil:
+			b.Log.Info("projections: the history index is whole", "through", from, "snapshot", sn.Name, "took", time.Since(start).Round(time.Millisecond))
+			return
+		case ctx.Err() != nil:
+			return
+		case tries == fillTries:
+			b.Log.Warn("cannot fill in the history index from the snapshots on the bus; folding every event again", "through", from, "err", err)
+			if err := live.Rebuild(ctx); err != nil && ctx.Err() == nil {
+				b.Log.Error("the history index is not whole, and folding every event again failed; mesh projections rebuild tries again", "err", err)
+			}
+			return
+		}
+		b.Log.Warn("cannot fill in the history index from the snapshot on the bus; trying again", "through", from, "err", err, "in", every)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
 
 // FillHistory writes the history index of the events up to checkpoint
 // into live, from the newest whole snapshot on the bus holding at least
