@@ -14,7 +14,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/google/go-cmp/cmp"
 	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
@@ -88,16 +87,26 @@ func agentKey(t *testing.T, node string) nkeys.KeyPair {
 // event the snapshot holds.
 func briefPublished(t *testing.T) (*store.Store, string, uint64) {
 	t.Helper()
+	s, dir := newStore(t), t.TempDir()
+	a, held := publishRounds(t, s, dir, 1, 3)
+	a.Close()
+	return s, dir, held
+}
+
+// publishRounds folds rounds from to to of 40 nodes' sends and reports
+// into the read models in dir/a, keeps a snapshot of them and publishes
+// it; it answers the engine, still folding, and the event the snapshot
+// holds.
+func publishRounds(t *testing.T, s *store.Store, dir string, from, to uint64) (*Engine, uint64) {
+	t.Helper()
 	ctx := context.Background()
-	s := newStore(t)
-	dir := t.TempDir()
 	a, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, Keys: testKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	t.Cleanup(func() { a.Close() })
 	a.Start()
-	held := pushRounds(t, s, 40, 1, 3)
+	held := pushRounds(t, s, 40, from, to)
 	waitFor(t, a, held)
 	if err := a.dir().TakeSnapshot(a.db, held, time.Now().UnixNano()); err != nil {
 		t.Fatal(err)
@@ -105,7 +114,7 @@ func briefPublished(t *testing.T) (*store.Store, string, uint64) {
 	if _, err := a.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return s, dir, held
+	return a, held
 }
 
 // historyWhole waits until e's history index is whole (fillHistory).
@@ -184,19 +193,9 @@ func TestAStartFromABriefSnapshotServesThenFillsInTheHistory(t *testing.T) {
 	b.Start()
 	waitFor(t, b, last)
 	historyWhole(t, b)
-	full, err := b.FoldCopy(ctx, 0, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer full.Close()
-	if d := cmp.Diff(snapshot(t, full), snapshot(t, b)); d != "" {
-		t.Fatalf("read models from the brief snapshot, its history and the tail differ from a fold from the first event:\n%s", d)
-	}
+	equalsAFreshFold(t, b, "read models from the brief snapshot, its history and the tail")
 	if h := snapshot(t, b).History["node-1"]; len(h) != 8 {
 		t.Fatalf("node-1's history holds %d rows, want 8 (4 sends, 4 reports)", len(h))
-	}
-	if diff, _, err := b.Verify(ctx, nil); err != nil || diff != "" {
-		t.Fatalf("verify of read models started from a brief snapshot: %v\n%s", err, diff)
 	}
 	if c, found, err := b.VerifyPublished(ctx); err != nil || !found || c.Refused != "" || c.Diff != "" {
 		t.Fatalf("verify of the snapshots on the bus: found %v, %+v, %v", found, c, err)
@@ -317,20 +316,7 @@ func TestVerifyNamesABriefSnapshotUnlikeItsWholeOne(t *testing.T) {
 	if err != nil || len(older) != 1 {
 		t.Fatalf("briefs: %v, %v", older, err)
 	}
-	a, _, err := Open(ctx, Options{Dir: dir + "/a", FS: vfs.Default, Store: s, Keys: testKeys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	a.Start()
-	held := pushRounds(t, s, 40, 4, 4)
-	waitFor(t, a, held)
-	if err := a.dir().TakeSnapshot(a.db, held, time.Now().UnixNano()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Publish(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a, held := publishRounds(t, s, dir, 4, 4)
 	if c, _, err := a.VerifyPublished(ctx); err != nil || c.Diff != "" || c.Refused != "" {
 		t.Fatalf("verify of the snapshots as published: %+v, %v", c, err)
 	}

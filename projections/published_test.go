@@ -49,6 +49,23 @@ func publishing(t *testing.T, s *store.Store, dir string) {
 	})
 }
 
+// equalsAFreshFold holds e's read models (what names them) to a fold of
+// the stream from its first event, and to verify, which proves the same.
+func equalsAFreshFold(t *testing.T, e *Engine, what string) {
+	t.Helper()
+	full, err := e.FoldCopy(context.Background(), 0, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	if d := cmp.Diff(snapshot(t, full), snapshot(t, e)); d != "" {
+		t.Fatalf("%s differ from a fold from the first event:\n%s", what, d)
+	}
+	if diff, _, err := e.Verify(context.Background(), nil); err != nil || diff != "" {
+		t.Fatalf("verify of %s: %v\n%s", what, err, diff)
+	}
+}
+
 // A controller with no read models (a new machine, a reset) starts from
 // the newest snapshot on the bus, folds only the tail, and ends with read
 // models equal to the publisher's; the bucket keeps two.
@@ -79,18 +96,7 @@ func TestReadModelsStartFromTheNewestSnapshotOnTheBus(t *testing.T) {
 	b.Start()
 	waitFor(t, b, last)
 	historyWhole(t, b)
-	// Equal to a fold from the first event: what verify proves.
-	full, err := b.FoldCopy(ctx, 0, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer full.Close()
-	if d := cmp.Diff(snapshot(t, full), snapshot(t, b)); d != "" {
-		t.Fatalf("read models from the snapshot and the tail differ from a fold from the first event:\n%s", d)
-	}
-	if diff, _, err := b.Verify(ctx, nil); err != nil || diff != "" {
-		t.Fatalf("verify of read models started from a snapshot: %v\n%s", err, diff)
-	}
+	equalsAFreshFold(t, b, "read models from the snapshot and the tail")
 	// And verify holds the snapshot itself to a fold up to what it holds.
 	if c, found, err := b.VerifyPublished(ctx); err != nil || !found || c.Refused != "" || c.Diff != "" || c.Snapshot.Checkpoint != newest {
 		t.Fatalf("verify of the snapshot on the bus: found %v, %+v, %v", found, c, err)
