@@ -211,17 +211,10 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		return nil, Opening{}, err
 	}
 	var from uint64
-	var brief bool
 	if fresh && o.FromPublished {
-		from, brief = e.fromPublished(ctx, gen, st)
+		from = e.fromPublished(ctx, gen, st)
 	}
 	db, err := e.openGeneration(gen, st)
-	if err == nil && brief && readU64(db, keyHistoryFrom) != from {
-		// The brief snapshot carries its marker (published.go), proven
-		// with it: none on disk is ever without it.
-		db.Close()
-		err = fmt.Errorf("projections: the brief snapshot of event %d does not say its history index is to follow", from)
-	}
 	if err != nil && from > 0 {
 		// A snapshot whose proof held yet that does not open as read
 		// models of this stream is passed over like any other.
@@ -229,7 +222,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		if err := o.FS.RemoveAll(o.FS.PathJoin(o.Dir, gen)); err != nil {
 			return nil, Opening{}, err
 		}
-		from, brief = 0, false
+		from = 0
 		db, err = e.openGeneration(gen, st)
 	}
 	if errors.Is(err, ErrSchema) {
@@ -244,7 +237,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 		}
 		fresh, gen = true, disk.GenerationName(1)
 		if o.FromPublished {
-			from, brief = e.fromPublished(ctx, gen, st)
+			from = e.fromPublished(ctx, gen, st)
 		}
 		db, err = e.openGeneration(gen, st)
 	}
@@ -263,6 +256,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	e.tailEnd, e.fillEvery = st.LastSeq, time.Minute
 	e.filling.Store(readU64(db, keyHistoryFrom) == 0)
 	e.dir().ClearLeftovers()
+	e.fs.RemoveAll(o.Dir + ".history") // a fill's fetch a crash left (published.Bus.FillHistory)
 	if s := e.dir().Snapshots(); len(s) > 0 {
 		e.lastSnap.Store(s[len(s)-1].Checkpoint)
 	}

@@ -29,10 +29,10 @@ func (e *Engine) Publish(ctx context.Context) (store.Snapshot, error) {
 
 // fromPublished fills the generation directory gen with the newest usable
 // snapshot on the bus and answers the event it holds (0: none was usable).
-// brief: it was the snapshot without its history index (fillHistory
-// brings that once the read models serve).
-func (e *Engine) fromPublished(ctx context.Context, gen string, st store.State) (uint64, bool) {
-	return e.bus().Newest(ctx, e.fs.PathJoin(e.o.Dir, gen), st)
+// A brief one carries its marker (fillHistory brings the history).
+func (e *Engine) fromPublished(ctx context.Context, gen string, st store.State) uint64 {
+	cp, _ := e.bus().Newest(ctx, e.fs.PathJoin(e.o.Dir, gen), st)
+	return cp
 }
 
 // fillHistory brings the history index of the events up to the brief

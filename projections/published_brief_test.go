@@ -238,6 +238,10 @@ func TestNothingIsKeptOrPublishedWithoutTheHistoryIndex(t *testing.T) {
 	if o.HistoryFrom != held {
 		t.Fatalf("started with the history missing up to %d, want %d (the brief snapshot)", o.HistoryFrom, held)
 	}
+	// Nor is it verified: every history row to come would be named.
+	if _, _, err := b.Verify(ctx, nil); !errors.As(err, new(*HistoryPending)) {
+		t.Fatalf("verify while the history index is filled in: %v, want it not here yet", err)
+	}
 	_, release := b.long(ctx) // the fill waits for it, as for a rebuild
 	b.Start()
 	last := pushRounds(t, s, 40, 4, 4)
@@ -340,5 +344,63 @@ func TestVerifyNamesABriefSnapshotUnlikeItsWholeOne(t *testing.T) {
 	c, _, err := a.VerifyPublished(ctx)
 	if err != nil || !strings.Contains(c.Diff, "brief copy") {
 		t.Fatalf("verify of a brief snapshot of another moment: %+v, %v", c, err)
+	}
+}
+
+// A brief snapshot proven by the controller's key that lacks its marker
+// (a publisher's fault) would serve history silently missing every event
+// it holds: verify names it, and a start passes it over for the whole one.
+func TestABriefSnapshotWithoutItsMarkIsPassedOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, dir, held := briefPublished(t)
+	briefs, err := s.Briefs(ctx)
+	if err != nil || len(briefs) != 1 {
+		t.Fatalf("briefs: %v, %v", briefs, err)
+	}
+	bus := (&Engine{o: Options{Dir: dir + "/a", Store: s, Keys: testKeys}, fs: vfs.Default}).bus()
+	path := dir + "/unmarked"
+	if err := bus.Fetch(ctx, briefs[0], path); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebble.Open(path, &pebble.Options{FS: vfs.Default, Logger: disk.Logger{Log: slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete(keyHistoryFrom, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(db.Flush(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	var packed bytes.Buffer
+	if err := disk.Pack(vfs.Default, path, &packed); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutBrief(ctx, held, &packed, func(digest string) map[string]string {
+		f := maps.Clone(briefs[0].Fields)
+		f[published.FieldProof] = bus.ProofOf(st.Stream, f[published.FieldCreated], schemaVersion, held, digest, true)
+		return f
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if o.FromSnapshot != held || o.HistoryFrom != 0 {
+		t.Fatalf("with a brief snapshot without its mark, started from event %d with history missing up to %d; want the whole one (%d, none missing)",
+			o.FromSnapshot, o.HistoryFrom, held)
+	}
+	if h := snapshot(t, b).History["node-1"]; len(h) != 6 {
+		t.Fatalf("node-1's history holds %d rows at the start, want the whole snapshot's 6", len(h))
+	}
+	if c, _, err := b.VerifyPublished(ctx); err != nil || !strings.Contains(c.Diff, "history index is to follow") {
+		t.Fatalf("verify of a brief snapshot without its mark: %+v, %v", c, err)
 	}
 }

@@ -2,10 +2,12 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/commands/credentials"
 	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/commands/world"
@@ -239,6 +241,9 @@ func (h *Service) inThePast(ctx context.Context, at time.Time, fn func(*Service)
 func (h *Service) VerifyProjections(ctx context.Context, r wire.FoldRequest) (wire.Verified, error) {
 	start := time.Now()
 	diff, at, err := h.Proj.Verify(ctx, h.Progress(r.Progress))
+	if pending := (*projections.HistoryPending)(nil); errors.As(err, &pending) {
+		return wire.Verified{}, aggregates.Refuse("verify", "the read models", aggregates.ErrNotYet, pending.Error())
+	}
 	if err != nil {
 		return wire.Verified{}, err
 	}

@@ -1,6 +1,7 @@
 package published
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"errors"
@@ -81,6 +82,9 @@ func (b Bus) Newest(ctx context.Context, path string, st store.State) (checkpoin
 		err := b.usableAs(sn, st, brief)
 		if err == nil {
 			err = b.Fetch(ctx, sn, path)
+		}
+		if err == nil && brief {
+			err = b.briefMarked(path, sn.Checkpoint)
 		}
 		if err != nil {
 			b.Dir.FS.RemoveAll(path)
@@ -186,6 +190,28 @@ func (b Bus) Verify(ctx context.Context) (Check, bool, error) {
 	return c, true, err
 }
 
+// briefMarked says why the brief snapshot of checkpoint in path lacks the
+// mark that its history index is to follow, or nil when it has it: read
+// models without it would serve history silently missing every event it
+// holds.
+func (b Bus) briefMarked(path string, checkpoint uint64) error {
+	db, err := pebble.Open(path, b.Models.Options(true))
+	if err != nil {
+		return fmt.Errorf("it does not open as read models: %w", err)
+	}
+	defer db.Close()
+	k, want := b.Models.BriefMark(checkpoint)
+	v, closer, err := db.Get(k)
+	if err != nil {
+		return fmt.Errorf("it does not say its history index is to follow: %w", err)
+	}
+	defer closer.Close()
+	if !bytes.Equal(v, want) {
+		return fmt.Errorf("it says its history index follows from %x, not from event %d", v, checkpoint)
+	}
+	return nil
+}
+
 // verifyBrief holds the brief snapshot of whole's moment, if any, to its
 // proof, its bytes and whole's rows outside the history index; "" when it
 // holds (or there is none).
@@ -203,6 +229,9 @@ func (b Bus) verifyBrief(ctx context.Context, st store.State, whole pebble.Reade
 			return fmt.Sprintf("its brief copy %s (without the history index) may not be used: %v", br.Name, err), nil
 		}
 		if err := b.Fetch(ctx, br, path); err != nil {
+			return fmt.Sprintf("its brief copy %s: %v", br.Name, err), nil
+		}
+		if err := b.briefMarked(path, br.Checkpoint); err != nil {
 			return fmt.Sprintf("its brief copy %s: %v", br.Name, err), nil
 		}
 		db, err := pebble.Open(path, b.Models.Options(true))
