@@ -146,6 +146,7 @@ type Engine struct {
 	// filling: fillHistory was started, or the history index was whole
 	// when the engine opened.
 	filling   atomic.Bool
+	fills     sync.WaitGroup
 	tailEnd   uint64        // the stream's last event when the engine opened
 	fillEvery time.Duration // between fillHistory's tries: a minute, a test's less
 
@@ -348,6 +349,7 @@ func (e *Engine) Close() error {
 	// A verify or rebuild under way ends (its context is cancelled) and
 	// lets go of what it holds of the read models before they close.
 	e.closed()
+	e.fills.Wait() // it ends with closing: nothing of it outlives Close
 	e.longMu.Lock()
 	defer e.longMu.Unlock()
 	e.runMu.Lock()

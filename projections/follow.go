@@ -40,7 +40,7 @@ func (e *Engine) startLocked() {
 	var wg sync.WaitGroup
 	if e.filling.CompareAndSwap(false, true) {
 		// Once an engine: a restart of the fold finds it under way.
-		go e.fillHistory()
+		e.fills.Go(e.fillHistory)
 	}
 	warm := e.warm.Swap(false)
 	wg.Go(func() {
