@@ -72,7 +72,7 @@ func Floor(ctx context.Context, dir string, ops, rounds int) (Costs, error) {
 	}
 	payload := make([]byte, Payload)
 	rand.Read(payload)
-	var sign, publish, read []time.Duration
+	var measured []Costs
 	for r := range rounds {
 		sc, err := perOp(ops, func() error { return signAll(payload, ops) })
 		if err != nil {
@@ -91,13 +91,13 @@ func Floor(ctx context.Context, dir string, ops, rounds int) (Costs, error) {
 		if err != nil {
 			return Costs{}, err
 		}
-		sign, publish, read = append(sign, sc), append(publish, pc), append(read, rc)
+		measured = append(measured, Costs{Sign: sc, Publish: pc, Read: rc})
 	}
-	return Costs{Sign: Median(sign), Publish: Median(publish), Read: Median(read)}, nil
+	return MedianCosts(measured), nil
 }
 
-// MedianCosts keeps each operation's median of rounds measured apart
-// (mesh bench measures a round before each push).
+// MedianCosts keeps each operation's median of rounds: a floor's own, or
+// those measured apart (mesh bench measures a floor before each push).
 func MedianCosts(rounds []Costs) Costs {
 	if len(rounds) == 0 {
 		return Costs{}

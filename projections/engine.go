@@ -254,8 +254,9 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	e.db, e.gen = db, gen
 	e.checkpoint.Store(readCheckpoint(db))
 	e.warm.Store(from > 0)
+	historyFrom := readU64(db, keyHistoryFrom)
 	e.tailEnd, e.fillEvery = st.LastSeq, time.Minute
-	e.filling.Store(readU64(db, keyHistoryFrom) == 0)
+	e.filling.Store(historyFrom == 0)
 	e.dir().ClearLeftovers()
 	e.fs.RemoveAll(o.Dir + ".history") // a fill's fetch a crash left (published.Bus.FillHistory)
 	if s := e.dir().Snapshots(); len(s) > 0 {
@@ -270,7 +271,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	}
 	e.publisher.Open(ctx, o.Store, o.PublishEvery, o.PublishAfter, e.now())
 	return e, Opening{Generation: gen, Fresh: fresh, Checkpoint: e.checkpoint.Load(), Stream: st, Nodes: len(nodes), FromSnapshot: from,
-		HistoryFrom: readU64(db, keyHistoryFrom)}, nil
+		HistoryFrom: historyFrom}, nil
 }
 
 // openGeneration opens one generation's Pebble and checks, or on a new one

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"strings"
@@ -117,6 +118,58 @@ func publishRounds(t *testing.T, s *store.Store, dir string, from, to uint64) (*
 	return a, held
 }
 
+// startFromBus opens read models in dir that have none of their own,
+// from the snapshots on s's bus (o's other options as given); they close
+// when the test ends.
+func startFromBus(t *testing.T, s *store.Store, dir string, o Options) (*Engine, Opening) {
+	t.Helper()
+	o.Dir, o.FS, o.Store, o.Keys, o.FromPublished = dir, vfs.Default, s, testKeys, true
+	e, opening, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, opening
+}
+
+// wantBrief fails unless o started from the brief snapshot of held, its
+// history index still to come.
+func wantBrief(t *testing.T, o Opening, held uint64) {
+	t.Helper()
+	if o.FromSnapshot != held || o.HistoryFrom != held {
+		t.Fatalf("started from event %d, history missing up to %d; want both %d (the brief snapshot)", o.FromSnapshot, o.HistoryFrom, held)
+	}
+}
+
+// wantWhole fails unless o started from the whole snapshot of held, none
+// of its history missing.
+func wantWhole(t *testing.T, o Opening, held uint64, why string) {
+	t.Helper()
+	if o.FromSnapshot != held || o.HistoryFrom != 0 {
+		t.Fatalf("%s, started from event %d with history missing up to %d; want the whole one (%d, none missing)", why, o.FromSnapshot, o.HistoryFrom, held)
+	}
+}
+
+// putBriefProven puts r as the brief snapshot of held with fields, under
+// the controller key's proof of its bytes: what only a fault of the
+// publisher's could put there.
+func putBriefProven(t *testing.T, s *store.Store, held uint64, r io.Reader, fields map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := s.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := (&Engine{o: Options{Store: s, Keys: testKeys}, fs: vfs.Default}).bus()
+	if _, err := s.PutBrief(ctx, held, r, func(digest string) map[string]string {
+		f := maps.Clone(fields)
+		f[published.FieldProof] = bus.ProofOf(st.Stream, f[published.FieldCreated], schemaVersion, held, digest, true)
+		return f
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // historyWhole waits until e's history index is whole (fillHistory).
 func historyWhole(t *testing.T, e *Engine) {
 	t.Helper()
@@ -178,14 +231,8 @@ func TestAStartFromABriefSnapshotServesThenFillsInTheHistory(t *testing.T) {
 	}
 	last := pushRounds(t, s, 40, 4, 4) // the tail
 
-	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if o.FromSnapshot != held || o.HistoryFrom != held {
-		t.Fatalf("started from event %d, history from %d; want both %d (the brief snapshot)", o.FromSnapshot, o.HistoryFrom, held)
-	}
+	b, o := startFromBus(t, s, dir+"/b", Options{})
+	wantBrief(t, o, held)
 	err = b.Read(func(v *View) error { _, err := v.History("node-1", time.Time{}, time.Time{}); return err })
 	if pending := (*HistoryPending)(nil); !errors.As(err, &pending) || pending.Through != held {
 		t.Fatalf("history before the history index is filled in: %v, want it not here yet up to %d", err, held)
@@ -212,15 +259,8 @@ func TestAStartFromABriefSnapshotServesThenFillsInTheHistory(t *testing.T) {
 	if _, err := s.PutBrief(ctx, held, r, func(string) map[string]string { return whole[0].Fields }); err != nil {
 		t.Fatal(err)
 	}
-	c, o, err := Open(ctx, Options{Dir: dir + "/c", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if o.FromSnapshot != held || o.HistoryFrom != 0 {
-		t.Fatalf("with a brief snapshot under the whole one's proof, started from event %d with history missing up to %d; want the whole one (%d, none missing)",
-			o.FromSnapshot, o.HistoryFrom, held)
-	}
+	_, o = startFromBus(t, s, dir+"/c", Options{})
+	wantWhole(t, o, held, "with a brief snapshot under the whole one's proof")
 }
 
 // Read models without their history index neither keep a snapshot for
@@ -230,14 +270,8 @@ func TestNothingIsKeptOrPublishedWithoutTheHistoryIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, dir, held := briefPublished(t)
-	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true, SnapshotEvery: 10, PublishEvery: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if o.HistoryFrom != held {
-		t.Fatalf("started with the history missing up to %d, want %d (the brief snapshot)", o.HistoryFrom, held)
-	}
+	b, o := startFromBus(t, s, dir+"/b", Options{SnapshotEvery: 10, PublishEvery: 10})
+	wantBrief(t, o, held)
 	// Nor is it verified: every history row to come would be named.
 	if _, _, err := b.Verify(ctx, nil); !errors.As(err, new(*HistoryPending)) {
 		t.Fatalf("verify while the history index is filled in: %v, want it not here yet", err)
@@ -288,14 +322,8 @@ func TestAnUnreadableWholeSnapshotEndsInARebuild(t *testing.T) {
 	if err := str.Purge(ctx, jetstream.WithPurgeSubject("$O."+store.SnapshotBucket+".C."+info.NUID)); err != nil {
 		t.Fatal(err)
 	}
-	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if o.HistoryFrom != held {
-		t.Fatalf("started with the history missing up to %d, want %d (the brief snapshot)", o.HistoryFrom, held)
-	}
+	b, o := startFromBus(t, s, dir+"/b", Options{})
+	wantBrief(t, o, held)
 	b.fillEvery = time.Millisecond
 	b.Start()
 	last := pushRounds(t, s, 40, 4, 4)
@@ -330,17 +358,7 @@ func TestVerifyNamesABriefSnapshotUnlikeItsWholeOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	st, err := s.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PutBrief(ctx, held, r, func(digest string) map[string]string {
-		f := maps.Clone(older[0].Fields)
-		f[published.FieldProof] = a.bus().ProofOf(st.Stream, f[published.FieldCreated], schemaVersion, held, digest, true)
-		return f
-	}); err != nil {
-		t.Fatal(err)
-	}
+	putBriefProven(t, s, held, r, older[0].Fields)
 	c, _, err := a.VerifyPublished(ctx)
 	if err != nil || !strings.Contains(c.Diff, "brief copy") {
 		t.Fatalf("verify of a brief snapshot of another moment: %+v, %v", c, err)
@@ -377,26 +395,9 @@ func TestABriefSnapshotWithoutItsMarkIsPassedOver(t *testing.T) {
 	if err := disk.Pack(vfs.Default, path, &packed); err != nil {
 		t.Fatal(err)
 	}
-	st, err := s.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PutBrief(ctx, held, &packed, func(digest string) map[string]string {
-		f := maps.Clone(briefs[0].Fields)
-		f[published.FieldProof] = bus.ProofOf(st.Stream, f[published.FieldCreated], schemaVersion, held, digest, true)
-		return f
-	}); err != nil {
-		t.Fatal(err)
-	}
-	b, o, err := Open(ctx, Options{Dir: dir + "/b", FS: vfs.Default, Store: s, Keys: testKeys, FromPublished: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if o.FromSnapshot != held || o.HistoryFrom != 0 {
-		t.Fatalf("with a brief snapshot without its mark, started from event %d with history missing up to %d; want the whole one (%d, none missing)",
-			o.FromSnapshot, o.HistoryFrom, held)
-	}
+	putBriefProven(t, s, held, &packed, briefs[0].Fields)
+	b, o := startFromBus(t, s, dir+"/b", Options{})
+	wantWhole(t, o, held, "with a brief snapshot without its mark")
 	if h := snapshot(t, b).History["node-1"]; len(h) != 6 {
 		t.Fatalf("node-1's history holds %d rows at the start, want the whole snapshot's 6", len(h))
 	}

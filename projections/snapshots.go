@@ -28,13 +28,13 @@ const DefaultSnapshotEvery = 25_000
 // the fold, right after a commit, so it knows exactly what the snapshot
 // holds: a Pebble checkpoint costs a log sync and a hard link a table.
 func (e *Engine) maybeSnapshot(db *pebble.DB, last uint64, latest int64) {
-	if readU64(db, keyHistoryFrom) > 0 {
-		// Without their history index: neither kept nor published.
-		return
-	}
 	late := e.publisher.Late(last, e.now())
 	if !late && (e.o.SnapshotEvery == 0 || last < e.lastSnap.Load()+e.o.SnapshotEvery) {
 		return
+	}
+	// Read only when one is due, not at every commit of the live fold.
+	if readU64(db, keyHistoryFrom) > 0 {
+		return // without their history index: neither kept nor published
 	}
 	e.lastSnap.Store(last)
 	if err := e.dir().TakeSnapshot(db, last, latest); err != nil {

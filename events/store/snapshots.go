@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -45,10 +46,14 @@ type Snapshot struct {
 // snapshot (PutBrief) is the same read models without their history index,
 // named apart so that nothing that lists the whole ones ever reads one.
 func snapshotName(checkpoint uint64, brief bool) string {
+	return fmt.Sprintf("%s%020d", snapshotPrefix(brief), checkpoint)
+}
+
+func snapshotPrefix(brief bool) string {
 	if brief {
-		return fmt.Sprintf("read-models-brief-%020d", checkpoint)
+		return "read-models-brief-"
 	}
-	return fmt.Sprintf("read-models-%020d", checkpoint)
+	return "read-models-"
 }
 
 // snapshots opens the bucket, making it (with the stream's replicas, so a
@@ -170,9 +175,9 @@ func (s *Store) list(ctx context.Context, brief bool) ([]Snapshot, error) {
 // parseSnapshotName is the checkpoint of a snapshot's name, of the kind
 // asked for (brief or whole): exactly the name snapshotName gives it.
 func parseSnapshotName(name string, brief bool) (uint64, bool) {
-	var cp uint64
-	_, err := fmt.Sscanf(name, snapshotName(0, brief)[:len(snapshotName(0, brief))-20]+"%d", &cp)
-	return cp, err == nil && snapshotName(cp, brief) == name
+	digits, ok := strings.CutPrefix(name, snapshotPrefix(brief))
+	cp, err := strconv.ParseUint(digits, 10, 64)
+	return cp, ok && err == nil && snapshotName(cp, brief) == name
 }
 
 // OpenSnapshot reads a snapshot's bytes. The reader fails at its end if

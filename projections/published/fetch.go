@@ -84,7 +84,7 @@ func (b Bus) Newest(ctx context.Context, path string, st store.State) (checkpoin
 			err = b.Fetch(ctx, sn, path)
 		}
 		if err == nil && brief {
-			err = b.briefMarked(path, sn.Checkpoint)
+			err = b.briefMarked(path, sn)
 		}
 		if err != nil {
 			b.Dir.FS.RemoveAll(path)
@@ -170,16 +170,12 @@ func (b Bus) Verify(ctx context.Context) (Check, bool, error) {
 		c.Refused = err.Error()
 		return c, true, nil
 	}
-	db, err := pebble.Open(path, b.Models.Options(true))
+	db, err := b.openFetched(path, c.Snapshot)
 	if err != nil {
-		c.Refused = fmt.Sprintf("it does not open as read models: %v", err)
+		c.Refused = err.Error()
 		return c, true, nil
 	}
 	defer db.Close()
-	if held := b.Models.Checkpoint(db); held != c.Snapshot.Checkpoint {
-		c.Refused = fmt.Sprintf("it is named for event %d and holds read models folded up to %d", c.Snapshot.Checkpoint, held)
-		return c, true, nil
-	}
 	c.Diff, err = b.Models.Compare(ctx, db, c.Snapshot.Checkpoint, fs.PathJoin(dir, "fold"))
 	if err != nil || c.Diff != "" {
 		return c, true, err
@@ -190,18 +186,39 @@ func (b Bus) Verify(ctx context.Context) (Check, bool, error) {
 	return c, true, err
 }
 
-// briefMarked says why the brief snapshot of checkpoint in path lacks the
-// mark that its history index is to follow, or nil when it has it: read
-// models without it would serve history silently missing every event it
-// holds.
-func (b Bus) briefMarked(path string, checkpoint uint64) error {
+// openFetched opens the read models of sn fetched into path, read only,
+// holding them to the event sn is named for; the error is the sentence
+// for a person.
+func (b Bus) openFetched(path string, sn store.Snapshot) (*pebble.DB, error) {
 	db, err := pebble.Open(path, b.Models.Options(true))
 	if err != nil {
-		return fmt.Errorf("it does not open as read models: %w", err)
+		return nil, fmt.Errorf("it does not open as read models: %w", err)
+	}
+	if held := b.Models.Checkpoint(db); held != sn.Checkpoint {
+		db.Close()
+		return nil, fmt.Errorf("it is named for event %d and holds read models folded up to %d", sn.Checkpoint, held)
+	}
+	return db, nil
+}
+
+// briefMarked says why the brief snapshot br fetched into path may not
+// start read models (it does not open, or lacks the mark), or nil.
+func (b Bus) briefMarked(path string, br store.Snapshot) error {
+	db, err := b.openFetched(path, br)
+	if err != nil {
+		return err
 	}
 	defer db.Close()
+	return b.marked(db, br.Checkpoint)
+}
+
+// marked says why the brief read models r lack the mark that their
+// history index is to follow from checkpoint, or nil when they have it:
+// without it they would serve history silently missing every event they
+// hold.
+func (b Bus) marked(r pebble.Reader, checkpoint uint64) error {
 	k, want := b.Models.BriefMark(checkpoint)
-	v, closer, err := db.Get(k)
+	v, closer, err := r.Get(k)
 	if err != nil {
 		return fmt.Errorf("it does not say its history index is to follow: %w", err)
 	}
@@ -231,14 +248,14 @@ func (b Bus) verifyBrief(ctx context.Context, st store.State, whole pebble.Reade
 		if err := b.Fetch(ctx, br, path); err != nil {
 			return fmt.Sprintf("its brief copy %s: %v", br.Name, err), nil
 		}
-		if err := b.briefMarked(path, br.Checkpoint); err != nil {
+		db, err := b.openFetched(path, br)
+		if err == nil {
+			defer db.Close()
+			err = b.marked(db, br.Checkpoint)
+		}
+		if err != nil {
 			return fmt.Sprintf("its brief copy %s: %v", br.Name, err), nil
 		}
-		db, err := pebble.Open(path, b.Models.Options(true))
-		if err != nil {
-			return fmt.Sprintf("its brief copy %s does not open as read models: %v", br.Name, err), nil
-		}
-		defer db.Close()
 		diff, err := b.Models.SameBrief(db, whole)
 		if diff != "" {
 			diff = fmt.Sprintf("its brief copy %s differs from it outside the history index:\n%s", br.Name, diff)

@@ -122,14 +122,11 @@ func (b Bus) fillFrom(ctx context.Context, live *pebble.DB, sn store.Snapshot, c
 	if err := b.Fetch(ctx, sn, path); err != nil {
 		return err
 	}
-	src, err := pebble.Open(path, b.Models.Options(true))
+	src, err := b.openFetched(path, sn)
 	if err != nil {
-		return fmt.Errorf("it does not open as read models: %w", err)
+		return err
 	}
 	defer src.Close()
-	if held := b.Models.Checkpoint(src); held != sn.Checkpoint {
-		return fmt.Errorf("it is named for event %d and holds read models folded up to %d", sn.Checkpoint, held)
-	}
 	table := fs.PathJoin(dir, "history.sst")
 	n, err := b.writeHistory(src, table, live.TableFormat(), checkpoint)
 	if err != nil || n == 0 {
