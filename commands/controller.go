@@ -77,6 +77,10 @@ type ControllerConfig struct {
 	// ArtifactMax is the largest artifact a put takes (mesh up
 	// --artifact-max; 0: artifact.DefaultMaxBytes).
 	ArtifactMax int64
+	// StartWait is how long a start keeps asking a bus that does not
+	// answer its lookup of the stream (0: DefaultStartWait; mesh serve
+	// and mesh up take --timeout).
+	StartWait time.Duration
 }
 
 type Metrics = core.Metrics
@@ -144,10 +148,15 @@ func StartController(ctx context.Context, nc *nats.Conn, c ControllerConfig) (*C
 // controller's key to the log's record of it: what the controller is.
 func openLog(ctx context.Context, nc *nats.Conn, c ControllerConfig) (core.Self, error) {
 	self := core.Self{Log: c.Log, Mesh: c.Mesh, Replicas: c.Stream.Replicas, OpenBus: c.OpenBus}
-	if err := lostStream(ctx, nc, c); err != nil {
-		return self, err
-	}
-	st, a, err := store.Open(ctx, nc, c.Stream)
+	var st *store.Store
+	var a store.Assertion
+	err := untilAnswered(ctx, c, func(ctx context.Context) (err error) {
+		if err = lostStream(ctx, nc, c); err != nil {
+			return err
+		}
+		st, a, err = store.Open(ctx, nc, c.Stream)
+		return err
+	})
 	if err != nil {
 		return self, err
 	}

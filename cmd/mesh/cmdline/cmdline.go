@@ -37,7 +37,7 @@ type Globals struct {
 	Creds     string           `env:"MESH_CREDS" help:"An operator's key file (mesh operator add writes one) to act as, instead of the home's; or a NATS credentials file, for an existing cluster that asks for one."`
 	LogFormat string           `name:"log-format" env:"MESH_LOG_FORMAT" default:"text" enum:"text,json" help:"How up, serve and agent log: text for a person, or json (full timestamps, every field an attribute) for a collector."`
 	Version   kong.VersionFlag `help:"Print mesh's version and exit."`
-	Timeout   time.Duration    `help:"How long to wait for the controller's answer (default 5s; push 5m; audit, projections rebuild and verify 30m). A change whose answer does not come exits 3: it may have landed."`
+	Timeout   time.Duration    `help:"How long to wait for the controller's answer (default 5s; push 5m; audit, projections rebuild and verify 30m). A change whose answer does not come exits 3: it may have landed. For up and serve: how long a start keeps asking a bus that does not answer (default 1m)."`
 }
 
 // TimeoutOr is --timeout when given, else the verb's default.

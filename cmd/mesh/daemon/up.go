@@ -270,6 +270,7 @@ func (u *UpCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Output
 	defer nc.Close()
 	metrics := web.NewMetrics()
 	cfg.Home, cfg.Log, cfg.Reset, cfg.Callout, cfg.Metrics, cfg.Cut = g.Home, log, u.Rebuild, keys.Issuer, metrics, srv.CutUsers
+	cfg.StartWait = g.Timeout // --timeout bounds the wait for a silent bus (commands.DefaultStartWait)
 	ctrl, err := commands.StartController(ctx, nc, cfg)
 	if err != nil {
 		return err
@@ -363,6 +364,7 @@ func (s *ServeCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	}
 	metrics := web.NewMetrics()
 	cfg.Home, cfg.Log, cfg.Reset, cfg.Stream, cfg.Callout, cfg.Metrics, cfg.OpenBus = g.Home, log, s.Rebuild, store.StreamConfig{Replicas: s.Replicas}, callout, metrics, s.OpenBus
+	cfg.StartWait = g.Timeout
 	ctrl, err := commands.StartController(ctx, nc, cfg)
 	if err != nil {
 		return err
