@@ -3,6 +3,7 @@ package core
 import (
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // A long fold lets the collector run half as often and puts it back after
@@ -90,5 +91,36 @@ func TestKeepHeapGoal(t *testing.T) {
 	stop()
 	if p := debug.SetGCPercent(100); p != 100 {
 		t.Fatalf("after the goal stopped the percent is %d, want the base, 100", p)
+	}
+}
+
+// A process quiet for the spell after a collection releases its free
+// pages once, not again until it collects again and goes quiet anew; its
+// own release's collection is not it being busy.
+func TestIdleReleaseOnceAQuietSpell(t *testing.T) {
+	r := idleRelease{quietFor: 30 * time.Second}
+	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	if r.due(at(0), 7) {
+		t.Fatal("released at the first look, before any quiet spell")
+	}
+	if r.due(at(29*time.Second), 7) {
+		t.Fatal("released before the process was quiet for the spell")
+	}
+	if r.due(at(20*time.Second), 8) || r.due(at(49*time.Second), 8) {
+		t.Fatal("a collection did not start the quiet spell over")
+	}
+	if !r.due(at(50*time.Second), 8) {
+		t.Fatal("not released after a whole quiet spell")
+	}
+	r.released(9) // its own collection
+	if r.due(at(90*time.Second), 9) || r.due(at(10*time.Minute), 9) {
+		t.Fatal("released twice in one quiet spell")
+	}
+	if r.due(at(11*time.Minute), 10) {
+		t.Fatal("released at once when busy again")
+	}
+	if !r.due(at(11*time.Minute+30*time.Second), 10) {
+		t.Fatal("not released after the next quiet spell")
 	}
 }
