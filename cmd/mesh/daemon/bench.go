@@ -26,10 +26,10 @@ import (
 // (issue 34): its own buses, controllers and fleets, each a process the
 // operating system counts apart.
 type BenchCmd struct {
-	Dir    string `help:"Where the buses, homes and agents' roots go (default: a fresh temporary directory, removed at the end)."`
-	Nodes  int    `default:"10000" help:"How many simulated nodes to push to (mesh fleet --simulate, on an open bus)."`
-	Agents int    `default:"10000" help:"How many real agents to push to (mesh fleet, on a closed bus); 0 leaves their row out."`
-	Pushes int    `default:"3" help:"How many times to push to each fleet, measured; each row is the median push."`
+	Dir    string             `help:"Where the buses, homes and agents' roots go (default: a fresh temporary directory, removed at the end)."`
+	Nodes  int                `default:"10000" help:"How many simulated nodes to push to (mesh fleet --simulate, on an open bus)."`
+	Agents int                `default:"10000" help:"How many real agents to push to (mesh fleet, on a closed bus); 0 leaves their row out."`
+	Pushes int                `default:"3" help:"How many times to push to each fleet, measured; each row is the median push."`
 	// Warmup: a fresh controller's first push pays for touching its memory,
 	// files and caches first (its heap and Pebble's memtables growing from
 	// small, level 0 compacted the first time, every template parsed):
@@ -37,7 +37,7 @@ type BenchCmd struct {
 	// pushes after it took 0.64-0.87. The floor leaves its own first round
 	// out of its median for the same reason (floorRounds), so a ratio holds
 	// a warm process against a warm floor.
-	Warmup int                `default:"1" help:"How many pushes to each fleet go first, printed and not counted (a fresh process's first push pays for touching its memory and caches, as the floor's first round does)."`
+	Warmup int `default:"1" help:"How many pushes to each fleet go first, printed and not counted (a fresh process's first push pays for touching its memory and caches, as the floor's first round does)."`
 	Bound  map[string]float64 `help:"A row's bound on its ratio, instead of issue 34's (controller=1.5, bus=1.3, sockets=1.3; nodes and real have none): --bound controller=2 (repeatable)."`
 	// Idle covers a whole period of every agent's unprompted work, its
 	// beat (5 s) and its read of its newest declaration (10 s): ten
