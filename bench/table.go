@@ -16,9 +16,6 @@ type Process struct {
 	// at rest over as long (agents' beats and periodic reads are not a
 	// push's).
 	Pushes []time.Duration
-	// Warmup is the CPU time of each push made first and not counted
-	// (mesh bench --warmup), as Pushes.
-	Warmup []time.Duration
 	// Idle is its CPU seconds per second at rest, measured before each
 	// push (the median).
 	Idle float64
@@ -179,7 +176,7 @@ func (t Table) Print(w io.Writer) {
 		tw.Flush()
 		fmt.Fprintf(w, "  a socket's price, bus and hub (their own within the span, less shared): %s\n", us(so.Price()))
 	}
-	fmt.Fprintf(w, "\nper node, per push (CPU above idle; the median of %d push(es)%s, min-max in brackets):\n", len(t.Simulated.Sent), warmedUp(len(t.Simulated.Controller.Warmup)))
+	fmt.Fprintf(w, "\nper node, per push (CPU above idle; the median of %d push(es), min-max in brackets):\n", len(t.Simulated.Sent))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  row\tmesh\tagainst\tratio\tbound\t")
 	for _, r := range t.Rows() {
@@ -197,30 +194,18 @@ func (t Table) Print(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s (%.1f-%.1f)\t%s (%s)\t%.2fx\t%s\t%s\n", r.Name, us(r.Median()), micro(lo), micro(hi), us(r.Floor), r.Against, r.Ratio(), bound, verdict)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nper process: CPU seconds a push above idle (median, min-max; the warm-up push's apart), at rest (CPU seconds a second), resident memory after the pushes / at its peak:")
+	fmt.Fprintln(w, "\nper process: CPU seconds a push above idle (median, min-max), at rest (CPU seconds a second), resident memory after the pushes / at its peak:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, ph := range []Phase{t.Simulated, t.Real} {
 		if len(ph.Sent) == 0 {
 			continue
 		}
 		for _, p := range []Process{ph.Controller, ph.Bus, ph.Fleet} {
-			warm := "no warm-up"
-			if len(p.Warmup) > 0 {
-				warm = fmt.Sprintf("warm-up %.2f s", Median(p.Warmup).Seconds())
-			}
-			fmt.Fprintf(tw, "  %s, %d node(s)\t%s\t%.2f s (%.2f-%.2f)\t%s\tat rest %.3f/s\t%d / %d MiB\n", ph.Name, slices.Max(ph.Sent), p.Name,
-				Median(p.Pushes).Seconds(), slices.Min(p.Pushes).Seconds(), slices.Max(p.Pushes).Seconds(), warm, p.Idle, p.RSS>>20, p.Peak>>20)
+			fmt.Fprintf(tw, "  %s, %d node(s)\t%s\t%.2f s (%.2f-%.2f)\tat rest %.3f/s\t%d / %d MiB\n", ph.Name, slices.Max(ph.Sent), p.Name,
+				Median(p.Pushes).Seconds(), slices.Min(p.Pushes).Seconds(), slices.Max(p.Pushes).Seconds(), p.Idle, p.RSS>>20, p.Peak>>20)
 		}
 	}
 	tw.Flush()
-}
-
-// warmedUp says how many pushes went first and were not counted.
-func warmedUp(n int) string {
-	if n == 0 {
-		return ", every push counted"
-	}
-	return fmt.Sprintf(" after %d warm-up push(es) not counted", n)
 }
 
 // perNode divides each push's CPU by the nodes it sent.

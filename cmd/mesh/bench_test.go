@@ -57,11 +57,7 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 			t.Errorf("no line of the sockets' floor saying %q with its figure", line)
 		}
 	}
-	// A warm-up push first (the default), said and left out of the rows.
-	if !strings.Contains(out, "the median of 1 push(es) after 1 warm-up push(es) not counted") || strings.Count(errs, "warm-up push 1 (not counted)") != 2 {
-		t.Error("the warm-up push of each fleet is not said, or not said to be left out")
-	}
-	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s \(\d+\.\d\d-\d+\.\d\d\) +warm-up \d+\.\d\d s `).FindAllString(out, -1)
+	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s `).FindAllString(out, -1)
 	if len(procs) != 6 {
 		t.Errorf("%d lines of CPU seconds per process, want 6 (three processes, two fleets)", len(procs))
 	}
@@ -88,7 +84,6 @@ func TestBenchRefusesWhatItCannotMeasure(t *testing.T) {
 		{[]string{"--bound", "bus=0"}, "a bound is a ratio above 0"},
 		{[]string{"--nodes", "0"}, "give at least 1 simulated node"},
 		{[]string{"--pushes", "0"}, "--pushes 0: give at least 1"},
-		{[]string{"--warmup=-1"}, "--warmup -1: give 0 (every push counted) or more"},
 		{[]string{"--idle", "1ms"}, "--idle 1ms: give at least 100ms"},
 		{[]string{"--dir", full}, "is not empty: mesh bench starts from nothing there"},
 	} {

@@ -29,15 +29,7 @@ type BenchCmd struct {
 	Dir    string             `help:"Where the buses, homes and agents' roots go (default: a fresh temporary directory, removed at the end)."`
 	Nodes  int                `default:"10000" help:"How many simulated nodes to push to (mesh fleet --simulate, on an open bus)."`
 	Agents int                `default:"10000" help:"How many real agents to push to (mesh fleet, on a closed bus); 0 leaves their row out."`
-	Pushes int                `default:"3" help:"How many times to push to each fleet, measured; each row is the median push."`
-	// Warmup: a fresh controller's first push pays for touching its memory,
-	// files and caches first (its heap and Pebble's memtables growing from
-	// small, level 0 compacted the first time, every template parsed):
-	// in three runs of the sixth session it took 1.02-1.10 CPU s where the
-	// pushes after it took 0.64-0.87. The floor leaves its own first round
-	// out of its median for the same reason (floorRounds), so a ratio holds
-	// a warm process against a warm floor.
-	Warmup int `default:"1" help:"How many pushes to each fleet go first, printed and not counted (a fresh process's first push pays for touching its memory and caches, as the floor's first round does)."`
+	Pushes int                `default:"3" help:"How many times to push to each fleet; each row is the median push."`
 	Bound  map[string]float64 `help:"A row's bound on its ratio, instead of issue 34's (controller=1.5, bus=1.3, sockets=1.3; nodes and real have none): --bound controller=2 (repeatable)."`
 	// Idle covers a whole period of every agent's unprompted work, its
 	// beat (5 s) and its read of its newest declaration (10 s): ten
@@ -122,7 +114,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	// the phase's bus, went on with its stream's and consumers' upkeep
 	// during the pushes, counted as the bus's (its row rose by a third).
 	var floors []bench.Costs
-	r := benchRun{bin: bin, out: out, pushes: c.Pushes, warmup: c.Warmup, idle: c.Idle}
+	r := benchRun{bin: bin, out: out, pushes: c.Pushes, idle: c.Idle}
 	r.beforePush = func(ctx context.Context) error {
 		f, err := r.floorRound(ctx, filepath.Join(dir, fmt.Sprintf("floor-%d", len(floors)+1)), t.Ops)
 		floors = append(floors, f)
@@ -160,8 +152,6 @@ func (c *BenchCmd) bounds() (bench.Bounds, error) {
 		return bench.Bounds{}, cmdline.Usagef("--nodes %d: give at least 1 simulated node", c.Nodes)
 	case c.Agents < 0:
 		return bench.Bounds{}, cmdline.Usagef("--agents %d: give 0 (no real agents) or more", c.Agents)
-	case c.Warmup < 0:
-		return bench.Bounds{}, cmdline.Usagef("--warmup %d: give 0 (every push counted) or more", c.Warmup)
 	case c.Pushes < 1:
 		return bench.Bounds{}, cmdline.Usagef("--pushes %d: give at least 1", c.Pushes)
 	case c.Idle < 100*time.Millisecond:
@@ -187,7 +177,6 @@ type benchRun struct {
 	bin    string
 	out    *cmdline.Output
 	pushes int
-	warmup int // pushes made first and not counted
 	idle   time.Duration
 	// beforePush, when set, runs before each push's rest is measured.
 	beforePush func(context.Context) error
@@ -256,17 +245,6 @@ func (r benchRun) phase(ctx context.Context, dir, name string, closed bool, node
 	pids := []int{ctrl.pid(), 0, f.pid()}
 	var idle [3][]float64
 	var last [3]bench.Usage
-	for i := range r.warmup {
-		p, err := r.measuredPush(ctx, home, url, f, pids, nodes)
-		if err != nil {
-			return ph, fmt.Errorf("%s, warm-up push %d: %w", name, i+1, err)
-		}
-		for j, proc := range procs {
-			proc.Warmup = append(proc.Warmup, p.cpu[j])
-		}
-		fmt.Fprintf(r.out.Err, "%s, warm-up push %d (not counted): %d node(s) sent and reported; CPU above idle: controller %.2f s, bus %.2f s, fleet %.2f s\n",
-			name, i+1, p.sent, p.cpu[0].Seconds(), p.cpu[1].Seconds(), p.cpu[2].Seconds())
-	}
 	for i := range r.pushes {
 		if r.beforePush != nil {
 			if err := r.beforePush(ctx); err != nil {
