@@ -30,9 +30,6 @@ func untilAnswered(ctx context.Context, c ControllerConfig, look func(context.Co
 	wait := cmp.Or(c.StartWait, DefaultStartWait)
 	// A try is bounded by one call's bound, and by a quarter of the wait,
 	// so that a short wait is still asked more than once.
-	// Each try asked again took its whole bound (the bus was silent), so
-	// the wait is counted in tries, not read from a clock a test may
-	// hold still.
 	try := min(store.CallTimeout, wait/4)
 	for tries := 1; ; tries++ {
 		tctx, cancel := context.WithTimeout(ctx, try)
@@ -41,6 +38,9 @@ func untilAnswered(ctx context.Context, c ControllerConfig, look func(context.Co
 		if err == nil || !unanswered(err) || ctx.Err() != nil {
 			return err
 		}
+		// Each try asked again took its whole bound (the bus was
+		// silent), so the wait is counted in tries, not read from a
+		// clock a test may hold still.
 		if time.Duration(tries+1)*try > wait {
 			return fmt.Errorf("the bus did not answer the controller's lookup of its stream within %s (asked %d time(s), %s each); check that the bus is up and not overloaded (nats server check jetstream), or give a longer --timeout: %w",
 				wait, tries, try, err)
