@@ -64,28 +64,16 @@ func FoldingGC() (restore func()) {
 // push, past issue 34's 700 MiB; a fixed low memory limit instead made the
 // collector run without pause (docs/performance.md, "Memory"). Below
 // 2*heapSlack of live heap the collector runs as it did.
-//
-// And a small live heap may grow twice itself in garbage, up to heapSlack,
-// where Go's default allows once itself. At 10,000 nodes a controller's
-// live heap is 40-70 MB and a push allocates some 160 MB: collected every
-// 50-60 MB of garbage, that was three to four cycles a push of 30-60 ms of
-// CPU each (GODEBUG=gctrace=1); allowed twice, 47 cycles over five pushes
-// fell to 22, and the controller's CPU a push fell in six of seven
-// alternating pairs of runs, 0.74 s to 0.69 on average
-// (docs/performance.md, "Memory"; issue 34 point 1). The peaks of a busy
-// controller this size grow by up to that much more garbage; a quiet one
-// gives it back (idleRelease).
 const heapSlack = 128 << 20
 
 // GoalPercent is the collector's percent for a live heap of live bytes
-// when base is what it would be otherwise: the garbage it allows is base
-// percent of live, or twice live up to heapSlack when that is more, but at
-// most heapSlack or live/2, whichever is more.
+// when base is what it would be otherwise: the garbage it allows is
+// base percent of live, but at most heapSlack or live/2, whichever is more.
 func GoalPercent(base int, live uint64) int {
 	if base <= 0 || live == 0 {
 		return base
 	}
-	garbage := max(live*uint64(base)/100, min(2*live, heapSlack))
+	garbage := live * uint64(base) / 100
 	garbage = min(garbage, max(heapSlack, live/2))
 	return max(int(garbage*100/live), 1)
 }
