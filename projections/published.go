@@ -31,8 +31,7 @@ func (e *Engine) Publish(ctx context.Context) (store.Snapshot, error) {
 // snapshot on the bus and answers the event it holds (0: none was usable).
 // A brief one carries its marker (fillHistory brings the history).
 func (e *Engine) fromPublished(ctx context.Context, gen string, st store.State) uint64 {
-	cp, _ := e.bus().Newest(ctx, e.fs.PathJoin(e.o.Dir, gen), st)
-	return cp
+	return e.bus().Newest(ctx, e.fs.PathJoin(e.o.Dir, gen), st)
 }
 
 // fillHistory brings the history index of the events up to the brief

@@ -56,11 +56,11 @@ func (b Bus) usableAs(sn store.Snapshot, st store.State, brief bool) error {
 // after its whole one, so the newest brief may be one publish older than
 // the newest whole (a publish under way, or cut): its tail is then longer
 // by that much.
-func (b Bus) Newest(ctx context.Context, path string, st store.State) (checkpoint uint64, brief bool) {
+func (b Bus) Newest(ctx context.Context, path string, st store.State) uint64 {
 	all, err := b.Store.Snapshots(ctx)
 	if err != nil {
 		b.Log.Warn("cannot list the snapshots on the bus; folding from the first event", "err", err)
-		return 0, false
+		return 0
 	}
 	var wholes []store.Snapshot
 	for _, sn := range all {
@@ -71,7 +71,7 @@ func (b Bus) Newest(ctx context.Context, path string, st store.State) (checkpoin
 		wholes = append(wholes, sn)
 	}
 	if len(wholes) == 0 {
-		return 0, false
+		return 0
 	}
 	briefs, err := b.Store.Briefs(ctx)
 	if err != nil {
@@ -104,15 +104,15 @@ func (b Bus) Newest(ctx context.Context, path string, st store.State) (checkpoin
 	oldest, newest := wholes[max(0, len(wholes)-2)].Checkpoint, wholes[len(wholes)-1].Checkpoint
 	for i := len(briefs) - 1; i >= 0; i-- {
 		if br := briefs[i]; br.Checkpoint >= oldest && br.Checkpoint <= newest && try(br, true) {
-			return br.Checkpoint, true
+			return br.Checkpoint
 		}
 	}
 	for i := len(wholes) - 1; i >= 0; i-- {
 		if try(wholes[i], false) {
-			return wholes[i].Checkpoint, false
+			return wholes[i].Checkpoint
 		}
 	}
-	return 0, false
+	return 0
 }
 
 // Fetch unpacks sn into path, whole and matching its digest or not at all.
