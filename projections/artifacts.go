@@ -94,16 +94,12 @@ func (v *View) Artifacts() ([]ArtifactRow, error) {
 
 // Artifact reads one artifact name's row.
 func (v *View) Artifact(name string) (ArtifactRow, bool, error) {
-	var row ArtifactRow
-	found, err := getJSON(v.r, artifactKey(name), &row)
-	return row, found, err
+	return getOne[ArtifactRow](v.r, artifactKey(name))
 }
 
 // ArtifactObject reads what the log says the bucket holds under digest.
 func (v *View) ArtifactObject(digest string) (ArtifactObject, bool, error) {
-	var o ArtifactObject
-	found, err := getJSON(v.r, artifactObjectKey(digest), &o)
-	return o, found, err
+	return getOne[ArtifactObject](v.r, artifactObjectKey(digest))
 }
 
 // ArtifactSizes is every digest the bucket holds by the log, with its

@@ -65,7 +65,5 @@ func (v *View) Rotations() ([]Rotation, error) { return decodeRows[Rotation](v.r
 
 // Rotation reads one pair's last rotation.
 func (v *View) Rotation(provider, consumer string) (Rotation, bool, error) {
-	var r Rotation
-	found, err := getJSON(v.r, pairKey(prefixCredential, provider, consumer), &r)
-	return r, found, err
+	return getOne[Rotation](v.r, pairKey(prefixCredential, provider, consumer))
 }

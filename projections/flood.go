@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -67,11 +68,5 @@ func (v *View) Floods() ([]Flood, error) {
 // OpenFloods lists the floods not acknowledged.
 func (v *View) OpenFloods() ([]Flood, error) {
 	all, err := v.Floods()
-	open := all[:0]
-	for _, f := range all {
-		if f.Acked == 0 {
-			open = append(open, f)
-		}
-	}
-	return open, err
+	return slices.DeleteFunc(all, func(f Flood) bool { return f.Acked != 0 }), err
 }

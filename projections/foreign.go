@@ -141,9 +141,7 @@ func (v *View) Foreign() ([]ForeignMessage, error) {
 // ForeignAt reads the foreign message at stream sequence seq, if the
 // message there was set aside.
 func (v *View) ForeignAt(seq uint64) (ForeignMessage, bool, error) {
-	var row ForeignMessage
-	found, err := getJSON(v.r, foreignKey(seq), &row)
-	return row, found, err
+	return getOne[ForeignMessage](v.r, foreignKey(seq))
 }
 
 // OpenForeign answers how many foreign messages are not acknowledged, and

@@ -91,9 +91,7 @@ func (f *folder) ownKeys(node string) (NodeKeys, bool, error) {
 // NodeKeys reads node's own keys (found false: it enrolled before nodes
 // made their keys, and its keys derive from the controller's).
 func (v *View) NodeKeys(node string) (NodeKeys, bool, error) {
-	var k NodeKeys
-	found, err := getJSON(v.r, nodeKeysKey(node), &k)
-	return k, found, err
+	return getOne[NodeKeys](v.r, nodeKeysKey(node))
 }
 
 // AllNodeKeys lists every node that made its own keys, by name.
@@ -108,9 +106,7 @@ func (v *View) AllNodeKeys() (map[string]NodeKeys, error) {
 
 // Token reads one token.
 func (v *View) Token(id string) (Token, bool, error) {
-	var t Token
-	found, err := getJSON(v.r, tokenKey(id), &t)
-	return t, found, err
+	return getOne[Token](v.r, tokenKey(id))
 }
 
 // Tokens lists every token, by id.

@@ -143,40 +143,57 @@ func (m *nodeMemory) memoryAt() (at, epoch uint64, ok bool) {
 
 // nodesFromMemory decodes every node row (brief as rows.DecodeNodeAs) from
 // the shared memory, in key order, when it is still of the view's moment
-// (ok false, and nothing read, when not).
-func (v *View) nodesFromMemory(brief, packed bool) (out []Node, ok bool, err error) {
-	m := v.mem
-	if m == nil || !v.memOK {
-		return nil, false, nil
-	}
-	m.mu.RLock()
-	if at, epoch, complete := m.memoryAt(); !complete || at != v.memAt || epoch != v.memEpoch {
-		m.mu.RUnlock()
-		return nil, false, nil
-	}
-	names := m.sorted()
-	held := make([][]byte, len(names))
-	for i, n := range names {
-		held[i] = m.rows[n]
-	}
-	m.mu.RUnlock()
-	// A remembered row is never changed in place (a commit replaces it),
-	// so it is read here after the lock is let go.
+// (ok false, and nothing read, when not). A remembered row is never
+// changed in place (a commit replaces it), so it is read unlocked.
+func (v *View) nodesFromMemory(brief bool) (out []Node, ok bool, err error) {
+	names, held, ok := v.heldRows()
 	out, errs := make([]Node, len(held)), make([]error, len(held))
-	run := 1 // a row at a time, or in runs into an arena each (NodesPacked)
-	if packed {
-		run = rows.Run
-	}
-	fanout.PerCore((len(held)+run-1)/run, func(c int) {
-		lo := c * run
-		rows.DecodeRun(held[lo:min(lo+run, len(held))], brief, !packed, out[lo:], errs[lo:])
-	})
+	fanout.PerCore(len(held), func(i int) { out[i], errs[i] = rows.DecodeNodeAs(held[i], brief) })
 	for i, err := range errs {
 		if err != nil {
 			return nil, false, fmt.Errorf("projections: row %q is corrupt: %w", nodeKey(names[i]), err)
 		}
 	}
-	return out, true, nil
+	return out, ok, nil
+}
+
+// heldRows are the memory's names in key order and their rows, when it is
+// still of the view's moment.
+func (v *View) heldRows() (names []string, held [][]byte, ok bool) {
+	if m := v.mem; m != nil && v.memOK {
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		if at, epoch, complete := m.memoryAt(); complete && at == v.memAt && epoch == v.memEpoch {
+			names = m.sorted()
+			held = make([][]byte, len(names))
+			for i, n := range names {
+				held[i] = m.rows[n]
+			}
+			return names, held, true
+		}
+	}
+	return nil, nil, false
+}
+
+// EachNode hands every node row, brief as NodesBrief, to fn in key order,
+// decoded a run at a time (rows.EachRun, keep as there). Without keep,
+// only a node's Name (the memory's own) outlives fn.
+func (v *View) EachNode(keep bool, fn func(Node) error) error {
+	names, held, ok := v.heldRows()
+	if !ok {
+		nodes, err := nodeRows(v.r, true)
+		for i := 0; err == nil && i < len(nodes); i++ {
+			err = fn(nodes[i])
+		}
+		return err
+	}
+	return rows.EachRun(held, true, keep, func(i int, n Node, err error) error {
+		if err != nil {
+			return fmt.Errorf("projections: row %q is corrupt: %w", nodeKey(names[i]), err)
+		}
+		n.Name = names[i]
+		return fn(n)
+	})
 }
 
 // sorted is the memory's names in key order; the caller holds mu for

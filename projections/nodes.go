@@ -114,6 +114,13 @@ func getJSON(r pebble.Reader, key []byte, v any) (bool, error) {
 	return true, json.Unmarshal(data, v)
 }
 
+// getRow reads the JSON row at key: a view's getter of one row.
+func getOne[T any](r pebble.Reader, key []byte) (T, bool, error) {
+	var row T
+	found, err := getJSON(r, key, &row)
+	return row, found, err
+}
+
 // sameFailure reports whether two failing reports fail the same way: the
 // same reason, or the same resources failing for the same reasons.
 func sameFailure(a, b Report) bool {

@@ -30,9 +30,7 @@ func foldOperators(b *pebble.Batch, rec events.Recorded) error {
 
 // Operator reads one operator, removed or not.
 func (v *View) Operator(name string) (Operator, bool, error) {
-	var o Operator
-	found, err := getJSON(v.r, operatorKey(name), &o)
-	return o, found, err
+	return getOne[Operator](v.r, operatorKey(name))
 }
 
 // Operators lists every operator, removed ones included, by name.

@@ -52,20 +52,17 @@ func (v *View) CompositionVersion() uint64 {
 }
 
 // Nodes lists every node ever enrolled, retired ones included, by name.
-func (v *View) Nodes() ([]Node, error) { return v.nodes(false, false) }
+func (v *View) Nodes() ([]Node, error) { return v.nodes(false) }
 
 // NodesBrief lists every node as Nodes does, without capabilities and
-// labels: for status, which reads every row and neither of those.
-func (v *View) NodesBrief() ([]Node, error) { return v.nodes(true, false) }
-
-// NodesPacked is NodesBrief decoded in runs, an arena each (rows.NodeArena):
-// for an answer let go, since a string of it kept keeps its whole run.
-func (v *View) NodesPacked() ([]Node, error) { return v.nodes(true, true) }
+// labels: for a push's targets and liveness, which read every row and
+// neither of those (status reads them through EachNode).
+func (v *View) NodesBrief() ([]Node, error) { return v.nodes(true) }
 
 // nodes reads every node row from the live fold's memory when it is of
 // this view's moment, else from Pebble (noderows.go).
-func (v *View) nodes(brief, packed bool) ([]Node, error) {
-	if out, ok, err := v.nodesFromMemory(brief, packed); ok || err != nil {
+func (v *View) nodes(brief bool) ([]Node, error) {
+	if out, ok, err := v.nodesFromMemory(brief); ok || err != nil {
 		return out, err
 	}
 	return nodeRows(v.r, brief)
@@ -88,9 +85,7 @@ func (v *View) Modules() ([]ModuleRow, error) { return decodeRows[ModuleRow](v.r
 
 // Module reads one module's catalogue row.
 func (v *View) Module(name string) (ModuleRow, bool, error) {
-	var m ModuleRow
-	found, err := getJSON(v.r, moduleKey(name), &m)
-	return m, found, err
+	return getOne[ModuleRow](v.r, moduleKey(name))
 }
 
 // Manifest reads the canonical bytes a build was registered with.

@@ -45,7 +45,5 @@ func (v *View) Rollouts() ([]Rollout, error) { return decodeRows[Rollout](v.r, p
 
 // Rollout reads one rollout.
 func (v *View) Rollout(id string) (Rollout, bool, error) {
-	var r Rollout
-	found, err := getJSON(v.r, rolloutKey(id), &r)
-	return r, found, err
+	return getOne[Rollout](v.r, rolloutKey(id))
 }

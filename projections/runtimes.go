@@ -80,9 +80,7 @@ func (v *View) RuntimesOf(node string) ([]Runtime, error) {
 
 // Drift reads the last drift a node's agent found, if any.
 func (v *View) Drift(node string) (Drift, bool, error) {
-	var d Drift
-	found, err := getJSON(v.r, append([]byte{prefixDrift}, node...), &d)
-	return d, found, err
+	return getOne[Drift](v.r, append([]byte{prefixDrift}, node...))
 }
 
 // Drifts reads every node's last drift, by node: few rows, read at once.
@@ -137,7 +135,5 @@ func (v *View) AllFacts() (map[string]Facts, error) {
 
 // NodeFacts reads one node's facts, if its agent reported any.
 func (v *View) NodeFacts(node string) (Facts, bool, error) {
-	var f Facts
-	found, err := getJSON(v.r, append([]byte{prefixFacts}, node...), &f)
-	return f, found, err
+	return getOne[Facts](v.r, append([]byte{prefixFacts}, node...))
 }

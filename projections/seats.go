@@ -41,7 +41,5 @@ func (v *View) Seats() ([]Seat, error) { return decodeRows[Seat](v.r, prefixSeat
 
 // Seat reads one seat.
 func (v *View) Seat(name string) (Seat, bool, error) {
-	var s Seat
-	found, err := getJSON(v.r, seatKey(name), &s)
-	return s, found, err
+	return getOne[Seat](v.r, seatKey(name))
 }

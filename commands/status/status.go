@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -42,23 +43,45 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 	notCurrent, down := 0, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
-		// Packed: the rows are read for this answer alone (a string of
-		// theirs kept keeps its run: world's order clones its names).
-		nodes, err := v.NodesPacked()
-		if err != nil {
-			return err
-		}
 		// Only nodes once unreachable have a row: a handful.
 		lives, err := v.Liveness()
 		if err != nil {
 			return err
 		}
-		if notCurrent, err = h.nodeStates(v, r, nodes, lives, within, composed, &out); err != nil {
+		states, err := h.nodeStates(v, r, lives, within, composed, &out)
+		if err != nil {
 			return err
 		}
-		if down, err = programs(v, nodes, lives, &out); err != nil {
+		runtimes, err := v.Runtimes()
+		if err != nil {
 			return err
 		}
+		// The nodes with a runtime are few: a set of every active node was
+		// 100,000 insertions a status at 100,000 nodes (a tenth of the
+		// handler's time), so only theirs are marked.
+		active := make(map[string]bool, len(runtimes))
+		for _, rt := range runtimes {
+			active[rt.Node] = false
+		}
+		// Every row is judged as it is decoded, in runs (EachNode). Brief,
+		// the runs share one arena and the table keeps a node's name, its
+		// state, its numbers and a copy of its detail: at 100,000 nodes a
+		// slice of every node and an arena a run were 67 MB a status,
+		// which woke the collector within the status more often than not
+		// (issue 34's 300 ms bound). Whole, the answer keeps each node's
+		// digests and the like: an arena a run, kept with the answer.
+		err = v.EachNode(!r.Brief, func(n projections.Node) error {
+			if _, ok := active[n.Name]; ok && !n.Retired {
+				active[n.Name] = true
+			}
+			states.add(n)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		notCurrent = states.done()
+		down = programs(runtimes, active, lives, &out)
 		if within == nil {
 			// A copy: the memo is every status's of these would-sends.
 			out.Chosen = slices.Clone(h.world.Memo(composed, func() any { return chosen(composed, nil) }).([]wire.ConsumerChoice))
@@ -78,7 +101,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 		if out.Rotations, err = credentials.Stages(v); err != nil {
 			return err
 		}
-		return rollouts(v, nodes, composed, &out)
+		return rollouts(v, composed, &out)
 	})
 	out.Well = verdict.Well(verdict.Counts{NotWell: notCurrent, ProgramsDown: down, Standings: len(out.Standings), Causes: len(out.Causes)})
 	out.UnreachableAfter = h.live.UnreachableAfter().Seconds()
@@ -91,90 +114,103 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 }
 
 // nodeStates puts each active node's state (those within, when the status
-// is of a selector's) in out, as the brief table or whole, and answers how
-// many are not well.
-func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, nodes []projections.Node, lives map[string]projections.Liveness,
-	within map[string]bool, composed map[string]world.Would, out *wire.StatusReport) (notCurrent int, err error) {
+// is of a selector's) in out, as the brief table or whole, a node at a
+// time (add), and counts those not well (done).
+type nodeStates struct {
+	h         *Service
+	brief     bool
+	out       *wire.StatusReport
+	lives     map[string]projections.Liveness
+	within    map[string]bool
+	drifts    map[string]projections.Drift
+	holds     map[string]string
+	addresses map[string]string
+	walk      *world.Walk
+	// heard is never grown past its capacity: pointers into it are kept.
+	heard      []time.Time
+	notCurrent int
+}
+
+// nodeStates readies the states of the nodes composed may hold.
+func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, lives map[string]projections.Liveness,
+	within map[string]bool, composed map[string]world.Would, out *wire.StatusReport) (*nodeStates, error) {
+	s := &nodeStates{h: h, brief: r.Brief, out: out, lives: lives, within: within}
+	// Room for every node composed: most are, and the columns are the
+	// answer's largest part.
 	if r.Brief {
-		out.Table = newStatusTable(len(nodes))
+		out.Table = newStatusTable(len(composed))
 	} else {
-		out.Nodes = make([]wire.NodeStatus, 0, len(nodes))
+		out.Nodes = make([]wire.NodeStatus, 0, len(composed))
 	}
-	drifts, err := v.Drifts()
-	if err != nil {
-		return 0, err
+	var err error
+	if s.drifts, err = v.Drifts(); err != nil {
+		return nil, err
 	}
-	holds, err := h.holdsAll(v)
-	if err != nil {
-		return 0, err
+	if s.holds, err = h.holdsAll(v); err != nil {
+		return nil, err
 	}
 	// The brief table has no address column: it is read for the answer
 	// that carries it.
-	var addresses map[string]string
 	if !r.Brief {
-		if addresses, err = v.NodeAddresses(); err != nil {
-			return 0, err
+		if s.addresses, err = v.NodeAddresses(); err != nil {
+			return nil, err
 		}
 	}
-	var heard []time.Time // never grown past its capacity: pointers into it are kept
-	// The rows are in their names' order, and so is the walk's: not a
+	// The rows come in their names' order, and so does the walk: not a
 	// lookup by name a node.
-	walk := h.world.Walk(composed, within == nil)
-	defer walk.Done()
-	for _, n := range nodes {
-		if n.Retired || within != nil && !within[n.Name] {
-			continue
-		}
-		ns := nodeStatus(n, walk.Of(n.Name))
-		ns.State, ns.Detail = world.Drifted(ns.State, ns.Detail, n, drifts)
-		ns.State, ns.Detail = held(ns.State, ns.Detail, holds[n.Name])
-		ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, lives[n.Name])
-		ns.Address = addresses[n.Name]
-		// The brief table has no column for it: asked only for the
-		// answer that carries it, a lookup a node. The moments share one
-		// array: a pointer to a variable of the loop made it escape, an
-		// allocation a node, heard or not (100,000 a status, issue 34).
-		if !r.Brief {
-			if at := h.live.LastHeard(n.Name); !at.IsZero() {
-				if heard == nil {
-					heard = make([]time.Time, 0, len(nodes))
-				}
-				heard = append(heard, at)
-				ns.LastHeard = &heard[len(heard)-1]
-			}
-		}
-		if !wire.WellState(ns.State) {
-			notCurrent++
-		}
-		if r.Brief {
-			out.Table.Add(ns)
-			continue
-		}
-		out.Nodes = append(out.Nodes, ns)
-	}
-	return notCurrent, nil
+	s.walk = h.world.Walk(composed, within == nil)
+	return s, nil
 }
 
-// programs puts the runtime of each program on an active node in out, as
-// its node's liveness leaves it, and answers how many are not running,
-// or run and are unhealthy (rule 14).
-func programs(v *projections.View, nodes []projections.Node, lives map[string]projections.Liveness, out *wire.StatusReport) (down int, err error) {
-	runtimes, err := v.Runtimes()
-	if err != nil || len(runtimes) == 0 {
-		return 0, err
+// add puts n's state in the answer. Brief, n lives only until add returns
+// (EachNode without keep): the table keeps its name (the read models'
+// own) and a copy of its detail, which may be the report's own words.
+func (s *nodeStates) add(n projections.Node) {
+	if n.Retired || s.within != nil && !s.within[n.Name] {
+		return
 	}
-	// The nodes with a runtime are few: a set of every active node was
-	// 100,000 insertions a status at 100,000 nodes (a tenth of the
-	// handler's time), so only theirs are marked.
-	active := make(map[string]bool, len(runtimes))
-	for _, rt := range runtimes {
-		active[rt.Node] = false
+	ns := nodeStatus(n, s.walk.Of(n.Name))
+	ns.State, ns.Detail = world.Drifted(ns.State, ns.Detail, n, s.drifts)
+	ns.State, ns.Detail = held(ns.State, ns.Detail, s.holds[n.Name])
+	ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, s.lives[n.Name])
+	if !wire.WellState(ns.State) {
+		s.notCurrent++
 	}
-	for _, n := range nodes {
-		if _, ok := active[n.Name]; ok && !n.Retired {
-			active[n.Name] = true
+	if s.brief {
+		ns.Detail = strings.Clone(ns.Detail)
+		s.out.Table.Add(ns)
+		return
+	}
+	ns.Address = s.addresses[n.Name]
+	// The brief table has no column for it: asked only for the answer
+	// that carries it, a lookup a node. The moments share one array: a
+	// pointer to a variable of the loop made it escape, an allocation a
+	// node, heard or not (100,000 a status, issue 34).
+	if at := s.h.live.LastHeard(n.Name); !at.IsZero() {
+		if s.heard == nil {
+			s.heard = make([]time.Time, 0, cap(s.out.Nodes))
+		}
+		if len(s.heard) < cap(s.heard) {
+			s.heard = append(s.heard, at)
+			ns.LastHeard = &s.heard[len(s.heard)-1]
+		} else { // more nodes than composed: a moment of its own
+			own := at
+			ns.LastHeard = &own
 		}
 	}
+	s.out.Nodes = append(s.out.Nodes, ns)
+}
+
+// done ends the walk and answers how many nodes are not well.
+func (s *nodeStates) done() int {
+	s.walk.Done()
+	return s.notCurrent
+}
+
+// programs puts the runtime of each program on an active node (active
+// true) in out, as its node's liveness leaves it, and answers how many are
+// not running, or run and are unhealthy (rule 14).
+func programs(runtimes []projections.Runtime, active map[string]bool, lives map[string]projections.Liveness, out *wire.StatusReport) (down int) {
 	for _, rt := range runtimes {
 		if active[rt.Node] {
 			rt = liveness.RuntimeOn(rt, lives[rt.Node])
@@ -184,12 +220,12 @@ func programs(v *projections.View, nodes []projections.Node, lives map[string]pr
 			}
 		}
 	}
-	return down, nil
+	return down
 }
 
 // rollouts puts the progress of each open or halted rollout in out, and a
 // halted one among its causes.
-func rollouts(v *projections.View, nodes []projections.Node, composed map[string]world.Would, out *wire.StatusReport) error {
+func rollouts(v *projections.View, composed map[string]world.Would, out *wire.StatusReport) error {
 	all, err := v.Rollouts()
 	if err != nil {
 		return err
@@ -198,7 +234,7 @@ func rollouts(v *projections.View, nodes []projections.Node, composed map[string
 	for _, ro := range all {
 		if ro.Open() || ro.State == projections.RolloutHalted {
 			if progress == nil {
-				if progress, err = rolloutProgress(v, nodes, composed); err != nil {
+				if progress, err = rolloutProgress(v, composed); err != nil {
 					return err
 				}
 			}
@@ -261,7 +297,13 @@ func (h *Service) VerifyProjections(ctx context.Context, r wire.FoldRequest) (wi
 // those that hold its build and applied what they would be sent now. The
 // rows and the assignments are read once for every rollout listed, not a
 // node at a time.
-func rolloutProgress(v *projections.View, nodes []projections.Node, composed map[string]world.Would) (func(projections.Rollout) wire.RolloutProgress, error) {
+func rolloutProgress(v *projections.View, composed map[string]world.Would) (func(projections.Rollout) wire.RolloutProgress, error) {
+	// Read again for the rollouts alone: status judged its rows as it
+	// decoded them, and kept none.
+	nodes, err := v.NodesBrief()
+	if err != nil {
+		return nil, err
+	}
 	rows := make(map[string]projections.Node, len(nodes))
 	for _, n := range nodes {
 		rows[n.Name] = n

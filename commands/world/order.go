@@ -108,9 +108,9 @@ func (prev order) after(changed map[string]bool, nodes map[string]Would) order {
 	return append(next, prev[i:]...)
 }
 
-// entry is name's place in an order. The name is copied: a status reads
-// its names from rows decoded into an arena (projections' NodesPacked),
-// which a name kept here would keep whole.
+// entry is name's place in an order. The name is copied: a name handed by
+// projections' EachNode may be a row's, in an arena that a name kept here
+// would keep whole, or that is written again after the name is handed.
 func entry(name string, w Would) ordered {
 	return ordered{name: strings.Clone(name), digest: w.ContentDigest, plain: w.Composable && w.Reason == "" && w.Since.IsZero() && w.Short == nil}
 }

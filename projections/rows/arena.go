@@ -18,9 +18,15 @@ type NodeArena struct {
 	text    []byte
 	sents   []wire.Sent
 	reports []wire.Report
+	// filled are the arrays text filled before its current one, and
+	// spare those a next run (EachRun, one arena) writes again: a run's
+	// strings take several arrays (digests in hex), and only the last
+	// kept was most of what a status allocated.
+	filled, spare [][]byte
+	reuse         bool // keep filled for a next run
 }
 
-// Run is how many rows DecodeRun decodes into one arena: small enough that
+// Run is how many rows EachRun decodes into one arena: small enough that
 // a run is a few hundred kilobytes, large enough that its pieces are few
 // beside its rows.
 const Run = 1024
@@ -31,31 +37,58 @@ const Run = 1024
 // held some 40% more than its strings took.
 const textChunk = 64 << 10
 
-// DecodeRun decodes rows (brief as DecodeNodeAs) into out and errs, which
-// are at least as long, through one arena, or each row alone when alone.
-func DecodeRun(rows [][]byte, brief, alone bool, out []Node, errs []error) {
-	if alone {
-		for i, r := range rows {
-			out[i], errs[i] = decodeNode(r, brief, nil)
+// EachRun decodes rows (brief as DecodeNodeAs) a run at a time and hands
+// each to fn in order, with its index and its decoding's error. With keep
+// each run has an arena of its own, which what fn keeps of a row keeps
+// alive. Without, one arena serves every run, and what fn is handed lives
+// only until it returns: its strings, its send and its report are the
+// next run's after that, so fn copies what it keeps. That is for an answer
+// that reads every row and keeps little of each: brief status at 100,000
+// nodes decoded 67 MB into a slice of nodes and an arena a run
+// (BenchmarkStatusFirst), which woke the collector within the status more
+// often than not (issue 34's 300 ms bound).
+func EachRun(rows [][]byte, brief, keep bool, fn func(i int, n Node, err error) error) error {
+	var a *NodeArena
+	for lo := 0; lo < len(rows); lo += Run {
+		run := rows[lo:min(lo+Run, len(rows))]
+		if a == nil || keep {
+			a = &NodeArena{sents: make([]wire.Sent, 0, len(run)), reports: make([]wire.Report, 0, len(run)), reuse: !keep}
+		} else {
+			// The current array, the sends and the reports are written
+			// again from their start; what fn was handed of them is gone.
+			if a.spare = append(a.spare, a.filled...); a.text != nil {
+				a.spare = append(a.spare, a.text)
+			}
+			a.text, a.filled, a.sents, a.reports = nil, a.filled[:0], a.sents[:0], a.reports[:0]
 		}
-		return
+		for i, r := range run {
+			n, err := decodeNode(r, brief, a)
+			if err := fn(lo+i, n, err); err != nil {
+				return err
+			}
+		}
 	}
-	a := &NodeArena{sents: make([]wire.Sent, 0, len(rows)), reports: make([]wire.Report, 0, len(rows))}
-	for i, r := range rows {
-		out[i], errs[i] = decodeNode(r, brief, a)
-	}
+	return nil
 }
 
 // string answers b as a string kept in the arena's current array, begun
 // afresh when b does not fit in what is left of it. An array is only ever
 // appended to within its capacity, so bytes a string points to are never
-// written again.
+// written again, until EachRun uses the arena for its next run.
 func (a *NodeArena) string(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
 	if len(a.text)+len(b) > cap(a.text) {
-		a.text = make([]byte, 0, max(textChunk, len(b)))
+		if a.text != nil && a.reuse {
+			a.filled = append(a.filled, a.text)
+		}
+		a.text = nil
+		if k := len(a.spare) - 1; k >= 0 && cap(a.spare[k]) >= len(b) {
+			a.text, a.spare = a.spare[k][:0], a.spare[:k]
+		} else {
+			a.text = make([]byte, 0, max(textChunk, len(b)))
+		}
 	}
 	start := len(a.text)
 	a.text = append(a.text, b...)

@@ -33,43 +33,76 @@ func arenaRows(n int) [][]byte {
 	return out
 }
 
-// Rows decoded in runs into an arena each are the rows decoded one at a
-// time, over several runs, brief and whole.
-func TestARunDecodesAsEachRowAlone(t *testing.T) {
-	rows := arenaRows(2*Run + 17)
-	for _, brief := range []bool{true, false} {
-		want := make([]Node, len(rows))
-		for i, r := range rows {
-			n, err := DecodeNodeAs(r, brief)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want[i] = n
-		}
-		got, errs := make([]Node, len(rows)), make([]error, len(rows))
-		for lo := 0; lo < len(rows); lo += Run {
-			DecodeRun(rows[lo:min(lo+Run, len(rows))], brief, false, got[lo:], errs[lo:])
-		}
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("row %d: %v", i, err)
-			}
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("brief %v (-alone +in runs):\n%s", brief, diff)
-		}
-	}
-}
-
 // A run's strings, sends and reports are its arena's three pieces, not an
 // object each (what it is for); alone, each is an object.
 func TestARunAllocatesItsArenaNotEachString(t *testing.T) {
 	rows := arenaRows(Run)
-	out, errs := make([]Node, len(rows)), make([]error, len(rows))
-	packed := testing.AllocsPerRun(5, func() { DecodeRun(rows, true, false, out, errs) })
-	alone := testing.AllocsPerRun(5, func() { DecodeRun(rows, true, true, out, errs) })
+	packed := testing.AllocsPerRun(5, func() { _ = EachRun(rows, true, true, func(int, Node, error) error { return nil }) })
+	alone := testing.AllocsPerRun(5, func() {
+		for _, r := range rows {
+			_, _ = DecodeNodeAs(r, true)
+		}
+	})
 	// The failures of each report are a slice of their own either way.
 	if reports := float64(len(rows) / 2); packed > reports+10 || alone < 4*float64(len(rows)) {
 		t.Fatalf("decoding %d rows allocated %.0f times in a run and %.0f alone; want at most %.0f in a run", len(rows), packed, alone, reports+10)
+	}
+}
+
+// Rows handed one at a time (EachRun) are the rows decoded alone, in
+// order, whether each run has an arena of its own or one serves them all;
+// with one, the runs after the first allocate nothing for their strings,
+// sends and reports, and each run's own arena allocates its pieces again.
+func TestEachRunHandsEachRowAsDecodedAlone(t *testing.T) {
+	rows := arenaRows(3*Run + 5)
+	for _, c := range []struct{ brief, keep bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
+		brief, keep := c.brief, c.keep
+		seen := 0
+		err := EachRun(rows, brief, keep, func(i int, n Node, err error) error {
+			want, werr := DecodeNodeAs(rows[i], brief)
+			if err != nil || werr != nil || i != seen {
+				return fmt.Errorf("row %d (handed %d): %v, alone %v", i, seen, err, werr)
+			}
+			seen++
+			// Compared while it is handed: after fn returns, a shared
+			// arena's next run writes over it.
+			if diff := cmp.Diff(want, n); diff != "" {
+				return fmt.Errorf("row %d (-alone +handed):\n%s", i, diff)
+			}
+			return nil
+		})
+		if err != nil || seen != len(rows) {
+			t.Fatalf("brief %v, keep %v: %v after %d of %d rows", brief, keep, err, seen, len(rows))
+		}
+	}
+	count := func(keep bool) float64 {
+		return testing.AllocsPerRun(3, func() { _ = EachRun(rows, true, keep, func(int, Node, error) error { return nil }) })
+	}
+	// The failures of each report are a slice of their own either way.
+	failures := float64(len(rows) / 2)
+	if shared, own := count(false), count(true); shared > failures+20 || own < shared+8 {
+		t.Fatalf("%d rows in 4 runs allocated %.0f times with one arena and %.0f with one a run; want one arena's at most %.0f, and fewer than one a run's", len(rows), shared, own, failures+20)
+	}
+}
+
+// A row that does not decode is handed with its error, and what fn
+// answers ends the walk.
+func TestEachRunHandsACorruptRowItsError(t *testing.T) {
+	rows := arenaRows(5)
+	rows[2] = rows[2][:len(rows[2])-3]
+	stop := fmt.Errorf("stop")
+	var handed []int
+	err := EachRun(rows, true, false, func(i int, _ Node, err error) error {
+		handed = append(handed, i)
+		if err != nil {
+			if err != ErrCorrupt {
+				t.Errorf("row %d: %v, want ErrCorrupt", i, err)
+			}
+			return stop
+		}
+		return nil
+	})
+	if err != stop || len(handed) != 3 {
+		t.Fatalf("EachRun answered %v after rows %v; want the walk ended at row 2", err, handed)
 	}
 }
