@@ -144,28 +144,28 @@ func (h *Composer) Keep(at At, composed map[string]Would) {
 	if _, ok := h.composed.get(at.Version, at.Forgets); ok {
 		return
 	}
-	var missing []string
-	for _, n := range at.World.Nodes() {
-		if _, ok := composed[n]; !ok {
-			missing = append(missing, n)
+	// The order is made on the way, in the world's name order: the
+	// lookup a node that finds what the push did not compose is the one
+	// the first status at this version made to build it, a fifth of that
+	// status's CPU at 100,000 nodes. The since moves only nodes that
+	// cannot be composed, which are never plain.
+	names := at.World.Nodes()
+	o := make(order, len(names))
+	var missing []int
+	for i, n := range names {
+		if w, ok := composed[n]; ok {
+			o[i] = entry(n, w)
+		} else {
+			missing = append(missing, i)
 		}
 	}
 	results := make([]Would, len(missing))
-	fanout.PerCore(len(missing), func(i int) { results[i] = Of(at.World.Compose(missing[i])) })
-	for i, n := range missing {
-		composed[n] = results[i]
+	fanout.PerCore(len(missing), func(k int) { results[k] = Of(at.World.Compose(names[missing[k]])) })
+	for k, i := range missing {
+		composed[names[i]] = results[k]
+		o[i] = entry(names[i], results[k])
 	}
 	h.sinceCannotCompose(at.Version, composed)
-	// The order of the version at was patched from, carried over as
-	// composedAt carries it: a push after a change leaves status its
-	// order. Only from a patch, whose changed nodes are the touched
-	// ones' few: telling a whole input apart is not a push's to pay.
-	var o order
-	if prev, ok := h.composed.before(at); ok && at.patchedFrom != 0 && prev.version == at.patchedFrom {
-		if changed, ok := changedAmong(prev.in, at.Input, at.touched); ok {
-			o = prev.order.after(changed, composed)
-		}
-	}
 	h.composed.put(at, composed, o)
 }
 
@@ -216,7 +216,8 @@ func (h *Composer) composedAt(at At) map[string]Would {
 			}
 		}
 	}
-	if nodes == nil {
+	whole := nodes == nil
+	if whole {
 		names = at.World.Nodes()
 		nodes = make(map[string]Would, len(names))
 	}
@@ -226,6 +227,19 @@ func (h *Composer) composedAt(at At) map[string]Would {
 		nodes[n] = results[i]
 	}
 	h.sinceCannotCompose(at.Version, nodes)
+	if whole {
+		// Every node composed, in name order (World.Nodes): the order is
+		// at hand, where the first status at this version made it by a
+		// lookup in the map a node, a fifth of that status's CPU at
+		// 100,000 nodes. The since moves only nodes that cannot be
+		// composed, which are never plain.
+		o := make(order, len(names))
+		for i, n := range names {
+			o[i] = entry(n, results[i])
+		}
+		h.composed.put(at, nodes, o)
+		return nodes
+	}
 	// After the since: an entry of the order is plain only with none.
 	h.composed.put(at, nodes, prevOrder.after(changed, nodes))
 	return nodes

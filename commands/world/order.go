@@ -108,9 +108,9 @@ func (prev order) after(changed map[string]bool, nodes map[string]Would) order {
 	return append(next, prev[i:]...)
 }
 
-// entry is name's place in an order. The name is copied: a name handed by
-// projections' EachNode may be a row's, in an arena that a name kept here
-// would keep whole, or that is written again after the name is handed.
+// entry is name's place in an order. The name is kept as given: the
+// world's own, or the read models' (projections' EachNode hands each node
+// the memory's name, never a row's in an arena that is written again).
 func entry(name string, w Would) ordered {
-	return ordered{name: strings.Clone(name), digest: w.ContentDigest, plain: w.Composable && w.Reason == "" && w.Since.IsZero() && w.Short == nil}
+	return ordered{name: name, digest: w.ContentDigest, plain: w.Composable && w.Reason == "" && w.Since.IsZero() && w.Short == nil}
 }
