@@ -77,7 +77,7 @@ func pushedMesh(b *testing.B, modules, def int) (*coretest.Mesh, *Service, int) 
 
 // pushAll pushes to the whole mesh and fails unless every one of its
 // nodes was sent a declaration.
-func pushAll(b *testing.B, h *Service, nodes int) {
+func pushAll(b testing.TB, h *Service, nodes int) {
 	if r, err := h.push.Push(context.Background(), wire.PushRequest{CommandID: wire.NewCommandID()}); err != nil || len(r.Sent) != nodes {
 		b.Fatalf("push: %v", err)
 	}
