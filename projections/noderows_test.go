@@ -11,6 +11,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/meshctl/mesh/projections/rows"
 )
 
 // fromMemory reads every node row of one view from the live fold's
@@ -42,34 +43,63 @@ func readBoth(e *Engine, brief bool) (used bool, err error) {
 		if diff := cmp.Diff(disk, mem); diff != "" {
 			return fmt.Errorf("the memory of node rows differs from Pebble's at checkpoint %d (-pebble +memory):\n%s", v.Checkpoint(), diff)
 		}
-		// Handed one at a time, decoded in runs into one arena or an
-		// arena a run (EachNode), the same rows: each compared while it
-		// is handed, since one arena's next run writes over it.
+		// Handed one at a time (EachNode), the same rows.
 		if !brief {
 			return nil
 		}
-		for _, keep := range []bool{false, true} {
-			i := 0
-			err := v.EachNode(keep, func(n Node) error {
-				if i >= len(disk) {
-					return fmt.Errorf("more rows handed than Pebble holds (%d)", len(disk))
-				}
-				if diff := cmp.Diff(disk[i], n); diff != "" {
-					return fmt.Errorf("row %d (-pebble +handed):\n%s", i, diff)
-				}
-				i++
-				return nil
-			})
-			if err == nil && i != len(disk) {
-				err = fmt.Errorf("%d rows handed, Pebble holds %d", i, len(disk))
-			}
-			if err != nil {
-				return fmt.Errorf("the memory's rows handed in runs (keep %v) differ from Pebble's at checkpoint %d: %w", keep, v.Checkpoint(), err)
-			}
-		}
-		return nil
+		return handedAgree(v, disk)
 	})
 	return used, err
+}
+
+// handedAgree fails unless the rows EachNode hands, decoded in runs into
+// an arena a run or one for all, are disk's (brief), in order: each is
+// compared while it is handed, since one arena's next run writes over it.
+func handedAgree(v *View, disk []Node) error {
+	for _, keep := range []bool{false, true} {
+		i := 0
+		err := v.EachNode(keep, func(n Node) error {
+			if i >= len(disk) {
+				return fmt.Errorf("more rows handed than Pebble holds (%d)", len(disk))
+			}
+			if diff := cmp.Diff(disk[i], n); diff != "" {
+				return fmt.Errorf("row %d (-pebble +handed):\n%s", i, diff)
+			}
+			i++
+			return nil
+		})
+		if err == nil && i != len(disk) {
+			err = fmt.Errorf("%d rows handed, Pebble holds %d", i, len(disk))
+		}
+		if err != nil {
+			return fmt.Errorf("the rows handed in runs (keep %v) differ from Pebble's at checkpoint %d: %w", keep, v.Checkpoint(), err)
+		}
+	}
+	return nil
+}
+
+// More rows than a run, handed from the memory of a quiet fold, are
+// Pebble's, whether each run has an arena or one serves them all. Fails
+// when EachNode hands a row other than Pebble's, and when the view did
+// not read the memory (the test would hold Pebble to itself).
+func TestEachNodeFromMemoryIsPebblesAcrossRuns(t *testing.T) {
+	s := newStore(t)
+	e := openEngine(t, s, vfs.NewMem(), DefaultBatchSize)
+	waitFor(t, e, enrollMany(t, s, 0, rows.Run+40))
+	embeddedtest.Eventually(t, "views reading the memory of node rows", func() bool { return fromMemory(t, e, true) })
+	err := e.Read(func(v *View) error {
+		if _, held, ok := v.heldRows(); !ok || len(held) <= rows.Run {
+			return fmt.Errorf("the view read %d rows from the memory (ok %v), want more than a run of %d from it", len(held), ok, rows.Run)
+		}
+		disk, err := nodeRows(v.r, true)
+		if err != nil {
+			return err
+		}
+		return handedAgree(v, disk)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // changeMany moves every node of enrollMany's: a label change on each,

@@ -114,7 +114,7 @@ func getJSON(r pebble.Reader, key []byte, v any) (bool, error) {
 	return true, json.Unmarshal(data, v)
 }
 
-// getRow reads the JSON row at key: a view's getter of one row.
+// getOne reads the JSON row at key: a view's getter of one row.
 func getOne[T any](r pebble.Reader, key []byte) (T, bool, error) {
 	var row T
 	found, err := getJSON(r, key, &row)

@@ -74,8 +74,9 @@ type composedCache struct {
 	in      compose.Input
 	// memo is what Memo made of nodes, nil until asked.
 	memo any
-	// order is nodes' in their names' order, nil until a status walked
-	// them (Walk) or while none is known.
+	// order is nodes' in their names' order: made where every node's
+	// would-send is at hand (Keep, a whole composition, a patch), else
+	// by the first status that walks them (Walk); nil while none is.
 	order order
 }
 

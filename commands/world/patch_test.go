@@ -180,8 +180,9 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 	}
 }
 
-// keep composes every node of the world at the view's version, as a push
-// does, and hands it to the cache.
+// keep composes the nodes of the world at the view's version, as a push
+// does, and hands them to the cache: all but every fourth, as a push
+// leaves out the nodes a hand holds, which Keep composes itself.
 func keep(t *testing.T, c *Composer, proj *projections.Engine) {
 	t.Helper()
 	err := proj.Read(func(v *projections.View) error {
@@ -190,8 +191,10 @@ func keep(t *testing.T, c *Composer, proj *projections.Engine) {
 			return err
 		}
 		composed := map[string]Would{}
-		for _, n := range at.World.Nodes() {
-			composed[n] = Of(at.World.Compose(n))
+		for i, n := range at.World.Nodes() {
+			if i%4 != 3 {
+				composed[n] = Of(at.World.Compose(n))
+			}
 		}
 		c.Keep(at, composed)
 		return nil
