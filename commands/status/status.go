@@ -92,7 +92,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 		if err != nil {
 			return err
 		}
-		notCurrent = states.done()
+		notCurrent = states.notCurrent
 		down = programs(runtimes, active, lives, &out)
 		if within == nil {
 			// A copy: the memo is every status's of these would-sends.
@@ -127,7 +127,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 
 // nodeStates puts each active node's state (those within, when the status
 // is of a selector's) in out, as the brief table or whole, a node at a
-// time (add), and counts those not well (done).
+// time (add), and counts those not well (notCurrent).
 type nodeStates struct {
 	h         *Service
 	brief     bool
@@ -170,7 +170,7 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, lives ma
 	}
 	// The rows come in their names' order, and so does the walk: not a
 	// lookup by name a node.
-	s.walk = h.world.Walk(composed, within == nil)
+	s.walk = h.world.Walk(composed)
 	return s, nil
 }
 
@@ -217,12 +217,6 @@ func (s *nodeStates) add(n projections.Node) {
 		}
 	}
 	s.out.Nodes = append(s.out.Nodes, ns)
-}
-
-// done ends the walk and answers how many nodes are not well.
-func (s *nodeStates) done() int {
-	s.walk.Done()
-	return s.notCurrent
 }
 
 // programs puts the runtime of each program on an active node (active

@@ -74,9 +74,9 @@ type composedCache struct {
 	in      compose.Input
 	// memo is what Memo made of nodes, nil until asked.
 	memo any
-	// order is nodes' in their names' order: made where every node's
-	// would-send is at hand (Keep, a whole composition, a patch), else
-	// by the first status that walks them (Walk); nil while none is.
+	// order is nodes' in their names' order, which Walk reads: made
+	// where every node's would-send is at hand (Keep, a whole
+	// composition, a patch of the order before).
 	order order
 }
 
@@ -228,21 +228,22 @@ func (h *Composer) composedAt(at At) map[string]Would {
 		nodes[n] = results[i]
 	}
 	h.sinceCannotCompose(at.Version, nodes)
+	// After the since: an entry of the order is plain only with none.
+	var o order
 	if whole {
 		// Every node composed, in name order (World.Nodes): the order is
 		// at hand, where the first status at this version made it by a
 		// lookup in the map a node, a fifth of that status's CPU at
 		// 100,000 nodes. The since moves only nodes that cannot be
 		// composed, which are never plain.
-		o := make(order, len(names))
+		o = make(order, len(names))
 		for i, n := range names {
 			o[i] = entry(n, results[i])
 		}
-		h.composed.put(at, nodes, o)
-		return nodes
+	} else {
+		o = prevOrder.after(changed, nodes)
 	}
-	// After the since: an entry of the order is plain only with none.
-	h.composed.put(at, nodes, prevOrder.after(changed, nodes))
+	h.composed.put(at, nodes, o)
 	return nodes
 }
 
@@ -340,24 +341,15 @@ func (c *composedCache) holds(nodes map[string]Would) bool {
 	return c.valid && reflect.ValueOf(c.nodes).UnsafePointer() == reflect.ValueOf(nodes).UnsafePointer()
 }
 
-// orderOf is the order kept for nodes (nil when none), and whether the
-// cache holds nodes at all: an order is kept only for what it holds.
-func (c *composedCache) orderOf(nodes map[string]Would) (order, bool) {
+// orderOf is the order kept for nodes: nil when the cache no longer holds
+// them (an order is kept only for what it holds) or keeps none.
+func (c *composedCache) orderOf(nodes map[string]Would) order {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.holds(nodes) {
-		return nil, false
+		return nil
 	}
-	return c.order, true
-}
-
-// keepOrder keeps o as nodes' order while the cache holds nodes.
-func (c *composedCache) keepOrder(nodes map[string]Would, o order) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.holds(nodes) && c.order == nil {
-		c.order = o
-	}
+	return c.order
 }
 
 // Memo is what fn makes of nodes, made once while the cache holds nodes

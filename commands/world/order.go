@@ -28,60 +28,31 @@ type ordered struct {
 
 // Walk reads the would-sends of nodes (a map ComposeAll answered) for
 // names asked in rising order: from the order the cache keeps for nodes
-// when it keeps one, else from the map, keeping what it read as the
-// order of nodes for the next walk (Done) when every node may be asked
-// (all). Names asked out of order are read right, from the map.
+// when it still holds them (every composition cached makes one, in Keep
+// or composedAt), else from the map. Names asked out of order are read
+// right, from the map.
 type Walk struct {
 	nodes     map[string]Would
-	c         *composedCache
 	have      order // the cache's order of nodes; nil when it keeps none
 	i         int
-	made      order // what this walk read, in order, when have is nil
-	keep      bool
 	fromOrder int // how many were read from have: what the order saved
 }
 
 // Walk starts a walk over nodes.
-func (h *Composer) Walk(nodes map[string]Would, all bool) *Walk {
-	w := &Walk{nodes: nodes, c: &h.composed}
-	w.have, w.keep = w.c.orderOf(nodes)
-	w.keep = w.keep && all && w.have == nil
-	if w.keep {
-		w.made = make(order, 0, len(nodes))
-	}
-	return w
+func (h *Composer) Walk(nodes map[string]Would) *Walk {
+	return &Walk{nodes: nodes, have: h.composed.orderOf(nodes)}
 }
 
 // Of is name's would-send.
 func (w *Walk) Of(name string) Would {
-	if w.have != nil {
-		for w.i < len(w.have) && w.have[w.i].name < name {
-			w.i++
-		}
-		if e := w.i; e < len(w.have) && w.have[e].plain && w.have[e].name == name {
-			w.fromOrder++
-			return Would{Would: verdict.Would{Composable: true, ContentDigest: w.have[e].digest}}
-		}
-		return w.nodes[name]
+	for w.i < len(w.have) && w.have[w.i].name < name {
+		w.i++
 	}
-	would, found := w.nodes[name]
-	if w.keep && found {
-		if n := len(w.made); n > 0 && w.made[n-1].name >= name {
-			// Not rising: what was read is no order.
-			w.keep, w.made = false, nil
-		} else {
-			w.made = append(w.made, entry(name, would))
-		}
+	if e := w.i; e < len(w.have) && w.have[e].plain && w.have[e].name == name {
+		w.fromOrder++
+		return Would{Would: verdict.Would{Composable: true, ContentDigest: w.have[e].digest}}
 	}
-	return would
-}
-
-// Done keeps what the walk read as the order of its nodes, if it was to
-// and the cache still holds them.
-func (w *Walk) Done() {
-	if w.keep && w.made != nil {
-		w.c.keepOrder(w.nodes, w.made)
-	}
+	return w.nodes[name]
 }
 
 // after is prev's order for a version whose would-sends in nodes are

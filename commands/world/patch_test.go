@@ -210,7 +210,7 @@ func keep(t *testing.T, c *Composer, proj *projections.Engine) {
 // it. It answers how many were read from an order kept.
 func walkAgrees(t *testing.T, c *Composer, composed map[string]Would, enrolled int, when string) int {
 	t.Helper()
-	walk := c.Walk(composed, true)
+	walk := c.Walk(composed)
 	for i := range enrolled {
 		n := fmt.Sprintf("n-%02d", i)
 		want, got := composed[n], walk.Of(n)
@@ -221,6 +221,5 @@ func walkAgrees(t *testing.T, c *Composer, composed map[string]Would, enrolled i
 			t.Fatalf("%s: the walk leaves out %v of %s, the map %v", when, got.LeftOut(), n, want.LeftOut())
 		}
 	}
-	walk.Done()
 	return walk.fromOrder
 }
