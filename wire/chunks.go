@@ -203,7 +203,14 @@ func Assemble(ctx context.Context, answer *nats.Msg, pieces <-chan *nats.Msg) ([
 		y, _ := strconv.Atoi(b.Header.Get(ChunkIndexHeader))
 		return x - y
 	})
-	var b []byte
+	// Sized once: grown piece by piece, a status of 100,000 nodes (some
+	// 3 MB) was copied again at each doubling into pages the client had
+	// never touched, a tenth of the command's CPU in page faults.
+	size := 0
+	for _, m := range got {
+		size += len(m.Data)
+	}
+	b := make([]byte, 0, size)
 	for _, m := range got {
 		b = append(b, m.Data...)
 	}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"slices"
 	"time"
 
 	"github.com/meshctl/mesh/compose"
@@ -75,52 +74,6 @@ type ReconcilerStatus struct {
 type ConsumerChoice struct {
 	ConsumerNode string `json:"consumer_node"`
 	compose.Chosen
-}
-
-// StatusTable is the nodes of a brief status by column, row i of each
-// column one node. State indexes States.
-type StatusTable struct {
-	States   []State  `json:"states"`
-	Name     []string `json:"name"`
-	State    []uint8  `json:"state"`
-	Sequence []uint64 `json:"sequence"`
-	Since    []int64  `json:"since"` // unix seconds
-	Detail   []string `json:"detail"`
-}
-
-// Add appends one node's row.
-func (t *StatusTable) Add(n NodeStatus) {
-	i := slices.Index(t.States, n.State)
-	if i < 0 {
-		i = len(t.States)
-		t.States = append(t.States, n.State)
-	}
-	t.Name = append(t.Name, n.Name)
-	t.State = append(t.State, uint8(i))
-	t.Sequence = append(t.Sequence, n.Sequence)
-	t.Since = append(t.Since, n.Since.Unix())
-	t.Detail = append(t.Detail, n.Detail)
-}
-
-// Len is how many rows the table holds.
-func (t *StatusTable) Len() int { return len(t.Name) }
-
-// Row is the table's row i, as Nodes would hold it without digests.
-func (t *StatusTable) Row(i int) NodeStatus {
-	var state State
-	if int(t.State[i]) < len(t.States) {
-		state = t.States[t.State[i]]
-	}
-	return NodeStatus{Name: t.Name[i], State: state, Sequence: t.Sequence[i], Since: time.Unix(t.Since[i], 0).UTC(), Detail: t.Detail[i]}
-}
-
-// Rows is the table's nodes, as Nodes would hold them without digests.
-func (t *StatusTable) Rows() []NodeStatus {
-	out := make([]NodeStatus, t.Len())
-	for i := range out {
-		out[i] = t.Row(i)
-	}
-	return out
 }
 
 // NodeStatus is one node's line in status.

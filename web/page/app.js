@@ -68,13 +68,25 @@ function drawVerdict() {
   v.className = "verdict " + (lastWell ? "well" : "notwell");
 }
 
-// rowsOf is the nodes of a brief status (a table by column: each node's
-// state an index into states, a byte of base64 as Go writes []uint8; since
-// in unix seconds) as objects, one a node.
+// rowsOf is the nodes of a brief status (a table by column, as
+// wire.StatusTable writes it: the names a line each; each node's state an
+// index into states, a byte of base64 as Go writes []uint8; sequences and
+// moments, in unix seconds, as runs [value, rows]; details by row where
+// there is one) as objects, one a node.
 function rowsOf(t) {
-  if (!t) return [];
+  if (!t || !t.names) return [];
   const state = atob(t.state || "");
-  return t.name.map((name, i) => ({ name, state: t.states[state.charCodeAt(i)], sequence: t.sequence[i], since: t.since[i] * 1000, detail: t.detail[i] }));
+  const sequence = unrun(t.sequence), since = unrun(t.since);
+  const detail = {};
+  (t.detail_at || []).forEach((row, k) => { detail[row] = t.detail[k]; });
+  return t.names.split("\n").map((name, i) => ({ name, state: t.states[state.charCodeAt(i)], sequence: sequence[i], since: since[i] * 1000, detail: detail[i] || "" }));
+}
+
+// unrun is a column written as runs [value, rows], a value a row.
+function unrun(runs) {
+  const out = [];
+  for (const [v, n] of runs || []) for (let k = 0; k < n; k++) out.push(v);
+  return out;
 }
 
 function drawStatus(s) {

@@ -1,0 +1,78 @@
+package wire
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A brief table crosses the bus and comes back the same, row for row:
+// runs of sequences and moments that change, details only on some rows
+// (one of several lines), no rows at all. Fails when a run, a detail's
+// row or a name is lost or moved.
+func TestAStatusTableComesBackRowForRow(t *testing.T) {
+	at := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+	rows := []NodeStatus{
+		{Name: "a", State: StateCurrent, Sequence: 2, Since: at},
+		{Name: "b", State: StateCurrent, Sequence: 2, Since: at},
+		{Name: "c", State: StateFailed, Sequence: 3, Since: at.Add(time.Second), Detail: "exit 1:\nno such file"},
+		{Name: "d", State: StateCurrent, Sequence: 2, Since: at},
+		{Name: "e-1", State: StateNeverSent, Since: time.Unix(0, 0).UTC()},
+	}
+	var table StatusTable
+	for _, r := range rows {
+		table.Add(r)
+	}
+	b, err := json.Marshal(StatusReport{Table: &table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back StatusReport
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rows, back.Table.Rows()); diff != "" {
+		t.Fatalf("the table as it came back (-sent +got):\n%s", diff)
+	}
+	// Runs, not a value a row: four rows share sequence 2 in three runs.
+	var raw struct {
+		Table statusTableJSON `json:"table"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw.Table.Sequence) != 4 || len(raw.Table.Detail) != 1 {
+		t.Fatalf("the table as written: %s (%v)", b, err)
+	}
+
+	var empty StatusTable
+	b, err = json.Marshal(&empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none StatusTable
+	if err := json.Unmarshal(b, &none); err != nil || none.Len() != 0 {
+		t.Fatalf("an empty table came back as %d rows (%v) from %s", none.Len(), err, b)
+	}
+}
+
+// A table whose columns disagree on their rows is refused, whole, with
+// what disagrees: read as it came, a row would show another node's state.
+func TestAStatusTableWhoseColumnsDisagreeIsRefused(t *testing.T) {
+	for name, text := range map[string]string{
+		"a state short":    `{"states":["current"],"names":"a\nb","state":"AA==","sequence":[[1,2]],"since":[[0,2]],"detail_at":[],"detail":[]}`,
+		"a run too long":   `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,3]],"since":[[0,2]],"detail_at":[],"detail":[]}`,
+		"a run short":      `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,2]],"since":[[0,1]],"detail_at":[],"detail":[]}`,
+		"a detail past":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,2]],"since":[[0,2]],"detail_at":[2],"detail":["x"]}`,
+		"a detail at none": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,2]],"since":[[0,2]],"detail_at":[0,1],"detail":["x"]}`,
+		"an empty run":     `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,0],[1,2]],"since":[[0,2]],"detail_at":[],"detail":[]}`,
+	} {
+		var tb StatusTable
+		if err := json.Unmarshal([]byte(text), &tb); err == nil || !strings.Contains(err.Error(), "status table") {
+			t.Errorf("%s: read as %d rows (%v), want refused", name, tb.Len(), err)
+		}
+	}
+	if _, err := json.Marshal(StatusTable{Name: []string{"a\nb"}, State: []uint8{0}, Sequence: []uint64{1}, Since: []int64{0}, Detail: []string{""}}); err == nil {
+		t.Error("a name with a line break was written, and would come back as two")
+	}
+}
