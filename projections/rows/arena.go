@@ -40,32 +40,96 @@ const textChunk = 64 << 10
 // EachRun decodes rows (brief as DecodeNodeAs) a run at a time and hands
 // each to fn in order, with its index and its decoding's error. With keep
 // each run has an arena of its own, which what fn keeps of a row keeps
-// alive. Without, one arena serves every run, and what fn is handed lives
-// only until it returns: its strings, its send and its report are the
-// next run's after that, so fn copies what it keeps. That is for an answer
-// that reads every row and keeps little of each: brief status at 100,000
-// nodes decoded 67 MB into a slice of nodes and an arena a run
+// alive. Without, two arenas serve the runs in turn, and what fn is handed
+// lives only until it returns: its strings, its send and its report are a
+// later run's after that, so fn copies what it keeps. That is for an
+// answer that reads every row and keeps little of each: brief status at
+// 100,000 nodes decoded 67 MB into a slice of nodes and an arena a run
 // (BenchmarkStatusFirst), which woke the collector within the status more
 // often than not (issue 34's 300 ms bound).
+//
+// Past one run, the next run is decoded on another goroutine while fn is
+// handed this one: decoding is some half of what status does with a row,
+// and done in line it left the second core idle through the first status
+// at 100,000 nodes. fn is still called on one goroutine, in order.
 func EachRun(rows [][]byte, brief, keep bool, fn func(i int, n Node, err error) error) error {
-	var a *NodeArena
-	for lo := 0; lo < len(rows); lo += Run {
-		run := rows[lo:min(lo+Run, len(rows))]
-		if a == nil || keep {
-			a = &NodeArena{sents: make([]wire.Sent, 0, len(run)), reports: make([]wire.Report, 0, len(run)), reuse: !keep}
-		} else {
-			// The current array, the sends and the reports are written
-			// again from their start; what fn was handed of them is gone.
-			if a.spare = append(a.spare, a.filled...); a.text != nil {
-				a.spare = append(a.spare, a.text)
+	if len(rows) <= Run {
+		var r decodedRun
+		r.decode(rows, 0, brief, keep)
+		return r.hand(fn)
+	}
+	// Two runs in turn: free holds those fn is done with, ready those
+	// decoded; each holds both at most, so no send on them ever waits.
+	free, ready, stop := make(chan *decodedRun, 2), make(chan *decodedRun, 2), make(chan struct{})
+	free <- &decodedRun{}
+	free <- &decodedRun{}
+	go func() {
+		defer close(ready)
+		for lo := 0; lo < len(rows); lo += Run {
+			var r *decodedRun
+			select {
+			case r = <-free:
+			case <-stop:
+				return
 			}
-			a.text, a.filled, a.sents, a.reports = nil, a.filled[:0], a.sents[:0], a.reports[:0]
+			r.decode(rows, lo, brief, keep)
+			ready <- r
 		}
-		for i, r := range run {
-			n, err := decodeNode(r, brief, a)
-			if err := fn(lo+i, n, err); err != nil {
-				return err
-			}
+	}()
+	var err error
+	for r := range ready {
+		if err != nil {
+			continue // drained: the decoder stops at its next run
+		}
+		if err = r.hand(fn); err != nil {
+			close(stop)
+			continue
+		}
+		free <- r
+	}
+	return err
+}
+
+// decodedRun is one run of rows decoded, into its arena: what EachRun
+// hands fn, and then decodes a later run into again.
+type decodedRun struct {
+	lo    int // the index of its first row
+	nodes []Node
+	errs  []error
+	a     *NodeArena
+}
+
+// decode decodes the run of rows from lo, into an arena of its own with
+// keep, else into the one it decoded its last run into, written again.
+func (r *decodedRun) decode(rows [][]byte, lo int, brief, keep bool) {
+	run := rows[lo:min(lo+Run, len(rows))]
+	if r.a == nil || keep {
+		r.a = &NodeArena{sents: make([]wire.Sent, 0, len(run)), reports: make([]wire.Report, 0, len(run)), reuse: !keep}
+	} else {
+		// The current array, the sends and the reports are written
+		// again from their start; what fn was handed of them is gone.
+		a := r.a
+		if a.spare = append(a.spare, a.filled...); a.text != nil {
+			a.spare = append(a.spare, a.text)
+		}
+		a.text, a.filled, a.sents, a.reports = nil, a.filled[:0], a.sents[:0], a.reports[:0]
+	}
+	if cap(r.nodes) < len(run) {
+		r.nodes, r.errs = make([]Node, 0, len(run)), make([]error, 0, len(run))
+	}
+	r.lo, r.nodes, r.errs = lo, r.nodes[:0], r.errs[:0]
+	for _, row := range run {
+		n, err := decodeNode(row, brief, r.a)
+		r.nodes, r.errs = append(r.nodes, n), append(r.errs, err)
+	}
+}
+
+// hand calls fn with each of the run's rows in order, until fn answers an
+// error.
+func (r *decodedRun) hand(fn func(i int, n Node, err error) error) error {
+	for i := range r.nodes {
+		if err := fn(r.lo+i, r.nodes[i], r.errs[i]); err != nil {
+			return err
 		}
 	}
 	return nil

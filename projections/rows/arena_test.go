@@ -77,12 +77,12 @@ func TestEachRunHandsEachRowAsDecodedAlone(t *testing.T) {
 		}
 	}
 	// Rows whose reports fail nothing: a report's failures are a slice of
-	// their own however the row is decoded. One arena for all allocates
-	// for four runs what it allocates for one (its arrays, sends and
+	// their own however the row is decoded. Two arenas in turn allocate
+	// for eight runs what they allocate for four (their arrays, sends and
 	// reports written again); an arena a run allocates them again a run.
-	plain := make([][]byte, len(rows))
-	for i, r := range rows {
-		n, err := DecodeNode(r)
+	plain := make([][]byte, 8*Run)
+	for i := range plain {
+		n, err := DecodeNode(rows[i%len(rows)])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,30 +94,35 @@ func TestEachRunHandsEachRowAsDecodedAlone(t *testing.T) {
 	count := func(rows [][]byte, keep bool) float64 {
 		return testing.AllocsPerRun(3, func() { _ = EachRun(rows, true, keep, func(int, Node, error) error { return nil }) })
 	}
-	one, four, own := count(plain[:Run], false), count(plain[:4*Run], false), count(plain[:4*Run], true)
-	if four > one+2 || own < four+3*4 {
-		t.Fatalf("one arena for all allocated %.0f times for one run and %.0f for four (want at most %.0f); an arena a run %.0f for four", one, four, one+2, own)
+	four, eight := count(plain[:4*Run], false), count(plain, false)
+	ownFour, ownEight := count(plain[:4*Run], true), count(plain, true)
+	if eight > four+2 || ownEight < ownFour+4*3 {
+		t.Fatalf("two arenas in turn allocated %.0f times for four runs and %.0f for eight (want at most %.0f); an arena a run %.0f and %.0f", four, eight, four+2, ownFour, ownEight)
 	}
 }
 
 // A row that does not decode is handed with its error, and what fn
 // answers ends the walk.
 func TestEachRunHandsACorruptRowItsError(t *testing.T) {
-	rows := arenaRows(5)
-	rows[2] = rows[2][:len(rows[2])-3]
-	stop := fmt.Errorf("stop")
-	var handed []int
-	err := EachRun(rows, true, false, func(i int, _ Node, err error) error {
-		handed = append(handed, i)
-		if err != nil {
-			if err != ErrCorrupt {
-				t.Errorf("row %d: %v, want ErrCorrupt", i, err)
+	// In one run (decoded in line), and in the third of five (decoded on
+	// the goroutine beside fn, which must stop and let EachRun answer).
+	for _, c := range []struct{ rows, corrupt int }{{5, 2}, {5*Run + 7, 2*Run + 9}} {
+		rows := arenaRows(c.rows)
+		rows[c.corrupt] = rows[c.corrupt][:len(rows[c.corrupt])-3]
+		stop := fmt.Errorf("stop")
+		handed := 0
+		err := EachRun(rows, true, false, func(i int, _ Node, err error) error {
+			handed++
+			if err != nil {
+				if err != ErrCorrupt {
+					t.Errorf("row %d: %v, want ErrCorrupt", i, err)
+				}
+				return stop
 			}
-			return stop
+			return nil
+		})
+		if err != stop || handed != c.corrupt+1 {
+			t.Fatalf("EachRun answered %v after %d rows; want the walk ended at row %d", err, handed, c.corrupt)
 		}
-		return nil
-	})
-	if err != stop || len(handed) != 3 {
-		t.Fatalf("EachRun answered %v after rows %v; want the walk ended at row 2", err, handed)
 	}
 }
