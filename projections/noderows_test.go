@@ -53,8 +53,8 @@ func readBoth(e *Engine, brief bool) (used bool, err error) {
 }
 
 // handedAgree fails unless the rows EachNode hands, decoded in runs into
-// an arena a run or one for all, are disk's (brief), in order: each is
-// compared while it is handed, since one arena's next run writes over it.
+// an arena a run or two in turn, are disk's (brief), in order: each is
+// compared while it is handed, since a later run writes over it.
 func handedAgree(v *View, disk []Node) error {
 	for _, keep := range []bool{false, true} {
 		i := 0

@@ -129,11 +129,15 @@ func (h *Service) autoRolloutsDue() ([]autoDue, uint64, error) {
 	return due, version, err
 }
 
-// autoCandidates are the assignment rows that may have come to wait for a
-// build since version seen, at which none waited: only the moved nodes'
-// when every event since moved one node alone (moved.Log), since such an
-// event changes no module's newest build and no other node's assignment;
-// every row otherwise. A label changed on one node of 100,000 read every
+// autoCandidates are the assignment rows that may have come to ask for a
+// rollout since version seen, at which the look started all it could
+// (none due, or each due one started, taken, or refused for good): only
+// the moved nodes' when every event since moved one node alone
+// (moved.Log), since such an event changes no module's newest build, no
+// rollout and no other node's assignment; every row otherwise. A due
+// module refused for a reason of its last rollout's (its waves, its
+// max-parallel) is not looked at again until a move of its own nodes or
+// a wider one; no one node's move elsewhere could lift such a refusal. A label changed on one node of 100,000 read every
 // assignment (42 MB) on the drive's next tick, and that garbage put a
 // collection into the status that followed (issue 34).
 func autoCandidates(v *projections.View, seen, version uint64) ([]projections.AssignmentRow, error) {

@@ -14,10 +14,10 @@ import (
 
 // A node assigned under policy auto to a build older than its module's
 // newest, after a drive found nothing waiting, is one node's move: the
-// drive reads that node's assignments alone (autoCandidates) and must
-// still start the newest build's rollout for it, and for it only. Fails
-// when the moved nodes' rows are not read, or when the rows of nodes that
-// did not move are taken for them.
+// drive reads that node's assignments alone (autoCandidates; the test
+// checks the moves it reads are that node's) and must still start the
+// newest build's rollout for it. Fails when the moved nodes' rows are not
+// read.
 func TestAnAutoNodeAssignedAfterALookStartsItsRollout(t *testing.T) {
 	ctx := context.Background()
 	m := coretest.New(t, true)

@@ -12,16 +12,16 @@ import (
 	"github.com/meshctl/mesh/wire"
 )
 
-// A brief status decodes its rows in runs that share one arena, written
-// again run after run (rows.EachRun): what its table keeps of a row must
-// be its own. More nodes than a run, each refused for a reason of its
-// own (a string of the row's): every line of the table names its node
-// and its node's reason, as the whole answer does. Fails when the table
-// keeps a detail that is the row's string, which the next run writes
-// over.
+// A brief status decodes its rows in runs into two arenas in turn, each
+// written again two runs later (rows.EachRun): what its table keeps of a
+// row must be its own. More nodes than two runs, each refused for a
+// reason of its own (a string of the row's): every line of the table
+// names its node and its node's reason, as the whole answer does. Fails
+// when the table keeps a detail that is the row's string, which a later
+// run writes over.
 func TestABriefStatusKeepsEachRowsWordsPastItsRun(t *testing.T) {
 	ctx := context.Background()
-	nodes := rows.Run + 100
+	nodes := 2*rows.Run + 100
 	name := func(i int) string { return fmt.Sprintf("web-%05d", i) }
 	bm, h, _ := sentMesh(t, nodes, name)
 	reason := func(i int) string { return fmt.Sprintf("policy forbids %s, refused by its own agent", name(i)) }

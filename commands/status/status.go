@@ -72,7 +72,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 			active[rt.Node] = false
 		}
 		// Every row is judged as it is decoded, in runs (EachNode). Brief,
-		// the runs share one arena and the table keeps a node's name, its
+		// two arenas serve the runs in turn and the table keeps a node's name, its
 		// state, its numbers and a copy of its detail: at 100,000 nodes a
 		// slice of every node and an arena a run were 67 MB a status,
 		// which woke the collector within the status more often than not
@@ -190,7 +190,8 @@ func (s *nodeStates) add(n projections.Node) {
 	}
 	if s.brief {
 		// The one detail that is the row's own string is a refusal's
-		// reason: copied, since the next run writes over the row. Every
+		// reason: copied, since a later run writes over the row (on
+		// the decoding goroutine, while the table still holds it). Every
 		// other detail is made afresh or a constant; copying those too
 		// was 100,000 copies of one sentence after a change.
 		if r := n.LastReport; r != nil && r.Reason != "" && ns.Detail == r.Reason {

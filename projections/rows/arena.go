@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/meshctl/mesh/wire"
@@ -19,7 +20,7 @@ type NodeArena struct {
 	sents   []wire.Sent
 	reports []wire.Report
 	// filled are the arrays text filled before its current one, and
-	// spare those a next run (EachRun, one arena) writes again: a run's
+	// spare those a later run (EachRun, arenas in turn) writes again: a run's
 	// strings take several arrays (digests in hex), and only the last
 	// kept was most of what a status allocated.
 	filled, spare [][]byte
@@ -63,8 +64,19 @@ func EachRun(rows [][]byte, brief, keep bool, fn func(i int, n Node, err error) 
 	free, ready, stop := make(chan *decodedRun, 2), make(chan *decodedRun, 2), make(chan struct{})
 	free <- &decodedRun{}
 	free <- &decodedRun{}
+	// Closed however this returns, a panic in fn included: the decoder
+	// would otherwise wait on free for good, holding rows and two runs
+	// (the status page asks every second, behind net/http's recover).
+	var stopOnce sync.Once
+	stopDecoding := func() { stopOnce.Do(func() { close(stop) }) }
+	defer stopDecoding()
+	// A panic while decoding is the caller's, as it was when decoding ran
+	// on the caller's goroutine: carried over and raised again here, not
+	// left to end the process on a goroutine nobody recovers.
+	var decodePanic any
 	go func() {
 		defer close(ready)
+		defer func() { decodePanic = recover() }()
 		for lo := 0; lo < len(rows); lo += Run {
 			var r *decodedRun
 			select {
@@ -82,10 +94,13 @@ func EachRun(rows [][]byte, brief, keep bool, fn func(i int, n Node, err error) 
 			continue // drained: the decoder stops at its next run
 		}
 		if err = r.hand(fn); err != nil {
-			close(stop)
+			stopDecoding()
 			continue
 		}
 		free <- r
+	}
+	if decodePanic != nil { // read after ready closed: the decoder is done
+		panic(decodePanic)
 	}
 	return err
 }
@@ -138,7 +153,7 @@ func (r *decodedRun) hand(fn func(i int, n Node, err error) error) error {
 // string answers b as a string kept in the arena's current array, begun
 // afresh when b does not fit in what is left of it. An array is only ever
 // appended to within its capacity, so bytes a string points to are never
-// written again, until EachRun uses the arena for its next run.
+// written again, until EachRun uses the arena for a later run.
 func (a *NodeArena) string(b []byte) string {
 	if len(b) == 0 {
 		return ""

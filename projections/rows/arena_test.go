@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/meshctl/mesh/embedded/embeddedtest"
 )
 
 // arenaRows are n node rows unlike each other: digests in hex (kept as
@@ -125,4 +127,30 @@ func TestEachRunHandsACorruptRowItsError(t *testing.T) {
 			t.Fatalf("EachRun answered %v after %d rows; want the walk ended at row %d", err, handed, c.corrupt)
 		}
 	}
+}
+
+// A panic in fn, past the first run, reaches EachRun's caller as a panic,
+// and the goroutine decoding the next run ends: left waiting for a run fn
+// would never give back, it held every row and two runs, one more each
+// time (a status behind net/http's recover, asked every second by the
+// page). Fails when the decoder outlives the walk.
+func TestAPanicInFnEndsTheDecoder(t *testing.T) {
+	rows := arenaRows(5 * Run)
+	before := runtime.NumGoroutine()
+	for range 10 {
+		func() {
+			defer func() {
+				if r := recover(); r != "fn" {
+					t.Fatalf("recovered %v, want fn's panic", r)
+				}
+			}()
+			_ = EachRun(rows, true, false, func(i int, _ Node, _ error) error {
+				if i == Run+3 {
+					panic("fn")
+				}
+				return nil
+			})
+		}()
+	}
+	embeddedtest.Eventually(t, "the decoders to end", func() bool { return runtime.NumGoroutine() <= before })
 }
