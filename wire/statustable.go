@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -56,21 +59,26 @@ func (t *StatusTable) Rows() []NodeStatus {
 
 // statusTableJSON is the table as it crosses the bus and the page reads
 // it: the names one string, a line each (a node name has no line break,
-// events.ValidateName); the sequences and moments as runs of one value,
-// [value, how many rows], since a fleet pushed together shares them; the
-// details only where there is one, by row. As a column of JSON values
-// each, 100,000 nodes were some 3 MB whose decoding (a string or number
-// at a time, each column grown as it went) took the command line about
-// half of `mesh status`'s time end to end (issue 34: the first status at
-// 100,000 nodes under 300 ms).
+// events.ValidateName); the sequences one string of runs, "value*rows"
+// or a value alone, comma between (a fleet pushed together shares them);
+// the moments likewise, as seconds after the earliest (SinceFrom), short
+// numbers even where each node reported at a second of its own; the
+// details only where there is one, by row. Runs as JSON arrays, [value,
+// rows], decoded slower than the plain column when every node's moment
+// was its own (BenchmarkStatusTable). As a column of JSON values each, 100,000
+// nodes were some 3 MB whose decoding (a string or number at a time, each
+// column grown as it went) took the command line about half of `mesh
+// status`'s time end to end (issue 34: the first status at 100,000 nodes
+// under 300 ms).
 type statusTableJSON struct {
-	States   []State    `json:"states"`
-	Names    string     `json:"names"`
-	State    []uint8    `json:"state"` // base64, as Go writes bytes
-	Sequence [][2]int64 `json:"sequence"`
-	Since    [][2]int64 `json:"since"`
-	DetailAt []int      `json:"detail_at"`
-	Detail   []string   `json:"detail"`
+	States    []State  `json:"states"`
+	Names     string   `json:"names"`
+	State     []uint8  `json:"state"`      // base64, as Go writes bytes
+	Sequence  string   `json:"sequence"`   // runs
+	SinceFrom int64    `json:"since_from"` // unix seconds
+	Since     string   `json:"since"`      // runs of seconds after SinceFrom
+	DetailAt  []int    `json:"detail_at"`
+	Detail    []string `json:"detail"`
 }
 
 // MarshalJSON writes the table in its brief form (statusTableJSON).
@@ -80,13 +88,15 @@ func (t StatusTable) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("node name %q holds a line break, which no node name may", n)
 		}
 	}
-	out := statusTableJSON{States: t.States, Names: strings.Join(t.Name, "\n"), State: t.State,
-		Since: runsOf(t.Since), DetailAt: []int{}, Detail: []string{}}
-	seq := make([]int64, len(t.Sequence))
-	for i, s := range t.Sequence {
-		seq[i] = int64(s)
+	out := statusTableJSON{States: t.States, Names: strings.Join(t.Name, "\n"), State: t.State, DetailAt: []int{}, Detail: []string{}}
+	if len(t.Since) > 0 {
+		out.SinceFrom = slices.Min(t.Since)
 	}
-	out.Sequence = runsOf(seq)
+	since := make([]uint64, len(t.Since))
+	for i, s := range t.Since {
+		since[i] = uint64(s - out.SinceFrom)
+	}
+	out.Since, out.Sequence = runsOf(since), runsOf(t.Sequence)
 	if out.States == nil {
 		out.States = []State{}
 	}
@@ -101,6 +111,13 @@ func (t StatusTable) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the brief form back into columns, and refuses one
 // whose columns disagree on how many rows there are.
 func (t *StatusTable) UnmarshalJSON(b []byte) error {
+	// The form before (a JSON value a row, its names under "name"), from
+	// a controller or a command line of another version: said so, not
+	// left to a type error of the decoder's. A quote inside a string is
+	// escaped, so the key cannot match a node's detail.
+	if bytes.Contains(b, []byte(`"name":[`)) {
+		return errors.New("the status table is in the form of another version of mesh (a value a row): run a mesh command line of the controller's version")
+	}
 	var in statusTableJSON
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
@@ -113,16 +130,17 @@ func (t *StatusTable) UnmarshalJSON(b []byte) error {
 	if n > 0 {
 		t.Name = strings.Split(in.Names, "\n")
 	}
-	seq, err := rowsOfRuns(in.Sequence, n, "sequence")
+	var err error
+	if t.Sequence, err = rowsOfRuns(in.Sequence, n, "sequence"); err != nil {
+		return err
+	}
+	since, err := rowsOfRuns(in.Since, n, "since")
 	if err != nil {
 		return err
 	}
-	t.Sequence = make([]uint64, n)
-	for i, s := range seq {
-		t.Sequence[i] = uint64(s)
-	}
-	if t.Since, err = rowsOfRuns(in.Since, n, "since"); err != nil {
-		return err
+	t.Since = make([]int64, n)
+	for i, s := range since {
+		t.Since[i] = in.SinceFrom + int64(s)
 	}
 	if len(t.State) != n || len(in.DetailAt) != len(in.Detail) {
 		return fmt.Errorf("a status table of %d names with %d states and %d details at %d rows: its columns disagree", n, len(t.State), len(in.Detail), len(in.DetailAt))
@@ -136,28 +154,45 @@ func (t *StatusTable) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// runsOf is column as runs of one value: [value, how many].
-func runsOf(column []int64) [][2]int64 {
-	runs := [][2]int64{}
-	for _, v := range column {
-		if k := len(runs) - 1; k >= 0 && runs[k][0] == v {
-			runs[k][1]++
-			continue
+// runsOf is column as runs: "value*rows" for a value on more than one
+// row in a row, the value alone for one, a comma between.
+func runsOf(column []uint64) string {
+	var b []byte
+	for i := 0; i < len(column); {
+		v, n := column[i], 1
+		for i+n < len(column) && column[i+n] == v {
+			n++
 		}
-		runs = append(runs, [2]int64{v, 1})
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, v, 10)
+		if n > 1 {
+			b = strconv.AppendInt(append(b, '*'), int64(n), 10)
+		}
+		i += n
 	}
-	return runs
+	return string(b)
 }
 
-// rowsOfRuns is runs as a column of n rows, or why they are not.
-func rowsOfRuns(runs [][2]int64, n int, name string) ([]int64, error) {
-	column := make([]int64, 0, n)
-	for _, r := range runs {
-		if r[1] < 1 || int64(len(column))+r[1] > int64(n) {
-			return nil, fmt.Errorf("a status table of %d rows whose %s runs hold more, or a run of none", n, name)
+// rowsOfRuns is runs (runsOf) as a column of n rows, or why they are not.
+func rowsOfRuns(runs string, n int, name string) ([]uint64, error) {
+	column := make([]uint64, 0, n)
+	for run := range strings.SplitSeq(runs, ",") {
+		if run == "" && runs == "" {
+			break
 		}
-		for range r[1] {
-			column = append(column, r[0])
+		value, count, many := strings.Cut(run, "*")
+		v, err := strconv.ParseUint(value, 10, 64)
+		rows := 1
+		if err == nil && many {
+			rows, err = strconv.Atoi(count)
+		}
+		if err != nil || rows < 1 || len(column)+rows > n {
+			return nil, fmt.Errorf("a status table of %d rows whose %s runs hold more, or a run %q that is not one", n, name, run)
+		}
+		for range rows {
+			column = append(column, v)
 		}
 	}
 	if len(column) != n {

@@ -37,11 +37,12 @@ func TestAStatusTableComesBackRowForRow(t *testing.T) {
 	if diff := cmp.Diff(rows, back.Table.Rows()); diff != "" {
 		t.Fatalf("the table as it came back (-sent +got):\n%s", diff)
 	}
-	// Runs, not a value a row: four rows share sequence 2 in three runs.
+	// Runs, not a value a row: four rows share sequence 2 in three runs;
+	// the moments counted from the earliest (e-1's, the epoch).
 	var raw struct {
 		Table statusTableJSON `json:"table"`
 	}
-	if err := json.Unmarshal(b, &raw); err != nil || len(raw.Table.Sequence) != 4 || len(raw.Table.Detail) != 1 {
+	if err := json.Unmarshal(b, &raw); err != nil || raw.Table.Sequence != "2*2,3,2,0" || len(raw.Table.Detail) != 1 || raw.Table.SinceFrom != 0 {
 		t.Fatalf("the table as written: %s (%v)", b, err)
 	}
 
@@ -60,17 +61,26 @@ func TestAStatusTableComesBackRowForRow(t *testing.T) {
 // what disagrees: read as it came, a row would show another node's state.
 func TestAStatusTableWhoseColumnsDisagreeIsRefused(t *testing.T) {
 	for name, text := range map[string]string{
-		"a state short":    `{"states":["current"],"names":"a\nb","state":"AA==","sequence":[[1,2]],"since":[[0,2]],"detail_at":[],"detail":[]}`,
-		"a run too long":   `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,3]],"since":[[0,2]],"detail_at":[],"detail":[]}`,
-		"a run short":      `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,2]],"since":[[0,1]],"detail_at":[],"detail":[]}`,
-		"a detail past":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,2]],"since":[[0,2]],"detail_at":[2],"detail":["x"]}`,
-		"a detail at none": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,2]],"since":[[0,2]],"detail_at":[0,1],"detail":["x"]}`,
-		"an empty run":     `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":[[1,0],[1,2]],"since":[[0,2]],"detail_at":[],"detail":[]}`,
+		"a state short":    `{"states":["current"],"names":"a\nb","state":"AA==","sequence":"1*2","since":"0*2","detail_at":[],"detail":[]}`,
+		"a run too long":   `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*3","since":"0*2","detail_at":[],"detail":[]}`,
+		"a run short":      `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0","detail_at":[],"detail":[]}`,
+		"a detail past":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[2],"detail":["x"]}`,
+		"a detail at none": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"]}`,
+		"an empty run":     `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*0,1*2","since":"0*2","detail_at":[],"detail":[]}`,
+		"a run not one":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1,x","since":"0*2","detail_at":[],"detail":[]}`,
+		"a value negative": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"-1*2","detail_at":[],"detail":[]}`,
 	} {
 		var tb StatusTable
 		if err := json.Unmarshal([]byte(text), &tb); err == nil || !strings.Contains(err.Error(), "status table") {
 			t.Errorf("%s: read as %d rows (%v), want refused", name, tb.Len(), err)
 		}
+	}
+	// The form before, from a controller of another version: one sentence
+	// that says so, not the decoder's type error.
+	old := `{"states":["current"],"name":["a","b"],"state":"AAA=","sequence":[1,1],"since":[0,0],"detail":["",""]}`
+	var tb StatusTable
+	if err := json.Unmarshal([]byte(old), &tb); err == nil || !strings.Contains(err.Error(), "another version of mesh") {
+		t.Errorf("a table in the form before: %v, want it named as another version's", err)
 	}
 	if _, err := json.Marshal(StatusTable{Name: []string{"a\nb"}, State: []uint8{0}, Sequence: []uint64{1}, Since: []int64{0}, Detail: []string{""}}); err == nil {
 		t.Error("a name with a line break was written, and would come back as two")

@@ -70,22 +70,27 @@ function drawVerdict() {
 
 // rowsOf is the nodes of a brief status (a table by column, as
 // wire.StatusTable writes it: the names a line each; each node's state an
-// index into states, a byte of base64 as Go writes []uint8; sequences and
-// moments, in unix seconds, as runs [value, rows]; details by row where
-// there is one) as objects, one a node.
+// index into states, a byte of base64 as Go writes []uint8; sequences as
+// runs; moments as runs of seconds after since_from, in unix seconds;
+// details by row where there is one) as objects, one a node.
 function rowsOf(t) {
   if (!t || !t.names) return [];
   const state = atob(t.state || "");
-  const sequence = unrun(t.sequence), since = unrun(t.since);
+  const sequence = unrun(t.sequence), since = unrun(t.since).map((s) => s + (t.since_from || 0));
   const detail = {};
   (t.detail_at || []).forEach((row, k) => { detail[row] = t.detail[k]; });
   return t.names.split("\n").map((name, i) => ({ name, state: t.states[state.charCodeAt(i)], sequence: sequence[i], since: since[i] * 1000, detail: detail[i] || "" }));
 }
 
-// unrun is a column written as runs [value, rows], a value a row.
+// unrun is a column written as runs ("value*rows" or a value alone, a
+// comma between), a value a row.
 function unrun(runs) {
   const out = [];
-  for (const [v, n] of runs || []) for (let k = 0; k < n; k++) out.push(v);
+  if (!runs) return out;
+  for (const run of runs.split(",")) {
+    const [v, n] = run.split("*");
+    for (let k = 0; k < Number(n || 1); k++) out.push(Number(v));
+  }
   return out;
 }
 
