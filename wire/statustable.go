@@ -60,16 +60,16 @@ func (t *StatusTable) Rows() []NodeStatus {
 // statusTableJSON is the table as it crosses the bus and the page reads
 // it: the names one string, a line each (a node name has no line break,
 // events.ValidateName); the sequences one string of runs, "value*rows"
-// or a value alone, comma between (a fleet pushed together shares them);
-// the moments likewise, as seconds after the earliest (SinceFrom), short
-// numbers even where each node reported at a second of its own; the
-// details only where there is one, by row. Runs as JSON arrays, [value,
-// rows], decoded slower than the plain column when every node's moment
-// was its own (BenchmarkStatusTable). As a column of JSON values each, 100,000
-// nodes were some 3 MB whose decoding (a string or number at a time, each
-// column grown as it went) took the command line about half of `mesh
-// status`'s time end to end (issue 34: the first status at 100,000 nodes
-// under 300 ms).
+// or a value alone, a comma between (a fleet pushed together shares
+// them); the moments likewise, as seconds after the earliest (SinceFrom),
+// short numbers even where each node reported at a second of its own;
+// the details only where there is one, by row. As a column of JSON values
+// each, 100,000 nodes were some 3 MB whose decoding (a string or number
+// at a time, each column grown as it went) took the command line about
+// half of `mesh status`'s time end to end (issue 34: the first status at
+// 100,000 nodes under 300 ms). Runs as JSON arrays, [value, rows],
+// decoded slower than that plain column when every node's moment was its
+// own (BenchmarkStatusTable).
 type statusTableJSON struct {
 	States    []State  `json:"states"`
 	Names     string   `json:"names"`
