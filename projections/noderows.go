@@ -147,6 +147,9 @@ func (m *nodeMemory) memoryAt() (at, epoch uint64, ok bool) {
 // changed in place (a commit replaces it), so it is read unlocked.
 func (v *View) nodesFromMemory(brief bool) (out []Node, ok bool, err error) {
 	names, held, ok := v.heldRows()
+	if !ok {
+		return nil, false, nil
+	}
 	out, errs := make([]Node, len(held)), make([]error, len(held))
 	fanout.PerCore(len(held), func(i int) { out[i], errs[i] = rows.DecodeNodeAs(held[i], brief) })
 	for i, err := range errs {
@@ -154,7 +157,7 @@ func (v *View) nodesFromMemory(brief bool) (out []Node, ok bool, err error) {
 			return nil, false, fmt.Errorf("projections: row %q is corrupt: %w", nodeKey(names[i]), err)
 		}
 	}
-	return out, ok, nil
+	return out, true, nil
 }
 
 // heldRows are the memory's names in key order and their rows, when it is

@@ -72,11 +72,11 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 			active[rt.Node] = false
 		}
 		// Every row is judged as it is decoded, in runs (EachNode). Brief,
-		// two arenas serve the runs in turn and the table keeps a node's name, its
-		// state, its numbers and a copy of its detail: at 100,000 nodes a
-		// slice of every node and an arena a run were 67 MB a status,
-		// which woke the collector within the status more often than not
-		// (issue 34's 300 ms bound). Whole, the answer keeps each node's
+		// two arenas serve the runs in turn and the table keeps a node's
+		// name, its state, its numbers and a copy of its detail: at
+		// 100,000 nodes a slice of every node and an arena a run were 67
+		// MB a status, which woke the collector within the status more
+		// often than not (issue 34's 300 ms bound). Whole, the answer keeps each node's
 		// digests and the like: an arena a run, kept with the answer.
 		err = v.EachNode(!r.Brief, func(n projections.Node) error {
 			if _, ok := active[n.Name]; ok && !n.Retired {

@@ -1,7 +1,6 @@
 package rows
 
 import (
-	"sync"
 	"unsafe"
 
 	"github.com/meshctl/mesh/wire"
@@ -64,12 +63,12 @@ func EachRun(rows [][]byte, brief, keep bool, fn func(i int, n Node, err error) 
 	free, ready, stop := make(chan *decodedRun, 2), make(chan *decodedRun, 2), make(chan struct{})
 	free <- &decodedRun{}
 	free <- &decodedRun{}
-	// Closed however this returns, a panic in fn included: the decoder
-	// would otherwise wait on free for good, holding rows and two runs
-	// (the status page asks every second, behind net/http's recover).
-	var stopOnce sync.Once
-	stopDecoding := func() { stopOnce.Do(func() { close(stop) }) }
-	defer stopDecoding()
+	// Closed however this returns, an error or a panic of fn's included:
+	// the decoder then stops at its next run (what it still sends finds
+	// room in ready), rather than wait on free for good, holding rows and
+	// two runs (the status page asks every second, behind net/http's
+	// recover).
+	defer close(stop)
 	// A panic while decoding is the caller's, as it was when decoding ran
 	// on the caller's goroutine: carried over and raised again here, not
 	// left to end the process on a goroutine nobody recovers.
@@ -88,21 +87,16 @@ func EachRun(rows [][]byte, brief, keep bool, fn func(i int, n Node, err error) 
 			ready <- r
 		}
 	}()
-	var err error
 	for r := range ready {
-		if err != nil {
-			continue // drained: the decoder stops at its next run
-		}
-		if err = r.hand(fn); err != nil {
-			stopDecoding()
-			continue
+		if err := r.hand(fn); err != nil {
+			return err
 		}
 		free <- r
 	}
 	if decodePanic != nil { // read after ready closed: the decoder is done
 		panic(decodePanic)
 	}
-	return err
+	return nil
 }
 
 // decodedRun is one run of rows decoded, into its arena: what EachRun
