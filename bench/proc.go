@@ -10,10 +10,13 @@ import (
 )
 
 // Usage is what the operating system counts of one process: CPU time (user
-// and system, every thread) and resident memory, now and at its peak.
+// and system, every thread), resident memory, now and at its peak, and the
+// pages it has faulted in (minor faults: memory touched for the first time
+// since the system gave it, or since it was given back).
 type Usage struct {
 	CPU       time.Duration
 	RSS, Peak int64 // bytes
+	Faults    int64
 }
 
 // userHZ is the unit of utime and stime in /proc/PID/stat: USER_HZ, which
@@ -30,7 +33,7 @@ func Self() (Usage, error) {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return Usage{}, fmt.Errorf("bench: cannot read this process's CPU time: %w", err)
 	}
-	u := Usage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	u := Usage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), Faults: ru.Minflt}
 	var err error
 	u.RSS, u.Peak, err = memory("self")
 	return u, err
@@ -54,12 +57,14 @@ func Of(pid int) (Usage, error) {
 	if len(f) < 13 {
 		return Usage{}, fmt.Errorf("bench: /proc/%d/stat has %d fields after the name", pid, len(f))
 	}
+	// minflt is the 10th.
+	flt, err0 := strconv.ParseInt(string(f[7]), 10, 64)
 	ut, err1 := strconv.ParseInt(string(f[11]), 10, 64)
 	st, err2 := strconv.ParseInt(string(f[12]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return Usage{}, fmt.Errorf("bench: /proc/%d/stat's utime and stime are not numbers", pid)
+	if err0 != nil || err1 != nil || err2 != nil {
+		return Usage{}, fmt.Errorf("bench: /proc/%d/stat's minflt, utime and stime are not numbers", pid)
 	}
-	u := Usage{CPU: time.Duration(ut+st) * time.Second / userHZ}
+	u := Usage{CPU: time.Duration(ut+st) * time.Second / userHZ, Faults: flt}
 	u.RSS, u.Peak, err = memory(strconv.Itoa(pid))
 	return u, err
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,5 +31,37 @@ func TestUsageIsTheOperatingSystems(t *testing.T) {
 	}
 	if _, err := Of(1 << 30); err == nil {
 		t.Fatal("a process that does not exist has a usage")
+	}
+}
+
+// Pages touched for the first time are counted as faulted in, both ways:
+// mesh bench prints them beside each push, since on a virtual machine a
+// first touch can cost more CPU than the work that made it.
+func TestUsageCountsPagesFaultedIn(t *testing.T) {
+	const pages = 1024
+	mem, err := syscall.Mmap(-1, 0, pages*4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	self0, err0 := Self()
+	proc0, err1 := Of(os.Getpid())
+	if err0 != nil || err1 != nil {
+		t.Fatal(err0, err1)
+	}
+	for i := 0; i < len(mem); i += 4096 {
+		mem[i] = 1
+	}
+	self1, err0 := Self()
+	proc1, err1 := Of(os.Getpid())
+	if err0 != nil || err1 != nil {
+		t.Fatal(err0, err1)
+	}
+	// The test's other goroutines may fault in pages too, never fewer.
+	if d := self1.Faults - self0.Faults; d < pages {
+		t.Errorf("getrusage counted %d pages faulted in, want at least the %d touched", d, pages)
+	}
+	if d := proc1.Faults - proc0.Faults; d < pages {
+		t.Errorf("/proc counted %d pages faulted in, want at least the %d touched", d, pages)
 	}
 }

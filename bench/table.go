@@ -16,6 +16,12 @@ type Process struct {
 	// at rest over as long (agents' beats and periodic reads are not a
 	// push's).
 	Pushes []time.Duration
+	// Faults is the pages each push faulted in (Usage.Faults), and Warmup
+	// the CPU above idle of each warm-up push, made before the measured
+	// ones and in no figure (WarmupFaults their pages faulted in).
+	Faults       []int64
+	Warmup       []time.Duration
+	WarmupFaults []int64
 	// Idle is its CPU seconds per second at rest, measured before each
 	// push (the median).
 	Idle float64
@@ -194,18 +200,48 @@ func (t Table) Print(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s (%.1f-%.1f)\t%s (%s)\t%.2fx\t%s\t%s\n", r.Name, us(r.Median()), micro(lo), micro(hi), us(r.Floor), r.Against, r.Ratio(), bound, verdict)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nper process: CPU seconds a push above idle (median, min-max), at rest (CPU seconds a second), resident memory after the pushes / at its peak:")
+	fmt.Fprintln(w, "\nper process: CPU seconds a push above idle (median, min-max), pages it faulted in (median), at rest (CPU seconds a second), resident memory after the pushes / at its peak; then the warm-up pushes before the measured ones, in no figure:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, ph := range []Phase{t.Simulated, t.Real} {
 		if len(ph.Sent) == 0 {
 			continue
 		}
 		for _, p := range []Process{ph.Controller, ph.Bus, ph.Fleet} {
-			fmt.Fprintf(tw, "  %s, %d node(s)\t%s\t%.2f s (%.2f-%.2f)\tat rest %.3f/s\t%d / %d MiB\n", ph.Name, slices.Max(ph.Sent), p.Name,
-				Median(p.Pushes).Seconds(), slices.Min(p.Pushes).Seconds(), slices.Max(p.Pushes).Seconds(), p.Idle, p.RSS>>20, p.Peak>>20)
+			fmt.Fprintf(tw, "  %s, %d node(s)\t%s\t%.2f s (%.2f-%.2f)\t%s pages\tat rest %.3f/s\t%d / %d MiB\t%s\n", ph.Name, slices.Max(ph.Sent), p.Name,
+				Median(p.Pushes).Seconds(), slices.Min(p.Pushes).Seconds(), slices.Max(p.Pushes).Seconds(), pages(medianInt(p.Faults)), p.Idle, p.RSS>>20, p.Peak>>20, warmups(p))
 		}
 	}
 	tw.Flush()
+}
+
+// warmups says what each warm-up push cost a process: its CPU above idle
+// and the pages it faulted in.
+func warmups(p Process) string {
+	if len(p.Warmup) == 0 {
+		return "no warm-up push"
+	}
+	said := make([]string, len(p.Warmup))
+	for i, d := range p.Warmup {
+		said[i] = fmt.Sprintf("%.2f s, %s pages", d.Seconds(), pages(p.WarmupFaults[i]))
+	}
+	return "warm-up: " + strings.Join(said, "; ")
+}
+
+// pages prints a count of pages in thousands past ten thousand.
+func pages(n int64) string {
+	if n >= 10_000 {
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// medianInt is the median of n, as Median (0 for none).
+func medianInt(n []int64) int64 {
+	if len(n) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(n))
+	return s[(len(s)-1)/2]
 }
 
 // perNode divides each push's CPU by the nodes it sent.

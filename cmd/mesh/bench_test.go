@@ -23,7 +23,7 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bench")
 	// A process of its own, as an operator runs it: the bus's row is this
 	// process's CPU, which the tests beside it would otherwise add to.
-	cmd := exec.Command(os.Args[0], "--home", t.TempDir(), "bench", "--nodes", "100", "--agents", "10", "--pushes", "1", "--idle", "1s", "--dir", dir,
+	cmd := exec.Command(os.Args[0], "--home", t.TempDir(), "bench", "--nodes", "100", "--agents", "10", "--warmup", "1", "--pushes", "1", "--idle", "1s", "--dir", dir,
 		"--bound", "bus=0.000001", "--bound", "controller=1000000", "--bound", "real=1000000", "--bound", "sockets=1000000")
 	cmd.Env = append(os.Environ(), "MESH_TEST_MAIN=1")
 	var stdout, stderr strings.Builder
@@ -57,9 +57,14 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 			t.Errorf("no line of the sockets' floor saying %q with its figure", line)
 		}
 	}
-	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s `).FindAllString(out, -1)
+	// Each process's line says its pages faulted in, and what its one
+	// warm-up push cost, which no figure counts.
+	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s \(.*\) +\d+(\.\dk)? pages +at rest .* MiB +warm-up: \d+\.\d\d s, \d+(\.\dk)? pages\s*$`).FindAllString(out, -1)
 	if len(procs) != 6 {
-		t.Errorf("%d lines of CPU seconds per process, want 6 (three processes, two fleets)", len(procs))
+		t.Errorf("%d lines of CPU seconds, pages faulted in and a warm-up push per process, want 6 (three processes, two fleets)", len(procs))
+	}
+	if n := strings.Count(errs, ", warm-up push 1 (in no figure): "); n != 2 {
+		t.Errorf("%d warm-up pushes said as they were made, want one a fleet", n)
 	}
 	if !regexp.MustCompile(`mesh: .*bus \(nats-server\)`).MatchString(errs) {
 		t.Error("stderr does not name the bus's row")
@@ -84,6 +89,7 @@ func TestBenchRefusesWhatItCannotMeasure(t *testing.T) {
 		{[]string{"--bound", "bus=0"}, "a bound is a ratio above 0"},
 		{[]string{"--nodes", "0"}, "give at least 1 simulated node"},
 		{[]string{"--pushes", "0"}, "--pushes 0: give at least 1"},
+		{[]string{"--warmup=-1"}, "--warmup -1: give 0 (measure from the first push) or more"},
 		{[]string{"--idle", "1ms"}, "--idle 1ms: give at least 100ms"},
 		{[]string{"--dir", full}, "is not empty: mesh bench starts from nothing there"},
 	} {

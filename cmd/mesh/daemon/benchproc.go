@@ -230,11 +230,19 @@ func (f *benchChild) awaitReports(ctx context.Context, n int) (time.Duration, er
 // pushFigures are one push as the processes counted it (the controller,
 // the bus, the fleet, in that order).
 type pushFigures struct {
-	sent int
-	span time.Duration // the reports' span, the first to the last
-	cpu  [3]time.Duration
-	idle [3]float64
-	last [3]bench.Usage
+	sent   int
+	span   time.Duration // the reports' span, the first to the last
+	cpu    [3]time.Duration
+	faults [3]int64 // pages faulted in over the push (Usage.Faults)
+	idle   [3]float64
+	last   [3]bench.Usage
+}
+
+// said is the push's CPU above idle and pages faulted in, process by
+// process, as a progress line says them.
+func (p pushFigures) said() string {
+	return fmt.Sprintf("CPU above idle: controller %.2f s, bus %.2f s, fleet %.2f s; pages faulted in: %d, %d, %d",
+		p.cpu[0].Seconds(), p.cpu[1].Seconds(), p.cpu[2].Seconds(), p.faults[0], p.faults[1], p.faults[2])
 }
 
 // measuredPush measures each process at rest for r.idle, then pushes
@@ -287,6 +295,7 @@ func (r benchRun) measuredPush(ctx context.Context, home, url string, f *benchCh
 		p.idle[j] = (u1[j].CPU - u0[j].CPU).Seconds() / t1.Sub(t0).Seconds()
 		atRest := time.Duration(p.idle[j] * float64(t2.Sub(t1)))
 		p.cpu[j] = max(u2[j].CPU-u1[j].CPU-atRest, 0)
+		p.faults[j] = u2[j].Faults - u1[j].Faults
 		p.last[j] = u2[j]
 	}
 	return p, nil
