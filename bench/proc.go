@@ -11,8 +11,9 @@ import (
 
 // Usage is what the operating system counts of one process: CPU time (user
 // and system, every thread), resident memory, now and at its peak, and the
-// pages it has faulted in (minor faults: memory touched for the first time
-// since the system gave it, or since it was given back).
+// pages it has faulted in (minor faults, those the disk had no part in:
+// mostly memory touched for the first time since the system gave it, or
+// since it was given back).
 type Usage struct {
 	CPU       time.Duration
 	RSS, Peak int64 // bytes
