@@ -28,6 +28,10 @@ type Costs struct {
 	// Read is one message of an ordered consumer, its metadata read, as
 	// the fold's consumer reads the log.
 	Read time.Duration
+	// Faults are the pages a round of all three faulted in (Usage.Faults):
+	// the floor is no more free of first touches than a push is, and
+	// mesh bench prints both.
+	Faults int64
 }
 
 // Payload is the size of the messages the floor signs, publishes and
@@ -74,7 +78,7 @@ func Floor(ctx context.Context, dir string, ops, rounds int) (Costs, error) {
 	rand.Read(payload)
 	var measured []Costs
 	for r := range rounds {
-		sc, err := perOp(ops, func() error { return signAll(payload, ops) })
+		sc, sf, err := perOp(ops, func() error { return signAll(payload, ops) })
 		if err != nil {
 			return Costs{}, err
 		}
@@ -83,15 +87,15 @@ func Floor(ctx context.Context, dir string, ops, rounds int) (Costs, error) {
 			return Costs{}, err
 		}
 		from := info.State.LastSeq + 1
-		pc, err := perOp(ops, func() error { return publishAll(ctx, js, payload, r, ops) })
+		pc, pf, err := perOp(ops, func() error { return publishAll(ctx, js, payload, r, ops) })
 		if err != nil {
 			return Costs{}, err
 		}
-		rc, err := perOp(ops, func() error { return readAll(ctx, js, from, ops) })
+		rc, rf, err := perOp(ops, func() error { return readAll(ctx, js, from, ops) })
 		if err != nil {
 			return Costs{}, err
 		}
-		measured = append(measured, Costs{Sign: sc, Publish: pc, Read: rc})
+		measured = append(measured, Costs{Sign: sc, Publish: pc, Read: rc, Faults: sf + pf + rf})
 	}
 	return MedianCosts(measured), nil
 }
@@ -103,26 +107,29 @@ func MedianCosts(rounds []Costs) Costs {
 		return Costs{}
 	}
 	var sign, publish, read []time.Duration
+	var faults []int64
 	for _, c := range rounds {
 		sign, publish, read = append(sign, c.Sign), append(publish, c.Publish), append(read, c.Read)
+		faults = append(faults, c.Faults)
 	}
-	return Costs{Sign: Median(sign), Publish: Median(publish), Read: Median(read)}
+	return Costs{Sign: Median(sign), Publish: Median(publish), Read: Median(read), Faults: medianInt(faults)}
 }
 
-// perOp is the CPU time this process spends in do, divided by ops.
-func perOp(ops int, do func() error) (time.Duration, error) {
+// perOp is the CPU time this process spends in do, divided by ops, and
+// the pages it faulted in meanwhile.
+func perOp(ops int, do func() error) (time.Duration, int64, error) {
 	before, err := Self()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := do(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	after, err := Self()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return (after.CPU - before.CPU) / time.Duration(ops), nil
+	return (after.CPU - before.CPU) / time.Duration(ops), after.Faults - before.Faults, nil
 }
 
 func signAll(payload []byte, ops int) error {

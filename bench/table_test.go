@@ -127,3 +127,58 @@ func TestTheMedianIsTheMiddleRoundNotTheLeast(t *testing.T) {
 		}
 	}
 }
+
+// Warm-up pushes are in no figure: the rows hold the measured pushes
+// alone, whatever the warm-ups cost, and the first push is said in a row
+// of its own against the controller's floor, held to no bound, so that
+// what the warm-ups leave out is printed beside what they leave in.
+func TestWarmUpPushesAreInNoFigureButTheFirstPushsRow(t *testing.T) {
+	t.Parallel()
+	s := time.Second
+	tb := Table{Floor: Costs{Sign: 20 * time.Microsecond, Publish: 25 * time.Microsecond, Read: 10 * time.Microsecond, Faults: 4200}, Bounds: Issue34,
+		Simulated: Phase{Name: "simulated", Sent: []int{10_000, 10_000, 10_000},
+			Controller: Process{Name: "controller", Pushes: []time.Duration{s * 6 / 10, s * 55 / 100, s * 7 / 10}, Faults: []int64{3000, 2000, 9000},
+				Warmup: []time.Duration{5 * s, 4 * s}, WarmupFaults: []int64{25_000, 1}},
+			Bus:   Process{Name: "bus", Pushes: []time.Duration{s * 6 / 10, s * 6 / 10, s * 6 / 10}, Warmup: []time.Duration{9 * s, 9 * s}, WarmupFaults: []int64{0, 0}},
+			Fleet: Process{Name: "fleet", Pushes: []time.Duration{s, s, s}, Warmup: []time.Duration{s, s}, WarmupFaults: []int64{0, 0}}}}
+	byKey := map[string]Row{}
+	for _, r := range tb.Rows() {
+		byKey[r.Key] = r
+	}
+	// 0.6 s of the median measured push over 10,000 nodes: 60 µs, the
+	// warm-ups' 4-5 s nowhere in it.
+	if c := byKey["controller"]; c.Median() != 60*time.Microsecond || c.Over() {
+		t.Errorf("the controller's row reads %s (over %v), want 60 µs within: the warm-ups were counted", c.Median(), c.Over())
+	}
+	if b := byKey["bus"]; b.Median() != 60*time.Microsecond {
+		t.Errorf("the bus's row reads %s, want 60 µs: the warm-ups were counted", b.Median())
+	}
+	// The first push: 5 s over 10,000 nodes, 500 µs against 40, no bound.
+	first, ok := byKey["first"]
+	if !ok || first.Median() != 500*time.Microsecond || first.Floor != 40*time.Microsecond || first.Bound != 0 || first.Over() {
+		t.Fatalf("the first push's row: %+v (present %v), want 500 µs against 40, unbounded", first, ok)
+	}
+	if over, said := tb.Over(); len(over) != 0 {
+		t.Errorf("a first push twelve times its floor failed the run: %q", said)
+	}
+	var out bytes.Buffer
+	tb.Print(&out)
+	for _, line := range []string{"after 2 warm-up push(es) to each fleet, in no figure but the first push's row", "controller, its first push (a warm-up)",
+		"a round of all three faulted in 4200 pages", "3000 pages", "warm-up: 5.00 s, 25.0k pages; 4.00 s, 1 page"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("the table does not say %q:\n%s", line, out.String())
+		}
+	}
+	// With no warm-up there is no first push's row, and the table says so.
+	tb.Simulated.Controller.Warmup = nil
+	for _, r := range tb.Rows() {
+		if r.Key == "first" {
+			t.Error("a run with no warm-up has a first push's row apart")
+		}
+	}
+	out.Reset()
+	tb.Print(&out)
+	if !strings.Contains(out.String(), "no warm-up push before them") || !strings.Contains(out.String(), "no warm-up push\n") {
+		t.Errorf("a run with no warm-up does not say so:\n%s", out.String())
+	}
+}

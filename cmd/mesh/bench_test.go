@@ -59,12 +59,25 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	}
 	// Each process's line says its pages faulted in, and what its one
 	// warm-up push cost, which no figure counts.
-	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s \(.*\) +\d+(\.\dk)? pages +at rest .* MiB +warm-up: \d+\.\d\d s, \d+(\.\dk)? pages\s*$`).FindAllString(out, -1)
+	procs := regexp.MustCompile(`(?m)^  (simulated, 100|real agents, 10) node\(s\) +(controller|bus|fleet) +\d+\.\d\d s \(.*\) +\d+(\.\dk)? pages? +at rest .* MiB +warm-up: \d+\.\d\d s, \d+(\.\dk)? pages?\s*$`).FindAllString(out, -1)
 	if len(procs) != 6 {
 		t.Errorf("%d lines of CPU seconds, pages faulted in and a warm-up push per process, want 6 (three processes, two fleets)", len(procs))
 	}
-	if n := strings.Count(errs, ", warm-up push 1 (in no figure): "); n != 2 {
+	if n := strings.Count(errs, ", warm-up push 1 (held to no bound): "); n != 2 {
 		t.Errorf("%d warm-up pushes said as they were made, want one a fleet", n)
+	}
+	// The figures are the measured pushes', one a fleet here, and the
+	// table says what came before them and what the first push cost.
+	if n := strings.Count(errs, ", push 1: "); n != 2 || strings.Contains(errs, ", push 2: ") {
+		t.Errorf("%d measured pushes said, want one a fleet:\n%s", n, errs)
+	}
+	for _, line := range []string{"after 1 warm-up push(es) to each fleet, in no figure but the first push's row", "  controller, its first push (a warm-up)  "} {
+		if !strings.Contains(out, line) {
+			t.Errorf("the table does not say %q", line)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  a round of all three faulted in \d+(\.\dk)? pages? \(`).MatchString(out) {
+		t.Error("the floor does not say the pages its rounds faulted in")
 	}
 	if !regexp.MustCompile(`mesh: .*bus \(nats-server\)`).MatchString(errs) {
 		t.Error("stderr does not name the bus's row")
