@@ -112,7 +112,7 @@ func MedianCosts(rounds []Costs) Costs {
 		sign, publish, read = append(sign, c.Sign), append(publish, c.Publish), append(read, c.Read)
 		faults = append(faults, c.Faults)
 	}
-	return Costs{Sign: Median(sign), Publish: Median(publish), Read: Median(read), Faults: medianInt(faults)}
+	return Costs{Sign: Median(sign), Publish: Median(publish), Read: Median(read), Faults: Median(faults)}
 }
 
 // perOp is the CPU time this process spends in do, divided by ops, and

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -220,7 +221,7 @@ func (t Table) Print(w io.Writer) {
 		}
 		for _, p := range []Process{ph.Controller, ph.Bus, ph.Fleet} {
 			fmt.Fprintf(tw, "  %s, %d node(s)\t%s\t%.2f s (%.2f-%.2f)\t%s\tat rest %.3f/s\t%d / %d MiB\t%s\n", ph.Name, slices.Max(ph.Sent), p.Name,
-				Median(p.Pushes).Seconds(), slices.Min(p.Pushes).Seconds(), slices.Max(p.Pushes).Seconds(), pagesOf(medianInt(p.Faults)), p.Idle, p.RSS>>20, p.Peak>>20, warmups(p))
+				Median(p.Pushes).Seconds(), slices.Min(p.Pushes).Seconds(), slices.Max(p.Pushes).Seconds(), pagesOf(Median(p.Faults)), p.Idle, p.RSS>>20, p.Peak>>20, warmups(p))
 		}
 	}
 	tw.Flush()
@@ -251,15 +252,6 @@ func pagesOf(n int64) string {
 	return fmt.Sprintf("%d pages", n)
 }
 
-// medianInt is the median of n, as Median (0 for none).
-func medianInt(n []int64) int64 {
-	if len(n) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(n))
-	return s[(len(s)-1)/2]
-}
-
 // perNode divides each push's CPU by the nodes it sent.
 func perNode(cpu []time.Duration, sent []int) []time.Duration {
 	out := make([]time.Duration, len(cpu))
@@ -278,10 +270,12 @@ func sum(a, b []time.Duration) []time.Duration {
 }
 
 // Median is the median of d (the lower of the middle two when even
-// many): a row's figure over its pushes, and a floor's over its rounds.
-func Median(d []time.Duration) time.Duration {
+// many; zero for none): a row's figure over its pushes, a floor's over
+// its rounds, and the pages faulted in of either.
+func Median[T cmp.Ordered](d []T) T {
 	if len(d) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	s := slices.Sorted(slices.Values(d))
 	return s[(len(s)-1)/2]

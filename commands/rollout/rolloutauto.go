@@ -137,9 +137,10 @@ func (h *Service) autoRolloutsDue() ([]autoDue, uint64, error) {
 // rollout and no other node's assignment; every row otherwise. A due
 // module refused for a reason of its last rollout's (its waves, its
 // max-parallel) is not looked at again until a move of its own nodes or
-// a wider one; no one node's move elsewhere could lift such a refusal. A label changed on one node of 100,000 read every
-// assignment (42 MB) on the drive's next tick, and that garbage put a
-// collection into the status that followed (issue 34).
+// a wider one; no one node's move elsewhere could lift such a refusal.
+// A label changed on one node of 100,000 read every assignment (42 MB)
+// on the drive's next tick, and that garbage put a collection into the
+// status that followed (issue 34).
 func autoCandidates(v *projections.View, seen, version uint64) ([]projections.AssignmentRow, error) {
 	touched, ok := v.MovedBetween(seen, version)
 	if seen == 0 || !ok {

@@ -76,8 +76,9 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 		// name, its state, its numbers and a copy of its detail: at
 		// 100,000 nodes a slice of every node and an arena a run were 67
 		// MB a status, which woke the collector within the status more
-		// often than not (issue 34's 300 ms bound). Whole, the answer keeps each node's
-		// digests and the like: an arena a run, kept with the answer.
+		// often than not (issue 34's 300 ms bound). Whole, the answer
+		// keeps each node's digests and the like: an arena a run, kept
+		// with the answer.
 		err = v.EachNode(!r.Brief, func(n projections.Node) error {
 			if _, ok := active[n.Name]; ok && !n.Retired {
 				active[n.Name] = true
