@@ -27,9 +27,9 @@ import (
 // it records first, as an agent does) and MAC'd with the key the node's
 // join string gives, and counts it once the bus acknowledges it. It applies
 // nothing and checks no signature: it measures what a fleet of that size
-// costs the controller and the bus, not the agents. (It reads what was sent
-// from the stream, as an agent does, but by one ordered consumer rather
-// than by direct gets.) It needs an open bus (mesh serve without
+// costs the controller and the bus, not the agents. (It hears what was
+// sent where the stream republishes it, as agents do, but by one
+// subscription to every node's subject.) It needs an open bus (mesh serve without
 // --closed): on a closed one, a node's reports are its own identity's to
 // publish.
 func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, error) {
@@ -80,32 +80,49 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	if fail != nil {
 		return nil, fmt.Errorf("fleet: cannot record the simulated nodes' report keys (%w); a simulated fleet publishes every node's reports on one connection, which only an open bus allows: run it against mesh serve without --closed", fail)
 	}
-	// Every declaration sent to any node, read from the stream by one
-	// ordered consumer from its end now (a subscription to their publishes
-	// was dropped by the server as a slow consumer at a hundred thousand),
-	// handed to workers that each publish a report and wait for its
-	// acknowledgement, as an agent does. One consumer, the harness's, not
-	// one per node.
-	state, err := st.State(ctx)
-	if err != nil {
-		return nil, err
-	}
+	// Every declaration sent to any node, heard where the stream
+	// republishes each once stored (events.StoredPrefix), as a real
+	// agent hears its own: an ordered consumer of the harness's own
+	// beside it was a delivery a node more than a real fleet asks of
+	// the bus, and its filter skipped every report on the way (issue
+	// 34). The subscription's buffer is unbounded: the client's
+	// default dropped a hundred thousand declarations sent at once as
+	// a slow consumer, and a declaration dropped is a push never all
+	// reported. Handed to workers that each publish a report and wait
+	// for its acknowledgement, as an agent does.
 	work := make(chan store.Msg, 4096)
 	runCtx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
-	f.running.Go(func() {
-		defer close(work)
-		err := st.Read(runCtx, store.ReadOptions{From: state.LastSeq + 1, Follow: true, Filter: events.DeclarationSubject("*")}, func(m store.Msg) error {
-			select {
-			case work <- m:
-				return nil
-			case <-runCtx.Done():
-				return runCtx.Err()
-			}
-		})
-		if err != nil && runCtx.Err() == nil {
-			f.warnings.note("the simulated fleet stopped reading declarations: " + err.Error())
+	// A callback that waits for room in work: the client keeps what
+	// arrives meanwhile, closing holds until the callback is out.
+	var handing sync.RWMutex
+	sub, err := nc.Subscribe(events.StoredPrefix+".>", func(m *nats.Msg) {
+		handing.RLock()
+		defer handing.RUnlock()
+		if runCtx.Err() != nil {
+			return // work may be closed
 		}
+		select {
+		case work <- store.Msg{Subject: m.Subject, Data: m.Data}:
+		case <-runCtx.Done():
+		}
+	})
+	if err == nil {
+		err = sub.SetPendingLimits(-1, -1)
+	}
+	if err == nil {
+		err = nc.Flush()
+	}
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("fleet: cannot hear the declarations the stream republishes: %w", err)
+	}
+	f.running.Go(func() {
+		<-runCtx.Done()
+		_ = sub.Unsubscribe()
+		handing.Lock()
+		defer handing.Unlock()
+		close(work)
 	})
 	// Each simulated node says it is alive as an agent does (issue 28),
 	// or the controller would call the whole fleet unreachable.
