@@ -18,6 +18,19 @@ import (
 
 // Shown is s as a terminal may print it.
 func Shown(s string) string {
+	// Printable ASCII, which nearly every string is, is shown as it is
+	// without decoding a rune: a status of 100,000 nodes shows 100,000
+	// names and as many details.
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' {
+			return shownOther(s)
+		}
+	}
+	return s
+}
+
+// shownOther is Shown of a string that is not all printable ASCII.
+func shownOther(s string) string {
 	if !utf8.ValidString(s) {
 		return strconv.Quote(s)
 	}
@@ -34,6 +47,8 @@ func Shown(s string) string {
 // v is an answer the command just read; its JSON is never printed after.
 func Showable(v any) { showValue(reflect.ValueOf(v)) }
 
+var stringsType = reflect.TypeFor[[]string]()
+
 func showValue(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -47,6 +62,18 @@ func showValue(v reflect.Value) {
 			}
 		}
 	case reflect.Slice, reflect.Array:
+		// A column of strings (a status table's names and details) in a
+		// plain loop: through reflection a string at a time it was a
+		// tenth of mesh status's CPU at 100,000 nodes.
+		if v.Kind() == reflect.Slice && v.Type() == stringsType {
+			column := v.Interface().([]string)
+			for i, s := range column {
+				if shown := Shown(s); shown != s {
+					column[i] = shown
+				}
+			}
+			return
+		}
 		switch v.Type().Elem().Kind() {
 		case reflect.String, reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
 		default:
