@@ -66,6 +66,47 @@ func TestAListedAnswerDecodesAsItsMarshal(t *testing.T) {
 	}
 }
 
+// A brief answer, its nodes in a table written whole (List.Raw), decodes
+// to what json.Marshal of it decodes to, the nodes' empty list beside it.
+func TestABriefListedAnswerDecodesAsItsMarshal(t *testing.T) {
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	at := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	for _, n := range []int{0, 3, 60000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			want := report(-1)
+			want.Nodes, want.Table = []wire.NodeStatus{}, &wire.StatusTable{States: []wire.State{}}
+			for i := range n {
+				ns := wire.NodeStatus{Name: fmt.Sprintf("node-%06d", i), State: wire.StateCurrent, Sequence: uint64(i%4) + 1, Since: at.Add(time.Duration(i%600) * time.Second)}
+				if i%7 == 0 {
+					ns.State, ns.Detail = wire.StateRefused, "refused <what> & \"why\""
+				}
+				want.Table.Add(ns)
+			}
+			got, pieces := roundTrip(t, nc, func(r micro.Request) error { return wire.RespondListed(nc, r, want) })
+			if (pieces > 1) != (n == 60000) {
+				t.Errorf("%d nodes came in %d pieces", n, pieces)
+			}
+			var back, marshalled wire.StatusReport
+			if err := json.Unmarshal(got, &back); err != nil {
+				t.Fatalf("the listed answer is not JSON: %v", err)
+			}
+			b, err := json.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &marshalled); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(marshalled, back); d != "" {
+				t.Fatalf("the listed answer decodes otherwise than its marshal (-marshal +listed):\n%s", d)
+			}
+			if back.Table == nil || back.Table.Len() != n || back.Nodes == nil {
+				t.Fatalf("a table of %d nodes came back as %v, its nodes as %v", n, back.Table, back.Nodes)
+			}
+		})
+	}
+}
+
 // A listed answer is never held whole: what sending 40,000 nodes
 // allocates is less than half what sending their json.Marshal does (which
 // holds the bytes at least twice: its buffer, grown by doubling, and the
