@@ -43,8 +43,8 @@ type Sockets struct {
 	// Burst is the same with every agent answering at once.
 	Burst time.Duration
 	// Shared is the same exchange over one connection, as the simulated
-	// fleet makes it: the declarations read by one ordered consumer, the
-	// reports published asynchronously.
+	// fleet makes it: the declarations heard by one subscription to their
+	// republish, the reports published asynchronously.
 	Shared time.Duration
 	// HubOwn, HubBurst and HubShared are the hub's, in the same rounds.
 	HubOwn, HubBurst, HubShared time.Duration
@@ -280,7 +280,7 @@ func (c *clients) agent(url string, i int) (*nats.Conn, error) {
 }
 
 // shared answers for n agents on one connection, the simulated fleet's
-// way: one ordered consumer reads what they are told, and every report is
+// way: one subscription hears what they are told, and every report is
 // published asynchronously, its acknowledgement awaited in order.
 func (c *clients) shared(ctx context.Context, url string, n int) (func(), error) {
 	nc, err := nats.Connect(url, nats.Name("mesh bench shared agents"))
@@ -302,29 +302,30 @@ func (c *clients) shared(ctx context.Context, url string, n int) (func(), error)
 			}
 		}
 	}()
-	cons, err := js.OrderedConsumer(ctx, SocketStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"sk.d.shared.*"}, DeliverPolicy: jetstream.DeliverNewPolicy})
-	var cc jetstream.ConsumeContext
+	// Told by the stream's republish, as the simulated fleet hears it:
+	// one subscription, its buffer unbounded (a slow consumer dropped
+	// would be a report never made).
+	sub, err := nc.Subscribe("sk.told.shared.*", func(m *nats.Msg) {
+		i := m.Subject[len("sk.told.shared."):]
+		f, err := js.PublishMsgAsync(c.reportMsg("shared", i, m.Header.Get(jetstream.SequenceHeader)))
+		if err != nil {
+			c.failed.Store(err)
+			return
+		}
+		acks <- f
+	})
 	if err == nil {
-		cc, err = cons.Consume(func(m jetstream.Msg) {
-			md, err := m.Metadata()
-			if err != nil {
-				return
-			}
-			i := m.Subject()[len("sk.d.shared."):]
-			f, err := js.PublishMsgAsync(c.reportMsg("shared", i, strconv.FormatUint(md.Sequence.Stream, 10)))
-			if err != nil {
-				c.failed.Store(err)
-				return
-			}
-			acks <- f
-		}, jetstream.PullMaxMessages(5000))
+		err = sub.SetPendingLimits(-1, -1)
+	}
+	if err == nil {
+		err = nc.Flush()
 	}
 	if err != nil {
 		close(acks)
 		nc.Close()
-		return nil, fmt.Errorf("bench: the shared agents cannot read what they are told: %w", err)
+		return nil, fmt.Errorf("bench: the shared agents cannot hear what they are told: %w", err)
 	}
-	return func() { cc.Stop(); nc.Close() }, nil
+	return func() { nc.Close() }, nil
 }
 
 // reportMsg is agent i's report with the headers an agent's carries: its
