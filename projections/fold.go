@@ -324,6 +324,7 @@ func (f *folder) Commit() error {
 	} else {
 		for _, w := range written {
 			f.rows[w.name] = w.row
+			f.mem.put(w.name, w.row)
 		}
 		f.mem.at = f.last
 		if f.mem.moved != nil {
