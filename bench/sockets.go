@@ -315,14 +315,13 @@ func (c *clients) shared(ctx context.Context, url string, n int) (func(), error)
 		acks <- f
 	})
 	if err == nil {
-		err = sub.SetPendingLimits(-1, -1)
-	}
-	if err == nil {
-		err = nc.Flush()
+		if err = sub.SetPendingLimits(-1, -1); err == nil {
+			err = nc.Flush()
+		}
 	}
 	if err != nil {
-		close(acks)
 		nc.Close()
+		close(acks) // nothing was told them yet: no callback sends on it
 		return nil, fmt.Errorf("bench: the shared agents cannot hear what they are told: %w", err)
 	}
 	return func() { nc.Close() }, nil

@@ -29,7 +29,10 @@ import (
 // nothing and checks no signature: it measures what a fleet of that size
 // costs the controller and the bus, not the agents. (It hears what was
 // sent where the stream republishes it, as agents do, but by one
-// subscription to every node's subject.) It needs an open bus (mesh serve without
+// subscription to every node's subject; unlike an agent it never reads
+// its newest declaration back, so what is republished while its
+// connection is down is not heard, and that push is never all reported.)
+// It needs an open bus (mesh serve without
 // --closed): on a closed one, a node's reports are its own identity's to
 // publish.
 func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, error) {
@@ -61,7 +64,7 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	for i, j := range joins {
 		bySealing[j.Node] = sealings[i]
 	}
-	// One store: it reads what was sent, and reports as each node.
+	// One store: it reports as each node.
 	st, err := store.Attach(ctx, nc, "")
 	if err != nil {
 		return nil, err
@@ -108,10 +111,12 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 		}
 	})
 	if err == nil {
-		err = sub.SetPendingLimits(-1, -1)
-	}
-	if err == nil {
-		err = nc.Flush()
+		if err = sub.SetPendingLimits(-1, -1); err == nil {
+			err = nc.Flush()
+		}
+		if err != nil {
+			_ = sub.Unsubscribe()
+		}
 	}
 	if err != nil {
 		cancel()

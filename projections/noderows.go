@@ -67,9 +67,15 @@ type nodeMemory struct {
 }
 
 // forget marks the memory incomplete; the caller holds mu for writing.
+// The order and the rows kept in it go with it: a memory cleared for a
+// fleet past rememberRows is never complete again, and they would hold
+// its rows for good.
 func (m *nodeMemory) forget() {
 	m.complete, m.tried = false, false // a discarded batch's fold fills again
 	m.epoch++
+	m.orderMu.Lock()
+	m.order, m.held, m.pos = nil, nil, nil
+	m.orderMu.Unlock()
 }
 
 // fill makes the live folder's memory hold every node row, once it has

@@ -79,7 +79,9 @@ func RespondListed(nc *nats.Conn, r micro.Request, l Listed) error {
 // WriteListed writes l's JSON to w, its list one item at a time: the
 // bytes differ from json.Marshal's only in where the list's key stands and
 // a newline after each item, and decode the same
-// (TestAListedAnswerDecodesAsItsMarshal).
+// (TestAListedAnswerDecodesAsItsMarshal). A Raw list is its bytes as Raw
+// makes them, neither checked nor compacted: Raw answers valid JSON
+// (TestABriefListedAnswerDecodesAsItsMarshal for the status table's).
 func WriteListed(w io.Writer, l Listed) error {
 	rest, list := l.Listing()
 	head, err := json.Marshal(rest)

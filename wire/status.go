@@ -140,20 +140,13 @@ func (r StatusReport) Listing() (any, List) {
 	// Brief, the table is the bulk: written as its MarshalJSON makes it
 	// (List.Raw), the few nodes' list with the rest.
 	if t := r.Table; t != nil {
-		r.Table = nil
-		return statusWithoutTable{StatusReport: r}, List{Key: "table", Raw: t.MarshalJSON}
+		r.Table = nil // omitted: the list's key
+		return r, List{Key: "table", Raw: t.MarshalJSON}
 	}
 	nodes := r.Nodes
 	r.Nodes = nil
 	return statusWithoutNodes{StatusReport: r}, List{Key: "nodes", Len: len(nodes), Nil: nodes == nil,
 		Item: func(i int) any { return &nodes[i] }}
-}
-
-// statusWithoutTable is a report whose JSON leaves its table out, as
-// statusWithoutNodes its nodes.
-type statusWithoutTable struct {
-	StatusReport
-	Table *StatusTable `json:"table,omitempty"`
 }
 
 // statusWithoutNodes is a report whose JSON leaves its nodes out: a field

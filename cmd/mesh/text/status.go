@@ -36,7 +36,7 @@ func Status(out io.Writer, s wire.StatusReport) {
 	var line []byte
 	cell := func(v string, width int) {
 		line = append(line, v...)
-		line = append(line, padding(width-utf8.RuneCountInString(v)+2)...)
+		line = append(line, padding(max(width-utf8.RuneCountInString(v), 0)+2)...)
 	}
 	row := func(name string, seq []byte, state, since, detail string) {
 		line = line[:0]

@@ -130,3 +130,15 @@ func TestNodeShowSaysAProgramsHealth(t *testing.T) {
 		t.Fatalf("node show printed:\n%s\nwithout %q", out.String(), want)
 	}
 }
+
+// A moment wider than the column (a year past 9999, which a table's
+// seconds can hold) still leaves two spaces before the detail.
+func TestStatusPadsACellWiderThanItsColumn(t *testing.T) {
+	table := &wire.StatusTable{States: []wire.State{}}
+	table.Add(wire.NodeStatus{Name: "far", State: wire.StateFailed, Sequence: 1, Since: time.Date(12026, 1, 1, 0, 0, 0, 0, time.UTC), Detail: "why"})
+	var out bytes.Buffer
+	Status(&out, wire.StatusReport{Table: table})
+	if line := strings.Split(out.String(), "\n")[1]; !strings.HasSuffix(line, "12026-01-01T00:00:00Z  why") {
+		t.Fatalf("the row is %q, want the moment and two spaces before its detail", line)
+	}
+}
