@@ -41,29 +41,38 @@ func TestAListedAnswerDecodesAsItsMarshal(t *testing.T) {
 	for _, n := range []int{-1, 0, 3, 12000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			want := report(n)
-			got, pieces := roundTrip(t, nc, func(r micro.Request) error { return wire.RespondListed(nc, r, want) })
-			if (pieces > 1) != (n == 12000) {
-				t.Errorf("%d nodes came in %d pieces", n, pieces)
-			}
-			var back, marshalled wire.StatusReport
-			if err := json.Unmarshal(got, &back); err != nil {
-				t.Fatalf("the listed answer is not JSON: %v", err)
-			}
-			b, err := json.Marshal(want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &marshalled); err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(marshalled, back); d != "" {
-				t.Fatalf("the listed answer decodes otherwise than its marshal (-marshal +listed):\n%s", d)
-			}
+			back := listedAsMarshalled(t, nc, want, n == 12000)
 			if (back.Nodes == nil) != (n < 0) {
 				t.Fatalf("a list of %d nodes came back nil: %v", n, back.Nodes == nil)
 			}
 		})
 	}
+}
+
+// listedAsMarshalled sends want listed, in pieces when pieces says so, and
+// fails unless what arrives decodes as json.Marshal of want does; it
+// answers what arrived, decoded.
+func listedAsMarshalled(t *testing.T, nc *nats.Conn, want wire.StatusReport, inPieces bool) wire.StatusReport {
+	t.Helper()
+	got, pieces := roundTrip(t, nc, func(r micro.Request) error { return wire.RespondListed(nc, r, want) })
+	if (pieces > 1) != inPieces {
+		t.Errorf("the answer came in %d pieces", pieces)
+	}
+	var back, marshalled wire.StatusReport
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatalf("the listed answer is not JSON: %v", err)
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &marshalled); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(marshalled, back); d != "" {
+		t.Fatalf("the listed answer decodes otherwise than its marshal (-marshal +listed):\n%s", d)
+	}
+	return back
 }
 
 // A brief answer, its nodes in a table written whole (List.Raw), decodes
@@ -82,24 +91,7 @@ func TestABriefListedAnswerDecodesAsItsMarshal(t *testing.T) {
 				}
 				want.Table.Add(ns)
 			}
-			got, pieces := roundTrip(t, nc, func(r micro.Request) error { return wire.RespondListed(nc, r, want) })
-			if (pieces > 1) != (n == 60000) {
-				t.Errorf("%d nodes came in %d pieces", n, pieces)
-			}
-			var back, marshalled wire.StatusReport
-			if err := json.Unmarshal(got, &back); err != nil {
-				t.Fatalf("the listed answer is not JSON: %v", err)
-			}
-			b, err := json.Marshal(want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &marshalled); err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(marshalled, back); d != "" {
-				t.Fatalf("the listed answer decodes otherwise than its marshal (-marshal +listed):\n%s", d)
-			}
+			back := listedAsMarshalled(t, nc, want, n == 60000)
 			if back.Table == nil || back.Table.Len() != n || back.Nodes == nil {
 				t.Fatalf("a table of %d nodes came back as %v, its nodes as %v", n, back.Table, back.Nodes)
 			}
