@@ -31,7 +31,8 @@ import (
 // sent where the stream republishes it, as agents do, but by one
 // subscription to every node's subject; unlike an agent it never reads
 // its newest declaration back, so what is republished while its
-// connection is down is not heard, and that push is never all reported.)
+// connection is down is not heard, and that push is never all reported:
+// it warns when its connection drops.)
 // It needs an open bus (mesh serve without
 // --closed): on a closed one, a node's reports are its own identity's to
 // publish.
@@ -128,6 +129,22 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 		handing.Lock()
 		defer handing.Unlock()
 		close(work)
+	})
+	// What the stream republishes while the connection is down is not
+	// heard: an agent reads its newest declaration back once it is
+	// connected again, this harness does not. Said as a warning, so that
+	// a push then never all reported does not wait in silence.
+	dropped := nc.StatusChanged(nats.RECONNECTING)
+	f.running.Go(func() {
+		defer nc.RemoveStatusListener(dropped)
+		for {
+			select {
+			case <-dropped:
+				f.warnings.note("the simulated fleet's connection to the bus dropped: what the stream republished until it was back was not heard, and a push sent meanwhile is never all reported")
+			case <-runCtx.Done():
+				return
+			}
+		}
 	})
 	// Each simulated node says it is alive as an agent does (issue 28),
 	// or the controller would call the whole fleet unreachable.
