@@ -93,21 +93,14 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	// default dropped a hundred thousand declarations sent at once as
 	// a slow consumer, and a declaration dropped is a push never all
 	// reported. Handed to workers that each publish a report and wait
-	// for its acknowledgement, as an agent does.
-	work := make(chan store.Msg, 4096)
+	// for its acknowledgement, as an agent does; the client keeps what
+	// arrives while every answerer is busy.
+	work := make(chan []byte, 4096)
 	runCtx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
-	// A callback that waits for room in work: the client keeps what
-	// arrives meanwhile, closing holds until the callback is out.
-	var handing sync.RWMutex
 	sub, err := nc.Subscribe(events.StoredPrefix+".>", func(m *nats.Msg) {
-		handing.RLock()
-		defer handing.RUnlock()
-		if runCtx.Err() != nil {
-			return // work may be closed
-		}
 		select {
-		case work <- store.Msg{Subject: m.Subject, Data: m.Data}:
+		case work <- m.Data:
 		case <-runCtx.Done():
 		}
 	})
@@ -123,13 +116,6 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 		cancel()
 		return nil, fmt.Errorf("fleet: cannot hear the declarations the stream republishes: %w", err)
 	}
-	f.running.Go(func() {
-		<-runCtx.Done()
-		_ = sub.Unsubscribe()
-		handing.Lock()
-		defer handing.Unlock()
-		close(work)
-	})
 	// What the stream republishes while the connection is down is not
 	// heard: an agent reads its newest declaration back once it is
 	// connected again, this harness does not. Said as a warning, so that
@@ -137,6 +123,7 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	dropped := nc.StatusChanged(nats.RECONNECTING)
 	f.running.Go(func() {
 		defer nc.RemoveStatusListener(dropped)
+		defer sub.Unsubscribe()
 		for {
 			select {
 			case <-dropped:
@@ -161,14 +148,19 @@ func Simulate(ctx context.Context, nc *nats.Conn, joins []agent.Join) (*Fleet, e
 	}
 	acks := make(chan pendingReport, asyncWindow)
 	f.running.Go(func() {
-		// Two answerers a core, each taking declarations until work is
-		// closed: an answer waits on the bus about as long as it computes.
+		// Two answerers a core, each taking declarations until the fleet
+		// stops: an answer waits on the bus about as long as it computes.
 		// acks closes only once every answerer is done, or one would
 		// send on a closed channel.
 		answerers := 2 * runtime.GOMAXPROCS(0)
 		fanout.Each(answerers, answerers, func(int) {
-			for m := range work {
-				f.answer(runCtx, st, js, bySealing, m.Data, acks)
+			for {
+				select {
+				case data := <-work:
+					f.answer(runCtx, st, js, bySealing, data, acks)
+				case <-runCtx.Done():
+					return
+				}
 			}
 		})
 		close(acks)

@@ -198,10 +198,7 @@ func (r statusRows) cells(i int) rowCells {
 	}
 	c := rowCells{name: t.Name[i], detail: t.Detail[i], seq: t.Sequence[i], since: t.Since[i]}
 	if k := int(t.State[i]); k < len(t.States) {
-		c.state = t.States[k]
-		c.well = r.wells[k]
-	} else {
-		c.well = wire.WellState("")
+		c.state, c.well = t.States[k], r.wells[k]
 	}
 	return c
 }

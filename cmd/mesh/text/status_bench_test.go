@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/commands/core/coretest"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -19,10 +18,7 @@ import (
 // the same run. Command:
 // go test ./cmd/mesh/text -run '^$' -bench StatusShown -benchmem
 func BenchmarkStatusShown(b *testing.B) {
-	nodes, err := strconv.Atoi(os.Getenv("MESH_BENCH_NODES"))
-	if err != nil || nodes < 1 {
-		nodes = 100_000
-	}
+	nodes := coretest.Nodes(100_000)
 	at := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
 	table := &wire.StatusTable{States: []wire.State{}}
 	for i := range nodes {
