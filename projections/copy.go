@@ -24,7 +24,7 @@ func (e *Engine) foldCopy(ctx context.Context, until uint64, asOf time.Time, pro
 			return cp, err
 		}
 	}
-	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys})
+	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Cache: e.cache})
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,10 @@ type Options struct {
 	// (0.4-0.7 s each on this noisy box, both ways). The block cache stays:
 	// with Pebble's 8 MiB one they took 0.6-0.7 s.
 	Brief bool
+	// Cache is the block cache to share with the engine that opens this
+	// one (a time-travel copy, a verify's fold): nil, Open makes one
+	// (disk.NewCache). Every Pebble the engine opens shares it.
+	Cache *pebble.Cache
 	// Heard, when set, is told of every report the live fold reads (issue
 	// 29), on the folding goroutine, so it must not wait: it is how the
 	// controller notices a node flooding its report subjects at no cost
@@ -104,6 +108,9 @@ type Engine struct {
 	mu  sync.RWMutex // held for writing only to swap db in a rebuild
 	db  *pebble.DB
 	gen string
+	// cache is every generation's block cache (Options.Cache), one
+	// reference of it the engine's until Close.
+	cache *pebble.Cache
 
 	checkpoint atomic.Uint64
 	// commits counts the live fold's commits: how well they are grouped
@@ -171,6 +178,22 @@ type identity struct {
 // Open opens (or creates) the current generation of read models and checks
 // that they belong to the store's stream. It does not start folding: Start does.
 func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
+	cache := o.Cache
+	if cache == nil {
+		cache = disk.NewCache()
+	} else {
+		cache.Ref()
+	}
+	e, opening, err := open(ctx, o, cache)
+	if err != nil {
+		// No engine to give it back at Close: a controller that failed to
+		// open and tried again would hold a cache a try.
+		cache.Unref()
+	}
+	return e, opening, err
+}
+
+func open(ctx context.Context, o Options, cache *pebble.Cache) (*Engine, Opening, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
@@ -183,7 +206,7 @@ func Open(ctx context.Context, o Options) (*Engine, Opening, error) {
 	if o.Keys == nil {
 		return nil, Opening{}, errors.New("projections: no keys to check the stream's messages with; the controller's key is needed to fold")
 	}
-	e := &Engine{o: o, fs: o.FS, notify: make(chan struct{}), wake: make(chan struct{}, 1), window: trickleWindow, now: time.Now}
+	e := &Engine{o: o, fs: o.FS, cache: cache, notify: make(chan struct{}), wake: make(chan struct{}, 1), window: trickleWindow, now: time.Now}
 	e.wanted.Store(math.MaxUint64)
 	e.closing, e.closed = context.WithCancel(context.Background())
 	if o.Reset {
@@ -366,6 +389,7 @@ func (e *Engine) Close() error {
 	}
 	err := e.db.Close()
 	e.db = nil
+	e.cache.Unref()
 	if e.dropDir {
 		e.fs.RemoveAll(e.o.Dir)
 	}

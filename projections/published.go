@@ -84,8 +84,12 @@ func (m busModels) Options(readOnly bool) *pebble.Options {
 		return &pebble.Options{FS: m.e.fs, ReadOnly: true, Logger: disk.Logger{Log: m.e.o.Log}}
 	}
 	// As a rebuild opens them, without a log of their own: the copy is
-	// only compacted before it is packed, never written.
-	return m.e.pebbleOptions(true)
+	// only compacted before it is packed, never written. With a block
+	// cache of its own, not the live read models' (disk.NewCache): a
+	// publish at 100,000 nodes falls twice in every push, and its
+	// compaction's blocks would push out the rows and filters the push's
+	// fold is looking up.
+	return disk.Options(m.e.fs, m.e.o.Log, true, m.e.o.Brief, nil)
 }
 
 func (m busModels) Identity(r pebble.Reader) (published.Identity, error) {

@@ -129,5 +129,5 @@ func (e *Engine) seal(db *pebble.DB, gen string, st store.State) (*pebble.DB, er
 // pebbleOptions open a generation of read models: to serve, or being
 // rebuilt (disk.Options).
 func (e *Engine) pebbleOptions(rebuilding bool) *pebble.Options {
-	return disk.Options(e.fs, e.o.Log, rebuilding, e.o.Brief)
+	return disk.Options(e.fs, e.o.Log, rebuilding, e.o.Brief, e.cache)
 }

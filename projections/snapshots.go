@@ -55,7 +55,7 @@ func (e *Engine) copyFromSnapshot(ctx context.Context, at time.Time) (*Engine, e
 	if err != nil {
 		return nil, err
 	}
-	cp, _, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Log: e.o.Log, Brief: true})
+	cp, _, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Log: e.o.Log, Brief: true, Cache: e.cache})
 	if err != nil {
 		e.fs.RemoveAll(dir)
 		return nil, err

@@ -16,11 +16,12 @@ import (
 // serve (with a WAL), or being rebuilt (without one: until CURRENT names
 // the generation a crash abandons it whole, so logging its writes would
 // only write them twice). brief is a brief engine's (a time-travel copy):
-// Pebble's default memtable.
-func Options(fs vfs.FS, log *slog.Logger, rebuilding, brief bool) *pebble.Options {
+// Pebble's default memtable. cache is the block cache it shares with every
+// other Pebble of the same read models (NewCache); nil, one of its own.
+func Options(fs vfs.FS, log *slog.Logger, rebuilding, brief bool, cache *pebble.Cache) *pebble.Options {
 	o := &pebble.Options{FS: fs, Logger: Logger{Log: log}, DisableWAL: rebuilding,
 		MemTableSize: rebuildMemTable, L0CompactionThreshold: l0Compaction, L0StopWritesThreshold: 4 * l0Compaction,
-		CacheSize: blockCache}
+		Cache: cache, CacheSize: blockCache}
 	// A bloom filter in every table (levels below inherit level 0's): a
 	// fold looks up node rows and report keys one at a time, and level 0
 	// holds up to l0Compaction tables that each span every key, so without
@@ -65,13 +66,23 @@ const rebuildMemTable = 16 << 20
 // 100-120 and 200-240 ms with the default.
 const l0Compaction = 16
 
-// blockCache is each generation's block cache: 64 MiB against Pebble's
+// blockCache is the read models' block cache: 64 MiB against Pebble's
 // default 8. At 100,000 nodes a push's fold looks up each node's row and
 // report key, and with 8 MiB those lookups read their index, filter and
 // data blocks from the file again and again: 3.4 of the controller's 15.5
 // CPU seconds over 20 s of the push, 1.1 with 64 MiB. Memory Pebble
 // allocates itself as blocks are read, so a small mesh holds far less.
 const blockCache = 64 << 20
+
+// NewCache is a block cache of blockCache for every Pebble one set of read
+// models opens at once: the live generation, a rebuild's or verify's
+// beside it, a time-travel copy (not a publish's copy: projections'
+// busModels). Each with one of its own, a rebuild at 10,000 nodes and a
+// million events peaked at 382-397 MiB, at issue 34's 400; sharing one,
+// 366-373 (docs/performance.md, "Memory"). The caller owns one reference
+// (Unref when done); each Pebble opened with it holds its own until it
+// closes.
+func NewCache() *pebble.Cache { return pebble.NewCache(blockCache) }
 
 // Logger sends Pebble's own messages to the mesh's log at debug level:
 // a start that prints "Found 0 WALs" reads as trouble to an operator.
