@@ -24,7 +24,12 @@ func (e *Engine) foldCopy(ctx context.Context, until uint64, asOf time.Time, pro
 			return cp, err
 		}
 	}
-	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Cache: e.cache})
+	cache, err := e.sharedCache()
+	if err != nil {
+		return nil, err
+	}
+	defer cache.Unref()
+	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Cache: cache})
 	if err != nil {
 		return nil, err
 	}

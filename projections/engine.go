@@ -67,7 +67,10 @@ type Options struct {
 	Brief bool
 	// Cache is the block cache to share with the engine that opens this
 	// one (a time-travel copy, a verify's fold): nil, Open makes one
-	// (disk.NewCache). Every Pebble the engine opens shares it.
+	// (disk.NewCache). Every Pebble the engine opens shares it. Open takes
+	// a reference of its own, given back at Close; the caller keeps its
+	// own, and must hold it until Open returns (Engine.sharedCache), since
+	// a cache whose last reference went is freed.
 	Cache *pebble.Cache
 	// Heard, when set, is told of every report the live fold reads (issue
 	// 29), on the folding goroutine, so it must not wait: it is how the
@@ -428,9 +431,29 @@ func (e *Engine) view(fn func(pebble.Reader) error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.db == nil {
-		return errors.New("projections: the read models are closed")
+		return errClosed
 	}
 	return fn(e.db)
+}
+
+// errClosed is what a read, a copy or a rebuild of read models already
+// closed answers.
+var errClosed = errors.New("projections: the read models are closed")
+
+// sharedCache is e's block cache with a reference taken for the caller,
+// who gives it back (Unref) when done: an engine opened with it takes one
+// of its own. errClosed once e is closed: its reference is given back and
+// the cache may be freed, so a Ref then would panic in Pebble (a status
+// as of a past moment still under way as the controller stops). Taken
+// under e.mu, which Close holds to let go of it.
+func (e *Engine) sharedCache() (*pebble.Cache, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.db == nil {
+		return nil, errClosed
+	}
+	e.cache.Ref()
+	return e.cache, nil
 }
 
 // decodeRows reads the JSON rows under prefix.

@@ -85,10 +85,13 @@ func (m busModels) Options(readOnly bool) *pebble.Options {
 	}
 	// As a rebuild opens them, without a log of their own: the copy is
 	// only compacted before it is packed, never written. With a block
-	// cache of its own, not the live read models' (disk.NewCache): a
-	// publish at 100,000 nodes falls twice in every push, and its
-	// compaction's blocks would push out the rows and filters the push's
-	// fold is looking up.
+	// cache of its own, not the live read models' (disk.NewCache): the
+	// copy replays the live memtable it holds as a log into a memtable of
+	// its own (up to 16 MiB), whose size Pebble reserves out of its block
+	// cache; at 100,000 nodes a publish falls twice in every push, and in
+	// the live models' cache that reservation would push out the rows and
+	// filters the push's fold is looking up. (Compactions read through
+	// buffers of their own, not the block cache.)
 	return disk.Options(m.e.fs, m.e.o.Log, true, m.e.o.Brief, nil)
 }
 

@@ -30,6 +30,13 @@ type Rebuilt struct {
 func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt, error) {
 	ctx, done := e.long(ctx)
 	defer done()
+	// The new generation opens with the live one's cache (pebbleOptions):
+	// none once the engine is closed.
+	cache, err := e.sharedCache()
+	if err != nil {
+		return Rebuilt{}, err
+	}
+	defer cache.Unref()
 	start := time.Now()
 	st, err := e.o.Store.State(ctx)
 	if err != nil {

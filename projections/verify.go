@@ -56,7 +56,12 @@ func (e *Engine) foldAndCompare(ctx context.Context, held pebble.Reader, at uint
 		return "", 0, fmt.Errorf("projections: cannot clear %s: %w", dir, err)
 	}
 	defer e.fs.RemoveAll(dir)
-	cp, o, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, Keys: e.o.Keys, Log: e.o.Log, Cache: e.cache})
+	cache, err := e.sharedCache()
+	if err != nil {
+		return "", 0, err
+	}
+	defer cache.Unref()
+	cp, o, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, Keys: e.o.Keys, Log: e.o.Log, Cache: cache})
 	if err != nil {
 		return "", 0, err
 	}
