@@ -78,6 +78,9 @@ func TestEveryPebbleOfTheReadModelsSharesOneBlockCache(t *testing.T) {
 	if _, err := e.FoldCopy(ctx, 0, time.Time{}); !errors.Is(err, errClosed) {
 		t.Errorf("a copy of closed read models answered %v, want %v", err, errClosed)
 	}
+	if _, err := e.Rebuild(ctx, nil); !errors.Is(err, errClosed) {
+		t.Errorf("a rebuild of closed read models answered %v, want %v", err, errClosed)
+	}
 	cache.Unref()
 	if !refusedAsFreed(cache) {
 		t.Error("the cache still has a reference after every engine closed and the test gave back its own: one was never given back")

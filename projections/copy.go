@@ -24,12 +24,7 @@ func (e *Engine) foldCopy(ctx context.Context, until uint64, asOf time.Time, pro
 			return cp, err
 		}
 	}
-	cache, err := e.sharedCache()
-	if err != nil {
-		return nil, err
-	}
-	defer cache.Unref()
-	cp, o, err := Open(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Cache: cache})
+	cp, o, err := e.openChild(ctx, Options{Dir: "copy", FS: vfs.NewMem(), Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys})
 	if err != nil {
 		return nil, err
 	}

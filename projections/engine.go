@@ -69,7 +69,7 @@ type Options struct {
 	// one (a time-travel copy, a verify's fold): nil, Open makes one
 	// (disk.NewCache). Every Pebble the engine opens shares it. Open takes
 	// a reference of its own, given back at Close; the caller keeps its
-	// own, and must hold it until Open returns (Engine.sharedCache), since
+	// own, and must hold it until Open returns (Engine.openChild), since
 	// a cache whose last reference went is freed.
 	Cache *pebble.Cache
 	// Heard, when set, is told of every report the live fold reads (issue
@@ -440,20 +440,23 @@ func (e *Engine) view(fn func(pebble.Reader) error) error {
 // closed answers.
 var errClosed = errors.New("projections: the read models are closed")
 
-// sharedCache is e's block cache with a reference taken for the caller,
-// who gives it back (Unref) when done: an engine opened with it takes one
-// of its own. errClosed once e is closed: its reference is given back and
-// the cache may be freed, so a Ref then would panic in Pebble (a status
-// as of a past moment still under way as the controller stops). Taken
-// under e.mu, which Close holds to let go of it.
-func (e *Engine) sharedCache() (*pebble.Cache, error) {
+// openChild opens read models as o says, sharing e's block cache (a copy,
+// time travel, verify's fold). errClosed once e is closed: its reference
+// is given back and the cache may be freed, so a Ref then would panic in
+// Pebble (a status as of a past moment still under way as the controller
+// stops). The reference is taken under e.mu, which Close holds to let go
+// of its own, and held until the child has taken one of its own.
+func (e *Engine) openChild(ctx context.Context, o Options) (*Engine, Opening, error) {
 	e.mu.RLock()
-	defer e.mu.RUnlock()
 	if e.db == nil {
-		return nil, errClosed
+		e.mu.RUnlock()
+		return nil, Opening{}, errClosed
 	}
 	e.cache.Ref()
-	return e.cache, nil
+	e.mu.RUnlock()
+	defer e.cache.Unref()
+	o.Cache = e.cache
+	return Open(ctx, o)
 }
 
 // decodeRows reads the JSON rows under prefix.

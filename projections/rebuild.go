@@ -30,21 +30,20 @@ type Rebuilt struct {
 func (e *Engine) Rebuild(ctx context.Context, progress func(Progress)) (Rebuilt, error) {
 	ctx, done := e.long(ctx)
 	defer done()
-	// The new generation opens with the live one's cache (pebbleOptions):
-	// none once the engine is closed.
-	cache, err := e.sharedCache()
-	if err != nil {
-		return Rebuilt{}, err
+	e.mu.RLock()
+	from, closed := e.gen, e.db == nil
+	e.mu.RUnlock()
+	if closed {
+		// Its cache, which the new generation would open with
+		// (pebbleOptions), may be freed. Open, it is not freed while this
+		// runs: Close waits for longMu.
+		return Rebuilt{}, errClosed
 	}
-	defer cache.Unref()
 	start := time.Now()
 	st, err := e.o.Store.State(ctx)
 	if err != nil {
 		return Rebuilt{}, err
 	}
-	e.mu.RLock()
-	from := e.gen
-	e.mu.RUnlock()
 	next := disk.GenerationName(disk.GenerationNumber(from) + 1)
 	path := e.fs.PathJoin(e.o.Dir, next)
 	// A directory left by an abandoned rebuild is not to be trusted.

@@ -51,16 +51,11 @@ func (e *Engine) copyFromSnapshot(ctx context.Context, at time.Time) (*Engine, e
 	if !ok {
 		return nil, nil
 	}
-	cache, err := e.sharedCache()
-	if err != nil {
-		return nil, err
-	}
-	defer cache.Unref()
 	dir, err := e.dir().LinkSnapshot(best)
 	if err != nil {
 		return nil, err
 	}
-	cp, _, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Log: e.o.Log, Brief: true, Cache: cache})
+	cp, _, err := e.openChild(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, BatchSize: e.o.BatchSize, Keys: e.o.Keys, Log: e.o.Log, Brief: true})
 	if err != nil {
 		e.fs.RemoveAll(dir)
 		return nil, err

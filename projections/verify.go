@@ -56,12 +56,7 @@ func (e *Engine) foldAndCompare(ctx context.Context, held pebble.Reader, at uint
 		return "", 0, fmt.Errorf("projections: cannot clear %s: %w", dir, err)
 	}
 	defer e.fs.RemoveAll(dir)
-	cache, err := e.sharedCache()
-	if err != nil {
-		return "", 0, err
-	}
-	defer cache.Unref()
-	cp, o, err := Open(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, Keys: e.o.Keys, Log: e.o.Log, Cache: cache})
+	cp, o, err := e.openChild(ctx, Options{Dir: dir, FS: e.fs, Store: e.o.Store, Keys: e.o.Keys, Log: e.o.Log})
 	if err != nil {
 		return "", 0, err
 	}
