@@ -133,6 +133,10 @@ type Engine struct {
 	// it deferred (trickleWindow) if the waiter's event is in it.
 	wanted atomic.Uint64
 	wake   chan struct{}
+	// asked is poked by WaitFor as wake is, for the live fold's reader:
+	// the one thing that tells it someone waits for an event its
+	// consumer will not deliver (events/store/own.go).
+	asked chan struct{}
 	// window and now are the live fold's (trickleWindow, time.Now): a
 	// test freezes the clock, to defer every commit or none.
 	window time.Duration
@@ -209,7 +213,7 @@ func open(ctx context.Context, o Options, cache *pebble.Cache) (*Engine, Opening
 	if o.Keys == nil {
 		return nil, Opening{}, errors.New("projections: no keys to check the stream's messages with; the controller's key is needed to fold")
 	}
-	e := &Engine{o: o, fs: o.FS, cache: cache, notify: make(chan struct{}), wake: make(chan struct{}, 1), window: trickleWindow, now: time.Now}
+	e := &Engine{o: o, fs: o.FS, cache: cache, notify: make(chan struct{}), wake: make(chan struct{}, 1), asked: make(chan struct{}, 1), window: trickleWindow, now: time.Now}
 	e.wanted.Store(math.MaxUint64)
 	e.closing, e.closed = context.WithCancel(context.Background())
 	if o.Reset {

@@ -129,7 +129,7 @@ func (e *Engine) stopLocked() {
 func (e *Engine) follow(ctx context.Context, f *folder) {
 	defer f.discard()
 	for {
-		err := e.fold(ctx, store.ReadOptions{From: e.checkpoint.Load() + 1, Follow: true}, f)
+		err := e.fold(ctx, store.ReadOptions{From: e.checkpoint.Load() + 1, Follow: true, Own: true, Wanted: e.wanted.Load, Asked: e.asked}, f)
 		if ctx.Err() != nil {
 			return
 		}
@@ -220,6 +220,10 @@ func (e *Engine) WaitFor(ctx context.Context, seq uint64) error {
 		// commits at once, knowing now that someone waits for it.
 		select {
 		case e.wake <- struct{}{}:
+		default:
+		}
+		select {
+		case e.asked <- struct{}{}:
 		default:
 		}
 		select {

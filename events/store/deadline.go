@@ -39,6 +39,6 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // same today; saying it here keeps it the mesh's, whatever the library
 // does), and a pipelined publish whose ack never comes is settled after
 // asyncAckWait.
-func newJS(nc *nats.Conn) (jetstream.JetStream, error) {
-	return jetstream.New(nc, jetstream.WithDefaultTimeout(CallTimeout), jetstream.WithPublishAsyncTimeout(asyncAckWait))
+func newJS(nc *nats.Conn, opts ...jetstream.JetStreamOpt) (jetstream.JetStream, error) {
+	return jetstream.New(nc, append([]jetstream.JetStreamOpt{jetstream.WithDefaultTimeout(CallTimeout), jetstream.WithPublishAsyncTimeout(asyncAckWait)}, opts...)...)
 }

@@ -32,14 +32,46 @@ type Known struct {
 type appended struct {
 	subject string
 	data    []byte
+	header  nats.Header // as published: the stream stores these headers
 	mac     string
 	known   *Known // made at the append, so a read allocates nothing
+	stored  time.Time
 }
 
-// known are the sends appended and not yet read back, by Msg-Id.
+// known are the sends this store appended and the live fold has not read
+// yet: by Msg-Id while their publish is in flight (m), then, once the
+// stream has acknowledged storing them, by the sequence it gave them
+// (acked), where the fold's reader (own.go) takes them without the bus
+// delivering them again.
 type known struct {
-	mu sync.Mutex
-	m  map[string]appended
+	mu    sync.Mutex
+	m     map[string]appended
+	acked map[uint64]appended
+	// low is the last sequence the own reader has handed on: an
+	// acknowledgement at or below it comes after the reader took the
+	// message from the stream, and is dropped.
+	low uint64
+	// changed is closed and made again at every acknowledgement or
+	// failure of a remembered send: the own reader waits on it.
+	changed chan struct{}
+}
+
+// wake tells a waiting reader that what is known changed. Held: mu.
+func (k *known) wake() {
+	if k.changed != nil {
+		close(k.changed)
+	}
+	k.changed = make(chan struct{})
+}
+
+// waiting is the channel the next change closes.
+func (k *known) waiting() <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.changed == nil {
+		k.changed = make(chan struct{})
+	}
+	return k.changed
 }
 
 // rememberAppends bounds what a store remembers: a push's windows in
@@ -68,10 +100,10 @@ func (s *Store) remember(m *nats.Msg, agg events.AggregateID, by string, at time
 	if s.known.m == nil {
 		s.known.m = make(map[string]appended)
 	}
-	if len(s.known.m) >= rememberAppends {
+	if len(s.known.m)+len(s.known.acked) >= rememberAppends {
 		return
 	}
-	s.known.m[id] = appended{subject: m.Subject, data: m.Data, mac: m.Header.Get(events.MACHeader),
+	s.known.m[id] = appended{subject: m.Subject, data: m.Data, header: m.Header, mac: m.Header.Get(events.MACHeader),
 		known: &Known{Envelope: events.FoldedEnvelope(agg, by, at, sent), Event: sent, MACKey: s.MAC}}
 }
 
@@ -81,8 +113,97 @@ func (s *Store) forget(m *nats.Msg) {
 		return
 	}
 	s.known.mu.Lock()
-	delete(s.known.m, m.Header.Get(jetstream.MsgIDHeader))
-	s.known.mu.Unlock()
+	defer s.known.mu.Unlock()
+	if _, ok := s.known.m[m.Header.Get(jetstream.MsgIDHeader)]; ok {
+		delete(s.known.m, m.Header.Get(jetstream.MsgIDHeader))
+		s.known.wake()
+	}
+}
+
+// stored is every pipelined publish's acknowledgement (the JetStream
+// context's ack handler): a remembered send the stream stored is kept by
+// the sequence it was given, for the own reader. A duplicate's sequence is
+// an earlier message's, whose bytes need not be these (a retry's time
+// differs), so it is forgotten and read from the stream like any other.
+// It runs on the client's acknowledgement goroutine, and must not block.
+func (s *Store) stored(m *nats.Msg, ack *jetstream.PubAck) {
+	if m == nil || ack == nil || !s.RememberSends {
+		return
+	}
+	id := m.Header.Get(jetstream.MsgIDHeader)
+	k := &s.known
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a, ok := k.m[id]
+	if !ok {
+		return
+	}
+	delete(k.m, id)
+	if !ack.Duplicate && ack.Stream == s.name && ack.Sequence > k.low {
+		if k.acked == nil {
+			k.acked = make(map[uint64]appended)
+		}
+		a.stored = s.Now()
+		k.acked[ack.Sequence] = a
+	}
+	k.wake()
+}
+
+// take hands over the send the stream stored at seq, if this store
+// appended it and nobody took it yet.
+func (k *known) take(seq uint64) (appended, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a, ok := k.acked[seq]
+	if ok {
+		delete(k.acked, seq)
+	}
+	return a, ok
+}
+
+// read says the own reader has handed on seq, and every sequence before
+// it: a send kept at seq is dropped (the stream's copy was read instead),
+// and an acknowledgement still to come for one is not kept.
+func (k *known) read(seq uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.low = seq
+	delete(k.acked, seq)
+}
+
+// state is whether the send at seq is kept, how many are, and whether a
+// remembered send still awaits its acknowledgement.
+func (k *known) state(seq uint64) (has bool, kept int, inflight bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, has = k.acked[seq]
+	return has, len(k.acked), len(k.m) > 0
+}
+
+// first is the lowest sequence kept, 0 for none: a look at every one.
+func (k *known) first() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var first uint64
+	for q := range k.acked {
+		if first == 0 || q < first {
+			first = q
+		}
+	}
+	return first
+}
+
+// restart drops what is kept at or below seq, where a new read starts
+// after: the reader before it may have taken no more.
+func (k *known) restart(seq uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.low = seq
+	for q := range k.acked {
+		if q <= seq {
+			delete(k.acked, q)
+		}
+	}
 }
 
 // sentSuffix ends the subject of every send: the type's own name, so a
@@ -90,7 +211,9 @@ func (s *Store) forget(m *nats.Msg) {
 var sentSuffix = "." + events.DeclarationSent{}.EventType()
 
 // recall answers what this store knows of msg, when it appended exactly
-// these bytes, and forgets it: a message is read back once by the fold.
+// these bytes, and forgets it: a message is read back once by the fold. A
+// send the stream acknowledged is known by its sequence, one still in
+// flight by its Msg-Id.
 func (s *Store) recall(msg Msg) *Known {
 	if !s.RememberSends || !strings.HasSuffix(msg.Subject, sentSuffix) {
 		return nil
@@ -100,9 +223,12 @@ func (s *Store) recall(msg Msg) *Known {
 		return nil
 	}
 	s.known.mu.Lock()
-	a, ok := s.known.m[id[0]]
+	a, ok := s.known.acked[msg.Seq]
 	if ok {
+		delete(s.known.acked, msg.Seq)
+	} else if a, ok = s.known.m[id[0]]; ok {
 		delete(s.known.m, id[0])
+		s.known.wake()
 	}
 	s.known.mu.Unlock()
 	mac := msg.Header[events.MACHeader]

@@ -38,6 +38,18 @@ type ReadOptions struct {
 	// Until, without Follow, ends the read once the message at this
 	// sequence (or the last before it) has been delivered; 0: the end.
 	Until uint64
+	// Own, with Follow and no filter, on a store that remembers its sends
+	// (RememberSends): each send this store appended is handed over from
+	// memory once the stream has acknowledged storing it, in its place in
+	// stream order, rather than delivered by the bus again (own.go). The
+	// live fold reads so.
+	Own bool
+	// Wanted, for an Own read, answers the lowest sequence someone waits
+	// to see read (math.MaxUint64 when nobody does), and Asked is poked
+	// when someone starts to wait: a message the consumer leaves out and
+	// memory does not hold, last in the stream, is read for them.
+	Wanted func() uint64
+	Asked  <-chan struct{}
 }
 
 // readBytes is how many bytes of messages the ordered consumer asks for at
@@ -59,6 +71,9 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 	filters := o.Filters
 	if len(filters) == 0 && o.Filter != "" {
 		filters = []string{o.Filter}
+	}
+	if o.Own && o.Follow && len(filters) == 0 && s.RememberSends && s.stream != nil {
+		return s.readOwn(ctx, o, fn)
 	}
 	var matched uint64 // the last message known to match, up to Until (below)
 	if !o.Follow {
@@ -118,18 +133,14 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)
 	}
 	var (
-		once sync.Once
-		done = make(chan struct{})
+		end = newEnding()
 		// mu is held while fn runs; stopped, set under it when Read returns,
 		// guarantees fn is never called after Read has returned (the
 		// consumer's own Stop does not wait for a callback in flight).
 		mu      sync.Mutex
 		stopped bool
-		result  error
 	)
-	finish := func(err error) {
-		once.Do(func() { result = err; close(done) })
-	}
+	finish := end.finish
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -175,11 +186,25 @@ func (s *Store) Read(ctx context.Context, o ReadOptions, fn func(Msg) error) err
 		s.deleteConsumer(cons)
 	}()
 	select {
-	case <-done:
-		return result
+	case <-end.done:
+		return end.result
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// ending is how a read ends: at the first of its outcomes, kept.
+type ending struct {
+	once   sync.Once
+	done   chan struct{}
+	result error
+}
+
+func newEnding() *ending { return &ending{done: make(chan struct{})} }
+
+// finish ends the read with err, unless it has ended already.
+func (e *ending) finish(err error) {
+	e.once.Do(func() { e.result = err; close(e.done) })
 }
 
 // lastFor is the sequence of the newest message matching filter (the whole

@@ -66,7 +66,14 @@ type Store struct {
 // on it together with what the assertion found and did.
 func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion, error) {
 	c = c.withDefaults()
-	js, err := newJS(nc)
+	s := &Store{nc: nc, name: c.Name, Now: time.Now}
+	// Every pipelined publish's outcome, for the sends remembered
+	// (known.go): on the client's acknowledgement goroutine, as it lands,
+	// not when AppendMany reaches its future, so the own reader waits on
+	// no later one.
+	js, err := newJS(nc,
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) { s.stored(m, ack) }),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, _ error) { s.forget(m) }))
 	if err != nil {
 		return nil, Assertion{}, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}
@@ -74,7 +81,8 @@ func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion
 	if err != nil {
 		return nil, a, err
 	}
-	return &Store{nc: nc, js: js, stream: st, name: c.Name, Now: time.Now}, a, nil
+	s.js, s.stream = js, st
+	return s, a, nil
 }
 
 // Exists reports whether the bus holds the stream called name.
@@ -190,6 +198,11 @@ func (s *Store) Append(ctx context.Context, agg events.AggregateID, expected uin
 	// The expectation rides on the first message: later messages of a batch
 	// are checked against the batch's own staged state.
 	expect(msgs[0], agg, expected)
+	if len(msgs) == 1 {
+		// A send appended alone is remembered as AppendMany's are: the
+		// live fold's consumer leaves sends out (own.go).
+		s.remember(msgs[0], agg, events.ByOf(ctx), now, evs[0])
+	}
 	return s.commit(ctx, msgs, agg, commandID)
 }
 
@@ -362,8 +375,10 @@ func (s *Store) publish(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
 	if len(msgs) == 1 {
 		ack, err := s.js.PublishMsg(ctx, msgs[0])
 		if err != nil {
+			s.forget(msgs[0])
 			return 0, err
 		}
+		s.stored(msgs[0], ack)
 		return ack.Sequence, nil
 	}
 	id, err := batchID()

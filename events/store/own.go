@@ -1,0 +1,352 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/meshctl/mesh/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The live fold's read of the controller's own sends (issue 34 point 1,
+// the bus's row). A push appends a send a node, and the bus delivered each
+// back to the fold that made it: a delivery per pushed node that the floor
+// of two publishes does not have. The controller holds those bytes already,
+// and the stream's acknowledgement says it stored exactly them at a
+// sequence. So the fold's consumer asks for every subject of the stream but
+// the sends', and the reader puts each send this store appended in its
+// place between the messages the consumer delivers, in stream order.
+//
+// What the consumer leaves out and memory does not hold (a send whose
+// acknowledgement was lost, another writer's send, a message under no
+// subject the filters name) is read from the stream: a consumer delivers
+// in stream order, so every sequence missing below a delivered one is such
+// a message, and is read before it. A send kept past a gap that no
+// delivery closes is the one case the consumer cannot settle (the gap may
+// be a message on its way, or one it will never deliver): after ownGrace
+// the stream is asked for it.
+
+// ownGrace is how long a kept send waits behind a sequence nobody has
+// delivered before that sequence is read from the stream. A message on its
+// way through the consumer closes the gap within a millisecond or so; the
+// wait only bounds how late the fold is behind a message no filter names.
+// (A variable: a test shortens it.)
+var ownGrace = 200 * time.Millisecond
+
+// ownTail is how often a reader that has handed nothing on since asks the
+// stream whether it holds more than the consumer delivered: a message no
+// filter names, or another writer's send, last in the stream, with nobody
+// waiting for it, is folded within about that long. An idle controller
+// asks once a second, a stream's state (a variable: a test shortens it).
+var ownTail = time.Second
+
+// sentType is the one type the own reader's consumer leaves out.
+var sentType = events.DeclarationSent{}.EventType()
+
+// ownFilters are the subjects of every event but a send: each controller
+// type under its own kind, and every report.
+func ownFilters() []string {
+	out := []string{events.SubjectsReports}
+	for typ, r := range events.Rights {
+		if r.Writer == events.ByController && typ != sentType {
+			out = append(out, events.EventPrefix+"."+r.Kind+".*."+typ)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ownRead is one live read that takes this store's sends from memory.
+type ownRead struct {
+	s  *Store
+	fn func(Msg) error
+	// mu is held while fn runs, and stopped set under it when the read
+	// ends: fn is never called after readOwn has returned.
+	mu      sync.Mutex
+	stopped bool
+	// next is the first sequence not yet handed to fn; behind how many
+	// messages the consumer said were still to come after its last;
+	// ticked what next was at the last look at the stream's end.
+	next   uint64
+	behind uint64
+	ticked uint64
+}
+
+// readOwn follows the stream from from on, as Read with Follow does, taking
+// this store's own sends from memory (the comment above).
+func (s *Store) readOwn(ctx context.Context, o ReadOptions, fn func(Msg) error) error {
+	r := &ownRead{s: s, fn: fn, next: max(o.From, 1)}
+	wanted := o.Wanted
+	if wanted == nil {
+		wanted = func() uint64 { return math.MaxUint64 }
+	}
+	s.known.restart(r.next - 1)
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: r.next,
+		FilterSubjects: ownFilters()}
+	cons, err := retry(ctx, func() (jetstream.Consumer, error) { return s.js.OrderedConsumer(ctx, s.name, cfg) })
+	if err != nil {
+		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)
+	}
+	end := newEnding()
+	// step runs one of the reader's moves under mu, and ends the read at
+	// its first error.
+	step := func(move func() error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.stopped {
+			return
+		}
+		if err := move(); err != nil {
+			r.stopped = true
+			end.finish(err)
+		}
+	}
+	// What the consumer has to deliver, until its first message says.
+	if info := cons.CachedInfo(); info != nil {
+		r.behind = info.NumPending
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		step(func() error { return r.consumed(ctx, m) })
+	}, jetstream.PullMaxBytes(readBytes))
+	if err != nil {
+		return fmt.Errorf("store: cannot read stream %s: %w", s.name, err)
+	}
+	defer func() {
+		cc.Stop()
+		r.mu.Lock()
+		r.stopped = true
+		r.mu.Unlock()
+		s.deleteConsumer(cons)
+	}()
+	var grace *time.Timer
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+	var graceC <-chan time.Time
+	tail := time.NewTicker(ownTail)
+	defer tail.Stop()
+	for {
+		changed := s.known.waiting()
+		stuck := false
+		step(func() error {
+			if err := r.ahead(); err != nil {
+				return err
+			}
+			stuck = r.held(wanted())
+			return nil
+		})
+		switch {
+		case !stuck:
+			if grace != nil {
+				grace.Stop()
+				grace, graceC = nil, nil
+			}
+		case grace == nil:
+			grace = time.NewTimer(ownGrace)
+			graceC = grace.C
+		}
+		select {
+		case <-end.done:
+			return end.result
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-o.Asked:
+		case <-graceC:
+			grace, graceC = nil, nil
+			step(func() error { return r.unstick(ctx, wanted()) })
+		case <-tail.C:
+			step(func() error { return r.idle(ctx) })
+		}
+	}
+}
+
+// consumed hands on what lies before the consumer's message m that the
+// consumer left out, then m, then the sends kept after it.
+func (r *ownRead) consumed(ctx context.Context, m jetstream.Msg) error {
+	md, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("store: message on %s has no metadata: %w", m.Subject(), err)
+	}
+	seq := md.Sequence.Stream
+	if seq < r.next {
+		return nil // read already, from the stream, to close a gap
+	}
+	r.behind = md.NumPending
+	if err := r.fill(ctx, seq-1); err != nil {
+		return err
+	}
+	msg := Msg{Seq: seq, Subject: m.Subject(), Data: m.Data(), Header: m.Headers(), Time: md.Timestamp}
+	msg.Pending = r.pending()
+	if err := r.hand(msg); err != nil {
+		return err
+	}
+	return r.ahead()
+}
+
+// fill hands on every sequence from r.next to upto, none of which the
+// consumer delivers: each a send kept here, or read from the stream once
+// no remembered send awaits its acknowledgement, or after ownGrace (the
+// stream acknowledges a message before it delivers a later one, on the
+// same connection, so a send's acknowledgement is at most a goroutine's
+// turn behind; what waits longer is another writer's).
+func (r *ownRead) fill(ctx context.Context, upto uint64) error {
+	var wait *time.Timer
+	defer func() {
+		if wait != nil {
+			wait.Stop()
+		}
+	}()
+	waited := false
+	for r.next <= upto {
+		if err := r.ahead(); err != nil {
+			return err
+		}
+		if r.next > upto {
+			return nil
+		}
+		changed := r.s.known.waiting()
+		has, _, inflight := r.s.known.state(r.next)
+		if has {
+			continue
+		}
+		if inflight && !waited {
+			if wait == nil {
+				wait = time.NewTimer(ownGrace)
+			}
+			select {
+			case <-changed:
+				continue
+			case <-wait.C:
+				waited = true
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err := r.fetch(ctx, upto); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// held is whether the reader is held behind a sequence nobody delivers:
+// a send is kept past it, or the consumer has nothing more to deliver
+// and someone waits for it.
+func (r *ownRead) held(wanted uint64) bool {
+	has, kept, _ := r.s.known.state(r.next)
+	return !has && (kept > 0 || r.behind == 0 && wanted != math.MaxUint64 && wanted >= r.next)
+}
+
+// upto is how far the reader is held behind sequences nobody delivers:
+// up to the send kept past r.next, or, when the consumer has nothing more
+// to deliver, up to what someone waits for; below r.next when it is not
+// held. The first costs a look at every send kept, so it is answered
+// only when r.next itself is not kept.
+func (r *ownRead) upto(wanted uint64) uint64 {
+	has, kept, _ := r.s.known.state(r.next)
+	switch {
+	case has:
+		return 0
+	case kept > 0:
+		return r.s.known.first() - 1
+	case r.behind == 0 && wanted != math.MaxUint64:
+		return wanted
+	}
+	return 0
+}
+
+// unstick reads from the stream what the reader has been held behind for
+// ownGrace, and hands on what memory holds after it.
+func (r *ownRead) unstick(ctx context.Context, wanted uint64) error {
+	if err := r.ahead(); err != nil {
+		return err
+	}
+	if upto := r.upto(wanted); upto >= r.next {
+		if err := r.fetch(ctx, upto); err != nil {
+			return err
+		}
+	}
+	return r.ahead()
+}
+
+// idle reads what the stream holds past the consumer's last message when
+// the reader has handed nothing on for a whole ownTail and the consumer
+// has nothing more to deliver.
+func (r *ownRead) idle(ctx context.Context) error {
+	if r.next != r.ticked || r.behind > 0 {
+		r.ticked = r.next
+		return nil
+	}
+	st, err := r.s.State(ctx)
+	if err != nil || st.LastSeq < r.next {
+		return nil // asked again at the next tick
+	}
+	if err := r.fetch(ctx, st.LastSeq); err != nil {
+		return err
+	}
+	r.ticked = r.next
+	return r.ahead()
+}
+
+// fetch reads the stream from r.next to upto and hands on each message.
+func (r *ownRead) fetch(ctx context.Context, upto uint64) error {
+	from := r.next
+	err := r.s.Read(ctx, ReadOptions{From: from, Until: upto}, func(m Msg) error {
+		if m.Seq < r.next {
+			return nil
+		}
+		m.Pending = r.pending()
+		return r.hand(m)
+	})
+	if err != nil {
+		return err
+	}
+	if r.next == from {
+		// Nothing there: the read ended at a message past upto, or at the
+		// stream's end, so no message holds these sequences (a stream
+		// from before deletes were denied may have holes), and the reader
+		// must not wait for them.
+		r.next = upto + 1
+		r.s.known.read(upto)
+	}
+	return nil
+}
+
+// ahead hands on the sends kept from r.next on, as long as they follow on.
+func (r *ownRead) ahead() error {
+	for {
+		a, ok := r.s.known.take(r.next)
+		if !ok {
+			return nil
+		}
+		msg := Msg{Seq: r.next, Subject: a.subject, Data: a.data, Header: a.header, Time: a.stored, Known: a.known}
+		msg.Pending = r.pending()
+		if err := r.hand(msg); err != nil {
+			return err
+		}
+	}
+}
+
+// pending is how many messages are known to follow: the consumer's word
+// and the sends kept.
+func (r *ownRead) pending() uint64 {
+	_, kept, _ := r.s.known.state(r.next)
+	return r.behind + uint64(kept)
+}
+
+// hand gives m to the reader's function and moves past it.
+func (r *ownRead) hand(m Msg) error {
+	if err := r.fn(m); err != nil {
+		return err
+	}
+	r.next = m.Seq + 1
+	r.s.known.read(m.Seq)
+	return nil
+}

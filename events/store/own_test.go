@@ -1,0 +1,351 @@
+package store_test
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ownRead follows s with Own from from on, collecting what it hands over,
+// until the test ends.
+type ownRead struct {
+	mu   sync.Mutex
+	msgs []store.Msg
+}
+
+func followOwn(t *testing.T, s *store.Store, from uint64) *ownRead {
+	return followOwnAsked(t, s, store.ReadOptions{From: from})
+}
+
+func followOwnAsked(t *testing.T, s *store.Store, o store.ReadOptions) *ownRead {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &ownRead{}
+	done := make(chan error, 1)
+	o.Follow, o.Own = true, true
+	go func() {
+		done <- s.Read(ctx, o, func(m store.Msg) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.msgs = append(r.msgs, m)
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return r
+}
+
+// upTo waits until the read has handed over seq, and answers what it has.
+func (r *ownRead) upTo(t *testing.T, seq uint64) []store.Msg {
+	t.Helper()
+	embeddedtest.Eventually(t, "the own read to hand over event "+strconv.FormatUint(seq, 10), func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.msgs) > 0 && r.msgs[len(r.msgs)-1].Seq >= seq
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}
+
+// theStream is every message of the stream from from on, as a plain read
+// delivers them.
+func theStream(t *testing.T, s *store.Store, from uint64) []store.Msg {
+	t.Helper()
+	var out []store.Msg
+	if err := s.Read(context.Background(), store.ReadOptions{From: from}, func(m store.Msg) error {
+		out = append(out, m)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameAsTheStream fails unless got is the stream from its first sequence
+// on, message for message, in order, each once.
+func sameAsTheStream(t *testing.T, got, want []store.Msg) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("the own read handed over %d message(s), the stream holds %d: %v", len(got), len(want), seqs(got))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Seq != w.Seq || g.Subject != w.Subject || string(g.Data) != string(w.Data) {
+			t.Fatalf("message %d of the own read is %d on %s, the stream's is %d on %s", i, g.Seq, g.Subject, w.Seq, w.Subject)
+		}
+		if mac := w.Header.Get(events.MACHeader); g.Header.Get(events.MACHeader) != mac {
+			t.Fatalf("event %d handed over with MAC %q, stored with %q", g.Seq, g.Header.Get(events.MACHeader), mac)
+		}
+	}
+}
+
+func seqs(ms []store.Msg) []uint64 {
+	var out []uint64
+	for _, m := range ms {
+		out = append(out, m.Seq)
+	}
+	return out
+}
+
+func sent(node string, n int) events.DeclarationSent {
+	return events.DeclarationSent{Node: node, Sequence: uint64(n), Digest: "ab12", ContentDigest: "cd34", By: "push", Resources: 1,
+		Declaration: []byte("signed bytes of " + node), Signature: []byte{1, 2, 3}, Key: "UCONTROLLER"}
+}
+
+// rememberingStore is the controller's store: it MACs its appends and
+// remembers its sends, and stamps them at a time no server would.
+func rememberingStore(t *testing.T, nc *nats.Conn) *store.Store {
+	s := open(t, nc)
+	s.MAC = []byte("the log's MAC key, 32 bytes long")
+	s.RememberSends = true
+	s.Now = func() time.Time { return ownStamp }
+	return s
+}
+
+var ownStamp = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// pushTo appends one send to each node as a push does, expecting each
+// node's version, and answers the new versions.
+func pushTo(t *testing.T, s *store.Store, versions map[string]uint64, round int) {
+	t.Helper()
+	var items []store.One
+	nodes := slices.Sorted(func(yield func(string) bool) {
+		for n := range versions {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, n := range nodes {
+		items = append(items, store.One{Aggregate: events.NodeAggregate(n), Expected: versions[n], CommandID: "push-" + strconv.Itoa(round) + "-" + n, Event: sent(n, round)})
+	}
+	out, err := s.AppendMany(context.Background(), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		versions[nodes[i]] = o.Seq
+	}
+}
+
+// The live fold's read hands over the stream as it is, in order, each
+// message once; the sends its own store appended come from memory, and
+// the bus delivers only the rest (issue 34: a delivery a pushed node
+// fewer). Without the consumer's filters every send is delivered twice
+// over; without the memory every send is missing.
+func TestTheOwnReadTakesItsSendsFromMemoryAndTheRestFromTheBus(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	ctx := context.Background()
+	versions := map[string]uint64{}
+	for _, n := range []string{"web-1", "web-2", "web-3"} {
+		v, err := s.Append(ctx, events.NodeAggregate(n), 0, "enrol-"+n, enrolled(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions[n] = v
+	}
+	r := followOwn(t, s, 1)
+	pushTo(t, s, versions, 1)
+	js, err := jetstream.New(embeddedtest.Conn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, events.ReportSubject("web-2", "DeclarationApplied"), []byte(`{"a report":"its bytes"}`)); err != nil {
+		t.Fatal(err)
+	}
+	pushTo(t, s, versions, 2)
+	last := versions["web-3"]
+	got := r.upTo(t, last)
+	sameAsTheStream(t, got, theStream(t, s, 1))
+	var fromMemory, sends int
+	for _, m := range got {
+		isSend := strings.HasSuffix(m.Subject, ".DeclarationSent")
+		if isSend {
+			sends++
+		}
+		if m.Time.Equal(ownStamp) {
+			fromMemory++
+			if !isSend || m.Known == nil {
+				t.Errorf("event %d on %s came from memory; only a send this store appended may", m.Seq, m.Subject)
+			}
+		}
+	}
+	if sends != 6 || fromMemory != 6 {
+		t.Errorf("%d of %d sends came from memory, want all 6", fromMemory, sends)
+	}
+	if n := store.Remembered(s); n != 0 {
+		t.Errorf("%d sends still remembered once read, want none", n)
+	}
+	// What the bus delivered: the enrolments and the report, never a send.
+	delivered := consumerDelivered(t, js)
+	if want := uint64(len(got) - sends); delivered != want {
+		t.Errorf("the bus delivered %d message(s) to the own read, want %d (every one but the sends)", delivered, want)
+	}
+}
+
+// consumerDelivered is how many messages the stream's one filtered consumer
+// (the own read's) has delivered.
+func consumerDelivered(t *testing.T, js jetstream.JetStream) uint64 {
+	t.Helper()
+	st, err := js.Stream(context.Background(), events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var delivered uint64
+	found := 0
+	for info := range st.ListConsumers(context.Background()).Info() {
+		if len(info.Config.FilterSubjects) > 0 {
+			found++
+			delivered = info.Delivered.Consumer
+		}
+	}
+	if found != 1 {
+		t.Fatalf("%d filtered consumers on the stream, want the own read's one", found)
+	}
+	return delivered
+}
+
+// What the consumer leaves out and memory does not hold is read from the
+// stream, in its place: another writer's send (both before a delivered
+// message, and last, behind a send of this store's, where no delivery
+// closes the gap), and a message of a type no filter names. Without the
+// fill the read hands over a hole; without the grace it waits for ever.
+func TestTheOwnReadFillsWhatNeitherMemoryNorTheConsumerHolds(t *testing.T) {
+	store.SetOwnGrace(t, 20*time.Millisecond)
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	ctx := context.Background()
+	versions := map[string]uint64{}
+	v, err := s.Append(ctx, events.NodeAggregate("web-1"), 0, "enrol-web-1", enrolled("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions["web-1"] = v
+	r := followOwn(t, s, 1)
+	js, err := jetstream.New(embeddedtest.Conn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := func(subject string) uint64 {
+		t.Helper()
+		ack, err := js.Publish(ctx, subject, []byte(`{"another writer":"`+subject+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	// Another writer's send, then this store's: the read is held behind
+	// a sequence nobody delivers until the grace reads it.
+	other(events.DeclarationSubject("web-9"))
+	pushTo(t, s, versions, 1)
+	sameAsTheStream(t, r.upTo(t, versions["web-1"]), theStream(t, s, 1))
+	// A type no filter names, another writer's send, then a report the
+	// consumer delivers: both read before it.
+	other(events.NodeAggregate("web-7").Subject("NotAnEventType"))
+	other(events.DeclarationSubject("web-8"))
+	last := other(events.ReportSubject("web-1", "DeclarationApplied"))
+	sameAsTheStream(t, r.upTo(t, last), theStream(t, s, 1))
+	// And this store's sends after it still come from memory.
+	pushTo(t, s, versions, 2)
+	got := r.upTo(t, versions["web-1"])
+	sameAsTheStream(t, got, theStream(t, s, 1))
+	if m := got[len(got)-1]; !m.Time.Equal(ownStamp) || m.Known == nil {
+		t.Errorf("event %d, this store's send, was not taken from memory", m.Seq)
+	}
+}
+
+// A read that starts again from a checkpoint hands over nothing before it,
+// though memory still holds sends there that no read took (a fold that
+// failed to commit reads them again, from the stream, by its checkpoint).
+func TestAnOwnReadFromACheckpointSkipsWhatMemoryHeldBeforeIt(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	ctx := context.Background()
+	versions := map[string]uint64{}
+	for _, n := range []string{"web-1", "web-2"} {
+		v, err := s.Append(ctx, events.NodeAggregate(n), 0, "enrol-"+n, enrolled(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions[n] = v
+	}
+	pushTo(t, s, versions, 1)     // kept: no read takes them yet
+	from := versions["web-1"] + 1 // web-1's send before it, web-2's at it
+	r := followOwn(t, s, from)
+	pushTo(t, s, versions, 2)
+	got := r.upTo(t, versions["web-2"])
+	sameAsTheStream(t, got, theStream(t, s, from))
+	if n := store.Remembered(s); n != 0 {
+		t.Errorf("%d sends still remembered, want none: those before the checkpoint are dropped, the rest read", n)
+	}
+}
+
+// A message the consumer leaves out and memory does not hold, last in the
+// stream, is read once someone waits for it: nothing delivered after it
+// would close the gap, and the engine's WaitFor (its Wanted and Asked)
+// says so. Without that a read of the log to its end waits for ever.
+func TestAnOwnReadReadsWhatAWaiterWantsThatNoConsumerDelivers(t *testing.T) {
+	store.SetOwnGrace(t, 20*time.Millisecond)
+	var wanted atomic.Uint64
+	wanted.Store(math.MaxUint64)
+	asked := make(chan struct{}, 1)
+	readPastAnotherWritersSend(t, store.ReadOptions{From: 1, Wanted: wanted.Load, Asked: asked}, func(seq uint64) {
+		wanted.Store(seq)
+		asked <- struct{}{}
+	})
+}
+
+// With nobody waiting, a message the consumer leaves out and memory does
+// not hold, last in the stream, is still read: once the reader has had
+// nothing to hand on for ownTail (a reply aimed at a declaration subject
+// is such a message, and the fold must list it foreign). Without the look
+// at the stream's end it waits for the next message delivered.
+func TestAnIdleOwnReadReadsWhatTheConsumerLeftOutLast(t *testing.T) {
+	store.SetOwnTail(t, 20*time.Millisecond)
+	readPastAnotherWritersSend(t, store.ReadOptions{From: 1}, func(uint64) {})
+}
+
+// readPastAnotherWritersSend follows an own read with o past an enrolment,
+// then puts another writer's send last in the stream, tells wait its
+// sequence, and fails unless the read hands it over in its place.
+func readPastAnotherWritersSend(t *testing.T, o store.ReadOptions, wait func(seq uint64)) {
+	t.Helper()
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	ctx := context.Background()
+	if _, err := s.Append(ctx, events.NodeAggregate("web-1"), 0, "enrol-web-1", enrolled("web-1")); err != nil {
+		t.Fatal(err)
+	}
+	r := followOwnAsked(t, s, o)
+	r.upTo(t, 1)
+	js, err := jetstream.New(embeddedtest.Conn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.Publish(ctx, events.DeclarationSubject("web-9"), []byte(`{"another writer's":"send"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(ack.Sequence)
+	sameAsTheStream(t, r.upTo(t, ack.Sequence), theStream(t, s, 1))
+}
