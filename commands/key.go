@@ -80,21 +80,28 @@ func loadOrRecordKey(ctx context.Context, home string, st *store.Store) (nkeys.K
 // the record's subject that is not a record (rule 19: a reply aimed into the
 // stream, a stray writer's) is passed over, so it cannot stop a start.
 func recordedKey(ctx context.Context, st *store.Store) (string, uint64, error) {
-	var key string
-	var version uint64
-	subject := events.ControllerAggregate().Subject(events.ControllerKeyRecorded{}.EventType())
-	err := st.Read(ctx, store.ReadOptions{Filter: events.ControllerAggregate().Filter()}, func(m store.Msg) error {
-		version = m.Seq
-		if key != "" || m.Subject != subject {
-			return nil
-		}
-		if _, ev, err := events.Read(m.Subject, m.Data); err == nil {
-			key = ev.(events.ControllerKeyRecorded).PublicKey
-		}
-		return nil
-	})
+	// Direct gets, never a consumer: the record is near the stream's start
+	// and a start reads it before it serves (issue 34 point 4, ready in 5 s).
+	last, found, err := st.Last(ctx, events.ControllerAggregate().Filter())
 	if err != nil {
 		return "", 0, fmt.Errorf("cannot read the log's record of the controller key: %w", err)
 	}
-	return key, version, nil
+	if !found {
+		return "", 0, nil
+	}
+	subject := events.ControllerAggregate().Subject(events.ControllerKeyRecorded{}.EventType())
+	for from := uint64(1); from <= last.Seq; {
+		m, found, err := st.Next(ctx, subject, from)
+		if err != nil {
+			return "", 0, fmt.Errorf("cannot read the log's record of the controller key: %w", err)
+		}
+		if !found || m.Seq > last.Seq {
+			break
+		}
+		if _, ev, err := events.Read(m.Subject, m.Data); err == nil {
+			return ev.(events.ControllerKeyRecorded).PublicKey, last.Seq, nil
+		}
+		from = m.Seq + 1
+	}
+	return "", last.Seq, nil
 }
