@@ -24,3 +24,10 @@ func SetOwnTail(t interface{ Cleanup(func()) }, d time.Duration) {
 	ownTail = d
 	t.Cleanup(func() { ownTail = old })
 }
+
+// SetRememberAppends makes a store remember n sends whole.
+func SetRememberAppends(t interface{ Cleanup(func()) }, n int) {
+	old := rememberAppends
+	rememberAppends = n
+	t.Cleanup(func() { rememberAppends = old })
+}

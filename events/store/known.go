@@ -30,6 +30,14 @@ type Known struct {
 
 // appended is one message remembered between its publish and its read.
 type appended struct {
+	// msg is the message published: its acknowledgement names it, and
+	// only its own is taken for it (two appends under one Msg-Id at once
+	// are two messages, and the stream stores one).
+	msg *nats.Msg
+	// bare is a send remembered past rememberAppends: only that it is
+	// this store's, so the reader reads it from the stream at once
+	// rather than waiting for an acknowledgement it takes for another's.
+	bare    bool
 	subject string
 	data    []byte
 	header  nats.Header // as published: the stream stores these headers
@@ -74,11 +82,16 @@ func (k *known) waiting() <-chan struct{} {
 	return k.changed
 }
 
+// bareAppends bounds the sends remembered bare, past rememberAppends: a
+// fold far behind a push (or none at all) holds no more than this many
+// Msg-Ids and sequences.
+const bareAppends = 64 * window
+
 // rememberAppends bounds what a store remembers: a push's windows in
 // flight and the fold's lag behind them. A store whose messages nobody
 // reads back (no fold) fills it and then remembers nothing more; one
 // whose appends fail forgets them at once (AppendMany).
-const rememberAppends = 4 * window
+var rememberAppends = 4 * window
 
 // remember keeps m, a DeclarationSent of ev appended at agg, for Read.
 // Only a send is remembered: it is the one appended by the thousand
@@ -100,10 +113,14 @@ func (s *Store) remember(m *nats.Msg, agg events.AggregateID, by string, at time
 	if s.known.m == nil {
 		s.known.m = make(map[string]appended)
 	}
-	if len(s.known.m)+len(s.known.acked) >= rememberAppends {
+	switch n := len(s.known.m) + len(s.known.acked); {
+	case n >= bareAppends:
+		return
+	case n >= rememberAppends:
+		s.known.m[id] = appended{msg: m, bare: true}
 		return
 	}
-	s.known.m[id] = appended{subject: m.Subject, data: m.Data, header: m.Header, mac: m.Header.Get(events.MACHeader),
+	s.known.m[id] = appended{msg: m, subject: m.Subject, data: m.Data, header: m.Header, mac: m.Header.Get(events.MACHeader),
 		known: &Known{Envelope: events.FoldedEnvelope(agg, by, at, sent), Event: sent, MACKey: s.MAC}}
 }
 
@@ -112,10 +129,11 @@ func (s *Store) forget(m *nats.Msg) {
 	if m == nil || !s.RememberSends {
 		return
 	}
+	id := m.Header.Get(jetstream.MsgIDHeader)
 	s.known.mu.Lock()
 	defer s.known.mu.Unlock()
-	if _, ok := s.known.m[m.Header.Get(jetstream.MsgIDHeader)]; ok {
-		delete(s.known.m, m.Header.Get(jetstream.MsgIDHeader))
+	if a, ok := s.known.m[id]; ok && a.msg == m {
+		delete(s.known.m, id)
 		s.known.wake()
 	}
 }
@@ -135,8 +153,8 @@ func (s *Store) stored(m *nats.Msg, ack *jetstream.PubAck) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	a, ok := k.m[id]
-	if !ok {
-		return
+	if !ok || a.msg != m {
+		return // not remembered, or another append under the same Msg-Id
 	}
 	delete(k.m, id)
 	if !ack.Duplicate && ack.Stream == s.name && ack.Sequence > k.low {
@@ -180,6 +198,19 @@ func (k *known) state(seq uint64) (has bool, kept int, inflight bool) {
 	return has, len(k.acked), len(k.m) > 0
 }
 
+// bareTo is the last of the bare sends kept one after another from seq on,
+// seq-1 when seq is not one.
+func (k *known) bareTo(seq uint64) uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for {
+		if a, ok := k.acked[seq]; !ok || !a.bare {
+			return seq - 1
+		}
+		seq++
+	}
+}
+
 // first is the lowest sequence kept, 0 for none: a look at every one.
 func (k *known) first() uint64 {
 	k.mu.Lock()
@@ -211,9 +242,10 @@ func (k *known) restart(seq uint64) {
 var sentSuffix = "." + events.DeclarationSent{}.EventType()
 
 // recall answers what this store knows of msg, when it appended exactly
-// these bytes, and forgets it: a message is read back once by the fold. A
-// send the stream acknowledged is known by its sequence, one still in
-// flight by its Msg-Id.
+// these bytes: a send the stream acknowledged is known by its sequence,
+// one still in flight by its Msg-Id. It only looks: the live fold's reader
+// (own.go) takes what it hands on, and a rebuild, verify or audit reading
+// beside it must not take a send from under it.
 func (s *Store) recall(msg Msg) *Known {
 	if !s.RememberSends || !strings.HasSuffix(msg.Subject, sentSuffix) {
 		return nil
@@ -224,15 +256,12 @@ func (s *Store) recall(msg Msg) *Known {
 	}
 	s.known.mu.Lock()
 	a, ok := s.known.acked[msg.Seq]
-	if ok {
-		delete(s.known.acked, msg.Seq)
-	} else if a, ok = s.known.m[id[0]]; ok {
-		delete(s.known.m, id[0])
-		s.known.wake()
+	if !ok {
+		a, ok = s.known.m[id[0]]
 	}
 	s.known.mu.Unlock()
 	mac := msg.Header[events.MACHeader]
-	if !ok || a.subject != msg.Subject || len(mac) != 1 || a.mac != mac[0] || !bytes.Equal(a.data, msg.Data) {
+	if !ok || a.bare || a.subject != msg.Subject || len(mac) != 1 || a.mac != mac[0] || !bytes.Equal(a.data, msg.Data) {
 		return nil
 	}
 	return a.known

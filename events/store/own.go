@@ -37,12 +37,19 @@ import (
 // (A variable: a test shortens it.)
 var ownGrace = 200 * time.Millisecond
 
-// ownTail is how often a reader that has handed nothing on since asks the
-// stream whether it holds more than the consumer delivered: a message no
-// filter names, or another writer's send, last in the stream, with nobody
-// waiting for it, is folded within about that long. An idle controller
-// asks once a second, a stream's state (a variable: a test shortens it).
+// ownTail is how often a reader looks whether it has handed nothing on
+// since its last look, and then asks the stream whether it holds more
+// than the consumer delivered: a message no filter names, or another
+// writer's send, last in the stream, with nobody waiting for it, is folded
+// within two of these. An idle controller asks once a second for a
+// stream's state (a variable: a test changes it).
 var ownTail = time.Second
+
+// A send handed on from memory carries, as its time, when its
+// acknowledgement came, not the stream's stamp (an acknowledgement has
+// none): the fold reads a message's stored time only for a report or a
+// foreign message, and a send this store appended under the key the fold
+// holds is neither.
 
 // sentType is the one type the own reader's consumer leaves out.
 var sentType = events.DeclarationSent{}.EventType()
@@ -135,7 +142,7 @@ func (s *Store) readOwn(ctx context.Context, o ReadOptions, fn func(Msg) error) 
 		changed := s.known.waiting()
 		stuck := false
 		step(func() error {
-			if err := r.ahead(); err != nil {
+			if err := r.ahead(ctx); err != nil {
 				return err
 			}
 			stuck = r.held(wanted())
@@ -187,15 +194,18 @@ func (r *ownRead) consumed(ctx context.Context, m jetstream.Msg) error {
 	if err := r.hand(msg); err != nil {
 		return err
 	}
-	return r.ahead()
+	return r.ahead(ctx)
 }
 
 // fill hands on every sequence from r.next to upto, none of which the
 // consumer delivers: each a send kept here, or read from the stream once
-// no remembered send awaits its acknowledgement, or after ownGrace (the
-// stream acknowledges a message before it delivers a later one, on the
-// same connection, so a send's acknowledgement is at most a goroutine's
-// turn behind; what waits longer is another writer's).
+// no remembered send awaits its acknowledgement, or after ownGrace. The
+// stream sends a message's acknowledgement before it delivers a later
+// one, on the same connection, though the client hands the two to
+// different goroutines: a send of this store's that is not kept yet is
+// almost always one whose acknowledgement is being handled, and a send
+// remembered bare is kept all the same, so the wait is long only behind
+// another writer's message while this store has sends in flight.
 func (r *ownRead) fill(ctx context.Context, upto uint64) error {
 	var wait *time.Timer
 	defer func() {
@@ -205,7 +215,7 @@ func (r *ownRead) fill(ctx context.Context, upto uint64) error {
 	}()
 	waited := false
 	for r.next <= upto {
-		if err := r.ahead(); err != nil {
+		if err := r.ahead(ctx); err != nil {
 			return err
 		}
 		if r.next > upto {
@@ -265,7 +275,7 @@ func (r *ownRead) upto(wanted uint64) uint64 {
 // unstick reads from the stream what the reader has been held behind for
 // ownGrace, and hands on what memory holds after it.
 func (r *ownRead) unstick(ctx context.Context, wanted uint64) error {
-	if err := r.ahead(); err != nil {
+	if err := r.ahead(ctx); err != nil {
 		return err
 	}
 	if upto := r.upto(wanted); upto >= r.next {
@@ -273,7 +283,7 @@ func (r *ownRead) unstick(ctx context.Context, wanted uint64) error {
 			return err
 		}
 	}
-	return r.ahead()
+	return r.ahead(ctx)
 }
 
 // idle reads what the stream holds past the consumer's last message when
@@ -292,7 +302,7 @@ func (r *ownRead) idle(ctx context.Context) error {
 		return err
 	}
 	r.ticked = r.next
-	return r.ahead()
+	return r.ahead(ctx)
 }
 
 // fetch reads the stream from r.next to upto and hands on each message.
@@ -309,22 +319,35 @@ func (r *ownRead) fetch(ctx context.Context, upto uint64) error {
 		return err
 	}
 	if r.next == from {
-		// Nothing there: the read ended at a message past upto, or at the
-		// stream's end, so no message holds these sequences (a stream
-		// from before deletes were denied may have holes), and the reader
-		// must not wait for them.
-		r.next = upto + 1
-		r.s.known.read(upto)
+		// Nothing there. Passed over only once the stream has reached
+		// upto: then no message holds these sequences (a stream from
+		// before deletes were denied may have holes), and the reader must
+		// not wait for them; short of it, they are still to come.
+		st, err := r.s.State(ctx)
+		if err != nil {
+			return err
+		}
+		if st.LastSeq >= upto {
+			r.next = upto + 1
+			r.s.known.read(upto)
+		}
 	}
 	return nil
 }
 
-// ahead hands on the sends kept from r.next on, as long as they follow on.
-func (r *ownRead) ahead() error {
+// ahead hands on the sends kept from r.next on, as long as they follow on;
+// those kept bare, from the stream.
+func (r *ownRead) ahead(ctx context.Context) error {
 	for {
 		a, ok := r.s.known.take(r.next)
 		if !ok {
 			return nil
+		}
+		if a.bare {
+			if err := r.fetch(ctx, r.s.known.bareTo(r.next+1)); err != nil {
+				return err
+			}
+			continue
 		}
 		msg := Msg{Seq: r.next, Subject: a.subject, Data: a.data, Header: a.header, Time: a.stored, Known: a.known}
 		msg.Pending = r.pending()

@@ -229,9 +229,11 @@ func consumerDelivered(t *testing.T, js jetstream.JetStream) uint64 {
 // stream, in its place: another writer's send (both before a delivered
 // message, and last, behind a send of this store's, where no delivery
 // closes the gap), and a message of a type no filter names. Without the
-// fill the read hands over a hole; without the grace it waits for ever.
+// fill the read hands over a hole; without the grace it waits (the look
+// at the stream's end, which would also find it, is put off past the test).
 func TestTheOwnReadFillsWhatNeitherMemoryNorTheConsumerHolds(t *testing.T) {
 	store.SetOwnGrace(t, 20*time.Millisecond)
+	store.SetOwnTail(t, time.Hour)
 	srv := embeddedtest.Server(t)
 	s := rememberingStore(t, embeddedtest.Conn(t, srv))
 	ctx := context.Background()
@@ -303,9 +305,11 @@ func TestAnOwnReadFromACheckpointSkipsWhatMemoryHeldBeforeIt(t *testing.T) {
 // A message the consumer leaves out and memory does not hold, last in the
 // stream, is read once someone waits for it: nothing delivered after it
 // would close the gap, and the engine's WaitFor (its Wanted and Asked)
-// says so. Without that a read of the log to its end waits for ever.
+// says so. Without that a read of the log to its end waits (the look at the
+// stream's end, which would also find it, is put off past the test).
 func TestAnOwnReadReadsWhatAWaiterWantsThatNoConsumerDelivers(t *testing.T) {
 	store.SetOwnGrace(t, 20*time.Millisecond)
+	store.SetOwnTail(t, time.Hour)
 	var wanted atomic.Uint64
 	wanted.Store(math.MaxUint64)
 	asked := make(chan struct{}, 1)
@@ -322,6 +326,7 @@ func TestAnOwnReadReadsWhatAWaiterWantsThatNoConsumerDelivers(t *testing.T) {
 // at the stream's end it waits for the next message delivered.
 func TestAnIdleOwnReadReadsWhatTheConsumerLeftOutLast(t *testing.T) {
 	store.SetOwnTail(t, 20*time.Millisecond)
+	store.SetOwnGrace(t, time.Hour)
 	readPastAnotherWritersSend(t, store.ReadOptions{From: 1}, func(uint64) {})
 }
 
@@ -348,4 +353,106 @@ func readPastAnotherWritersSend(t *testing.T, o store.ReadOptions, wait func(seq
 	}
 	wait(ack.Sequence)
 	sameAsTheStream(t, r.upTo(t, ack.Sequence), theStream(t, s, 1))
+}
+
+// Two appends under one Msg-Id at once (a command run twice at the same
+// moment) are two messages, of which the stream stores one: the read hands
+// over the one stored, never the other's bytes at its sequence. Without
+// the acknowledgement matched to its own message, most rounds fold the
+// wrong writer's send.
+func TestTwoAppendsUnderOneIDHandOverTheOneStored(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	ctx := context.Background()
+	r := followOwn(t, s, 1)
+	for round := range 20 {
+		node := "web-" + strconv.Itoa(round)
+		v, err := s.Append(ctx, events.NodeAggregate(node), 0, "enrol-"+node, enrolled(node))
+		if err != nil {
+			t.Fatal(err)
+		}
+		item := []store.One{{Aggregate: events.NodeAggregate(node), Expected: v, CommandID: "push-" + node, Event: sent(node, 1)}}
+		var wg sync.WaitGroup
+		for _, by := range []string{"alice", "bob"} {
+			wg.Go(func() {
+				// One lands; the other is a duplicate or a conflict.
+				s.AppendMany(events.WithBy(ctx, by), item)
+			})
+		}
+		wg.Wait()
+	}
+	st, err := s.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameAsTheStream(t, r.upTo(t, st.LastSeq), theStream(t, s, 1))
+}
+
+// Past what a store remembers whole, its sends are remembered bare (only
+// that they are its own) and read from the stream in their place, at once:
+// the read is the stream still. Without them a send past the bound is one
+// the read waits out its grace for (put off past the test here).
+func TestSendsPastTheBoundAreReadFromTheStream(t *testing.T) {
+	store.SetRememberAppends(t, 2)
+	store.SetOwnGrace(t, time.Hour)
+	store.SetOwnTail(t, time.Hour)
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	ctx := context.Background()
+	versions := map[string]uint64{}
+	for i := range 6 {
+		n := "web-" + strconv.Itoa(i)
+		v, err := s.Append(ctx, events.NodeAggregate(n), 0, "enrol-"+n, enrolled(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions[n] = v
+	}
+	pushTo(t, s, versions, 1) // six sends, two kept whole, four bare; no read yet
+	r := followOwn(t, s, 1)
+	last := uint64(0)
+	for _, v := range versions {
+		last = max(last, v)
+	}
+	got := r.upTo(t, last)
+	sameAsTheStream(t, got, theStream(t, s, 1))
+	fromMemory := 0
+	for _, m := range got {
+		if m.Time.Equal(ownStamp) {
+			fromMemory++
+		}
+	}
+	if fromMemory != 2 {
+		t.Errorf("%d sends came from memory, want the 2 kept whole", fromMemory)
+	}
+}
+
+// A retry of a landed append (the same command id; other bytes, here
+// another writer's name, as a retry's time would differ) stores nothing:
+// the read hands over the first at its sequence, never the retry's bytes.
+// (The stream answers it as a conflict the store settles as landed; a
+// retry it answers as a duplicate, which stored's Duplicate check is for,
+// needs the first's ack lost and is not made here.)
+func TestARetryOfALandedAppendHandsOverTheFirst(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	ctx := context.Background()
+	v, err := s.Append(ctx, events.NodeAggregate("web-1"), 0, "enrol-web-1", enrolled("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := []store.One{{Aggregate: events.NodeAggregate("web-1"), Expected: v, CommandID: "push-web-1", Event: sent("web-1", 1)}}
+	var seqs []uint64
+	for _, by := range []string{"alice", "bob"} {
+		out, err := s.AppendMany(events.WithBy(ctx, by), item)
+		if err != nil || out[0].Err != nil {
+			t.Fatal(err, out)
+		}
+		seqs = append(seqs, out[0].Seq)
+	}
+	if seqs[0] != seqs[1] {
+		t.Fatalf("the retry landed at %d, the first at %d: not a duplicate", seqs[1], seqs[0])
+	}
+	r := followOwn(t, s, 1)
+	sameAsTheStream(t, r.upTo(t, seqs[0]), theStream(t, s, 1))
 }
