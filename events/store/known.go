@@ -30,9 +30,10 @@ type Known struct {
 
 // appended is one message remembered between its publish and its read.
 type appended struct {
-	// msg is the message published: its acknowledgement names it, and
-	// only its own is taken for it (two appends under one Msg-Id at once
-	// are two messages, and the stream stores one).
+	// msg is the message published, while it is in flight: its
+	// acknowledgement names it, and only its own is taken for it (two
+	// appends under one Msg-Id at once are two messages, and the stream
+	// stores one). Dropped once acknowledged.
 	msg *nats.Msg
 	// bare is a send remembered past rememberAppends: only that it is
 	// this store's, so the reader reads it from the stream at once
@@ -83,14 +84,16 @@ func (k *known) waiting() <-chan struct{} {
 }
 
 // bareAppends bounds the sends remembered bare, past rememberAppends: a
-// fold far behind a push (or none at all) holds no more than this many
-// Msg-Ids and sequences.
+// fold far behind a push (or none at all) holds no more than this many,
+// each a Msg-Id and a sequence once acknowledged (while in flight, the
+// message too, which its publish holds anyway).
 const bareAppends = 64 * window
 
-// rememberAppends bounds what a store remembers: a push's windows in
-// flight and the fold's lag behind them. A store whose messages nobody
-// reads back (no fold) fills it and then remembers nothing more; one
-// whose appends fail forgets them at once (AppendMany).
+// rememberAppends bounds what a store remembers whole: a push's windows
+// in flight and the fold's lag behind them. A store whose messages nobody
+// reads back (no fold) fills it, then remembers sends bare up to
+// bareAppends, then nothing more; one whose appends fail forgets them at
+// once (AppendMany).
 var rememberAppends = 4 * window
 
 // remember keeps m, a DeclarationSent of ev appended at agg, for Read.
@@ -143,7 +146,8 @@ func (s *Store) forget(m *nats.Msg) {
 // the sequence it was given, for the own reader. A duplicate's sequence is
 // an earlier message's, whose bytes need not be these (a retry's time
 // differs), so it is forgotten and read from the stream like any other.
-// It runs on the client's acknowledgement goroutine, and must not block.
+// It runs on the client's acknowledgement goroutine (or in publish, after
+// a checked publish of one message), and must not block.
 func (s *Store) stored(m *nats.Msg, ack *jetstream.PubAck) {
 	if m == nil || ack == nil || !s.RememberSends {
 		return
@@ -161,7 +165,7 @@ func (s *Store) stored(m *nats.Msg, ack *jetstream.PubAck) {
 		if k.acked == nil {
 			k.acked = make(map[uint64]appended)
 		}
-		a.stored = s.Now()
+		a.stored, a.msg = s.Now(), nil
 		k.acked[ack.Sequence] = a
 	}
 	k.wake()

@@ -49,7 +49,9 @@ var ownTail = time.Second
 // acknowledgement came, not the stream's stamp (an acknowledgement has
 // none): the fold reads a message's stored time only for a report or a
 // foreign message, and a send this store appended under the key the fold
-// holds is neither.
+// holds is foreign only if the fold's admission refuses it (a send to a
+// node the log has retired meanwhile, say), whose row then says when the
+// controller heard it stored, a moment from the stream's.
 
 // sentType is the one type the own reader's consumer leaves out.
 var sentType = events.DeclarationSent{}.EventType()
