@@ -64,26 +64,32 @@ func TestASeatHasOneHolderAndHandsOverSafely(t *testing.T) {
 		t.Fatal("b-1 still holds builder's file after the handover")
 	}
 	// In the log's order: b-1 applied its declaration without builder
-	// before b-2 was sent one with it.
-	released, taken := uint64(0), uint64(0)
-	h1, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "b-1"})
-	m.Must(err)
-	for i, e := range h1.Entries {
-		if e.Kind == "declaration" && !slices.ContainsFunc(e.Builds, func(b compose.ModuleBuild) bool { return b.Module == "builder" }) {
-			for _, r := range h1.Entries[i+1:] {
-				if r.Kind == "applied" && r.Sequence == e.Sequence && released == 0 {
-					released = r.Seq
+	// before b-2 was sent one with it. The history index is read as the
+	// fold has it, which may be a moment behind the files the agents
+	// wrote: both entries are waited for, then their order held.
+	var released, taken uint64
+	eventually(t, "b-1's release and b-2's send in the history", func() bool {
+		released, taken = 0, 0
+		h1, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "b-1"})
+		m.Must(err)
+		for i, e := range h1.Entries {
+			if e.Kind == "declaration" && !slices.ContainsFunc(e.Builds, func(b compose.ModuleBuild) bool { return b.Module == "builder" }) {
+				for _, r := range h1.Entries[i+1:] {
+					if r.Kind == "applied" && r.Sequence == e.Sequence && released == 0 {
+						released = r.Seq
+					}
 				}
 			}
 		}
-	}
-	h2, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "b-2"})
-	m.Must(err)
-	for _, e := range h2.Entries {
-		if e.Kind == "declaration" && taken == 0 && slices.ContainsFunc(e.Builds, func(b compose.ModuleBuild) bool { return b.Module == "builder" }) {
-			taken = e.Seq
+		h2, err := m.H.History.History(m.Ctx, wire.HistoryRequest{Node: "b-2"})
+		m.Must(err)
+		for _, e := range h2.Entries {
+			if e.Kind == "declaration" && taken == 0 && slices.ContainsFunc(e.Builds, func(b compose.ModuleBuild) bool { return b.Module == "builder" }) {
+				taken = e.Seq
+			}
 		}
-	}
+		return released != 0 && taken != 0
+	})
 	if released == 0 || taken <= released {
 		t.Fatalf("b-2 was sent builder at event %d, b-1 let it go at event %d: two holders", taken, released)
 	}

@@ -140,16 +140,28 @@ func (s *Store) readOwn(ctx context.Context, o ReadOptions, fn func(Msg) error) 
 	var graceC <-chan time.Time
 	tail := time.NewTicker(ownTail)
 	defer tail.Stop()
+	// A waiter's sequence past the consumer's end is read at once, once
+	// for each sequence waited for and place of the reader: a read that
+	// found nothing (the stream not there yet) waits out the grace.
+	var askedFor, askedAt uint64
 	for {
 		changed := s.known.waiting()
-		stuck := false
+		stuck, urgent := false, false
 		step(func() error {
 			if err := r.ahead(ctx); err != nil {
 				return err
 			}
-			stuck = r.held(wanted())
+			w := wanted()
+			stuck = r.held(w)
+			if urgent = stuck && r.waitedFor(w) && (w != askedFor || r.next != askedAt); urgent {
+				askedFor, askedAt = w, r.next
+			}
 			return nil
 		})
+		if urgent {
+			step(func() error { return r.unstick(ctx, wanted()) })
+			continue
+		}
 		switch {
 		case !stuck:
 			if grace != nil {
@@ -253,7 +265,13 @@ func (r *ownRead) fill(ctx context.Context, upto uint64) error {
 // and someone waits for it.
 func (r *ownRead) held(wanted uint64) bool {
 	has, kept, _ := r.s.known.state(r.next)
-	return !has && (kept > 0 || r.behind == 0 && wanted != math.MaxUint64 && wanted >= r.next)
+	return !has && (kept > 0 || r.waitedFor(wanted))
+}
+
+// waitedFor is whether someone waits for a sequence the consumer, having
+// nothing more to deliver, will not bring.
+func (r *ownRead) waitedFor(wanted uint64) bool {
+	return r.behind == 0 && wanted != math.MaxUint64 && wanted >= r.next
 }
 
 // upto is how far the reader is held behind sequences nobody delivers:

@@ -305,10 +305,11 @@ func TestAnOwnReadFromACheckpointSkipsWhatMemoryHeldBeforeIt(t *testing.T) {
 // A message the consumer leaves out and memory does not hold, last in the
 // stream, is read once someone waits for it: nothing delivered after it
 // would close the gap, and the engine's WaitFor (its Wanted and Asked)
-// says so. Without that a read of the log to its end waits (the look at the
-// stream's end, which would also find it, is put off past the test).
+// says so, at once. Without that a read of the log to its end waits (the
+// grace and the look at the stream's end, which would also find it, are
+// put off past the test).
 func TestAnOwnReadReadsWhatAWaiterWantsThatNoConsumerDelivers(t *testing.T) {
-	store.SetOwnGrace(t, 20*time.Millisecond)
+	store.SetOwnGrace(t, time.Hour)
 	store.SetOwnTail(t, time.Hour)
 	var wanted atomic.Uint64
 	wanted.Store(math.MaxUint64)
