@@ -45,11 +45,7 @@ func TestControllerKeyRefusals(t *testing.T) {
 	if err := start(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is missing, but this mesh signs with") {
 		t.Fatalf("a home without the key the mesh signs with: %v", err)
 	}
-	stranger := t.TempDir()
-	kp, _ := nkeys.CreateAccount()
-	seed, _ := kp.Seed()
-	os.WriteFile(filepath.Join(stranger, commands.KeyFile), seed, 0o600)
-	if err := start(stranger); err == nil || !strings.Contains(err.Error(), "but this mesh signs with") {
+	if err := start(strangerHome(t)); err == nil || !strings.Contains(err.Error(), "but this mesh signs with") {
 		t.Fatalf("a home with another key: %v", err)
 	}
 	other := t.TempDir()
@@ -97,11 +93,20 @@ func TestTheControllerKeyRecordIsFoundPastStrayMessages(t *testing.T) {
 	if err := start(home); err != nil {
 		t.Fatalf("a restart, stray messages before and after the record: %v", err)
 	}
-	stranger := t.TempDir()
-	kp, _ := nkeys.CreateAccount()
-	seed, _ := kp.Seed()
-	os.WriteFile(filepath.Join(stranger, commands.KeyFile), seed, 0o600)
-	if err := start(stranger); err == nil || !strings.Contains(err.Error(), "but this mesh signs with") {
+	if err := start(strangerHome(t)); err == nil || !strings.Contains(err.Error(), "but this mesh signs with") {
 		t.Fatalf("a home with another key: %v", err)
 	}
+}
+
+// strangerHome is a home holding a controller key of its own, not the
+// mesh's.
+func strangerHome(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	kp, _ := nkeys.CreateAccount()
+	seed, _ := kp.Seed()
+	if err := os.WriteFile(filepath.Join(home, commands.KeyFile), seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
 }
