@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -75,6 +76,9 @@ type supervisor struct {
 	env func(module string) ([]string, string, error)
 	// book keeps each program's recent output, across its restarts.
 	book *logbook.Book
+	// busy, when set (a test), runs before each try again of a start
+	// that found its program busy.
+	busy func()
 
 	mu    sync.Mutex
 	procs map[string]*proc
@@ -158,11 +162,7 @@ func (v *supervisor) supervise(module string, p *proc) {
 		// Its output, line by line, into its log: stderr's last line
 		// also says why it ended.
 		stdout, stderr := &lineWriter{log: lg, stream: wire.LogStdout}, &lineWriter{log: lg, stream: wire.LogStderr}
-		cmd, err := v.command(p.spec)
-		if err == nil {
-			cmd.Stdout, cmd.Stderr = stdout, stderr
-			err = cmd.Start()
-		}
+		cmd, err := v.start(p.spec, stdout, stderr)
 		if err != nil {
 			// A program that cannot start (not found, not executable,
 			// no such user) says so where its output would be, in the
@@ -240,6 +240,38 @@ func (v *supervisor) supervise(module string, p *proc) {
 		case <-timer.C:
 		}
 		wait = min(wait*2, v.s.RestartMax)
+	}
+}
+
+// busyTries is how often a start that finds its program busy is tried
+// (busyWait more before each next try: 10, 20, ... 70 ms, 280 ms in all).
+const (
+	busyTries = 8
+	busyWait  = 10 * time.Millisecond
+)
+
+// start starts the program's process. A program file the agent has just
+// written can be busy for a moment (ETXTBSY): another goroutine of the
+// agent forked (another module's program, a health check) while the file
+// was open for writing, and that child holds the write end until it execs
+// (golang.org/issue/22315, which Go cannot prevent). So a busy start is
+// tried again a few milliseconds later; without it a program's first start
+// after an apply fails, one time in tens on a busy machine, and its node
+// reports an exit its program never had.
+func (v *supervisor) start(spec compose.Runtime, stdout, stderr io.Writer) (*exec.Cmd, error) {
+	for try := 1; ; try++ {
+		cmd, err := v.command(spec)
+		if err == nil {
+			cmd.Stdout, cmd.Stderr = stdout, stderr
+			err = cmd.Start()
+		}
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || try == busyTries {
+			return cmd, err
+		}
+		if v.busy != nil {
+			v.busy()
+		}
+		time.Sleep(time.Duration(try) * busyWait)
 	}
 }
 
