@@ -29,11 +29,12 @@ type directRequest struct {
 }
 
 // batchGet answers the messages on filter from sequence from on, at most
-// getBatch of them, and how many more match after them.
-func (s *Store) batchGet(ctx context.Context, filter string, from uint64) ([]Msg, uint64, error) {
-	req, _ := json.Marshal(directRequest{Seq: from, NextFor: filter, Batch: getBatch})
+// n of them (and at most getBatch), and how many more match after them.
+func (s *Store) batchGet(ctx context.Context, filter string, from uint64, n int) ([]Msg, uint64, error) {
+	n = min(max(n, 1), getBatch)
+	req, _ := json.Marshal(directRequest{Seq: from, NextFor: filter, Batch: n})
 	inbox := s.nc.NewRespInbox()
-	replies := make(chan *nats.Msg, getBatch+1)
+	replies := make(chan *nats.Msg, n+1)
 	sub, err := s.nc.ChanSubscribe(inbox, replies)
 	if err != nil {
 		return nil, 0, err

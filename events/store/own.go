@@ -325,8 +325,40 @@ func (r *ownRead) idle(ctx context.Context) error {
 	return r.ahead(ctx)
 }
 
-// fetch reads the stream from r.next to upto and hands on each message.
+// fetch reads the stream from r.next to upto and hands on each message:
+// by batched direct gets (direct.go) while they answer each sequence in
+// turn, then, for what they left, by a read of the range. Every gap read
+// by a read made a consumer on the stream and removed it, which can wait
+// up to consumerDeleteWait: a controller folding another's pushes (a
+// standby, or mesh traffic) reads a gap between nearly every two reports.
+// A direct get may be answered by a replica behind the leader, and a
+// stream from before deletes were denied may have holes: a sequence the
+// gets do not answer is left to the read, whose consumer the leader
+// serves, and which alone may pass over it.
 func (r *ownRead) fetch(ctx context.Context, upto uint64) error {
+	for r.next <= upto {
+		msgs, _, err := r.s.batchGet(ctx, ">", r.next, int(min(upto-r.next+1, getBatch)))
+		if err != nil {
+			break // the read below says what is wrong, or reads it
+		}
+		moved := false
+		for _, m := range msgs {
+			if m.Seq != r.next || m.Seq > upto {
+				break
+			}
+			m.Pending = r.pending()
+			if err := r.hand(m); err != nil {
+				return err
+			}
+			moved = true
+		}
+		if !moved {
+			break
+		}
+	}
+	if r.next > upto {
+		return nil
+	}
 	from := r.next
 	err := r.s.Read(ctx, ReadOptions{From: from, Until: upto}, func(m Msg) error {
 		if m.Seq < r.next {

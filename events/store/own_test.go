@@ -457,3 +457,53 @@ func TestARetryOfALandedAppendHandsOverTheFirst(t *testing.T) {
 	r := followOwn(t, s, 1)
 	sameAsTheStream(t, r.upTo(t, seqs[0]), theStream(t, s, 1))
 }
+
+// Another writer's sends (a standby controller folding the active one's
+// pushes) are read by direct gets, not by a consumer made and removed
+// for each gap: the stream sees the own read's one consumer and no other,
+// however many gaps its reports leave. Each gap read by a consumer of its
+// own made one more, and its removal could wait seconds.
+func TestAnOwnReadFillsGapsWithoutMakingConsumers(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	nc := embeddedtest.Conn(t, srv)
+	s := rememberingStore(t, nc)
+	ctx := context.Background()
+	created := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe("$JS.EVENT.ADVISORY.CONSUMER.CREATED."+events.Stream+".>", created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := followOwn(t, s, 1)
+	js, err := jetstream.New(embeddedtest.Conn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for i := range 20 {
+		node := "web-" + strconv.Itoa(i)
+		// Two sends of another writer, then a report the consumer
+		// delivers: a gap of two below each delivery.
+		for range 2 {
+			if _, err := js.Publish(ctx, events.DeclarationSubject(node), []byte(`{"another writer's send":"`+node+`"}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ack, err := js.Publish(ctx, events.ReportSubject(node, "DeclarationApplied"), []byte(`{"a report":"`+node+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = ack.Sequence
+	}
+	sameAsTheStream(t, r.upTo(t, last), theStream(t, s, 1))
+	// The plain read just made (theStream) is one more consumer.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(created); n > 2 {
+		t.Errorf("%d consumers made on the stream to read 20 gaps, want the own read's and theStream's alone", n)
+	}
+}

@@ -463,7 +463,7 @@ func (s *Store) load(ctx context.Context, agg events.AggregateID) ([]events.Reco
 	var out []events.Recorded
 	version, from := uint64(0), uint64(1)
 	for {
-		msgs, pending, err := s.batchGet(ctx, agg.Filter(), from)
+		msgs, pending, err := s.batchGet(ctx, agg.Filter(), from, getBatch)
 		if err != nil {
 			return nil, 0, fmt.Errorf("store: cannot read %s: %w", agg, err)
 		}
