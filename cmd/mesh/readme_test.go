@@ -85,7 +85,8 @@ func TestTheREADMEWalkthrough(t *testing.T) {
 		// The log says what happened where the output does not (a
 		// program that could not start, a report more): a run that
 		// differs once in tens is read from it.
-		t.Logf("the event log at the end of the walk through:\n%s", mesh(t, home, "events").out)
+		ev := mesh(t, home, "events")
+		t.Logf("the event log at the end of the walk through (mesh events exited %d%s):\n%s", ev.code, strings.TrimRight(": "+ev.err, ": \n"), ev.out)
 		t.Fatalf("the README's walkthrough no longer gives %s (-update-transcript writes it; read the diff):\n%s", path, lineDiff(string(want), got))
 	}
 }

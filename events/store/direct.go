@@ -26,13 +26,18 @@ type directRequest struct {
 	Seq     uint64 `json:"seq"`
 	NextFor string `json:"next_by_subj"`
 	Batch   int    `json:"batch"`
+	// MaxBytes bounds one batch's bytes, as readBytes bounds a read's:
+	// without it the server sends a batch of up to 64 MiB (its max
+	// pending) at once, and large messages would make the controller's
+	// connection a slow consumer, cut by the bus.
+	MaxBytes int `json:"max_bytes,omitempty"`
 }
 
 // batchGet answers the messages on filter from sequence from on, at most
 // n of them (and at most getBatch), and how many more match after them.
 func (s *Store) batchGet(ctx context.Context, filter string, from uint64, n int) ([]Msg, uint64, error) {
 	n = min(max(n, 1), getBatch)
-	req, _ := json.Marshal(directRequest{Seq: from, NextFor: filter, Batch: n})
+	req, _ := json.Marshal(directRequest{Seq: from, NextFor: filter, Batch: n, MaxBytes: readBytes})
 	inbox := s.nc.NewRespInbox()
 	replies := make(chan *nats.Msg, n+1)
 	sub, err := s.nc.ChanSubscribe(inbox, replies)

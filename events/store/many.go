@@ -178,7 +178,7 @@ func (s *Store) Last(ctx context.Context, subject string) (Msg, bool, error) {
 	if err != nil {
 		return Msg{}, false, fmt.Errorf("store: cannot read the last message on %s: %w", subject, err)
 	}
-	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}, true, nil
+	return s.got(m), true, nil
 }
 
 // Next reads the first message on subject at or after sequence from (a
@@ -198,7 +198,7 @@ func (s *Store) Next(ctx context.Context, subject string, from uint64) (Msg, boo
 	if err != nil {
 		return Msg{}, false, fmt.Errorf("store: cannot read the first message on %s from event %d: %w", subject, from, err)
 	}
-	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}, true, nil
+	return s.got(m), true, nil
 }
 
 // Get reads the message at seq (a direct get): for reading one event whose
@@ -211,7 +211,7 @@ func (s *Store) Get(ctx context.Context, seq uint64) (Msg, error) {
 	if err != nil {
 		return Msg{}, fmt.Errorf("store: cannot read event %d: %w", seq, err)
 	}
-	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}, nil
+	return s.got(m), nil
 }
 
 // lastDirect is Last by the direct get API itself, for a store without the
@@ -260,11 +260,48 @@ func Republished(m *nats.Msg) (Msg, error) {
 
 // directMsg is the stored message a direct get answered (or the controller,
 // in the same shape: Newest): its place in the stream is in the headers.
+//
+// The server appends its own headers after those the message was stored
+// with, which its writer chose: a node can store a report carrying a
+// Nats-Subject of a controller's send, or a time of its choosing. So each
+// is the header's last value, the server's, never the first: read first,
+// a forged report reached the live fold as a send (a review's test, 12
+// reports in 200, when the fold read its gaps so), and would reach an
+// agent hearing its declaration so.
 func directMsg(resp *nats.Msg) (Msg, error) {
-	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
+	seq, err := strconv.ParseUint(serverHeader(resp.Header, jetstream.SequenceHeader), 10, 64)
 	if err != nil {
 		return Msg{}, err
 	}
-	at, _ := time.Parse(time.RFC3339Nano, resp.Header.Get(jetstream.TimeStampHeaer))
-	return Msg{Seq: seq, Subject: resp.Header.Get(jetstream.SubjectHeader), Data: resp.Data, Header: resp.Header, Time: at}, nil
+	at, _ := time.Parse(time.RFC3339Nano, serverHeader(resp.Header, jetstream.TimeStampHeaer))
+	return Msg{Seq: seq, Subject: serverHeader(resp.Header, jetstream.SubjectHeader), Data: resp.Data, Header: resp.Header, Time: at}, nil
+}
+
+// got is a message a get of the stream answered, as the server stored it.
+// nats.go reads a direct get's place from each header's first value, which
+// the message's writer may have set (directMsg); on a stream that answers
+// by direct gets (the mesh's asserts it) the server's is the last.
+func (s *Store) got(m *jetstream.RawStreamMsg) Msg {
+	out := Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}
+	if info := s.stream.CachedInfo(); info == nil || !info.Config.AllowDirect || m.Header == nil {
+		return out // answered by the API, whose fields are the server's alone
+	}
+	if d, err := directMsg(&nats.Msg{Header: m.Header, Data: m.Data}); err == nil {
+		out.Seq, out.Subject = d.Seq, d.Subject
+		if !d.Time.IsZero() {
+			// In the zone nats.go gives a time, as a read's.
+			out.Time = time.Unix(0, d.Time.UnixNano())
+		}
+	}
+	return out
+}
+
+// serverHeader is the last value of header key: the one the server
+// appended (directMsg).
+func serverHeader(h nats.Header, key string) string {
+	v := h.Values(key)
+	if len(v) == 0 {
+		return ""
+	}
+	return v[len(v)-1]
 }

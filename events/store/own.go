@@ -336,7 +336,9 @@ func (r *ownRead) idle(ctx context.Context) error {
 // gets do not answer is left to the read, whose consumer the leader
 // serves, and which alone may pass over it.
 func (r *ownRead) fetch(ctx context.Context, upto uint64) error {
-	for r.next <= upto {
+	// Not while the connection is away: a get published then waits out
+	// the call's timeout for its answer, the read's own retries do better.
+	for r.next <= upto && r.s.nc.IsConnected() {
 		msgs, _, err := r.s.batchGet(ctx, ">", r.next, int(min(upto-r.next+1, getBatch)))
 		if err != nil {
 			break // the read below says what is wrong, or reads it
@@ -346,6 +348,11 @@ func (r *ownRead) fetch(ctx context.Context, upto uint64) error {
 			if m.Seq != r.next || m.Seq > upto {
 				break
 			}
+			// As a consumer delivers it: its time in the local zone (a
+			// foreign row keeps it, and verify compares a fold from the
+			// start byte for byte), and what this store knows of it.
+			m.Time = time.Unix(0, m.Time.UnixNano())
+			m.Known = r.s.recall(m)
 			m.Pending = r.pending()
 			if err := r.hand(m); err != nil {
 				return err

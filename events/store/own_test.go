@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -147,6 +148,22 @@ func pushTo(t *testing.T, s *store.Store, versions map[string]uint64, round int)
 	}
 }
 
+// oneEnrolled is a controller's store with web-1 enrolled, and web-1's
+// version, for a test of gaps: a short grace, and no look at the stream's
+// end within the test (it would find a gap too, and hide which path did).
+func oneEnrolled(t *testing.T) (*embedded.Server, *store.Store, map[string]uint64) {
+	t.Helper()
+	store.SetOwnGrace(t, 20*time.Millisecond)
+	store.SetOwnTail(t, time.Hour)
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	v, err := s.Append(context.Background(), events.NodeAggregate("web-1"), 0, "enrol-web-1", enrolled("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, s, map[string]uint64{"web-1": v}
+}
+
 // The live fold's read hands over the stream as it is, in order, each
 // message once; the sends its own store appended come from memory, and
 // the bus delivers only the rest (issue 34: a delivery a pushed node
@@ -232,17 +249,8 @@ func consumerDelivered(t *testing.T, js jetstream.JetStream) uint64 {
 // fill the read hands over a hole; without the grace it waits (the look
 // at the stream's end, which would also find it, is put off past the test).
 func TestTheOwnReadFillsWhatNeitherMemoryNorTheConsumerHolds(t *testing.T) {
-	store.SetOwnGrace(t, 20*time.Millisecond)
-	store.SetOwnTail(t, time.Hour)
-	srv := embeddedtest.Server(t)
-	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	srv, s, versions := oneEnrolled(t)
 	ctx := context.Background()
-	versions := map[string]uint64{}
-	v, err := s.Append(ctx, events.NodeAggregate("web-1"), 0, "enrol-web-1", enrolled("web-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	versions["web-1"] = v
 	r := followOwn(t, s, 1)
 	js, err := jetstream.New(embeddedtest.Conn(t, srv))
 	if err != nil {
@@ -506,4 +514,85 @@ func TestAnOwnReadFillsGapsWithoutMakingConsumers(t *testing.T) {
 	if n := len(created); n > 2 {
 		t.Errorf("%d consumers made on the stream to read 20 gaps, want the own read's and theStream's alone", n)
 	}
+}
+
+// A message's writer chooses the headers it is stored with, and the
+// server appends its own after them: a report stored with a Nats-Subject
+// of a send and a time of its writer's choosing is still, by a direct get
+// and in a gap the own read fills, the report it is, stored when the
+// server stored it. Read by the first value, a node's report reached the
+// fold as a send.
+func TestADirectGetTakesTheServersHeadersNotTheWriters(t *testing.T) {
+	srv, s, versions := oneEnrolled(t)
+	ctx := context.Background()
+	js, err := jetstream.New(embeddedtest.Conn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := events.ReportSubject("web-1", "DeclarationApplied")
+	forged := nats.NewMsg(report)
+	forged.Data = []byte(`{"a report":"with headers of its writer's choosing"}`)
+	forged.Header.Set(jetstream.SubjectHeader, events.DeclarationSubject("web-1"))
+	forged.Header.Set(jetstream.TimeStampHeaer, ownStamp.Add(-time.Hour).Format(time.RFC3339Nano))
+	forged.Header.Set(jetstream.SequenceHeader, "1")
+	// Another writer's send, then the forged report, then this store's
+	// send: the own read fills the first two from the stream.
+	if _, err := js.Publish(ctx, events.DeclarationSubject("web-9"), []byte(`{"another writer":"send"}`)); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.PublishMsg(ctx, forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, found, err := s.Last(ctx, report)
+	if err != nil || !found {
+		t.Fatal(found, err)
+	}
+	if m.Subject != report || m.Seq != ack.Sequence || m.Time.Year() < 2020 {
+		t.Errorf("a direct get answered %s at %d stored %s; the server stored %s at %d now", m.Subject, m.Seq, m.Time, report, ack.Sequence)
+	}
+	r := followOwn(t, s, 1)
+	pushTo(t, s, versions, 1)
+	got := r.upTo(t, versions["web-1"])
+	sameAsTheStream(t, got, theStream(t, s, 1))
+	for _, m := range got {
+		if m.Seq == ack.Sequence && (m.Subject != report || m.Time.Year() < 2020) {
+			t.Errorf("the own read handed the report at %d on as %s stored %s", m.Seq, m.Subject, m.Time)
+		}
+	}
+}
+
+// A hole in a gap (a stream from before deletes were denied): the direct
+// gets do not answer its sequences, and the read of the range passes over
+// them, once, in order. Without that read the own read waits for ever.
+func TestAnOwnReadPassesOverAHoleInAGap(t *testing.T) {
+	srv := embeddedtest.Server(t)
+	nc := embeddedtest.Conn(t, srv)
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.Stream, Subjects: []string{events.SubjectsEvents, events.SubjectsReports},
+		Storage: jetstream.FileStorage, AllowDirect: true, AllowAtomicPublish: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for _, subj := range []string{events.DeclarationSubject("web-1"), events.DeclarationSubject("web-2"), events.DeclarationSubject("web-3"),
+		events.DeclarationSubject("web-4"), events.ReportSubject("web-1", "DeclarationApplied")} {
+		ack, err := js.Publish(ctx, subj, []byte(`{"x":"`+subj+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ack.Sequence)
+	}
+	for _, seq := range seqs[1:3] {
+		if err := st.DeleteMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := rememberingStore(t, nc)
+	r := followOwn(t, s, 1)
+	sameAsTheStream(t, r.upTo(t, seqs[4]), theStream(t, s, 1))
 }

@@ -423,7 +423,7 @@ func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string
 	if err != nil {
 		return 0, false
 	}
-	return m.Sequence, MsgID(m.Header) == msgID
+	return s.got(m).Seq, MsgID(m.Header) == msgID
 }
 
 // Version is the stream sequence of agg's last event, 0 when it has none.
@@ -438,7 +438,7 @@ func (s *Store) Version(ctx context.Context, agg events.AggregateID) (uint64, er
 	if err != nil {
 		return 0, fmt.Errorf("store: cannot read the last event of %s: %w", agg, err)
 	}
-	return m.Sequence, nil
+	return s.got(m).Seq, nil
 }
 
 // Load reads every event of agg in order. The version is the sequence of the
