@@ -348,10 +348,7 @@ func (r *ownRead) fetch(ctx context.Context, upto uint64) error {
 			if m.Seq != r.next || m.Seq > upto {
 				break
 			}
-			// As a consumer delivers it: its time in the local zone (a
-			// foreign row keeps it, and verify compares a fold from the
-			// start byte for byte), and what this store knows of it.
-			m.Time = time.Unix(0, m.Time.UnixNano())
+			// As a read hands it: with what this store knows of it.
 			m.Known = r.s.recall(m)
 			m.Pending = r.pending()
 			if err := r.hand(m); err != nil {
