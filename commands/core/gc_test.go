@@ -38,30 +38,37 @@ func TestFoldingGC(t *testing.T) {
 
 // The heap goal lets as much garbage grow as the collector's percent says,
 // or twice a small live heap up to 96 MiB (a push at 10,000 nodes
-// collected half as often), but at most 128 MiB or half the live heap: a
-// controller holding 100,000 nodes was resident at twice its live heap and
-// more (issue 34's 700 MiB).
+// collected half as often), but at most 128 MiB or a quarter of the live
+// heap: a controller holding 100,000 nodes was resident at twice its live
+// heap and more (issue 34's 700 MiB). Beside a second generation (a
+// rebuild, verify) at most 64 MiB or an eighth.
 func TestGoalPercent(t *testing.T) {
 	const mib = 1 << 20
 	for _, c := range []struct {
-		base int
-		live uint64
-		want int
-		why  string
+		base   int
+		live   uint64
+		beside bool
+		want   int
+		why    string
 	}{
-		{100, 20 * mib, 200, "a small heap grows twice itself in garbage"},
-		{100, 60 * mib, 160, "up to 96 MiB"},
-		{200, 60 * mib, 200, "and as much as a long fold's percent says, when more"},
-		{100, 96 * mib, 100, "a heap of 96 MiB collects as Go's default does"},
-		{100, 128 * mib, 100, "up to 128 MiB of garbage"},
-		{100, 200 * mib, 64, "past it, 128 MiB"},
-		{100, 400 * mib, 50, "or half the live heap, when more"},
-		{200, 400 * mib, 50, "for a long fold too"},
-		{100, 0, 100, "before the first cycle"},
-		{-1, 400 * mib, -1, "off stays off"},
+		{100, 20 * mib, false, 200, "a small heap grows twice itself in garbage"},
+		{100, 60 * mib, false, 160, "up to 96 MiB"},
+		{200, 60 * mib, false, 200, "and as much as a long fold's percent says, when more"},
+		{100, 96 * mib, false, 100, "a heap of 96 MiB collects as Go's default does"},
+		{100, 128 * mib, false, 100, "up to 128 MiB of garbage"},
+		{100, 200 * mib, false, 64, "past it, 128 MiB"},
+		{100, 400 * mib, false, 32, "128 MiB still at 400 MiB live, not half of it"},
+		{100, 1024 * mib, false, 25, "a quarter of the live heap, when more"},
+		{200, 1024 * mib, false, 25, "for a long fold too"},
+		{100, 20 * mib, true, 200, "beside, a small heap still grows twice itself"},
+		{200, 60 * mib, true, 106, "beside, a long fold's garbage is at most 64 MiB"},
+		{100, 300 * mib, true, 21, "beside, 64 MiB at 300 MiB live"},
+		{100, 1024 * mib, true, 12, "beside, an eighth of the live heap, when more"},
+		{100, 0, false, 100, "before the first cycle"},
+		{-1, 400 * mib, true, -1, "off stays off"},
 	} {
-		if got := GoalPercent(c.base, c.live); got != c.want {
-			t.Errorf("GoalPercent(%d, %d MiB) = %d, want %d: %s", c.base, c.live/mib, got, c.want, c.why)
+		if got := GoalPercent(c.base, c.live, c.beside); got != c.want {
+			t.Errorf("GoalPercent(%d, %d MiB, %v) = %d, want %d: %s", c.base, c.live/mib, c.beside, got, c.want, c.why)
 		}
 	}
 }
@@ -77,12 +84,12 @@ func TestKeepHeapGoal(t *testing.T) {
 	stop := gc.keepGoal()
 	defer stop()
 	gc.heard(400 << 20)
-	if p := debug.SetGCPercent(50); p != 50 {
-		t.Fatalf("with 400 MiB live the collector's percent is %d, want 50", p)
+	if p := debug.SetGCPercent(32); p != 32 {
+		t.Fatalf("with 400 MiB live the collector's percent is %d, want 32", p)
 	}
 	restore := FoldingGC()
-	if p := debug.SetGCPercent(50); p != 50 {
-		t.Fatalf("a long fold with 400 MiB live set the percent to %d, want 50", p)
+	if p := debug.SetGCPercent(32); p != 32 {
+		t.Fatalf("a long fold with 400 MiB live set the percent to %d, want 32", p)
 	}
 	gc.heard(60 << 20)
 	if p := debug.SetGCPercent(200); p != 200 {
@@ -96,6 +103,43 @@ func TestKeepHeapGoal(t *testing.T) {
 	if p := debug.SetGCPercent(100); p != 100 {
 		t.Fatalf("after the goal stopped the percent is %d, want the base, 100", p)
 	}
+}
+
+// A fold beside the live generation allows less garbage while it runs,
+// within a long fold too, and puts back what was once the last of them
+// ends; it does nothing where no heap goal is kept.
+func TestBesideGC(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(was)
+	t.Setenv("GOGC", "")
+	beside := BesideGC()
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Fatalf("with no heap goal kept, a fold beside set the percent to %d", p)
+	}
+	beside()
+
+	stop := gc.keepGoal()
+	defer stop()
+	gc.heard(300 << 20)
+	if p := debug.SetGCPercent(42); p != 42 {
+		t.Fatalf("with 300 MiB live the collector's percent is %d, want 42 (128 MiB)", p)
+	}
+	restore := FoldingGC()
+	first, second := BesideGC(), BesideGC()
+	if p := debug.SetGCPercent(21); p != 21 {
+		t.Fatalf("beside the live generation with 300 MiB live the percent is %d, want 21 (64 MiB)", p)
+	}
+	first()
+	first() // twice is once
+	gc.heard(300 << 20)
+	if p := debug.SetGCPercent(21); p != 21 {
+		t.Fatalf("with one fold beside still running the percent is %d, want 21", p)
+	}
+	second()
+	if p := debug.SetGCPercent(42); p != 42 {
+		t.Fatalf("after the folds beside the percent is %d, want 42 again", p)
+	}
+	restore()
 }
 
 // A process quiet for the spell after a collection releases its free

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
+	"github.com/meshctl/mesh/commands/core"
 	"github.com/meshctl/mesh/commands/credentials"
 	"github.com/meshctl/mesh/commands/liveness"
 	"github.com/meshctl/mesh/commands/world"
@@ -313,7 +314,9 @@ func (h *Service) inThePast(ctx context.Context, at time.Time, fn func(*Service)
 // live read models.
 func (h *Service) VerifyProjections(ctx context.Context, r wire.FoldRequest) (wire.Verified, error) {
 	start := time.Now()
+	besideGC := core.BesideGC() // a second generation beside the live one
 	diff, at, err := h.Proj.Verify(ctx, h.Progress(r.Progress))
+	besideGC()
 	if pending := (*projections.HistoryPending)(nil); errors.As(err, &pending) {
 		return wire.Verified{}, aggregates.Refuse("verify", "the read models", aggregates.ErrNotYet, pending.Error())
 	}
