@@ -51,7 +51,8 @@ func FoldingGC() (restore func()) {
 				// resident at 273-275 MiB for the minute after, against
 				// issue 34's 200 MiB steady (docs/performance.md,
 				// "Memory"). Off the caller's path: it collects first.
-				go debug.FreeOSMemory()
+				// What Pebble freed goes back too (trimC).
+				go func() { debug.FreeOSMemory(); trimC() }()
 			}
 		})
 	}
@@ -153,6 +154,7 @@ func KeepHeapGoal() (stop func()) {
 		}
 		if quiet.due(time.Now(), cycles) {
 			debug.FreeOSMemory()
+			trimC()
 			metrics.Read(samples)
 			cycles = samples[0].Value.Uint64()
 			quiet.released(cycles)

@@ -1,0 +1,7 @@
+//go:build !cgo || !linux
+
+package core
+
+// trimC does nothing without cgo (Pebble then allocates in the Go heap,
+// which debug.FreeOSMemory returns) or off Linux.
+func trimC() {}
