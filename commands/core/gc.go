@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// The collector's setting is made here alone, from two things: whether a
-// long fold runs (FoldingGC), and how large the live heap is (KeepHeapGoal).
-// GOGC, when given, wins over both.
+// The collector's setting is made here alone, from three things: whether a
+// long fold runs (FoldingGC), whether one runs beside the live generation
+// (BesideGC), and how large the live heap is (KeepHeapGoal). GOGC, when
+// given, wins over all three.
 
 // FoldingGC lets the collector run half as often while a long fold runs (a
 // start's catch-up, a rebuild), unless GOGC says otherwise, and answers what
@@ -18,9 +19,11 @@ import (
 // garbage large, so the collector ran often for little: a million real
 // events caught up in 15.1-16.0 s with the default and 13.4-14.5 s at 200
 // (peak RSS 160 against 230 MiB; at 400, 12.1-13.7 s but 350-385 MiB), and
-// rebuilt in 14.4-15.8 s against 11.8-14.5 s (peak 225-265 MiB). Verify,
-// which holds two generations, keeps the default. The memory limit and the
-// heap goal (KeepHeapGoal) hold either way.
+// rebuilt in 14.4-15.8 s against 11.8-14.5 s (peak 225-265 MiB; measured
+// before BesideGC, whose cap within a rebuild is below what 200 allows of
+// any live heap past 32 MiB, so that there only this one's end, which
+// gives memory back, still does anything). The memory limit and the heap
+// goal (KeepHeapGoal) hold either way.
 func FoldingGC() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
@@ -64,7 +67,8 @@ func FoldingGC() (restore func()) {
 // nodes, a live heap of 300-470 MB, was resident at 1.1-1.4 GiB through a
 // push, past issue 34's 700 MiB; a fixed low memory limit instead made the
 // collector run without pause (docs/performance.md, "Memory"). Below
-// heapSlack of live heap the collector runs as it did.
+// heapSlack of live heap the collector runs as it did, but beside the live
+// generation (BesideGC).
 const heapSlack = 128 << 20
 
 // smallSlack is the garbage a small live heap may grow, twice itself up to
@@ -91,11 +95,11 @@ const besideSlack = 64 << 20
 // beside the live generation running, at most besideSlack or live/8.
 //
 // live/4, not live/2 as it was: a rebuild after two pushes at 100,000
-// nodes (a live heap of 290-300 MB, half of it the rebuild's) peaked at
-// 645-701 MiB resident with live/2 and 626-632 with live/4, and the
-// pushes at 603-632 against 575-614, for no CPU the box could tell
-// (docs/performance.md, "The collector beside a rebuild"). Past 512 MB
-// live it is a quarter again as much garbage as live heap, so a larger
+// nodes (a live heap of 290-300 MB, a third of it the rebuild's) peaked at
+// 645-669 MiB resident with live/2 and 626-632 with live/4, and the
+// pushes at 608-632 against 603-614, for no CPU the box could tell
+// (docs/performance.md, "The collector beside a rebuild"). Past 512 MiB
+// live it allows a quarter of the live heap as garbage, so a larger
 // fleet is not collected without pause.
 func GoalPercent(base int, live uint64, beside bool) int {
 	if base <= 0 || live == 0 {
@@ -114,11 +118,13 @@ func GoalPercent(base int, live uint64, beside bool) int {
 // the live generation (a rebuild, verify), until the answer is called: such
 // a fold holds a second set of read models and its traffic on top of the
 // live heap, and its peak is the controller's. A rebuild after two pushes at
-// 100,000 nodes peaked at 626-701 MiB resident against issue 34's 700, and
-// at 10,000 nodes and a million events at 383-394 against 400
-// (docs/performance.md, "The collector beside a rebuild"). The fold's CPU is
-// what pays: the collector runs about twice as often through it. It holds
-// only where a heap goal is kept (KeepHeapGoal), and not with GOGC given.
+// 100,000 nodes peaked at 545-563 MiB resident with it and 626-669 without
+// (issue 34's bound is 700), and at 10,000 nodes and a million events at
+// 311-317 against 383-394 (bound 400; docs/performance.md, "The collector
+// beside a rebuild"). The fold's CPU is what pays: the collector runs
+// about twice as often through it, and a rebuild at 100,000 nodes took
+// 10.9-16.6 s against 8.9-10.2. It holds only where a heap goal is kept
+// (KeepHeapGoal), and not with GOGC given.
 func BesideGC() (restore func()) {
 	gc.Lock()
 	defer gc.Unlock()

@@ -107,39 +107,51 @@ func TestKeepHeapGoal(t *testing.T) {
 
 // A fold beside the live generation allows less garbage while it runs,
 // within a long fold too, and puts back what was once the last of them
-// ends; it does nothing where no heap goal is kept.
+// ends, in whichever order the long fold and it end; it does nothing where
+// no heap goal is kept, and a goal stopped while it runs puts back the base.
 func TestBesideGC(t *testing.T) {
 	was := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(was)
+	t.Cleanup(func() { debug.SetGCPercent(was) })
 	t.Setenv("GOGC", "")
-	beside := BesideGC()
-	if p := debug.SetGCPercent(100); p != 100 {
-		t.Fatalf("with no heap goal kept, a fold beside set the percent to %d", p)
+	hold := func() func() {
+		restore := BesideGC()
+		t.Cleanup(restore) // a failure below must not leave it held for the next test
+		return restore
 	}
+	beside := hold()
+	percentIs(t, 100, "with no heap goal kept, a fold beside")
 	beside()
 
 	stop := gc.keepGoal()
-	defer stop()
+	t.Cleanup(stop)
 	gc.heard(300 << 20)
-	if p := debug.SetGCPercent(42); p != 42 {
-		t.Fatalf("with 300 MiB live the collector's percent is %d, want 42 (128 MiB)", p)
-	}
+	percentIs(t, 42, "with 300 MiB live (128 MiB of garbage)")
 	restore := FoldingGC()
-	first, second := BesideGC(), BesideGC()
-	if p := debug.SetGCPercent(21); p != 21 {
-		t.Fatalf("beside the live generation with 300 MiB live the percent is %d, want 21 (64 MiB)", p)
-	}
+	t.Cleanup(restore)
+	first, second := hold(), hold()
+	percentIs(t, 21, "beside the live generation with 300 MiB live (64 MiB)")
 	first()
 	first() // twice is once
-	gc.heard(300 << 20)
-	if p := debug.SetGCPercent(21); p != 21 {
-		t.Fatalf("with one fold beside still running the percent is %d, want 21", p)
-	}
+	percentIs(t, 21, "with one fold beside still running")
+	restore() // the long fold ends first
+	percentIs(t, 21, "with the long fold ended and one beside still running")
 	second()
-	if p := debug.SetGCPercent(42); p != 42 {
-		t.Fatalf("after the folds beside the percent is %d, want 42 again", p)
+	percentIs(t, 42, "after the folds beside")
+
+	third := hold()
+	stop()
+	percentIs(t, 100, "the goal stopped while a fold beside ran")
+	third()
+	percentIs(t, 100, "a fold beside that ended after the goal stopped")
+}
+
+// percentIs fails t unless the collector's percent is want (which it
+// then stays): what says when it is looked at.
+func percentIs(t *testing.T, want int, what string) {
+	t.Helper()
+	if p := debug.SetGCPercent(want); p != want {
+		t.Fatalf("%s: the collector's percent is %d, want %d", what, p, want)
 	}
-	restore()
 }
 
 // A process quiet for the spell after a collection releases its free

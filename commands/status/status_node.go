@@ -117,8 +117,8 @@ func (h *Service) ProjectionsStatus(ctx context.Context, _ wire.Empty) (wire.Sta
 
 // RebuildProjections folds the stream into fresh read models and swaps them in.
 func (h *Service) RebuildProjections(ctx context.Context, req wire.FoldRequest) (wire.RebuildReply, error) {
-	// Long, and beside the live generation: the collector runs less
-	// often for the first, and allows less garbage for the second.
+	// Long, and beside the live generation: the second's cap on garbage
+	// binds throughout; the first's end gives the fold's memory back.
 	restoreGC, besideGC := core.FoldingGC(), core.BesideGC()
 	r, err := h.Proj.Rebuild(ctx, h.Progress(req.Progress))
 	besideGC()
