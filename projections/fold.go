@@ -514,7 +514,7 @@ func (f *folder) followVersion(rec events.Recorded) error {
 	case events.KindNetwork:
 		return bumpJSON(f.b, keyNetwork, func(r *Network) { r.Version = rec.Seq })
 	case events.KindLiveness:
-		return bumpJSON(f.b, livenessKey(id), func(r *Liveness) { r.Version = rec.Seq })
+		return bumpLiveness(f.b, id, rec.Seq)
 	case events.KindToken:
 		return bumpJSON(f.b, tokenKey(id), func(t *Token) { t.Version = rec.Seq })
 	case events.KindArtifact:

@@ -51,6 +51,7 @@ func (e *Engine) startLocked() {
 				e.o.Log.Warn("projections: cannot read the node rows ahead of the tail; folding it without", "err", err)
 			}
 		}
+		f.fillAtStart()
 		e.follow(ctx, f)
 	})
 	wg.Go(func() { e.syncLoop(ctx) })

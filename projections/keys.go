@@ -84,7 +84,8 @@ var (
 //	23 the nodes a hand declaration holds, as an index (a named push reads no other row)
 //	24 history rows keep a digest as its 32 bytes, not 64 characters of hex (rows/history.go)
 //	25 node rows likewise, their codec's version 2 (rows/node.go)
-const schemaVersion = 25
+//	26 liveness rows in the compact form (rows/liveness.go), not JSON
+const schemaVersion = 26
 
 func nodeKey(name string) []byte { return append([]byte{prefixNode}, name...) }
 

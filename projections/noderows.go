@@ -122,6 +122,24 @@ func (f *folder) fill() error {
 	return nil
 }
 
+// fillAtStart makes the live folder's memory hold every node row before
+// it folds anything, of the checkpoint the read models are at: a memory
+// filled only at a commit was never filled in a controller started on a
+// mesh with nothing new to fold (a quiet one, or one whose fleet was lost
+// and says nothing), and each of its statuses read and decoded every node
+// row from Pebble, 0.4 s of CPU at 100,000 nodes against some 0.1 from
+// the memory. Only the fold's goroutine writes Pebble, and it has not
+// begun, so what is read is what that checkpoint holds.
+func (f *folder) fillAtStart() {
+	f.lock()
+	f.mem.at = readCheckpoint(f.db)
+	f.unlock()
+	if err := f.fill(); err != nil {
+		// Only views reading Pebble, as before: the first commit tries again.
+		f.mem.tried = false
+	}
+}
+
 // share makes f's memory of node rows the one views of e read: f is the
 // live folder, and e.db the Pebble it writes.
 func (e *Engine) share(f *folder) {

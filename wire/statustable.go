@@ -63,13 +63,20 @@ func (t *StatusTable) Rows() []NodeStatus {
 // or a value alone, a comma between (a fleet pushed together shares
 // them); the moments likewise, as seconds after the earliest (SinceFrom),
 // short numbers even where each node reported at a second of its own;
-// the details only where there is one, by row. As a column of JSON values
+// the details only where there is one, each distinct one once (Detail),
+// the rows that have one (DetailAt) and which each is (DetailIs, runs of
+// indexes into Detail). As a column of JSON values
 // each, 100,000 nodes were some 3 MB whose decoding (a string or number
 // at a time, each column grown as it went) took the command line about
 // half of `mesh status`'s time end to end (issue 34: the first status at
 // 100,000 nodes under 300 ms). Runs as JSON arrays, [value, rows],
 // decoded slower than that plain column when every node's moment was its
-// own (BenchmarkStatusTable).
+// own (BenchmarkStatusTable). A detail a row with one was 11 MB of the
+// 12 a status of 100,000 nodes lost together (each "silent for over 20s
+// (last heard ...); its last state: current", a few seconds between them)
+// and most of its writing and reading, 0.6-0.7 s of `mesh status` end to
+// end; the same sentences once each, the rest indexes. A table without
+// DetailIs (a controller before it) holds a detail a row, in order.
 type statusTableJSON struct {
 	States    []State  `json:"states"`
 	Names     string   `json:"names"`
@@ -79,6 +86,7 @@ type statusTableJSON struct {
 	Since     string   `json:"since"`      // runs of seconds after SinceFrom
 	DetailAt  []int    `json:"detail_at"`
 	Detail    []string `json:"detail"`
+	DetailIs  string   `json:"detail_is,omitempty"` // runs
 }
 
 // MarshalJSON writes the table in its brief form (statusTableJSON).
@@ -100,11 +108,21 @@ func (t StatusTable) MarshalJSON() ([]byte, error) {
 	if out.States == nil {
 		out.States = []State{}
 	}
+	index := map[string]uint64{}
+	var is []uint64
 	for i, d := range t.Detail {
-		if d != "" {
-			out.DetailAt, out.Detail = append(out.DetailAt, i), append(out.Detail, d)
+		if d == "" {
+			continue
 		}
+		k, seen := index[d]
+		if !seen {
+			k = uint64(len(out.Detail))
+			index[d] = k
+			out.Detail = append(out.Detail, d)
+		}
+		out.DetailAt, is = append(out.DetailAt, i), append(is, k)
 	}
+	out.DetailIs = runsOf(is)
 	return json.Marshal(out)
 }
 
@@ -142,14 +160,30 @@ func (t *StatusTable) UnmarshalJSON(b []byte) error {
 	for i, s := range since {
 		t.Since[i] = in.SinceFrom + int64(s)
 	}
-	if len(t.State) != n || len(in.DetailAt) != len(in.Detail) {
-		return fmt.Errorf("a status table of %d names with %d states and %d details at %d rows: its columns disagree", n, len(t.State), len(in.Detail), len(in.DetailAt))
+	if len(t.State) != n {
+		return fmt.Errorf("a status table of %d names with %d states: its columns disagree", n, len(t.State))
+	}
+	var is []uint64
+	if in.DetailIs == "" && len(in.DetailAt) > 0 {
+		// A detail a row, in order: a controller before DetailIs.
+		if len(in.DetailAt) != len(in.Detail) {
+			return fmt.Errorf("a status table with %d details at %d rows: its columns disagree", len(in.Detail), len(in.DetailAt))
+		}
+		is = make([]uint64, len(in.Detail))
+		for k := range is {
+			is[k] = uint64(k)
+		}
+	} else if is, err = rowsOfRuns(in.DetailIs, len(in.DetailAt), "detail_is"); err != nil {
+		return err
 	}
 	for k, i := range in.DetailAt {
 		if i < 0 || i >= n {
 			return fmt.Errorf("a status table of %d rows with a detail at row %d", n, i)
 		}
-		t.Detail[i] = in.Detail[k]
+		if is[k] >= uint64(len(in.Detail)) {
+			return fmt.Errorf("a status table of %d details whose row %d has detail %d", len(in.Detail), i, is[k])
+		}
+		t.Detail[i] = in.Detail[is[k]]
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,51 @@ func TestAStatusTableComesBackRowForRow(t *testing.T) {
 	}
 }
 
+// A detail many rows share crosses the bus once (a fleet lost together
+// says one sentence of each few seconds), and comes back on every row it
+// was on; a table from a controller before that, a detail a row, still
+// reads. Fails when a shared detail is written more than once or lands on
+// another row.
+func TestAStatusTableWritesADetailOnce(t *testing.T) {
+	at := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+	lost := func(s string) string { return "silent for over 20s (last heard " + s + "); its last state: current" }
+	var rows []NodeStatus
+	for i := range 50 {
+		d := lost("21:07:09")
+		switch {
+		case i%7 == 3:
+			d = lost("21:07:10")
+		case i%11 == 5:
+			d = ""
+		}
+		rows = append(rows, NodeStatus{Name: "n-" + strconv.Itoa(i), State: StateUnreachable, Sequence: 2, Since: at, Detail: d})
+	}
+	var table StatusTable
+	for _, r := range rows {
+		table.Add(r)
+	}
+	b, err := json.Marshal(&table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "silent for over"); n != 2 {
+		t.Fatalf("two distinct details written %d times: %s", n, b)
+	}
+	var back StatusTable
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rows, back.Rows()); diff != "" {
+		t.Fatalf("the table as it came back (-sent +got):\n%s", diff)
+	}
+
+	before := `{"states":["failed"],"names":"a\nb\nc","state":"AAAA","sequence":"1*3","since":"0*3","detail_at":[0,2],"detail":["x","y"]}`
+	var old StatusTable
+	if err := json.Unmarshal([]byte(before), &old); err != nil || old.Len() != 3 || old.Row(0).Detail != "x" || old.Row(1).Detail != "" || old.Row(2).Detail != "y" {
+		t.Fatalf("a table with a detail a row read as %+v (%v)", old.Rows(), err)
+	}
+}
+
 // A table whose columns disagree on their rows is refused, whole, with
 // what disagrees: read as it came, a row would show another node's state.
 func TestAStatusTableWhoseColumnsDisagreeIsRefused(t *testing.T) {
@@ -69,6 +115,9 @@ func TestAStatusTableWhoseColumnsDisagreeIsRefused(t *testing.T) {
 		"an empty run":     `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*0,1*2","since":"0*2","detail_at":[],"detail":[]}`,
 		"a run not one":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1,x","since":"0*2","detail_at":[],"detail":[]}`,
 		"a value negative": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"-1*2","detail_at":[],"detail":[]}`,
+		"a detail not one": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"],"detail_is":"0,1"}`,
+		"details short":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"],"detail_is":"0"}`,
+		"details at none":  `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[],"detail":["x"],"detail_is":"0"}`,
 	} {
 		var tb StatusTable
 		if err := json.Unmarshal([]byte(text), &tb); err == nil || !strings.Contains(err.Error(), "status table") {

@@ -133,6 +133,44 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 		f, _ := chromedp.Run(ctx, chromedp.Text(`#facts`))
 		t.Fatalf("box's page does not say its program's health: %q %v", f, err)
 	}
+	// A node's detail is on its row as status says it: a file under the
+	// motd file cannot be written, so a node assigned broken reports
+	// failed, and says why. Two nodes say the same, which crosses once,
+	// their rows naming it by index (wire.StatusTable): box-2 joins for
+	// this, and is retired after.
+	broken := filepath.Join(t.TempDir(), "broken.json")
+	if err := writeFile(broken, `{"module":"broken","resources":[{"kind":"file","path":"/etc/motd/inside","mode":"0644","content":"x\n"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, home, "node", "enroll", "box-2")
+	second := start(t, "following", "--home", t.TempDir(), "agent", "--join", joinOf(t, home, "box-2"), "--root", filepath.Join(t.TempDir(), "root"))
+	mustRun(t, home, "module", "register", broken)
+	mustRun(t, home, "assign", "box-2", "motd")
+	for _, n := range []string{"box", "box-2"} {
+		mustRun(t, home, "assign", n, "broken")
+		mesh(t, home, "push", n, "--wait", "10s") // fails, as it must
+	}
+	var st wire.StatusReport
+	embeddedtest.Eventually(t, "box and box-2 reported failed", func() bool {
+		st = wire.StatusReport{}
+		r := mesh(t, home, "status", "--json")
+		return json.Unmarshal([]byte(r.out), &st) == nil && len(st.Nodes) == 2 && st.Nodes[0].State == wire.StateFailed &&
+			st.Nodes[1].State == wire.StateFailed && st.Nodes[0].Detail != ""
+	})
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/?stale=2000")); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.Nodes {
+		want, _ := json.Marshal(n.Detail)
+		row := `tr[data-node="` + n.Name + `"]`
+		if err := pollPage(ctx, `document.querySelector('`+row+` td:last-child')?.textContent === `+string(want)); err != nil {
+			d, _ := chromedp.Run(ctx, chromedp.Text(row))
+			t.Fatalf("%s's row on the page: %q, want its detail %s: %v", n.Name, d, want, err)
+		}
+	}
+	second.stop()
+	mustRun(t, home, "node", "retire", "box-2")
+	mustRun(t, home, "unassign", "box", "broken")
 	mustRun(t, home, "unassign", "box", "fine")
 	mustRun(t, home, "unassign", "box", "sick")
 	mustRun(t, home, "push", "box", "--wait", "10s")

@@ -135,7 +135,7 @@ func (h *Service) ListNodes(_ context.Context, r wire.ListRequest) (wire.NodeLis
 		}
 		// reach is what node list says of a node's liveness.
 		reach := func(nv *wire.NodeView) {
-			if lv := lives[nv.Name]; lv.Unreachable && !nv.Retired {
+			if lv := lives.Of(nv.Name); lv.Unreachable && !nv.Retired {
 				nv.UnreachableSince = &lv.Since
 			}
 			if at := h.live.LastHeard(nv.Name); !at.IsZero() {

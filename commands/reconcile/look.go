@@ -28,7 +28,7 @@ func (h *Service) look() error {
 	// while judged against what was composed before it.
 	var m marks
 	var drifts map[string]projections.Drift
-	var live map[string]projections.Liveness
+	var live projections.Lives
 	var rollouts []projections.Rollout
 	err := h.Proj.Read(func(v *projections.View) (err error) {
 		m.checkpoint, m.composition = v.Checkpoint(), v.CompositionVersion()
@@ -54,10 +54,10 @@ func (h *Service) look() error {
 			named = append(named, n)
 		}
 	}
-	for n, l := range live {
+	for _, l := range live {
 		m.liveness = max(m.liveness, l.Version)
 		if l.Version > seen.liveness && !l.Unreachable {
-			named = append(named, n)
+			named = append(named, l.Node)
 		}
 	}
 	full = full || m.composition != seen.composition || m.rollouts != seen.rollouts
@@ -81,7 +81,7 @@ func (h *Service) look() error {
 			return err
 		}
 		for _, row := range rows {
-			n := node{row: row, would: would[row.Name], rollout: in[row.Name], unreachable: live[row.Name].Unreachable}
+			n := node{row: row, would: would[row.Name], rollout: in[row.Name], unreachable: live.Of(row.Name).Unreachable}
 			if n.mode, n.modeOf, err = h.modeOf(v, row.Name); err != nil {
 				return err
 			}

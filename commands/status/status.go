@@ -44,7 +44,8 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 	notCurrent, down := 0, 0
 	err = h.Proj.Read(func(v *projections.View) error {
 		out.Checkpoint = v.Checkpoint()
-		// Only nodes once unreachable have a row: a handful.
+		// Only nodes once unreachable have a row: a handful while the
+		// fleet is well, every node once a network is lost.
 		lives, err := v.Liveness()
 		if err != nil {
 			return err
@@ -134,7 +135,7 @@ type nodeStates struct {
 	h         *Service
 	brief     bool
 	out       *wire.StatusReport
-	lives     map[string]projections.Liveness
+	lives     *projections.LivesWalk
 	within    map[string]bool
 	drifts    map[string]projections.Drift
 	holds     map[string]string
@@ -146,9 +147,10 @@ type nodeStates struct {
 }
 
 // nodeStates readies the states of the nodes composed may hold.
-func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, lives map[string]projections.Liveness,
+func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, lives projections.Lives,
 	within map[string]bool, composed map[string]world.Would, out *wire.StatusReport) (*nodeStates, error) {
-	s := &nodeStates{h: h, brief: r.Brief, out: out, lives: lives, within: within}
+	// The rows come in their names' order, as the liveness rows are.
+	s := &nodeStates{h: h, brief: r.Brief, out: out, lives: lives.Walk(), within: within}
 	// Room for every node composed: most are, and the columns are the
 	// answer's largest part.
 	if r.Brief {
@@ -186,7 +188,7 @@ func (s *nodeStates) add(n projections.Node) {
 	ns := nodeStatus(n, s.walk.Of(n.Name))
 	ns.State, ns.Detail = world.Drifted(ns.State, ns.Detail, n, s.drifts)
 	ns.State, ns.Detail = held(ns.State, ns.Detail, s.holds[n.Name])
-	ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, s.lives[n.Name])
+	ns.State, ns.Since, ns.Detail = liveness.Unreachable(ns.State, ns.Since, ns.Detail, s.lives.Of(n.Name))
 	if !wire.WellState(ns.State) {
 		s.notCurrent++
 	}
@@ -225,10 +227,10 @@ func (s *nodeStates) add(n projections.Node) {
 // programs puts the runtime of each program on an active node (active
 // true) in out, as its node's liveness leaves it, and answers how many are
 // not running, or run and are unhealthy (rule 14).
-func programs(runtimes []projections.Runtime, active map[string]bool, lives map[string]projections.Liveness, out *wire.StatusReport) (down int) {
+func programs(runtimes []projections.Runtime, active map[string]bool, lives projections.Lives, out *wire.StatusReport) (down int) {
 	for _, rt := range runtimes {
 		if active[rt.Node] {
-			rt = liveness.RuntimeOn(rt, lives[rt.Node])
+			rt = liveness.RuntimeOn(rt, lives.Of(rt.Node))
 			out.Runtimes = append(out.Runtimes, rt)
 			if !rt.Well() {
 				down++

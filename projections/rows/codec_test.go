@@ -35,6 +35,33 @@ func TestAssignmentCodecRoundTrips(t *testing.T) {
 	}
 }
 
+func TestLivenessCodecRoundTrips(t *testing.T) {
+	at := time.Date(2026, 12, 6, 21, 0, 0, 7, time.UTC)
+	for _, l := range []Liveness{
+		{Node: "n"},
+		{Node: "n", LastHeard: at, Since: at.Add(time.Second), Version: 3},
+		fullLiveness(at),
+	} {
+		b := EncodeLiveness(l)
+		got, err := DecodeLiveness(l.Node, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(l, got); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
+		for i := range b {
+			if _, err := DecodeLiveness(l.Node, b[:i]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("truncated to %d bytes: err = %v", i, err)
+			}
+		}
+		// A byte more is no row of this codec either.
+		if _, err := DecodeLiveness(l.Node, append(b, 0)); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a byte appended: err = %v", err)
+		}
+	}
+}
+
 func TestNodeCodecRoundTrips(t *testing.T) {
 	at := time.Date(2026, 12, 2, 16, 0, 0, 7, time.UTC)
 	// Digests as the mesh makes them (kept as bytes), and in every other
@@ -176,15 +203,20 @@ func TestCodecSamplesFillEveryField(t *testing.T) {
 	at := time.Date(2026, 12, 2, 16, 0, 0, 7, time.UTC)
 	everyFieldSet(t, reflect.ValueOf(fullNode(at)), "Node")
 	everyFieldSet(t, reflect.ValueOf(fullAssignment(at)), "AssignmentRow")
+	everyFieldSet(t, reflect.ValueOf(fullLiveness(at)), "Liveness")
 }
 
-// fullNode and fullAssignment are rows with every field set.
+// fullNode, fullLiveness and fullAssignment are rows with every field set.
 func fullNode(at time.Time) Node {
 	return Node{Name: "web-1", Capabilities: []string{"amd64", "linux"}, Labels: map[string]string{"zone": "eu-1", "": "x"}, Retired: true,
 		EnrolledAt: at, RetiredAt: at.Add(time.Hour), EnrolledSeq: 3, Version: 1 << 33,
 		LastSent: &wire.Sent{Sequence: 7, Digest: "d", ContentDigest: "c", By: "push", Operator: "ci", Resources: 5, At: at, StreamSeq: 99},
 		LastReport: &wire.Report{Outcome: "failed", Sequence: 7, Digest: "d", Reason: "r", Highest: 6, At: at, StreamSeq: 100, FailingSince: at,
 			Failed: []events.ResourceFailure{{Path: "/a", Reason: "why"}, {Path: "/b", Reason: ""}}}}
+}
+
+func fullLiveness(at time.Time) Liveness {
+	return Liveness{Node: "web-1", Unreachable: true, LastHeard: at, Bound: 20 * time.Second, Since: at.Add(21 * time.Second), Version: 1 << 35}
 }
 
 func fullAssignment(at time.Time) AssignmentRow {

@@ -1,8 +1,9 @@
-// Package rows is the binary form of the three rows the mesh reads most: a
-// node's row, an assignment and an entry of a node's history. The other
-// read models' rows are JSON; these were measured too costly in it (node
-// rows were most of status and of a fold's one goroutine, assignment rows
-// over half of composing a mesh, history rows the size of the index).
+// Package rows is the binary form of the four rows the mesh reads most: a
+// node's row, an assignment, an entry of a node's history and a node's
+// liveness. The other read models' rows are JSON; these were measured too
+// costly in it (node rows were most of status and of a fold's one
+// goroutine, assignment rows over half of composing a mesh, history rows
+// the size of the index, liveness rows most of a status of a fleet lost).
 //
 // It is its own package because it is one idea with the narrowest of
 // interfaces to the fold: a row in, bytes out, and back, with no Pebble,

@@ -72,13 +72,16 @@ function drawVerdict() {
 // wire.StatusTable writes it: the names a line each; each node's state an
 // index into states, a byte of base64 as Go writes []uint8; sequences as
 // runs; moments as runs of seconds after since_from, in unix seconds;
-// details by row where there is one) as objects, one a node.
+// details each once, by row where there is one: detail_is, runs of
+// indexes into detail, or, from a controller before it, one a row) as
+// objects, one a node.
 function rowsOf(t) {
   if (!t || !t.names) return [];
   const state = atob(t.state || "");
   const sequence = unrun(t.sequence), since = unrun(t.since).map((s) => s + (t.since_from || 0));
   const detail = {};
-  (t.detail_at || []).forEach((row, k) => { detail[row] = t.detail[k]; });
+  const is = t.detail_is ? unrun(t.detail_is) : null;
+  (t.detail_at || []).forEach((row, k) => { detail[row] = t.detail[is ? is[k] : k]; });
   return t.names.split("\n").map((name, i) => ({ name, state: t.states[state.charCodeAt(i)], sequence: sequence[i], since: since[i] * 1000, detail: detail[i] || "" }));
 }
 
