@@ -2,7 +2,9 @@ package liveness_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,5 +160,66 @@ func TestANodeSilentAcrossARestartIsUnreachable(t *testing.T) {
 	m.WaitState("db-1", wire.StateUnreachable)
 	if got := livenessEvents(t, m, "gone"); len(got) != 0 {
 		t.Fatalf("a retired node's liveness in the log: %v", got)
+	}
+}
+
+// lockedBuffer is a log a controller writes from its goroutines while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Nodes lost together (a rack, a network) are named in the log up to a
+// few a check, the rest counted in one line: a line each buried all else
+// the controller said. Status names every one. Fails when a node past
+// the few gets a line of its own, or when the count is missing or wrong.
+func TestManyNodesLostAtOnceAreCountedInTheLog(t *testing.T) {
+	t.Parallel() // its own bus and clock; mostly waiting: beside the others
+	defer liveness.SetLogEach(1)()
+	var c clock
+	var log lockedBuffer
+	m := agenttest.NewWith(t, func(cfg *commands.ControllerConfig) {
+		cfg.Now = c.Now
+		cfg.Log = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	nodes := []string{"rack-1", "rack-2", "rack-3"}
+	var stops []func()
+	for _, n := range nodes {
+		m.Enroll(n)
+		stops = append(stops, m.AgentWith(n, t.TempDir()+"/root", beatFast))
+	}
+	m.Push("")
+	for _, n := range nodes {
+		m.WaitState(n, wire.StateCurrent)
+		embeddedtest.Eventually(t, "the controller to hear "+n, func() bool { return !m.H.Live.LastHeard(n).IsZero() })
+	}
+	for _, stop := range stops {
+		stop()
+	}
+	// One step past the bound: every node falls silent in the same check.
+	c.Advance(liveness.DefaultUnreachableAfter + 2*time.Second)
+	for _, n := range nodes {
+		m.WaitState(n, wire.StateUnreachable)
+	}
+	embeddedtest.Eventually(t, "the count of the rest in the log", func() bool { return strings.Contains(log.String(), "more nodes unreachable") })
+	text := log.String()
+	if named := strings.Count(text, `msg="node unreachable"`); named != 1 {
+		t.Fatalf("%d nodes named unreachable in the log, want 1 (the rest counted):\n%s", named, text)
+	}
+	if !strings.Contains(text, "more=2 unreachable_now=3") {
+		t.Fatalf("the log does not count the 2 nodes past the one named:\n%s", text)
 	}
 }
