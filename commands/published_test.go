@@ -1,13 +1,11 @@
 package commands_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -16,24 +14,6 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/wire"
 )
-
-// lockedBuffer is a log a controller writes and the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A controller in a new home (a new machine given the controller key, a
 // home lost) starts from the snapshot of the read models another
@@ -71,7 +51,7 @@ func TestANewControllerStartsFromThePublishedSnapshot(t *testing.T) {
 
 	second := t.TempDir()
 	commandstest.WriteKey(t, first, second)
-	var log lockedBuffer
+	var log embeddedtest.LockedBuffer
 	b, err := commands.StartController(ctx, embeddedtest.Conn(t, srv), commands.ControllerConfig{Home: second, PublishEvery: -1, Log: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func TestMeshLogsFollowsUntilCtrlC(t *testing.T) {
 	home, fifo := talking(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errs syncBuffer
+	var out, errs embeddedtest.LockedBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"--home", home, "logs", "box", "talk", "--follow"}, &out, &errs) }()
 	embeddedtest.Eventually(t, "the lines there before", func() bool { return strings.Contains(out.String(), "oops") })

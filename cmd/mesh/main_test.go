@@ -94,32 +94,19 @@ func freeAddr(t *testing.T) string {
 	}
 }
 
-// syncBuffer is a log both the up goroutine and the test touch.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // process is a mesh command running until stopped (mesh up, mesh agent).
 type process struct {
 	t      *testing.T
 	args   []string
 	cancel func()
 	done   chan int
-	log    *syncBuffer
+	log    *embeddedtest.LockedBuffer
 }
 
 func start(t *testing.T, until string, args ...string) *process {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &process{t: t, args: args, cancel: cancel, done: make(chan int, 1), log: &syncBuffer{}}
+	p := &process{t: t, args: args, cancel: cancel, done: make(chan int, 1), log: &embeddedtest.LockedBuffer{}}
 	go func() { p.done <- run(ctx, args, io.Discard, p.log) }()
 	// "ready" is the log line that says so, in text or JSON, not
 	// "/readyz" in the line naming the HTTP listener, which up logs
@@ -154,7 +141,7 @@ func (p *process) stop() {
 }
 
 // up runs mesh up in this process until the test ends; it returns the log.
-func up(t *testing.T, home string) *syncBuffer {
+func up(t *testing.T, home string) *embeddedtest.LockedBuffer {
 	t.Helper()
 	return start(t, "ready", "--home", home, "up", "--listen", freeAddr(t)).log
 }

@@ -328,13 +328,13 @@ func lineDiff(want, got string) string {
 // line ending in "&"), until a later "wait" line.
 type background struct {
 	done chan int
-	errs *syncBuffer
+	errs *embeddedtest.LockedBuffer
 }
 
 func startBackground(t *testing.T, home string, args []string) *background {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &background{done: make(chan int, 1), errs: &syncBuffer{}}
+	b := &background{done: make(chan int, 1), errs: &embeddedtest.LockedBuffer{}}
 	go func() { b.done <- run(ctx, append([]string{"--home", home}, args...), io.Discard, b.errs) }()
 	t.Cleanup(cancel)
 	return b

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -163,25 +162,6 @@ func TestANodeSilentAcrossARestartIsUnreachable(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log a controller writes from its goroutines while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Nodes lost together (a rack, a network) are named in the log up to a
 // few a check, the rest counted in one line: a line each buried all else
 // the controller said. Status names every one. Fails when a node past
@@ -190,7 +170,7 @@ func TestManyNodesLostAtOnceAreCountedInTheLog(t *testing.T) {
 	t.Parallel() // its own bus and clock; mostly waiting: beside the others
 	defer liveness.SetLogEach(1)()
 	var c clock
-	var log lockedBuffer
+	var log embeddedtest.LockedBuffer
 	m := agenttest.NewWith(t, func(cfg *commands.ControllerConfig) {
 		cfg.Now = c.Now
 		cfg.Log = slog.New(slog.NewTextHandler(&log, nil))
