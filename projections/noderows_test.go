@@ -134,7 +134,7 @@ func changeMany(t *testing.T, s *store.Store, e *Engine, n int, round int) uint6
 
 // The views status reads its node rows through agree with Pebble at every
 // moment: while the fold commits (every view read at once while events
-// are folded), after a restart (which starts with an empty memory), and
+// are folded), after a restart (whose memory is filled before it folds), and
 // after a rebuild (a new generation, a new fold). Fails when a commit
 // changes the memory outside the lock views take their snapshot under,
 // when the memory is not refilled after a restart (before anything new is

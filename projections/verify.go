@@ -176,7 +176,7 @@ func describeKey(key []byte) string {
 }
 
 // describeRow shows a row's value: decoded where a binary codec (rows) wrote
-// it (node rows), JSON as it is, anything else quoted.
+// it (node and liveness rows), JSON as it is, anything else quoted.
 func describeRow(key, v []byte) string {
 	if v == nil {
 		return "nothing"
@@ -185,6 +185,10 @@ func describeRow(key, v []byte) string {
 	case prefixNode:
 		if n, err := rows.DecodeNode(v); err == nil {
 			return fmt.Sprintf("%+v", n)
+		}
+	case prefixLiveness:
+		if l, err := rows.DecodeLiveness(string(key[1:]), v); err == nil {
+			return fmt.Sprintf("%+v", l)
 		}
 	case prefixMeta:
 		if len(v) == 8 {

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/projections/rows"
 )
 
 // Every prefix keys.go defines is named in modelNames, so that verify
@@ -71,5 +74,17 @@ func TestDescribeKey(t *testing.T) {
 		if got := describeKey([]byte(key)); got != want {
 			t.Errorf("describeKey(%q) = %q, want %q", key, got, want)
 		}
+	}
+}
+
+// A row a binary codec wrote is shown decoded where verify names a
+// difference, not as quoted bytes: a person reads which field differs.
+func TestDescribeRowDecodesBinaryRows(t *testing.T) {
+	lost := rows.EncodeLiveness(Liveness{Unreachable: true, Bound: 20 * time.Second, Version: 7})
+	if got := describeRow(livenessKey("web-1"), lost); !strings.Contains(got, "Node:web-1 Unreachable:true") || !strings.Contains(got, "Bound:20s") {
+		t.Errorf("a liveness row is shown as %s", got)
+	}
+	if got := describeRow(nodeKey("web-1"), rows.EncodeNode(Node{Name: "web-1", Version: 3})); !strings.Contains(got, "Name:web-1") {
+		t.Errorf("a node row is shown as %s", got)
 	}
 }

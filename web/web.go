@@ -69,8 +69,12 @@ func Start(o Options, ctrl *commands.Controller, m *Metrics, log *slog.Logger) (
 		// ?brief: the nodes as the page shows them (a table by column,
 		// no digests), which it asks for every second: at 100,000 nodes
 		// the whole answer cost the controller about twice the CPU.
-		brief := r.URL.Query().Has("brief")
-		answer(w, r, func(ctx context.Context) (any, error) { return h.Status.Status(ctx, wire.StatusRequest{Brief: brief}) })
+		// ?details_once: its table's details each once (a page of this
+		// version's; one open from before reads a detail a row).
+		brief, once := r.URL.Query().Has("brief"), r.URL.Query().Has("details_once")
+		answer(w, r, func(ctx context.Context) (any, error) {
+			return h.Status.Status(ctx, wire.StatusRequest{Brief: brief, DetailsOnce: once})
+		})
 	})
 	mux.HandleFunc("GET /api/node/{name}", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, r, func(ctx context.Context) (any, error) { return nodePage(ctx, h, r.PathValue("name")) })

@@ -123,6 +123,11 @@ type StatusRequest struct {
 	// Selector, when set, answers only the active nodes it chooses (the
 	// standings, programs and causes stay the whole mesh's).
 	Selector string `json:"selector,omitempty"`
+	// DetailsOnce asks a brief answer's table for each distinct detail
+	// once (StatusTable.DetailsOnce): a command line or page that reads
+	// that form says so, and one from before it, which does not, is
+	// answered a detail a row as it reads them.
+	DetailsOnce bool `json:"details_once,omitempty"`
 }
 
 // Empty is a request with nothing in it.

@@ -20,6 +20,12 @@ type StatusTable struct {
 	Sequence []uint64
 	Since    []int64 // unix seconds
 	Detail   []string
+	// DetailsOnce writes each distinct detail once (statusTableJSON's
+	// DetailIs), for a reader that asked for it (StatusRequest's): a
+	// reader from before it took the details one a row, and read the
+	// other form as columns that disagree (a command line) or put them
+	// on the wrong rows (a page open across the controller's upgrade).
+	DetailsOnce bool
 }
 
 // Add appends one node's row.
@@ -75,8 +81,10 @@ func (t *StatusTable) Rows() []NodeStatus {
 // 12 a status of 100,000 nodes lost together (each "silent for over 20s
 // (last heard ...); its last state: current", a few seconds between them)
 // and most of its writing and reading, 0.6-0.7 s of `mesh status` end to
-// end; the same sentences once each, the rest indexes. A table without
-// DetailIs (a controller before it) holds a detail a row, in order.
+// end; the same sentences once each, the rest indexes, when the reader
+// asked for that (StatusTable.DetailsOnce). A table without DetailIs (a
+// reader that did not ask, a controller before it) holds a detail a
+// row, in order.
 type statusTableJSON struct {
 	States    []State  `json:"states"`
 	Names     string   `json:"names"`
@@ -114,6 +122,10 @@ func (t StatusTable) MarshalJSON() ([]byte, error) {
 		if d == "" {
 			continue
 		}
+		if !t.DetailsOnce {
+			out.DetailAt, out.Detail = append(out.DetailAt, i), append(out.Detail, d)
+			continue
+		}
 		k, seen := index[d]
 		if !seen {
 			k = uint64(len(out.Detail))
@@ -122,7 +134,9 @@ func (t StatusTable) MarshalJSON() ([]byte, error) {
 		}
 		out.DetailAt, is = append(out.DetailAt, i), append(is, k)
 	}
-	out.DetailIs = runsOf(is)
+	if t.DetailsOnce {
+		out.DetailIs = runsOf(is)
+	}
 	return json.Marshal(out)
 }
 
@@ -164,8 +178,9 @@ func (t *StatusTable) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("a status table of %d names with %d states: its columns disagree", n, len(t.State))
 	}
 	var is []uint64
-	if in.DetailIs == "" && len(in.DetailAt) > 0 {
-		// A detail a row, in order: a controller before DetailIs.
+	if in.DetailIs == "" {
+		// A detail a row, in order: not asked for once each, or a
+		// controller before DetailIs.
 		if len(in.DetailAt) != len(in.Detail) {
 			return fmt.Errorf("a status table with %d details at %d rows: its columns disagree", len(in.Detail), len(in.DetailAt))
 		}

@@ -22,12 +22,13 @@ func BenchmarkStatusTable(b *testing.B) {
 		nodes = 100_000 // as coretest.Nodes, which imports this package
 	}
 	type columns struct {
-		States   []State  `json:"states"`
-		Name     []string `json:"name"`
-		State    []uint8  `json:"state"`
-		Sequence []uint64 `json:"sequence"`
-		Since    []int64  `json:"since"`
-		Detail   []string `json:"detail"`
+		States      []State  `json:"states"`
+		Name        []string `json:"name"`
+		State       []uint8  `json:"state"`
+		Sequence    []uint64 `json:"sequence"`
+		Since       []int64  `json:"since"`
+		Detail      []string `json:"detail"`
+		DetailsOnce bool     `json:"-"` // as StatusTable.DetailsOnce, which it is converted from
 	}
 	at := time.Now()
 	for _, spread := range []int{1, 600} {

@@ -77,23 +77,36 @@ func TestAStatusTableWritesADetailOnce(t *testing.T) {
 		}
 		rows = append(rows, NodeStatus{Name: "n-" + strconv.Itoa(i), State: StateUnreachable, Sequence: 2, Since: at, Detail: d})
 	}
-	var table StatusTable
+	table := StatusTable{DetailsOnce: true}
 	for _, r := range rows {
 		table.Add(r)
 	}
-	b, err := json.Marshal(&table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(b), "silent for over"); n != 2 {
-		t.Fatalf("two distinct details written %d times: %s", n, b)
-	}
-	var back StatusTable
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(rows, back.Rows()); diff != "" {
-		t.Fatalf("the table as it came back (-sent +got):\n%s", diff)
+	// Asked for once each, and not (a reader from before): the same rows
+	// come back either way, the sentences written 2 times or 46.
+	for once, times := range map[bool]int{true: 2, false: 46} {
+		table.DetailsOnce = once
+		b, err := json.Marshal(&table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "silent for over"); n != times {
+			t.Fatalf("details once each %v: written %d times, want %d: %s", once, n, times, b)
+		}
+		// Read as a reader from before reads them: a detail a row.
+		var before struct {
+			DetailAt []int    `json:"detail_at"`
+			Detail   []string `json:"detail"`
+		}
+		if err := json.Unmarshal(b, &before); err != nil || !once && len(before.Detail) != len(before.DetailAt) {
+			t.Fatalf("not asked for once each, a reader from before reads %d details at %d rows (%v)", len(before.Detail), len(before.DetailAt), err)
+		}
+		var back StatusTable
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(rows, back.Rows()); diff != "" {
+			t.Fatalf("details once each %v: the table as it came back (-sent +got):\n%s", once, diff)
+		}
 	}
 
 	before := `{"states":["failed"],"names":"a\nb\nc","state":"AAAA","sequence":"1*3","since":"0*3","detail_at":[0,2],"detail":["x","y"]}`
@@ -107,17 +120,18 @@ func TestAStatusTableWritesADetailOnce(t *testing.T) {
 // what disagrees: read as it came, a row would show another node's state.
 func TestAStatusTableWhoseColumnsDisagreeIsRefused(t *testing.T) {
 	for name, text := range map[string]string{
-		"a state short":    `{"states":["current"],"names":"a\nb","state":"AA==","sequence":"1*2","since":"0*2","detail_at":[],"detail":[]}`,
-		"a run too long":   `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*3","since":"0*2","detail_at":[],"detail":[]}`,
-		"a run short":      `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0","detail_at":[],"detail":[]}`,
-		"a detail past":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[2],"detail":["x"]}`,
-		"a detail at none": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"]}`,
-		"an empty run":     `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*0,1*2","since":"0*2","detail_at":[],"detail":[]}`,
-		"a run not one":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1,x","since":"0*2","detail_at":[],"detail":[]}`,
-		"a value negative": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"-1*2","detail_at":[],"detail":[]}`,
-		"a detail not one": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"],"detail_is":"0,1"}`,
-		"details short":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"],"detail_is":"0"}`,
-		"details at none":  `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[],"detail":["x"],"detail_is":"0"}`,
+		"a state short":      `{"states":["current"],"names":"a\nb","state":"AA==","sequence":"1*2","since":"0*2","detail_at":[],"detail":[]}`,
+		"a run too long":     `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*3","since":"0*2","detail_at":[],"detail":[]}`,
+		"a run short":        `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0","detail_at":[],"detail":[]}`,
+		"a detail past":      `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[2],"detail":["x"]}`,
+		"a detail at none":   `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"]}`,
+		"an empty run":       `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*0,1*2","since":"0*2","detail_at":[],"detail":[]}`,
+		"a run not one":      `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1,x","since":"0*2","detail_at":[],"detail":[]}`,
+		"a value negative":   `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"-1*2","detail_at":[],"detail":[]}`,
+		"a detail not one":   `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"],"detail_is":"0,1"}`,
+		"details short":      `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[0,1],"detail":["x"],"detail_is":"0"}`,
+		"details at none":    `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[],"detail":["x"],"detail_is":"0"}`,
+		"a detail at no row": `{"states":["current"],"names":"a\nb","state":"AAA=","sequence":"1*2","since":"0*2","detail_at":[],"detail":["x"]}`,
 	} {
 		var tb StatusTable
 		if err := json.Unmarshal([]byte(text), &tb); err == nil || !strings.Contains(err.Error(), "status table") {

@@ -157,6 +157,9 @@ func TestTheStatusPageFollowsAPushLive(t *testing.T) {
 		return json.Unmarshal([]byte(r.out), &st) == nil && len(st.Nodes) == 2 && st.Nodes[0].State == wire.StateFailed &&
 			st.Nodes[1].State == wire.StateFailed && st.Nodes[0].Detail != ""
 	})
+	if st.Nodes[0].Detail != st.Nodes[1].Detail {
+		t.Fatalf("box and box-2 say %q and %q: the page is to read one detail on two rows", st.Nodes[0].Detail, st.Nodes[1].Detail)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+httpAddr+"/?stale=2000")); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Ou
 }
 
 func (c *StatusCmd) once(ctx context.Context, g *cmdline.Globals, out *cmdline.Output) error {
-	req := wire.StatusRequest{Brief: !c.JSON, Selector: c.Selector}
+	req := wire.StatusRequest{Brief: !c.JSON, Selector: c.Selector, DetailsOnce: !c.JSON}
 	var err error
 	if req.AsOf, err = parseWhen("--as-of", c.AsOf); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/commands/core"
@@ -347,17 +348,17 @@ func (h *Service) checkLiveness(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	lost, back := 0, 0
+	lost, back, each := 0, 0, int(logEach.Load())
 	for i, o := range out {
 		it := items[i]
 		switch {
 		case o.Err == nil:
 			l.settle(it.Aggregate.ID, livenessRow(it.Event, o.Seq, now))
 			if ev, down := it.Event.(events.NodeUnreachable); down {
-				if lost++; lost <= logEach {
+				if lost++; lost <= each {
 					h.Log.Warn("node unreachable", "node", ev.Node, "last_heard", ev.LastHeard, "bound", ev.Bound)
 				}
-			} else if back++; back <= logEach {
+			} else if back++; back <= each {
 				h.Log.Info("node reachable again", "node", it.Aggregate.ID)
 			}
 		case errors.Is(o.Err, store.ErrConflict):
@@ -366,11 +367,11 @@ func (h *Service) checkLiveness(ctx context.Context) error {
 			errs = append(errs, o.Err)
 		}
 	}
-	if lost > logEach {
-		h.Log.Warn("more nodes unreachable than named above; mesh status names every one", "more", lost-logEach, "unreachable_now", lost)
+	if lost > each {
+		h.Log.Warn("more nodes unreachable than named above; mesh status names every one", "more", lost-each, "unreachable_now", lost)
 	}
-	if back > logEach {
-		h.Log.Info("more nodes reachable again than named above", "more", back-logEach, "reachable_now", back)
+	if back > each {
+		h.Log.Info("more nodes reachable again than named above", "more", back-each, "reachable_now", back)
 	}
 	return errors.Join(errs...)
 }
@@ -378,8 +379,13 @@ func (h *Service) checkLiveness(ctx context.Context) error {
 // logEach is how many nodes one check names in the log as lost (and as
 // back): a rack or a network lost is thousands at once, and a line each
 // buried everything else the controller said (100,000 lines in a second
-// at 100,000 nodes); the rest are counted in one line.
-var logEach = 20
+// at 100,000 nodes); the rest are counted in one line. An atomic only so
+// that a test may lower it while other tests' controllers check.
+var logEach = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(20)
+	return &n
+}()
 
 // changes are the nodes silent past the bound and not yet recorded lost,
 // and those recorded lost and heard since.

@@ -26,7 +26,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 	if !r.AsOf.IsZero() {
 		var out wire.StatusReport
 		err := h.inThePast(ctx, r.AsOf, func(past *Service) (err error) {
-			out, err = past.Status(ctx, wire.StatusRequest{Brief: r.Brief, Selector: r.Selector})
+			out, err = past.Status(ctx, wire.StatusRequest{Brief: r.Brief, Selector: r.Selector, DetailsOnce: r.DetailsOnce})
 			return err
 		})
 		out.AsOf = &r.AsOf
@@ -155,6 +155,7 @@ func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, lives pr
 	// answer's largest part.
 	if r.Brief {
 		out.Table = newStatusTable(len(composed))
+		out.Table.DetailsOnce = r.DetailsOnce
 	} else {
 		out.Nodes = make([]wire.NodeStatus, 0, len(composed))
 	}

@@ -20,9 +20,10 @@ type Liveness struct {
 
 // Liveness rows are few while a fleet is well, and one a node once a rack,
 // a network or the bus between is lost: status reads every one, and in
-// JSON their decoding was most of a status of 100,000 unreachable nodes
-// (0.7-1.3 s, issue 34's bound is 300 ms). The node is in the key. The
-// value is:
+// JSON their decoding was a fifth of a second of CPU a status of 100,000
+// unreachable nodes (the status 0.8-1.5 s end to end, issue 34's bound
+// 300 ms; docs/performance.md, "A status of a fleet lost"). The node is
+// in the key. The value is:
 //
 //	uvarint(version=1) | bool(unreachable) | time(last_heard) |
 //	varint(bound nanoseconds) | time(since) | uvarint(version)

@@ -213,7 +213,7 @@ if (document.body.dataset.page === "node") {
   loop("/api/node/" + encodeURIComponent(name), drawNode, 2000);
   setInterval(() => { if (heard === null || Date.now() - heard > staleAfter) drawNodeState(); }, 1000);
 } else {
-  loop("/api/status?brief", drawStatus, 1000);
+  loop("/api/status?brief&details_once", drawStatus, 1000);
   // Apart from the loop, which may be waiting on an answer: the verdict
   // turns stale on time even while a read hangs.
   setInterval(() => { if (heard === null || Date.now() - heard > staleAfter) drawVerdict(); }, 1000);
