@@ -153,8 +153,9 @@ func (f *folder) fillAtStart(whole bool) {
 // live folder, and e.db the Pebble it writes.
 func (e *Engine) share(f *folder) {
 	f.shared = true
-	// The moves it folds from here on; those before are not known.
-	f.mem.moved = moved.New(readCheckpoint(e.db))
+	// The moves it folds from here on; before, none since the last that
+	// moved composition (moved.New).
+	f.mem.moved = moved.New(readU64(e.db, keyComposition), readCheckpoint(e.db))
 	e.memory.Store(f.mem)
 }
 

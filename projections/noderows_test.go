@@ -232,3 +232,65 @@ func TestNodesFromMemoryAgreeWithPebble(t *testing.T) {
 	waitFor(t, e, last)
 	embeddedtest.Eventually(t, "views reading the memory after a rebuild", func() bool { return fromMemory(t, e, false) })
 }
+
+// What moved composition since a version from before a rebuild or a
+// restart of the fold is known (View.MovedBetween) when nothing moved it
+// between that version and the new fold's start: a world composed then
+// is patched by the next change rather than composed again whole (0.8 s
+// for the first status after a change at 100,000 nodes). A span from
+// before the last move the fold started after is not said.
+func TestMovesAreKnownAcrossARebuildAndARestart(t *testing.T) {
+	s := newStore(t)
+	fs := vfs.NewMem()
+	e := openEngine(t, s, fs, 3)
+	waitFor(t, e, enrollMany(t, s, 0, 6))
+	moved := func(e *Engine, from uint64) (nodes map[string]bool, ok bool, now uint64) {
+		t.Helper()
+		if err := e.Read(func(v *View) error {
+			now = v.CompositionVersion()
+			nodes, ok = v.MovedBetween(from, now)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return nodes, ok, now
+	}
+	_, _, composed := moved(e, 0)
+	// Events that move no composition between: the fold starts after them.
+	waitFor(t, e, reportEach(t, s, "node-1"))
+	if _, err := e.Rebuild(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, e, changeOne(t, s, e, "node-2"))
+	if nodes, ok, _ := moved(e, composed); !ok || len(nodes) != 1 || !nodes["node-2"] {
+		t.Fatalf("after a rebuild, the moves since %d: %v %v, want node-2's", composed, nodes, ok)
+	}
+	if _, ok, _ := moved(e, composed-1); ok {
+		t.Fatal("a span from before the last move the rebuilt fold started after was said")
+	}
+
+	_, _, composed = moved(e, 0)
+	last := e.Checkpoint()
+	e.Close()
+	e = openEngine(t, s, fs, 3)
+	waitFor(t, e, last)
+	waitFor(t, e, changeOne(t, s, e, "node-4"))
+	if nodes, ok, _ := moved(e, composed); !ok || len(nodes) != 1 || !nodes["node-4"] {
+		t.Fatalf("after a restart, the moves since %d: %v %v, want node-4's", composed, nodes, ok)
+	}
+}
+
+// changeOne changes one node's labels once e has folded its row, and
+// answers the event's sequence.
+func changeOne(t *testing.T, s *store.Store, e *Engine, name string) uint64 {
+	t.Helper()
+	row, _, err := e.Node(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := s.Append(context.Background(), events.NodeAggregate(name), row.Version, "change-one-"+name, events.NodeChanged{Name: name, Capabilities: []string{"linux"}, Labels: map[string]string{"one": name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}

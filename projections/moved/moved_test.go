@@ -10,7 +10,7 @@ import (
 // before where it began, nor past its last commit, nor once a move of no
 // one node's is in it, nor before what it forgot.
 func TestBetweenSaysOnlyWhatItHoldsWhole(t *testing.T) {
-	l := New(10)
+	l := New(10, 10)
 	l.Add([]Move{{Seq: 12, Node: "a"}, {Seq: 14, Node: "b"}}, 15)
 	l.Add([]Move{{Seq: 17}}, 18)
 	l.Add([]Move{{Seq: 20, Node: "c"}}, 21)
@@ -42,5 +42,17 @@ func TestBetweenSaysOnlyWhatItHoldsWhole(t *testing.T) {
 	}
 	if got, ok := l.Between(100, 100+Max); !ok || !got["n"] {
 		t.Errorf("the span it still holds: %v %v", got, ok)
+	}
+
+	// A fold that starts at 30 on read models whose last move of
+	// composition was 25 knows nothing moved in (25, 30]: a world
+	// composed at 25 is patched by the moves after.
+	l = New(25, 30)
+	l.Add([]Move{{Seq: 33, Node: "d"}}, 34)
+	if got, ok := l.Between(25, 33); !ok || !slices.Equal(slices.Sorted(maps.Keys(got)), []string{"d"}) {
+		t.Errorf("from the composition version the fold started after: %v %v", got, ok)
+	}
+	if _, ok := l.Between(24, 33); ok {
+		t.Error("a span from before the last move the fold started after was said")
 	}
 }
