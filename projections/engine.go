@@ -111,6 +111,10 @@ type Engine struct {
 	mu  sync.RWMutex // held for writing only to swap db in a rebuild
 	db  *pebble.DB
 	gen string
+	// sharedGen is the generation the live fold last shared its memory
+	// of (share): its log of moves reaches back past its start only
+	// within one generation (runMu guards it).
+	sharedGen string
 	// cache is every generation's block cache (Options.Cache), one
 	// reference of it the engine's until Close.
 	cache *pebble.Cache

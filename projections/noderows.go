@@ -153,9 +153,21 @@ func (f *folder) fillAtStart(whole bool) {
 // live folder, and e.db the Pebble it writes.
 func (e *Engine) share(f *folder) {
 	f.shared = true
-	// The moves it folds from here on; before, none since the last that
-	// moved composition (moved.New).
-	f.mem.moved = moved.New(readU64(e.db, keyComposition), readCheckpoint(e.db))
+	// The moves it folds from here on and, before, none since the last
+	// that moved composition (moved.New): a world composed of this
+	// generation (the fold started again on it after a bus restart,
+	// Refollow; or at the first start, and composed since) is patched by
+	// the next change. After a rebuild nothing before the new fold is
+	// known: a rebuild repairs, and a world composed from the rows it
+	// replaced is read again whole at the next change (Changed against a
+	// full read), not patched only where the change touched.
+	checkpoint := readCheckpoint(e.db)
+	known := readU64(e.db, keyComposition)
+	if e.sharedGen != "" && e.sharedGen != e.gen {
+		known = checkpoint + 1
+	}
+	e.sharedGen = e.gen
+	f.mem.moved = moved.New(known, checkpoint)
 	e.memory.Store(f.mem)
 }
 

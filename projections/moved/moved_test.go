@@ -55,4 +55,13 @@ func TestBetweenSaysOnlyWhatItHoldsWhole(t *testing.T) {
 	if _, ok := l.Between(24, 33); ok {
 		t.Error("a span from before the last move the fold started after was said")
 	}
+	// Past the checkpoint: nothing before the fold (after a rebuild).
+	l = New(31, 30)
+	l.Add([]Move{{Seq: 33, Node: "d"}}, 34)
+	if _, ok := l.Between(30, 33); ok {
+		t.Error("a span from before a fold that knows nothing before it was said")
+	}
+	if got, ok := l.Between(31, 34); !ok || !got["d"] {
+		t.Errorf("a span after its start: %v %v", got, ok)
+	}
 }
