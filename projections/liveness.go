@@ -85,11 +85,12 @@ func (v *View) NodeLiveness(node string) (Liveness, error) {
 	return l, err
 }
 
-// getLiveness reads node's row from r; none is the zero row, not found.
+// getLiveness reads node's row from r; none is the zero row (as Lives.Of
+// answers), not found.
 func getLiveness(r pebble.Reader, node string) (Liveness, bool, error) {
 	raw, closer, err := r.Get(livenessKey(node))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return Liveness{Node: node}, false, nil
+		return Liveness{}, false, nil
 	}
 	if err != nil {
 		return Liveness{}, false, err

@@ -8,9 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
-	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
-	"github.com/meshctl/mesh/events/store"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,12 +20,7 @@ import (
 // ever. The rows are in the compact form (rows/liveness.go).
 func TestLivenessRowsFoldAndFollowTheirVersion(t *testing.T) {
 	ctx := context.Background()
-	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
-	s, _, err := store.Open(ctx, nc, store.StreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = keyed(s)
+	s := newStore(t)
 	e := openEngine(t, s, vfs.NewMem(), 1)
 	// Liveness is admitted only of an enrolled node (admit).
 	if _, err := s.Append(ctx, events.NodeAggregate("web-1"), 0, "enrol-1", events.NodeEnrolled{Name: "web-1", Capabilities: []string{}, Labels: map[string]string{}}); err != nil {
@@ -69,7 +62,7 @@ func TestLivenessRowsFoldAndFollowTheirVersion(t *testing.T) {
 		t.Fatalf("a node never lost reads %+v: want reachable at version 0", none)
 	}
 
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(s.NC())
 	if err != nil {
 		t.Fatal(err)
 	}
