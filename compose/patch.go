@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // Patch is the world of in, made from w's by indexing again only the
@@ -22,7 +21,7 @@ import (
 // does not list assignments by node, is indexed afresh.
 // TestPatchedWorldIsAFreshOne holds it to NewWorld.
 func (w *World) Patch(in Input, touched map[string]bool) *World {
-	if !maps.Equal(w.releasing, in.Releasing) || !slices.IsSortedFunc(in.Assignments, func(a, b Assignment) int { return strings.Compare(a.Node, b.Node) }) {
+	if !maps.Equal(w.releasing, in.Releasing) || !in.Sorted && !in.InOrder() {
 		return NewWorld(in)
 	}
 	n := &World{mesh: in.Mesh, nodes: in.Nodes, at: w.at, secrets: in.Secrets, gens: in.Generations, overlap: in.Overlapping,

@@ -3,7 +3,6 @@ package world
 import (
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/meshctl/mesh/commands/secrets"
 	"github.com/meshctl/mesh/compose"
@@ -49,12 +48,13 @@ func (h *Composer) patch(v *projections.View, kept At, version, forgets uint64, 
 // move is shared with it, its lists copied.
 func (h *Composer) patched(v *projections.View, at At, touched map[string]bool) (compose.Input, bool, error) {
 	old := at.Input
-	byName := func(a, b compose.Node) int { return strings.Compare(a.Name, b.Name) }
-	byNode := func(a, b compose.Assignment) int { return strings.Compare(a.Node, b.Node) }
-	if !slices.IsSortedFunc(old.Nodes, byName) || !slices.IsSortedFunc(old.Assignments, byNode) {
+	if !old.Sorted && !old.InOrder() {
 		return old, false, nil // not as the read models list them
 	}
 	in := old
+	// Each touched node's entries are spliced in where its name sorts
+	// (RunOf), so the lists stay in order: the next patch need not check.
+	in.Sorted = true
 	in.Mesh = h.Mesh
 	hasNetwork, err := h.meshWide(v, &in)
 	if err != nil || in.Network != old.Network {

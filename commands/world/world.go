@@ -204,6 +204,9 @@ func (h *Composer) Input(v *projections.View) (compose.Input, error) {
 		}
 	}
 	h.openAll(in.Assignments)
+	// Checked once here, where the lists are read whole, rather than at
+	// every patch of them (compose.Input.Sorted).
+	in.Sorted = in.InOrder()
 	return in, nil
 }
 
