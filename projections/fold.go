@@ -368,8 +368,9 @@ func (f *folder) Commit() error {
 	if f.onCommit != nil {
 		f.onCommit(f.last)
 	}
-	// The live folder's memory holds every node row from its first
-	// commit on (noderows.go). After the commit is heard of: a fill that
+	// The live folder's memory holds every node row from its start
+	// (fillAtStart) or, when that fill failed, its first commit on
+	// (noderows.go). After the commit is heard of: a fill that
 	// fails only leaves views reading Pebble, and must not fail a commit
 	// made (the fold would fold its events again).
 	if f.shared {

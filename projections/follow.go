@@ -46,11 +46,14 @@ func (e *Engine) startLocked() {
 	wg.Go(func() {
 		// Read models just fetched from the bus: their tail is likely a
 		// push's, touching every node (warm.go).
+		whole := false
 		if warm {
-			if err := f.warm(); err != nil {
+			var err error
+			if whole, err = f.warm(); err != nil {
 				e.o.Log.Warn("projections: cannot read the node rows ahead of the tail; folding it without", "err", err)
 			}
 		}
+		f.fillAtStart(whole)
 		e.follow(ctx, f)
 	})
 	wg.Go(func() { e.syncLoop(ctx) })

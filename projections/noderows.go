@@ -27,7 +27,9 @@ import (
 // other read models of another. Every change the live fold makes to the
 // map is made under mu, together with at, the checkpoint the map is
 // then of; a commit marks the memory committing (under mu) before its
-// Pebble commit and sets at after it. A view notes at, under mu, as it
+// Pebble commit and sets at after it (and the fill at the fold's start
+// sets at to the checkpoint the read models are at, before it is
+// complete). A view notes at, under mu, as it
 // takes its Pebble snapshot, and reads the map only while it is still of
 // that checkpoint, no commit is in flight and it was not forgotten since
 // (epoch): otherwise it reads Pebble, as every view did before.
@@ -77,10 +79,10 @@ func (m *nodeMemory) forget() {
 	m.orderMu.Unlock()
 }
 
-// fill makes the live folder's memory hold every node row, once it has
-// committed: the rows it lacks are read from Pebble, which the fold alone
-// writes, so what it read is what it committed, and what the memory
-// already holds is the same. A fleet larger than rememberRows is not
+// fill makes the live folder's memory hold every node row, at its start
+// or once it has committed: the rows it lacks are read from Pebble, which
+// the fold alone writes, so what it read is what it committed, and what
+// the memory already holds is the same. A fleet larger than rememberRows is not
 // remembered whole (the fold's memory would clear it anyway): views read
 // Pebble then.
 func (f *folder) fill() error {
@@ -120,6 +122,31 @@ func (f *folder) fill() error {
 	}
 	m.complete = true
 	return nil
+}
+
+// fillAtStart makes the live folder's memory hold every node row before
+// it folds anything, of the checkpoint the read models are at: a memory
+// filled only at a commit was never filled in a controller started on a
+// mesh with nothing new to fold (a quiet one, or one whose fleet was lost
+// and says nothing), and each of its statuses read and decoded every node
+// row from Pebble, 0.4 s of CPU at 100,000 nodes against some 0.1 from
+// the memory. Only the fold's goroutine writes Pebble, and it has not
+// begun, so what is read is what that checkpoint holds. whole: warm read
+// every row already (a start from a snapshot), and they are not read twice.
+func (f *folder) fillAtStart(whole bool) {
+	f.lock()
+	f.mem.at = readCheckpoint(f.db)
+	if whole {
+		f.mem.complete, f.mem.tried = true, true
+	}
+	f.unlock()
+	if whole {
+		return
+	}
+	if err := f.fill(); err != nil {
+		// Only views reading Pebble, as before: the first commit tries again.
+		f.mem.tried = false
+	}
 }
 
 // share makes f's memory of node rows the one views of e read: f is the

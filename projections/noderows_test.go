@@ -134,10 +134,11 @@ func changeMany(t *testing.T, s *store.Store, e *Engine, n int, round int) uint6
 
 // The views status reads its node rows through agree with Pebble at every
 // moment: while the fold commits (every view read at once while events
-// are folded), after a restart (which starts with an empty memory), and
+// are folded), after a restart (whose memory is filled before it folds), and
 // after a rebuild (a new generation, a new fold). Fails when a commit
 // changes the memory outside the lock views take their snapshot under,
-// when the memory is not refilled after a restart or rebuild, or when a
+// when the memory is not refilled after a restart (before anything new is
+// folded) or rebuild, or when a
 // view reads a memory that moved past its snapshot.
 func TestNodesFromMemoryAgreeWithPebble(t *testing.T) {
 	s := newStore(t)
@@ -205,11 +206,16 @@ func TestNodesFromMemoryAgreeWithPebble(t *testing.T) {
 	}
 	last = e.Checkpoint()
 
-	// A restart: the memory is filled at the first commit, and until then
-	// views read Pebble.
+	// A restart: the memory is filled before the fold folds anything, so
+	// the views of a mesh with nothing new to fold read it too (a fleet
+	// lost says nothing, and its statuses read every row from Pebble).
 	e.Close()
 	e = openEngine(t, s, fs, 3)
 	waitFor(t, e, last)
+	embeddedtest.Eventually(t, "views reading the memory after a restart, with nothing new folded", func() bool { return fromMemory(t, e, false) })
+	if e.Checkpoint() != last {
+		t.Fatalf("the restarted fold folded up to %d with nothing new past %d", e.Checkpoint(), last)
+	}
 	last = changeMany(t, s, e, 2, 9)
 	waitFor(t, e, last)
 	embeddedtest.Eventually(t, "views reading the memory after a restart", func() bool { return fromMemory(t, e, false) })

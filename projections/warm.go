@@ -10,8 +10,9 @@ package projections
 // point lookups.
 
 // warm fills f's memory of node rows and report keys from its read models,
-// when they fit in it; otherwise it leaves the memory as it was.
-func (f *folder) warm() error {
+// when they fit in it, and answers whether it holds every node row;
+// otherwise it leaves the memory as it was.
+func (f *folder) warm() (bool, error) {
 	// The rows are remembered as they are encoded: a row is decoded when
 	// the tail touches it (fold.go).
 	type row struct {
@@ -24,12 +25,12 @@ func (f *folder) warm() error {
 		return row{string(k[1:]), append([]byte(nil), v...)}, nil
 	})
 	if err != nil || len(nodes) > rememberRows {
-		return err
+		return false, err
 	}
 	type named struct{ node, key string }
 	keys, err := scanRows(f.db, []byte{prefixReportKey}, func(k, v []byte) (named, error) { return named{string(k[1:]), string(v)}, nil })
 	if err != nil || len(keys) > rememberRows {
-		return err
+		return false, err
 	}
 	for _, n := range nodes {
 		f.rows[n.node] = n.row
@@ -37,5 +38,5 @@ func (f *folder) warm() error {
 	for _, k := range keys {
 		f.reportKeys[k.node] = k.key
 	}
-	return nil
+	return true, nil
 }
