@@ -18,7 +18,8 @@ import (
 // What did not move is shared with it (the map of names while no node
 // came or went, the lists of requirements no touched node exchanges),
 // the rest copied. An input whose seats being handed over differ, or that
-// does not list assignments by node, is indexed afresh.
+// is not Sorted and does not list its nodes by name and its assignments
+// by node (InOrder), is indexed afresh.
 // TestPatchedWorldIsAFreshOne holds it to NewWorld.
 func (w *World) Patch(in Input, touched map[string]bool) *World {
 	if !maps.Equal(w.releasing, in.Releasing) || !in.Sorted && !in.InOrder() {

@@ -92,9 +92,11 @@ func TestPatchedWorldIsAFreshOne(t *testing.T) {
 				}
 			}
 		}
-		// Listed as the read models list them.
+		// Listed as the read models list them, and said so every other
+		// step (Sorted): trusted or checked, the patch is the same.
 		slices.SortFunc(next.Nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
 		slices.SortStableFunc(next.Assignments, func(a, b Assignment) int { return strings.Compare(a.Node, b.Node) })
+		next.Sorted = step%2 == 0
 		got := w.Patch(next, touched)
 		if diff := cmp.Diff(NewWorld(next), got, worldsEqual...); diff != "" {
 			t.Fatalf("step %d, touching %v: the patched world differs from a fresh one (-fresh +patched):\n%s", step, touched, diff)
@@ -106,5 +108,24 @@ func TestPatchedWorldIsAFreshOne(t *testing.T) {
 	}
 	if _, ok := w.builds[BuildRef{"postgres", pg.Build()}]; !ok || app.Build() == "" {
 		t.Fatal("the world lost its builds")
+	}
+
+	// Lists in another order, not said Sorted: a patch would splice by an
+	// order they do not have, so the world is indexed afresh.
+	next := in
+	next.Sorted = false
+	next.Assignments = slices.Clone(in.Assignments)
+	slices.Reverse(next.Assignments)
+	if next.InOrder() {
+		t.Fatal("the reversed assignments are in order: the case proves nothing")
+	}
+	name := next.Nodes[len(next.Nodes)/2].Name
+	next.Assignments = slices.DeleteFunc(next.Assignments, func(a Assignment) bool { return a.Node == name })
+	next.Assignments = slices.Insert(next.Assignments, 1, pgOn(t, name))
+	if lo, hi := RunOf(next.Assignments, name, AssignedNode); hi > lo {
+		t.Fatal("a search by name finds the node's assignment in lists out of order: the case proves nothing")
+	}
+	if diff := cmp.Diff(NewWorld(next), w.Patch(next, map[string]bool{name: true}), worldsEqual...); diff != "" {
+		t.Fatalf("a patch of lists out of order differs from a fresh world (-fresh +patched):\n%s", diff)
 	}
 }

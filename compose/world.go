@@ -44,9 +44,10 @@ type Input struct {
 	// Sorted says Nodes are in their names' order and Assignments in
 	// their nodes' (strings.Compare), as the read models list them. A
 	// patch (World.Patch, and commands/world's of an input) splices a
-	// node's entries in by that order; checking both lists whole at every
-	// patch, 100,000 entries each three times, was a tenth of the first
-	// status after a label change (issue 34). Set only by one who checked
+	// node's entries in by that order; checking the lists whole at every
+	// patch (100,000 nodes once and as many assignments twice) was a
+	// tenth of the first status after a label change (issue 34). Set
+	// only by one who checked
 	// (commands/world's Input) or kept the order (its patch); false makes
 	// a patch check the lists itself.
 	Sorted bool

@@ -66,6 +66,20 @@ func TestCannotBeComposedSinceItsCauseNotItsEnrolment(t *testing.T) {
 	m.Assign("x", "o", nil) // moves composition, leaves c as it was
 	since(hours(t0, 1), "a change elsewhere at +3h")
 
+	// c's own labels: c is composed again (a patch of the last
+	// composition, c among the nodes it moved) and still cannot be, since
+	// its cause, not since the change that moved it.
+	c.set(hours(t0, 3).Add(20 * time.Minute))
+	if _, err := m.H.Nodes.ChangeNode(m.Ctx, wire.ChangeNodeRequest{CommandID: wire.NewCommandID(), Name: "c", Capabilities: []string{}, Labels: map[string]string{"tier": "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	since(hours(t0, 1), "c's own labels changed at +3h20m")
+	// An artifact recorded moves every node's composition: all of them
+	// composed again from a fresh read, and c's since kept all the same.
+	c.set(hours(t0, 3).Add(40 * time.Minute))
+	m.PutArtifact("blob", []byte("a blob"))
+	since(hours(t0, 1), "an artifact recorded at +3h40m")
+
 	c.set(hours(t0, 4))
 	m.Assign("p", "q", nil)
 	if s := m.Status()["c"]; s.State == wire.StateCannotCompose {
@@ -74,4 +88,17 @@ func TestCannotBeComposedSinceItsCauseNotItsEnrolment(t *testing.T) {
 	c.set(hours(t0, 5))
 	unassign()
 	since(hours(t0, 5), "unassigned again at +5h")
+
+	// A push before any status composes c and caches what it composed
+	// (Keep): the status after reads that, and still says since when.
+	c.set(hours(t0, 6))
+	m.Assign("p", "q", nil)
+	if s := m.Status()["c"]; s.State == wire.StateCannotCompose {
+		t.Fatalf("c still cannot be composed with q back on p at +6h: %+v", s)
+	}
+	c.set(hours(t0, 7))
+	unassign()
+	c.set(hours(t0, 8))
+	m.Push("")
+	since(hours(t0, 7), "unassigned at +7h, pushed at +8h before any status")
 }

@@ -166,7 +166,7 @@ func (h *Composer) Keep(at At, composed map[string]Would) {
 		composed[names[i]] = results[k]
 		o[i] = entry(names[i], results[k])
 	}
-	h.sinceCannotCompose(at.Version, composed, true, nil)
+	h.sinceCannotCompose(at.Version, composed, h.composed.lastAt(), true, nil)
 	h.composed.put(at, composed, o)
 }
 
@@ -194,6 +194,11 @@ func (h *Composer) composedAt(at At) map[string]Would {
 	var nodes map[string]Would
 	var prevOrder order // the older version's, when nodes are its patched
 	var changed map[string]bool
+	// What the since of each node that cannot be composed is carried
+	// from: the older version the rest are copied from, when they are, so
+	// both are judged against one composition (another caller may cache
+	// a version meanwhile); else the newest cached.
+	sinceFrom := h.composed.lastAt()
 	if prev, ok := h.composed.before(at); ok {
 		ok := false
 		if at.patchedFrom != 0 && prev.version == at.patchedFrom {
@@ -209,6 +214,7 @@ func (h *Composer) composedAt(at At) map[string]Would {
 			// node by node was 0.1 CPU s of the first status after one
 			// label change at 100,000 nodes (issue 34).
 			nodes, prevOrder = maps.Clone(prev.nodes), prev.order
+			sinceFrom = prev
 			for n := range changed {
 				delete(nodes, n)
 				if at.World.Has(n) {
@@ -227,8 +233,8 @@ func (h *Composer) composedAt(at At) map[string]Would {
 	for i, n := range names {
 		nodes[n] = results[i]
 	}
-	// Patched, the rest are the older version's, their since with them.
-	h.sinceCannotCompose(at.Version, nodes, whole, names)
+	// Unless whole, the rest are the older version's, since and all.
+	h.sinceCannotCompose(at.Version, nodes, sinceFrom, whole, names)
 	// After the since: an entry of the order is plain only with none.
 	var o order
 	if whole {
@@ -255,13 +261,14 @@ func (h *Composer) composedAt(at At) map[string]Would {
 // provider was unassigned an hour ago cannot be composed since an hour
 // ago. A version nobody composed (no status or push between two changes)
 // is not seen, so the moment is the first change after which it was
-// found so; after a start, the newest change at the latest. Unless all,
-// only the nodes of only are looked at: the others' would-sends are the
-// last composition's, since and all (a patch), and a walk of 100,000
-// entries to find so was some 5 ms of the first status after a label
-// change (issue 34).
-func (h *Composer) sinceCannotCompose(version uint64, nodes map[string]Would, all bool, only []string) {
-	prevVersion, prev := h.composed.last()
+// found so; after a start, the newest change at the latest. last is the
+// composition before (the cache's). Unless all, only the nodes of only
+// are looked at: the others' would-sends are last's, since and all (its
+// map copied, the nodes a change moved composed again), and a walk of
+// 100,000 entries to find so was some 5 ms of the first status after a
+// label change (issue 34).
+func (h *Composer) sinceCannotCompose(version uint64, nodes map[string]Would, last cachedAt, all bool, only []string) {
+	prevVersion, prev := last.version, last.nodes
 	var at time.Time
 	since := func(n string, w Would) {
 		if w.Composable {
@@ -316,11 +323,11 @@ func (c *composedCache) get(version, forgets uint64) (map[string]Would, bool) {
 	return c.nodes, c.valid && c.version == version && c.forgets == forgets
 }
 
-// last is the newest version cached and its nodes, whichever it is.
-func (c *composedCache) last() (uint64, map[string]Would) {
+// lastAt is the newest version cached and its nodes, whichever it is.
+func (c *composedCache) lastAt() cachedAt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.version, c.nodes
+	return cachedAt{version: c.version, nodes: c.nodes}
 }
 
 // cachedAt is what the cache held: the nodes of a version and the input
