@@ -50,6 +50,14 @@ func TestCannotBeComposedSinceItsCauseNotItsEnrolment(t *testing.T) {
 			t.Fatalf("%s: c is %s since %s (%s), want cannot be composed since %s", why, s.State, s.Since, s.Detail, want)
 		}
 	}
+	// q back on p, at the clock's moment: c composes, as a status says.
+	reassign := func() {
+		t.Helper()
+		m.Assign("p", "q", nil)
+		if s := m.Status()["c"]; s.State == wire.StateCannotCompose {
+			t.Fatalf("c still cannot be composed with q back on p at %s: %+v", c.Now(), s)
+		}
+	}
 	unassign := func() {
 		t.Helper()
 		if _, err := m.H.Nodes.Unassign(m.Ctx, wire.UnassignRequest{CommandID: wire.NewCommandID(), Node: "p", Module: "q"}); err != nil {
@@ -81,10 +89,7 @@ func TestCannotBeComposedSinceItsCauseNotItsEnrolment(t *testing.T) {
 	since(hours(t0, 1), "an artifact recorded at +3h40m")
 
 	c.set(hours(t0, 4))
-	m.Assign("p", "q", nil)
-	if s := m.Status()["c"]; s.State == wire.StateCannotCompose {
-		t.Fatalf("c still cannot be composed with q back on p: %+v", s)
-	}
+	reassign()
 	c.set(hours(t0, 5))
 	unassign()
 	since(hours(t0, 5), "unassigned again at +5h")
@@ -92,10 +97,7 @@ func TestCannotBeComposedSinceItsCauseNotItsEnrolment(t *testing.T) {
 	// A push before any status composes c and caches what it composed
 	// (Keep): the status after reads that, and still says since when.
 	c.set(hours(t0, 6))
-	m.Assign("p", "q", nil)
-	if s := m.Status()["c"]; s.State == wire.StateCannotCompose {
-		t.Fatalf("c still cannot be composed with q back on p at +6h: %+v", s)
-	}
+	reassign()
 	c.set(hours(t0, 7))
 	unassign()
 	c.set(hours(t0, 8))
