@@ -8,6 +8,7 @@ import (
 
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -30,6 +31,12 @@ type Composer struct {
 	manifests manifests
 	composed  composedCache
 	worlds    worldCache
+	// composing is held by the one caller composing what the cache
+	// lacks (composeAll).
+	composing sync.Mutex
+	// asked says composition was asked for since it was last composed
+	// ahead (ahead.go).
+	asked atomic.Bool
 }
 
 // worldCache holds the world a push indexed, by the composition version of
