@@ -97,9 +97,8 @@ type Controller struct {
 	// stopDrive ends the rollouts' drive; stopLive the hearing of agents;
 	// stopNewest the answering of agents asking for their newest
 	// declaration and for their files' content keys; stopGrants the ending of connections whose grant the
-	// log took away; stopReconcile the reconciler; stopAhead the
-	// composition kept ahead of the first status after a change.
-	stopDrive, stopLive, stopNewest, stopGrants, stopReconcile, stopAhead func()
+	// log took away; stopReconcile the reconciler.
+	stopDrive, stopLive, stopNewest, stopGrants, stopReconcile func()
 }
 
 // KeepHeapGoal keeps the collector's goal near the controller's live heap
@@ -317,10 +316,6 @@ func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerCo
 	// took 1.0 s, against 0.2-0.26 s once composed. A controller closed
 	// meanwhile answers an error here, which nobody needs to hear.
 	go h.World.ComposeAll()
-	// And again after each change while someone reads it: a status
-	// typed after a change finds it composed (world/ahead.go). A tenth
-	// of a second lets a burst of commits settle first.
-	ctrl.stopAhead = h.World.KeepAhead(100 * time.Millisecond)
 	if c.Callout == nil {
 		return nil
 	}
@@ -355,7 +350,7 @@ func (ctrl *Controller) serve(ctx context.Context, nc *nats.Conn, c ControllerCo
 // Close stops answering, then stops folding; it stops only what the start
 // got as far as starting.
 func (c *Controller) Close() error {
-	for _, stop := range []func(){c.stopAhead, c.stopReconcile, c.stopDrive, c.stopLive, c.stopNewest, c.stopGrants} {
+	for _, stop := range []func(){c.stopReconcile, c.stopDrive, c.stopLive, c.stopNewest, c.stopGrants} {
 		if stop != nil {
 			stop()
 		}

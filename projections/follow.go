@@ -179,16 +179,6 @@ func (e *Engine) broadcast() {
 	e.notifyMu.Unlock()
 }
 
-// Commits is a channel the live fold's next commit closes. A watcher that
-// must not hurry the fold waits on it: WaitFor asks the fold to commit at
-// once, and one asking after every commit would commit a push's events a
-// few at a time rather than in batches.
-func (e *Engine) Commits() <-chan struct{} {
-	e.notifyMu.Lock()
-	defer e.notifyMu.Unlock()
-	return e.notify
-}
-
 // Checkpoint is the sequence of the last event folded and committed.
 func (e *Engine) Checkpoint() uint64 { return e.checkpoint.Load() }
 

@@ -85,69 +85,33 @@ type composedCache struct {
 const momentWait = 2 * time.Second
 
 // ComposeAll answers what every active node would be sent now, from the
-// cache when the read models' composition version has not moved. It says
-// composition was asked for (ahead.go).
+// cache when the read models' composition version has not moved.
 func (h *Composer) ComposeAll() (map[string]Would, error) {
-	h.asked.Store(true)
-	return h.composeAll()
-}
-
-// composeAll is ComposeAll. One caller at a time composes what the cache
-// lacks (composing): another waits and finds it cached, rather than
-// composing the same version beside it on a machine's few cores (a status
-// right after a change, and the composition kept ahead of it).
-func (h *Composer) composeAll() (map[string]Would, error) {
 	for {
-		if nodes, ok, err := h.cachedNow(); err != nil || ok {
-			return nodes, err
+		var at At
+		hit := false
+		forgets := h.Secrets.Forgets() // before the input is read: see At
+		err := h.Proj.Read(func(v *projections.View) (err error) {
+			version := v.CompositionVersion()
+			if _, hit = h.composed.get(version, forgets); hit {
+				at.Version, at.Forgets = version, forgets
+				return nil // no need to read composition's input
+			}
+			// The world a push indexed at this version, if it did.
+			at, err = h.At(v)
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		h.composing.Lock()
-		nodes, done, err := h.composeOnce()
-		h.composing.Unlock()
-		if err != nil || done {
-			return nodes, err
+		if !hit {
+			return h.composedAt(at), nil
 		}
-	}
-}
-
-// cachedNow is the cache's would-sends when they are of the read models'
-// composition version now.
-func (h *Composer) cachedNow() (map[string]Would, bool, error) {
-	forgets := h.Secrets.Forgets()
-	var version uint64
-	if err := h.Proj.Read(func(v *projections.View) error { version = v.CompositionVersion(); return nil }); err != nil {
-		return nil, false, err
-	}
-	nodes, ok := h.composed.get(version, forgets)
-	return nodes, ok, nil
-}
-
-// composeOnce composes every node at the read models' version, unless the
-// cache holds it; not done when another caller cached a newer version
-// meanwhile, to be read again.
-func (h *Composer) composeOnce() (nodes map[string]Would, done bool, err error) {
-	var at At
-	hit := false
-	forgets := h.Secrets.Forgets() // before the input is read: see At
-	err = h.Proj.Read(func(v *projections.View) (err error) {
-		version := v.CompositionVersion()
-		if _, hit = h.composed.get(version, forgets); hit {
-			at.Version, at.Forgets = version, forgets
-			return nil // no need to read composition's input
+		if nodes, ok := h.composed.get(at.Version, at.Forgets); ok {
+			return nodes, nil
 		}
-		// The world a push indexed at this version, if it did.
-		at, err = h.At(v)
-		return err
-	})
-	if err != nil {
-		return nil, false, err
+		// Another caller cached a newer version meanwhile: read again.
 	}
-	if !hit {
-		return h.composedAt(at), true, nil
-	}
-	nodes, done = h.composed.get(at.Version, at.Forgets)
-	// Not done: another caller cached a newer version meanwhile.
-	return nodes, done, nil
 }
 
 // WouldOf is every node's would-send at at for the nodes of names alone

@@ -8,7 +8,6 @@ import (
 
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/meshctl/mesh/aggregates"
@@ -31,12 +30,6 @@ type Composer struct {
 	manifests manifests
 	composed  composedCache
 	worlds    worldCache
-	// composing is held by the one caller composing what the cache
-	// lacks (composeAll).
-	composing sync.Mutex
-	// asked says composition was asked for since it was last composed
-	// ahead (ahead.go).
-	asked atomic.Bool
 }
 
 // worldCache holds the world a push indexed, by the composition version of

@@ -18,10 +18,20 @@ import (
 // every node what it was composed to before it.
 func TestTheWorldIsKeptOnlyWhileCompositionHasNotMoved(t *testing.T) {
 	t.Parallel()
-	mesh, m := motdMesh(t, "web-1")
+	data, err := os.ReadFile("../../examples/motd.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	assign := func(message string) events.Event {
 		return events.ModuleAssigned{Node: "web-1", Module: "motd", Build: m.Build(), Settings: map[string]string{"message": message}}
 	}
+	mesh := coretest.New(t, false)
+	mesh.Publish(events.ModuleAggregate("motd"), events.ModuleRegistered{Module: "motd", Build: m.Build(), Manifest: m.Canonical()})
+	mesh.Publish(events.NodeAggregate("web-1"), events.NodeEnrolled{Name: "web-1", Capabilities: []string{}, Labels: map[string]string{}})
 	mesh.Publish(events.NodeAggregate("web-1"), assign("hello"))
 	c := New(mesh.Fold())
 	worldAt := func() *compose.World {
@@ -53,25 +63,4 @@ func TestTheWorldIsKeptOnlyWhileCompositionHasNotMoved(t *testing.T) {
 	if got := string(moved.Compose("web-1").Bytes); !strings.Contains(got, "goodbye") {
 		t.Fatalf("the world after the assignment composes %s", got)
 	}
-}
-
-// motdMesh is a mesh on a bus of its own with the example motd registered
-// and each of nodes enrolled and assigned it, with no settings.
-func motdMesh(t *testing.T, nodes ...string) (*coretest.Mesh, manifest.Manifest) {
-	t.Helper()
-	data, err := os.ReadFile("../../examples/motd.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := manifest.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mesh := coretest.New(t, false)
-	mesh.Publish(events.ModuleAggregate("motd"), events.ModuleRegistered{Module: "motd", Build: m.Build(), Manifest: m.Canonical()})
-	for _, n := range nodes {
-		mesh.Publish(events.NodeAggregate(n), events.NodeEnrolled{Name: n, Capabilities: []string{}, Labels: map[string]string{}})
-		mesh.Publish(events.NodeAggregate(n), events.ModuleAssigned{Node: n, Module: "motd", Build: m.Build(), Settings: map[string]string{}})
-	}
-	return mesh, m
 }
