@@ -30,7 +30,11 @@ const lagTolerance = 3 * time.Second
 // the fold stopped, or behind the stream, and foreign messages not yet
 // acknowledged. None for the past (status --as-of), which is a fold of its
 // own up to a moment.
-func (h *Service) causes(ctx context.Context, v *projections.View) ([]string, error) {
+//
+// composed is the caller's, asked for before its read: asked for inside it,
+// composition reads the engine again under its read lock, which a writer
+// waiting between the two (a rebuild's swap, a close) would wedge.
+func (h *Service) causes(ctx context.Context, v *projections.View, composed map[string]world.Would) ([]string, error) {
 	out := []string{}
 	if !h.Past {
 		if bus := h.BusCause(); bus != "" {
@@ -62,15 +66,9 @@ func (h *Service) causes(ctx context.Context, v *projections.View) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	var composed map[string]world.Would // read once, and only for a handover under way
 	for _, s := range held {
 		if s.HandoverTo == "" {
 			continue
-		}
-		if composed == nil {
-			if composed, err = h.world.ComposeAll(); err != nil {
-				return nil, err
-			}
 		}
 		out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, seats.WaitsFor(v, s, composed[s.Node])))
 	}

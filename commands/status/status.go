@@ -110,7 +110,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 		for _, s := range standings {
 			out.Standings = append(out.Standings, wire.StandingView(s))
 		}
-		if out.Causes, err = h.causes(ctx, v); err != nil {
+		if out.Causes, err = h.causes(ctx, v, composed); err != nil {
 			return err
 		}
 		if out.Rotations, err = credentials.Stages(v); err != nil {

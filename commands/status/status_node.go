@@ -34,8 +34,14 @@ func (h *Service) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeVi
 	var drifts map[string]projections.Drift
 	var holds map[string]string
 	var live projections.Liveness
-	err := h.Proj.Read(func(v *projections.View) error {
-		causes, err := h.causes(ctx, v)
+	// Before the read, as status asks for it: causes read it (a seat's
+	// handover), and so does the node's state below.
+	composed, err := h.world.ComposeAll()
+	if err != nil {
+		return wire.NodeView{}, err
+	}
+	err = h.Proj.Read(func(v *projections.View) error {
+		causes, err := h.causes(ctx, v, composed)
 		if err != nil {
 			return err
 		}
@@ -93,10 +99,6 @@ func (h *Service) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeVi
 		return nil
 	})
 	if err != nil || row.Retired {
-		return out, err
-	}
-	composed, err := h.world.ComposeAll()
-	if err != nil {
 		return out, err
 	}
 	w := composed[r.Name]
