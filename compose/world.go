@@ -47,9 +47,8 @@ type Input struct {
 	// node's entries in by that order; checking the lists whole at every
 	// patch (100,000 nodes once and as many assignments twice) was a
 	// tenth of the first status after a label change (issue 34). Set
-	// only by one who checked
-	// (commands/world's Input) or kept the order (its patch); false makes
-	// a patch check the lists itself.
+	// only by one who checked (commands/world's Input) or kept the order
+	// (its patch); false makes a patch check the lists itself.
 	Sorted bool
 }
 

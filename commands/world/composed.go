@@ -166,7 +166,7 @@ func (h *Composer) Keep(at At, composed map[string]Would) {
 		composed[names[i]] = results[k]
 		o[i] = entry(names[i], results[k])
 	}
-	h.sinceCannotCompose(at.Version, composed, h.composed.lastAt(), true, nil)
+	h.sinceCannotCompose(at.Version, composed, h.composed.lastAt(), names)
 	h.composed.put(at, composed, o)
 }
 
@@ -234,7 +234,7 @@ func (h *Composer) composedAt(at At) map[string]Would {
 		nodes[n] = results[i]
 	}
 	// Unless whole, the rest are the older version's, since and all.
-	h.sinceCannotCompose(at.Version, nodes, sinceFrom, whole, names)
+	h.sinceCannotCompose(at.Version, nodes, sinceFrom, names)
 	// After the since: an entry of the order is plain only with none.
 	var o order
 	if whole {
@@ -262,17 +262,18 @@ func (h *Composer) composedAt(at At) map[string]Would {
 // ago. A version nobody composed (no status or push between two changes)
 // is not seen, so the moment is the first change after which it was
 // found so; after a start, the newest change at the latest. last is the
-// composition before (the cache's). Unless all, only the nodes of only
-// are looked at: the others' would-sends are last's, since and all (its
-// map copied, the nodes a change moved composed again), and a walk of
-// 100,000 entries to find so was some 5 ms of the first status after a
-// label change (issue 34).
-func (h *Composer) sinceCannotCompose(version uint64, nodes map[string]Would, last cachedAt, all bool, only []string) {
+// composition before (the cache's). Only the nodes of composed, those
+// composed now, are looked at: in a patch the others' would-sends are
+// last's, since and all (its map copied), and a walk of all 100,000
+// entries to find so was some 5 ms of the first status after a label
+// change (issue 34).
+func (h *Composer) sinceCannotCompose(version uint64, nodes map[string]Would, last cachedAt, composed []string) {
 	prevVersion, prev := last.version, last.nodes
 	var at time.Time
-	since := func(n string, w Would) {
-		if w.Composable {
-			return
+	for _, n := range composed {
+		w, ok := nodes[n]
+		if !ok || w.Composable {
+			continue
 		}
 		if p, ok := prev[n]; ok && !p.Composable && !p.Since.IsZero() && prevVersion <= version {
 			w.Since = p.Since
@@ -283,17 +284,6 @@ func (h *Composer) sinceCannotCompose(version uint64, nodes map[string]Would, la
 			w.Since = at
 		}
 		nodes[n] = w
-	}
-	if all {
-		for n, w := range nodes {
-			since(n, w)
-		}
-		return
-	}
-	for _, n := range only {
-		if w, ok := nodes[n]; ok {
-			since(n, w)
-		}
 	}
 }
 
