@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Remembered is how many appended sends s remembers, not yet read back:
 // in flight or acknowledged.
@@ -30,4 +33,18 @@ func SetRememberAppends(t interface{ Cleanup(func()) }, n int) {
 	old := rememberAppends
 	rememberAppends = n
 	t.Cleanup(func() { rememberAppends = old })
+}
+
+// ReadAhead is one own reader's read of the stream from from to upto, as
+// it reads what neither memory nor its consumer handed on, behind being
+// what the consumer said it had still to deliver with its last message,
+// at from-1: it answers what the reader handed on.
+func ReadAhead(ctx context.Context, s *Store, from, upto, behind uint64) ([]Msg, error) {
+	var out []Msg
+	r := &ownRead{s: s, next: from, at: from - 1, behind: behind, fn: func(m Msg) error {
+		out = append(out, m)
+		return nil
+	}}
+	err := r.fetch(ctx, upto)
+	return out, err
 }

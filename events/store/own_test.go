@@ -596,3 +596,55 @@ func TestAnOwnReadPassesOverAHoleInAGap(t *testing.T) {
 	r := followOwn(t, s, 1)
 	sameAsTheStream(t, r.upTo(t, seqs[4]), theStream(t, s, 1))
 }
+
+// The last message an own read hands on says nothing follows it when
+// nothing does: the fold's pipeline holds a message that says more follow
+// until the next comes, and a push waiting for its last send then waits
+// for ever. Two ways it said one more: a send read from the stream while
+// its acknowledgement was kept counted its own copy in memory, and a
+// message read from the stream before the consumer delivered it stayed
+// in what the consumer was still to deliver. Either way, a push after a
+// controller was killed mid-push hung about one run in twenty
+// (TestFaultControllerKilledMidPush).
+func TestTheLastMessageReadFromTheStreamSaysNothingFollows(t *testing.T) {
+	ctx := context.Background()
+	srv, s, versions := oneEnrolled(t)
+	// No reader follows: the send's acknowledgement is kept, as it is when
+	// it comes while the reader reads the send from the stream.
+	pushTo(t, s, versions, 1)
+	sendSeq := versions["web-1"]
+	if store.Remembered(s) != 1 {
+		t.Fatalf("%d sends remembered, want the one appended", store.Remembered(s))
+	}
+	got, err := store.ReadAhead(ctx, s, sendSeq, sendSeq, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Seq != sendSeq || got[0].Known == nil {
+		t.Fatalf("read ahead handed on %v, want the send %d, known", seqs(got), sendSeq)
+	}
+	if got[0].Pending != 0 {
+		t.Errorf("a send read from the stream, last in it, says %d follow; its own copy in memory counted", got[0].Pending)
+	}
+	// A report the consumer would deliver after its last (the enrolment),
+	// read from the stream first: the one the consumer had still to
+	// deliver was this one.
+	js, err := jetstream.New(embeddedtest.Conn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.Publish(ctx, events.ReportSubject("web-1", "DeclarationApplied"), []byte(`{"a report":"its bytes"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = store.ReadAhead(ctx, s, ack.Sequence, ack.Sequence, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Seq != ack.Sequence {
+		t.Fatalf("read ahead handed on %v, want the report %d", seqs(got), ack.Sequence)
+	}
+	if got[0].Pending != 0 {
+		t.Errorf("a report read from the stream before the consumer delivered it, last in it, says %d follow", got[0].Pending)
+	}
+}
