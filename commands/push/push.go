@@ -353,7 +353,7 @@ const sameFailureFor = 6 * time.Hour
 // other than it was. Linked, not only receiving: when the named consumer's
 // chosen provider moves, the provider it left must drop its credential in
 // the same push as the one chosen takes it.
-func consequence(other string, row projections.Node, composed map[string]world.Would) bool {
-	w := composed[other]
+func consequence(other string, row projections.Node, composed *world.Composed) bool {
+	w := composed.Of(other)
 	return w.Composable && (row.LastSent == nil || row.LastSent.ContentDigest != w.ContentDigest)
 }

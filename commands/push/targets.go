@@ -74,7 +74,7 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 	if err != nil {
 		return t, err
 	}
-	var composed map[string]world.Would
+	var composed *world.Composed
 	if r.Behind || r.Node != "" && round == 0 {
 		// From the same view as the rows: the states are of one instant.
 		composed = h.WouldOf(t.at, candidates)
@@ -115,7 +115,7 @@ func (h *Service) SelectTargets(only, within map[string]bool, r wire.PushRequest
 		case only != nil:
 			continue
 		case r.Behind:
-			state, _, _ := composed[name].StateOf(row)
+			state, _, _ := composed.Of(name).StateOf(row)
 			state, _ = world.Drifted(state, "", row, drifts)
 			if state == wire.StateCurrent {
 				continue

@@ -81,7 +81,7 @@ func (h *Service) look() error {
 			return err
 		}
 		for _, row := range rows {
-			n := node{row: row, would: would[row.Name], rollout: in[row.Name], unreachable: live.Of(row.Name).Unreachable}
+			n := node{row: row, would: would.Of(row.Name), rollout: in[row.Name], unreachable: live.Of(row.Name).Unreachable}
 			if n.mode, n.modeOf, err = h.modeOf(v, row.Name); err != nil {
 				return err
 			}

@@ -37,7 +37,7 @@ func (h *Service) ListSeats(ctx context.Context, _ wire.Empty) (wire.SeatList, e
 	err = h.Proj.Read(func(v *projections.View) error {
 		rows, err := v.Seats()
 		for _, row := range rows {
-			out.Seats = append(out.Seats, wire.SeatView{Seat: row, Waiting: WaitsFor(v, row, composed[row.Node]), Steps: []wire.SeatStep{}})
+			out.Seats = append(out.Seats, wire.SeatView{Seat: row, Waiting: WaitsFor(v, row, composed.Of(row.Node)), Steps: []wire.SeatStep{}})
 		}
 		return err
 	})
@@ -54,7 +54,7 @@ func (h *Service) ShowSeat(ctx context.Context, r wire.NameRequest) (wire.SeatVi
 	}
 	if err := h.Proj.Read(func(v *projections.View) (err error) {
 		out.Seat, found, err = v.Seat(r.Name)
-		out.Waiting = WaitsFor(v, out.Seat, composed[out.Seat.Node])
+		out.Waiting = WaitsFor(v, out.Seat, composed.Of(out.Seat.Node))
 		return err
 	}); err != nil {
 		return wire.SeatView{}, err
@@ -333,7 +333,7 @@ func (h *Service) sendNewHolder(ctx context.Context, s projections.Seat) error {
 		return err
 	}
 	nodes := []string{s.Node}
-	for n, w := range composed {
+	for n, w := range composed.All() {
 		for _, r := range w.Receives {
 			if r.Node == s.Node && r.Module == s.Module && n != s.Node && !slices.Contains(nodes, n) {
 				nodes = append(nodes, n)

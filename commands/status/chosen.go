@@ -12,11 +12,11 @@ import (
 // requirements that more than one provider serves across the nodes shown:
 // where a requirement has a single provider there was no choice to
 // explain, and a fleet's status stays one line a node.
-func chosen(composed map[string]world.Would, within map[string]bool) []wire.ConsumerChoice {
+func chosen(composed *world.Composed, within map[string]bool) []wire.ConsumerChoice {
 	// Two passes: a fleet of consumers of one provider allocates nothing.
 	type place struct{ node, module string }
 	providers := map[string]map[place]bool{} // requirement -> the providers serving it
-	for node, w := range composed {
+	for node, w := range composed.All() {
 		if within != nil && !within[node] {
 			continue
 		}
@@ -28,7 +28,7 @@ func chosen(composed map[string]world.Would, within map[string]bool) []wire.Cons
 		}
 	}
 	var out []wire.ConsumerChoice
-	for node, w := range composed {
+	for node, w := range composed.All() {
 		if within != nil && !within[node] {
 			continue
 		}

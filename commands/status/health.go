@@ -34,7 +34,7 @@ const lagTolerance = 3 * time.Second
 // composed is the caller's, asked for before its read: asked for inside it,
 // composition reads the engine again under its read lock, which a writer
 // waiting between the two (a rebuild's swap, a close) would wedge.
-func (h *Service) causes(ctx context.Context, v *projections.View, composed map[string]world.Would) ([]string, error) {
+func (h *Service) causes(ctx context.Context, v *projections.View, composed *world.Composed) ([]string, error) {
 	out := []string{}
 	if !h.Past {
 		if bus := h.BusCause(); bus != "" {
@@ -70,7 +70,7 @@ func (h *Service) causes(ctx context.Context, v *projections.View, composed map[
 		if s.HandoverTo == "" {
 			continue
 		}
-		out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, seats.WaitsFor(v, s, composed[s.Node])))
+		out = append(out, fmt.Sprintf("seat %s is being handed over from %s to %s: %s", s.Seat, s.Node, s.HandoverTo, seats.WaitsFor(v, s, composed.Of(s.Node))))
 	}
 	floods, err := v.OpenFloods()
 	if err != nil {

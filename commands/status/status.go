@@ -86,7 +86,7 @@ func (h *Service) Status(ctx context.Context, r wire.StatusRequest) (wire.Status
 				active[n.Name] = true
 			}
 			if m, ok := marks[n.Name]; ok && !n.Retired {
-				state, _, _ := composed[n.Name].StateOf(n)
+				state, _, _ := composed.Of(n.Name).StateOf(n)
 				*m = waveMark{active: true, current: state == wire.StateCurrent}
 			}
 			states.add(n)
@@ -148,16 +148,16 @@ type nodeStates struct {
 
 // nodeStates readies the states of the nodes composed may hold.
 func (h *Service) nodeStates(v *projections.View, r wire.StatusRequest, lives projections.Lives,
-	within map[string]bool, composed map[string]world.Would, out *wire.StatusReport) (*nodeStates, error) {
+	within map[string]bool, composed *world.Composed, out *wire.StatusReport) (*nodeStates, error) {
 	// The rows come in their names' order, as the liveness rows are.
 	s := &nodeStates{h: h, brief: r.Brief, out: out, lives: lives.Walk(), within: within}
 	// Room for every node composed: most are, and the columns are the
 	// answer's largest part.
 	if r.Brief {
-		out.Table = newStatusTable(len(composed))
+		out.Table = newStatusTable(composed.Len())
 		out.Table.DetailsOnce = r.DetailsOnce
 	} else {
-		out.Nodes = make([]wire.NodeStatus, 0, len(composed))
+		out.Nodes = make([]wire.NodeStatus, 0, composed.Len())
 	}
 	var err error
 	if s.drifts, err = v.Drifts(); err != nil {

@@ -101,7 +101,7 @@ func (h *Service) ShowNode(ctx context.Context, r wire.NameRequest) (wire.NodeVi
 	if err != nil || row.Retired {
 		return out, err
 	}
-	w := composed[r.Name]
+	w := composed.Of(r.Name)
 	state, since, detail := w.StateOf(row)
 	state, detail = partial(state, detail, w)
 	state, detail = world.Drifted(state, detail, row, drifts)

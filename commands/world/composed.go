@@ -3,7 +3,6 @@ package world
 import (
 	"context"
 	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -18,9 +17,8 @@ import (
 // Would is what composition says of one node now. It is at most 128
 // bytes (TestAWouldFitsInItsMapSlot): a map keeps a larger value in an
 // object of its own, so the would-sends of 100,000 nodes were 100,000
-// objects, a lookup one cache miss more, and the copy of the map after a
-// composition change 100,000 allocations (18 MB) rather than a copy of
-// its tables (issue 34). What most nodes lack is behind Short.
+// objects and a lookup one cache miss more (issue 34). What most nodes
+// lack is behind Short.
 type Would struct {
 	// verdict.Would is what the verdict reads: composable, the content
 	// digest, or why not.
@@ -70,7 +68,7 @@ type composedCache struct {
 	// composed at (At says why it is part of the key).
 	forgets uint64
 	valid   bool
-	nodes   map[string]Would
+	nodes   *Composed
 	in      compose.Input
 	// memo is what Memo made of nodes, nil until asked.
 	memo any
@@ -86,7 +84,7 @@ const momentWait = 2 * time.Second
 
 // ComposeAll answers what every active node would be sent now, from the
 // cache when the read models' composition version has not moved.
-func (h *Composer) ComposeAll() (map[string]Would, error) {
+func (h *Composer) ComposeAll() (*Composed, error) {
 	for {
 		var at At
 		hit := false
@@ -119,7 +117,7 @@ func (h *Composer) ComposeAll() (map[string]Would, error) {
 // version, else composing only those, and caching nothing, since a few
 // nodes are not the mesh. A push naming one node composed all 100,000
 // after each assignment.
-func (h *Composer) WouldOf(at At, names map[string]bool) map[string]Would {
+func (h *Composer) WouldOf(at At, names map[string]bool) *Composed {
 	if nodes, ok := h.composed.get(at.Version, at.Forgets); ok {
 		return nodes
 	}
@@ -133,7 +131,7 @@ func (h *Composer) WouldOf(at At, names map[string]bool) map[string]Would {
 	for i, n := range list {
 		nodes[n] = results[i]
 	}
-	return nodes
+	return composedOf(nodes)
 }
 
 // Keep caches what a push composed of the nodes of composed at at, with
@@ -167,7 +165,7 @@ func (h *Composer) Keep(at At, composed map[string]Would) {
 		o[i] = entry(names[i], results[k])
 	}
 	h.sinceCannotCompose(at.Version, composed, h.composed.lastAt(), names)
-	h.composed.put(at, composed, o)
+	h.composed.put(at, composedOf(composed), o)
 }
 
 // Of is what one composition's result says of its node.
@@ -186,58 +184,55 @@ func Of(r compose.Result) Would {
 // holds an older version at the same forgets, only the nodes its input's
 // change can move are composed (Changed), and the rest are the older
 // version's: what they would be sent cannot have moved.
-func (h *Composer) composedAt(at At) map[string]Would {
+func (h *Composer) composedAt(at At) *Composed {
 	if nodes, ok := h.composed.get(at.Version, at.Forgets); ok {
 		return nodes
 	}
 	var names []string
-	var nodes map[string]Would
-	var prevOrder order // the older version's, when nodes are its patched
+	var prev cachedAt // the older version this one is patched from, if it is
 	var changed map[string]bool
 	// What the since of each node that cannot be composed is carried
-	// from: the older version the rest are copied from, when they are, so
+	// from: the older version the rest are kept from, when they are, so
 	// both are judged against one composition (another caller may cache
 	// a version meanwhile); else the newest cached.
 	sinceFrom := h.composed.lastAt()
-	if prev, ok := h.composed.before(at); ok {
-		ok := false
-		if at.patchedFrom != 0 && prev.version == at.patchedFrom {
-			changed, ok = changedAmong(prev.in, at.Input, at.touched)
+	patch := false
+	if before, ok := h.composed.before(at); ok {
+		if at.patchedFrom != 0 && before.version == at.patchedFrom {
+			changed, patch = changedAmong(before.in, at.Input, at.touched)
 		} else {
-			changed, ok = Changed(prev.in, at.Input)
+			changed, patch = Changed(before.in, at.Input)
 		}
-		if ok {
-			// The older version's map copied whole (a copy of its table,
-			// not 100,000 insertions) with the changed nodes taken out:
-			// a node the world no longer has (retired) changed, so it is
-			// among them. Listing the world's nodes and copying the map
-			// node by node was 0.1 CPU s of the first status after one
-			// label change at 100,000 nodes (issue 34).
-			nodes, prevOrder = maps.Clone(prev.nodes), prev.order
-			sinceFrom = prev
+		if patch {
+			// Only the changed nodes are composed: a node the world no
+			// longer has (retired) changed, so it is among them, and is
+			// left out. The rest are the older version's, shared with it
+			// (Composed), not copied: a copy of its map was 19 MB and
+			// 0.01 CPU s of the first status after one label change at
+			// 100,000 nodes (issue 34).
+			prev, sinceFrom = before, before
 			for n := range changed {
-				delete(nodes, n)
 				if at.World.Has(n) {
 					names = append(names, n)
 				}
 			}
 		}
 	}
-	whole := nodes == nil
-	if whole {
+	if !patch {
 		names = at.World.Nodes()
-		nodes = make(map[string]Would, len(names))
 	}
 	results := make([]Would, len(names))
 	fanout.PerCore(len(names), func(i int) { results[i] = Of(at.World.Compose(names[i])) })
+	fresh := make(map[string]Would, len(names))
 	for i, n := range names {
-		nodes[n] = results[i]
+		fresh[n] = results[i]
 	}
 	// Unless whole, the rest are the older version's, since and all.
-	h.sinceCannotCompose(at.Version, nodes, sinceFrom, names)
+	h.sinceCannotCompose(at.Version, fresh, sinceFrom, names)
 	// After the since: an entry of the order is plain only with none.
 	var o order
-	if whole {
+	var nodes *Composed
+	if !patch {
 		// Every node composed, in name order (World.Nodes): the order is
 		// at hand, where the first status at this version made it by a
 		// lookup in the map a node, a fifth of that status's CPU at
@@ -245,10 +240,12 @@ func (h *Composer) composedAt(at At) map[string]Would {
 		// composed, which are never plain.
 		o = make(order, len(names))
 		for i, n := range names {
-			o[i] = entry(n, results[i])
+			o[i] = entry(n, fresh[n])
 		}
+		nodes = composedOf(fresh)
 	} else {
-		o = prevOrder.after(changed, nodes)
+		o = prev.order.after(changed, fresh)
+		nodes = prev.nodes.patched(changed, fresh)
 	}
 	h.composed.put(at, nodes, o)
 	return nodes
@@ -275,7 +272,7 @@ func (h *Composer) sinceCannotCompose(version uint64, nodes map[string]Would, la
 		if !ok || w.Composable {
 			continue
 		}
-		if p, ok := prev[n]; ok && !p.Composable && !p.Since.IsZero() && prevVersion <= version {
+		if p, ok := prev.Lookup(n); ok && !p.Composable && !p.Since.IsZero() && prevVersion <= version {
 			w.Since = p.Since
 		} else {
 			if at.IsZero() {
@@ -307,7 +304,7 @@ func (h *Composer) momentOf(seq uint64) time.Time {
 	return env.OccurredAt
 }
 
-func (c *composedCache) get(version, forgets uint64) (map[string]Would, bool) {
+func (c *composedCache) get(version, forgets uint64) (*Composed, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nodes, c.valid && c.version == version && c.forgets == forgets
@@ -324,7 +321,7 @@ func (c *composedCache) lastAt() cachedAt {
 // they were composed from.
 type cachedAt struct {
 	version uint64
-	nodes   map[string]Would
+	nodes   *Composed
 	in      compose.Input
 	order   order
 }
@@ -340,7 +337,7 @@ func (c *composedCache) before(at At) (cachedAt, bool) {
 // put keeps nodes as at's, unless the cache holds a newer version: a
 // caller that read the read models before an assignment must not put back
 // what the assignment moved.
-func (c *composedCache) put(at At, nodes map[string]Would, o order) {
+func (c *composedCache) put(at At, nodes *Composed, o order) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.valid && c.version > at.Version {
@@ -350,13 +347,13 @@ func (c *composedCache) put(at At, nodes map[string]Would, o order) {
 }
 
 // holds says whether the cache holds nodes; the caller holds mu.
-func (c *composedCache) holds(nodes map[string]Would) bool {
-	return c.valid && reflect.ValueOf(c.nodes).UnsafePointer() == reflect.ValueOf(nodes).UnsafePointer()
+func (c *composedCache) holds(nodes *Composed) bool {
+	return c.valid && c.nodes == nodes
 }
 
 // orderOf is the order kept for nodes: nil when the cache no longer holds
 // them (an order is kept only for what it holds) or keeps none.
-func (c *composedCache) orderOf(nodes map[string]Would) order {
+func (c *composedCache) orderOf(nodes *Composed) order {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.holds(nodes) {
@@ -366,11 +363,11 @@ func (c *composedCache) orderOf(nodes map[string]Would) order {
 }
 
 // Memo is what fn makes of nodes, made once while the cache holds nodes
-// (the map ComposeAll answered): status's choices among providers walked
+// (what ComposeAll answered): status's choices among providers walked
 // every would-send twice a status, 15 ms at 100,000 nodes (issue 34). fn
 // must read nothing but nodes. Nodes the cache no longer holds are made
 // each time.
-func (h *Composer) Memo(nodes map[string]Would, fn func() any) any {
+func (h *Composer) Memo(nodes *Composed, fn func() any) any {
 	c := &h.composed
 	c.mu.Lock()
 	held := c.holds(nodes)

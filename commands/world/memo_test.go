@@ -16,8 +16,8 @@ func TestMemoIsMadeOnceAVersion(t *testing.T) {
 	mesh.Publish(events.NodeAggregate("web-1"), events.NodeEnrolled{Name: "web-1", Capabilities: []string{}, Labels: map[string]string{}})
 	c := New(mesh.Fold())
 	made := 0
-	memo := func(nodes map[string]Would) any {
-		return c.Memo(nodes, func() any { made++; return len(nodes) })
+	memo := func(nodes *Composed) any {
+		return c.Memo(nodes, func() any { made++; return nodes.Len() })
 	}
 	first, err := c.ComposeAll()
 	if err != nil {

@@ -15,10 +15,10 @@ import (
 // where walking two lists in one order reads each once, in a row. An
 // entry holds only what the verdict reads of a plain would-send
 // (composable, nothing left out, unresolved or said; entry): any other, and
-// any node the order lacks, is read from the map. So an order may lack
-// any node, but an entry it holds never says other than the map
+// any node the order lacks, is read from the Composed. So an order may
+// lack any node, but an entry it holds never says other than the Composed
 // (TestPatchedInputIsAFreshRead holds it to that). About 40 bytes a
-// node, and no copy of a Would: the map stays the one copy of them.
+// node, and no copy of a Would: the Composed stays the one copy of them.
 type order []ordered
 
 type ordered struct {
@@ -26,20 +26,20 @@ type ordered struct {
 	plain        bool
 }
 
-// Walk reads the would-sends of nodes (a map ComposeAll answered) for
+// Walk reads the would-sends of nodes (what ComposeAll answered) for
 // names asked in rising order: from the order the cache keeps for nodes
 // when it still holds them (every composition cached makes one, in Keep
-// or composedAt), else from the map. Names asked out of order are read
-// right, from the map.
+// or composedAt), else from nodes. Names asked out of order are read
+// right, from nodes.
 type Walk struct {
-	nodes     map[string]Would
+	nodes     *Composed
 	have      order // the cache's order of nodes; nil when it keeps none
 	i         int
 	fromOrder int // how many were read from have: what the order saved
 }
 
 // Walk starts a walk over nodes.
-func (h *Composer) Walk(nodes map[string]Would) *Walk {
+func (h *Composer) Walk(nodes *Composed) *Walk {
 	return &Walk{nodes: nodes, have: h.composed.orderOf(nodes)}
 }
 
@@ -52,15 +52,15 @@ func (w *Walk) Of(name string) Would {
 		w.fromOrder++
 		return Would{Would: verdict.Would{Composable: true, ContentDigest: w.have[e].digest}}
 	}
-	return w.nodes[name]
+	return w.nodes.Of(name)
 }
 
-// after is prev's order for a version whose would-sends in nodes are
-// prev's but those of changed: theirs are read from nodes, a node no
-// longer there is dropped, and a new one joins in its place. A copy of
+// after is prev's order for a version whose would-sends are prev's but
+// those of changed: theirs are read from fresh (the changed nodes composed
+// again), a node not there is dropped, and a new one joins in its place. A copy of
 // about 40 bytes a node, in runs between the changed, not of the
 // would-sends.
-func (prev order) after(changed map[string]bool, nodes map[string]Would) order {
+func (prev order) after(changed map[string]bool, fresh map[string]Would) order {
 	if prev == nil {
 		return nil
 	}
@@ -72,7 +72,7 @@ func (prev order) after(changed map[string]bool, nodes map[string]Would) order {
 		if i += j; found {
 			i++
 		}
-		if w, ok := nodes[n]; ok {
+		if w, ok := fresh[n]; ok {
 			next = append(next, entry(n, w))
 		}
 	}

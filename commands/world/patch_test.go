@@ -158,12 +158,12 @@ func TestPatchedInputIsAFreshRead(t *testing.T) {
 				if diff := cmp.Diff(want, Of(at.World.Compose(n)), cmpopts.EquateEmpty()); diff != "" {
 					t.Fatalf("step %d (%v): %s composes otherwise in the patched world (-fresh +patched):\n%s", step, did, n, diff)
 				}
-				if diff := cmp.Diff(want, composed[n], cmpopts.EquateEmpty(), cmpopts.IgnoreFields(verdict.Would{}, "Since")); diff != "" {
+				if diff := cmp.Diff(want, composed.Of(n), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(verdict.Would{}, "Since")); diff != "" {
 					t.Fatalf("step %d (%v): %s's cached would-send is not a fresh composition's (-fresh +cached):\n%s", step, did, n, diff)
 				}
 			}
-			if len(composed) != len(world.Nodes()) {
-				t.Fatalf("step %d (%v): %d would-sends cached for %d nodes", step, did, len(composed), len(world.Nodes()))
+			if composed.Len() != len(world.Nodes()) {
+				t.Fatalf("step %d (%v): %d would-sends cached for %d nodes", step, did, composed.Len(), len(world.Nodes()))
 			}
 			return nil
 		})
@@ -208,12 +208,12 @@ func keep(t *testing.T, c *Composer, proj *projections.Engine) {
 // retired among them, in their names' order) and fails unless each
 // would-send read says what the map says of it, as the verdict reads
 // it. It answers how many were read from an order kept.
-func walkAgrees(t *testing.T, c *Composer, composed map[string]Would, enrolled int, when string) int {
+func walkAgrees(t *testing.T, c *Composer, composed *Composed, enrolled int, when string) int {
 	t.Helper()
 	walk := c.Walk(composed)
 	for i := range enrolled {
 		n := fmt.Sprintf("n-%02d", i)
-		want, got := composed[n], walk.Of(n)
+		want, got := composed.Of(n), walk.Of(n)
 		if diff := cmp.Diff(want.Would, got.Would); diff != "" {
 			t.Fatalf("%s: the walk's would-send of %s is not the map's (-map +walk):\n%s", when, n, diff)
 		}
