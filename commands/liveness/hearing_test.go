@@ -1,6 +1,7 @@
 package liveness
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -39,8 +40,53 @@ func TestSilenceCountsOnlyWhileTheControllerRan(t *testing.T) {
 		t.Fatalf("past the bound after the stall: %v, want web-1 lost", got)
 	}
 	// db-1, recorded lost an hour ago, is heard: it comes back.
-	l.heard["db-1"] = beat{at: t0.Add(47 * time.Second)}
+	l.hear("db-1", t0.Add(47*time.Second), 1)
 	if got := names(l.changes(t0.Add(48 * time.Second))); len(got) != 2 || got[1] != "db-1 NodeReachable" && got[0] != "db-1 NodeReachable" {
 		t.Fatalf("db-1 heard again: %v", got)
 	}
+}
+
+// A node this controller heard and then recorded lost is not lost again
+// at each check while it stays silent, and comes back at its next beat;
+// back, it is watched for silence again. The log's word on it is kept in
+// its beat (settle): without that, every check wrote its loss once more.
+// A beat heard before the first check of a node the log has lost (load)
+// is that node coming back.
+func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	l := &hearing{bound: 20 * time.Second, nc: nc, heard: map[string]beat{}, lost: map[string]projections.Liveness{},
+		known: map[string]time.Time{}, hearing: t0, reconnects: nc.Stats().Reconnects, checked: time.Now()}
+	at := func(d time.Duration) time.Time { return t0.Add(d * time.Second) }
+	check := func(now time.Time, want ...string) {
+		t.Helper()
+		l.checked = time.Now() // no stall: the test's clock is its own
+		var got []string
+		for _, c := range l.changes(now) {
+			got = append(got, c.node+" "+c.ev.EventType())
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("at %s: %v, want %v", now.Sub(t0), got, want)
+		}
+	}
+	l.hear("web-1", at(1), 1)
+	check(at(15))
+	check(at(22), "web-1 NodeUnreachable")
+	l.settle("web-1", projections.Liveness{Node: "web-1", Unreachable: true, LastHeard: at(1), Since: at(22)})
+	check(at(23))
+	check(at(60))
+	l.hear("web-1", at(61), 2)
+	check(at(62), "web-1 NodeReachable")
+	l.settle("web-1", projections.Liveness{Node: "web-1", LastHeard: at(61), Since: at(62)})
+	check(at(63))
+	check(at(82), "web-1 NodeUnreachable")
+
+	// Lost in the log before this controller's first check, heard first.
+	l2 := &hearing{bound: 20 * time.Second, nc: nc, heard: map[string]beat{}, lost: map[string]projections.Liveness{},
+		known: map[string]time.Time{}, hearing: t0, reconnects: nc.Stats().Reconnects, checked: time.Now()}
+	l2.hear("db-1", at(5), 1)
+	l2.took(map[string]projections.Liveness{"db-1": {Node: "db-1", Unreachable: true, Since: at(-3600)}},
+		map[string]time.Time{"db-1": at(-7200)})
+	l = l2
+	check(at(6), "db-1 NodeReachable")
 }

@@ -103,9 +103,18 @@ type hearing struct {
 // time the beat says it was said, which the next must pass (a beat
 // replayed, on an open bus where anyone hears them, is not the node alive
 // now).
+//
+// It also carries whether the log has the node unreachable (lost holds the
+// row, and since is its Since), so that a check reads each node heard
+// once: it looked up every heard node in lost and every lost node in
+// heard, two lookups in maps of 100,000 a node, some 30 ms of every
+// second on a controller whose fleet of 100,000 was lost. hear, load and
+// settle keep the two the same.
 type beat struct {
-	at   time.Time
-	said int64
+	at    time.Time
+	said  int64
+	down  bool
+	since time.Time
 }
 
 // Start hears the agents and checks their silence every tick until
@@ -149,9 +158,7 @@ func (h *Service) Start(bound, every time.Duration) (stop func(), err error) {
 		}
 		now := l.now()
 		l.mu.Lock()
-		if said := at.UnixNano(); said > l.heard[node].said {
-			l.heard[node] = beat{at: now, said: said}
-		}
+		l.hear(node, now, at.UnixNano())
 		l.mu.Unlock()
 	})
 	if err != nil {
@@ -208,8 +215,45 @@ func (l *hearing) load(h *Service) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lost, l.known, l.loaded = lost, known, true
+	l.took(lost, known)
 	return nil
+}
+
+// took makes what the log says (load) this hearing's; the caller holds mu.
+// Beats heard before this first check: a node heard is watched by its
+// beat, and one the log has lost is so in its beat too.
+func (l *hearing) took(lost map[string]projections.Liveness, known map[string]time.Time) {
+	for n := range known {
+		if _, heard := l.heard[n]; heard {
+			delete(known, n)
+		}
+	}
+	for n, r := range lost {
+		if b, heard := l.heard[n]; heard {
+			b.down, b.since = true, r.Since
+			l.heard[n] = b
+		}
+	}
+	l.lost, l.known, l.loaded = lost, known, true
+}
+
+// hear notes node's beat, said at said, heard now; the caller holds mu. A
+// beat no newer than the last heard is a replay, and is not the node
+// alive. A node's first beat takes what the log says of it (lost), and
+// the node is watched by its beats from then on, no longer as known.
+func (l *hearing) hear(node string, now time.Time, said int64) {
+	b, ok := l.heard[node]
+	if ok && said <= b.said {
+		return
+	}
+	if !ok {
+		if r, down := l.lost[node]; down {
+			b.down, b.since = true, r.Since
+		}
+		delete(l.known, node)
+	}
+	b.at, b.said = now, said
+	l.heard[node] = b
 }
 
 // LastHeard is when node's agent was last heard: by this controller, or
@@ -403,9 +447,6 @@ func (l *hearing) changes(now time.Time) []change {
 	l.checked = time.Now()
 	var out []change
 	silent := func(node string, last time.Time) {
-		if _, down := l.lost[node]; down {
-			return
-		}
 		from := last
 		if l.hearing.After(from) {
 			from = l.hearing
@@ -415,17 +456,18 @@ func (l *hearing) changes(now time.Time) []change {
 		}
 	}
 	for node, b := range l.heard {
-		silent(node, b.at)
-	}
-	for node, last := range l.known {
-		if _, heard := l.heard[node]; !heard {
-			silent(node, last)
-		}
-	}
-	for node, r := range l.lost {
-		if b, ok := l.heard[node]; ok && b.at.After(r.Since) {
+		switch {
+		case !b.down:
+			silent(node, b.at)
+		case b.at.After(b.since):
 			out = append(out, change{node, events.NodeReachable{Node: node, Heard: b.at}})
 		}
+	}
+	// Never heard by this controller (hear takes a node out at its first
+	// beat), and not lost (load and settle take those out): a node lost
+	// and never heard cannot come back.
+	for node, last := range l.known {
+		silent(node, last)
 	}
 	return out
 }
@@ -449,6 +491,10 @@ func (l *hearing) settle(node string, r projections.Liveness) {
 		l.lost[node] = r
 	} else {
 		delete(l.lost, node)
+	}
+	if b, heard := l.heard[node]; heard {
+		b.down, b.since = r.Unreachable, r.Since
+		l.heard[node] = b
 	}
 	delete(l.known, node)
 }
