@@ -86,6 +86,9 @@ type ownRead struct {
 	behind uint64
 	at     uint64
 	ticked uint64
+	// holding is 1 while the consumer's message is held back behind the
+	// sequences below it: it follows each of those.
+	holding uint64
 }
 
 // readOwn follows the stream from from on, as Read with Follow does, taking
@@ -204,7 +207,10 @@ func (r *ownRead) consumed(ctx context.Context, m jetstream.Msg) error {
 		return nil // read already, from the stream, to close a gap
 	}
 	r.behind, r.at = md.NumPending, seq
-	if err := r.fill(ctx, seq-1); err != nil {
+	r.holding = 1
+	err = r.fill(ctx, seq-1)
+	r.holding = 0
+	if err != nil {
 		return err
 	}
 	msg := Msg{Seq: seq, Subject: m.Subject(), Data: m.Data(), Header: m.Headers(), Time: md.Timestamp}
@@ -420,7 +426,8 @@ func (r *ownRead) ahead(ctx context.Context) error {
 }
 
 // pending is how many messages are known to follow seq, the one about to
-// be handed on: the consumer's word and the sends kept after it. Never more
+// be handed on: the consumer's word, the sends kept after it, and the
+// consumer's message held back behind seq. Never more
 // than will come: the fold's pipeline holds a message that says more
 // follow until the next, and a waiter for it then waits for ever. So a
 // send kept at seq itself (one read from the stream while its
@@ -433,20 +440,29 @@ func (r *ownRead) pending(seq uint64) uint64 {
 	if has {
 		kept--
 	}
-	return r.behind + uint64(kept)
+	return r.behind + uint64(kept) + r.holding
 }
 
 // readAhead takes m, read from the stream, off what the consumer has still
 // to deliver, when it is one the consumer would deliver past its last:
 // the consumer will deliver it later, to be passed over, and its word
 // counted before would otherwise say forever that one more follows (the
-// fault pending's comment names). A message outside every filter taken
-// off too makes behind short, which costs only an early read of the
-// stream; one counted twice would hold the fold.
+// fault pending's comment names). Only a send (an event's subject of the
+// send's type, which no filter names) is surely not one: a message outside
+// every filter taken off too makes behind short, which costs only an early
+// read of the stream, where one counted twice would hold the fold. So a
+// report whose subject ends as a send's does (a stranger's, on an open
+// bus: the reports' filter names it).
 func (r *ownRead) readAhead(m Msg) {
-	if m.Seq > r.at && r.behind > 0 && !strings.HasSuffix(m.Subject, sentSuffix) {
+	if m.Seq > r.at && r.behind > 0 && !isSend(m.Subject) {
 		r.behind--
 	}
+}
+
+// isSend is whether subject is a send's, which the own reader's consumer
+// never delivers.
+func isSend(subject string) bool {
+	return strings.HasPrefix(subject, events.EventPrefix+".") && strings.HasSuffix(subject, sentSuffix)
 }
 
 // hand gives m to the reader's function and moves past it.

@@ -647,4 +647,70 @@ func TestTheLastMessageReadFromTheStreamSaysNothingFollows(t *testing.T) {
 	if got[0].Pending != 0 {
 		t.Errorf("a report read from the stream before the consumer delivered it, last in it, says %d follow", got[0].Pending)
 	}
+	// A report whose subject ends as a send's (a stranger's, on an open
+	// bus) is one the consumer delivers all the same: its filter names
+	// every report.
+	ack, err = js.Publish(ctx, events.ReportSubject("web-1", sentType), []byte(`{"a report":"named as a send"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = store.ReadAhead(ctx, s, ack.Sequence, ack.Sequence, 1); err != nil || len(got) != 1 {
+		t.Fatalf("read ahead handed on %v (%v), want the report %d", seqs(got), err, ack.Sequence)
+	}
+	if got[0].Pending != 0 {
+		t.Errorf("a report on %s read from the stream first, last in it, says %d follow", got[0].Subject, got[0].Pending)
+	}
+	// Another writer's send is not one the consumer delivers: what it
+	// still has to deliver is still to come.
+	ack, err = js.Publish(ctx, events.DeclarationSubject("web-9"), []byte(`{"another writer's":"send"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = store.ReadAhead(ctx, s, ack.Sequence, ack.Sequence, 1); err != nil || len(got) != 1 {
+		t.Fatalf("read ahead handed on %v (%v), want the send %d", seqs(got), err, ack.Sequence)
+	}
+	if got[0].Pending != 1 {
+		t.Errorf("another writer's send read from the stream says %d follow, want the consumer's 1 still to come", got[0].Pending)
+	}
+}
+
+// sentType is the subject's last token of a send.
+var sentType = events.DeclarationSent{}.EventType()
+
+// A message below one the consumer delivers, which no filter names, is read
+// from the stream and handed on first, saying that the consumer's message
+// and what the consumer said comes after it follow; it is not taken off
+// what the consumer said. Said short, the fold commits in the middle of a
+// run it could have committed once; said long, it waits.
+func TestAGapBelowADeliveryIsNotTakenOffWhatFollows(t *testing.T) {
+	store.SetOwnGrace(t, time.Hour)
+	store.SetOwnTail(t, time.Hour)
+	srv := embeddedtest.Server(t)
+	s := rememberingStore(t, embeddedtest.Conn(t, srv))
+	ctx := context.Background()
+	if _, err := s.Append(ctx, events.NodeAggregate("web-1"), 0, "enrol-web-1", enrolled("web-1")); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(embeddedtest.Conn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An enrolment under a kind no filter names it by, then two reports.
+	for _, subject := range []string{"mesh.ev.seat.web-1.NodeEnrolled", events.ReportSubject("web-1", "DeclarationApplied"),
+		events.ReportSubject("web-1", "DeclarationApplied")} {
+		if _, err := js.Publish(ctx, subject, []byte(`{"a":"message"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := followOwn(t, s, 1).upTo(t, 4)
+	sameAsTheStream(t, got, theStream(t, s, 1))
+	var pending []uint64
+	for _, m := range got {
+		pending = append(pending, m.Pending)
+	}
+	// The gap (2) is followed by the report it lies below (3), and by the
+	// one the consumer said follows that report.
+	if want := []uint64{2, 2, 1, 0}; !slices.Equal(pending, want) {
+		t.Errorf("the own read says %v follow each message, want %v", pending, want)
+	}
 }
