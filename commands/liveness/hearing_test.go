@@ -86,7 +86,16 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 		known: map[string]time.Time{}, hearing: t0, reconnects: nc.Stats().Reconnects, checked: time.Now()}
 	l2.hear("db-1", at(5), 1)
 	l2.took(map[string]projections.Liveness{"db-1": {Node: "db-1", Unreachable: true, Since: at(-3600)}},
-		map[string]time.Time{"db-1": at(-7200)})
+		map[string]time.Time{"web-2": at(-7200)})
 	l = l2
 	check(at(6), "db-1 NodeReachable")
+	l.settle("db-1", projections.Liveness{Node: "db-1", LastHeard: at(5), Since: at(6)})
+	// web-2, which the log says spoke an hour before this controller
+	// began to hear, beats: it is watched by its beat from then on, not
+	// by what the log said (a node of both was lost while it beat, after
+	// every restart).
+	l.hear("web-2", at(10), 1)
+	l.hear("db-1", at(24), 2)
+	check(at(25))
+	check(at(31), "web-2 NodeUnreachable")
 }

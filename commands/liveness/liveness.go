@@ -108,8 +108,8 @@ type hearing struct {
 // row, and since is its Since), so that a check reads each node heard
 // once: it looked up every heard node in lost and every lost node in
 // heard, two lookups in maps of 100,000 a node, some 30 ms of every
-// second on a controller whose fleet of 100,000 was lost. hear, load and
-// settle keep the two the same.
+// second on a controller whose fleet of 100,000 was lost. hear, took,
+// settle and forget keep the two the same.
 type beat struct {
 	at    time.Time
 	said  int64
