@@ -26,7 +26,8 @@ type FoldError = pipeline.FoldError
 // fold reads the stream from o.From into f through the decode pipeline and
 // returns when the read has ended and everything it delivered is folded.
 func (e *Engine) fold(ctx context.Context, o store.ReadOptions, f *folder) error {
-	return pipeline.Run(ctx, f, f.keys, func(ctx context.Context, add func(store.Msg) error) error {
+	return pipeline.Run(ctx, f, f.keys, func(ctx context.Context, add func(store.Msg) error, flush func()) error {
+		o.Idle = flush
 		return e.o.Store.Read(ctx, o, add)
 	})
 }

@@ -89,12 +89,14 @@ type ownRead struct {
 	// holding is 1 while the consumer's message is held back behind the
 	// sequences below it: it follows each of those.
 	holding uint64
+	// onIdle is ReadOptions.Idle.
+	onIdle func()
 }
 
 // readOwn follows the stream from from on, as Read with Follow does, taking
 // this store's own sends from memory (the comment above).
 func (s *Store) readOwn(ctx context.Context, o ReadOptions, fn func(Msg) error) error {
-	r := &ownRead{s: s, fn: fn, next: max(o.From, 1)}
+	r := &ownRead{s: s, fn: fn, next: max(o.From, 1), onIdle: o.Idle}
 	r.at = r.next - 1
 	wanted := o.Wanted
 	if wanted == nil {
@@ -318,8 +320,13 @@ func (r *ownRead) unstick(ctx context.Context, wanted uint64) error {
 
 // idle reads what the stream holds past the consumer's last message when
 // the reader has handed nothing on for a whole ownTail and the consumer
-// has nothing more to deliver.
+// has nothing more to deliver. Having handed nothing on, it tells the
+// reader so first (onIdle): what it handed last may have said more follow
+// than came (pending's comment), and the fold holds such a message.
 func (r *ownRead) idle(ctx context.Context) error {
+	if r.next == r.ticked && r.onIdle != nil {
+		r.onIdle()
+	}
 	if r.next != r.ticked || r.behind > 0 {
 		r.ticked = r.next
 		return nil

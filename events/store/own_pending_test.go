@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,4 +133,20 @@ func TestAGapBelowADeliveryIsNotTakenOffWhatFollows(t *testing.T) {
 	if want := []uint64{2, 2, 1, 0}; !slices.Equal(pending, want) {
 		t.Errorf("the own read says %v follow each message, want %v", pending, want)
 	}
+}
+
+// An own read that has handed nothing on for a whole look at the stream's
+// end says so (ReadOptions.Idle), so that its reader hands on a message
+// held because it said more followed: the fold's pipeline flushes then.
+// Fails when the read never says so.
+func TestAnOwnReadThatHandsNothingOnSaysSo(t *testing.T) {
+	store.SetOwnTail(t, 20*time.Millisecond)
+	store.SetOwnGrace(t, time.Hour)
+	s := rememberingStore(t, embeddedtest.Conn(t, embeddedtest.Server(t)))
+	if _, err := s.Append(context.Background(), events.NodeAggregate("web-1"), 0, "enrol-web-1", enrolled("web-1")); err != nil {
+		t.Fatal(err)
+	}
+	var idle atomic.Int64
+	followOwnAsked(t, s, store.ReadOptions{From: 1, Idle: func() { idle.Add(1) }}).upTo(t, 1)
+	embeddedtest.Eventually(t, "the own read to say it handed nothing on", func() bool { return idle.Load() > 0 })
 }

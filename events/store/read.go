@@ -50,6 +50,11 @@ type ReadOptions struct {
 	// memory does not hold, last in the stream, is read for them.
 	Wanted func() uint64
 	Asked  <-chan struct{}
+	// Idle, for an Own read, is called on the read's own turn (never
+	// beside fn) when it has handed nothing on for a whole look at the
+	// stream's end (ownTail): a reader holding a message said to have
+	// more after it hands it on then, should the count have been high.
+	Idle func()
 }
 
 // readBytes is how many bytes of messages the ordered consumer asks for at

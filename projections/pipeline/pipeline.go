@@ -83,20 +83,28 @@ type pipeline struct {
 	result   chan error
 	failed   atomic.Pointer[FoldError]
 	stopRead func()
+	// saidMore is whether the last chunk sent to the folder ended on a
+	// message that said more follow (flushHeld). The read's alone.
+	saidMore bool
 }
 
 // Run folds what read delivers into f through the pipeline and returns
 // when the read has ended and everything it delivered is folded: read is
-// the stream's read, handing each message to its callback, with a context
-// that ends when the fold fails. keys are what provenance holds each
+// the stream's read, handing each message to add, with a context that ends
+// when the fold fails. A message that says more follow (Msg.Pending) is
+// held until they come; flush, called on read's own turn (never beside an
+// add), hands on what is held: a read that finds nothing came after all
+// calls it, so a count too high holds the fold a moment, not for ever (a
+// push waiting for its last send waited for ever when the own read said
+// one more followed it; events/store/own.go). keys are what provenance holds each
 // message to. A fold error wins over the read error it caused.
-func Run(ctx context.Context, f Folder, keys *declaration.Keyring, read func(context.Context, func(store.Msg) error) error) error {
+func Run(ctx context.Context, f Folder, keys *declaration.Keyring, read func(ctx context.Context, add func(store.Msg) error, flush func()) error) error {
 	// A failed fold must end a following read at once, not at the next
 	// event, which may never come.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p := newPipeline(f, keys, runtime.GOMAXPROCS(0), cancel)
-	readErr := read(ctx, p.add)
+	readErr := read(ctx, p.add, p.flushHeld)
 	if err := p.close(); err != nil {
 		return err
 	}
@@ -136,12 +144,32 @@ func (p *pipeline) add(m store.Msg) error {
 	return nil
 }
 
+// flushHeld is flush for the read, which says nothing came after what it
+// handed last: that is the last there is for now, whatever it said, so
+// the folder commits it as it commits a caught-up event (CommitIf). When
+// it went to the folder already, in a full chunk, an empty chunk says so.
+// Nothing once folding has failed.
+func (p *pipeline) flushHeld() {
+	switch {
+	case p.failed.Load() != nil:
+	case len(p.cur.msgs) > 0:
+		p.cur.msgs[len(p.cur.msgs)-1].Pending = 0
+		p.flush()
+	case p.saidMore:
+		c := p.newChunk()
+		close(c.done) // nothing to decode
+		p.order <- c
+		p.saidMore = false
+	}
+}
+
 func (p *pipeline) flush() {
 	if len(p.cur.msgs) == 0 {
 		return
 	}
 	c := p.cur
 	p.cur = p.newChunk()
+	p.saidMore = c.msgs[len(c.msgs)-1].Pending > 0
 	// order first: the folder must learn of a chunk before any later one.
 	p.order <- c
 	p.work <- c
@@ -314,7 +342,11 @@ func (p *pipeline) applyChunk(c *chunk) (due time.Time, err error) {
 	if c.err != nil {
 		return time.Time{}, c.err
 	}
-	return p.f.CommitIf(c.msgs[len(c.msgs)-1].Pending)
+	var pending uint64 // none after an empty chunk (flushHeld)
+	if n := len(c.msgs); n > 0 {
+		pending = c.msgs[n-1].Pending
+	}
+	return p.f.CommitIf(pending)
 }
 
 // close flushes what is buffered, waits for every chunk to be folded, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,7 +73,8 @@ func enrolled(t *testing.T, n int) (*store.Store, *declaration.Keyring) {
 }
 
 func run(ctx context.Context, s *store.Store, keys *declaration.Keyring, o store.ReadOptions, f pipeline.Folder) error {
-	return pipeline.Run(ctx, f, keys, func(ctx context.Context, add func(store.Msg) error) error {
+	return pipeline.Run(ctx, f, keys, func(ctx context.Context, add func(store.Msg) error, flush func()) error {
+		o.Idle = flush
 		return s.Read(ctx, o, add)
 	})
 }
@@ -116,5 +118,57 @@ func TestAFailureCommitsWhatCameBeforeAndEndsTheRead(t *testing.T) {
 	}
 	if len(l.applied) != 299 || l.committed != 299 {
 		t.Fatalf("%d events applied and %d committed, want the 299 before the failure", len(l.applied), l.committed)
+	}
+}
+
+// counting is a ledger that says how many events it has committed, to a
+// reader beside the fold.
+type counting struct {
+	ledger
+	committed atomic.Int64
+}
+
+func (c *counting) CommitIf(pending uint64) (time.Time, error) {
+	due, err := c.ledger.CommitIf(pending)
+	c.committed.Store(int64(c.ledger.committed))
+	return due, err
+}
+
+// A message that says more follow is held until they come; a flush (the
+// read saying nothing came after all) hands it on, and it is committed as
+// the last there is. The own read flushes when it has handed nothing on
+// for a while, so a count too high holds the fold a moment: without the
+// flush, a push waiting for its last send waited for ever. So does a chunk
+// that went to the folder full, ending on such a message. Fails when a
+// flush hands on nothing, or what it hands on is not committed.
+func TestAFlushHandsOnAndCommitsAMessageSaidToHaveMoreAfterIt(t *testing.T) {
+	for _, n := range []int{1, 256} { // a part of a chunk, and a whole one
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s, keys := enrolled(t, n)
+			var msgs []store.Msg
+			if err := s.Read(context.Background(), store.ReadOptions{From: 1}, func(m store.Msg) error {
+				msgs = append(msgs, m)
+				return nil
+			}); err != nil || len(msgs) != n {
+				t.Fatalf("read %d message(s), %v; want %d enrolments", len(msgs), err, n)
+			}
+			var c counting
+			err := pipeline.Run(context.Background(), &c, keys, func(_ context.Context, add func(store.Msg) error, flush func()) error {
+				for _, m := range msgs {
+					m.Pending = 5 // said to have more after it, which never come
+					if err := add(m); err != nil {
+						return err
+					}
+				}
+				flush()
+				embeddedtest.Eventually(t, "what was flushed to be applied and committed while the read goes on", func() bool {
+					return c.committed.Load() == int64(n)
+				})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
