@@ -48,3 +48,18 @@ func ReadAhead(ctx context.Context, s *Store, from, upto, behind uint64) ([]Msg,
 	err := r.fetch(ctx, upto)
 	return out, err
 }
+
+// IdleAt runs one look at the stream's end (ownTail's) of an own reader at
+// next, behind messages still to come from its consumer, that has handed
+// something on since its last look or not (moved), and answers whether it
+// said it was idle.
+func IdleAt(ctx context.Context, s *Store, next, behind uint64, moved bool) (bool, error) {
+	said := false
+	r := &ownRead{s: s, next: next, at: next - 1, behind: behind, ticked: next, onIdle: func() { said = true },
+		fn: func(Msg) error { return nil }}
+	if moved {
+		r.ticked = next - 1
+	}
+	err := r.idle(ctx)
+	return said, err
+}

@@ -149,4 +149,17 @@ func TestAnOwnReadThatHandsNothingOnSaysSo(t *testing.T) {
 	var idle atomic.Int64
 	followOwnAsked(t, s, store.ReadOptions{From: 1, Idle: func() { idle.Add(1) }}).upTo(t, 1)
 	embeddedtest.Eventually(t, "the own read to say it handed nothing on", func() bool { return idle.Load() > 0 })
+	// Whatever its consumer said is still to come (a count too high is
+	// the case it is for), and only when it handed nothing on since its
+	// last look: a read that moves is not idle.
+	for _, c := range []struct {
+		behind uint64
+		moved  bool
+		want   bool
+	}{{3, false, true}, {0, false, true}, {3, true, false}, {0, true, false}} {
+		said, err := store.IdleAt(context.Background(), s, 2, c.behind, c.moved)
+		if err != nil || said != c.want {
+			t.Errorf("an own read %d behind its consumer, moved %v, said it was idle: %v (%v), want %v", c.behind, c.moved, said, err, c.want)
+		}
+	}
 }
