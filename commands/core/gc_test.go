@@ -184,3 +184,44 @@ func TestIdleReleaseOnceAQuietSpell(t *testing.T) {
 		t.Fatal("not released after the next quiet spell")
 	}
 }
+
+// A process collects ahead once it has been quiet for the spell with more
+// than a quarter of the goal's room used, once a spell; not while busy, not before
+// the spell, not with little garbage. Fails on a collection out of turn or
+// one missed.
+func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
+	q := quietCollect{quietFor: 300 * time.Millisecond}
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	const room = 128 << 20
+	cpu := 1.0
+	look := func(ms int, used float64, grown uint64) bool {
+		cpu += used
+		return q.due(at(ms), cpu, grown, room)
+	}
+	if look(0, 0, room) {
+		t.Fatal("collected at the first look")
+	}
+	if look(100, 0.05, room) || look(200, 0.02, room) {
+		t.Fatal("collected while busy")
+	}
+	if look(300, 0, room) || look(400, 0.001, room) {
+		t.Fatal("collected before a whole quiet spell")
+	}
+	if look(500, 0, room/8) {
+		t.Fatal("collected with an eighth of the room used")
+	}
+	if !look(600, 0, room/4+1) {
+		t.Fatal("not collected after a quiet spell with more than a quarter of the room used")
+	}
+	q.collected()
+	if look(700, 0, room) || look(5000, 0, room) {
+		t.Fatal("collected twice in one quiet spell")
+	}
+	if look(5100, 0.2, room) || look(5200, 0, room) {
+		t.Fatal("collected at once when busy again")
+	}
+	if !look(5400, 0, room) {
+		t.Fatal("not collected after the next quiet spell")
+	}
+}
