@@ -213,8 +213,8 @@ type quietCollect struct {
 	done     bool      // collected since it was last busy
 }
 
-// busyPerLook is the user CPU between two looks (100 ms apart) past which
-// the process is busy: a tenth of a core. A controller hearing 100,000
+// busyPerLook is the CPU between two looks (100 ms apart) past which the
+// process is busy: a tenth of a core. A controller hearing 100,000
 // nodes' beats is never quiet by it, and collects at its own pace.
 const busyPerLook = 0.01
 
@@ -231,9 +231,11 @@ func (q *quietCollect) due(now time.Time, cpu float64, grown, room uint64) bool 
 	return !q.done && now.Sub(q.busy) >= q.quietFor && grown > room/4
 }
 
-// processCPU is the CPU seconds this process has used, as the operating
-// system counts them (the runtime's own estimate of its user time moved
-// at a quiet controller's every look, and it never collected ahead).
+// processCPU is the CPU seconds this process has used, user and system, as
+// the operating system counts them: the runtime's metrics estimate the
+// time of Go code alone, and a process busy in a system call (the fold's
+// writes, the bus's sockets) is not quiet. bench.Self reads the same, with
+// its memory from /proc, which a look every 100 ms has no use for.
 func processCPU() float64 {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {

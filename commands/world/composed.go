@@ -240,7 +240,7 @@ func (h *Composer) composedAt(at At) *Composed {
 		// composed, which are never plain.
 		o = make(order, len(names))
 		for i, n := range names {
-			o[i] = entry(n, fresh[n])
+			o[i] = entry(n, results[i])
 		}
 		nodes = composedOf(fresh)
 	} else {

@@ -86,9 +86,6 @@ type ownRead struct {
 	behind uint64
 	at     uint64
 	ticked uint64
-	// holding is 1 while the consumer's message is held back behind the
-	// sequences below it: it follows each of those.
-	holding uint64
 	// onIdle is ReadOptions.Idle.
 	onIdle func()
 }
@@ -209,10 +206,7 @@ func (r *ownRead) consumed(ctx context.Context, m jetstream.Msg) error {
 		return nil // read already, from the stream, to close a gap
 	}
 	r.behind, r.at = md.NumPending, seq
-	r.holding = 1
-	err = r.fill(ctx, seq-1)
-	r.holding = 0
-	if err != nil {
+	if err := r.fill(ctx, seq-1); err != nil {
 		return err
 	}
 	msg := Msg{Seq: seq, Subject: m.Subject(), Data: m.Data(), Header: m.Headers(), Time: md.Timestamp}
@@ -434,7 +428,8 @@ func (r *ownRead) ahead(ctx context.Context) error {
 
 // pending is how many messages are known to follow seq, the one about to
 // be handed on: the consumer's word, the sends kept after it, and the
-// consumer's message held back behind seq. Never more
+// consumer's last message when it is held back behind seq (a gap below it
+// being filled: at past seq). Never more
 // than will come: the fold's pipeline holds a message that says more
 // follow until the next, and a waiter for it then waits for ever. So a
 // send kept at seq itself (one read from the stream while its
@@ -447,7 +442,11 @@ func (r *ownRead) pending(seq uint64) uint64 {
 	if has {
 		kept--
 	}
-	return r.behind + uint64(kept) + r.holding
+	n := r.behind + uint64(kept)
+	if r.at > seq {
+		n++
+	}
+	return n
 }
 
 // readAhead takes m, read from the stream, off what the consumer has still
