@@ -120,7 +120,23 @@ func curvePublic(s string) (*ecdh.PublicKey, error) {
 const OverlayPlaceholder = "MESH-OVERLAY-PRIVATE-KEY-OF-THIS-NODE"
 
 // NodeBeat is the MAC key of the liveness beats of a node that made its own
-// keys, answered to it at enrolment (EnrolReply.Beat).
+// keys, answered to it at enrolment (EnrolReply.Beat). Remembered with the
+// node's other keys: liveness asks for it at every beat, 20,000 a second
+// at 100,000 nodes, and deriving it afresh each time (an HMAC made and
+// summed) was a third of what the controller allocated at rest, so the
+// collector ran every three seconds (docs/performance.md, "Liveness").
+// The answer is the keyring's own: read it, never write it.
 func (k *Keyring) NodeBeat(node string) []byte {
-	return deriveRaw(k.seed, "beat\x00"+node)
+	n := k.node(node)
+	if n.beat != nil {
+		return n.beat
+	}
+	b := deriveRaw(k.seed, "beat\x00"+node)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if have, ok := k.nodes[node]; ok {
+		have.beat = b
+		k.nodes[node] = have
+	}
+	return b
 }

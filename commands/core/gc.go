@@ -153,7 +153,7 @@ func KeepHeapGoal() (stop func()) {
 	unkeep := gc.keepGoal()
 	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"},
 		{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/goal:bytes"}}
-	var cycles, allocsAtCycle uint64
+	var cycles, allocsAtCycle, allocsAtLook uint64
 	quiet := idleRelease{quietFor: quietFor}
 	ahead := quietCollect{quietFor: collectQuietFor}
 	stopWatch := Every(100*time.Millisecond, func() {
@@ -164,12 +164,14 @@ func KeepHeapGoal() (stop func()) {
 			gc.heard(samples[1].Value.Uint64())
 		}
 		live, goal := samples[1].Value.Uint64(), samples[3].Value.Uint64()
-		if ahead.due(time.Now(), processCPU(), allocs-allocsAtCycle, goal-min(goal, live)) {
+		made := allocs - min(allocs, allocsAtLook)
+		allocsAtLook = allocs
+		if ahead.due(time.Now(), processCPU(), made, allocs-allocsAtCycle, goal-min(goal, live)) {
 			runtime.GC()
 			metrics.Read(samples)
 			cycles, allocsAtCycle = samples[0].Value.Uint64(), samples[2].Value.Uint64()
 			gc.heard(samples[1].Value.Uint64())
-			ahead.collected()
+			ahead.collected(processCPU())
 		}
 		if quiet.due(time.Now(), cycles) {
 			debug.FreeOSMemory()
@@ -197,38 +199,57 @@ const collectQuietFor = 300 * time.Millisecond
 // 100,000 nodes marks some 220 MB of live heap, 0.3-0.4 CPU s on two
 // cores, and the first status after a change that met one took 0.36-0.47
 // s end to end, against 0.20-0.26 for those that did not (GODEBUG=gctrace=1;
-// issue 34's bound is 300 ms). Once a process that was busy has been
-// quiet for quietFor, and more than a quarter of the garbage the goal
-// allows has built up since the last cycle, it collects: the next answer
-// then starts with the whole room, where the collector starts its cycle
-// some three quarters of the way (a change and its status made 30-45 MB
-// at 100,000 nodes, of a room of 127). A cycle brought forward, not one
-// more: the garbage was made, and would be collected at the next
-// allocation past the goal; at most a few more cycles in a quiet spell's
-// bursts.
+// issue 34's bound is 300 ms). Once the process has done an answer's work
+// (a burst: a status, a push) and then been quiet for quietFor, and more
+// than a quarter of the garbage the goal allows has built up since the
+// last cycle, it collects: the next answer then starts with the whole
+// room, where the collector starts its cycle some three quarters of the
+// way (a change and its status made 30-45 MB at 100,000 nodes, of a room
+// of 127). A cycle brought forward, once a burst, not one more: the
+// garbage was made, and would be collected at the next allocation past
+// the goal.
+//
+// Only a burst arms it, not a trickle: a look in which the process made
+// more than a sixteenth of the goal's room (8 MB of 127 at 100,000 nodes,
+// where a status makes 20-40 MB in a tenth of a second). A controller
+// hearing 100,000 nodes' beats spends a seventh of a core on them and
+// makes about a megabyte a look, steadily; armed by any look above a tenth
+// of a core (as it first was) it collected every three seconds, each time
+// a quarter of the room had filled, four times as often as the collector
+// would (docs/performance.md, "Liveness"). A look's CPU does not tell an
+// answer from a collector's own cycle, which uses as much and makes
+// nothing.
 type quietCollect struct {
 	quietFor time.Duration
 	cpu      float64   // the process's CPU seconds at the last look
 	busy     time.Time // when it was last seen doing more than a trickle
-	done     bool      // collected since it was last busy
+	armed    bool      // a burst was seen since the last collection ahead
 }
 
-// busyPerLook is the CPU between two looks (100 ms apart) past which the
-// process is busy: a tenth of a core. A controller hearing 100,000
-// nodes' beats is never quiet by it, and collects at its own pace.
-const busyPerLook = 0.01
+// quietPerLook is the CPU between two looks (100 ms apart) a process may
+// spend and still be quiet, a fifth of a core: a status of 100,000 nodes
+// uses most of a core for a tenth of a second, their beats a seventh of
+// one all the time.
+const quietPerLook = 0.02
 
 // due reports whether to collect now: cpu is the process's CPU seconds
-// so far, grown the bytes allocated since the last cycle, room the
-// goal's room above the live heap.
-func (q *quietCollect) due(now time.Time, cpu float64, grown, room uint64) bool {
+// so far, made the bytes allocated since the last look, grown those since
+// the last cycle, room the goal's room above the live heap.
+func (q *quietCollect) due(now time.Time, cpu float64, made, grown, room uint64) bool {
 	used := cpu - q.cpu
 	q.cpu = cpu
-	if used > busyPerLook || q.busy.IsZero() {
-		q.busy, q.done = now, false
+	if q.busy.IsZero() {
+		q.busy = now
 		return false
 	}
-	return !q.done && now.Sub(q.busy) >= q.quietFor && grown > room/4
+	if made > room/16 {
+		q.armed = true
+	}
+	if used > quietPerLook {
+		q.busy = now
+		return false
+	}
+	return q.armed && now.Sub(q.busy) >= q.quietFor && grown > room/4
 }
 
 // processCPU is the CPU seconds this process has used, user and system, as
@@ -244,8 +265,10 @@ func processCPU() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-// collected records a collection made ahead: none again until busy.
-func (q *quietCollect) collected() { q.done = true }
+// collected records a collection made ahead, the process then at cpu
+// seconds: none again until the next burst, and the collection's own CPU
+// is not the process busy.
+func (q *quietCollect) collected(cpu float64) { q.armed, q.cpu = false, cpu }
 
 // quietFor is how long a controller goes without a collection before the
 // heap's free pages go back to the system at once (idleRelease).

@@ -185,43 +185,58 @@ func TestIdleReleaseOnceAQuietSpell(t *testing.T) {
 	}
 }
 
-// A process collects ahead once it has been quiet for the spell with more
-// than a quarter of the goal's room used, once a spell; not while busy, not before
-// the spell, not with little garbage. Fails on a collection out of turn or
-// one missed.
+// A process collects ahead once it has done an answer's work (a burst of
+// allocation) and been quiet for the spell since, with more than a quarter
+// of the goal's room used, once a burst; not for a trickle, not while busy,
+// not before the spell, not with little garbage, not armed by a cycle's
+// CPU. Fails on a collection out of turn or one missed.
 func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	q := quietCollect{quietFor: 300 * time.Millisecond}
 	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	const room = 128 << 20
+	const trickle, burst = room / 16, room/16 + 1 // a trickle up to the bound
 	cpu := 1.0
-	look := func(ms int, used float64, grown uint64) bool {
+	look := func(ms int, used float64, made, grown uint64) bool {
 		cpu += used
-		return q.due(at(ms), cpu, grown, room)
+		return q.due(at(ms), cpu, made, grown, room)
 	}
-	if look(0, 0, room) {
+	if look(0, 0, burst, room) {
 		t.Fatal("collected at the first look")
 	}
-	if look(100, 0.05, room) || look(200, 0.02, room) {
+	// A trickle (a fleet's beats: a seventh of a core, a megabyte a look)
+	// never arms it, however much garbage it builds up; nor does a
+	// collector's cycle, busy and making nothing.
+	for ms := 100; ms <= 3000; ms += 100 {
+		used := 0.015
+		if ms == 1000 || ms == 1100 {
+			used = 0.15
+		}
+		if look(ms, used, trickle, room) {
+			t.Fatalf("collected for a trickle at %d ms", ms)
+		}
+	}
+	if look(3100, 0.05, burst, room) || look(3200, 0.03, trickle, room) {
 		t.Fatal("collected while busy")
 	}
-	if look(300, 0, room) || look(400, 0.001, room) {
+	if look(3300, 0, 0, room) || look(3400, 0.015, trickle, room) {
 		t.Fatal("collected before a whole quiet spell")
 	}
-	if look(500, 0, room/8) {
+	if look(3500, 0, 0, room/8) {
 		t.Fatal("collected with an eighth of the room used")
 	}
-	if !look(600, 0, room/4+1) {
-		t.Fatal("not collected after a quiet spell with more than a quarter of the room used")
+	if !look(3600, 0.015, trickle, room/4+1) {
+		t.Fatal("not collected after a burst and a quiet spell, with more than a quarter of the room used")
 	}
-	q.collected()
-	if look(700, 0, room) || look(5000, 0, room) {
-		t.Fatal("collected twice in one quiet spell")
+	cpu += 0.3 // the collection's own
+	q.collected(cpu)
+	if look(3700, 0, 0, room) || look(8000, 0.01, trickle, room) {
+		t.Fatal("collected twice after one burst")
 	}
-	if look(5100, 0.2, room) || look(5200, 0, room) {
+	if look(8100, 0.2, burst, room) || look(8200, 0, 0, room) {
 		t.Fatal("collected at once when busy again")
 	}
-	if !look(5400, 0, room) {
-		t.Fatal("not collected after the next quiet spell")
+	if !look(8400, 0, 0, room) {
+		t.Fatal("not collected after the next burst's quiet spell")
 	}
 }

@@ -40,7 +40,7 @@ func TestSilenceCountsOnlyWhileTheControllerRan(t *testing.T) {
 		t.Fatalf("past the bound after the stall: %v, want web-1 lost", got)
 	}
 	// db-1, recorded lost an hour ago, is heard: it comes back.
-	l.hear("db-1", t0.Add(47*time.Second), 1)
+	l.hear("db-1", t0.Add(47*time.Second), 1, false)
 	if got := names(l.changes(t0.Add(48 * time.Second))); len(got) != 2 || got[1] != "db-1 NodeReachable" && got[0] != "db-1 NodeReachable" {
 		t.Fatalf("db-1 heard again: %v", got)
 	}
@@ -69,13 +69,13 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 			t.Fatalf("at %s: %v, want %v", now.Sub(t0), got, want)
 		}
 	}
-	l.hear("web-1", at(1), 1)
+	l.hear("web-1", at(1), 1, false)
 	check(at(15))
 	check(at(22), "web-1 NodeUnreachable")
 	l.settle("web-1", projections.Liveness{Node: "web-1", Unreachable: true, LastHeard: at(1), Since: at(22)})
 	check(at(23))
 	check(at(60))
-	l.hear("web-1", at(61), 2)
+	l.hear("web-1", at(61), 2, false)
 	check(at(62), "web-1 NodeReachable")
 	l.settle("web-1", projections.Liveness{Node: "web-1", LastHeard: at(61), Since: at(62)})
 	check(at(63))
@@ -84,7 +84,7 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 	// Lost in the log before this controller's first check, heard first.
 	l2 := &hearing{bound: 20 * time.Second, nc: nc, heard: map[string]beat{}, lost: map[string]projections.Liveness{},
 		known: map[string]time.Time{}, hearing: t0, reconnects: nc.Stats().Reconnects, checked: time.Now()}
-	l2.hear("db-1", at(5), 1)
+	l2.hear("db-1", at(5), 1, false)
 	l2.took(map[string]projections.Liveness{"db-1": {Node: "db-1", Unreachable: true, Since: at(-3600)}},
 		map[string]time.Time{"web-2": at(-7200)})
 	l = l2
@@ -94,8 +94,8 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 	// began to hear, beats: it is watched by its beat from then on, not
 	// by what the log said (a node of both was lost while it beat, after
 	// every restart).
-	l.hear("web-2", at(10), 1)
-	l.hear("db-1", at(24), 2)
+	l.hear("web-2", at(10), 1, false)
+	l.hear("db-1", at(24), 2, false)
 	check(at(25))
 	check(at(31), "web-2 NodeUnreachable")
 }

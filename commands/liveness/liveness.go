@@ -110,11 +110,15 @@ type hearing struct {
 // heard, two lookups in maps of 100,000 a node, some 30 ms of every
 // second on a controller whose fleet of 100,000 was lost. hear, took,
 // settle and forget keep the two the same.
+//
+// derived: the node's last beat held under its derived report MAC key, not
+// under a beat key of its own, so the next is checked under that one first.
 type beat struct {
-	at    time.Time
-	said  int64
-	down  bool
-	since time.Time
+	at      time.Time
+	said    int64
+	down    bool
+	since   time.Time
+	derived bool
 }
 
 // Start hears the agents and checks their silence every tick until
@@ -148,17 +152,27 @@ func (h *Service) Start(bound, every time.Duration) (stop func(), err error) {
 		}
 		// A node that made its own keys MACs its beats with the key its
 		// enrolment answered (declaration.EnrolReply.Beat); one enrolled
-		// before, with its derived report MAC key.
-		at, ok := l.macs.CheckBeat(h.Keys.NodeBeat(node), m.Subject, m.Data)
+		// before, with its derived report MAC key. Either holds; the one
+		// that held at the node's last beat is tried first, so a node of
+		// either kind costs one check a beat, not one that fails first.
+		l.mu.Lock()
+		derived := l.heard[node].derived
+		l.mu.Unlock()
+		keys := [2]func(string) []byte{h.Keys.NodeBeat, h.Keys.NodeMAC}
+		if derived {
+			keys[0], keys[1] = keys[1], keys[0]
+		}
+		at, ok := l.macs.CheckBeat(keys[0](node), m.Subject, m.Data)
 		if !ok {
-			at, ok = l.macs.CheckBeat(h.Keys.NodeMAC(node), m.Subject, m.Data)
+			at, ok = l.macs.CheckBeat(keys[1](node), m.Subject, m.Data)
+			derived = !derived
 		}
 		if !ok {
 			return
 		}
 		now := l.now()
 		l.mu.Lock()
-		l.hear(node, now, at.UnixNano())
+		l.hear(node, now, at.UnixNano(), derived)
 		l.mu.Unlock()
 	})
 	if err != nil {
@@ -241,7 +255,7 @@ func (l *hearing) took(lost map[string]projections.Liveness, known map[string]ti
 // beat no newer than the last heard is a replay, and is not the node
 // alive. A node's first beat takes what the log says of it (lost), and
 // the node is watched by its beats from then on, no longer as known.
-func (l *hearing) hear(node string, now time.Time, said int64) {
+func (l *hearing) hear(node string, now time.Time, said int64, derived bool) {
 	b, ok := l.heard[node]
 	if ok && said <= b.said {
 		return
@@ -252,7 +266,7 @@ func (l *hearing) hear(node string, now time.Time, said int64) {
 		}
 		delete(l.known, node)
 	}
-	b.at, b.said = now, said
+	b.at, b.said, b.derived = now, said, derived
 	l.heard[node] = b
 }
 

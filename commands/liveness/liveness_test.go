@@ -12,6 +12,7 @@ import (
 	"github.com/meshctl/mesh/agent/agenttest"
 	"github.com/meshctl/mesh/commands"
 	"github.com/meshctl/mesh/commands/liveness"
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
@@ -209,5 +210,55 @@ func TestManyNodesLostAtOnceAreCountedInTheLog(t *testing.T) {
 	}
 	if !strings.Contains(text, "more=2 unreachable_now=3") {
 		t.Fatalf("the log does not count the 2 nodes past the one named:\n%s", text)
+	}
+}
+
+// A node's beat holds under either of its keys, its own beat key or (a node
+// enrolled before nodes made their own keys) its derived report MAC key,
+// and a node beating under one after the other is heard at each; a beat
+// under another node's key is not the node heard. The controller tries the
+// key that held last first, which must change nothing of this. Fails when
+// either key stops being heard, or a stranger's key is.
+func TestABeatUnderEitherOfItsNodesKeysIsHeardAndNoOther(t *testing.T) {
+	t.Parallel() // its own bus and clock
+	var c clock
+	m := agenttest.NewWith(t, func(cfg *commands.ControllerConfig) { cfg.Now = c.Now })
+	m.Enroll("web-1")
+	m.Enroll("web-2")
+	nc := embeddedtest.Conn(t, m.Srv)
+	keys := m.H.Live.Keys
+	said := time.Now()
+	// beat publishes node's beat under key, said a millisecond after the
+	// last, then web-2's under its own key, so that once web-2 is heard at
+	// the clock's moment the beat before it on this connection was read.
+	beat := func(node string, key []byte) {
+		t.Helper()
+		c.Advance(time.Second)
+		at := c.Now()
+		for _, b := range []struct {
+			node string
+			key  []byte
+		}{{node, key}, {"web-2", keys.NodeBeat("web-2")}} {
+			said = said.Add(time.Millisecond)
+			subject := events.LivenessPrefix + "." + b.node
+			m.Must(nc.Publish(subject, declaration.Beat(b.key, subject, said)))
+		}
+		m.Must(nc.Flush())
+		embeddedtest.Eventually(t, "web-2 heard after "+node, func() bool { return !m.H.Live.LastHeard("web-2").Before(at) })
+	}
+	heardAt := func() time.Time { return m.H.Live.LastHeard("web-1") }
+	for i, key := range [][]byte{keys.NodeMAC("web-1"), keys.NodeBeat("web-1"), keys.NodeBeat("web-1"), keys.NodeMAC("web-1"), keys.NodeMAC("web-1")} {
+		before := heardAt()
+		beat("web-1", key)
+		if !heardAt().After(before) {
+			t.Fatalf("beat %d of web-1, under one of its own keys, not heard", i+1)
+		}
+	}
+	for name, key := range map[string][]byte{"web-2's beat key": keys.NodeBeat("web-2"), "web-2's report MAC key": keys.NodeMAC("web-2"), "the controller's log MAC key": keys.LogMAC()} {
+		before := heardAt()
+		beat("web-1", key)
+		if !heardAt().Equal(before) {
+			t.Errorf("a beat of web-1 under %s was heard", name)
+		}
 	}
 }
