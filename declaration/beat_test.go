@@ -29,6 +29,8 @@ func TestABeatIsItsNodesOnItsSubject(t *testing.T) {
 		"no MAC":             {key, "mesh.live.web-1", []byte("1765000000123456789")},
 		"a JetStream answer": {key, "mesh.live.web-1", []byte(`{"type":"io.nats.jetstream.api.v1.stream_msg_get_response"}`)},
 		"nothing":            {key, "mesh.live.web-1", nil},
+		"a MAC far too long": {key, "mesh.live.web-1", append([]byte("1765000000123456789 "), bytes.Repeat([]byte("A"), 200)...)},
+		"no key":             {nil, "mesh.live.web-1", Beat(nil, "mesh.live.web-1", at)},
 	} {
 		if _, ok := c.CheckBeat(tc.key, tc.subject, tc.data); ok {
 			t.Errorf("%s: held", name)
@@ -59,6 +61,7 @@ func TestANodesBeatKeyIsDerivedOnceAndRemembered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	k.NodeMAC("web-2") // web-2 remembered, its beat key not yet asked for
 	web1 := k.NodeBeat("web-1")
 	if !bytes.Equal(web1, again.NodeBeat("web-1")) || !bytes.Equal(web1, deriveRaw(k.seed, "beat\x00web-1")) {
 		t.Fatal("two keyrings of one controller key answer web-1 different beat keys")
@@ -71,5 +74,8 @@ func TestANodesBeatKeyIsDerivedOnceAndRemembered(t *testing.T) {
 	}
 	if !bytes.Equal(k.NodeBeat("web-1"), web1) {
 		t.Error("the remembered beat key is not the one derived")
+	}
+	if !bytes.Equal(k.NodeBeat("web-2"), again.NodeBeat("web-2")) {
+		t.Error("web-2's beat key, asked for after web-1's, is not its own")
 	}
 }

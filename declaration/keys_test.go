@@ -39,9 +39,14 @@ func TestMACHoldsToKeySubjectAndData(t *testing.T) {
 			{web, "mesh.rp.web-1.DeclarationApplied", data, "", false},
 			{web, "mesh.rp.web-1.DeclarationApplied", data, "not base64!", false},
 			{web, "mesh.rp.web-1.DeclarationApplied", data, mac[:20], false},
+			{web, "mesh.rp.web-1.DeclarationApplied", data, strings.Repeat("A", 200), false},
+			{web, "mesh.rp.web-1.DeclarationApplied", data, mac + mac, false},
+			{nil, "mesh.rp.web-1.DeclarationApplied", data, mac, false},
+			// No key is no MAC, even one made with no key.
+			{nil, "mesh.rp.web-1.DeclarationApplied", data, MAC(nil, "mesh.rp.web-1.DeclarationApplied", data), false},
 		} {
 			if got := c.Check(tc.key, tc.subject, tc.data, tc.got); got != tc.want || CheckMAC(tc.key, tc.subject, tc.data, tc.got) != tc.want {
-				t.Errorf("check %q of %s under key %x: %v, want %v", tc.got, tc.subject, tc.key[:4], got, tc.want)
+				t.Errorf("check %.20q of %s under key %.4x: %v, want %v", tc.got, tc.subject, tc.key, got, tc.want)
 			}
 		}
 	}

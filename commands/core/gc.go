@@ -153,7 +153,7 @@ func KeepHeapGoal() (stop func()) {
 	unkeep := gc.keepGoal()
 	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"},
 		{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/goal:bytes"}}
-	var cycles, allocsAtCycle, allocsAtLook uint64
+	var cycles, allocsAtCycle uint64
 	quiet := idleRelease{quietFor: quietFor}
 	ahead := quietCollect{quietFor: collectQuietFor}
 	stopWatch := Every(100*time.Millisecond, func() {
@@ -164,14 +164,11 @@ func KeepHeapGoal() (stop func()) {
 			gc.heard(samples[1].Value.Uint64())
 		}
 		live, goal := samples[1].Value.Uint64(), samples[3].Value.Uint64()
-		made := allocs - min(allocs, allocsAtLook)
-		allocsAtLook = allocs
-		if ahead.due(time.Now(), processCPU(), made, allocs-allocsAtCycle, goal-min(goal, live)) {
+		if ahead.due(time.Now(), processCPU(), allocs, allocs-allocsAtCycle, goal-min(goal, live)) {
 			runtime.GC()
 			metrics.Read(samples)
 			cycles, allocsAtCycle = samples[0].Value.Uint64(), samples[2].Value.Uint64()
 			gc.heard(samples[1].Value.Uint64())
-			ahead.collected(processCPU())
 		}
 		if quiet.due(time.Now(), cycles) {
 			debug.FreeOSMemory()
@@ -211,17 +208,20 @@ const collectQuietFor = 300 * time.Millisecond
 //
 // Only a burst arms it, not a trickle: a look in which the process made
 // more than a sixteenth of the goal's room (8 MB of 127 at 100,000 nodes,
-// where a status makes 20-40 MB in a tenth of a second). A controller
-// hearing 100,000 nodes' beats spends a seventh of a core on them and
-// makes about a megabyte a look, steadily; armed by any look above a tenth
-// of a core (as it first was) it collected every three seconds, each time
-// a quarter of the room had filled, four times as often as the collector
-// would (docs/performance.md, "Liveness"). A look's CPU does not tell an
-// answer from a collector's own cycle, which uses as much and makes
-// nothing.
+// where a status makes 20-40 MB in a tenth of a second), and never less
+// than minBurst. A controller hearing 100,000 nodes' beats spends a
+// seventh of a core on them and makes about a megabyte a look, steadily;
+// armed by any look above a tenth of a core (as it first was) it collected
+// every three seconds, each time a quarter of the room had filled, four
+// times as often as the collector would (docs/performance.md, "Liveness").
+// A look's CPU does not tell an answer from a collector's own cycle, which
+// uses as much and makes nothing. minBurst keeps a trickle from being a
+// burst where the room is small (a heap near its memory limit, where the
+// limit drives the collector already).
 type quietCollect struct {
 	quietFor time.Duration
 	cpu      float64   // the process's CPU seconds at the last look
+	allocs   uint64    // the bytes it had allocated at the last look
 	busy     time.Time // when it was last seen doing more than a trickle
 	armed    bool      // a burst was seen since the last collection ahead
 }
@@ -229,27 +229,35 @@ type quietCollect struct {
 // quietPerLook is the CPU between two looks (100 ms apart) a process may
 // spend and still be quiet, a fifth of a core: a status of 100,000 nodes
 // uses most of a core for a tenth of a second, their beats a seventh of
-// one all the time.
-const quietPerLook = 0.02
+// one all the time. minBurst is the least a look must allocate to arm it.
+const (
+	quietPerLook = 0.02
+	minBurst     = 8 << 20
+)
 
-// due reports whether to collect now: cpu is the process's CPU seconds
-// so far, made the bytes allocated since the last look, grown those since
-// the last cycle, room the goal's room above the live heap.
-func (q *quietCollect) due(now time.Time, cpu float64, made, grown, room uint64) bool {
-	used := cpu - q.cpu
-	q.cpu = cpu
+// due reports whether to collect now, and if so takes it as done (none
+// again until the next burst): cpu is the process's CPU seconds so far,
+// allocs the bytes it allocated so far, grown those since the last cycle,
+// room the goal's room above the live heap.
+func (q *quietCollect) due(now time.Time, cpu float64, allocs, grown, room uint64) bool {
+	used, made := cpu-q.cpu, allocs-min(allocs, q.allocs)
+	q.cpu, q.allocs = cpu, allocs
 	if q.busy.IsZero() {
 		q.busy = now
 		return false
 	}
-	if made > room/16 {
+	if made > max(room/16, minBurst) {
 		q.armed = true
 	}
 	if used > quietPerLook {
 		q.busy = now
 		return false
 	}
-	return q.armed && now.Sub(q.busy) >= q.quietFor && grown > room/4
+	if q.armed && now.Sub(q.busy) >= q.quietFor && grown > room/4 {
+		q.armed = false
+		return true
+	}
+	return false
 }
 
 // processCPU is the CPU seconds this process has used, user and system, as
@@ -264,11 +272,6 @@ func processCPU() float64 {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
-
-// collected records a collection made ahead, the process then at cpu
-// seconds: none again until the next burst, and the collection's own CPU
-// is not the process busy.
-func (q *quietCollect) collected(cpu float64) { q.armed, q.cpu = false, cpu }
 
 // quietFor is how long a controller goes without a collection before the
 // heap's free pages go back to the system at once (idleRelease).

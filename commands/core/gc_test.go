@@ -187,19 +187,20 @@ func TestIdleReleaseOnceAQuietSpell(t *testing.T) {
 
 // A process collects ahead once it has done an answer's work (a burst of
 // allocation) and been quiet for the spell since, with more than a quarter
-// of the goal's room used, once a burst; not for a trickle, not while busy,
-// not before the spell, not with little garbage, not armed by a cycle's
-// CPU. Fails on a collection out of turn or one missed.
+// of the goal's room used, once a burst; not for a trickle (nor where the
+// room is small), not while busy, not before the spell, not with a quarter
+// or less of the room used, not armed by a cycle's CPU. Fails on a
+// collection out of turn or one missed.
 func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	q := quietCollect{quietFor: 300 * time.Millisecond}
 	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	const room = 128 << 20
 	const trickle, burst = room / 16, room/16 + 1 // a trickle up to the bound
-	cpu := 1.0
+	cpu, allocs := 1.0, uint64(1<<30)
 	look := func(ms int, used float64, made, grown uint64) bool {
-		cpu += used
-		return q.due(at(ms), cpu, made, grown, room)
+		cpu, allocs = cpu+used, allocs+made
+		return q.due(at(ms), cpu, allocs, grown, room)
 	}
 	if look(0, 0, burst, room) {
 		t.Fatal("collected at the first look")
@@ -222,15 +223,13 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	if look(3300, 0, 0, room) || look(3400, 0.015, trickle, room) {
 		t.Fatal("collected before a whole quiet spell")
 	}
-	if look(3500, 0, 0, room/8) {
-		t.Fatal("collected with an eighth of the room used")
+	if look(3500, 0, 0, room/4) {
+		t.Fatal("collected with a quarter of the room used")
 	}
 	if !look(3600, 0.015, trickle, room/4+1) {
 		t.Fatal("not collected after a burst and a quiet spell, with more than a quarter of the room used")
 	}
-	cpu += 0.3 // the collection's own
-	q.collected(cpu)
-	if look(3700, 0, 0, room) || look(8000, 0.01, trickle, room) {
+	if look(3700, 0.3, 0, room) || look(8000, 0.01, trickle, room) {
 		t.Fatal("collected twice after one burst")
 	}
 	if look(8100, 0.2, burst, room) || look(8200, 0, 0, room) {
@@ -238,5 +237,14 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	}
 	if !look(8400, 0, 0, room) {
 		t.Fatal("not collected after the next burst's quiet spell")
+	}
+	// Near a memory limit the room is small: a trickle of a megabyte a
+	// look is more than a sixteenth of 12 MB, and still not a burst.
+	small := quietCollect{quietFor: 300 * time.Millisecond}
+	for ms := 0; ms <= 3000; ms += 100 {
+		allocs += 1 << 20
+		if small.due(at(ms), cpu, allocs, 12<<20, 12<<20) {
+			t.Fatalf("collected for a trickle in a small room at %d ms", ms)
+		}
 	}
 }

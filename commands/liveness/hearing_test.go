@@ -5,8 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshctl/mesh/declaration"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
+	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/projections"
+	"github.com/nats-io/nkeys"
 )
 
 // Silence counts only while this controller could hear: a gap between
@@ -98,4 +101,59 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 	l.hear("db-1", at(24), 2, false)
 	check(at(25))
 	check(at(31), "web-2 NodeUnreachable")
+}
+
+// A beat is heard under either of its node's keys and under no other, a
+// replay of one heard is not heard again, and the key that held is the one
+// tried first next time (derived follows accepted beats only, not a
+// stranger's or a replay). Fails when a forged or replayed beat is heard,
+// when either key is not, or when the order is not kept.
+func TestABeatIsHeardUnderItsNodesKeysAloneAndOnce(t *testing.T) {
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	kp, _ := nkeys.CreateAccount()
+	keys, err := declaration.NewKeyring(kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	now := t0
+	l := &hearing{bound: 20 * time.Second, nc: nc, now: func() time.Time { return now }, heard: map[string]beat{},
+		lost: map[string]projections.Liveness{}, known: map[string]time.Time{}, hearing: t0, checked: time.Now()}
+	said := t0
+	beatOf := func(node string, key []byte) (heard bool, payload []byte) {
+		now, said = now.Add(time.Second), said.Add(time.Second)
+		subject := events.LivenessPrefix + "." + node
+		payload = declaration.Beat(key, subject, said)
+		return l.beatOf(keys, node, subject, payload), payload
+	}
+	// Strangers' keys, at a node never heard and at one heard.
+	strangers := map[string][]byte{"web-2's beat key": keys.NodeBeat("web-2"), "web-2's report MAC key": keys.NodeMAC("web-2"),
+		"the log's MAC key": keys.LogMAC(), "no key": nil}
+	for name, key := range strangers {
+		if heard, _ := beatOf("web-1", key); heard {
+			t.Errorf("web-1, never heard, heard under %s", name)
+		}
+	}
+	if _, ok := l.heard["web-1"]; ok {
+		t.Fatal("web-1 is in heard after strangers' beats alone")
+	}
+	for i, kind := range []bool{true, false, false, true, true, false} {
+		key := keys.NodeBeat("web-1")
+		if kind {
+			key = keys.NodeMAC("web-1")
+		}
+		heard, payload := beatOf("web-1", key)
+		if !heard || l.heard["web-1"].derived != kind {
+			t.Fatalf("beat %d (derived key %v): heard %v, derived %v", i+1, kind, heard, l.heard["web-1"].derived)
+		}
+		now = now.Add(time.Second)
+		if l.beatOf(keys, "web-1", events.LivenessPrefix+".web-1", payload) {
+			t.Fatalf("beat %d heard again, replayed", i+1)
+		}
+		for name, key := range strangers {
+			if heard, _ := beatOf("web-1", key); heard || l.heard["web-1"].derived != kind {
+				t.Fatalf("after beat %d, a beat under %s: heard %v, derived %v", i+1, name, heard, l.heard["web-1"].derived)
+			}
+		}
+	}
 }

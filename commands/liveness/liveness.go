@@ -150,30 +150,7 @@ func (h *Service) Start(bound, every time.Duration) (stop func(), err error) {
 		if events.ValidateName("node", node) != nil {
 			return
 		}
-		// A node that made its own keys MACs its beats with the key its
-		// enrolment answered (declaration.EnrolReply.Beat); one enrolled
-		// before, with its derived report MAC key. Either holds; the one
-		// that held at the node's last beat is tried first, so a node of
-		// either kind costs one check a beat, not one that fails first.
-		l.mu.Lock()
-		derived := l.heard[node].derived
-		l.mu.Unlock()
-		keys := [2]func(string) []byte{h.Keys.NodeBeat, h.Keys.NodeMAC}
-		if derived {
-			keys[0], keys[1] = keys[1], keys[0]
-		}
-		at, ok := l.macs.CheckBeat(keys[0](node), m.Subject, m.Data)
-		if !ok {
-			at, ok = l.macs.CheckBeat(keys[1](node), m.Subject, m.Data)
-			derived = !derived
-		}
-		if !ok {
-			return
-		}
-		now := l.now()
-		l.mu.Lock()
-		l.hear(node, now, at.UnixNano(), derived)
-		l.mu.Unlock()
+		l.beatOf(h.Keys, node, m.Subject, m.Data)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot hear the agents on %s: %w", events.SubjectsLiveness, err)
@@ -184,6 +161,36 @@ func (h *Service) Start(bound, every time.Duration) (stop func(), err error) {
 	h.live = l
 	stopTicking := h.TickUntilStopped(every, "cannot record a node's liveness; trying again", h.checkLiveness)
 	return func() { stopTicking(); _ = l.sub.Unsubscribe() }, nil
+}
+
+// beatOf hears data on node's liveness subject when it is the node's beat,
+// newer than the last heard; it says whether it did. A node that made its
+// own keys MACs its beats with the key its enrolment answered
+// (declaration.EnrolReply.Beat); one enrolled before, with its derived
+// report MAC key. Either holds; the one that held at the node's last beat
+// is tried first, so a node of either kind costs one check a beat, not one
+// that fails first. Only the subscription's goroutine calls it (l.macs is
+// its own).
+func (l *hearing) beatOf(keys *declaration.Keyring, node, subject string, data []byte) bool {
+	l.mu.Lock()
+	derived := l.heard[node].derived
+	l.mu.Unlock()
+	try := [2]func(string) []byte{keys.NodeBeat, keys.NodeMAC}
+	if derived {
+		try[0], try[1] = try[1], try[0]
+	}
+	at, ok := l.macs.CheckBeat(try[0](node), subject, data)
+	if !ok {
+		at, ok = l.macs.CheckBeat(try[1](node), subject, data)
+		derived = !derived
+	}
+	if !ok {
+		return false
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hear(node, now, at.UnixNano(), derived)
 }
 
 // load reads what the log says: the nodes recorded unreachable, and the
@@ -255,10 +262,12 @@ func (l *hearing) took(lost map[string]projections.Liveness, known map[string]ti
 // beat no newer than the last heard is a replay, and is not the node
 // alive. A node's first beat takes what the log says of it (lost), and
 // the node is watched by its beats from then on, no longer as known.
-func (l *hearing) hear(node string, now time.Time, said int64, derived bool) {
+// derived: the beat held under the node's derived report MAC key. It
+// says whether the beat was heard.
+func (l *hearing) hear(node string, now time.Time, said int64, derived bool) bool {
 	b, ok := l.heard[node]
 	if ok && said <= b.said {
-		return
+		return false
 	}
 	if !ok {
 		if r, down := l.lost[node]; down {
@@ -268,6 +277,7 @@ func (l *hearing) hear(node string, now time.Time, said int64, derived bool) {
 	}
 	b.at, b.said, b.derived = now, said, derived
 	l.heard[node] = b
+	return true
 }
 
 // LastHeard is when node's agent was last heard: by this controller, or
