@@ -1,6 +1,7 @@
 package liveness
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,13 @@ import (
 	"github.com/meshctl/mesh/projections"
 	"github.com/nats-io/nkeys"
 )
+
+// hearAt hears node's beat said at said, heard at now, as beatOf does once
+// its MAC held.
+func hearAt(l *hearing, node string, now time.Time, said int64) {
+	b, ok := l.heard[node]
+	l.hear(node, b, ok, now, said)
+}
 
 // Silence counts only while this controller could hear: a gap between
 // its checks (a SIGSTOP, a paused VM) left every beat unread, and calling
@@ -43,7 +51,7 @@ func TestSilenceCountsOnlyWhileTheControllerRan(t *testing.T) {
 		t.Fatalf("past the bound after the stall: %v, want web-1 lost", got)
 	}
 	// db-1, recorded lost an hour ago, is heard: it comes back.
-	l.hear("db-1", t0.Add(47*time.Second), 1, false)
+	hearAt(l, "db-1", t0.Add(47*time.Second), 1)
 	if got := names(l.changes(t0.Add(48 * time.Second))); len(got) != 2 || got[1] != "db-1 NodeReachable" && got[0] != "db-1 NodeReachable" {
 		t.Fatalf("db-1 heard again: %v", got)
 	}
@@ -72,13 +80,13 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 			t.Fatalf("at %s: %v, want %v", now.Sub(t0), got, want)
 		}
 	}
-	l.hear("web-1", at(1), 1, false)
+	hearAt(l, "web-1", at(1), 1)
 	check(at(15))
 	check(at(22), "web-1 NodeUnreachable")
 	l.settle("web-1", projections.Liveness{Node: "web-1", Unreachable: true, LastHeard: at(1), Since: at(22)})
 	check(at(23))
 	check(at(60))
-	l.hear("web-1", at(61), 2, false)
+	hearAt(l, "web-1", at(61), 2)
 	check(at(62), "web-1 NodeReachable")
 	l.settle("web-1", projections.Liveness{Node: "web-1", LastHeard: at(61), Since: at(62)})
 	check(at(63))
@@ -87,7 +95,7 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 	// Lost in the log before this controller's first check, heard first.
 	l2 := &hearing{bound: 20 * time.Second, nc: nc, heard: map[string]beat{}, lost: map[string]projections.Liveness{},
 		known: map[string]time.Time{}, hearing: t0, reconnects: nc.Stats().Reconnects, checked: time.Now()}
-	l2.hear("db-1", at(5), 1, false)
+	hearAt(l2, "db-1", at(5), 1)
 	l2.took(map[string]projections.Liveness{"db-1": {Node: "db-1", Unreachable: true, Since: at(-3600)}},
 		map[string]time.Time{"web-2": at(-7200)})
 	l = l2
@@ -97,16 +105,16 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 	// began to hear, beats: it is watched by its beat from then on, not
 	// by what the log said (a node of both was lost while it beat, after
 	// every restart).
-	l.hear("web-2", at(10), 1, false)
-	l.hear("db-1", at(24), 2, false)
+	hearAt(l, "web-2", at(10), 1)
+	hearAt(l, "db-1", at(24), 2)
 	check(at(25))
 	check(at(31), "web-2 NodeUnreachable")
 }
 
 // A beat is heard under either of its node's keys and under no other, a
-// replay of one heard is not heard again, and the key that held is the one
-// tried first next time (derived follows accepted beats only, not a
-// stranger's or a replay). Fails when a forged or replayed beat is heard,
+// replay of one heard is not heard again, and the key that held is kept
+// to be tried first next time (only an accepted beat's, not a stranger's
+// or a replay's). Fails when a forged or replayed beat is heard,
 // when either key is not, or when the order is not kept.
 func TestABeatIsHeardUnderItsNodesKeysAloneAndOnce(t *testing.T) {
 	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
@@ -137,22 +145,22 @@ func TestABeatIsHeardUnderItsNodesKeysAloneAndOnce(t *testing.T) {
 	if _, ok := l.heard["web-1"]; ok {
 		t.Fatal("web-1 is in heard after strangers' beats alone")
 	}
-	for i, kind := range []bool{true, false, false, true, true, false} {
+	for i, derived := range []bool{true, false, false, true, true, false} {
 		key := keys.NodeBeat("web-1")
-		if kind {
+		if derived {
 			key = keys.NodeMAC("web-1")
 		}
 		heard, payload := beatOf("web-1", key)
-		if !heard || l.heard["web-1"].derived != kind {
-			t.Fatalf("beat %d (derived key %v): heard %v, derived %v", i+1, kind, heard, l.heard["web-1"].derived)
+		if !heard || !bytes.Equal(l.heard["web-1"].key, key) {
+			t.Fatalf("beat %d (derived key %v): heard %v, kept the key that held %v", i+1, derived, heard, bytes.Equal(l.heard["web-1"].key, key))
 		}
 		now = now.Add(time.Second)
 		if l.beatOf(keys, "web-1", events.LivenessPrefix+".web-1", payload) {
 			t.Fatalf("beat %d heard again, replayed", i+1)
 		}
-		for name, key := range strangers {
-			if heard, _ := beatOf("web-1", key); heard || l.heard["web-1"].derived != kind {
-				t.Fatalf("after beat %d, a beat under %s: heard %v, derived %v", i+1, name, heard, l.heard["web-1"].derived)
+		for name, stranger := range strangers {
+			if heard, _ := beatOf("web-1", stranger); heard || !bytes.Equal(l.heard["web-1"].key, key) {
+				t.Fatalf("after beat %d, a beat under %s: heard %v, kept the key that held %v", i+1, name, heard, bytes.Equal(l.heard["web-1"].key, key))
 			}
 		}
 	}

@@ -6,6 +6,7 @@
 package liveness
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -111,14 +112,15 @@ type hearing struct {
 // second on a controller whose fleet of 100,000 was lost. hear, took,
 // settle and forget keep the two the same.
 //
-// derived: the node's last beat held under its derived report MAC key, not
-// under a beat key of its own, so the next is checked under that one first.
+// key is the key the node's last beat held under (its beat key, or its
+// derived report MAC key), the one the next is checked under first
+// (beatOf).
 type beat struct {
-	at      time.Time
-	said    int64
-	down    bool
-	since   time.Time
-	derived bool
+	at    time.Time
+	said  int64
+	down  bool
+	since time.Time
+	key   []byte
 }
 
 // Start hears the agents and checks their silence every tick until
@@ -167,30 +169,37 @@ func (h *Service) Start(bound, every time.Duration) (stop func(), err error) {
 // newer than the last heard; it says whether it did. A node that made its
 // own keys MACs its beats with the key its enrolment answered
 // (declaration.EnrolReply.Beat); one enrolled before, with its derived
-// report MAC key. Either holds; the one that held at the node's last beat
-// is tried first, so a node of either kind costs one check a beat, not one
-// that fails first. Only the subscription's goroutine calls it (l.macs is
-// its own).
+// report MAC key. Either holds. The one that held at the node's last beat,
+// kept in its beat, is tried first: a beat then costs one lookup of the
+// node and one check, where asking the keyring (a lookup in a map of
+// 100,000 under its lock) and, for a node of the older kind, a check under
+// the beat key that failed first made most of liveness's CPU at rest
+// (docs/performance.md, "Liveness"). Only the subscription's goroutine
+// calls it (l.macs is its own); it holds mu throughout, a few
+// microseconds, so the node's beat is read and written once.
 func (l *hearing) beatOf(keys *declaration.Keyring, node, subject string, data []byte) bool {
 	l.mu.Lock()
-	derived := l.heard[node].derived
-	l.mu.Unlock()
-	try := [2]func(string) []byte{keys.NodeBeat, keys.NodeMAC}
-	if derived {
-		try[0], try[1] = try[1], try[0]
+	defer l.mu.Unlock()
+	b, known := l.heard[node]
+	at, ok := time.Time{}, false
+	if b.key != nil {
+		at, ok = l.macs.CheckBeat(b.key, subject, data)
 	}
-	at, ok := l.macs.CheckBeat(try[0](node), subject, data)
 	if !ok {
-		at, ok = l.macs.CheckBeat(try[1](node), subject, data)
-		derived = !derived
+		for _, key := range [2][]byte{keys.NodeBeat(node), keys.NodeMAC(node)} {
+			if bytes.Equal(key, b.key) {
+				continue // checked above
+			}
+			if at, ok = l.macs.CheckBeat(key, subject, data); ok {
+				b.key = key
+				break
+			}
+		}
 	}
 	if !ok {
 		return false
 	}
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.hear(node, now, at.UnixNano(), derived)
+	return l.hear(node, b, known, l.now(), at.UnixNano())
 }
 
 // load reads what the log says: the nodes recorded unreachable, and the
@@ -262,10 +271,9 @@ func (l *hearing) took(lost map[string]projections.Liveness, known map[string]ti
 // beat no newer than the last heard is a replay, and is not the node
 // alive. A node's first beat takes what the log says of it (lost), and
 // the node is watched by its beats from then on, no longer as known.
-// derived: the beat held under the node's derived report MAC key. It
-// says whether the beat was heard.
-func (l *hearing) hear(node string, now time.Time, said int64, derived bool) bool {
-	b, ok := l.heard[node]
+// b is the node's beat as heard so far (ok: there is one), with the key
+// this beat held under. It says whether the beat was heard.
+func (l *hearing) hear(node string, b beat, ok bool, now time.Time, said int64) bool {
 	if ok && said <= b.said {
 		return false
 	}
@@ -275,7 +283,7 @@ func (l *hearing) hear(node string, now time.Time, said int64, derived bool) boo
 		}
 		delete(l.known, node)
 	}
-	b.at, b.said, b.derived = now, said, derived
+	b.at, b.said = now, said
 	l.heard[node] = b
 	return true
 }
