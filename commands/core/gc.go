@@ -174,7 +174,9 @@ func KeepHeapGoal() (stop func()) {
 			debug.FreeOSMemory()
 			trimC()
 			metrics.Read(samples)
-			cycles = samples[0].Value.Uint64()
+			// Its collection is a cycle like any: what grew since is
+			// counted from it.
+			cycles, allocsAtCycle = samples[0].Value.Uint64(), samples[2].Value.Uint64()
 			quiet.released(cycles)
 		}
 	})
@@ -229,7 +231,7 @@ type quietCollect struct {
 // quietPerLook is the CPU between two looks (100 ms apart) a process may
 // spend and still be quiet, a fifth of a core: a status of 100,000 nodes
 // uses most of a core for a tenth of a second, their beats a seventh of
-// one all the time. minBurst is the least a look must allocate to arm it.
+// one all the time. A look must allocate more than minBurst to arm it.
 const (
 	quietPerLook = 0.02
 	minBurst     = 8 << 20

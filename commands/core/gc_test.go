@@ -239,10 +239,14 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 		t.Fatal("not collected after the next burst's quiet spell")
 	}
 	// Near a memory limit the room is small: a trickle of a megabyte a
-	// look is more than a sixteenth of 12 MB, and still not a burst.
+	// look is more than a sixteenth of 12 MB, and still not a burst; nor
+	// is a look of 8 MB.
 	small := quietCollect{quietFor: 300 * time.Millisecond}
 	for ms := 0; ms <= 3000; ms += 100 {
 		allocs += 1 << 20
+		if ms == 1000 {
+			allocs += minBurst - 1<<20
+		}
 		if small.due(at(ms), cpu, allocs, 12<<20, 12<<20) {
 			t.Fatalf("collected for a trickle in a small room at %d ms", ms)
 		}

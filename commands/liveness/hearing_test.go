@@ -111,22 +111,31 @@ func TestALostNodeHeardIsWatchedForItsReturnAlone(t *testing.T) {
 	check(at(31), "web-2 NodeUnreachable")
 }
 
-// A beat is heard under either of its node's keys and under no other, a
-// replay of one heard is not heard again, and the key that held is kept
-// to be tried first next time (only an accepted beat's, not a stranger's
-// or a replay's). Fails when a forged or replayed beat is heard,
-// when either key is not, or when the order is not kept.
-func TestABeatIsHeardUnderItsNodesKeysAloneAndOnce(t *testing.T) {
+// keyedHearing is a hearing on a bus of its own, its clock *now, and the
+// keyring of a new controller key its beats are checked with.
+func keyedHearing(t *testing.T, now *time.Time) (*hearing, *declaration.Keyring) {
+	t.Helper()
 	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
 	kp, _ := nkeys.CreateAccount()
 	keys, err := declaration.NewKeyring(kp)
 	if err != nil {
 		t.Fatal(err)
 	}
+	l := &hearing{bound: 20 * time.Second, nc: nc, now: func() time.Time { return *now }, heard: map[string]beat{},
+		lost: map[string]projections.Liveness{}, known: map[string]time.Time{}, hearing: *now,
+		reconnects: nc.Stats().Reconnects, checked: time.Now()}
+	return l, keys
+}
+
+// A beat is heard under either of its node's keys and under no other, a
+// replay of one heard is not heard again, and the key that held is kept
+// to be tried first next time (only an accepted beat's, not a stranger's
+// or a replay's). Fails when a forged or replayed beat is heard,
+// when either key is not, or when the order is not kept.
+func TestABeatIsHeardUnderItsNodesKeysAloneAndOnce(t *testing.T) {
 	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	now := t0
-	l := &hearing{bound: 20 * time.Second, nc: nc, now: func() time.Time { return now }, heard: map[string]beat{},
-		lost: map[string]projections.Liveness{}, known: map[string]time.Time{}, hearing: t0, checked: time.Now()}
+	l, keys := keyedHearing(t, &now)
 	said := t0
 	beatOf := func(node string, key []byte) (heard bool, payload []byte) {
 		now, said = now.Add(time.Second), said.Add(time.Second)
@@ -145,6 +154,7 @@ func TestABeatIsHeardUnderItsNodesKeysAloneAndOnce(t *testing.T) {
 	if _, ok := l.heard["web-1"]; ok {
 		t.Fatal("web-1 is in heard after strangers' beats alone")
 	}
+	var prev []byte // the beat accepted before, under the same key or the other
 	for i, derived := range []bool{true, false, false, true, true, false} {
 		key := keys.NodeBeat("web-1")
 		if derived {
@@ -158,10 +168,55 @@ func TestABeatIsHeardUnderItsNodesKeysAloneAndOnce(t *testing.T) {
 		if l.beatOf(keys, "web-1", events.LivenessPrefix+".web-1", payload) {
 			t.Fatalf("beat %d heard again, replayed", i+1)
 		}
+		// An older beat, said before this one, is not heard, and does
+		// not change the key kept.
+		if prev != nil && (l.beatOf(keys, "web-1", events.LivenessPrefix+".web-1", prev) || !bytes.Equal(l.heard["web-1"].key, key)) {
+			t.Fatalf("after beat %d, the one before it was heard again or changed the key kept", i+1)
+		}
+		prev = payload
 		for name, stranger := range strangers {
 			if heard, _ := beatOf("web-1", stranger); heard || !bytes.Equal(l.heard["web-1"].key, key) {
 				t.Fatalf("after beat %d, a beat under %s: heard %v, kept the key that held %v", i+1, name, heard, bytes.Equal(l.heard["web-1"].key, key))
 			}
 		}
+	}
+	// The kept key is tried first: a keyring of another controller knows
+	// neither of web-1's keys, and web-1's next beat is still heard, under
+	// the key its last held.
+	other, _ := nkeys.CreateAccount()
+	stranger, err := declaration.NewKeyring(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, said = now.Add(time.Second), said.Add(time.Second)
+	subject := events.LivenessPrefix + ".web-1"
+	if !l.beatOf(stranger, "web-1", subject, declaration.Beat(l.heard["web-1"].key, subject, said)) {
+		t.Error("a beat under the key kept was not heard without asking the keyring")
+	}
+}
+
+// A node's first beat heard through beatOf takes what the log says of it:
+// one the log has lost comes back, one known to have spoken is watched
+// by its beats and not lost while it beats. Fails when beatOf tells hear
+// the node was heard before.
+func TestAFirstBeatTakesTheLogsWordOnItsNode(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	now := t0
+	l, keys := keyedHearing(t, &now)
+	l.lost["db-1"] = projections.Liveness{Node: "db-1", Unreachable: true, Since: t0.Add(-time.Hour)}
+	l.known["web-3"] = t0.Add(-time.Minute)
+	l.hearing, l.loaded = t0.Add(-time.Minute), true
+	for _, node := range []string{"db-1", "web-3"} {
+		subject := events.LivenessPrefix + "." + node
+		if !l.beatOf(keys, node, subject, declaration.Beat(keys.NodeBeat(node), subject, t0)) {
+			t.Fatalf("%s's beat not heard", node)
+		}
+	}
+	var got []string
+	for _, c := range l.changes(t0.Add(time.Second)) {
+		got = append(got, c.node+" "+c.ev.EventType())
+	}
+	if !slices.Equal(got, []string{"db-1 NodeReachable"}) {
+		t.Fatalf("after db-1 (lost) and web-3 (known) beat: %v, want db-1 back alone", got)
 	}
 }
