@@ -127,16 +127,7 @@ const OverlayPlaceholder = "MESH-OVERLAY-PRIVATE-KEY-OF-THIS-NODE"
 // collector ran every three seconds (docs/performance.md, "Liveness").
 // The answer is the keyring's own: read it, never write it.
 func (k *Keyring) NodeBeat(node string) []byte {
-	n := k.node(node)
-	if n.beat != nil {
-		return n.beat
-	}
-	b := deriveRaw(k.seed, "beat\x00"+node)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if have, ok := k.nodes[node]; ok {
-		have.beat = b
-		k.nodes[node] = have
-	}
-	return b
+	return lazily(k, node, func(n nodeKeys) []byte { return n.beat }, func(n *nodeKeys, v []byte) { n.beat = v }, func(k *Keyring, node string) []byte {
+		return deriveRaw(k.seed, "beat\x00"+node)
+	})
 }

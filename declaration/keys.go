@@ -287,7 +287,7 @@ func (k *Keyring) NodeMAC(node string) []byte { return k.node(node).mac }
 // multiplication (about 20 µs), and the fold asks for every node's MAC key
 // but only rarely for a bus key (a report signed with it).
 func (k *Keyring) NodeBus(node string) string {
-	return k.lazily(node, func(n *nodeKeys) *string { return &n.bus }, func() string {
+	return lazily(k, node, func(n nodeKeys) string { return n.bus }, func(n *nodeKeys, v string) { n.bus = v }, func(k *Keyring, node string) string {
 		kp, err := nkeys.FromRawSeed(nkeys.PrefixByteUser, deriveRaw(k.seed, NodeLabel(node)))
 		if err != nil {
 			return ""
@@ -297,18 +297,21 @@ func (k *Keyring) NodeBus(node string) string {
 	})
 }
 
-// lazily is the key of node that field picks, derived once by derive and
-// then remembered with the node's other keys.
-func (k *Keyring) lazily(node string, field func(*nodeKeys) *string, derive func() string) string {
-	n := k.node(node)
-	if v := *field(&n); v != "" {
+// lazily is the key of node that get reads, derived once by derive and
+// then remembered with the node's other keys (set). derive is given k and
+// node rather than closing over them, and get takes the node's keys by
+// value: a closure made at each call, or the keys moved to the heap to be
+// pointed into, is an allocation, and liveness asks for a beat key at
+// every beat.
+func lazily[K ~string | ~[]byte](k *Keyring, node string, get func(nodeKeys) K, set func(*nodeKeys, K), derive func(k *Keyring, node string) K) K {
+	if v := get(k.node(node)); len(v) != 0 {
 		return v
 	}
-	v := derive()
+	v := derive(k, node)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if have, ok := k.nodes[node]; ok {
-		*field(&have) = v
+		set(&have, v)
 		k.nodes[node] = have
 	}
 	return v
@@ -346,7 +349,7 @@ func (k *Keyring) NodeOverlay(node string) (private, public string) {
 // NodeOverlayPublic is node's public overlay key, remembered: every
 // composition of a mesh with a network reads every node's.
 func (k *Keyring) NodeOverlayPublic(node string) string {
-	return k.lazily(node, func(n *nodeKeys) *string { return &n.overlay }, func() string {
+	return lazily(k, node, func(n nodeKeys) string { return n.overlay }, func(n *nodeKeys, v string) { n.overlay = v }, func(k *Keyring, node string) string {
 		_, public := k.NodeOverlay(node)
 		return public
 	})
