@@ -165,10 +165,7 @@ func KeepHeapGoal() (stop func()) {
 		}
 		live, goal := samples[1].Value.Uint64(), samples[3].Value.Uint64()
 		if ahead.due(time.Now(), processCPU(), allocs, allocs-allocsAtCycle, goal-min(goal, live)) {
-			runtime.GC()
-			metrics.Read(samples)
-			cycles, allocsAtCycle = samples[0].Value.Uint64(), samples[2].Value.Uint64()
-			gc.heard(samples[1].Value.Uint64())
+			runtime.GC() // its cycle is counted at the next look, as any
 		}
 		if quiet.due(time.Now(), cycles) {
 			debug.FreeOSMemory()
