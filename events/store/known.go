@@ -141,13 +141,13 @@ func (s *Store) forget(m *nats.Msg) {
 	}
 }
 
-// stored is every pipelined publish's acknowledgement (the JetStream
-// context's ack handler): a remembered send the stream stored is kept by
-// the sequence it was given, for the own reader. A duplicate's sequence is
-// an earlier message's, whose bytes need not be these (a retry's time
-// differs), so it is forgotten and read from the stream like any other.
-// It runs on the client's acknowledgement goroutine (or in publish, after
-// a checked publish of one message), and must not block.
+// stored is every pipelined publish's acknowledgement: a remembered send
+// the stream stored is kept by the sequence it was given, for the own
+// reader. A duplicate's sequence is an earlier message's, whose bytes need
+// not be these (a retry's time differs), so it is forgotten and read from
+// the stream like any other.
+// It runs on the goroutine of AppendMany's acknowledgements (acks.go), or
+// in publish, after a checked publish of one message, and must not block.
 func (s *Store) stored(m *nats.Msg, ack *jetstream.PubAck) {
 	if m == nil || ack == nil || !s.RememberSends {
 		return

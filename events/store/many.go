@@ -53,39 +53,61 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 	now := s.Now()
 	for start := 0; start < len(items); start += window {
 		end := min(start+window, len(items))
-		futures := make([]jetstream.PubAckFuture, end-start)
+		msgs := make([]*nats.Msg, end-start)
 		for i := start; i < end; i++ {
 			it := items[i]
-			by := events.ByOf(ctx)
-			m, err := s.message(it.Aggregate, it.CommandID, by, 0, now, it.Event)
+			m, err := s.message(it.Aggregate, it.CommandID, events.ByOf(ctx), 0, now, it.Event)
 			if err != nil {
 				out[i].Err = err
 				continue
 			}
 			expect(m, it.Aggregate, it.Expected)
-			// Remembered before it is published: the fold may read it
-			// back before its acknowledgement comes.
-			s.remember(m, it.Aggregate, by, now, it.Event)
-			if futures[i-start], err = s.js.PublishMsgAsync(m); err != nil {
-				s.forget(m)
-				out[i].Err = fmt.Errorf("store: cannot append to %s: %w", it.Aggregate, err)
-			}
+			msgs[i-start] = m
+		}
+		w, err := s.ackWindow(msgs)
+		if err != nil {
+			return out, fmt.Errorf("store: cannot hear the bus acknowledge appends: %w", err)
 		}
 		for i := start; i < end; i++ {
-			f := futures[i-start]
-			if f == nil {
+			m := msgs[i-start]
+			if m == nil {
 				continue
 			}
-			select {
-			case ack := <-f.Ok():
-				out[i].Seq = ack.Sequence
-			case err := <-f.Err():
+			// Remembered before it is published: the fold may read it
+			// back before its acknowledgement comes.
+			s.remember(m, items[i].Aggregate, events.ByOf(ctx), now, items[i].Event)
+			if err := s.nc.PublishMsg(m); err != nil {
+				s.forget(m)
+				out[i].Err = fmt.Errorf("store: cannot append to %s: %w", items[i].Aggregate, err)
+				s.ackFailed(w, i-start, out[i].Err)
+			}
+		}
+		// One timer a window: an acknowledgement lost (a stream leader
+		// gone on a cluster, a bus restarted) is settled another way
+		// after asyncAckWait, as the library settled each publish.
+		timer := time.NewTimer(asyncAckWait)
+		select {
+		case <-w.done:
+		case <-timer.C:
+			s.abandon(w, errAckTimeout)
+		case <-ctx.Done():
+			timer.Stop()
+			s.abandon(w, ctx.Err())
+			return out, ctx.Err()
+		}
+		timer.Stop()
+		for i := start; i < end; i++ {
+			got := w.got[i-start]
+			switch {
+			case msgs[i-start] == nil || out[i].Err != nil:
+				// Never made, or never published: said already.
+			case got.err == nil:
+				out[i].Seq = got.seq
+			default:
 				// Not stored as published (a conflict, a retry's
-				// outcome): nothing will read these bytes back.
-				s.forget(f.Msg())
-				out[i] = s.settle(ctx, items[i], err)
-			case <-ctx.Done():
-				return out, ctx.Err()
+				// outcome, no answer in time): settled as the
+				// library's failures were.
+				out[i] = s.settle(ctx, items[i], got.err)
 			}
 		}
 	}

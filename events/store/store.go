@@ -60,6 +60,8 @@ type Store struct {
 	// same).
 	RememberSends bool
 	known         known
+	// acks are AppendMany's acknowledgements (acks.go).
+	acks acks
 }
 
 // Open asserts the stream (create or update, idempotent) and returns a store
@@ -67,13 +69,10 @@ type Store struct {
 func Open(ctx context.Context, nc *nats.Conn, c StreamConfig) (*Store, Assertion, error) {
 	c = c.withDefaults()
 	s := &Store{nc: nc, name: c.Name, Now: time.Now}
-	// Every pipelined publish's outcome, for the sends remembered
-	// (known.go): on the client's acknowledgement goroutine, as it lands,
-	// not when AppendMany reaches its future, so the own reader waits on
-	// no later one.
-	js, err := newJS(nc,
-		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) { s.stored(m, ack) }),
-		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, _ error) { s.forget(m) }))
+	// A pipelined publish of a send is AppendMany's, whose outcomes reach
+	// the sends remembered (known.go) through the store's own
+	// acknowledgements (acks.go), not the JetStream context's handlers.
+	js, err := newJS(nc)
 	if err != nil {
 		return nil, Assertion{}, fmt.Errorf("store: cannot use JetStream: %w", err)
 	}
