@@ -72,7 +72,9 @@ func TestDecodeAckReadsTheServersAnswersAsJSONDoes(t *testing.T) {
 			t.Errorf("%s: %s decoded unlike encoding/json (-json +decodeAck):\n%s", tc.name, tc.reply.Data, diff)
 		}
 	}
-	for _, odd := range []string{`{"stream":"A","seq":}`, `{"stream":"A","seq":12,"x":1}`, `{"stream":"A\"","seq":1}`, `not json`} {
+	for _, odd := range []string{`{"stream":"A","seq":}`, `{"stream":"A","seq":12,"x":1}`, `{"stream":"A\"","seq":1}`, `not json`,
+		`{"stream":"MESH","domain":"hub","seq":5}`, `{"stream":"","seq":5}`, `{"stream":"A\\","seq":1}`, `{"stream":"A","seq":05}`,
+		`{"stream":"A","seq":0}`, "{\"stream\":\"A\x01\",\"seq\":1}", "{\"stream\":\"A\xff\",\"seq\":1}"} {
 		got, err := decodeAck(&nats.Msg{Data: []byte(odd)})
 		var want jetstream.PubAck
 		jerr := json.Unmarshal([]byte(odd), &want)

@@ -63,3 +63,18 @@ func IdleAt(ctx context.Context, s *Store, next, behind uint64, moved bool) (boo
 	err := r.idle(ctx)
 	return said, err
 }
+
+// SetAckWait makes how long a window of AppendMany waits for its
+// acknowledgements d for the test.
+func SetAckWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := ackWait
+	ackWait = d
+	t.Cleanup(func() { ackWait = old })
+}
+
+// AckWindows is how many of AppendMany's windows await acknowledgements.
+func AckWindows(s *Store) int {
+	s.acks.mu.Lock()
+	defer s.acks.mu.Unlock()
+	return len(s.acks.windows)
+}

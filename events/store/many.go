@@ -84,8 +84,8 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 		}
 		// One timer a window: an acknowledgement lost (a stream leader
 		// gone on a cluster, a bus restarted) is settled another way
-		// after asyncAckWait, as the library settled each publish.
-		timer := time.NewTimer(asyncAckWait)
+		// after ackWait, as the library settled each publish.
+		timer := time.NewTimer(ackWait)
 		select {
 		case <-w.done:
 		case <-timer.C:

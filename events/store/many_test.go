@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -83,32 +85,114 @@ func TestAppendManyAnswersEachAppendWhereTheStreamHoldsIt(t *testing.T) {
 	if info, _ := st.Info(ctx); info.State.Msgs != uint64(n-len(stale)) {
 		t.Fatalf("the same decisions again stored %d more events", info.State.Msgs-uint64(n-len(stale)))
 	}
+	if w := store.AckWindows(s); w != 0 {
+		t.Errorf("%d windows of acknowledgements still registered after every append was answered", w)
+	}
 }
 
-// An append nobody acknowledges (no stream takes its subject) is that
-// append's error, said promptly, and not a wait for ever.
+// An append no stream takes (the bus answers "no responders") is that
+// append's error at once: with the wait for acknowledgements an hour, the
+// answer still comes within the test's deadline.
 func TestAppendManyWithNoStreamToAnswerFailsEachAppend(t *testing.T) {
-	ctx := events.WithBy(context.Background(), "alice")
-	srv := embeddedtest.Server(t)
-	nc := embeddedtest.Conn(t, srv)
+	store.SetAckWait(t, time.Hour)
+	ctx, cancel := context.WithTimeout(events.WithBy(context.Background(), "alice"), 30*time.Second)
+	defer cancel()
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
 	s := open(t, nc)
 	js, _ := jetstream.New(nc)
 	if err := js.DeleteStream(ctx, events.Stream); err != nil {
 		t.Fatal(err)
 	}
-	items := []store.One{
-		{Aggregate: events.NodeAggregate("web-1"), CommandID: "enrol-1", Event: enrolled("web-1")},
-		{Aggregate: events.NodeAggregate("web-2"), CommandID: "enrol-2", Event: enrolled("web-2")},
-	}
-	out, err := s.AppendMany(ctx, items)
+	out, err := s.AppendMany(ctx, sends(2, "web-"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("AppendMany with no stream: %v, want each append's error", err)
 	}
 	for i, o := range out {
 		if o.Err == nil || o.Seq != 0 {
 			t.Errorf("append %d with no stream: sequence %d, %v, want an error", i, o.Seq, o.Err)
 		}
 	}
+}
+
+// Appends that something hears but nothing acknowledges: a cancelled
+// AppendMany returns the cancellation, forgets the sends it remembered
+// (so the fold reads them from the stream rather than waiting), and an
+// acknowledgement that comes after changes nothing; one not cancelled
+// settles them after the wait for acknowledgements, each with its error.
+func TestAppendManyNobodyAcknowledgesIsSettledOrCancelled(t *testing.T) {
+	ctx := events.WithBy(context.Background(), "alice")
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	s := open(t, nc)
+	s.MAC = []byte("the log's MAC key, 32 bytes long")
+	s.RememberSends = true
+	js, _ := jetstream.New(nc)
+	if err := js.DeleteStream(ctx, events.Stream); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan *nats.Msg, 64)
+	sub, err := nc.Subscribe("mesh.ev.>", func(m *nats.Msg) { held <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	cctx, cancel := context.WithCancel(ctx)
+	heard := make(chan []*nats.Msg, 1)
+	go func() {
+		var ms []*nats.Msg
+		for range 3 {
+			ms = append(ms, <-held)
+		}
+		cancel()
+		heard <- ms
+	}()
+	if _, err := s.AppendMany(cctx, sends(3, "x-")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled AppendMany answered %v, want the cancellation", err)
+	}
+	if n, w := store.Remembered(s), store.AckWindows(s); n != 0 || w != 0 {
+		t.Fatalf("after the cancellation %d sends remembered and %d windows registered, want none", n, w)
+	}
+	for i, m := range <-heard {
+		if err := nc.Publish(m.Reply, fmt.Appendf(nil, `{"stream":"MESH","seq":%d}`, 10+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.Remembered(s); n != 0 {
+		t.Errorf("late acknowledgements made %d sends remembered", n)
+	}
+
+	// Settling asks the stream again, synchronously, within the caller's
+	// time: here a second, so that the test need not wait out a publish's.
+	store.SetAckWait(t, 50*time.Millisecond)
+	sctx, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	out, err := s.AppendMany(sctx, sends(3, "y-"))
+	if err != nil {
+		t.Fatalf("AppendMany unacknowledged: %v, want each append's error", err)
+	}
+	for i, o := range out {
+		if o.Err == nil {
+			t.Errorf("append %d never acknowledged answered sequence %d, want an error", i, o.Seq)
+		}
+	}
+	if n, w := store.Remembered(s), store.AckWindows(s); n != 0 || w != 0 {
+		t.Errorf("after settling %d sends remembered and %d windows registered, want none", n, w)
+	}
+}
+
+// sends are n sends, each to a node of its own.
+func sends(n int, prefix string) []store.One {
+	items := make([]store.One, n)
+	for i := range items {
+		node := fmt.Sprintf("%s%d", prefix, i)
+		sent := events.DeclarationSent{Node: node, Sequence: 1, Digest: "ab12", ContentDigest: "cd34", By: "push", Resources: 1,
+			Declaration: []byte("signed bytes of " + node), Signature: []byte{1, 2, 3}, Key: "UCONTROLLER"}
+		items[i] = store.One{Aggregate: events.NodeAggregate(node), CommandID: "push-" + node, Event: sent}
+	}
+	return items
 }
 
 // matches reports whether subject is under filter (a trailing ">").

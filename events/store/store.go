@@ -31,6 +31,10 @@ var (
 // cluster left a push waiting for ever; an election takes about a second.
 const asyncAckWait = 2 * time.Second
 
+// ackWait is asyncAckWait for AppendMany's windows (acks.go); a test of an
+// acknowledgement that never comes waits less.
+var ackWait = asyncAckWait
+
 // maxBatch is JetStream's limit of messages in one atomic batch.
 const maxBatch = 1000
 
