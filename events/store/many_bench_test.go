@@ -36,7 +36,7 @@ func BenchmarkAppendManyVsRawAsync(b *testing.B) {
 		b.Fatal(err)
 	}
 	const window = 2000
-	declaration := make([]byte, 1200)
+	declaration, signature := make([]byte, 1200), make([]byte, 64)
 	var raw, many time.Duration
 	cpu := func() time.Duration {
 		u, err := bench.Self()
@@ -47,13 +47,13 @@ func BenchmarkAppendManyVsRawAsync(b *testing.B) {
 	}
 	b.ResetTimer()
 	for r := range b.N {
-		items := make([]store.One, window)
+		items := sends(window, fmt.Sprintf("r%dn", r))
 		msgs := make([]*nats.Msg, window)
 		for i := range items {
-			node := fmt.Sprintf("r%dn%d", r, i)
-			sent := events.DeclarationSent{Node: node, Sequence: 1, Digest: "ab12", ContentDigest: "cd34", By: "push", Resources: 1,
-				Declaration: declaration, Signature: make([]byte, 64), Key: "UCONTROLLER"}
-			items[i] = store.One{Aggregate: events.NodeAggregate(node), CommandID: "push-" + node, Event: sent}
+			sent := items[i].Event.(events.DeclarationSent)
+			node := sent.Node
+			sent.Declaration, sent.Signature = declaration, signature
+			items[i].Event = sent
 			data, err := events.Encode(items[i].Aggregate, items[i].CommandID, "bench", 0, time.Now(), sent)
 			if err != nil {
 				b.Fatal(err)
