@@ -16,11 +16,10 @@ import (
 // JetStream context's asynchronous publish: one subscription to an inbox
 // of the store's, each publish's reply subject naming its window and its
 // place in it. The library's way cost the controller, in a profile of
-// pushes to 10,000 simulated nodes, 7% of its CPU: each acknowledgement
-// decoded by encoding/json (2.3%), a timer and a future made for each
-// publish (0.9%), and the futures' channels: 4.1% of it all, now 1.6%
-// (docs/performance.md, "The controller's CPU, cut again"). What is kept
-// of it: an
+// pushes to 10,000 simulated nodes, 4.1% of its CPU (encoding/json
+// decoding each acknowledgement 2.3%, a timer and a future made for each
+// publish 0.9%, the futures' channels); this way 1.6% (docs/performance.md,
+// "The controller's CPU, cut again"). What is kept of it: an
 // acknowledgement or a failure of a remembered send reaches the store as
 // it lands (stored, forget), and a publish whose acknowledgement does not
 // come within ackWait is settled another way (AppendMany's settle): here
@@ -100,17 +99,17 @@ func (s *Store) ackFailed(w *ackWindow, i int, err error) {
 	w.take(&s.acks, i, 0, err)
 }
 
-// take records message i's outcome, once. Held: a.mu.
-func (w *ackWindow) take(a *acks, i int, seq uint64, err error) bool {
+// take records message i's outcome, once; the window is done, and no
+// longer registered, when every message's has come. Held: a.mu.
+func (w *ackWindow) take(a *acks, i int, seq uint64, err error) {
 	if i < 0 || i >= len(w.got) || w.got[i].in {
-		return false
+		return
 	}
 	w.got[i] = ackGot{in: true, seq: seq, err: err}
 	if w.left--; w.left == 0 {
 		delete(a.windows, w.id)
 		close(w.done)
 	}
-	return true
 }
 
 // abandon stops waiting for w: what has not come is answered err (and
@@ -121,11 +120,10 @@ func (s *Store) abandon(w *ackWindow, err error) {
 	var late []*nats.Msg
 	for i := range w.got {
 		if !w.got[i].in {
-			w.take(&s.acks, i, 0, err)
+			w.take(&s.acks, i, 0, err) // the last one unregisters w
 			late = append(late, w.msgs[i])
 		}
 	}
-	delete(s.acks.windows, w.id)
 	s.acks.mu.Unlock()
 	for _, m := range late {
 		s.forget(m)

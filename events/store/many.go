@@ -50,13 +50,13 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 		}
 	}
 	out := make([]Outcome, len(items))
-	now := s.Now()
+	now, by := s.Now(), events.ByOf(ctx)
 	for start := 0; start < len(items); start += window {
 		end := min(start+window, len(items))
 		msgs := make([]*nats.Msg, end-start)
 		for i := start; i < end; i++ {
 			it := items[i]
-			m, err := s.message(it.Aggregate, it.CommandID, events.ByOf(ctx), 0, now, it.Event)
+			m, err := s.message(it.Aggregate, it.CommandID, by, 0, now, it.Event)
 			if err != nil {
 				out[i].Err = err
 				continue
@@ -75,7 +75,7 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 			}
 			// Remembered before it is published: the fold may read it
 			// back before its acknowledgement comes.
-			s.remember(m, items[i].Aggregate, events.ByOf(ctx), now, items[i].Event)
+			s.remember(m, items[i].Aggregate, by, now, items[i].Event)
 			if err := s.nc.PublishMsg(m); err != nil {
 				s.forget(m)
 				out[i].Err = fmt.Errorf("store: cannot append to %s: %w", items[i].Aggregate, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
 	"github.com/meshctl/mesh/events/store"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -61,7 +62,7 @@ func TestAppendManyAnswersEachAppendWhereTheStreamHoldsIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := items[i].Aggregate.Filter(); !matches(want, m.Subject) {
+		if want := items[i].Aggregate.Filter(); !server.SubjectMatchesFilter(m.Subject, want) {
 			t.Errorf("append %d answered sequence %d, which holds %s, not an event of %s", i, o.Seq, m.Subject, want)
 		}
 	}
@@ -193,10 +194,4 @@ func sends(n int, prefix string) []store.One {
 		items[i] = store.One{Aggregate: events.NodeAggregate(node), CommandID: "push-" + node, Event: sent}
 	}
 	return items
-}
-
-// matches reports whether subject is under filter (a trailing ">").
-func matches(filter, subject string) bool {
-	prefix := filter[:len(filter)-1]
-	return len(subject) > len(prefix) && subject[:len(prefix)] == prefix
 }
