@@ -127,6 +127,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// it were retired (one of 500 fleet agents in a CI run beside four
 		// others). The mesh's agents wait as long (cmdline.AgentConnectTimeout).
 		AuthTimeout: AuthTimeout.Seconds(),
+		// No cache of subject matches: the mesh's traffic names a node in
+		// nearly every subject (its declaration, its republish, its
+		// report, the reply each acknowledgement goes to), so in a push
+		// to 10,000 nodes almost every match is new to a cache the server
+		// keeps at 1,024 entries: it inserted each under a write lock and
+		// swept it out again. Off, a match reads the tree under a read
+		// lock and keeps nothing: 0.92-0.99 of the CPU a message, the
+		// client's included (BenchmarkRoutingManySubjects), some 3% of
+		// the bus's in a push (docs/performance.md, "The bus without its
+		// subject cache"). Turning it back on costs the bus that churn
+		// again, nothing else.
+		NoSublistCache: true,
 	}
 	if o.TLS != nil {
 		opts.TLSConfig, opts.TLS, opts.TLSTimeout = o.TLS, true, 5
