@@ -36,7 +36,8 @@ type Costs struct {
 
 // Payload is the size of the messages the floor signs, publishes and
 // reads: about that of a DeclarationSent of mesh bench's module to one
-// node, so the floor moves at least the bytes the mesh does. Read back
+// node, so the floor's two publishes move at least the bytes a node's
+// send and report do (a send alone is larger than one). Read back
 // from a bench's stream: a send's body 1,345 bytes (its declaration 365,
 // and the window's proof, in base64), its report's 338; the headers 241
 // and 286, the floor's about 200.
