@@ -189,8 +189,9 @@ func TestIdleReleaseOnceAQuietSpell(t *testing.T) {
 // allocation) and been quiet for the spell since, with more than a quarter
 // of the goal's room used, once a burst; not for a trickle (nor where the
 // room is small), not while busy, not before the spell, not with a quarter
-// or less of the room used, not armed by a cycle's CPU. Fails on a
-// collection out of turn or one missed.
+// or less of the room used, not armed by a cycle's CPU, not at a burst's
+// first look however little CPU it shows. Fails on a collection out of
+// turn or one missed.
 func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	q := quietCollect{quietFor: 300 * time.Millisecond}
 	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
@@ -237,6 +238,18 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	}
 	if !look(8400, 0, 0, room) {
 		t.Fatal("not collected after the next burst's quiet spell")
+	}
+	// A burst that began late in a look, long after the last: its
+	// first megabytes made, a few milliseconds of CPU. That look is the
+	// answer's start, not a quiet spell's end.
+	if look(12000, 0.015, trickle, room) || look(12100, 0.005, burst, room) {
+		t.Fatal("collected at the first look of a burst, beside the answer it should come before")
+	}
+	if look(12200, 0.2, burst, room) || look(12300, 0.015, trickle, room) || look(12400, 0.015, trickle, room) {
+		t.Fatal("collected before the burst's quiet spell")
+	}
+	if !look(12500, 0.015, trickle, room) {
+		t.Fatal("not collected after a burst that began late in a look and its quiet spell")
 	}
 	// Near a memory limit the room is small: a trickle of a megabyte a
 	// look is more than a sixteenth of 12 MB, and still not a burst; nor
