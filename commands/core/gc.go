@@ -245,15 +245,20 @@ func (q *quietCollect) due(now time.Time, cpu float64, allocs, grown, room uint6
 		q.busy = now
 		return false
 	}
-	// A burst's first look is busy however little CPU it shows: an
-	// answer that began late in the look has made its first megabytes
-	// and used a few milliseconds. Counted quiet, it was armed and due
-	// at once, and the collection ran beside the answer it was meant to
-	// come before: the statuses over 300 ms at 100,000 nodes were those,
+	// A look that arms it is busy however little CPU it shows, and so
+	// is one that made clearly more than a trickle: an answer that
+	// began late in the look has made its first megabytes and used a
+	// few milliseconds. Counted quiet, the collection could be due at
+	// that very look and ran beside the answer it was meant to come
+	// before: the statuses over 300 ms at 100,000 nodes were those,
 	// their collections 176-397 ms of wall against 95-145 for the rest
 	// (docs/performance.md, "A fleet beating while the operator asks").
 	if made > max(room/16, minBurst) {
-		q.armed, q.busy = true, now
+		q.armed = true
+	}
+	if made > max(room/32, minBurst/2) {
+		q.busy = now
+		return false
 	}
 	if used > quietPerLook {
 		q.busy = now

@@ -198,6 +198,9 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	const room = 128 << 20
 	const trickle, burst = room / 16, room/16 + 1 // a trickle up to the bound
+	// beats are what a fleet's beats make a look (a megabyte or so): a
+	// look that makes more than twice that is not quiet.
+	const beats = room / 128
 	cpu, allocs := 1.0, uint64(1<<30)
 	look := func(ms int, used float64, made, grown uint64) bool {
 		cpu, allocs = cpu+used, allocs+made
@@ -221,16 +224,16 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	if look(3100, 0.05, burst, room) || look(3200, 0.03, trickle, room) {
 		t.Fatal("collected while busy")
 	}
-	if look(3300, 0, 0, room) || look(3400, 0.015, trickle, room) {
+	if look(3300, 0, 0, room) || look(3400, 0.015, beats, room) {
 		t.Fatal("collected before a whole quiet spell")
 	}
 	if look(3500, 0, 0, room/4) {
 		t.Fatal("collected with a quarter of the room used")
 	}
-	if !look(3600, 0.015, trickle, room/4+1) {
+	if !look(3600, 0.015, beats, room/4+1) {
 		t.Fatal("not collected after a burst and a quiet spell, with more than a quarter of the room used")
 	}
-	if look(3700, 0.3, 0, room) || look(8000, 0.01, trickle, room) {
+	if look(3700, 0.3, 0, room) || look(8000, 0.01, beats, room) {
 		t.Fatal("collected twice after one burst")
 	}
 	if look(8100, 0.2, burst, room) || look(8200, 0, 0, room) {
@@ -242,14 +245,29 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	// A burst that began late in a look, long after the last: its
 	// first megabytes made, a few milliseconds of CPU. That look is the
 	// answer's start, not a quiet spell's end.
-	if look(12000, 0.015, trickle, room) || look(12100, 0.005, burst, room) {
+	if look(12000, 0.015, beats, room) || look(12100, 0.005, burst, room) {
 		t.Fatal("collected at the first look of a burst, beside the answer it should come before")
 	}
-	if look(12200, 0.2, burst, room) || look(12300, 0.015, trickle, room) || look(12400, 0.015, trickle, room) {
+	if look(12200, 0.2, burst, room) || look(12300, 0.015, beats, room) || look(12400, 0.015, beats, room) {
 		t.Fatal("collected before the burst's quiet spell")
 	}
-	if !look(12500, 0.015, trickle, room) {
+	if !look(12500, 0.015, beats, room) {
 		t.Fatal("not collected after a burst that began late in a look and its quiet spell")
+	}
+	// Armed and waiting for the quarter, an answer begun late in a look
+	// makes less than a burst by its end, enough to fill the quarter:
+	// that look is busy too, and the collection comes after the answer.
+	if look(12600, 0.3, burst, room/8) || look(13000, 0.015, beats, room/8) {
+		t.Fatal("collected with a quarter or less of the room used")
+	}
+	if look(13100, 0.005, trickle, room) {
+		t.Fatal("collected at a look that made less than a burst and far more than beats, beside the answer it should come before")
+	}
+	if look(13200, 0.2, trickle, room) || look(13400, 0.015, beats, room) {
+		t.Fatal("collected before the answer's quiet spell")
+	}
+	if !look(13500, 0.015, beats, room) {
+		t.Fatal("not collected after the answer's quiet spell")
 	}
 	// Near a memory limit the room is small: a trickle of a megabyte a
 	// look is more than a sixteenth of 12 MB, and still not a burst; nor
