@@ -256,11 +256,7 @@ func (q *quietCollect) due(now time.Time, cpu float64, allocs, grown, room uint6
 	if made > max(room/16, minBurst) {
 		q.armed = true
 	}
-	if made > max(room/32, minBurst/2) {
-		q.busy = now
-		return false
-	}
-	if used > quietPerLook {
+	if used > quietPerLook || made > max(room/32, minBurst/2) {
 		q.busy = now
 		return false
 	}
