@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/meshctl/mesh/commands/world"
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -13,14 +14,23 @@ import (
 // where a requirement has a single provider there was no choice to
 // explain, and a fleet's status stays one line a node.
 func chosen(composed *world.Composed, within map[string]bool) []wire.ConsumerChoice {
-	// Two passes: a fleet of consumers of one provider allocates nothing.
+	// The nodes that receive a provider, gathered once (Choosing passes
+	// over the rest cheaply); then two passes over those alone, so a fleet
+	// of consumers of one provider allocates nothing more.
+	type choosing struct {
+		node   string
+		chosen []compose.Chosen
+	}
+	var among []choosing
+	for node, w := range composed.Choosing() {
+		if within == nil || within[node] {
+			among = append(among, choosing{node, w.Chosen})
+		}
+	}
 	type place struct{ node, module string }
 	providers := map[string]map[place]bool{} // requirement -> the providers serving it
-	for node, w := range composed.All() {
-		if within != nil && !within[node] {
-			continue
-		}
-		for _, c := range w.Chosen {
+	for _, n := range among {
+		for _, c := range n.chosen {
 			if providers[c.Requirement] == nil {
 				providers[c.Requirement] = map[place]bool{}
 			}
@@ -28,13 +38,10 @@ func chosen(composed *world.Composed, within map[string]bool) []wire.ConsumerCho
 		}
 	}
 	var out []wire.ConsumerChoice
-	for node, w := range composed.All() {
-		if within != nil && !within[node] {
-			continue
-		}
-		for _, c := range w.Chosen {
+	for _, n := range among {
+		for _, c := range n.chosen {
 			if len(providers[c.Requirement]) > 1 {
-				out = append(out, wire.ConsumerChoice{ConsumerNode: node, Chosen: c})
+				out = append(out, wire.ConsumerChoice{ConsumerNode: n.node, Chosen: c})
 			}
 		}
 	}

@@ -82,6 +82,36 @@ func (c *Composed) All() iter.Seq2[string, Would] {
 	}
 }
 
+// Choosing yields, once each and in no order, the nodes whose would-send
+// receives a provider (Would.Chosen): status's choices are among those
+// alone. A node of base with none is passed over before the version's
+// maps are asked about it: over 100,000 nodes that receive nothing, the
+// two lookups a node of All were 27 ms of the 184 of the first status
+// after a push (a profile, issue 34), for an answer of nothing.
+func (c *Composed) Choosing() iter.Seq2[string, Would] {
+	return func(yield func(string, Would) bool) {
+		if c == nil {
+			return
+		}
+		for n, w := range c.over {
+			if len(w.Chosen) > 0 && !yield(n, w) {
+				return
+			}
+		}
+		for n, w := range c.base {
+			if len(w.Chosen) == 0 {
+				continue
+			}
+			if _, moved := c.over[n]; moved || c.gone[n] {
+				continue
+			}
+			if !yield(n, w) {
+				return
+			}
+		}
+	}
+}
+
 // patched is c's would-sends with the nodes of changed taken out and those
 // of over (composed again, each among changed) put in. It shares c's base;
 // over becomes the new version's, which the caller does not write again.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/verdict"
 )
 
@@ -21,7 +22,11 @@ func TestAPatchedCompositionSaysWhatItsMapWould(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2026, 12))
 	name := func() string { return fmt.Sprintf("n-%03d", rng.IntN(400)) }
 	would := func(step int) Would {
-		return Would{Would: verdict.Would{Composable: rng.IntN(2) == 0, ContentDigest: fmt.Sprint(step)}}
+		w := Would{Would: verdict.Would{Composable: rng.IntN(2) == 0, ContentDigest: fmt.Sprint(step)}}
+		if rng.IntN(3) == 0 { // one in three receives a provider
+			w.Chosen = []compose.Chosen{{Receipt: compose.Receipt{Requirement: "db", Node: fmt.Sprint(step)}}}
+		}
+		return w
 	}
 	model := map[string]Would{}
 	for range 300 {
@@ -90,5 +95,21 @@ func agrees(t *testing.T, c *Composed, model map[string]Would, when string) {
 	}
 	if len(seen) != len(model) {
 		t.Fatalf("%s: All yields %d nodes, the map holds %d", when, len(seen), len(model))
+	}
+	// Choosing is All's nodes that receive a provider, and only those.
+	choosing := map[string]bool{}
+	for n, w := range c.Choosing() {
+		if choosing[n] {
+			t.Fatalf("%s: Choosing yields %s twice", when, n)
+		}
+		choosing[n] = true
+		if want := model[n]; len(want.Chosen) == 0 || !reflect.DeepEqual(w.Chosen, want.Chosen) {
+			t.Fatalf("%s: Choosing yields %s choosing %+v, the map holds %+v", when, n, w.Chosen, want.Chosen)
+		}
+	}
+	for n, w := range model {
+		if len(w.Chosen) > 0 && !choosing[n] {
+			t.Fatalf("%s: Choosing leaves out %s, which chooses %+v", when, n, w.Chosen)
+		}
 	}
 }

@@ -144,28 +144,36 @@ func (r *decodedRun) hand(fn func(i int, n Node, err error) error) error {
 	return nil
 }
 
-// string answers b as a string kept in the arena's current array, begun
-// afresh when b does not fit in what is left of it. An array is only ever
-// appended to within its capacity, so bytes a string points to are never
-// written again, until EachRun uses the arena for a later run.
+// string answers b as a string kept in the arena (room).
 func (a *NodeArena) string(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	if len(a.text)+len(b) > cap(a.text) {
+	dst := a.room(len(b))
+	copy(dst, b)
+	return unsafe.String(&dst[0], len(dst))
+}
+
+// room answers n bytes (n > 0) at the end of the arena's current array,
+// begun afresh when n does not fit in what is left of it, for the caller
+// to fill and then make a string of (string, reader.digest). An array is
+// only ever extended within its capacity, so bytes a string points to
+// are never written again, until EachRun uses the arena for a later run.
+func (a *NodeArena) room(n int) []byte {
+	if len(a.text)+n > cap(a.text) {
 		if a.text != nil && a.reuse {
 			a.filled = append(a.filled, a.text)
 		}
 		a.text = nil
-		if k := len(a.spare) - 1; k >= 0 && cap(a.spare[k]) >= len(b) {
+		if k := len(a.spare) - 1; k >= 0 && cap(a.spare[k]) >= n {
 			a.text, a.spare = a.spare[k][:0], a.spare[:k]
 		} else {
-			a.text = make([]byte, 0, max(textChunk, len(b)))
+			a.text = make([]byte, 0, max(textChunk, n))
 		}
 	}
 	start := len(a.text)
-	a.text = append(a.text, b...)
-	return unsafe.String(&a.text[start], len(b))
+	a.text = a.text[:start+n]
+	return a.text[start : start+n : start+n]
 }
 
 // kept answers v kept in list, one of an arena's slices (nil: no arena),

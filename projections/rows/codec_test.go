@@ -1,6 +1,8 @@
 package rows
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
@@ -222,4 +224,22 @@ func fullLiveness(at time.Time) Liveness {
 func fullAssignment(at time.Time) AssignmentRow {
 	return AssignmentRow{Node: "web-1", Module: "app", Build: "d685561", Policy: events.PolicyPinned,
 		Settings: map[string]string{"workers": "8", "": "", "k": "v\x00w"}, AssignedAt: at, Seq: 1 << 40}
+}
+
+// lowerHex writes what encoding/hex writes, for every value of every
+// byte of a digest: a pair put in the wrong order, or a wrong digit in the
+// table, reads back as another digest, and status then calls a node that
+// applied its declaration behind.
+func TestLowerHexIsEncodingHex(t *testing.T) {
+	var sum [sha256.Size]byte
+	for v := range 256 {
+		for i := range sum {
+			sum[i] = byte(v + i*7)
+		}
+		var got [2 * sha256.Size]byte
+		lowerHex(&got, &sum)
+		if want := hex.EncodeToString(sum[:]); string(got[:]) != want {
+			t.Fatalf("lowerHex(%x) = %s", sum, got)
+		}
+	}
 }
