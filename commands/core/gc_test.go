@@ -233,7 +233,10 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	if !look(3600, 0.015, beats, room/4+1) {
 		t.Fatal("not collected after a burst and a quiet spell, with more than a quarter of the room used")
 	}
-	if look(3700, 0.3, 0, room) || look(8000, 0.01, beats, room) {
+	// What a trickle builds up after the collection, well short of the
+	// room's top, is the collector's own to collect.
+	const after = room / 2
+	if look(3700, 0.3, 0, after) || look(8000, 0.01, beats, after) {
 		t.Fatal("collected twice after one burst")
 	}
 	if look(8100, 0.2, burst, room) || look(8200, 0, 0, room) {
@@ -245,7 +248,7 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	// A burst that began late in a look, long after the last: its
 	// first megabytes made, a few milliseconds of CPU. That look is the
 	// answer's start, not a quiet spell's end.
-	if look(12000, 0.015, beats, room) || look(12100, 0.005, burst, room) {
+	if look(12000, 0.015, beats, after) || look(12100, 0.005, burst, room) {
 		t.Fatal("collected at the first look of a burst, beside the answer it should come before")
 	}
 	if look(12200, 0.2, burst, room) || look(12300, 0.015, beats, room) || look(12400, 0.015, beats, room) {
@@ -268,6 +271,33 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	}
 	if !look(13500, 0.015, beats, room) {
 		t.Fatal("not collected after the answer's quiet spell")
+	}
+	// Unarmed, a trickle fills the room: once what is left would not
+	// hold what the last burst made (burst, at 12600), it collects,
+	// quiet; not before, and once.
+	if look(20000, 0.015, beats, room-burst) {
+		t.Fatal("collected with room left for what the last burst made")
+	}
+	if !look(20100, 0.015, beats, room-burst+1) {
+		t.Fatal("not collected once the room left would not hold what the last burst made")
+	}
+	if look(20200, 0.015, beats, beats) {
+		t.Fatal("collected again right after")
+	}
+	// A push's burst makes more than the room: half the room is kept
+	// clear, no more, so a trickle alone never collects more than twice
+	// as often as the collector would.
+	if look(30000, 0.9, room, beats) || look(30100, 0.015, beats, room/8) {
+		t.Fatal("collected while busy")
+	}
+	if !look(30400, 0.015, beats, room/4+1) {
+		t.Fatal("not collected after a push's burst and a quiet spell")
+	}
+	if look(40000, 0.015, beats, room/2) {
+		t.Fatal("collected with half the room left, after a burst larger than the room")
+	}
+	if !look(40100, 0.015, beats, room/2+1) {
+		t.Fatal("not collected with less than half the room left, after a burst larger than the room")
 	}
 	// Near a memory limit the room is small: a trickle of a megabyte a
 	// look is more than a sixteenth of 12 MB, and still not a burst; nor
