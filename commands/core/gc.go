@@ -204,7 +204,8 @@ const collectQuietFor = 300 * time.Millisecond
 // of 127). A cycle brought forward, once a burst, not one more: the
 // garbage was made, and would be collected at the next allocation past
 // the goal. And one more way, burst or none: once the room left would not
-// hold what the last burst made (due).
+// hold what the last burst made, where a trickle fills the room quickly
+// (due).
 //
 // Only a burst arms it, not a trickle: a look in which the process made
 // more than a sixteenth of the goal's room (8 MB of 127 at 100,000 nodes,
@@ -224,8 +225,11 @@ type quietCollect struct {
 	allocs   uint64    // the bytes it had allocated at the last look
 	busy     time.Time // when it was last seen doing more than a trickle
 	armed    bool      // a burst was seen since the last collection ahead
-	burst    uint64    // the bytes the burst under way has made so far
+	burst    uint64    // the bytes the allocation under way has made so far
+	real     bool      // that allocation holds a burst (a look that arms)
 	answer   uint64    // the bytes the last whole burst made
+	grown    uint64    // grown at the last look: less now means a cycle ran
+	cycle    time.Time // when a cycle was last seen to have run
 }
 
 // quietPerLook is the CPU between two looks (100 ms apart) a process may
@@ -237,8 +241,7 @@ const (
 	minBurst     = 8 << 20
 )
 
-// due reports whether to collect now, and if so takes it as done (none
-// again until the next burst): cpu is the process's CPU seconds so far,
+// due reports whether to collect now, and if so takes it as done: cpu is the process's CPU seconds so far,
 // allocs the bytes it allocated so far, grown those since the last cycle,
 // room the goal's room above the live heap.
 func (q *quietCollect) due(now time.Time, cpu float64, allocs, grown, room uint64) bool {
@@ -256,13 +259,28 @@ func (q *quietCollect) due(now time.Time, cpu float64, allocs, grown, room uint6
 	// before: the statuses over 300 ms at 100,000 nodes were those,
 	// their collections 176-397 ms of wall against 95-145 for the rest
 	// (docs/performance.md, "A fleet beating while the operator asks").
-	if made > max(room/16, minBurst) {
-		q.armed = true
-		q.burst += made
-	} else if q.burst > 0 {
-		q.answer, q.burst = q.burst, 0
+	if grown < q.grown || q.cycle.IsZero() {
+		q.cycle = now
 	}
-	if used > quietPerLook || made > max(room/32, minBurst/2) {
+	q.grown = grown
+	// What an answer makes is counted from the first look that made more
+	// than a trickle to the first that made no more, the looks on either
+	// side of its burst included (an answer begun late in a look, or
+	// ending early in one): a burst's looks alone left the room kept for
+	// it short by up to two sixteenths.
+	making := made > max(room/32, minBurst/2)
+	if made > max(room/16, minBurst) {
+		q.armed, q.real = true, true
+	}
+	if making {
+		q.burst += made
+	} else {
+		if q.real {
+			q.answer = q.burst
+		}
+		q.burst, q.real = 0, false
+	}
+	if used > quietPerLook || making {
 		q.busy = now
 		return false
 	}
@@ -281,10 +299,17 @@ func (q *quietCollect) due(now time.Time, cpu float64, allocs, grown, room uint6
 	// So once what is left of the room would not hold what the last
 	// burst made, it collects now, while quiet. At most half the room is
 	// kept clear, so a trickle alone is collected at most twice as often
-	// as the collector would; with a status's 40 MB of a room of 130, a
-	// third more often.
-	if q.answer > 0 && grown > room-min(q.answer, room/2) {
-		q.armed = false
+	// as the collector would (after two pushes at 100,000 nodes, whose
+	// burst is larger than the room, every 5.2-5.3 s at rest against 6-7).
+	//
+	// Not where the room is small (near a memory limit, which drives the
+	// collector there already: a room of nothing would be collected at
+	// every quiet look), and not once the last cycle is as old as an
+	// idle release's spell: where a trickle fills the room that slowly,
+	// collecting would keep the release from ever
+	// coming (idleRelease), and memory resident, for a collision the
+	// next natural cycle makes as rare as before.
+	if q.answer > 0 && room >= 2*minBurst && grown > room-min(q.answer, room/2) && now.Sub(q.cycle) < quietFor {
 		return true
 	}
 	return false

@@ -187,7 +187,8 @@ func TestIdleReleaseOnceAQuietSpell(t *testing.T) {
 
 // A process collects ahead once it has done an answer's work (a burst of
 // allocation) and been quiet for the spell since, with more than a quarter
-// of the goal's room used, once a burst; not for a trickle (nor where the
+// of the goal's room used, once a burst (and, burst or none, once the room
+// left would not hold what the last answer made); not for a trickle (nor where the
 // room is small), not while busy, not before the spell, not with a quarter
 // or less of the room used, not armed by a cycle's CPU, not at a burst's
 // first look however little CPU it shows. Fails on a collection out of
@@ -284,6 +285,29 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	if look(20200, 0.015, beats, beats) {
 		t.Fatal("collected again right after")
 	}
+	// An answer over two looks, and a look either side that made more
+	// than a trickle but less than a burst: the room kept clear is all
+	// four looks' (trickle*2 + burst*2), not one look's.
+	if look(21000, 0.2, trickle, room/8) || look(21100, 0.3, burst, room/8) || look(21200, 0.3, burst, room/8) ||
+		look(21300, 0.2, trickle, room/8) || look(21400, 0.015, beats, room/8) {
+		t.Fatal("collected while busy")
+	}
+	if !look(21700, 0.015, beats, room/4+1) { // armed by the answer
+		t.Fatal("not collected after the answer and a quiet spell")
+	}
+	const answer = 2*trickle + 2*burst
+	if look(22000, 0.015, beats, room-answer) {
+		t.Fatal("collected with room left for what the last answer made")
+	}
+	if !look(22100, 0.015, beats, room-answer+1) {
+		t.Fatal("not collected once the room left would not hold the last answer's four looks")
+	}
+	// A trickle that fills the room more slowly than an idle release's
+	// spell is left to the collector: collecting would keep the release
+	// from ever coming.
+	if look(22200, 0.015, beats, beats) || look(22200+int(quietFor/time.Millisecond), 0.015, beats, room-1) {
+		t.Fatal("collected ahead of a trickle slower than an idle release's spell")
+	}
 	// A push's burst makes more than the room: half the room is kept
 	// clear, no more, so a trickle alone never collects more than twice
 	// as often as the collector would.
@@ -302,7 +326,7 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	// Near a memory limit the room is small: a trickle of a megabyte a
 	// look is more than a sixteenth of 12 MB, and still not a burst; nor
 	// is a look of 8 MB.
-	small := quietCollect{quietFor: 300 * time.Millisecond}
+	small := quietCollect{quietFor: 300 * time.Millisecond, answer: 4 << 20}
 	for ms := 0; ms <= 3000; ms += 100 {
 		allocs += 1 << 20
 		if ms == 1000 {

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/meshctl/mesh/commands/world"
-	"github.com/meshctl/mesh/compose"
 	"github.com/meshctl/mesh/wire"
 )
 
@@ -14,23 +13,16 @@ import (
 // where a requirement has a single provider there was no choice to
 // explain, and a fleet's status stays one line a node.
 func chosen(composed *world.Composed, within map[string]bool) []wire.ConsumerChoice {
-	// The nodes that receive a provider, gathered once (Choosing passes
-	// over the rest cheaply); then two passes over those alone, so a fleet
-	// of consumers of one provider allocates nothing more.
-	type choosing struct {
-		node   string
-		chosen []compose.Chosen
-	}
-	var among []choosing
-	for node, w := range composed.Choosing() {
-		if within == nil || within[node] {
-			among = append(among, choosing{node, w.Chosen})
-		}
-	}
+	// Two passes over the nodes that receive a provider (Choosing passes
+	// over the rest before looking them up): a fleet of consumers of one
+	// provider allocates nothing.
 	type place struct{ node, module string }
 	providers := map[string]map[place]bool{} // requirement -> the providers serving it
-	for _, n := range among {
-		for _, c := range n.chosen {
+	for node, w := range composed.Choosing() {
+		if within != nil && !within[node] {
+			continue
+		}
+		for _, c := range w.Chosen {
 			if providers[c.Requirement] == nil {
 				providers[c.Requirement] = map[place]bool{}
 			}
@@ -38,10 +30,13 @@ func chosen(composed *world.Composed, within map[string]bool) []wire.ConsumerCho
 		}
 	}
 	var out []wire.ConsumerChoice
-	for _, n := range among {
-		for _, c := range n.chosen {
+	for node, w := range composed.Choosing() {
+		if within != nil && !within[node] {
+			continue
+		}
+		for _, c := range w.Chosen {
 			if len(providers[c.Requirement]) > 1 {
-				out = append(out, wire.ConsumerChoice{ConsumerNode: n.node, Chosen: c})
+				out = append(out, wire.ConsumerChoice{ConsumerNode: node, Chosen: c})
 			}
 		}
 	}
