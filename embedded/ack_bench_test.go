@@ -22,9 +22,10 @@ import (
 // round is published acknowledged, and its answer says the stream holds
 // the rest, which one connection's messages reach in order). CPU by
 // getrusage, bus and client together, the two kinds taking turns first.
-// It says how much a push could save by JetStream's fast batches, which
-// answer a batch's messages every so many: issue 34 looked at them for
-// the declarations and left them (docs/performance.md).
+// It says what a push could save by answering fewer: JetStream's fast
+// batches answer a batch's messages every so many, but not with each
+// one's stream sequence, which the fold needs to fold the controller's
+// own sends from memory (docs/performance.md, issue 34).
 //
 //	go test ./embedded -run '^$' -bench AnAcknowledgementsShare -benchtime 8x
 func BenchmarkAnAcknowledgementsShare(b *testing.B) {
