@@ -34,6 +34,11 @@ type Costs struct {
 	Faults int64
 }
 
+// String is each operation's cost as a progress line says it.
+func (c Costs) String() string {
+	return fmt.Sprintf("sign %s, publish %s, read %s", us(c.Sign), us(c.Publish), us(c.Read))
+}
+
 // Payload is the size of the messages the floor signs, publishes and
 // reads: about that of a DeclarationSent of mesh bench's module to one
 // node, so the floor's two publishes move at least the bytes a node's

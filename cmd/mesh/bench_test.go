@@ -71,6 +71,12 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	if n := strings.Count(errs, ", push 1: "); n != 2 || strings.Contains(errs, ", push 2: ") {
 		t.Errorf("%d measured pushes said, want one a fleet:\n%s", n, errs)
 	}
+	// The floor's round before each measured push is said beside it: the
+	// table keeps their median, and the pairs are a reader's to check.
+	if !regexp.MustCompile(`(?m)^simulated, the floor before push 1: sign \d+\.\d µs, publish \d+\.\d µs, read \d+\.\d µs$`).MatchString(errs) ||
+		strings.Contains(errs, "the floor before push 2") {
+		t.Errorf("the floor's round before the one measured push is not said once:\n%s", errs)
+	}
 	for _, line := range []string{"after 1 warm-up push(es) to each fleet, in no figure but the first push's row", "  controller, its first push (a warm-up)  "} {
 		if !strings.Contains(out, line) {
 			t.Errorf("the table does not say %q", line)
