@@ -116,3 +116,68 @@ func TestAnAbandonedWindowIgnoresALateAcknowledgement(t *testing.T) {
 		t.Errorf("%d windows still registered", n)
 	}
 }
+
+// A connection that begins to reconnect gives up on every window in
+// flight at once, as the library gave up on its pending publishes: each is
+// settled as soon as the bus is back, not after ackWait. One still being
+// published is given up on once it is, and a window begun after the
+// reconnect waits for its acknowledgements as before. Fails when a
+// reconnect leaves a window waiting, or gives up on one halfway through.
+func TestAReconnectGivesUpOnTheWindowsInFlight(t *testing.T) {
+	nc := embeddedtest.Conn(t, embeddedtest.Server(t))
+	s := &Store{nc: nc, name: "MESH"}
+	sent := []*nats.Msg{nats.NewMsg("mesh.ev.node.a.X"), nats.NewMsg("mesh.ev.node.b.X")}
+	w, err := s.ackWindow(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.published(w)
+	half, err := s.ackWindow([]*nats.Msg{nats.NewMsg("mesh.ev.node.c.X")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.onAck(&nats.Msg{Subject: sent[0].Reply, Data: []byte(`{"stream":"MESH","seq":41}`)})
+	if err := nc.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	done := func(w *ackWindow) func() bool {
+		return func() bool {
+			select {
+			case <-w.done:
+				return true
+			default:
+				return false
+			}
+		}
+	}
+	embeddedtest.Eventually(t, "the published window given up on at the reconnect", done(w))
+	same := cmp.Comparer(func(a, b error) bool { return a == b })
+	if diff := cmp.Diff([]ackGot{{in: true, seq: 41}, {in: true, err: nats.ErrDisconnected}}, w.got, cmp.AllowUnexported(ackGot{}), same); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	// The reconnect was heard in the same pass that gave up on w.
+	if done(half)() {
+		t.Fatal("a window still being published was given up on halfway")
+	}
+	s.published(half)
+	if !done(half)() || half.got[0].err != nats.ErrDisconnected {
+		t.Fatalf("a window published after the reconnect began is not given up on: %+v", half.got)
+	}
+	embeddedtest.Eventually(t, "the connection back", nc.IsConnected)
+	later := []*nats.Msg{nats.NewMsg("mesh.ev.node.d.X")}
+	after, err := s.ackWindow(later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.published(after)
+	if done(after)() {
+		t.Fatal("a window begun after the reconnect was given up on")
+	}
+	s.onAck(&nats.Msg{Subject: later[0].Reply, Data: []byte(`{"stream":"MESH","seq":43}`)})
+	if !done(after)() || after.got[0].seq != 43 {
+		t.Fatalf("a window begun after the reconnect did not take its acknowledgement: %+v", after.got)
+	}
+	if n := AckWindows(s); n != 0 {
+		t.Errorf("%d windows still registered", n)
+	}
+}
