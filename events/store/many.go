@@ -82,7 +82,6 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 				s.ackFailed(w, i-start, out[i].Err)
 			}
 		}
-		s.published(w)
 		// One timer a window: an acknowledgement lost (a stream leader
 		// gone on a cluster, a bus restarted) is settled another way
 		// after ackWait, as the library settled each publish.
