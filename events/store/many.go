@@ -119,7 +119,11 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 // (in flight, timeouts) is retried once synchronously through Append.
 func (s *Store) settle(ctx context.Context, it One, err error) Outcome {
 	if isConflict(err) {
-		if seq, ok := s.landed(ctx, it.Aggregate, events.EventID(it.CommandID, 0)); ok {
+		seq, ok, err := s.landed(ctx, it.Aggregate, events.EventID(it.CommandID, 0))
+		switch {
+		case err != nil:
+			return Outcome{Err: err}
+		case ok:
 			return Outcome{Seq: seq}
 		}
 		return Outcome{Err: ErrConflict}

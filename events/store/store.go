@@ -236,7 +236,11 @@ func (s *Store) commit(ctx context.Context, msgs []*nats.Msg, check events.Aggre
 			// Either someone else moved the aggregate, or this is a retry of
 			// our own write that already landed (R1 checks the expectation
 			// before the Msg-Id). The aggregate's last message tells which.
-			if seq, ok := s.landed(ctx, check, lastID); ok {
+			seq, ok, err := s.landed(ctx, check, lastID)
+			switch {
+			case err != nil:
+				return 0, err
+			case ok:
 				return seq, nil
 			}
 			return 0, ErrConflict
@@ -417,16 +421,24 @@ func batchID() (string, error) {
 }
 
 // landed reports whether the aggregate's last message is the one with msgID,
-// and its sequence.
-func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string) (uint64, bool) {
-	if s.needsStream("check an append to") != nil {
-		return 0, false
+// and its sequence; an error when it cannot tell. A read that failed was
+// taken for another writer's message: a retried append that had landed,
+// its check cut by the bus going away again, was answered ErrConflict,
+// and a push composed that node again and sent it a second time (a
+// review's probe: one send in three of six rounds across four cuts of
+// 300 ms).
+func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string) (uint64, bool, error) {
+	if err := s.needsStream("check an append to"); err != nil {
+		return 0, false, err
 	}
-	m, err := s.stream.GetLastMsgForSubject(ctx, agg.Filter())
+	m, err := retry(ctx, func() (*jetstream.RawStreamMsg, error) { return s.stream.GetLastMsgForSubject(ctx, agg.Filter()) })
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, false, nil // nothing there: not ours
+	}
 	if err != nil {
-		return 0, false
+		return 0, false, fmt.Errorf("store: cannot tell whether the append to %s landed (its expectation was not met, and the aggregate's last event could not be read): %w", agg, err)
 	}
-	return s.got(m).Seq, MsgID(m.Header) == msgID
+	return s.got(m).Seq, MsgID(m.Header) == msgID, nil
 }
 
 // Version is the stream sequence of agg's last event, 0 when it has none.
