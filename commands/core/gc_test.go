@@ -311,17 +311,24 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	// A push's burst makes more than the room: half the room is kept
 	// clear, no more, so a trickle alone never collects more than twice
 	// as often as the collector would.
-	if look(30000, 0.9, room, beats) || look(30100, 0.015, beats, room/8) {
+	if look(60000, 0.9, room, beats) || look(60100, 0.015, beats, room/8) {
 		t.Fatal("collected while busy")
 	}
-	if !look(30400, 0.015, beats, room/4+1) {
+	if !look(60400, 0.015, beats, room/4+1) {
 		t.Fatal("not collected after a push's burst and a quiet spell")
 	}
-	if look(40000, 0.015, beats, room/2) {
+	if look(70000, 0.015, beats, room/2) {
 		t.Fatal("collected with half the room left, after a burst larger than the room")
 	}
-	if !look(40100, 0.015, beats, room/2+1) {
+	if !look(70100, 0.015, beats, room/2+1) {
 		t.Fatal("not collected with less than half the room left, after a burst larger than the room")
+	}
+	// A trickle that would fill the room in 40 s, less than its half 20 s
+	// after the last cycle: the collector would not cycle within an idle
+	// release's spell, so a collection ahead would keep the release from
+	// coming. Left to the collector.
+	if look(80000, 0.015, beats, beats) || look(100000, 0.015, beats, room/2+1) {
+		t.Fatal("collected ahead of a trickle slower than an idle release's spell")
 	}
 	// Near a memory limit the room is small: a trickle of a megabyte a
 	// look is more than a sixteenth of 12 MB, and still not a burst; nor
