@@ -305,7 +305,7 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	// A trickle that fills the room more slowly than an idle release's
 	// spell is left to the collector: collecting would keep the release
 	// from ever coming.
-	if look(22200, 0.015, beats, beats) || look(22200+int(quietFor/time.Millisecond), 0.015, beats, room-1) {
+	if look(22200, 0.015, beats, beats) || look(57200, 0.015, beats, room-1) { // the room filled in 35 s
 		t.Fatal("collected ahead of a trickle slower than an idle release's spell")
 	}
 	// A push's burst makes more than the room: half the room is kept
@@ -329,6 +329,10 @@ func TestQuietCollectAheadOnceAQuietSpell(t *testing.T) {
 	// coming. Left to the collector.
 	if look(80000, 0.015, beats, beats) || look(100000, 0.015, beats, room/2+1) {
 		t.Fatal("collected ahead of a trickle slower than an idle release's spell")
+	}
+	// One that fills it in 25 s, within the spell: collected ahead.
+	if !look(105000, 0.015, beats, room-1) {
+		t.Fatal("not collected ahead of a trickle that fills the room within an idle release's spell")
 	}
 	// Near a memory limit the room is small: a trickle of a megabyte a
 	// look is more than a sixteenth of 12 MB, and still not a burst; nor

@@ -75,7 +75,12 @@ func (h *Service) Push(ctx context.Context, r wire.PushRequest) (wire.PushReply,
 			for i, o := range outcomes {
 				p := batch.pushed[i]
 				switch {
-				case errors.Is(o.Err, store.ErrConflict):
+				case errors.Is(o.Err, store.ErrConflict), errors.Is(o.Err, store.ErrUnsure) && r.Once:
+					// A caller that decides again (a rollout's drive, the
+					// reconciler) does so for a send it cannot tell landed
+					// too, from read models that will hold it if it did:
+					// unsent, it halted a rollout's wave over a bus's blip.
+					// A push asked by hand says it unsent, with why.
 					only[p.Node] = true
 				case o.Err != nil:
 					reply.Unsent = append(reply.Unsent, wire.UnsentNode{Node: p.Node, Reason: o.Err.Error()})

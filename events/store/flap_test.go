@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,8 @@ import (
 // each send as the stream holds it: stored at the sequence it says, or an
 // error that says it could not tell, never a conflict for a send the
 // stream holds as this command's (a push would compose that node again
-// and send it twice). The link is cut four times for 300 ms. A review's
+// and send it twice). The link is cut four times for 300 ms, rounds of
+// appends running through all four. A review's
 // probe of this shape caught a change that gave up on the windows at each
 // reconnect answering stored sends as conflicts in three rounds of six;
 // the collisions are a matter of timing, so one round here catches such a
@@ -33,19 +35,20 @@ func TestAppendManyAcrossAFlappingLinkAnswersWhatTheStreamHolds(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	s := open(t, nc)
-	items := sends(6000, "flap-")
-	var cutWhileAppending atomic.Bool
-	appending := make(chan struct{})
+	// Rounds of appends, one after another, until the link has been cut
+	// four times: each round's answers are checked below, and at least
+	// three of the cuts must fall while a round appends, or the test
+	// tried little (a round alone took some 400 ms, the first cut's).
+	var appending atomic.Bool
+	var cutWhileAppending atomic.Int32
 	flapped := make(chan struct{})
 	go func() {
 		// Not ordering anything: a link that goes away and comes back,
 		// four times, however far the appends have got.
 		defer close(flapped)
 		for range 4 {
-			select {
-			case <-appending:
-			default:
-				cutWhileAppending.Store(true)
+			if appending.Load() {
+				cutWhileAppending.Add(1)
 			}
 			cut.Drop()
 			time.Sleep(300 * time.Millisecond)
@@ -53,14 +56,26 @@ func TestAppendManyAcrossAFlappingLinkAnswersWhatTheStreamHolds(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	out, err := s.AppendMany(ctx, items)
-	close(appending)
-	<-flapped
-	if err != nil {
-		t.Fatal(err)
+	var items []store.One
+	var out []store.Outcome
+	for round := 0; ; round++ {
+		select {
+		case <-flapped:
+		default:
+			batch := sends(1500, fmt.Sprintf("flap-%d-", round))
+			appending.Store(true)
+			got, err := s.AppendMany(ctx, batch)
+			appending.Store(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items, out = append(items, batch...), append(out, got...)
+			continue
+		}
+		break
 	}
-	if !cutWhileAppending.Load() {
-		t.Fatal("the appends were done before the link was first cut: the test tried nothing")
+	if n := cutWhileAppending.Load(); n < 3 {
+		t.Fatalf("%d of the four cuts fell while a round appended: the test tried little", n)
 	}
 	embeddedtest.Eventually(t, "the link back", nc.IsConnected)
 	stored, unsure := 0, 0

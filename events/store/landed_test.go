@@ -42,14 +42,17 @@ func TestLandedCannotTellWithoutTheBus(t *testing.T) {
 	if _, ours, err := s.landed(ctx, agg, events.EventID("another", 0)); err != nil || ours {
 		t.Fatalf("another command's id: ours %v, %v; want not ours", ours, err)
 	}
+	if got, ours, err := s.landed(ctx, events.NodeAggregate("n2"), events.EventID("enrol-n2", 0)); err != nil || ours || got != 0 {
+		t.Fatalf("an aggregate with no event: %d, ours %v, %v; want nothing there, not ours", got, ours, err)
+	}
 	cut.Drop()
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, ours, err = s.landed(short, agg, events.EventID("enrol-n1", 0))
-	if err == nil || ours || errors.Is(err, ErrConflict) {
+	if !errors.Is(err, ErrUnsure) || ours || errors.Is(err, ErrConflict) {
 		t.Fatalf("without the bus: ours %v, %v; want that it cannot tell", ours, err)
 	}
-	if !strings.Contains(err.Error(), "cannot tell whether the append to") {
+	if !strings.Contains(err.Error(), "cannot tell whether the append landed: its expectation on node/n1") {
 		t.Errorf("without the bus: %v, which does not say it cannot tell", err)
 	}
 }

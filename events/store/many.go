@@ -115,8 +115,9 @@ func (s *Store) AppendMany(ctx context.Context, items []One) ([]Outcome, error) 
 }
 
 // settle turns a failed pipelined append into its outcome: our own earlier
-// write (a retry) is success, another writer's is ErrConflict, anything else
-// (in flight, timeouts) is retried once synchronously through Append.
+// write (a retry) is success, another writer's is ErrConflict, one it cannot
+// tell is ErrUnsure (the bus gone again), anything else (in flight,
+// timeouts) is retried once synchronously through Append.
 func (s *Store) settle(ctx context.Context, it One, err error) Outcome {
 	if isConflict(err) {
 		seq, ok, err := s.landed(ctx, it.Aggregate, events.EventID(it.CommandID, 0))
