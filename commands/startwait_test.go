@@ -78,13 +78,7 @@ func TestAStartAsksASilentBusAgainThenSaysSo(t *testing.T) {
 // A bus that drops away while a controller starts and comes back: the
 // lookup that went unanswered is asked again, and the start serves.
 func TestAStartServesOnceABusThatWentAwayComesBack(t *testing.T) {
-	srv := embeddedtest.Server(t)
-	cut := embeddedtest.NewCutter(t, "127.0.0.1:0", strings.TrimPrefix(srv.ClientURL(), "nats://"))
-	nc, err := nats.Connect(cut.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc, cut := embeddedtest.ConnCut(t, embeddedtest.Server(t))
 	cut.Drop()
 	log := &logLines{asking: make(chan struct{}, 1)}
 	go func() {

@@ -3,7 +3,6 @@ package embedded_test
 import (
 	"context"
 	"runtime"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -45,16 +44,9 @@ func BenchmarkAnAcknowledgementsShare(b *testing.B) {
 		b.Fatal(err)
 	}
 	payload := make([]byte, 1200)
-	cpu := func() time.Duration {
-		u, err := bench.Self()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return u.CPU
-	}
 	round := func(r int, acked bool) time.Duration {
 		runtime.GC()
-		t0 := cpu()
+		t0 := processCPU(b)
 		var futures []jetstream.PubAckFuture
 		for i := range n {
 			m := nats.NewMsg("a.r" + strconv.Itoa(r) + ".n" + strconv.Itoa(i))
@@ -77,7 +69,7 @@ func BenchmarkAnAcknowledgementsShare(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		return cpu() - t0
+		return processCPU(b) - t0
 	}
 	var ratios, with, without []float64
 	b.ResetTimer()
@@ -92,8 +84,7 @@ func BenchmarkAnAcknowledgementsShare(b *testing.B) {
 		with, without = append(with, float64(a.Microseconds())/n), append(without, float64(u.Microseconds())/n)
 	}
 	b.StopTimer()
-	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-	b.ReportMetric(median(ratios), "acked/unacked")
-	b.ReportMetric(median(with), "µs/acked")
-	b.ReportMetric(median(without), "µs/unacked")
+	b.ReportMetric(bench.Median(ratios), "acked/unacked")
+	b.ReportMetric(bench.Median(with), "µs/acked")
+	b.ReportMetric(bench.Median(without), "µs/unacked")
 }

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/meshctl/mesh/embedded"
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/wire"
-	"github.com/nats-io/nats.go"
 )
 
 // A simulated fleet whose reports overflow its window of unacknowledged
@@ -103,16 +101,7 @@ func simulatedMesh(t *testing.T, n int) (*embedded.Server, *commands.Controller,
 func TestASimulatedFleetSaysWhenItsConnectionDropped(t *testing.T) {
 	ctx := context.Background()
 	srv, _, joins := simulatedMesh(t, 3)
-	u, err := url.Parse(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := embeddedtest.NewCutter(t, "127.0.0.1:0", u.Host)
-	nc, err := nats.Connect(cut.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc, cut := embeddedtest.ConnCut(t, srv)
 	f, err := Simulate(ctx, nc, joins)
 	if err != nil {
 		t.Fatal(err)

@@ -251,14 +251,8 @@ func (q *quietCollect) due(now time.Time, cpu float64, allocs, grown, room uint6
 		q.busy = now
 		return false
 	}
-	// A look that arms it is busy however little CPU it shows, and so
-	// is one that made clearly more than a trickle: an answer that
-	// began late in the look has made its first megabytes and used a
-	// few milliseconds. Counted quiet, the collection could be due at
-	// that very look and ran beside the answer it was meant to come
-	// before: the statuses over 300 ms at 100,000 nodes were those,
-	// their collections 176-397 ms of wall against 95-145 for the rest
-	// (docs/performance.md, "A fleet beating while the operator asks").
+	// Less grown than at the last look: a cycle ran since (the rate a
+	// trickle fills the room at is reckoned from it, below).
 	if grown < q.grown || q.cycle.IsZero() {
 		q.cycle = now
 	}
@@ -280,6 +274,14 @@ func (q *quietCollect) due(now time.Time, cpu float64, allocs, grown, room uint6
 		}
 		q.burst, q.real = 0, false
 	}
+	// A look that arms it is busy however little CPU it shows, and so
+	// is one that made clearly more than a trickle: an answer that
+	// began late in the look has made its first megabytes and used a
+	// few milliseconds. Counted quiet, the collection could be due at
+	// that very look and ran beside the answer it was meant to come
+	// before: the statuses over 300 ms at 100,000 nodes were those,
+	// their collections 176-397 ms of wall against 95-145 for the rest
+	// (docs/performance.md, "A fleet beating while the operator asks").
 	if used > quietPerLook || making {
 		q.busy = now
 		return false

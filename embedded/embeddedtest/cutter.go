@@ -2,9 +2,14 @@ package embeddedtest
 
 import (
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/meshctl/mesh/embedded"
+	"github.com/nats-io/nats.go"
 )
 
 // Cutter stands between clients and a bus, so that a test can take the bus
@@ -117,4 +122,18 @@ func (c *Cutter) Resume() {
 func (c *Cutter) Close() {
 	c.ln.Close()
 	c.Drop()
+}
+
+// ConnCut is a connection to s through a Cutter of its own, which
+// reconnects without end every 10 ms, as a controller or agent keeps
+// trying its bus; both go when the test ends.
+func ConnCut(t testing.TB, s *embedded.Server) (*nats.Conn, *Cutter) {
+	t.Helper()
+	cut := NewCutter(t, "127.0.0.1:0", strings.TrimPrefix(s.ClientURL(), "nats://"))
+	nc, err := nats.Connect(cut.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, cut
 }

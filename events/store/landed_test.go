@@ -9,7 +9,6 @@ import (
 
 	"github.com/meshctl/mesh/embedded/embeddedtest"
 	"github.com/meshctl/mesh/events"
-	"github.com/nats-io/nats.go"
 )
 
 // Whether an append landed is answered from the aggregate's last event;
@@ -19,13 +18,7 @@ import (
 // Fails when a read that failed answers "not ours".
 func TestLandedCannotTellWithoutTheBus(t *testing.T) {
 	ctx := events.WithBy(context.Background(), "alice")
-	srv := embeddedtest.Server(t)
-	cut := embeddedtest.NewCutter(t, "127.0.0.1:0", strings.TrimPrefix(srv.ClientURL(), "nats://"))
-	nc, err := nats.Connect(cut.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc, cut := embeddedtest.ConnCut(t, embeddedtest.Server(t))
 	s, _, err := Open(ctx, nc, StreamConfig{})
 	if err != nil {
 		t.Fatal(err)
