@@ -26,6 +26,10 @@ type Cutter struct {
 	mu     sync.Mutex
 	away   bool
 	conns  []net.Conn
+	// held stops what the bus sends at the cutter, unread, until Drop;
+	// freed wakes the pipes it stopped.
+	held  bool
+	freed *sync.Cond
 }
 
 // NewCutter listens on addr ("127.0.0.1:0" picks a port) and forwards each
@@ -37,6 +41,7 @@ func NewCutter(t testing.TB, addr, target string) *Cutter {
 		t.Fatal(err)
 	}
 	c := &Cutter{ln: ln, target: target}
+	c.freed = sync.NewCond(&c.mu)
 	go c.serve()
 	t.Cleanup(c.Close)
 	return c
@@ -69,20 +74,28 @@ func (c *Cutter) serve() {
 		c.mu.Lock()
 		c.conns = append(c.conns, in, out)
 		c.mu.Unlock()
-		go pipe(out, in, nil)
-		go pipe(in, out, &c.deaf)
+		go c.pipe(out, in, false)
+		go c.pipe(in, out, true)
 	}
 }
 
-// pipe copies from src to dst until either fails; while deaf holds, what
-// src sends is read and dropped.
-func pipe(dst, src net.Conn, deaf *atomic.Bool) {
+// pipe copies from src to dst until either fails. What the bus sends
+// (fromBus) is read and dropped while deaf holds, and waits at the cutter
+// while held does.
+func (c *Cutter) pipe(dst, src net.Conn, fromBus bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
+		if fromBus {
+			c.mu.Lock()
+			for c.held {
+				c.freed.Wait()
+			}
+			c.mu.Unlock()
+		}
 		n, err := src.Read(buf)
-		if n > 0 && (deaf == nil || !deaf.Load()) {
+		if n > 0 && (!fromBus || !c.deaf.Load()) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -96,12 +109,25 @@ func pipe(dst, src net.Conn, deaf *atomic.Bool) {
 // Deafen drops everything the bus sends from now on.
 func (c *Cutter) Deafen() { c.deaf.Store(true) }
 
+// Hold keeps what the bus sends from its clients until the next Drop,
+// which loses it: a client's requests reach the bus and are carried out,
+// and none of their answers come back. What a killed link loses is then
+// whatever the test let go by before Hold, no matter how fast either side
+// runs (a read already taken from the bus still goes through).
+func (c *Cutter) Hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = true
+}
+
 // Drop resets every connection through it (no flush, no goodbye) and
 // refuses every new one until Resume.
 func (c *Cutter) Drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.away = true
+	c.held = false
+	c.freed.Broadcast()
 	for _, conn := range c.conns {
 		if tc, ok := conn.(*net.TCPConn); ok {
 			tc.SetLinger(0) // a reset, as the kernel sends for a killed process
