@@ -2,9 +2,11 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -436,14 +438,63 @@ func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string
 	if err := s.needsStream("check an append to"); err != nil {
 		return 0, false, err
 	}
-	m, err := retry(ctx, func() (*jetstream.RawStreamMsg, error) { return s.stream.GetLastMsgForSubject(ctx, agg.Filter()) })
+	m, err := retry(ctx, func() (Msg, error) { return s.leaderLast(ctx, agg.Filter()) })
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, false, nil // nothing there: not ours
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("%w: its expectation on %s was not met, and the aggregate's last event could not be read: %w", ErrUnsure, agg, err)
 	}
-	return s.got(m).Seq, MsgID(m.Header) == msgID, nil
+	return m.Seq, MsgID(m.Header) == msgID, nil
+}
+
+// leaderLast is the last message on subject as the stream's leader holds
+// it. landed must see what the leader that refused an expectation saw: a
+// direct get (GetLastMsgForSubject on the mesh's stream) may be answered
+// by a replica behind it, whose older message reads as another writer's,
+// and a send the stream holds is then answered ErrConflict and composed
+// and sent again. The stream's message API is always the leader's.
+func (s *Store) leaderLast(ctx context.Context, subject string) (Msg, error) {
+	req, err := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{subject})
+	if err != nil {
+		return Msg{}, err
+	}
+	call, cancel := context.WithTimeout(ctx, cmp.Or(s.Timeout, CallTimeout))
+	defer cancel()
+	resp, err := s.nc.RequestWithContext(call, "$JS.API.STREAM.MSG.GET."+s.name, req)
+	if err != nil {
+		return Msg{}, err
+	}
+	var got struct {
+		Error   *jetstream.APIError `json:"error"`
+		Message *struct {
+			Subject string    `json:"subject"`
+			Seq     uint64    `json:"seq"`
+			Header  []byte    `json:"hdrs"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(resp.Data, &got); err != nil {
+		return Msg{}, fmt.Errorf("store: the stream's leader answered a get of %s with no message: %w", subject, err)
+	}
+	switch {
+	case got.Error != nil && got.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return Msg{}, jetstream.ErrMsgNotFound
+	case got.Error != nil:
+		return Msg{}, got.Error
+	case got.Message == nil:
+		return Msg{}, fmt.Errorf("store: the stream's leader answered a get of %s with no message", subject)
+	}
+	m := Msg{Seq: got.Message.Seq, Subject: got.Message.Subject, Data: got.Message.Data, Time: got.Message.Time}
+	if len(got.Message.Header) > 0 {
+		if m.Header, err = nats.DecodeHeadersMsg(got.Message.Header); err != nil {
+			return Msg{}, fmt.Errorf("store: the stream's leader answered a get of %s with headers it cannot read: %w", subject, err)
+		}
+	}
+	return m, nil
 }
 
 // Version is the stream sequence of agg's last event, 0 when it has none.
