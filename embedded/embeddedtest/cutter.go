@@ -1,7 +1,9 @@
 package embeddedtest
 
 import (
+	"errors"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,9 +29,11 @@ type Cutter struct {
 	away   bool
 	conns  []net.Conn
 	// held stops what the bus sends at the cutter, unread, until Drop;
-	// freed wakes the pipes it stopped.
+	// freed wakes the pipes it stopped; bus are the connections to the
+	// bus, whose reads Hold interrupts.
 	held  bool
 	freed *sync.Cond
+	bus   []net.Conn
 }
 
 // NewCutter listens on addr ("127.0.0.1:0" picks a port) and forwards each
@@ -72,7 +76,7 @@ func (c *Cutter) serve() {
 			continue
 		}
 		c.mu.Lock()
-		c.conns = append(c.conns, in, out)
+		c.conns, c.bus = append(c.conns, in, out), append(c.bus, out)
 		c.mu.Unlock()
 		go c.pipe(out, in, false)
 		go c.pipe(in, out, true)
@@ -88,10 +92,13 @@ func (c *Cutter) pipe(dst, src net.Conn, fromBus bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		if fromBus {
+			// The deadline is cleared under the lock Hold sets it under:
+			// a Hold after this point interrupts the read below.
 			c.mu.Lock()
 			for c.held {
 				c.freed.Wait()
 			}
+			src.SetReadDeadline(time.Time{})
 			c.mu.Unlock()
 		}
 		n, err := src.Read(buf)
@@ -99,6 +106,9 @@ func (c *Cutter) pipe(dst, src net.Conn, fromBus bool) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
+		}
+		if fromBus && errors.Is(err, os.ErrDeadlineExceeded) {
+			continue // Hold interrupted the read: wait above
 		}
 		if err != nil {
 			return
@@ -113,11 +123,16 @@ func (c *Cutter) Deafen() { c.deaf.Store(true) }
 // which loses it: a client's requests reach the bus and are carried out,
 // and none of their answers come back. What a killed link loses is then
 // whatever the test let go by before Hold, no matter how fast either side
-// runs (a read already taken from the bus still goes through).
+// runs. A read from the bus in progress is interrupted (a deadline now),
+// or the next chunk the bus sent, up to a buffer's worth, would still go
+// through.
 func (c *Cutter) Hold() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.held = true
+	for _, conn := range c.bus {
+		conn.SetReadDeadline(time.Now())
+	}
 }
 
 // Drop resets every connection through it (no flush, no goodbye) and
@@ -134,7 +149,7 @@ func (c *Cutter) Drop() {
 		}
 		conn.Close()
 	}
-	c.conns = nil
+	c.conns, c.bus = nil, nil
 }
 
 // Resume takes connections again after Drop.

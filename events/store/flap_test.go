@@ -80,6 +80,11 @@ func TestAppendManyAcrossAFlappingLinkAnswersWhatTheStreamHolds(t *testing.T) {
 		case <-third:
 		case got := <-done:
 			t.Fatalf("round %d was answered (%v) before a third of it was stored", r, got.err)
+		case <-time.After(embeddedtest.Settle):
+			// Its answers held, the round cannot end: without this the
+			// test would hang, not fail, if the stream stopped saying
+			// what it stores.
+			t.Fatalf("after %s a third of round %d was not heard stored", embeddedtest.Settle, r)
 		}
 		cut.Drop()
 		await(nats.RECONNECTING)

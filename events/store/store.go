@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -461,7 +460,7 @@ func (s *Store) leaderLast(ctx context.Context, subject string) (Msg, error) {
 	if err != nil {
 		return Msg{}, err
 	}
-	call, cancel := context.WithTimeout(ctx, cmp.Or(s.Timeout, CallTimeout))
+	call, cancel := s.bound(ctx)
 	defer cancel()
 	resp, err := s.nc.RequestWithContext(call, "$JS.API.STREAM.MSG.GET."+s.name, req)
 	if err != nil {
@@ -478,7 +477,7 @@ func (s *Store) leaderLast(ctx context.Context, subject string) (Msg, error) {
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(resp.Data, &got); err != nil {
-		return Msg{}, fmt.Errorf("store: the stream's leader answered a get of %s with no message: %w", subject, err)
+		return Msg{}, fmt.Errorf("store: the stream's leader answered a get of %s with what is not an answer: %w", subject, err)
 	}
 	switch {
 	case got.Error != nil && got.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
