@@ -67,8 +67,7 @@ type Table struct {
 	Sockets Sockets
 	// Ops is the operations of a round of the floor (and of the
 	// sockets' floor); FloorRounds how many times the floor was measured,
-	// just before and just after each simulated push; Rounds the sockets'
-	// floor's.
+	// once before each simulated push; Rounds the sockets' floor's.
 	Ops, FloorRounds, Rounds int
 	Simulated, Real          Phase
 	Bounds                   Bounds
@@ -172,7 +171,7 @@ func (t Table) Over() ([]Row, string) {
 
 // Print writes the floor, the rows and each process's figures.
 func (t Table) Print(w io.Writer) {
-	fmt.Fprintf(w, "floor of this machine, CPU per operation (bus and client in a process of their own, measured just before and just after each simulated push, %d time(s): the median of those, each the median of three rounds of %d):\n", t.FloorRounds, t.Ops)
+	fmt.Fprintf(w, "floor of this machine, CPU per operation (bus and client in a process of their own, measured before each of the %d simulated push(es): the median of those, each the median of three rounds of %d):\n", t.FloorRounds, t.Ops)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  ed25519 sign of %d bytes\t%s\n", Payload, us(t.Floor.Sign))
 	fmt.Fprintf(tw, "  JetStream publish with the mesh's headers\t%s\n", us(t.Floor.Publish))

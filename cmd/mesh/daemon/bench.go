@@ -36,9 +36,10 @@ type BenchCmd struct {
 	// the seventh, after the warm-ups: 0.25-0.3 CPU s more). Of three,
 	// the median was then the larger of the other two; of five or seven
 	// it is a push like the rest. Seven, not five, since the twenty-
-	// fourth session: a push's CPU on a shared box moved by a tenth from
-	// push to push, and the median of five moved the bus's row from 1.03x
-	// to 1.31x between two runs of one build.
+	// fourth session: on a shared box a push's CPU moved by a tenth from
+	// push to push and a floor's round by a fifth from round to round,
+	// and the medians of five moved the bus's row from 1.03x to 1.31x
+	// between two runs of one build.
 	Pushes int `default:"7" help:"How many times to push to each fleet; each row is the median push."`
 	// Warmup pushes are made and printed but in no bounded row: a fresh
 	// controller and bus fault in their working set over their first
@@ -59,7 +60,7 @@ type BenchCmd struct {
 	Idle time.Duration `default:"10s" help:"How long each process is measured at rest before each push; a push's CPU is what it spends above that rate."`
 	// FloorRound makes this process the floor, floorRounds rounds of that
 	// many operations of each kind on a bus of its own in --dir, their
-	// median printed as JSON: mesh bench runs one just before and one just after each push.
+	// median printed as JSON: mesh bench runs one before each push.
 	FloorRound int `hidden:"" name:"floor-round"`
 	// SocketsHub and SocketsAgents make this process a part of the
 	// sockets' floor (bench.SocketHub, bench.SocketAgents), which mesh
@@ -123,38 +124,34 @@ func (c *BenchCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	fmt.Fprintf(out.Err, "mesh bench: %d simulated node(s), %d real agent(s), %d warm-up and %d measured push(es) each, in %s, on %d core(s)\n", c.Nodes, c.Agents, c.Warmup, c.Pushes, dir, runtime.NumCPU())
 	t := bench.Table{Bounds: bounds, Ops: max(c.Nodes, 2000), Rounds: 3}
 	start := time.Now()
-	// The floor is measured a round at a time, just before each push of
-	// the simulated nodes (after the rest that push's CPU is measured
-	// above) and just after it, so that both sides of a ratio see the
-	// same load. Measured in three rounds before the pushes, the floor of
-	// a shared box moved 43-77 µs between runs while the controller's
-	// median push stayed 0.64-0.73 CPU s: one cost read 1.06x to 1.52x
-	// (docs/performance.md, "A sixth look"). Measured once a push, twelve
-	// seconds before it, two floors in a row read 15.5 and 25.5 µs a
-	// publish: a median of five such reads moved the bus's row by a tenth
-	// from run to run (docs/performance.md, "The twenty-fourth session").
-	// Each round is a process of its own, gone before the push starts: a
-	// floor kept open in this process, which is also the phase's bus,
-	// went on with its stream's and consumers' upkeep during the pushes,
-	// counted as the bus's (its row rose by a third).
+	// The floor is measured a round at a time, each just before a push of
+	// the simulated nodes (and before the rest that push's CPU is measured
+	// above), so that both sides of a ratio see the same load. Measured in
+	// three rounds before the pushes, the floor of a shared box moved
+	// 43-77 µs between runs while the controller's median push stayed
+	// 0.64-0.73 CPU s: one cost read 1.06x to 1.52x (docs/performance.md,
+	// "A sixth look"). Each round is a process of its own, gone before the
+	// rest is measured: a floor kept open in this process, which is also
+	// the phase's bus, went on with its stream's and consumers' upkeep
+	// during the pushes, counted as the bus's (its row rose by a third).
 	var floors []bench.Costs
 	r := benchRun{bin: bin, out: out, pushes: c.Pushes, warmup: c.Warmup, idle: c.Idle}
-	r.floor = func(ctx context.Context, when string) error {
+	r.beforePush = func(ctx context.Context) error {
 		f, err := r.floorRound(ctx, filepath.Join(dir, fmt.Sprintf("floor-%d", len(floors)+1)), t.Ops)
 		if err != nil {
 			return err
 		}
 		floors = append(floors, f)
-		// Each round said beside its push: the table takes their median,
-		// and a reader checking a ratio wants the pairs.
-		fmt.Fprintf(out.Err, "simulated, the floor %s: %s\n", when, f)
+		// Each round said beside the push after it: the table takes their
+		// median, and a reader checking a ratio wants the pairs.
+		fmt.Fprintf(out.Err, "simulated, the floor before push %d: %s\n", len(floors), f)
 		return nil
 	}
 	if t.Simulated, err = r.phase(ctx, filepath.Join(dir, "simulated"), "simulated", false, c.Nodes); err != nil {
 		return err
 	}
 	t.Floor, t.FloorRounds = bench.MedianCosts(floors), len(floors)
-	r.floor = nil
+	r.beforePush = nil
 	if c.Agents > 0 {
 		if t.Real, err = r.phase(ctx, filepath.Join(dir, "real"), "real agents", true, c.Agents); err != nil {
 			return err
@@ -211,10 +208,9 @@ type benchRun struct {
 	pushes int
 	warmup int // pushes before the measured ones (BenchCmd.Warmup)
 	idle   time.Duration
-	// floor, when set, measures the floor just before each measured push
-	// (after its rest is measured) and just after it; when says which
-	// ("before push 3").
-	floor func(ctx context.Context, when string) error
+	// beforePush, when set, runs before each measured push's rest is
+	// measured.
+	beforePush func(context.Context) error
 }
 
 // phase runs one fleet on a bus and a controller of its own in dir: the
@@ -283,7 +279,7 @@ func (r benchRun) phase(ctx context.Context, dir, name string, closed bool, node
 	// Measured as the others are, so that a warm-up that failed fails the
 	// run, and printed, so that what no figure counts is still said.
 	for i := range r.warmup {
-		p, err := r.measuredPush(ctx, home, url, f, pids, nodes, nil)
+		p, err := r.measuredPush(ctx, home, url, f, pids, nodes)
 		if err != nil {
 			return ph, fmt.Errorf("%s, warm-up push %d: %w", name, i+1, err)
 		}
@@ -294,11 +290,12 @@ func (r benchRun) phase(ctx context.Context, dir, name string, closed bool, node
 		fmt.Fprintf(r.out.Err, "%s, warm-up push %d (held to no bound): %d node(s) sent and reported; %s\n", name, i+1, p.sent, p.said())
 	}
 	for i := range r.pushes {
-		var before func(context.Context) error
-		if r.floor != nil {
-			before = func(ctx context.Context) error { return r.floor(ctx, fmt.Sprintf("before push %d", i+1)) }
+		if r.beforePush != nil {
+			if err := r.beforePush(ctx); err != nil {
+				return ph, fmt.Errorf("%s, before push %d: %w", name, i+1, err)
+			}
 		}
-		p, err := r.measuredPush(ctx, home, url, f, pids, nodes, before)
+		p, err := r.measuredPush(ctx, home, url, f, pids, nodes)
 		if err != nil {
 			return ph, fmt.Errorf("%s, push %d: %w", name, i+1, err)
 		}
@@ -311,11 +308,6 @@ func (r benchRun) phase(ctx context.Context, dir, name string, closed bool, node
 			last[j] = p.last[j]
 		}
 		fmt.Fprintf(r.out.Err, "%s, push %d: %d node(s) sent and reported; %s\n", name, i+1, p.sent, p.said())
-		if r.floor != nil {
-			if err := r.floor(ctx, fmt.Sprintf("after push %d", i+1)); err != nil {
-				return ph, fmt.Errorf("%s, after push %d: %w", name, i+1, err)
-			}
-		}
 	}
 	for j, proc := range procs {
 		slices.Sort(idle[j])

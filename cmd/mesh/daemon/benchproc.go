@@ -245,13 +245,11 @@ func (p pushFigures) said() string {
 		p.cpu[0].Seconds(), p.cpu[1].Seconds(), p.cpu[2].Seconds(), p.faults[0], p.faults[1], p.faults[2])
 }
 
-// measuredPush measures each process at rest for r.idle, runs before
-// (when given: the floor, a process of its own that has ended when it
-// returns), then pushes to every one of the fleet's nodes as an operator
-// does (mesh push, a process of its own that no row counts) and waits for
-// every report: the CPU of each process over the push, less what it
-// spends at rest over as long.
-func (r benchRun) measuredPush(ctx context.Context, home, url string, f *benchChild, pids []int, nodes int, before func(context.Context) error) (pushFigures, error) {
+// measuredPush measures each process at rest for r.idle, then pushes
+// to every one of the fleet's nodes as an operator does (mesh push, a process of its own that
+// no row counts) and waits for every report: the CPU of each process over
+// the push, less what it spends at rest over as long.
+func (r benchRun) measuredPush(ctx context.Context, home, url string, f *benchChild, pids []int, nodes int) (pushFigures, error) {
 	var p pushFigures
 	t0, u0, err := usages(pids)
 	if err != nil {
@@ -265,19 +263,6 @@ func (r benchRun) measuredPush(ctx context.Context, home, url string, f *benchCh
 	t1, u1, err := usages(pids)
 	if err != nil {
 		return p, err
-	}
-	for j := range pids {
-		p.idle[j] = (u1[j].CPU - u0[j].CPU).Seconds() / t1.Sub(t0).Seconds()
-	}
-	if before != nil {
-		if err := before(ctx); err != nil {
-			return p, err
-		}
-		// The push is counted from here: what the processes did while
-		// the floor ran is neither the push's nor their rest's.
-		if t1, u1, err = usages(pids); err != nil {
-			return p, err
-		}
 	}
 	var stderr bytes.Buffer
 	cmd := r.command(ctx, home, url, "push", "--json")
@@ -307,6 +292,7 @@ func (r benchRun) measuredPush(ctx context.Context, home, url string, f *benchCh
 	}
 	p.sent = nodes
 	for j := range pids {
+		p.idle[j] = (u1[j].CPU - u0[j].CPU).Seconds() / t1.Sub(t0).Seconds()
 		atRest := time.Duration(p.idle[j] * float64(t2.Sub(t1)))
 		p.cpu[j] = max(u2[j].CPU-u1[j].CPU-atRest, 0)
 		p.faults[j] = u2[j].Faults - u1[j].Faults
