@@ -61,16 +61,19 @@ var Issue34 = Bounds{Controller: 1.5, Bus: 1.3, Sockets: 1.3}
 
 // Table is one run of mesh bench.
 type Table struct {
-	Floor Costs
+	// Floor is the median of the floor's rounds, Floors each round in the
+	// order measured: one before each simulated push and one after the
+	// last, so that push i has Floors[i] before it and Floors[i+1] after.
+	Floor  Costs
+	Floors []Costs
 	// Sockets is the floor of real agents' sockets, measured when the
 	// run has real agents.
 	Sockets Sockets
 	// Ops is the operations of a round of the floor (and of the
-	// sockets' floor); FloorRounds how many times the floor was measured,
-	// once before each simulated push; Rounds the sockets' floor's.
-	Ops, FloorRounds, Rounds int
-	Simulated, Real          Phase
-	Bounds                   Bounds
+	// sockets' floor); Rounds the sockets' floor's.
+	Ops, Rounds     int
+	Simulated, Real Phase
+	Bounds          Bounds
 }
 
 // Row is one line of issue 34's table: the mesh's CPU per node and per
@@ -84,16 +87,23 @@ type Row struct {
 	Floor   time.Duration
 	Against string
 	Bound   float64
+	// Around, when it has one a push, is the floor around each push: the
+	// mean of the rounds just before and just after it. The ratio is then
+	// the median of each push's own against it (Ratio).
+	Around []time.Duration
 }
 
 // Rows are the table's rows, in issue 34's order. The real agents' row is
 // left out when the run had none.
 func (t Table) Rows() []Row {
 	sim := t.Simulated
+	controller := func(c Costs) time.Duration { return c.Sign + 2*c.Read }
+	bus := func(c Costs) time.Duration { return 2 * c.Publish }
+	nodes := func(c Costs) time.Duration { return c.Sign + c.Read }
 	rows := []Row{
-		{Name: "controller", Key: "controller", Mesh: perNode(sim.Controller.Pushes, sim.Sent), Floor: t.Floor.Sign + 2*t.Floor.Read, Against: "floor: a sign, two reads", Bound: t.Bounds.Controller},
-		{Name: "bus (nats-server)", Key: "bus", Mesh: perNode(sim.Bus.Pushes, sim.Sent), Floor: 2 * t.Floor.Publish, Against: "floor: two publishes", Bound: t.Bounds.Bus},
-		{Name: "simulated nodes", Key: "nodes", Mesh: perNode(sim.Fleet.Pushes, sim.Sent), Floor: t.Floor.Sign + t.Floor.Read, Against: "floor: a sign, a read", Bound: t.Bounds.Nodes},
+		{Name: "controller", Key: "controller", Mesh: perNode(sim.Controller.Pushes, sim.Sent), Floor: controller(t.Floor), Against: "floor: a sign, two reads", Bound: t.Bounds.Controller, Around: t.around(controller)},
+		{Name: "bus (nats-server)", Key: "bus", Mesh: perNode(sim.Bus.Pushes, sim.Sent), Floor: bus(t.Floor), Against: "floor: two publishes", Bound: t.Bounds.Bus, Around: t.around(bus)},
+		{Name: "simulated nodes", Key: "nodes", Mesh: perNode(sim.Fleet.Pushes, sim.Sent), Floor: nodes(t.Floor), Against: "floor: a sign, a read", Bound: t.Bounds.Nodes, Around: t.around(nodes)},
 	}
 	if w := sim.Controller.Warmup; len(w) > 0 && len(sim.Sent) > 0 {
 		// What the warm-ups leave out, said beside what they leave in:
@@ -112,14 +122,46 @@ func (t Table) Rows() []Row {
 	return rows
 }
 
+// around is the floor of op around each simulated push, the mean of the
+// rounds just before and just after it; nil unless there is a round
+// after each push.
+func (t Table) around(op func(Costs) time.Duration) []time.Duration {
+	n := len(t.Simulated.Sent)
+	if n == 0 || len(t.Floors) != n+1 {
+		return nil
+	}
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = (op(t.Floors[i]) + op(t.Floors[i+1])) / 2
+	}
+	return out
+}
+
 // Median is the row's figure: the median push (the lower of the middle
 // two when there are even many).
 func (r Row) Median() time.Duration { return Median(r.Mesh) }
 
-// Ratio is the median against the floor; 0 when there is no floor.
+// Ratio is the median of each push against the floor around it, when the
+// row has one a push (Around); else the median push against the floor; 0
+// when there is no floor. Around each push, because the box's speed moves
+// within seconds: the medians of seven pushes and of seven rounds each
+// fell in a fast spell and a slow one, and read the bus 1.43x where each
+// push against the rounds around it read 1.21x (docs/performance.md, "The
+// twenty-fourth session"); over eighteen runs both read 1.17x on average,
+// spread 0.11 against 0.06.
 func (r Row) Ratio() float64 {
 	if r.Floor <= 0 {
 		return 0
+	}
+	if len(r.Around) == len(r.Mesh) && len(r.Mesh) > 0 {
+		each := make([]float64, len(r.Mesh))
+		for i, m := range r.Mesh {
+			if r.Around[i] <= 0 {
+				return 0
+			}
+			each[i] = float64(m) / float64(r.Around[i])
+		}
+		return Median(each)
 	}
 	return float64(r.Median()) / float64(r.Floor)
 }
@@ -171,7 +213,7 @@ func (t Table) Over() ([]Row, string) {
 
 // Print writes the floor, the rows and each process's figures.
 func (t Table) Print(w io.Writer) {
-	fmt.Fprintf(w, "floor of this machine, CPU per operation (bus and client in a process of their own, measured before each of the %d simulated push(es): the median of those, each the median of three rounds of %d):\n", t.FloorRounds, t.Ops)
+	fmt.Fprintf(w, "floor of this machine, CPU per operation (bus and client in a process of their own, measured before each of the %d simulated push(es) and after the last: the median of those, each the median of three rounds of %d):\n", len(t.Simulated.Sent), t.Ops)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  ed25519 sign of %d bytes\t%s\n", Payload, us(t.Floor.Sign))
 	fmt.Fprintf(tw, "  JetStream publish with the mesh's headers\t%s\n", us(t.Floor.Publish))
@@ -213,6 +255,9 @@ func (t Table) Print(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s (%.1f-%.1f)\t%s (%s)\t%.2fx\t%s\t%s\n", r.Name, us(r.Median()), micro(lo), micro(hi), us(r.Floor), r.Against, r.Ratio(), bound, verdict)
 	}
 	tw.Flush()
+	if rows := t.Rows(); len(rows[0].Around) > 0 {
+		fmt.Fprintln(w, "  (the controller's, the bus's and the simulated nodes' ratio: the median of each push against the mean of the floor's rounds just before and just after it; against, the floor's median)")
+	}
 	fmt.Fprintln(w, "\nper process: CPU seconds a push above idle (median, min-max), pages faulted in a push (the median of those, apart from the CPU's), at rest (CPU seconds a second), resident memory after the pushes / at its peak; then the warm-up pushes before the measured ones, held to no bound:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, ph := range []Phase{t.Simulated, t.Real} {

@@ -182,3 +182,46 @@ func TestWarmUpPushesAreInNoFigureButTheFirstPushsRow(t *testing.T) {
 		t.Errorf("a run with no warm-up does not say so:\n%s", out.String())
 	}
 }
+
+// With a floor round before each push and one after the last, each push
+// is held against the mean of the rounds around it, and the row's ratio
+// is the median of those: a box fast for the first pushes and slow for
+// the last (the floor's publish 15 µs, then 30) reads each push at 1.2x,
+// where its medians fall one in each spell and read 1.8x. Fails when the
+// ratio is the medians' again, or a push is held against another's
+// rounds.
+func TestEachPushIsHeldAgainstTheFloorAroundIt(t *testing.T) {
+	t.Parallel()
+	us := time.Microsecond
+	fast, slow := Costs{Sign: 20 * us, Publish: 15 * us, Read: 5 * us}, Costs{Sign: 40 * us, Publish: 30 * us, Read: 10 * us}
+	// Pushes 1-3 between fast rounds, 4 between a fast and a slow one,
+	// 5-7 between slow ones: the bus 1.2 times two publishes around each.
+	floors := []Costs{fast, fast, fast, fast, slow, slow, slow, slow}
+	bus := []time.Duration{36 * us, 36 * us, 36 * us, 54 * us, 72 * us, 72 * us, 72 * us}
+	sent, pushes := make([]int, len(bus)), make([]time.Duration, len(bus))
+	for i, b := range bus {
+		sent[i], pushes[i] = 1, b
+	}
+	tb := Table{Floor: MedianCosts(floors), Floors: floors, Bounds: Issue34,
+		Simulated: Phase{Sent: sent, Controller: Process{Pushes: pushes}, Bus: Process{Pushes: pushes}, Fleet: Process{Pushes: pushes}}}
+	rows := tb.Rows()
+	b := rows[1]
+	if b.Key != "bus" || b.Median() != 54*us || b.Floor != 30*us {
+		t.Fatalf("the bus row: %s, median %s against %s; want the median push 54 µs against the rounds' median, 30 µs", b.Key, b.Median(), b.Floor)
+	}
+	if got := b.Ratio(); got < 1.199 || got > 1.201 || b.Over() {
+		t.Fatalf("the bus read %.3fx (over %v), want each push's 1.2x, within; its medians alone read 1.8x", got, b.Over())
+	}
+	// Without a round after the last push there is nothing around it:
+	// the medians again.
+	tb.Floors = floors[:len(bus)]
+	if got := tb.Rows()[1].Ratio(); got < 1.799 || got > 1.801 {
+		t.Fatalf("with no round after the last push the bus read %.3fx, want the medians' 1.8x", got)
+	}
+	var out bytes.Buffer
+	tb.Floors = floors
+	tb.Print(&out)
+	if !strings.Contains(out.String(), "the median of each push against the mean of the floor's rounds just before and just after it") {
+		t.Errorf("the table does not say how its ratios are taken:\n%s", out.String())
+	}
+}

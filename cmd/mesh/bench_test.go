@@ -46,10 +46,14 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^  bus \(nats-server\) .*(OVER by \d+%|NO FIGURE)\s*$`).MatchString(out) || strings.Contains(out, "every row within its bound") {
 		t.Error("the bus, held to a bound nobody could meet, is not said to fail it")
 	}
-	// The floor measured a round before each simulated push, so that both
-	// sides of a ratio see the same load: one push, one round.
-	if !regexp.MustCompile(`(?m)^floor of this machine, .*measured before each of the 1 simulated push\(es\): the median of those, each the median of three rounds of \d+\):$`).MatchString(out) {
-		t.Error("the floor does not say it was measured a round before each push")
+	// The floor measured a round before each simulated push and one after
+	// the last, so that each push is held against the rounds around it:
+	// one push, two rounds.
+	if !regexp.MustCompile(`(?m)^floor of this machine, .*measured before each of the 1 simulated push\(es\) and after the last: the median of those, each the median of three rounds of \d+\):$`).MatchString(out) {
+		t.Error("the floor does not say it was measured a round before each push and after the last")
+	}
+	if !strings.Contains(out, "ratio: the median of each push against the mean of the floor's rounds just before and just after it") {
+		t.Error("the table does not say its ratios hold each push against the floor around it")
 	}
 	// The bus's floor for real agents, its own agents a process apart.
 	for _, line := range []string{"each agent on a socket of its own, answering within", "every agent on one shared socket", "a socket's price, bus and hub"} {
@@ -71,11 +75,13 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	if n := strings.Count(errs, ", push 1: "); n != 2 || strings.Contains(errs, ", push 2: ") {
 		t.Errorf("%d measured pushes said, want one a fleet:\n%s", n, errs)
 	}
-	// The floor's round before each measured push is said beside it: the
-	// table keeps their median, and the pairs are a reader's to check.
-	if !regexp.MustCompile(`(?m)^simulated, the floor before push 1: sign \d+\.\d µs, publish \d+\.\d µs, read \d+\.\d µs$`).MatchString(errs) ||
-		strings.Contains(errs, "the floor before push 2") {
-		t.Errorf("the floor's round before the one measured push is not said once:\n%s", errs)
+	// The floor's rounds around each measured push are said beside it, in
+	// order: the table holds each push against them, and they are a
+	// reader's to check.
+	round := `: sign \d+\.\d µs, publish \d+\.\d µs, read \d+\.\d µs\n`
+	if !regexp.MustCompile(`(?m)^simulated, the floor before push 1`+round+`simulated, push 1: .*\nsimulated, the floor after push 1`+round).MatchString(errs) ||
+		strings.Count(errs, "simulated, the floor ") != 2 {
+		t.Errorf("the floor's rounds before and after the one measured push are not said once each, around it:\n%s", errs)
 	}
 	for _, line := range []string{"after 1 warm-up push(es) to each fleet, in no figure but the first push's row", "  controller, its first push (a warm-up)  "} {
 		if !strings.Contains(out, line) {

@@ -126,7 +126,9 @@ func (c *BenchCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	start := time.Now()
 	// The floor is measured a round at a time, each just before a push of
 	// the simulated nodes (and before the rest that push's CPU is measured
-	// above), so that both sides of a ratio see the same load. Measured in
+	// above), and once after the last, so that both sides of a ratio see
+	// the same load: each push is held against the rounds around it
+	// (bench.Row.Ratio). Measured in
 	// three rounds before the pushes, the floor of a shared box moved
 	// 43-77 µs between runs while the controller's median push stayed
 	// 0.64-0.73 CPU s: one cost read 1.06x to 1.52x (docs/performance.md,
@@ -136,22 +138,23 @@ func (c *BenchCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	// during the pushes, counted as the bus's (its row rose by a third).
 	var floors []bench.Costs
 	r := benchRun{bin: bin, out: out, pushes: c.Pushes, warmup: c.Warmup, idle: c.Idle}
-	r.beforePush = func(ctx context.Context) error {
+	r.floor = func(ctx context.Context, when string) error {
 		f, err := r.floorRound(ctx, filepath.Join(dir, fmt.Sprintf("floor-%d", len(floors)+1)), t.Ops)
 		if err != nil {
 			return err
 		}
 		floors = append(floors, f)
-		// Each round said beside the push after it: the table takes their
-		// median, and a reader checking a ratio wants the pairs.
-		fmt.Fprintf(out.Err, "simulated, the floor before push %d: %s\n", len(floors), f)
+		// Each round said beside its push: the table holds each push
+		// against the rounds around it, and a reader checking a ratio
+		// wants them.
+		fmt.Fprintf(out.Err, "simulated, the floor %s: %s\n", when, f)
 		return nil
 	}
 	if t.Simulated, err = r.phase(ctx, filepath.Join(dir, "simulated"), "simulated", false, c.Nodes); err != nil {
 		return err
 	}
-	t.Floor, t.FloorRounds = bench.MedianCosts(floors), len(floors)
-	r.beforePush = nil
+	t.Floor, t.Floors = bench.MedianCosts(floors), floors
+	r.floor = nil
 	if c.Agents > 0 {
 		if t.Real, err = r.phase(ctx, filepath.Join(dir, "real"), "real agents", true, c.Agents); err != nil {
 			return err
@@ -208,9 +211,11 @@ type benchRun struct {
 	pushes int
 	warmup int // pushes before the measured ones (BenchCmd.Warmup)
 	idle   time.Duration
-	// beforePush, when set, runs before each measured push's rest is
-	// measured.
-	beforePush func(context.Context) error
+	// floor, when set, runs before each measured push's rest is measured
+	// and once after the last push, the fleet still up: push i is held
+	// against the rounds just before and just after it, the latter the
+	// round before push i+1; when says which ("before push 3").
+	floor func(ctx context.Context, when string) error
 }
 
 // phase runs one fleet on a bus and a controller of its own in dir: the
@@ -290,8 +295,8 @@ func (r benchRun) phase(ctx context.Context, dir, name string, closed bool, node
 		fmt.Fprintf(r.out.Err, "%s, warm-up push %d (held to no bound): %d node(s) sent and reported; %s\n", name, i+1, p.sent, p.said())
 	}
 	for i := range r.pushes {
-		if r.beforePush != nil {
-			if err := r.beforePush(ctx); err != nil {
+		if r.floor != nil {
+			if err := r.floor(ctx, fmt.Sprintf("before push %d", i+1)); err != nil {
 				return ph, fmt.Errorf("%s, before push %d: %w", name, i+1, err)
 			}
 		}
@@ -308,6 +313,11 @@ func (r benchRun) phase(ctx context.Context, dir, name string, closed bool, node
 			last[j] = p.last[j]
 		}
 		fmt.Fprintf(r.out.Err, "%s, push %d: %d node(s) sent and reported; %s\n", name, i+1, p.sent, p.said())
+	}
+	if r.floor != nil && r.pushes > 0 {
+		if err := r.floor(ctx, fmt.Sprintf("after push %d", r.pushes)); err != nil {
+			return ph, fmt.Errorf("%s, after push %d: %w", name, r.pushes, err)
+		}
 	}
 	for j, proc := range procs {
 		slices.Sort(idle[j])
