@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -185,43 +186,66 @@ func TestWarmUpPushesAreInNoFigureButTheFirstPushsRow(t *testing.T) {
 
 // With a floor round before each push and one after the last, each push
 // is held against the mean of the rounds around it, and the row's ratio
-// is the median of those: a box fast for the first pushes and slow for
-// the last (the floor's publish 15 µs, then 30) reads each push at 1.2x,
-// where its medians fall one in each spell and read 1.8x. Fails when the
-// ratio is the medians' again, or a push is held against another's
-// rounds.
+// is the median of those. Every round differs, so a push held against
+// another's rounds (or the one before or after alone) reads otherwise; the
+// last push is twice its floor, so a mean of the pushes' ratios reads
+// otherwise too; and a box fast for the first pushes and slow for the last
+// reads each push at 1.2x where its medians read 1.98x. Fails when any of
+// those is the rule.
 func TestEachPushIsHeldAgainstTheFloorAroundIt(t *testing.T) {
 	t.Parallel()
 	us := time.Microsecond
-	fast, slow := Costs{Sign: 20 * us, Publish: 15 * us, Read: 5 * us}, Costs{Sign: 40 * us, Publish: 30 * us, Read: 10 * us}
-	// Pushes 1-3 between fast rounds, 4 between a fast and a slow one,
-	// 5-7 between slow ones: the bus 1.2 times two publishes around each.
-	floors := []Costs{fast, fast, fast, fast, slow, slow, slow, slow}
-	bus := []time.Duration{36 * us, 36 * us, 36 * us, 54 * us, 72 * us, 72 * us, 72 * us}
-	sent, pushes := make([]int, len(bus)), make([]time.Duration, len(bus))
-	for i, b := range bus {
-		sent[i], pushes[i] = 1, b
+	// The floor's publish, round by round: fast, then slow.
+	publish := []time.Duration{10 * us, 12 * us, 11 * us, 13 * us, 30 * us, 34 * us, 31 * us, 35 * us}
+	floors := make([]Costs, len(publish))
+	for i, p := range publish {
+		floors[i] = Costs{Sign: 2 * p, Publish: p, Read: p / 2}
+	}
+	// The bus 1.2 times two publishes around each push, the last twice.
+	bus := make([]time.Duration, len(publish)-1)
+	for i := range bus {
+		bus[i] = (publish[i] + publish[i+1]) * 12 / 10
+	}
+	bus[len(bus)-1] = (publish[len(bus)-1] + publish[len(bus)]) * 2
+	sent := make([]int, len(bus))
+	for i := range sent {
+		sent[i] = 1
 	}
 	tb := Table{Floor: MedianCosts(floors), Floors: floors, Bounds: Issue34,
-		Simulated: Phase{Sent: sent, Controller: Process{Pushes: pushes}, Bus: Process{Pushes: pushes}, Fleet: Process{Pushes: pushes}}}
-	rows := tb.Rows()
-	b := rows[1]
-	if b.Key != "bus" || b.Median() != 54*us || b.Floor != 30*us {
-		t.Fatalf("the bus row: %s, median %s against %s; want the median push 54 µs against the rounds' median, 30 µs", b.Key, b.Median(), b.Floor)
+		Simulated: Phase{Sent: sent, Controller: Process{Pushes: bus}, Bus: Process{Pushes: bus}, Fleet: Process{Pushes: bus}}}
+	b := tb.Rows()[1]
+	if b.Key != "bus" || b.Median() != 51600*time.Nanosecond || b.Floor != 26*us {
+		t.Fatalf("the bus row: %s, median %s against %s; want the median push 51.6 µs against the rounds' median, 26 µs", b.Key, b.Median(), b.Floor)
 	}
-	if got := b.Ratio(); got < 1.199 || got > 1.201 || b.Over() {
-		t.Fatalf("the bus read %.3fx (over %v), want each push's 1.2x, within; its medians alone read 1.8x", got, b.Over())
+	if got := b.Ratio(); got < 1.1999 || got > 1.2001 || b.Over() {
+		t.Fatalf("the bus read %.4fx (over %v), want each push's 1.2x, within", got, b.Over())
+	}
+	if got := b.MediansRatio(); got < 1.98 || got > 1.99 {
+		t.Fatalf("the medians read %.3fx, want 51.6/26", got)
 	}
 	// Without a round after the last push there is nothing around it:
 	// the medians again.
 	tb.Floors = floors[:len(bus)]
-	if got := tb.Rows()[1].Ratio(); got < 1.799 || got > 1.801 {
-		t.Fatalf("with no round after the last push the bus read %.3fx, want the medians' 1.8x", got)
+	if got := tb.Rows()[1].Ratio(); got != tb.Rows()[1].MediansRatio() {
+		t.Fatalf("with no round after the last push the bus read %.3fx, want the medians' %.3fx", got, tb.Rows()[1].MediansRatio())
+	}
+	// Of an even many pushes, the mean of the middle two: six pushes at
+	// 1.0, 1.1, 1.2, 1.3, 1.4 and 1.5 times their floor read 1.25x.
+	tb.Floors = floors[:7]
+	six := make([]time.Duration, 6)
+	for i := range six {
+		six[i] = (publish[i] + publish[i+1]) * time.Duration(10+i) / 10
+	}
+	tb.Simulated = Phase{Sent: sent[:6], Controller: Process{Pushes: six}, Bus: Process{Pushes: six}, Fleet: Process{Pushes: six}}
+	if got := tb.Rows()[1].Ratio(); got < 1.2499 || got > 1.2501 {
+		t.Fatalf("six pushes at 1.0-1.5x read %.4fx, want the middle two's mean, 1.25x", got)
 	}
 	var out bytes.Buffer
-	tb.Floors = floors
 	tb.Print(&out)
-	if !strings.Contains(out.String(), "the median of each push against the mean of the floor's rounds just before and just after it") {
-		t.Errorf("the table does not say how its ratios are taken:\n%s", out.String())
+	for _, want := range []string{"the median of each push against the mean of the floor's rounds just before and just after it",
+		"the column mesh over the column against: controller", fmt.Sprintf("bus %.2fx (each push against its rounds 1.00-1.50x)", tb.Rows()[1].MediansRatio())} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table does not say %q:\n%s", want, out.String())
+		}
 	}
 }
