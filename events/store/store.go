@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -452,48 +451,28 @@ func (s *Store) landed(ctx context.Context, agg events.AggregateID, msgID string
 // direct get (GetLastMsgForSubject on the mesh's stream) may be answered
 // by a replica behind it, whose older message reads as another writer's,
 // and a send the stream holds is then answered ErrConflict and composed
-// and sent again. The stream's message API is always the leader's.
+// and sent again. nats.go's JetStream context asks the stream's message
+// API, always the leader's, unless told to get directly; its errors are
+// put in the store's one kind (jetstream's), so that retry knows a fault
+// of the moment from one for good.
 func (s *Store) leaderLast(ctx context.Context, subject string) (Msg, error) {
-	req, err := json.Marshal(struct {
-		LastFor string `json:"last_by_subj"`
-	}{subject})
+	js, err := s.nc.JetStream()
 	if err != nil {
 		return Msg{}, err
 	}
 	call, cancel := s.bound(ctx)
 	defer cancel()
-	resp, err := s.nc.RequestWithContext(call, "$JS.API.STREAM.MSG.GET."+s.name, req)
-	if err != nil {
+	m, err := js.GetLastMsg(s.name, subject, nats.Context(call))
+	var apiErr *nats.APIError
+	switch {
+	case errors.Is(err, nats.ErrMsgNotFound):
+		return Msg{}, jetstream.ErrMsgNotFound
+	case errors.As(err, &apiErr):
+		return Msg{}, &jetstream.APIError{Code: apiErr.Code, ErrorCode: jetstream.ErrorCode(apiErr.ErrorCode), Description: apiErr.Description}
+	case err != nil:
 		return Msg{}, err
 	}
-	var got struct {
-		Error   *jetstream.APIError `json:"error"`
-		Message *struct {
-			Subject string    `json:"subject"`
-			Seq     uint64    `json:"seq"`
-			Header  []byte    `json:"hdrs"`
-			Data    []byte    `json:"data"`
-			Time    time.Time `json:"time"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(resp.Data, &got); err != nil {
-		return Msg{}, fmt.Errorf("store: the stream's leader answered a get of %s with what is not an answer: %w", subject, err)
-	}
-	switch {
-	case got.Error != nil && got.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return Msg{}, jetstream.ErrMsgNotFound
-	case got.Error != nil:
-		return Msg{}, got.Error
-	case got.Message == nil:
-		return Msg{}, fmt.Errorf("store: the stream's leader answered a get of %s with no message", subject)
-	}
-	m := Msg{Seq: got.Message.Seq, Subject: got.Message.Subject, Data: got.Message.Data, Time: got.Message.Time}
-	if len(got.Message.Header) > 0 {
-		if m.Header, err = nats.DecodeHeadersMsg(got.Message.Header); err != nil {
-			return Msg{}, fmt.Errorf("store: the stream's leader answered a get of %s with headers it cannot read: %w", subject, err)
-		}
-	}
-	return m, nil
+	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data, Header: m.Header, Time: m.Time}, nil
 }
 
 // Version is the stream sequence of agg's last event, 0 when it has none.
