@@ -166,14 +166,23 @@ func publishAll(ctx context.Context, js jetstream.JetStream, payload []byte, rou
 			}
 			futures = append(futures, f)
 		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return fmt.Errorf("bench: the floor's publish was refused: %w", err)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+		if err := Acked(ctx, futures); err != nil {
+			return fmt.Errorf("bench: the floor's publish was refused: %w", err)
+		}
+	}
+	return nil
+}
+
+// Acked waits for the acknowledgement of every publish in futures, and
+// answers the first refusal, or ctx's error once it ends.
+func Acked(ctx context.Context, futures []jetstream.PubAckFuture) error {
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil

@@ -62,12 +62,8 @@ func BenchmarkAnAcknowledgementsShare(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				b.Fatal(err)
-			}
+		if err := bench.Acked(ctx, futures); err != nil {
+			b.Fatal(err)
 		}
 		return processCPU(b) - t0
 	}

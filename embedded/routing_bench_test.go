@@ -124,14 +124,8 @@ func (r *router) round(ctx context.Context, b *testing.B, payload []byte) {
 		}
 		futures[i] = f
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			b.Fatal(err)
-		case <-ctx.Done():
-			b.Fatal(ctx.Err())
-		}
+	if err := bench.Acked(ctx, futures); err != nil {
+		b.Fatal(err)
 	}
 	select {
 	case <-r.heard:

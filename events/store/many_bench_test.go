@@ -73,12 +73,8 @@ func BenchmarkAppendManyVsRawAsync(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				b.Fatal(err)
-			}
+		if err := bench.Acked(ctx, futures); err != nil {
+			b.Fatal(err)
 		}
 		t1 := cpu()
 		out, err := s.AppendMany(ctx, items)
