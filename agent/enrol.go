@@ -38,6 +38,13 @@ type enrolled struct {
 	Beat string `json:"beat"` // the MAC key of its liveness beats, base64
 }
 
+// Enrolled says whether state holds keys its agent made and enrolled: an
+// agent started with it needs no token (Enrol).
+func Enrolled(state string) bool {
+	_, err := os.Stat(filepath.Join(state, enrolledFile))
+	return err == nil
+}
+
 // StateDir is where an agent keeps its state for root, unless told.
 func StateDir(root, state string) string {
 	if state != "" {

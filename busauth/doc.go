@@ -2,10 +2,12 @@
 // 18, a node only hears its own): who each connection is, decided through
 // the bus's auth callout, and what each identity may do.
 //
-// A node proves its identity with an nkey derived from the controller key
-// and its name, so the controller can check it without keeping a secret
-// per node, and prints it again in the node's join string at any time. It
-// may read its own declarations and publish its own reports, nothing else.
+// A node proves its identity with the bus key its agent made and enrolled
+// with (issue 29: no key of the controller's can speak as it), which the
+// read models hold (Directory.NodeBus). A node enrolled before agents made
+// their own keys proves it with an nkey derived from the controller key and
+// its name (NodeKey) until it is re-keyed. It may read its own
+// declarations and publish its own reports, nothing else.
 // A module's running instance connects as NODE/MODULE with the key its
 // agent hands it, and may do what its manifest says. An operator connects
 // with a key of its own, found in the read models, and may call the verbs

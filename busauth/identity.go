@@ -17,9 +17,10 @@ import (
 // bus: what the command line (and the nats CLI, with --nkey) connects with.
 const OperatorKeyFile = "operator.nk"
 
-// NodeKey is node's identity on a closed bus. Derived, not random: a
-// controller restored from a backup of its key recognises every node's
-// join string, and so does a second controller sharing the key.
+// NodeKey is the identity on a closed bus of a node enrolled before agents
+// made their own keys (issue 29), until it is re-keyed. Derived, not
+// random: a controller restored from a backup of its key recognises such a
+// node's join string, and so does a second controller sharing the key.
 func NodeKey(controller nkeys.KeyPair, node string) (nkeys.KeyPair, error) {
 	return declaration.DeriveKey(controller, declaration.NodeLabel(node), nkeys.PrefixByteUser)
 }

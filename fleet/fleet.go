@@ -22,6 +22,13 @@ type Config struct {
 	Dir string
 	// Connect dials the bus as one node (its identity from the join).
 	Connect func(agent.Join) (*nats.Conn, error)
+	// Dial dials the bus for an agent's enrolment, with the options
+	// agent.Enrol gives (its new key and its token). A join with a token
+	// and no seed is enrolled so, with keys its agent makes in its own
+	// state directory, as an operator's machine is (issue 29): then the
+	// fold holds each of its reports to that agent's own signature, which
+	// a join with a seed derived from the controller key never costs.
+	Dial func(j agent.Join, opts ...nats.Option) (*nats.Conn, error)
 	// Parallel bounds connections being opened at once (default 64): a
 	// closed bus checks each against the controller.
 	Parallel int
@@ -125,6 +132,19 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 func (f *Fleet) open(ctx context.Context, cfg Config, j agent.Join, m *member, log *slog.Logger, slots chan struct{}) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if j.Seed == "" {
+		if cfg.Dial == nil {
+			return fmt.Errorf("fleet: %s has neither a key nor a way to enrol one", j.Node)
+		}
+		given := j
+		enrolled, err := agent.Enrol(ctx, given, agent.StateDir(filepath.Join(cfg.Dir, j.Node), ""), func(opts ...nats.Option) (*nats.Conn, error) {
+			return cfg.Dial(given, opts...)
+		}, log)
+		if err != nil {
+			return fmt.Errorf("fleet: %s cannot enrol: %w", j.Node, err)
+		}
+		j = enrolled
 	}
 	nc, err := cfg.Connect(j)
 	if err != nil {

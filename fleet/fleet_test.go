@@ -18,6 +18,12 @@ func TestFleetRefusesWhatItCannotMeasure(t *testing.T) {
 	if _, err := Start(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "twice") || connects != 0 {
 		t.Fatalf("a node given twice: err %v after %d connection(s)", err, connects)
 	}
+	// A join with no key enrols one only where the fleet can dial for it.
+	cfg = Config{Joins: []agent.Join{{Node: "a", Token: "t1.secret"}}, Dir: t.TempDir(),
+		Connect: func(agent.Join) (*nats.Conn, error) { connects++; return nil, nil }}
+	if _, err := Start(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "neither a key nor a way to enrol") || connects != 0 {
+		t.Fatalf("a join with no key and no way to enrol: err %v after %d connection(s)", err, connects)
+	}
 	f, err := Start(context.Background(), Config{Dir: t.TempDir()})
 	if err != nil || f.Len() != 0 {
 		t.Fatalf("an empty fleet: %v", err)

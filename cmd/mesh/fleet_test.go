@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,6 +68,7 @@ func TestFleet(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("mesh fleet: exit %d", r.code)
 	}
+	fleetOut := r.out
 	following := regexp.MustCompile(`(\d+) agent\(s\) connected and following in .*; consumers on the stream: (\d+) before, (\d+) now`).FindStringSubmatch(r.out)
 	if following == nil || following[1] != strconv.Itoa(n) || following[2] != following[3] {
 		t.Fatalf("the fleet did not follow, or its agents added consumers: %q", following)
@@ -81,6 +83,26 @@ func TestFleet(t *testing.T) {
 	}
 	if r = mesh(t, home, "status"); r.code != 0 || !strings.Contains(r.out, "well") {
 		t.Fatalf("status after the fleet's pushes: exit %d\n%s", r.code, r.out)
+	}
+	// Each agent made its keys and enrolled them with its node's token, as
+	// an operator's machine does, so what the fleet measures includes the
+	// fold's check of each report's own signature (issue 29).
+	if !strings.Contains(fleetOut, strconv.Itoa(n)+" token(s) made for the agents") {
+		t.Fatalf("the fleet did not say it made its agents' tokens:\n%s", fleetOut)
+	}
+	last := fmt.Sprintf("fleet-%05d", n-1)
+	if r = mesh(t, home, "audit", last, "--json"); r.code != 0 || !regexp.MustCompile(`"own_keys":\s*true`).MatchString(r.out) {
+		t.Fatalf("%s's audit: exit %d, its keys not its own:\n%s%s", last, r.code, r.out, r.err)
+	}
+	// A fleet again in a new directory: its first nodes' keys are in the
+	// last one's, so this fleet's agents are new machines for them and are
+	// re-keyed, as an operator re-keys a replaced machine; every one applies.
+	r = mesh(t, home, "fleet", "--agents", "3", "--push", "1", "--dir", t.TempDir(), "--agent-timeout", embeddedtest.Settle.String())
+	if r.code != 0 || !strings.Contains(r.out, "(3 applied, 0 failed, 0 refused)") {
+		t.Fatalf("a fleet in a new directory over nodes with keys: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	if r = mesh(t, home, "audit", "fleet-00000"); r.code != 0 || !strings.Contains(r.out, "re-keyed by an operator") {
+		t.Fatalf("fleet-00000 was not re-keyed for the new fleet's agent: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 }
 

@@ -28,7 +28,7 @@ import (
 type BenchCmd struct {
 	Dir    string `help:"Where the buses, homes and agents' roots go (default: a fresh temporary directory, removed at the end)."`
 	Nodes  int    `default:"10000" help:"How many simulated nodes to push to (mesh fleet --simulate, on an open bus)."`
-	Agents int    `default:"10000" help:"How many real agents to push to (mesh fleet, on a closed bus); 0 leaves their row out."`
+	Agents int    `default:"10000" help:"How many real agents to push to (mesh fleet, on a closed bus: each makes its keys and enrols them with its node's token, as an operator's machine does); 0 leaves their row out."`
 	// Pushes is seven by default: the controller publishes a snapshot of
 	// its read models every 100,000 events (mesh serve
 	// --publish-snapshot-every), and a push to 10,000 nodes writes

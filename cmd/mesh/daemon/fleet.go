@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/cmd/mesh/cmdline"
 	"github.com/meshctl/mesh/events"
+	"github.com/meshctl/mesh/fanout"
 	"github.com/meshctl/mesh/fleet"
 	"github.com/meshctl/mesh/wire"
 	"github.com/nats-io/nats.go"
@@ -33,6 +36,7 @@ type FleetCmd struct {
 	// acknowledgement, keep the report for later, and warn.
 	AgentTimeout time.Duration `help:"How long each agent waits for the bus on one read or report before it tries again later (and warns); default: the agent's own, 5s."`
 	Simulate     bool          `help:"Play the agents on one connection instead: record each node's report key, answer each declaration with the report applying it would make (signed and MAC'd as the node's), apply nothing. For fleets beyond one machine's processes; needs an open bus (mesh serve --open-bus)."`
+	DerivedKeys  bool          `help:"Run the agents with keys derived from the controller key, as nodes enrolled before agents made their own: their reports are checked by MAC, not each by its signature. By default each agent makes its keys and enrols them with a token of its node's, as an operator's machine does."`
 }
 
 func (c *FleetCmd) Help() string {
@@ -79,7 +83,15 @@ func (c *FleetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		}
 		fmt.Fprintf(out.Out, "assigned %s to %d fleet node(s) in %s\n", c.Assign, len(assigned.Changed), since(start))
 	}
-	joins, err := fleetJoins(ctx, g, cl, names)
+	var joins []agent.Join
+	if c.Simulate || c.DerivedKeys {
+		joins, err = fleetJoins(ctx, g, cl, names)
+	} else {
+		start = time.Now()
+		if joins, err = fleetTokens(ctx, cl, names, dir); err == nil {
+			fmt.Fprintf(out.Out, "%d token(s) made for the agents to enrol the keys they make, in %s\n", len(joins), since(start))
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -96,6 +108,9 @@ func (c *FleetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 			}
 			return cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
 				append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
+		}, Dial: func(j agent.Join, opts ...nats.Option) (*nats.Conn, error) {
+			return cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node+" enrolling",
+				append(opts, nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
 		}})
 	}
 	if err != nil {
@@ -189,12 +204,53 @@ func watchRounds(ctx context.Context, out *cmdline.Output, f *fleet.Fleet) error
 	}
 }
 
-// fleetJoins are the fleet's identities as nodes enrolled before nodes made
+// fleetTokens are the fleet's join strings as an operator's machines get
+// them (issue 29): each node's own one-use token (mesh node join), with
+// which its agent enrols the keys it makes; the fold then checks each of
+// its reports by the agent's own signature. A node whose keys an agent of
+// an earlier fleet made in another directory is re-keyed (mesh node
+// rekey), as a new machine for it would be; one whose keys are in dir
+// already needs no token, its agent reads them there.
+func fleetTokens(ctx context.Context, cl *client.Client, names []wire.EnrollRequest, dir string) ([]agent.Join, error) {
+	var list wire.TokenList
+	if err := cl.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &list); err != nil {
+		return nil, err
+	}
+	joins := make([]agent.Join, len(names))
+	errs := make([]error, len(names))
+	fanout.Each(len(names), tokenCallsAtOnce, func(i int) {
+		name := names[i].Name
+		joins[i] = agent.Join{Mesh: list.Mesh, Bus: cl.NC.ConnectedUrl(), Node: name, Key: list.Key}
+		if agent.Enrolled(agent.StateDir(filepath.Join(dir, name), "")) {
+			return
+		}
+		var id wire.Identity
+		err := cl.Call(ctx, wire.SubjectNodeJoin, wire.NameRequest{Name: name}, &id)
+		if err != nil {
+			// Its keys are an earlier agent's, which this directory does
+			// not hold: this fleet's agent is a new machine for it.
+			if rekeyErr := cl.Call(ctx, wire.SubjectNodeRekey, wire.NameRequest{Name: name}, &id); rekeyErr != nil {
+				errs[i] = err
+				return
+			}
+		}
+		joins[i].Token = id.Token
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("cannot make the agents' tokens: %w", err)
+	}
+	return joins, nil
+}
+
+// tokenCallsAtOnce bounds the token requests in flight: each is an append.
+const tokenCallsAtOnce = 64
+
+// fleetJoins are the fleet's identities as nodes enrolled before agents made
 // their own keys: each derived from the controller key in the home, as
-// such a node's always was. A harness of thousands of agents on one box
-// does not enrol each over the bus with a token (issue 29); what it
-// measures (a push, its reports) is the same path, except that a node that
-// made its keys has each report's signature checked by the fold.
+// such a node's always was (mesh fleet --derived-keys, and the simulated
+// fleet, which plays its nodes on one connection with their MACs). What
+// they cost a push differs from an operator's machines in one check: the
+// fold holds a report of a node that made its keys to its signature.
 func fleetJoins(ctx context.Context, g *cmdline.Globals, cl *client.Client, names []wire.EnrollRequest) ([]agent.Join, error) {
 	var list wire.TokenList
 	if err := cl.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &list); err != nil {
