@@ -59,10 +59,7 @@ func (s Sockets) Price() time.Duration {
 // The socket floor's stream: a declaration on sk.d.KIND.N, republished once
 // stored to sk.told.KIND.N as the mesh's stream republishes to its
 // node's agent, and its report on sk.r.KIND.N.
-const (
-	SocketStream = "SOCKETS"
-	reportSize   = 420 // a DeclarationApplied as agents append it: 400-440 bytes
-)
+const SocketStream = "SOCKETS"
 
 // SocketStreamConfig is that stream, as the mesh's own is kept: on disk,
 // republishing every declaration once stored.
@@ -171,7 +168,7 @@ func tell(ctx context.Context, js jetstream.JetStream, payload []byte, kind stri
 // listens.
 func SocketAgents(ctx context.Context, url string, n int, in io.Reader, out io.Writer) error {
 	var c clients
-	c.report = make([]byte, reportSize)
+	c.report = make([]byte, ReportPayload)
 	rand.Read(c.report)
 	conns := make([]*nats.Conn, n)
 	defer func() {

@@ -14,7 +14,9 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 	t.Parallel()
 	s := time.Second
 	tb := Table{
-		Floor: Costs{Sign: 20 * time.Microsecond, Publish: 25 * time.Microsecond, Read: 10 * time.Microsecond},
+		// A report's verification, 5 µs, is priced in the real agents' row
+		// alone.
+		Floor: Costs{Sign: 20 * time.Microsecond, Publish: 25 * time.Microsecond, Read: 10 * time.Microsecond, Verify: 5 * time.Microsecond},
 		Ops:   1000, Rounds: 3,
 		Simulated: Phase{Name: "simulated", Sent: []int{10_000, 10_000, 10_000},
 			// 0.55 s over 10,000 nodes is 55 µs: 1.375 times 40 µs.
@@ -43,7 +45,7 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 		{"bus", 70 * time.Microsecond, 50 * time.Microsecond, true},
 		{"nodes", 100 * time.Microsecond, 30 * time.Microsecond, false}, // no bound
 		{"real", 140 * time.Microsecond, 130 * time.Microsecond, false}, // no bound
-		{"sockets", 140 * time.Microsecond, 200 * time.Microsecond, false},
+		{"sockets", 140 * time.Microsecond, 205 * time.Microsecond, false},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(rows), len(want))
@@ -69,29 +71,36 @@ func TestTheTableDividesByNodesAndHoldsEachRowToItsBound(t *testing.T) {
 	if _, said := tb.Over(); !strings.Contains(said, "(bound 1.075x, over by 0.2%)") {
 		t.Fatalf("real agents at 1.077x against 1.075: %q", said)
 	}
-	// Against simulated nodes and a socket's price: 140 µs is within 1.05
-	// times 130 and 70, and over it with no price (1.08 times 130).
+	// Against simulated nodes, a socket's price and a verify: 140 µs is
+	// within 1.05 times 130, 70 and 5; with no socket's price, within
+	// 1.05 times 130 and 5 (1.04x), and over it with no verify either
+	// (1.08 times 130).
 	tb.Bounds = Issue34
 	tb.Bounds.Sockets = 1.05
-	if over, said := tb.Over(); len(over) != 1 || strings.Contains(said, "sockets priced in") {
-		t.Fatalf("real agents at 140 µs against 200: %d rows over, %q", len(over), said)
+	if over, said := tb.Over(); len(over) != 1 || strings.Contains(said, "priced in") {
+		t.Fatalf("real agents at 140 µs against 205: %d rows over, %q", len(over), said)
 	}
 	tb.Sockets.Own, tb.Sockets.HubOwn = tb.Sockets.Shared, tb.Sockets.HubShared
-	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "the same, sockets priced in at 1.08x") {
+	if over, said := tb.Over(); len(over) != 1 || strings.Contains(said, "priced in") {
+		t.Fatalf("real agents at 140 µs against 135 with no socket's price: %d rows over, %q", len(over), said)
+	}
+	tb.Floor.Verify = 0
+	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "the same, sockets and signatures priced in at 1.08x") {
 		t.Fatalf("real agents at 140 µs against 130 with no price: %d rows over, %q", len(over), said)
 	}
+	tb.Floor.Verify = 5 * time.Microsecond
 	tb.Sockets.Own, tb.Sockets.HubOwn = 100*time.Microsecond, 30*time.Microsecond
 	// A push too small for the system to count is no figure: with a
 	// bound, it fails the run rather than passing it at 0x.
 	tb.Bounds = Issue34
 	tb.Real.Controller.Pushes, tb.Real.Bus.Pushes = []time.Duration{0}, []time.Duration{0}
-	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "1 row(s) with no figure") || !strings.Contains(said, "(the same, sockets priced in): give more --nodes or --agents") {
+	if over, said := tb.Over(); len(over) != 2 || !strings.Contains(said, "1 row(s) with no figure") || !strings.Contains(said, "(the same, sockets and signatures priced in): give more --nodes or --agents") {
 		t.Fatalf("an unmeasured row: %d rows fail, %q", len(over), said)
 	}
 	var out bytes.Buffer
 	tb.Print(&out)
 	for _, line := range []string{"ed25519 sign of 1200 bytes", "controller + bus, real agents", "OVER by", "NO FIGURE", "real agents, 5000 node(s)",
-		"answering within 1.0 s (the real agents' span)", "a socket's price, bus and hub (their own within the span, less shared): 70.0 µs", "200.0 µs (simulated, and a socket's price)"} {
+		"answering within 1.0 s (the real agents' span)", "a socket's price, bus and hub (their own within the span, less shared): 70.0 µs", "205.0 µs (simulated, a socket's price, a verify)", "ed25519 verify of 420 bytes (a report's, for real agents)  5.0 µs"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the table does not say %q:\n%s", line, out.String())
 		}
@@ -165,7 +174,7 @@ func TestWarmUpPushesAreInNoFigureButTheFirstPushsRow(t *testing.T) {
 	var out bytes.Buffer
 	tb.Print(&out)
 	for _, line := range []string{"after 2 warm-up push(es) to each fleet, in no figure but the first push's row", "controller, its first push (a warm-up)",
-		"a round of all three faulted in 4200 pages", "3000 pages", "warm-up: 5.00 s, 25.0k pages; 4.00 s, 1 page"} {
+		"a round of all four faulted in 4200 pages", "3000 pages", "warm-up: 5.00 s, 25.0k pages; 4.00 s, 1 page"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the table does not say %q:\n%s", line, out.String())
 		}

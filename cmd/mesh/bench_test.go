@@ -37,7 +37,7 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	// A tiny fleet may cost a process less than the system counts: such a
 	// row says it has no figure, and fails the run too.
 	verdict := `(none|\S+x +(within|OVER by \d+%|NO FIGURE))`
-	for _, row := range []string{"controller", "bus \\(nats-server\\)", "simulated nodes", "controller \\+ bus, real agents", "the same, sockets priced in"} {
+	for _, row := range []string{"controller", "bus \\(nats-server\\)", "simulated nodes", "controller \\+ bus, real agents", "the same, sockets and signatures priced in"} {
 		re := regexp.MustCompile(`(?m)^  ` + row + ` +\d+\.\d µs \(\d+\.\d-\d+\.\d\) +\d+\.\d µs \([^)]+\) +\d+\.\d\dx +` + verdict + `\s*$`)
 		if !re.MatchString(out) {
 			t.Errorf("no row %s with its figure, floor, ratio and verdict", row)
@@ -78,7 +78,7 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 	// The floor's rounds around each measured push are said beside it, in
 	// order: the table holds each push against them, and they are a
 	// reader's to check.
-	round := `: sign \d+\.\d µs, publish \d+\.\d µs, read \d+\.\d µs\n`
+	round := `: sign \d+\.\d µs, publish \d+\.\d µs, read \d+\.\d µs, verify \d+\.\d µs\n`
 	if !regexp.MustCompile(`(?m)^simulated, the floor before push 1`+round+`simulated, push 1: .*\nsimulated, the floor after push 1`+round).MatchString(errs) ||
 		strings.Count(errs, "simulated, the floor ") != 2 {
 		t.Errorf("the floor's rounds before and after the one measured push are not said once each, around it:\n%s", errs)
@@ -88,7 +88,7 @@ func TestBenchPrintsEveryRowAndFailsOnARowOverItsBound(t *testing.T) {
 			t.Errorf("the table does not say %q", line)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^  a round of all three faulted in \d+(\.\dk)? pages? \(`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^  a round of all four faulted in \d+(\.\dk)? pages? \(`).MatchString(out) {
 		t.Error("the floor does not say the pages its rounds faulted in")
 	}
 	if !regexp.MustCompile(`mesh: .*bus \(nats-server\)`).MatchString(errs) {

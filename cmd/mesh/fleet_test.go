@@ -60,7 +60,8 @@ func TestFleet(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	n := fleetSize(t)
-	r := mesh(t, home, "fleet", "--agents", strconv.Itoa(n), "--assign", "tool", "--push", "2", "--dir", t.TempDir(),
+	first := t.TempDir()
+	r := mesh(t, home, "fleet", "--agents", strconv.Itoa(n), "--assign", "tool", "--push", "2", "--dir", first,
 		// A report is waited for as every wait of the tests is: on a loaded
 		// box 2,000 at once outlast an agent's own 5 s (and it warns).
 		"--agent-timeout", embeddedtest.Settle.String())
@@ -97,12 +98,24 @@ func TestFleet(t *testing.T) {
 	// A fleet again in a new directory: its first nodes' keys are in the
 	// last one's, so this fleet's agents are new machines for them and are
 	// re-keyed, as an operator re-keys a replaced machine; every one applies.
-	r = mesh(t, home, "fleet", "--agents", "3", "--push", "1", "--dir", t.TempDir(), "--agent-timeout", embeddedtest.Settle.String())
-	if r.code != 0 || !strings.Contains(r.out, "(3 applied, 0 failed, 0 refused)") {
+	second := t.TempDir()
+	r = mesh(t, home, "fleet", "--agents", "3", "--push", "1", "--dir", second, "--agent-timeout", embeddedtest.Settle.String())
+	if r.code != 0 || !strings.Contains(r.out, "0 token(s) made for the agents to enrol the keys they make, 3 node(s) re-keyed") || !strings.Contains(r.out, "(3 applied, 0 failed, 0 refused)") {
 		t.Fatalf("a fleet in a new directory over nodes with keys: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 	if r = mesh(t, home, "audit", "fleet-00000"); r.code != 0 || !strings.Contains(r.out, "re-keyed by an operator") {
 		t.Fatalf("fleet-00000 was not re-keyed for the new fleet's agent: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	// Again in that directory: its agents hold their keys, and need no token.
+	r = mesh(t, home, "fleet", "--agents", "3", "--push", "1", "--dir", second, "--agent-timeout", embeddedtest.Settle.String())
+	if r.code != 0 || !strings.Contains(r.out, "0 token(s) made for the agents to enrol the keys they make, 0 node(s) re-keyed for this fleet's agents (their keys were an agent's elsewhere), 3 agent(s) with their keys already") {
+		t.Fatalf("a fleet again in its own directory: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	// In the first directory, whose keys for those nodes were replaced: one
+	// sentence naming the node and the remedy, not the bus's bare refusal.
+	r = mesh(t, home, "fleet", "--agents", "3", "--push", "1", "--dir", first, "--agent-timeout", embeddedtest.Settle.String())
+	if r.code == 0 || !strings.Contains(r.err, "fleet-00000") || !strings.Contains(r.err, "re-keyed since") || !strings.Contains(r.err, "fresh --dir") {
+		t.Fatalf("a fleet in a directory whose keys were replaced: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 }
 

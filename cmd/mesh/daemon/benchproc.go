@@ -164,17 +164,22 @@ var (
 
 // startFleet starts mesh fleet (enrolling and assigning its nodes itself)
 // and returns once every agent follows, saying its progress on stderr.
+// Each step it says (its nodes enrolled, assigned, the agents' tokens made,
+// the agents following) has benchWait of its own: real agents enrolling
+// the keys they make took a minute at 10,000 beside the rest, which one
+// wait for the whole start left little room for on a busy box.
 func (r benchRun) startFleet(ctx context.Context, dir, home, url, name string, args ...string) (*benchChild, error) {
 	f, err := r.spawn(ctx, dir, home, url, "fleet", nil, args...)
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.After(benchWait)
+	deadline := time.NewTimer(benchWait)
+	defer deadline.Stop()
 	for {
 		select {
-		case <-deadline:
+		case <-deadline.C:
 			f.stop()
-			return nil, fmt.Errorf("the fleet's agents did not all follow within %s: this machine is too busy to measure on now; %s", benchWait, f.lastWords())
+			return nil, fmt.Errorf("the fleet's agents did not all follow within %s of its last step: this machine is too busy to measure on now; %s", benchWait, f.lastWords())
 		case line, ok := <-f.lines:
 			if !ok {
 				<-f.exited
@@ -184,6 +189,7 @@ func (r benchRun) startFleet(ctx context.Context, dir, home, url, name string, a
 			if fleetFollows.MatchString(line) {
 				return f, nil
 			}
+			deadline.Reset(benchWait)
 		case <-ctx.Done():
 			f.stop()
 			return nil, ctx.Err()

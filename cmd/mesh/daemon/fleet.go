@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/meshctl/mesh/agent"
+	"github.com/meshctl/mesh/aggregates"
 	"github.com/meshctl/mesh/busauth"
 	"github.com/meshctl/mesh/client"
 	"github.com/meshctl/mesh/cmd/mesh/cmdline"
@@ -36,7 +38,7 @@ type FleetCmd struct {
 	// acknowledgement, keep the report for later, and warn.
 	AgentTimeout time.Duration `help:"How long each agent waits for the bus on one read or report before it tries again later (and warns); default: the agent's own, 5s."`
 	Simulate     bool          `help:"Play the agents on one connection instead: record each node's report key, answer each declaration with the report applying it would make (signed and MAC'd as the node's), apply nothing. For fleets beyond one machine's processes; needs an open bus (mesh serve --open-bus)."`
-	DerivedKeys  bool          `help:"Run the agents with keys derived from the controller key, as nodes enrolled before agents made their own: their reports are checked by MAC, not each by its signature. By default each agent makes its keys and enrols them with a token of its node's, as an operator's machine does."`
+	DerivedKeys  bool          `help:"Run the agents with keys derived from the controller key, as nodes enrolled before agents made their own: their reports are checked by MAC, not each by its signature. Only for nodes whose agents never made keys (another --prefix, or a fresh home). By default each agent makes its keys and enrols them with a token of its node's, as an operator's machine does."`
 }
 
 func (c *FleetCmd) Help() string {
@@ -88,8 +90,9 @@ func (c *FleetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		joins, err = fleetJoins(ctx, g, cl, names)
 	} else {
 		start = time.Now()
-		if joins, err = fleetTokens(ctx, cl, names, dir); err == nil {
-			fmt.Fprintf(out.Out, "%d token(s) made for the agents to enrol the keys they make, in %s\n", len(joins), since(start))
+		var made tokensMade
+		if joins, made, err = fleetTokens(ctx, cl, names, dir); err == nil {
+			fmt.Fprintf(out.Out, "%s, in %s\n", made, since(start))
 		}
 	}
 	if err != nil {
@@ -106,11 +109,16 @@ func (c *FleetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 			if err != nil {
 				return nil, err
 			}
-			return cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
+			nc, err := cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
 				append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
+			return nc, fleetRefused(err, j, dir, c.DerivedKeys)
 		}, Dial: func(j agent.Join, opts ...nats.Option) (*nats.Conn, error) {
+			secure, err := j.Options() // a join with no seed: its CA alone
+			if err != nil {
+				return nil, err
+			}
 			return cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node+" enrolling",
-				append(opts, nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
+				append(append(secure, opts...), nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
 		}})
 	}
 	if err != nil {
@@ -210,36 +218,94 @@ func watchRounds(ctx context.Context, out *cmdline.Output, f *fleet.Fleet) error
 // its reports by the agent's own signature. A node whose keys an agent of
 // an earlier fleet made in another directory is re-keyed (mesh node
 // rekey), as a new machine for it would be; one whose keys are in dir
-// already needs no token, its agent reads them there.
-func fleetTokens(ctx context.Context, cl *client.Client, names []wire.EnrollRequest, dir string) ([]agent.Join, error) {
+// already needs no token, its agent reads them there. The first failure
+// stops the rest: ten thousand sentences, or ten thousand waits on a
+// controller that does not answer, tell an operator nothing more.
+func fleetTokens(ctx context.Context, cl *client.Client, names []wire.EnrollRequest, dir string) ([]agent.Join, tokensMade, error) {
+	var made tokensMade
 	var list wire.TokenList
 	if err := cl.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &list); err != nil {
-		return nil, err
+		return nil, made, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	joins := make([]agent.Join, len(names))
 	errs := make([]error, len(names))
+	var joined, rekeyed, kept atomic.Int64
 	fanout.Each(len(names), tokenCallsAtOnce, func(i int) {
 		name := names[i].Name
 		joins[i] = agent.Join{Mesh: list.Mesh, Bus: cl.NC.ConnectedUrl(), Node: name, Key: list.Key}
 		if agent.Enrolled(agent.StateDir(filepath.Join(dir, name), "")) {
+			kept.Add(1)
+			return
+		}
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
 			return
 		}
 		var id wire.Identity
 		err := cl.Call(ctx, wire.SubjectNodeJoin, wire.NameRequest{Name: name}, &id)
-		if err != nil {
-			// Its keys are an earlier agent's, which this directory does
-			// not hold: this fleet's agent is a new machine for it.
-			if rekeyErr := cl.Call(ctx, wire.SubjectNodeRekey, wire.NameRequest{Name: name}, &id); rekeyErr != nil {
-				errs[i] = err
-				return
+		switch {
+		case err == nil:
+			joined.Add(1)
+		case errors.Is(err, aggregates.ErrInvalid):
+			// Refused because an earlier agent made its keys, which this
+			// directory does not hold: this fleet's agent is a new machine
+			// for it. (A retired or unknown node is another refusal.)
+			if err = cl.Call(ctx, wire.SubjectNodeRekey, wire.NameRequest{Name: name}, &id); err == nil {
+				rekeyed.Add(1)
 			}
+		}
+		if err != nil {
+			errs[i] = err
+			cancel()
+			return
 		}
 		joins[i].Token = id.Token
 	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("cannot make the agents' tokens: %w", err)
+	made = tokensMade{Joined: int(joined.Load()), Rekeyed: int(rekeyed.Load()), Kept: int(kept.Load())}
+	failed := 0
+	var first error
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		failed++
+		if first == nil && !errors.Is(err, context.Canceled) {
+			first = fmt.Errorf("%s: %w", names[i].Name, err)
+		}
 	}
-	return joins, nil
+	if first == nil && failed > 0 {
+		first = ctx.Err()
+	}
+	if first != nil {
+		return nil, made, fmt.Errorf("cannot make the agents' tokens (%d of %d not made, the rest not asked): %w", failed, len(names), first)
+	}
+	return joins, made, nil
+}
+
+// fleetRefused says why the bus refused an agent whose keys the fleet
+// chose, and what to do, where the bus says only "Authorization Violation".
+func fleetRefused(err error, j agent.Join, dir string, derived bool) error {
+	switch {
+	case !errors.Is(err, nats.ErrAuthorization):
+		return err
+	case derived:
+		return fmt.Errorf("the bus refused %s's key derived from the controller key: an agent made its own keys for it since (mesh audit %s); --derived-keys needs nodes whose agents never did, another --prefix or a fresh home: %w", j.Node, j.Node, err)
+	case j.Token == "":
+		return fmt.Errorf("the bus refused the keys %s's agent enrolled in %s: the node was re-keyed since (mesh audit %s); give the fleet a fresh --dir: %w", j.Node, dir, j.Node, err)
+	}
+	return err
+}
+
+// tokensMade is what fleetTokens did, to say: tokens for nodes without
+// keys, re-keys of nodes whose keys an agent elsewhere made, and nodes
+// whose keys the fleet's directory already holds.
+type tokensMade struct{ Joined, Rekeyed, Kept int }
+
+func (t tokensMade) String() string {
+	return fmt.Sprintf("%d token(s) made for the agents to enrol the keys they make, %d node(s) re-keyed for this fleet's agents (their keys were an agent's elsewhere), %d agent(s) with their keys already in the fleet's directory",
+		t.Joined, t.Rekeyed, t.Kept)
 }
 
 // tokenCallsAtOnce bounds the token requests in flight: each is an append.
