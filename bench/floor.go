@@ -53,9 +53,10 @@ func (c Costs) String() string {
 // and 286, the floor's about 200.
 const Payload = 1200
 
-// ReportPayload is the size of the report the floor verifies: a
-// DeclarationApplied as agents append it, 400-440 bytes (its body 338 read
-// back from a bench's stream, its signature over the body).
+// ReportPayload is the size of the report the floor verifies and the
+// sockets' agents publish: a DeclarationApplied as agents append it was
+// 400-440 bytes; the body its signature covers, read back from a bench's
+// stream, 338, which SHA-512 hashes in as many blocks as 420.
 const ReportPayload = 420
 
 // window is how many publishes the floor keeps in flight, as

@@ -258,3 +258,20 @@ func TestEachPushIsHeldAgainstTheFloorAroundIt(t *testing.T) {
 		}
 	}
 }
+
+// The floor's figure of each operation is its median round, each
+// operation's apart: a verify dropped from the medians would hold real
+// agents to no signature check at all.
+func TestTheFloorKeepsEachOperationsMedianRound(t *testing.T) {
+	t.Parallel()
+	us := time.Microsecond
+	rounds := []Costs{
+		{Sign: 30 * us, Publish: 20 * us, Read: 9 * us, Verify: 70 * us, Faults: 5},
+		{Sign: 10 * us, Publish: 40 * us, Read: 7 * us, Verify: 50 * us, Faults: 3},
+		{Sign: 20 * us, Publish: 30 * us, Read: 8 * us, Verify: 60 * us, Faults: 4},
+	}
+	want := Costs{Sign: 20 * us, Publish: 30 * us, Read: 8 * us, Verify: 60 * us, Faults: 4}
+	if got := MedianCosts(rounds); got != want {
+		t.Fatalf("the floor's medians: %+v, want %+v", got, want)
+	}
+}

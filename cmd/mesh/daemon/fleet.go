@@ -252,7 +252,10 @@ func fleetTokens(ctx context.Context, cl *client.Client, names []wire.EnrollRequ
 			// Refused because an earlier agent made its keys, which this
 			// directory does not hold: this fleet's agent is a new machine
 			// for it. (A retired or unknown node is another refusal.)
-			if err = cl.Call(ctx, wire.SubjectNodeRekey, wire.NameRequest{Name: name}, &id); err == nil {
+			if rekeyErr := cl.Call(ctx, wire.SubjectNodeRekey, wire.NameRequest{Name: name}, &id); rekeyErr != nil {
+				err = fmt.Errorf("%w; and a re-key: %w", err, rekeyErr)
+			} else {
+				err = nil
 				rekeyed.Add(1)
 			}
 		}
@@ -264,22 +267,26 @@ func fleetTokens(ctx context.Context, cl *client.Client, names []wire.EnrollRequ
 		joins[i].Token = id.Token
 	})
 	made = tokensMade{Joined: int(joined.Load()), Rekeyed: int(rekeyed.Load()), Kept: int(kept.Load())}
-	failed := 0
+	failed, stopped := 0, 0
 	var first error
 	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		failed++
-		if first == nil && !errors.Is(err, context.Canceled) {
-			first = fmt.Errorf("%s: %w", names[i].Name, err)
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled):
+			stopped++ // cut short, or never asked, after a failure
+		default:
+			failed++
+			if first == nil {
+				first = fmt.Errorf("%s: %w", names[i].Name, err)
+			}
 		}
 	}
-	if first == nil && failed > 0 {
-		first = ctx.Err()
+	if first == nil && stopped > 0 {
+		first = ctx.Err() // the caller's own end
 	}
 	if first != nil {
-		return nil, made, fmt.Errorf("cannot make the agents' tokens (%d of %d not made, the rest not asked): %w", failed, len(names), first)
+		return nil, made, fmt.Errorf("cannot make the agents' tokens: %d failed, %d not asked or cut short after the first failure, %d made and %d kept; the first: %w",
+			failed, stopped, made.Joined+made.Rekeyed, made.Kept, first)
 	}
 	return joins, made, nil
 }
@@ -291,9 +298,9 @@ func fleetRefused(err error, j agent.Join, dir string, derived bool) error {
 	case !errors.Is(err, nats.ErrAuthorization):
 		return err
 	case derived:
-		return fmt.Errorf("the bus refused %s's key derived from the controller key: an agent made its own keys for it since (mesh audit %s); --derived-keys needs nodes whose agents never did, another --prefix or a fresh home: %w", j.Node, j.Node, err)
+		return fmt.Errorf("the bus refused %s's key derived from the controller key, most likely because an agent made its own keys for it since (mesh audit %s says); --derived-keys needs nodes whose agents never did, another --prefix or a fresh home: %w", j.Node, j.Node, err)
 	case j.Token == "":
-		return fmt.Errorf("the bus refused the keys %s's agent enrolled in %s: the node was re-keyed since (mesh audit %s); give the fleet a fresh --dir: %w", j.Node, dir, j.Node, err)
+		return fmt.Errorf("the bus refused the keys %s's agent enrolled in %s, most likely because the node was re-keyed since (mesh audit %s says); give the fleet a fresh --dir: %w", j.Node, dir, j.Node, err)
 	}
 	return err
 }
