@@ -43,6 +43,14 @@ type Config struct {
 	Timeout time.Duration
 }
 
+// rootDir is node's agent's root in a fleet's dir.
+func rootDir(dir, node string) string { return filepath.Join(dir, node) }
+
+// StateDir is node's agent's state directory in a fleet's dir (the
+// agent's own default beside its root): where its keys are once enrolled
+// (agent.Enrolled).
+func StateDir(dir, node string) string { return agent.StateDir(rootDir(dir, node), "") }
+
 // Fleet is the running agents.
 type Fleet struct {
 	members []*member
@@ -138,7 +146,7 @@ func (f *Fleet) open(ctx context.Context, cfg Config, j agent.Join, m *member, l
 			return fmt.Errorf("fleet: %s has neither a key nor a way to enrol one", j.Node)
 		}
 		given := j
-		enrolled, err := agent.Enrol(ctx, given, agent.StateDir(filepath.Join(cfg.Dir, j.Node), ""), func(opts ...nats.Option) (*nats.Conn, error) {
+		enrolled, err := agent.Enrol(ctx, given, StateDir(cfg.Dir, j.Node), func(opts ...nats.Option) (*nats.Conn, error) {
 			return cfg.Dial(given, opts...)
 		}, log)
 		if err != nil {
@@ -151,7 +159,7 @@ func (f *Fleet) open(ctx context.Context, cfg Config, j agent.Join, m *member, l
 		return fmt.Errorf("fleet: %s cannot connect: %w", j.Node, err)
 	}
 	ag, err := agent.Open(ctx, nc, agent.Config{
-		Join: j, Root: filepath.Join(cfg.Dir, j.Node), Log: log, CheckEvery: cfg.CheckEvery, Slots: slots,
+		Join: j, Root: rootDir(cfg.Dir, j.Node), Log: log, CheckEvery: cfg.CheckEvery, Slots: slots,
 		ReadTimeout: cfg.Timeout, ReportTimeout: cfg.Timeout,
 		Observe: func(o agent.Observation) { f.observe(m, o) },
 	})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -85,13 +84,18 @@ func (c *FleetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 		}
 		fmt.Fprintf(out.Out, "assigned %s to %d fleet node(s) in %s\n", c.Assign, len(assigned.Changed), since(start))
 	}
+	// The mesh and the controller key every join string names.
+	var list wire.TokenList
+	if err := cl.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &list); err != nil {
+		return err
+	}
 	var joins []agent.Join
 	if c.Simulate || c.DerivedKeys {
-		joins, err = fleetJoins(ctx, g, cl, names)
+		joins, err = fleetJoins(g, cl, list, names)
 	} else {
 		start = time.Now()
 		var made tokensMade
-		if joins, made, err = fleetTokens(ctx, cl, names, dir); err == nil {
+		if joins, made, err = fleetTokens(ctx, cl, list, names, dir); err == nil {
 			fmt.Fprintf(out.Out, "%s, in %s\n", made, since(start))
 		}
 	}
@@ -104,21 +108,21 @@ func (c *FleetCmd) Run(ctx context.Context, g *cmdline.Globals, out *cmdline.Out
 	if c.Simulate {
 		f, err = fleet.Simulate(ctx, cl.NC, joins)
 	} else {
-		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Applying: ApplySlots(c.Agents), Timeout: c.AgentTimeout, Connect: func(j agent.Join) (*nats.Conn, error) {
+		// dial connects as j says (its CA, and its key once it has one),
+		// with more: an agent's own connection, or its enrolment's.
+		dial := func(j agent.Join, what string, more ...nats.Option) (*nats.Conn, error) {
 			identity, err := j.Options()
 			if err != nil {
 				return nil, err
 			}
-			nc, err := cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node,
-				append(identity, nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort(), nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
+			return cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node+what,
+				append(append(identity, more...), nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
+		}
+		f, err = fleet.Start(ctx, fleet.Config{Joins: joins, Dir: dir, Applying: ApplySlots(c.Agents), Timeout: c.AgentTimeout, Connect: func(j agent.Join) (*nats.Conn, error) {
+			nc, err := dial(j, "", nats.MaxReconnects(-1), nats.IgnoreAuthErrorAbort())
 			return nc, fleetRefused(err, j, dir, c.DerivedKeys)
 		}, Dial: func(j agent.Join, opts ...nats.Option) (*nats.Conn, error) {
-			secure, err := j.Options() // a join with no seed: its CA alone
-			if err != nil {
-				return nil, err
-			}
-			return cmdline.Connect(cmdline.BusAddr{URL: j.Bus, From: "the join string"}, "mesh fleet "+j.Node+" enrolling",
-				append(append(secure, opts...), nats.Timeout(max(cmdline.AgentConnectTimeout, c.AgentTimeout)))...)
+			return dial(j, " enrolling", opts...)
 		}})
 	}
 	if err != nil {
@@ -221,12 +225,8 @@ func watchRounds(ctx context.Context, out *cmdline.Output, f *fleet.Fleet) error
 // already needs no token, its agent reads them there. The first failure
 // stops the rest: ten thousand sentences, or ten thousand waits on a
 // controller that does not answer, tell an operator nothing more.
-func fleetTokens(ctx context.Context, cl *client.Client, names []wire.EnrollRequest, dir string) ([]agent.Join, tokensMade, error) {
+func fleetTokens(ctx context.Context, cl *client.Client, list wire.TokenList, names []wire.EnrollRequest, dir string) ([]agent.Join, tokensMade, error) {
 	var made tokensMade
-	var list wire.TokenList
-	if err := cl.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &list); err != nil {
-		return nil, made, err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	joins := make([]agent.Join, len(names))
@@ -235,7 +235,7 @@ func fleetTokens(ctx context.Context, cl *client.Client, names []wire.EnrollRequ
 	fanout.Each(len(names), tokenCallsAtOnce, func(i int) {
 		name := names[i].Name
 		joins[i] = agent.Join{Mesh: list.Mesh, Bus: cl.NC.ConnectedUrl(), Node: name, Key: list.Key}
-		if agent.Enrolled(agent.StateDir(filepath.Join(dir, name), "")) {
+		if agent.Enrolled(fleet.StateDir(dir, name)) {
 			kept.Add(1)
 			return
 		}
@@ -324,11 +324,7 @@ const tokenCallsAtOnce = 64
 // fleet, which plays its nodes on one connection with their MACs). What
 // they cost a push differs from an operator's machines in one check: the
 // fold holds a report of a node that made its keys to its signature.
-func fleetJoins(ctx context.Context, g *cmdline.Globals, cl *client.Client, names []wire.EnrollRequest) ([]agent.Join, error) {
-	var list wire.TokenList
-	if err := cl.Call(ctx, wire.SubjectTokenList, wire.Empty{}, &list); err != nil {
-		return nil, err
-	}
+func fleetJoins(g *cmdline.Globals, cl *client.Client, list wire.TokenList, names []wire.EnrollRequest) ([]agent.Join, error) {
 	kp, err := busauth.HomeKey(g.Home, false)
 	if err != nil {
 		return nil, fmt.Errorf("a fleet harness derives its agents' keys from the controller key, and %v", err)
